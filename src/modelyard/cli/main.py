@@ -1,0 +1,80 @@
+"""The ``modelyard`` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from modelyard import __version__
+from modelyard.errors import ModelyardError
+
+
+def _examples_build(args: argparse.Namespace) -> int:
+    from modelyard.examples.build import build_example_repository
+
+    names = build_example_repository(args.directory)
+    print(f"built {len(names)} models in {args.directory}: {', '.join(names)}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from modelyard.cli.serve import run_serve
+    from modelyard.examples.build import build_example_repository
+
+    repository: Path = args.model_repository
+    if not repository.exists():
+        names = build_example_repository(repository)
+        print(f"built the example repository in {repository}: {', '.join(names)}")
+    port = args.http_port
+    body = '{"inputs":[{"name":"input","shape":[1,4],"datatype":"FP32","data":[5.1,3.5,1.4,0.2]}]}'
+    print(
+        f"\nserving on http://127.0.0.1:{port}  try:\n"
+        f"  curl -s localhost:{port}/v2/models/iris_sklearn/infer -d '{body}'\n",
+        flush=True,
+    )
+    return run_serve(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from modelyard.cli.serve import add_serve_arguments, run_serve
+
+    parser = argparse.ArgumentParser(prog="modelyard", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"modelyard {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="serve a Triton-layout model repository")
+    add_serve_arguments(serve)
+    serve.set_defaults(handler=run_serve)
+
+    demo = commands.add_parser(
+        "demo", help="build the example repository (if missing) and serve it"
+    )
+    add_serve_arguments(demo)
+    demo.set_defaults(handler=_demo)
+    demo.set_defaults(model_repository=Path("model_repository"))
+    for action in demo._actions:
+        if action.dest == "model_repository":
+            action.required = False
+
+    examples = commands.add_parser("examples", help="example model repositories")
+    example_commands = examples.add_subparsers(dest="example_command", required=True)
+    build = example_commands.add_parser("build", help="train and write the example models")
+    build.add_argument("directory", type=Path)
+    build.set_defaults(handler=_examples_build)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except ModelyardError as error:
+        print(error.line(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Model configuration: Triton's config.pbtxt, parsed against the real schema.
+
+``read_model_config`` parses the protobuf text with the ModelConfig message that
+ships in tritonclient; a syntax or schema error names the file and line.
+``complete_config`` fills what the file leaves out from the engine's view of
+the model (as Triton's auto-complete does), and ``compile_spec`` turns the
+completed config into the plain values the hot path reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from google.protobuf import json_format, text_format
+from tritonclient.grpc import model_config_pb2 as mc
+
+from modelyard.engines.base import Signature
+from modelyard.errors import Code, ConfigError
+from modelyard.types import CONFIG_TO_V2, V2_TO_CONFIG, numpy_dtype
+
+CONFIG_FILENAME = "config.pbtxt"
+# Triton's auto-complete default for models whose first dimension is variable
+AUTOCOMPLETE_MAX_BATCH_SIZE = 4
+
+
+def _config_error(path: Path | str, detail: str, line: int | None = None) -> ConfigError:
+    where = f"{path}:{line}" if line else str(path)
+    return ConfigError(
+        f"invalid model config {where}: {detail}",
+        code=Code.INVALID_ARGUMENT,
+        rule="config/model-config",
+        where=f"fix {where}",
+    )
+
+
+def parse_model_config(text: str, origin: str = "<config>") -> mc.ModelConfig:
+    config = mc.ModelConfig()
+    try:
+        text_format.Parse(text, config)
+    except text_format.ParseError as exc:
+        line = exc.GetLine() if hasattr(exc, "GetLine") else None
+        message = str(exc)
+        # ParseError's text starts with "line:col : "; keep only the reason
+        if ":" in message and message.split(":", 1)[0].strip().isdigit():
+            message = message.split(" : ", 1)[-1]
+        raise _config_error(origin, message, line) from None
+    return config
+
+
+def parse_json_config(document: dict[str, Any], origin: str = "<config>") -> mc.ModelConfig:
+    """A config given as JSON (the repository load API's ``config`` parameter)."""
+    config = mc.ModelConfig()
+    try:
+        json_format.ParseDict(document, config)
+    except json_format.ParseError as exc:
+        raise _config_error(origin, str(exc)) from None
+    return config
+
+
+def read_model_config(model_dir: Path) -> mc.ModelConfig:
+    path = model_dir / CONFIG_FILENAME
+    config = mc.ModelConfig()
+    if path.is_file():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _config_error(path, f"cannot read: {exc}") from None
+        config = parse_model_config(text, str(path))
+    if config.name and config.name != model_dir.name:
+        raise _config_error(
+            path, f"name '{config.name}' differs from the model directory '{model_dir.name}'"
+        )
+    config.name = model_dir.name
+    return config
+
+
+def config_to_json(config: mc.ModelConfig) -> dict[str, Any]:
+    """The config as Triton's model config endpoint shows it."""
+    out: dict[str, Any] = json_format.MessageToDict(config, preserving_proto_field_name=True)
+    return out
+
+
+def complete_config(config: mc.ModelConfig, signature: Signature | None, origin: str) -> None:
+    """Fill inputs, outputs and max_batch_size from the model file where the config is silent."""
+    if signature is None:
+        if not config.input or not config.output:
+            raise _config_error(
+                origin,
+                "the model file does not describe its tensors: declare input and output "
+                "in config.pbtxt",
+            )
+        return
+    batched_file = signature.batched and all(
+        spec.dims and spec.dims[0] == -1 for spec in signature.inputs
+    )
+    if not config.input and not config.output and config.max_batch_size == 0 and batched_file:
+        config.max_batch_size = AUTOCOMPLETE_MAX_BATCH_SIZE
+        if not config.HasField("dynamic_batching") and not config.HasField("sequence_batching"):
+            config.dynamic_batching.SetInParent()
+    skip = 1 if config.max_batch_size > 0 else 0
+    for specs, field in ((signature.inputs, config.input), (signature.outputs, config.output)):
+        if len(field) > 0:
+            continue
+        for spec in specs:
+            entry = field.add()
+            entry.name = spec.name
+            entry.data_type = mc.DataType.Value(V2_TO_CONFIG[spec.datatype])
+            dims = spec.dims[skip:] if len(spec.dims) >= skip else spec.dims
+            entry.dims.extend(dims if dims else [1])
+
+
+@dataclass(frozen=True, slots=True)
+class TensorConfig:
+    name: str
+    datatype: str  # V2 name
+    dtype: np.dtype[Any]
+    dims: tuple[int, ...]  # without the batch dimension
+    reshape: tuple[int, ...] | None
+    optional: bool = False
+    allow_ragged_batch: bool = False
+    label_filename: str = ""
+
+    def accepts_shape(self, shape: tuple[int, ...]) -> bool:
+        if len(shape) != len(self.dims):
+            return False
+        return all(d == -1 or d == s for d, s in zip(self.dims, shape, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """The completed config as the hot path reads it: no protobuf lookups per request."""
+
+    name: str
+    max_batch_size: int
+    inputs: dict[str, TensorConfig]
+    outputs: dict[str, TensorConfig]
+
+    @property
+    def batched(self) -> bool:
+        return self.max_batch_size > 0
+
+
+def _tensor_config(entry: Any, origin: str, kind: str) -> TensorConfig:
+    type_name = mc.DataType.Name(entry.data_type)
+    if type_name not in CONFIG_TO_V2:
+        raise _config_error(origin, f"{kind} '{entry.name}' has no valid data_type ({type_name})")
+    if not entry.name:
+        raise _config_error(origin, f"an {kind} has no name")
+    dims = tuple(int(d) for d in entry.dims)
+    if any(d < -1 or d == 0 for d in dims):
+        raise _config_error(origin, f"{kind} '{entry.name}' dims {list(dims)} must be > 0 or -1")
+    reshape = tuple(int(d) for d in entry.reshape.shape) if entry.HasField("reshape") else None
+    datatype = CONFIG_TO_V2[type_name]
+    return TensorConfig(
+        name=entry.name,
+        datatype=datatype,
+        dtype=numpy_dtype(datatype),
+        dims=dims,
+        reshape=reshape,
+        optional=bool(getattr(entry, "optional", False)),
+        allow_ragged_batch=bool(getattr(entry, "allow_ragged_batch", False)),
+        label_filename=getattr(entry, "label_filename", ""),
+    )
+
+
+def compile_spec(config: mc.ModelConfig, origin: str) -> ModelSpec:
+    if config.max_batch_size < 0:
+        raise _config_error(origin, f"max_batch_size {config.max_batch_size} must be >= 0")
+    inputs = {e.name: _tensor_config(e, origin, "input") for e in config.input}
+    outputs = {e.name: _tensor_config(e, origin, "output") for e in config.output}
+    if len(inputs) != len(config.input) or len(outputs) != len(config.output):
+        raise _config_error(origin, "input and output names must be unique")
+    if not inputs or not outputs:
+        raise _config_error(origin, "a model needs at least one input and one output")
+    return ModelSpec(config.name, int(config.max_batch_size), inputs, outputs)
+
+
+def validate_version_policy(config: mc.ModelConfig, origin: str) -> None:
+    policy = config.version_policy
+    if policy.WhichOneof("policy_choice") == "latest" and policy.latest.num_versions < 1:
+        raise _config_error(origin, "version_policy.latest.num_versions must be >= 1")
+    if policy.WhichOneof("policy_choice") == "specific" and not policy.specific.versions:
+        raise _config_error(origin, "version_policy.specific lists no versions")
+
+
+def select_versions(config: mc.ModelConfig, available: list[int]) -> list[int]:
+    """The versions the version policy asks for, highest first."""
+    ordered = sorted(available, reverse=True)
+    policy = config.version_policy
+    choice = policy.WhichOneof("policy_choice")
+    if choice == "all":
+        return ordered
+    if choice == "specific":
+        wanted = set(policy.specific.versions)
+        return [v for v in ordered if v in wanted]
+    count = policy.latest.num_versions if choice == "latest" else 1
+    return ordered[:count]

@@ -1,0 +1,88 @@
+"""Engines, imported lazily so a missing extra only breaks the models that need it."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from modelyard.engines.base import Engine, LoadContext, Signature, TensorSpec
+from modelyard.errors import Code, ConfigError, MissingExtraError
+
+# backend name -> (module, class name, python module it needs, extra)
+_ENGINES: dict[str, tuple[str, str, str, str]] = {
+    "onnxruntime": ("modelyard.engines.onnx", "OnnxRuntimeEngine", "onnxruntime", "onnx"),
+    "pytorch": ("modelyard.engines.torch", "TorchScriptEngine", "torch", "torch"),
+    "sklearn": ("modelyard.engines.sklearn", "SklearnEngine", "sklearn", "sklearn"),
+    "xgboost": ("modelyard.engines.xgboost", "XGBoostEngine", "xgboost", "xgboost"),
+    "lightgbm": ("modelyard.engines.lightgbm", "LightGBMEngine", "lightgbm", "lightgbm"),
+    "python": ("modelyard.engines.python", "PythonEngine", "numpy", "all"),
+    "tensorrt": ("modelyard.engines.tensorrt", "TensorRTEngine", "tensorrt", "tensorrt"),
+}
+
+# Triton platform names -> backend
+PLATFORMS = {
+    "onnxruntime_onnx": "onnxruntime",
+    "pytorch_libtorch": "pytorch",
+    "tensorrt_plan": "tensorrt",
+}
+
+# file name -> backend, used when config.pbtxt names neither platform nor backend
+_BY_FILENAME = {
+    "model.onnx": "onnxruntime",
+    "model.pt": "pytorch",
+    "model.plan": "tensorrt",
+    "model.py": "python",
+    "model.skops": "sklearn",
+    "model.joblib": "sklearn",
+    "model.pkl": "sklearn",
+    "model.json": "xgboost",
+    "model.ubj": "xgboost",
+    "model.txt": "lightgbm",
+}
+
+BACKENDS = tuple(_ENGINES)
+
+
+def engine_class(backend: str) -> type[Engine]:
+    try:
+        module_name, class_name, needs, extra = _ENGINES[backend]
+    except KeyError:
+        raise ConfigError(
+            f"unknown backend '{backend}' (known: {', '.join(BACKENDS)})",
+            code=Code.INVALID_ARGUMENT,
+            rule="config/backend",
+            where="backend or platform in config.pbtxt",
+        ) from None
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] == needs:
+            raise MissingExtraError(backend, needs, extra) from exc
+        raise
+    cls: type[Engine] = getattr(module, class_name)
+    return cls
+
+
+def backend_for(platform: str, backend: str, version_dirs: list[Path]) -> str | None:
+    """The backend a model uses: from the config, else from the files it ships."""
+    if backend:
+        return backend
+    if platform:
+        return PLATFORMS.get(platform, platform)
+    for version_dir in version_dirs:
+        for filename, name in _BY_FILENAME.items():
+            if (version_dir / filename).exists():
+                return name
+    return None
+
+
+__all__ = [
+    "BACKENDS",
+    "PLATFORMS",
+    "Engine",
+    "LoadContext",
+    "Signature",
+    "TensorSpec",
+    "backend_for",
+    "engine_class",
+]

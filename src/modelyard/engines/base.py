@@ -1,0 +1,83 @@
+"""The Engine contract: load a file, execute a stacked batch, unload.
+
+The model server owns threads, queues, timeouts and batching. An engine never
+sees a request: ``execute`` gets arrays already stacked along the batch axis
+(when the model batches) and returns arrays with the same number of rows.
+Engines are synchronous; the server calls them from threads it owns, one
+engine object per model instance, so an engine needs no locking of its own.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from tritonclient.grpc import model_config_pb2 as mc
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSpec:
+    """A tensor as an engine sees it: V2 datatype and full dims (-1: variable)."""
+
+    name: str
+    datatype: str
+    dims: tuple[int, ...]
+
+
+@dataclass(slots=True)
+class Signature:
+    """What an engine learned from the model file, used to complete a config.
+
+    ``dims`` here include the batch dimension when ``batched`` is true.
+    """
+
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    batched: bool = True
+    labels: dict[str, list[str]] = field(default_factory=dict)  # output -> class labels
+
+
+@dataclass(frozen=True, slots=True)
+class LoadContext:
+    """Everything an engine may read while loading."""
+
+    artifact: Path  # the model file (or directory) in the version directory
+    version_dir: Path
+    config: mc.ModelConfig  # completed as far as the config file goes
+    device: str = "cpu"  # "cpu" or "cuda:N"
+    trusted: bool = False  # the operator trusts this model's pickle files
+    instance_index: int = 0
+
+    def parameter(self, key: str, default: str | None = None) -> str | None:
+        if key in self.config.parameters:
+            return self.config.parameters[key].string_value
+        return default
+
+
+class Engine(ABC):
+    #: engine name as used in the backend field of config.pbtxt
+    name: ClassVar[str]
+    #: the extra that installs this engine's dependency: pip install 'modelyard[<extra>]'
+    extra: ClassVar[str]
+    #: file names tried, in order, when config.pbtxt names no default_model_filename
+    default_filenames: ClassVar[tuple[str, ...]]
+    #: whether load() fills input and output specs from the model file
+    describes_signature: ClassVar[bool] = False
+
+    @abstractmethod
+    def load(self, ctx: LoadContext) -> Signature | None:
+        """Load the model; return what the file says of its tensors, if it says anything."""
+
+    @abstractmethod
+    def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        """Run one stacked batch; return the named outputs, rows in = rows out."""
+
+    def unload(self) -> None:  # noqa: B027 - most engines only drop references
+        """Release the engine's resources. Called once; the object is not reused."""
+
+    def describe(self) -> dict[str, Any]:
+        """Facts worth showing in the repository index (threads, providers ...)."""
+        return {}

@@ -1,0 +1,155 @@
+"""Python engine (``model.py``): a user class that maps arrays to arrays.
+
+``model.py`` defines a class named ``Model`` (or ``TritonPythonModel``, for
+files written for Triton). The engine imports the file under a module name of
+its own, so two models or two instances never share module state, and calls:
+
+* ``initialize(args)``, if defined, once, with Triton's keys: ``model_config``
+  (the config as a JSON string), ``model_name``, ``model_version``,
+  ``model_repository``, ``model_instance_kind`` ("CPU"),
+  ``model_instance_device_id`` ("0") and ``instance_index``;
+* ``execute(inputs) -> outputs``, with a dict of numpy arrays already stacked
+  along the batch axis, and returning a dict of numpy arrays. This differs from
+  Triton, whose ``execute`` takes a list of requests: the server owns batching;
+* ``finalize()``, if defined, on unload.
+
+When the model batches (``max_batch_size > 0``), every output must have as many
+rows as the inputs. Exceptions raised by user code become EngineError with
+their message. BYTES tensors are numpy object arrays of ``bytes``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+from google.protobuf import json_format
+
+from modelyard.engines.base import Engine, LoadContext, Signature
+from modelyard.errors import Code, EngineError
+
+_module_ids = itertools.count()
+
+
+class PythonEngine(Engine):
+    name = "python"
+    extra = "all"
+    default_filenames = ("model.py",)
+    describes_signature = False
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._module_name = ""
+        self._where = "model.py"
+        self._batched = False
+
+    def load(self, ctx: LoadContext) -> Signature | None:
+        self._where = f"model.py of model '{ctx.config.name}'"
+        self._batched = ctx.config.max_batch_size > 0
+        self._module_name = f"modelyard_user_model_{next(_module_ids)}"
+        module = self._import(ctx)
+        cls = getattr(module, "Model", None) or getattr(module, "TritonPythonModel", None)
+        if not isinstance(cls, type):
+            self._forget_module()
+            raise EngineError(
+                f"{ctx.artifact.name} defines no class named Model or TritonPythonModel",
+                code=Code.INVALID_ARGUMENT,
+                rule="engine/python",
+                where=self._where,
+            )
+        args = {
+            "model_config": json_format.MessageToJson(ctx.config),
+            "model_name": ctx.config.name,
+            "model_version": ctx.version_dir.name,
+            "model_repository": str(ctx.version_dir.parent),
+            "model_instance_kind": "CPU",
+            "model_instance_device_id": "0",
+            "instance_index": str(ctx.instance_index),
+        }
+        try:
+            model = cls()
+            if hasattr(model, "initialize"):
+                model.initialize(args)
+        except Exception as exc:
+            self._forget_module()
+            raise self._user_error("initialize", exc) from exc
+        if not callable(getattr(model, "execute", None)):
+            self._forget_module()
+            raise EngineError(
+                f"class {cls.__name__} has no execute(inputs) method",
+                code=Code.INVALID_ARGUMENT,
+                rule="engine/python",
+                where=self._where,
+            )
+        self._model = model
+        return None
+
+    def _import(self, ctx: LoadContext) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(self._module_name, ctx.artifact)
+        if spec is None or spec.loader is None:
+            raise EngineError(
+                f"cannot import {ctx.artifact}",
+                code=Code.INVALID_ARGUMENT,
+                rule="engine/python",
+                where=self._where,
+            )
+        module = importlib.util.module_from_spec(spec)
+        # registered so that dataclasses, pickle and typing can find the module
+        sys.modules[self._module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            self._forget_module()
+            raise self._user_error("import", exc) from exc
+        return module
+
+    def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        try:
+            returned = self._model.execute(inputs)
+        except Exception as exc:
+            raise self._user_error("execute", exc) from exc
+        if not isinstance(returned, dict):
+            raise self._contract_error(
+                f"execute() returned a {type(returned).__name__}, not a dict of arrays"
+            )
+        rows = len(next(iter(inputs.values()))) if self._batched and inputs else None
+        result = {}
+        for name in outputs:
+            if name not in returned:
+                raise self._contract_error(f"execute() returned no output '{name}'")
+            array = np.asarray(returned[name])
+            if rows is not None and (array.ndim == 0 or array.shape[0] != rows):
+                got = array.shape[0] if array.ndim else "a scalar"
+                raise self._contract_error(
+                    f"execute() returned {got} rows for output '{name}' and got {rows} rows in"
+                )
+            result[name] = array
+        return result
+
+    def unload(self) -> None:
+        model, self._model = self._model, None
+        try:
+            if model is not None and hasattr(model, "finalize"):
+                model.finalize()
+        except Exception as exc:
+            raise self._user_error("finalize", exc) from exc
+        finally:
+            self._forget_module()
+
+    def _forget_module(self) -> None:
+        sys.modules.pop(self._module_name, None)
+
+    def _user_error(self, step: str, exc: Exception) -> EngineError:
+        return EngineError(
+            f"{step} failed: {type(exc).__name__}: {exc}",
+            code=Code.INTERNAL,
+            rule="engine/python",
+            where=self._where,
+        )
+
+    def _contract_error(self, detail: str) -> EngineError:
+        return EngineError(detail, code=Code.INTERNAL, rule="engine/python", where=self._where)

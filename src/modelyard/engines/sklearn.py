@@ -1,0 +1,217 @@
+"""scikit-learn engine (``model.skops``, ``model.joblib``, ``model.pkl``).
+
+Conventions shared by the sklearn, xgboost and lightgbm engines:
+
+* one input, FP32, dims ``[n_features]``; its name is whatever the config
+  gives it (``input`` when the config is auto-completed);
+* classifiers have two outputs: ``label``, the predicted class (INT64 when the
+  classes are integers, BYTES when they are strings, dims ``[1]``), and
+  ``probabilities`` (FP32, dims ``[n_classes]``, labelled with the classes);
+* regressors have one output: ``prediction`` (FP32, dims ``[1]``);
+* the model batches: the signature has a leading -1 on every tensor.
+
+``label`` comes from ``predict`` and ``probabilities`` from ``predict_proba``,
+never one from the other: for some estimators (SVC with Platt scaling) they
+disagree, and the server must answer what the library answers. A classifier
+without ``predict_proba`` has only ``label``.
+
+Loading. ``model.skops`` is loaded with ``skops.io``, which refuses types it
+does not know. Besides skops' own trusted list, this engine trusts classes
+defined in sklearn, numpy and scipy, except the ones skops names as unsafe to
+trust (tree node storage that scikit-learn indexes without bounds checks: a
+crafted file can crash the process). Functions, other packages' types and those
+unsafe types load only from a trusted repository. ``model.joblib`` and
+``model.pkl`` are pickles, which can run arbitrary code while loading: they load
+only from a trusted repository (``--trusted-repository`` or ``--trust-model``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import skops.io as sio
+from sklearn.base import is_classifier
+
+from modelyard.engines.base import Engine, LoadContext, Signature, TensorSpec
+from modelyard.errors import Code, EngineError
+
+_TRUSTED_PACKAGES = frozenset({"sklearn", "numpy", "scipy"})
+
+# Types skops 0.16 refuses on purpose (skops.io.exceptions.UNTRUSTED_TYPE_REASONS).
+_UNSAFE_TYPES = frozenset(
+    {
+        "sklearn.tree._tree.Tree",
+        "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
+    }
+)
+try:
+    from skops.io.exceptions import UNTRUSTED_TYPE_REASONS
+
+    _UNSAFE_TYPES = _UNSAFE_TYPES | frozenset(UNTRUSTED_TYPE_REASONS)
+except ImportError:  # older skops has no such table
+    pass
+
+_PICKLE_SUFFIXES = (".joblib", ".pkl")
+
+
+def _resolve(qualified_name: str) -> Any:
+    """The object a dotted name refers to, importing the longest module prefix."""
+    parts = qualified_name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def _trusted_by_default(qualified_name: str) -> bool:
+    if qualified_name in _UNSAFE_TYPES:
+        return False
+    if qualified_name.split(".")[0] not in _TRUSTED_PACKAGES:
+        return False
+    return isinstance(_resolve(qualified_name), type)
+
+
+class SklearnEngine(Engine):
+    name = "sklearn"
+    extra = "sklearn"
+    default_filenames = ("model.skops", "model.joblib", "model.pkl")
+    describes_signature = True
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._input = "input"
+        self._classifier = False
+        self._has_proba = False
+        self._string_labels = False
+
+    def load(self, ctx: LoadContext) -> Signature:
+        model = self._read(ctx)
+        rule = f"engine/{self.name}"
+        where = f"the file {ctx.artifact.name} of model '{ctx.config.name}'"
+        n_features = getattr(model, "n_features_in_", None)
+        if not isinstance(n_features, int) or not hasattr(model, "predict"):
+            raise EngineError(
+                f"{type(model).__name__} is not a fitted estimator with n_features_in_ "
+                "and predict()",
+                code=Code.INVALID_ARGUMENT,
+                rule=rule,
+                where=where,
+            )
+        self._classifier = is_classifier(model)
+        outputs = [TensorSpec("prediction", "FP32", (-1, 1))]
+        labels: dict[str, list[str]] = {}
+        if self._classifier:
+            classes = np.asarray(model.classes_)
+            if classes.dtype.kind in "biu":
+                label_type = "INT64"
+            elif classes.dtype.kind in "USO" and all(isinstance(c, str) for c in classes):
+                label_type = "BYTES"
+            else:
+                raise EngineError(
+                    f"classes of dtype {classes.dtype} are neither integers nor strings",
+                    code=Code.INVALID_ARGUMENT,
+                    rule=rule,
+                    where=f"{where}: fit the classifier on integer or string labels",
+                )
+            self._string_labels = label_type == "BYTES"
+            self._has_proba = hasattr(model, "predict_proba")
+            outputs = [TensorSpec("label", label_type, (-1, 1))]
+            if self._has_proba:
+                outputs.append(TensorSpec("probabilities", "FP32", (-1, len(classes))))
+                labels = {"probabilities": [str(c) for c in classes]}
+        _check_outputs(ctx, [o.name for o in outputs], rule)
+        if ctx.config.input:
+            self._input = ctx.config.input[0].name
+        self._model = model
+        return Signature(
+            inputs=[TensorSpec("input", "FP32", (-1, n_features))],
+            outputs=outputs,
+            batched=True,
+            labels=labels,
+        )
+
+    def _read(self, ctx: LoadContext) -> Any:
+        path = ctx.artifact
+        if path.suffix in _PICKLE_SUFFIXES:
+            if not ctx.trusted:
+                raise EngineError(
+                    f"{path.name} is a pickle-based file, and loading it could run "
+                    "arbitrary code; this repository is not trusted",
+                    code=Code.FAILED_PRECONDITION,
+                    rule="engine/trusted-repository",
+                    where="serve with --trusted-repository (or --trust-model NAME), "
+                    "or save the model as model.skops",
+                )
+            import joblib
+
+            return self._guarded(ctx, lambda: joblib.load(path))
+        untrusted = self._guarded(ctx, lambda: sio.get_untrusted_types(file=path))
+        refused = [t for t in untrusted if not _trusted_by_default(t)]
+        if refused and not ctx.trusted:
+            raise EngineError(
+                f"{path.name} holds types that skops does not trust: {', '.join(refused)}",
+                code=Code.FAILED_PRECONDITION,
+                rule="engine/trusted-repository",
+                where="serve with --trusted-repository (or --trust-model NAME) if you "
+                "made this file or trust its source",
+            )
+        return self._guarded(ctx, lambda: sio.load(path, trusted=untrusted))
+
+    def _guarded(self, ctx: LoadContext, read: Callable[[], Any]) -> Any:
+        try:
+            return read()
+        except EngineError:
+            raise
+        except Exception as exc:  # corrupt files raise anything from zipfile to pickle
+            raise EngineError(
+                f"could not load {ctx.artifact.name}: {type(exc).__name__}: {exc}",
+                code=Code.INVALID_ARGUMENT,
+                rule=f"engine/{self.name}",
+                where=f"the file {ctx.artifact.name} of model '{ctx.config.name}'",
+            ) from exc
+
+    def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        x = inputs[self._input]
+        result: dict[str, np.ndarray] = {}
+        for name in outputs:
+            if name == "probabilities":
+                result[name] = self._model.predict_proba(x).astype(np.float32, copy=False)
+            elif name == "label":
+                label = np.asarray(self._model.predict(x)).reshape(-1, 1)
+                if self._string_labels:
+                    result[name] = np.vectorize(str.encode, otypes=[object])(label)
+                else:
+                    result[name] = label.astype(np.int64, copy=False)
+            else:
+                prediction = np.asarray(self._model.predict(x), dtype=np.float32)
+                result[name] = prediction.reshape(len(x), -1)
+        return result
+
+    def unload(self) -> None:
+        self._model = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"estimator": type(self._model).__name__}
+
+
+def _check_outputs(ctx: LoadContext, produced: list[str], rule: str) -> None:
+    unknown = [o.name for o in ctx.config.output if o.name not in produced]
+    if unknown:
+        raise EngineError(
+            f"the config asks for output {', '.join(unknown)}; this model produces "
+            f"{', '.join(produced)}",
+            code=Code.INVALID_ARGUMENT,
+            rule=rule,
+            where=f"output in config.pbtxt of model '{ctx.config.name}'",
+        )

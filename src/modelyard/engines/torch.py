@@ -1,0 +1,162 @@
+"""TorchScript engine (``model.pt``), Triton's ``pytorch_libtorch`` platform.
+
+Conventions, as in Triton's PyTorch backend:
+
+* inputs are passed to ``forward`` positionally, in the order of ``input`` in
+  config.pbtxt (``INPUT__0``, ``INPUT__1`` ... or the argument names);
+* ``forward`` returns a tensor or a tuple/list of tensors, mapped in order to
+  ``output`` in config.pbtxt (``OUTPUT__0`` ...), or a dict mapped by name;
+* BYTES tensors are not supported; BF16 travels as float32 in the server and
+  is cast at the model's edge.
+
+The file holds no tensor signature, so the config must declare inputs and
+outputs. Thread count: the parameter ``torch_num_threads`` calls
+``torch.set_num_threads``, which is process-wide: it changes every torch model
+in the server, and the last model loaded wins. Without the parameter, torch's
+current setting is left alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from tritonclient.grpc import model_config_pb2 as mc
+
+from modelyard.engines.base import Engine, LoadContext, Signature
+from modelyard.errors import Code, EngineError
+from modelyard.types import CONFIG_TO_V2
+
+_V2_TO_TORCH: dict[str, torch.dtype] = {
+    "BOOL": torch.bool,
+    "UINT8": torch.uint8,
+    "INT8": torch.int8,
+    "INT16": torch.int16,
+    "INT32": torch.int32,
+    "INT64": torch.int64,
+    "FP16": torch.float16,
+    "FP32": torch.float32,
+    "FP64": torch.float64,
+    "BF16": torch.bfloat16,
+}
+
+
+class TorchScriptEngine(Engine):
+    name = "pytorch"
+    extra = "torch"
+    default_filenames = ("model.pt",)
+    describes_signature = False
+
+    def __init__(self) -> None:
+        self._module: torch.jit.ScriptModule | None = None
+        self._device = torch.device("cpu")
+        self._inputs: list[tuple[str, torch.dtype]] = []
+        self._outputs: list[tuple[str, str]] = []  # (name, V2 datatype), config order
+        self._threads: int | None = None
+
+    def load(self, ctx: LoadContext) -> Signature | None:
+        where = f"config.pbtxt of model '{ctx.config.name}'"
+        self._inputs = [
+            (i.name, _V2_TO_TORCH[self._datatype(i.name, i.data_type, where)])
+            for i in ctx.config.input
+        ]
+        self._outputs = [
+            (o.name, self._datatype(o.name, o.data_type, where)) for o in ctx.config.output
+        ]
+        if not self._inputs or not self._outputs:
+            raise EngineError(
+                "a TorchScript file does not describe its tensors; the config must list "
+                "its inputs and outputs",
+                code=Code.INVALID_ARGUMENT,
+                rule="engine/pytorch",
+                where=where,
+            )
+        threads = ctx.parameter("torch_num_threads")
+        if threads:
+            self._threads = int(threads)
+            torch.set_num_threads(self._threads)
+        self._device = torch.device(ctx.device)
+        try:
+            module = torch.jit.load(str(ctx.artifact), map_location=self._device)
+        except Exception as exc:  # torch raises RuntimeError and friends for bad files
+            raise EngineError(
+                f"torch could not load {ctx.artifact.name} as TorchScript: {exc}",
+                code=Code.INVALID_ARGUMENT,
+                rule="engine/pytorch",
+                where=f"the file {ctx.artifact.name} of model '{ctx.config.name}'",
+            ) from exc
+        module.eval()
+        self._module = module
+        return None
+
+    @staticmethod
+    def _datatype(name: str, data_type: int, where: str) -> str:
+        datatype = CONFIG_TO_V2.get(mc.DataType.Name(data_type), "")
+        if datatype not in _V2_TO_TORCH:
+            raise EngineError(
+                f"tensor '{name}' has datatype {mc.DataType.Name(data_type)}, which "
+                "TorchScript models cannot take or return here",
+                code=Code.INVALID_ARGUMENT,
+                rule="engine/pytorch",
+                where=where,
+            )
+        return datatype
+
+    def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        assert self._module is not None
+        args = []
+        for name, dtype in self._inputs:
+            # torch.from_numpy warns on read-only buffers (decoded from the wire)
+            array = np.require(inputs[name], requirements=["C", "W"])
+            args.append(torch.from_numpy(array).to(self._device, dtype))
+        with torch.inference_mode():
+            result = self._module(*args)
+        by_name = self._by_name(result)
+        return {name: by_name[name] for name in outputs}
+
+    def _by_name(self, result: Any) -> dict[str, np.ndarray]:
+        if isinstance(result, torch.Tensor):
+            result = (result,)
+        if isinstance(result, dict):
+            missing = [name for name, _ in self._outputs if name not in result]
+            if missing:
+                raise self._output_error(f"the model returned a dict without {', '.join(missing)}")
+            tensors = [result[name] for name, _ in self._outputs]
+        elif isinstance(result, (tuple, list)):
+            if len(result) != len(self._outputs):
+                raise self._output_error(
+                    f"the model returned {len(result)} tensors and the config lists "
+                    f"{len(self._outputs)} outputs"
+                )
+            tensors = list(result)
+        else:
+            raise self._output_error(f"the model returned a {type(result).__name__}")
+        arrays = {}
+        for (name, datatype), tensor in zip(self._outputs, tensors, strict=True):
+            if not isinstance(tensor, torch.Tensor):
+                raise self._output_error(f"output '{name}' is a {type(tensor).__name__}")
+            tensor = tensor.detach().cpu()
+            if datatype == "BF16":
+                tensor = tensor.float()
+            elif tensor.dtype != _V2_TO_TORCH[datatype]:
+                raise self._output_error(
+                    f"output '{name}' is {tensor.dtype} and the config says {datatype}"
+                )
+            arrays[name] = tensor.numpy()
+        return arrays
+
+    @staticmethod
+    def _output_error(detail: str) -> EngineError:
+        return EngineError(
+            detail,
+            code=Code.INTERNAL,
+            rule="engine/pytorch",
+            where="the model's forward() or the outputs in config.pbtxt",
+        )
+
+    def unload(self) -> None:
+        self._module = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"torch_num_threads": self._threads or torch.get_num_threads()}

@@ -1,0 +1,111 @@
+"""modelyard's error tree: one class per layer, one shape for all.
+
+    ModelyardError                  every error a user can see
+    ├── ConfigError                 [config]       a file or setting is invalid
+    ├── ProtocolError               [protocol]     the request could not be decoded
+    ├── GovernanceError             [governance]   auth, rate limit, breaker said no
+    ├── ModelServerError            [model-server] routing, lifecycle, queues
+    └── EngineError                 [engine]       an engine failed to load or run
+
+Every error carries the fields of the error line users grep for:
+
+    [layer] what happened (numbers); rule=<id>; change: <where>; retry after <s>
+
+``code`` is one of the codes in ``Code``; ``modelyard.protocol.status`` maps
+each code to an HTTP status and a gRPC status in one table. This module imports
+no web or gRPC library on purpose.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Code(StrEnum):
+    INVALID_ARGUMENT = "invalid_argument"
+    NOT_FOUND = "not_found"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    UNAVAILABLE = "unavailable"
+    RESOURCE_EXHAUSTED = "resource_exhausted"
+    DEADLINE_EXCEEDED = "deadline_exceeded"
+    UNAUTHENTICATED = "unauthenticated"
+    PERMISSION_DENIED = "permission_denied"
+    FAILED_PRECONDITION = "failed_precondition"
+    UNIMPLEMENTED = "unimplemented"
+    INTERNAL = "internal"
+
+
+class ModelyardError(Exception):
+    layer = "modelyard"
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        code: Code = Code.INTERNAL,
+        rule: str | None = None,
+        where: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.code = code
+        self.rule = rule
+        self.where = where
+        self.retry_after = retry_after
+
+    def line(self) -> str:
+        parts = [f"[{self.layer}] {self.detail}"]
+        if self.rule:
+            parts.append(f"rule={self.rule}")
+        if self.where:
+            parts.append(f"change: {self.where}")
+        if self.retry_after is not None:
+            parts.append(f"retry after {self.retry_after:.2f}s")
+        return "; ".join(parts)
+
+    def fields(self) -> dict[str, object]:
+        """The same facts as the line, for one structured log event."""
+        return {
+            "layer": self.layer,
+            "code": str(self.code),
+            "rule": self.rule,
+            "detail": self.detail,
+            "where": self.where,
+            "retry_after": self.retry_after,
+        }
+
+    def __str__(self) -> str:
+        return self.line()
+
+
+class ConfigError(ModelyardError):
+    layer = "config"
+
+
+class ProtocolError(ModelyardError):
+    layer = "protocol"
+
+
+class GovernanceError(ModelyardError):
+    layer = "governance"
+
+
+class ModelServerError(ModelyardError):
+    layer = "model-server"
+
+
+class EngineError(ModelyardError):
+    layer = "engine"
+
+
+class MissingExtraError(EngineError):
+    """An engine's optional dependency is not installed."""
+
+    def __init__(self, engine: str, module: str, extra: str) -> None:
+        super().__init__(
+            f"engine '{engine}' needs the Python package '{module}', which is not installed",
+            code=Code.UNAVAILABLE,
+            rule=f"engine/{engine}",
+            where=f"pip install 'modelyard[{extra}]'",
+        )

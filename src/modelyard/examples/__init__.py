@@ -1,0 +1,1 @@
+"""Example model repository built from scikit-learn's bundled datasets (no downloads)."""

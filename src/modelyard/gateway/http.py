@@ -1,0 +1,265 @@
+"""The KServe V2 HTTP API as a plain ASGI application.
+
+A raw ASGI app, not a web framework: the routes are a fixed protocol and the
+per-request cost of a framework's request objects and validation is most of
+the overhead measured on small models (see bench/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+import structlog
+
+from modelyard.config import parse_json_config
+from modelyard.errors import Code, ModelServerError, ModelyardError, ProtocolError
+from modelyard.protocol.status import http_status
+from modelyard.protocol.v2_http import HEADER_LENGTH, decode_infer_request, encode_infer_response
+from modelyard.server.dataplane import DataPlane
+
+log = structlog.get_logger("modelyard.http")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+
+_MODEL_ROUTE = re.compile(
+    r"^/v2/models/(?P<model>[^/]+)(?:/versions/(?P<version>[^/]+))?"
+    r"(?P<action>/infer|/ready|/config|/stats)?/?$"
+)
+_REPOSITORY_ROUTE = re.compile(r"^/v2/repository/models/(?P<model>[^/]+)/(?P<action>load|unload)$")
+_JSON = [(b"content-type", b"application/json")]
+
+
+class _Response:
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(
+        self, status: int, body: bytes = b"", headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        self.status = status
+        self.body = body
+        self.headers = headers if headers is not None else (_JSON if body else [])
+
+
+def _json(doc: Any, status: int = 200) -> _Response:
+    return _Response(status, orjson.dumps(doc))
+
+
+def _error_response(error: ModelyardError) -> _Response:
+    headers = list(_JSON)
+    if error.retry_after is not None:
+        headers.append((b"retry-after", str(max(1, round(error.retry_after))).encode()))
+    return _Response(http_status(error.code), orjson.dumps({"error": error.line()}), headers)
+
+
+def _route_error(method: str, path: str, status: int = 404) -> ProtocolError:
+    return ProtocolError(
+        f"no route for {method} {path}",
+        code=Code.NOT_FOUND if status == 404 else Code.UNIMPLEMENTED,
+        rule="protocol/route",
+        where="the KServe V2 HTTP API: /v2, /v2/health/*, /v2/models/..., /v2/repository/...",
+    )
+
+
+class HttpFrontend:
+    def __init__(self, dataplane: DataPlane, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES):
+        self.dataplane = dataplane
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        try:
+            response = await self._dispatch(scope, receive)
+        except ModelyardError as error:
+            log.warning("request_failed", path=scope["path"], **error.fields())
+            response = _error_response(error)
+        except Exception as exc:
+            log.exception("request_crashed", path=scope["path"])
+            response = _error_response(
+                ModelServerError(
+                    f"internal error: {type(exc).__name__}: {exc}",
+                    code=Code.INTERNAL,
+                    rule="model-server/internal",
+                    where="report this as a bug with the server log",
+                )
+            )
+        headers = [*response.headers, (b"content-length", str(len(response.body)).encode())]
+        await send({"type": "http.response.start", "status": response.status, "headers": headers})
+        await send({"type": "http.response.body", "body": response.body})
+
+    @staticmethod
+    async def _lifespan(receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
+        limit = self.max_body_bytes
+        for key, value in scope["headers"]:
+            if key == b"content-length" and value.isdigit() and int(value) > limit:
+                raise self._too_large(int(value))
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise self._too_large(size)
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def _too_large(self, size: int) -> ProtocolError:
+        return ProtocolError(
+            f"request body of {size} bytes is over the limit of {self.max_body_bytes} bytes",
+            code=Code.PAYLOAD_TOO_LARGE,
+            rule="protocol/max-body-size",
+            where="modelyard serve --http-max-body-bytes",
+        )
+
+    async def _dispatch(self, scope: Scope, receive: Receive) -> _Response:
+        method: str = scope["method"]
+        path: str = scope["path"]
+        dp = self.dataplane
+        match = _MODEL_ROUTE.match(path)
+        if match is not None and match["model"] != "stats":
+            model, version, action = match["model"], match["version"], match["action"]
+            if action == "/infer":
+                if method != "POST":
+                    raise _route_error(method, path, 405)
+                return await self._infer(scope, receive, model, version)
+            if method != "GET":
+                raise _route_error(method, path, 405)
+            if action is None:
+                return _json(dp.model_metadata(model, version))
+            if action == "/ready":
+                return _Response(200 if dp.model_ready(model, version) else 400)
+            if action == "/config":
+                return _json(dp.model_config(model, version))
+            return _json(dp.statistics(model, version))
+        if path == "/v2/health/live":
+            return _Response(200 if dp.server_live() else 400)
+        if path == "/v2/health/ready":
+            return _Response(200 if dp.server_ready() else 400)
+        if path in ("/v2", "/v2/"):
+            return _json(dp.server_metadata())
+        if path == "/v2/models/stats":
+            return _json(dp.statistics(None, None))
+        if path == "/v2/repository/index":
+            if method != "POST":
+                raise _route_error(method, path, 405)
+            body = await self._read_body(scope, receive)
+            doc = self._json_body(body)
+            return _json(dp.manager.index(ready_only=bool(doc.get("ready", False))))
+        match = _REPOSITORY_ROUTE.match(path)
+        if match is not None:
+            if method != "POST":
+                raise _route_error(method, path, 405)
+            body = await self._read_body(scope, receive)
+            return await self._repository_action(match["model"], match["action"], body)
+        raise _route_error(method, path)
+
+    @staticmethod
+    def _json_body(body: bytes) -> dict[str, Any]:
+        if not body.strip():
+            return {}
+        try:
+            doc = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise ProtocolError(
+                f"malformed JSON: {exc}",
+                code=Code.INVALID_ARGUMENT,
+                rule="protocol/json",
+                where="the request body",
+            ) from None
+        if not isinstance(doc, dict):
+            raise ProtocolError(
+                "request body must be a JSON object",
+                code=Code.INVALID_ARGUMENT,
+                rule="protocol/json",
+                where="the request body",
+            )
+        return doc
+
+    async def _repository_action(self, model: str, action: str, body: bytes) -> _Response:
+        doc = self._json_body(body)
+        params = doc.get("parameters") or {}
+        manager = self.dataplane.manager
+        if action == "unload":
+            await manager.unload(model)
+            return _Response(200)
+        override = None
+        if any(key.startswith("file:") for key in params):
+            raise ProtocolError(
+                "model file overrides in a load request are not supported: requests never "
+                "write to the model repository",
+                code=Code.INVALID_ARGUMENT,
+                rule="protocol/load-file-override",
+                where="put model files in the repository, then load by name",
+            )
+        if "config" in params:
+            text = params["config"]
+            if not isinstance(text, str):
+                raise ProtocolError(
+                    "load parameter 'config' must be a JSON string",
+                    code=Code.INVALID_ARGUMENT,
+                    rule="protocol/load-config",
+                    where="the load request's parameters.config",
+                )
+            try:
+                document = orjson.loads(text)
+            except orjson.JSONDecodeError as exc:
+                raise ProtocolError(
+                    f"load parameter 'config' is not valid JSON: {exc}",
+                    code=Code.INVALID_ARGUMENT,
+                    rule="protocol/load-config",
+                    where="the load request's parameters.config",
+                ) from None
+            override = parse_json_config(document, f"load request for '{model}'")
+        await manager.load(model, override)
+        return _Response(200)
+
+    async def _infer(
+        self, scope: Scope, receive: Receive, model: str, version: str | None
+    ) -> _Response:
+        body = await self._read_body(scope, receive)
+        header_length: int | None = None
+        for key, value in scope["headers"]:
+            if key == b"inference-header-content-length":
+                if not value.isdigit():
+                    raise ProtocolError(
+                        f"{HEADER_LENGTH} must be an integer",
+                        code=Code.INVALID_ARGUMENT,
+                        rule="protocol/binary-header",
+                        where="the Inference-Header-Content-Length header",
+                    )
+                header_length = int(value)
+        request = decode_infer_request(body, header_length, model, version)
+        response = await self.dataplane.infer(request)
+        payload, json_length = encode_infer_response(response)
+        if json_length is None:
+            return _Response(200, payload)
+        return _Response(
+            200,
+            payload,
+            [
+                (b"content-type", b"application/octet-stream"),
+                (b"inference-header-content-length", str(json_length).encode()),
+            ],
+        )

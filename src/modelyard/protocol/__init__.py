@@ -1,0 +1,1 @@
+"""Wire formats only: KServe V2 JSON and binary tensors, gRPC messages, status codes."""

@@ -1,0 +1,285 @@
+"""KServe V2 inference requests and responses over HTTP: JSON and binary tensors.
+
+The binary tensor extension: when the header ``Inference-Header-Content-Length``
+is present, the body is that many bytes of JSON followed by raw tensors in the
+order of the inputs whose ``parameters.binary_data_size`` is set. BYTES tensors
+are, element by element, a 4-byte little-endian length and the bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any
+
+import numpy as np
+import orjson
+
+from modelyard.errors import Code, ProtocolError
+from modelyard.types import (
+    V2_TO_NUMPY,
+    InferRequest,
+    InferResponse,
+    OutputTensor,
+    RequestedOutput,
+    element_size,
+)
+
+HEADER_LENGTH = "inference-header-content-length"
+_WHERE = "the request body (KServe V2 inference request)"
+
+
+def _bad(detail: str, rule: str = "protocol/v2-request") -> ProtocolError:
+    return ProtocolError(detail, code=Code.INVALID_ARGUMENT, rule=rule, where=_WHERE)
+
+
+def deserialize_bytes(raw: bytes | memoryview, count: int, name: str) -> np.ndarray:
+    items: list[bytes] = []
+    view = memoryview(raw)
+    offset = 0
+    total = len(view)
+    while offset < total:
+        if offset + 4 > total:
+            raise _bad(f"input '{name}': truncated BYTES element length at byte {offset}")
+        (length,) = struct.unpack_from("<I", view, offset)
+        offset += 4
+        if offset + length > total:
+            raise _bad(f"input '{name}': BYTES element of {length} bytes runs past the data")
+        items.append(bytes(view[offset : offset + length]))
+        offset += length
+    if len(items) != count:
+        raise _bad(f"input '{name}': {len(items)} BYTES elements for a shape of {count} elements")
+    array = np.empty(count, dtype=object)
+    array[:] = items
+    return array
+
+
+def serialize_bytes(array: np.ndarray) -> bytes:
+    parts: list[bytes] = []
+    for item in array.ravel():
+        data = item if isinstance(item, bytes) else str(item).encode("utf-8")
+        parts.append(struct.pack("<I", len(data)))
+        parts.append(data)
+    return b"".join(parts)
+
+
+def _bf16_to_fp32(raw: bytes | memoryview, count: int) -> np.ndarray:
+    halves = np.frombuffer(raw, dtype="<u2", count=count).astype(np.uint32)
+    return (halves << 16).view(np.float32)
+
+
+def _fp32_to_bf16(array: np.ndarray) -> bytes:
+    bits = np.ascontiguousarray(array, dtype=np.float32).view(np.uint32)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
+    return rounded.astype("<u2").tobytes()
+
+
+def _decode_binary(name: str, datatype: str, shape: tuple[int, ...], raw: memoryview) -> np.ndarray:
+    count = math.prod(shape)
+    if datatype == "BYTES":
+        return deserialize_bytes(raw, count, name).reshape(shape)
+    expected = count * element_size(datatype)
+    if len(raw) != expected:
+        raise _bad(
+            f"input '{name}': binary data is {len(raw)} bytes but shape {list(shape)} of "
+            f"{datatype} needs {expected}"
+        )
+    if datatype == "BF16":
+        return _bf16_to_fp32(raw, count).reshape(shape)
+    dtype = V2_TO_NUMPY[datatype]
+    assert dtype is not None
+    return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).reshape(shape)
+
+
+def _flatten(data: Any) -> list[Any]:
+    if not data or not isinstance(data[0], list):
+        return data  # type: ignore[no-any-return]
+    flat: list[Any] = []
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(reversed(item))
+        else:
+            flat.append(item)
+    return flat
+
+
+def _decode_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) -> np.ndarray:
+    if not isinstance(data, list):
+        data = [data]
+    flat = _flatten(data)
+    count = math.prod(shape)
+    if len(flat) != count:
+        raise _bad(
+            f"input '{name}': {len(flat)} values given for shape {list(shape)} ({count} values)"
+        )
+    if datatype == "BYTES":
+        array = np.empty(count, dtype=object)
+        try:
+            array[:] = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in flat]
+        except (TypeError, ValueError):
+            raise _bad(f"input '{name}': BYTES data must be strings") from None
+        return array.reshape(shape)
+    dtype = V2_TO_NUMPY[datatype]
+    try:
+        if datatype == "BOOL":
+            if not all(isinstance(v, bool) for v in flat):
+                raise TypeError
+        elif any(isinstance(v, (str, list, dict)) or v is None for v in flat):
+            raise TypeError
+        array = np.asarray(flat, dtype=dtype)
+    except (TypeError, ValueError, OverflowError):
+        raise _bad(f"input '{name}': data is not valid {datatype}") from None
+    return array.reshape(shape)
+
+
+def _shape(name: str, value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value
+    ):
+        raise _bad(f"input '{name}': shape must be a list of non-negative integers")
+    return tuple(value)
+
+
+def decode_infer_request(
+    body: bytes, header_length: int | None, model: str, version: str | None
+) -> InferRequest:
+    if header_length is not None:
+        if header_length < 0 or header_length > len(body):
+            raise _bad(
+                f"Inference-Header-Content-Length {header_length} is outside the body "
+                f"of {len(body)} bytes"
+            )
+        header, binary = body[:header_length], memoryview(body)[header_length:]
+    else:
+        header, binary = body, memoryview(b"")
+    try:
+        doc = orjson.loads(header)
+    except orjson.JSONDecodeError as exc:
+        raise _bad(f"malformed JSON in inference request: {exc}", "protocol/json") from None
+    if not isinstance(doc, dict):
+        raise _bad("inference request must be a JSON object", "protocol/json")
+    raw_inputs = doc.get("inputs")
+    if not isinstance(raw_inputs, list) or not raw_inputs:
+        raise _bad("inference request needs a non-empty 'inputs' list")
+    inputs: dict[str, np.ndarray] = {}
+    datatypes: dict[str, str] = {}
+    offset = 0
+    for item in raw_inputs:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise _bad("each input needs a 'name'")
+        name = item["name"]
+        if name in inputs:
+            raise _bad(f"input '{name}' is given twice")
+        datatype = item.get("datatype")
+        if datatype not in V2_TO_NUMPY:
+            raise _bad(f"input '{name}': unknown datatype {datatype!r}")
+        shape = _shape(name, item.get("shape"))
+        params = item.get("parameters") or {}
+        size = params.get("binary_data_size") if isinstance(params, dict) else None
+        if size is not None:
+            if not isinstance(size, int) or size < 0 or offset + size > len(binary):
+                raise _bad(
+                    f"input '{name}': binary_data_size {size} runs past the "
+                    f"{len(binary)} bytes of binary data"
+                )
+            inputs[name] = _decode_binary(name, datatype, shape, binary[offset : offset + size])
+            offset += size
+        elif "data" in item:
+            inputs[name] = _decode_json(name, datatype, shape, item["data"])
+        else:
+            raise _bad(f"input '{name}' has neither 'data' nor binary_data_size")
+        datatypes[name] = datatype
+    if offset != len(binary):
+        raise _bad(f"{len(binary) - offset} bytes of binary data belong to no input")
+    params = doc.get("parameters") or {}
+    if not isinstance(params, dict):
+        raise _bad("'parameters' must be an object")
+    outputs = _decode_outputs(doc.get("outputs"))
+    request_id = doc.get("id")
+    timeout = params.get("timeout", 0)
+    priority = params.get("priority", 0)
+    if not isinstance(timeout, int) or timeout < 0 or not isinstance(priority, int):
+        raise _bad("'timeout' and 'priority' parameters must be non-negative integers")
+    return InferRequest(
+        model_name=model,
+        model_version=version,
+        inputs=inputs,
+        input_datatypes=datatypes,
+        outputs=outputs,
+        id=request_id if isinstance(request_id, str) else None,
+        parameters=params,
+        binary_output_default=bool(params.get("binary_data_output", False)),
+        priority=priority,
+        timeout_us=timeout,
+    )
+
+
+def _decode_outputs(raw: Any) -> list[RequestedOutput] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise _bad("'outputs' must be a list")
+    outputs = []
+    for item in raw:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise _bad("each requested output needs a 'name'")
+        params = item.get("parameters") or {}
+        binary = params.get("binary_data")
+        classification = params.get("classification", 0)
+        if not isinstance(classification, int) or classification < 0:
+            raise _bad(f"output '{item['name']}': classification must be a non-negative integer")
+        outputs.append(
+            RequestedOutput(item["name"], None if binary is None else bool(binary), classification)
+        )
+    return outputs
+
+
+def _json_data(tensor: OutputTensor) -> Any:
+    if tensor.datatype == "BYTES":
+        return [
+            v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+            for v in tensor.data.ravel()
+        ]
+    return np.ascontiguousarray(tensor.data).ravel()
+
+
+def _binary_data(tensor: OutputTensor) -> bytes:
+    if tensor.datatype == "BYTES":
+        return serialize_bytes(tensor.data)
+    if tensor.datatype == "BF16":
+        return _fp32_to_bf16(tensor.data)
+    return np.ascontiguousarray(tensor.data).tobytes()
+
+
+def encode_infer_response(response: InferResponse) -> tuple[bytes, int | None]:
+    """The body, and the JSON header length when binary tensors follow it."""
+    outputs = []
+    blobs: list[bytes] = []
+    for tensor in response.outputs:
+        entry: dict[str, Any] = {
+            "name": tensor.name,
+            "datatype": tensor.datatype,
+            "shape": list(tensor.data.shape),
+        }
+        if tensor.binary:
+            blob = _binary_data(tensor)
+            entry["parameters"] = {"binary_data_size": len(blob)}
+            blobs.append(blob)
+        else:
+            entry["data"] = _json_data(tensor)
+        outputs.append(entry)
+    doc: dict[str, Any] = {
+        "model_name": response.model_name,
+        "model_version": response.model_version,
+    }
+    if response.id is not None:
+        doc["id"] = response.id
+    if response.parameters:
+        doc["parameters"] = response.parameters
+    doc["outputs"] = outputs
+    header = orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY)
+    if not blobs:
+        return header, None
+    return header + b"".join(blobs), len(header)

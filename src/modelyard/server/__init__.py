@@ -1,0 +1,1 @@
+"""(3) The model server: repository, lifecycle, scheduling, dataplane."""

@@ -1,0 +1,287 @@
+"""The dataplane: protocol-neutral operations that HTTP and gRPC both call.
+
+``infer`` validates a decoded request against the model's completed config,
+queues it on the version's scheduler and builds the response, including the
+classification extension. Everything from routing to queueing is synchronous,
+so a model swap cannot fall between them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from modelyard import __version__
+from modelyard.clock import SYSTEM_CLOCK, Clock
+from modelyard.config import ModelSpec, config_to_json
+from modelyard.errors import Code, ModelServerError
+from modelyard.server.manager import ModelManager
+from modelyard.server.model_version import ModelVersion
+from modelyard.types import InferRequest, InferResponse, OutputTensor, RequestedOutput
+
+EXTENSIONS = [
+    "classification",
+    "model_repository",
+    "model_repository(unload_dependents)",
+    "schedule_policy",
+    "model_configuration",
+    "binary_tensor_data",
+    "parameters",
+    "statistics",
+]
+
+
+def _invalid(model: str, detail: str, where: str) -> ModelServerError:
+    return ModelServerError(
+        f"{detail} for model '{model}'",
+        code=Code.INVALID_ARGUMENT,
+        rule="model-server/input-validation",
+        where=where,
+    )
+
+
+def _check_inputs(mv: ModelVersion, request: InferRequest) -> tuple[dict[str, np.ndarray], int]:
+    spec: ModelSpec = mv.spec
+    name = mv.name
+    where = f"GET /v2/models/{name}/config shows the expected inputs"
+    inputs = request.inputs
+    for input_name in inputs:
+        if input_name not in spec.inputs:
+            raise _invalid(
+                name,
+                f"unexpected input '{input_name}' (expects {', '.join(spec.inputs)})",
+                where,
+            )
+    rows = 1
+    batch: int | None = None
+    prepared: dict[str, np.ndarray] = {}
+    for tensor in spec.inputs.values():
+        array = inputs.get(tensor.name)
+        if array is None:
+            if tensor.optional:
+                continue
+            raise _invalid(name, f"missing input '{tensor.name}'", where)
+        datatype = request.input_datatypes.get(tensor.name, tensor.datatype)
+        if datatype != tensor.datatype:
+            raise _invalid(
+                name,
+                f"input '{tensor.name}' has datatype {datatype}, expected {tensor.datatype}",
+                where,
+            )
+        shape = array.shape
+        if spec.batched:
+            if len(shape) < 1 or shape[0] < 1:
+                raise _invalid(name, f"input '{tensor.name}' has no batch dimension", where)
+            if shape[0] > spec.max_batch_size:
+                raise ModelServerError(
+                    f"batch size {shape[0]} of input '{tensor.name}' is over max_batch_size "
+                    f"{spec.max_batch_size} for model '{name}'",
+                    code=Code.INVALID_ARGUMENT,
+                    rule="model-server/max-batch-size",
+                    where=f"max_batch_size in {name}/config.pbtxt, or split the request",
+                )
+            if batch is None:
+                batch = shape[0]
+            elif shape[0] != batch:
+                raise _invalid(
+                    name, f"inputs disagree on batch size ({batch} vs {shape[0]})", where
+                )
+            item_shape = shape[1:]
+        else:
+            item_shape = shape
+        if not tensor.accepts_shape(item_shape):
+            expected = [-1, *tensor.dims] if spec.batched else list(tensor.dims)
+            raise _invalid(
+                name,
+                f"input '{tensor.name}' has shape {list(shape)}, expected {expected}",
+                where,
+            )
+        if tensor.reshape is not None:
+            lead = (shape[0],) if spec.batched else ()
+            array = array.reshape(lead + tensor.reshape)
+        prepared[tensor.name] = array
+    if spec.batched and batch is not None:
+        rows = batch
+    return prepared, rows
+
+
+def _requested(mv: ModelVersion, request: InferRequest) -> list[RequestedOutput]:
+    spec = mv.spec
+    if request.outputs is None:
+        return [RequestedOutput(name) for name in spec.outputs]
+    for out in request.outputs:
+        if out.name not in spec.outputs:
+            raise _invalid(
+                mv.name,
+                f"unknown output '{out.name}' (has {', '.join(spec.outputs)})",
+                f"GET /v2/models/{mv.name}/config shows the outputs",
+            )
+        if out.classification and spec.outputs[out.name].datatype in ("BYTES", "BOOL"):
+            raise _invalid(
+                mv.name,
+                f"output '{out.name}' is {spec.outputs[out.name].datatype}; classification "
+                "needs a numeric output",
+                "drop the classification parameter for this output",
+            )
+    return request.outputs
+
+
+def classify(array: np.ndarray, top_k: int, labels: list[str] | None, batched: bool) -> np.ndarray:
+    """Triton's classification extension: BYTES "value:index[:label]", top k per row."""
+    rows = array.reshape(array.shape[0], -1) if batched else array.reshape(1, -1)
+    k = min(top_k, rows.shape[1])
+    order = np.argsort(-rows, axis=1, kind="stable")[:, :k]
+    out = np.empty((rows.shape[0], k), dtype=object)
+    for r in range(rows.shape[0]):
+        for j, index in enumerate(order[r]):
+            value = rows[r, index]
+            text = f"{float(value):f}:{int(index)}"
+            if labels and index < len(labels):
+                text += f":{labels[index]}"
+            out[r, j] = text.encode("utf-8")
+    return out if batched else out.reshape(k)
+
+
+class DataPlane:
+    def __init__(self, manager: ModelManager, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.manager = manager
+        self.clock = clock
+
+    # ---- health and metadata -------------------------------------------
+
+    def server_live(self) -> bool:
+        return True
+
+    def server_ready(self) -> bool:
+        return self.manager.is_ready()
+
+    def server_metadata(self) -> dict[str, Any]:
+        return {"name": "modelyard", "version": __version__, "extensions": EXTENSIONS}
+
+    def model_ready(self, name: str, version: str | None) -> bool:
+        try:
+            self.manager.resolve(name, version)
+        except ModelServerError:
+            return False
+        return True
+
+    def model_metadata(self, name: str, version: str | None) -> dict[str, Any]:
+        mv = self.manager.resolve(name, version)
+        spec = mv.spec
+        lead = [-1] if spec.batched else []
+        versions = [str(v.version) for v in self.manager.all_versions(name)]
+        return {
+            "name": name,
+            "versions": sorted(versions, key=int),
+            "platform": mv.config.platform or mv.backend,
+            "inputs": [
+                {"name": t.name, "datatype": t.datatype, "shape": lead + list(t.dims)}
+                for t in spec.inputs.values()
+            ],
+            "outputs": [
+                {"name": t.name, "datatype": t.datatype, "shape": lead + list(t.dims)}
+                for t in spec.outputs.values()
+            ],
+        }
+
+    def model_config(self, name: str, version: str | None) -> dict[str, Any]:
+        return config_to_json(self.manager.resolve(name, version).config)
+
+    # ---- inference ------------------------------------------------------
+
+    async def infer(self, request: InferRequest) -> InferResponse:
+        mv = self.manager.resolve(request.model_name, request.model_version)
+        inputs, rows = _check_inputs(mv, request)
+        requested = _requested(mv, request)
+        deadline = None
+        if request.timeout_us:
+            deadline = self.clock.monotonic() + request.timeout_us / 1e6
+        if request.deadline is not None:
+            deadline = request.deadline if deadline is None else min(deadline, request.deadline)
+        future = mv.scheduler.submit(inputs, [o.name for o in requested], rows, deadline)
+        results = await future
+        return self._response(mv, request, requested, results, rows)
+
+    def _response(
+        self,
+        mv: ModelVersion,
+        request: InferRequest,
+        requested: list[RequestedOutput],
+        results: dict[str, np.ndarray],
+        rows: int,
+    ) -> InferResponse:
+        spec = mv.spec
+        outputs: list[OutputTensor] = []
+        for out in requested:
+            tensor = spec.outputs[out.name]
+            array = results[out.name]
+            if tensor.reshape is not None and math.prod(tensor.dims) > 0:
+                lead = (rows,) if spec.batched else ()
+                array = array.reshape(lead + tensor.dims)
+            binary = request.binary_output_default if out.binary is None else out.binary
+            if out.classification:
+                labels = mv.labels.get(out.name)
+                array = classify(array, out.classification, labels, spec.batched)
+                outputs.append(OutputTensor(out.name, "BYTES", array, binary))
+                continue
+            datatype = tensor.datatype
+            if datatype != "BYTES" and datatype != "BF16" and array.dtype != tensor.dtype:
+                array = array.astype(tensor.dtype, copy=False)
+            outputs.append(OutputTensor(out.name, datatype, array, binary))
+        return InferResponse(
+            model_name=mv.name,
+            model_version=str(mv.version),
+            outputs=outputs,
+            id=request.id,
+        )
+
+    # ---- statistics -----------------------------------------------------
+
+    def statistics(self, name: str | None, version: str | None) -> dict[str, Any]:
+        if name is not None:
+            versions = self.manager.all_versions(name)
+            if not versions:
+                self.manager.resolve(name, version)  # raises the right 404 / 503
+            if version:
+                versions = [mv for mv in versions if str(mv.version) == version]
+                if not versions:
+                    self.manager.resolve(name, version)
+        else:
+            versions = self.manager.all_versions()
+        return {"model_stats": [self._version_stats(mv) for mv in versions]}
+
+    @staticmethod
+    def _version_stats(mv: ModelVersion) -> dict[str, Any]:
+        s = mv.scheduler.stats
+
+        def dur(count: int, ns: int) -> dict[str, int]:
+            return {"count": count, "ns": ns}
+
+        return {
+            "name": mv.name,
+            "version": str(mv.version),
+            "last_inference": s.last_inference_ms,
+            "inference_count": s.inference_count,
+            "execution_count": s.execution_count,
+            "inference_stats": {
+                "success": dur(s.success_count, s.success_ns),
+                "fail": dur(s.fail_count, s.fail_ns),
+                "queue": dur(s.queue_count, s.queue_ns),
+                "compute_input": dur(s.success_count, s.compute_input_ns),
+                "compute_infer": dur(s.success_count, s.compute_infer_ns),
+                "compute_output": dur(s.success_count, s.compute_output_ns),
+                "cache_hit": dur(0, 0),
+                "cache_miss": dur(0, 0),
+            },
+            "batch_stats": [
+                {
+                    "batch_size": size,
+                    "compute_input": dur(v[0], v[1]),
+                    "compute_infer": dur(v[0], v[2]),
+                    "compute_output": dur(v[0], v[3]),
+                }
+                for size, v in sorted(s.batch_stats.items())
+            ],
+        }

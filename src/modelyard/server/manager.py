@@ -1,0 +1,397 @@
+"""Model lifecycle: which versions are loaded, and swapping them without failures.
+
+Control modes follow Triton's ``--model-control-mode``:
+  none      load everything at start; the repository API cannot load or unload
+  poll      like none, and rescan the repository every ``poll_secs``
+  explicit  load what ``startup_models`` names; the repository API drives the rest
+
+Routing state lives on the event loop thread: ``resolve`` and the scheduler's
+``submit`` run with no ``await`` between them, so a swap never lands between a
+request's routing and its queueing. A new version is loaded and warmed up in a
+worker thread before it takes traffic; the version it replaces stops taking
+requests at once and is unloaded after its queue drains.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import structlog
+from tritonclient.grpc import model_config_pb2 as mc
+
+from modelyard.clock import SYSTEM_CLOCK, Clock
+from modelyard.config import read_model_config, select_versions, validate_version_policy
+from modelyard.engines import backend_for
+from modelyard.errors import Code, ConfigError, ModelServerError, ModelyardError
+from modelyard.server.model_version import ModelVersion, VersionState, load_model_version
+from modelyard.server.repository import ModelFingerprint, ModelRepository
+
+log = structlog.get_logger("modelyard.server")
+
+
+class ControlMode(StrEnum):
+    NONE = "none"
+    POLL = "poll"
+    EXPLICIT = "explicit"
+
+
+@dataclass(eq=False)
+class ModelRecord:
+    name: str
+    versions: dict[int, ModelVersion] = field(default_factory=dict)
+    ready_desc: list[int] = field(default_factory=list)  # routable versions, highest first
+    failures: dict[int, str] = field(default_factory=dict)  # version (0: whole model) -> reason
+    retiring: list[ModelVersion] = field(default_factory=list)
+    fingerprint: ModelFingerprint | None = None
+    override: mc.ModelConfig | None = None
+    unloaded: bool = False
+
+    def refresh(self) -> None:
+        self.ready_desc = sorted(
+            (v for v, mv in self.versions.items() if mv.state is VersionState.READY), reverse=True
+        )
+
+
+class ModelManager:
+    def __init__(
+        self,
+        repository: ModelRepository,
+        mode: ControlMode = ControlMode.NONE,
+        *,
+        poll_secs: float = 15.0,
+        startup_models: Iterable[str] = (),
+        trusted_repository: bool = False,
+        trusted_models: Iterable[str] = (),
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.repository = repository
+        self.mode = mode
+        self.poll_secs = poll_secs
+        self._startup_models = list(startup_models)
+        self._trusted_repository = trusted_repository
+        self._trusted_models = set(trusted_models)
+        self._clock = clock
+        self._models: dict[str, ModelRecord] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._poll_task: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        self.started = False
+
+    # ---- start and stop -------------------------------------------------
+
+    async def start(self) -> None:
+        if self.mode is ControlMode.EXPLICIT:
+            names = self._startup_models
+            if "*" in names:
+                names = self.repository.model_names()
+        else:
+            names = self.repository.model_names()
+        for name in names:
+            try:
+                await self._load(name, None)
+            except ModelyardError as exc:
+                log.error("model_load_failed", model=name, **exc.fields())
+        self.started = True
+        if self.mode is ControlMode.POLL:
+            self._poll_task = asyncio.create_task(self._poll_forever())
+
+    async def stop(self) -> None:
+        if self._poll_task:
+            self._poll_task.cancel()
+        for record in self._models.values():
+            self._retire(record, list(record.versions))
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+
+    # ---- routing (hot path, event loop thread) --------------------------
+
+    def resolve(self, name: str, version: str | None) -> ModelVersion:
+        record = self._models.get(name)
+        if record is None or (not record.versions and not record.retiring):
+            raise ModelServerError(
+                f"unknown model '{name}'",
+                code=Code.NOT_FOUND,
+                rule="model-server/unknown-model",
+                where="GET /v2/repository/index lists the models; load it first"
+                if self.mode is ControlMode.EXPLICIT
+                else "GET /v2/repository/index lists the models",
+            )
+        if not version:
+            if record.ready_desc:
+                return record.versions[record.ready_desc[0]]
+            raise ModelServerError(
+                f"model '{name}' has no ready version",
+                code=Code.UNAVAILABLE,
+                rule="model-server/no-ready-version",
+                where="GET /v2/repository/index shows each version's state and reason",
+                retry_after=1.0,
+            )
+        number = int(version) if version.isdigit() else -1
+        mv = record.versions.get(number)
+        if mv is not None and mv.state is VersionState.READY:
+            return mv
+        if mv is not None or any(r.version == number for r in record.retiring):
+            raise ModelServerError(
+                f"model '{name}' version {version} is unloading",
+                code=Code.UNAVAILABLE,
+                rule="model-server/version-unloading",
+                where="send the request without a version, or to a ready version",
+            )
+        raise ModelServerError(
+            f"unknown version {version} of model '{name}' (ready: "
+            f"{', '.join(map(str, record.ready_desc)) or 'none'})",
+            code=Code.NOT_FOUND,
+            rule="model-server/unknown-version",
+            where="version_policy in the model's config.pbtxt decides which versions load",
+        )
+
+    def is_ready(self) -> bool:
+        """Strict readiness, as Triton's default: started and every loaded model healthy."""
+        if not self.started:
+            return False
+        for record in self._models.values():
+            if record.unloaded:
+                continue
+            if record.failures or not record.ready_desc:
+                return False
+        return True
+
+    def ready_versions(self) -> list[ModelVersion]:
+        return [r.versions[v] for r in self._models.values() for v in r.ready_desc]
+
+    def all_versions(self, name: str | None = None) -> list[ModelVersion]:
+        records = [self._models[name]] if name in self._models else []
+        if name is None:
+            records = list(self._models.values())
+        return [mv for r in records for mv in r.versions.values()]
+
+    # ---- repository API -------------------------------------------------
+
+    def index(self, ready_only: bool = False) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        names = sorted(set(self.repository.model_names()) | set(self._models))
+        for name in names:
+            record = self._models.get(name)
+            if record is None:
+                if not ready_only:
+                    rows.append({"name": name})
+                continue
+            entries: list[dict[str, Any]] = []
+            for v, mv in sorted(record.versions.items()):
+                entries.append(
+                    {"name": name, "version": str(v), "state": str(mv.state), "reason": mv.reason}
+                )
+            for mv in record.retiring:
+                entries.append(
+                    {
+                        "name": name,
+                        "version": str(mv.version),
+                        "state": str(mv.state),
+                        "reason": mv.reason or "unloading",
+                    }
+                )
+            for v, reason in sorted(record.failures.items()):
+                if v not in record.versions:
+                    row: dict[str, Any] = {"name": name, "state": "UNAVAILABLE", "reason": reason}
+                    if v:
+                        row["version"] = str(v)
+                    entries.append(row)
+            if record.unloaded and not entries:
+                entries.append({"name": name, "state": "UNAVAILABLE", "reason": "unloaded"})
+            if ready_only:
+                entries = [e for e in entries if e.get("state") == "READY"]
+            rows.extend(entries)
+        return rows
+
+    def _refuse_unless_explicit(self, action: str) -> None:
+        if self.mode is not ControlMode.EXPLICIT:
+            raise ModelServerError(
+                f"explicit model {action} is not allowed in model control mode '{self.mode}'",
+                code=Code.UNAVAILABLE,
+                rule="model-server/control-mode",
+                where="serve with --model-control-mode explicit",
+            )
+
+    async def load(self, name: str, override: mc.ModelConfig | None = None) -> None:
+        self._refuse_unless_explicit("load")
+        await self._load(name, override)
+
+    async def unload(self, name: str) -> None:
+        self._refuse_unless_explicit("unload")
+        self._unload(name)
+
+    # ---- internals ------------------------------------------------------
+
+    def _lock(self, name: str) -> asyncio.Lock:
+        return self._locks.setdefault(name, asyncio.Lock())
+
+    def _trusted(self, name: str) -> bool:
+        return self._trusted_repository or name in self._trusted_models
+
+    async def _load(self, name: str, override: mc.ModelConfig | None) -> None:
+        async with self._lock(name):
+            await self._load_locked(name, override)
+
+    async def _load_locked(self, name: str, override: mc.ModelConfig | None) -> None:
+        loop = asyncio.get_running_loop()
+        model_dir = self.repository.model_dir(name)
+        if model_dir is None:
+            raise ModelServerError(
+                f"model '{name}' is not in the model repository",
+                code=Code.NOT_FOUND,
+                rule="model-server/unknown-model",
+                where="add the model directory to the repository",
+            )
+        record = self._models.setdefault(name, ModelRecord(name))
+        record.unloaded = False
+        fingerprint = await loop.run_in_executor(None, self.repository.fingerprint, model_dir)
+        try:
+            if override is not None:
+                base = override
+                base.name = name
+            else:
+                base = read_model_config(model_dir)
+            validate_version_policy(base, f"{name}/config.pbtxt")
+            available = self.repository.versions(model_dir)
+            backend = backend_for(
+                base.platform, base.backend, [model_dir / str(v) for v in available]
+            )
+            if backend is None:
+                raise ConfigError(
+                    f"model '{name}' names no backend and ships no known model file",
+                    code=Code.INVALID_ARGUMENT,
+                    rule="config/backend",
+                    where=f"backend or platform in {name}/config.pbtxt",
+                )
+        except ModelyardError as exc:
+            record.failures = {0: exc.line()}
+            record.fingerprint = fingerprint
+            self._retire(record, list(record.versions))
+            raise
+        wanted = select_versions(base, available)
+        if not wanted:
+            error = ModelServerError(
+                f"model '{name}' has no version directory that its version policy selects "
+                f"(found: {available or 'none'})",
+                code=Code.INVALID_ARGUMENT,
+                rule="model-server/no-versions",
+                where=f"add {name}/<version>/ or change version_policy",
+            )
+            record.failures = {0: error.line()}
+            record.fingerprint = fingerprint
+            self._retire(record, list(record.versions))
+            raise error
+        previous = record.fingerprint
+        config_changed = (
+            previous is None
+            or previous.config != fingerprint.config
+            or override is not None
+            or record.override is not None
+        )
+        record.override = override
+        to_load = [
+            v
+            for v in wanted
+            if v not in record.versions
+            or config_changed
+            or (previous is not None and previous.versions.get(v) != fingerprint.versions.get(v))
+        ]
+        record.failures.pop(0, None)
+        loaded: dict[int, ModelVersion] = {}
+        errors: list[ModelyardError] = []
+        for v in to_load:
+            log.info("model_version_loading", model=name, version=v, backend=backend)
+            try:
+                loaded[v] = await loop.run_in_executor(
+                    None,
+                    lambda v=v: load_model_version(
+                        model_dir, v, base, backend, trusted=self._trusted(name), clock=self._clock
+                    ),
+                )
+            except ModelyardError as exc:
+                record.failures[v] = exc.line()
+                errors.append(exc)
+                log.error("model_version_load_failed", model=name, version=v, **exc.fields())
+                continue
+            record.failures.pop(v, None)
+            log.info("model_version_ready", model=name, version=v)
+        replaced = [v for v in loaded if v in record.versions]
+        retire = replaced + [v for v in record.versions if v not in wanted]
+        self._retire(record, retire)
+        record.versions.update(loaded)
+        for v in list(record.failures):
+            if v and v not in wanted:
+                record.failures.pop(v)
+        record.fingerprint = fingerprint
+        record.refresh()
+        if errors and not record.ready_desc:
+            raise errors[0]
+
+    def _retire(self, record: ModelRecord, versions: list[int]) -> None:
+        for v in versions:
+            mv = record.versions.pop(v, None)
+            if mv is None:
+                continue
+            mv.state = VersionState.UNLOADING
+            mv.scheduler.close()
+            record.retiring.append(mv)
+            task = asyncio.get_running_loop().create_task(self._drain(record, mv))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        record.refresh()
+
+    async def _drain(self, record: ModelRecord, mv: ModelVersion) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, mv.drain_and_unload)
+        if mv in record.retiring:
+            record.retiring.remove(mv)
+        log.info("model_version_unloaded", model=mv.name, version=mv.version)
+
+    def _unload(self, name: str) -> None:
+        record = self._models.get(name)
+        if record is None:
+            if self.repository.model_dir(name) is None:
+                raise ModelServerError(
+                    f"unknown model '{name}'",
+                    code=Code.NOT_FOUND,
+                    rule="model-server/unknown-model",
+                    where="GET /v2/repository/index lists the models",
+                )
+            return
+        self._retire(record, list(record.versions))
+        record.failures.clear()
+        record.unloaded = True
+        record.fingerprint = None
+
+    async def poll_once(self) -> None:
+        loop = asyncio.get_running_loop()
+        names = set(await loop.run_in_executor(None, self.repository.model_names))
+        for name in sorted(names):
+            record = self._models.get(name)
+            model_dir = self.repository.model_dir(name)
+            if model_dir is None:
+                continue
+            if record is not None and record.fingerprint is not None:
+                current = await loop.run_in_executor(None, self.repository.fingerprint, model_dir)
+                if current == record.fingerprint:
+                    continue
+            try:
+                await self._load(name, None)
+            except ModelyardError as exc:
+                log.error("model_load_failed", model=name, **exc.fields())
+        for name in list(self._models):
+            if name not in names:
+                async with self._lock(name):
+                    self._unload(name)
+                    self._models.pop(name, None)
+
+    async def _poll_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.poll_secs)
+            try:
+                await self.poll_once()
+            except Exception:  # a scan error must never stop polling
+                log.exception("repository_poll_failed")

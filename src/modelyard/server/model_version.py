@@ -1,0 +1,235 @@
+"""One loaded model version: completed config, engines, scheduler and state."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tritonclient.grpc import model_config_pb2 as mc
+
+from modelyard.clock import SYSTEM_CLOCK, Clock
+from modelyard.config import ModelSpec, compile_spec, complete_config
+from modelyard.engines import PLATFORMS, Engine, LoadContext, Signature, engine_class
+from modelyard.errors import Code, ModelServerError, ModelyardError
+from modelyard.server.scheduler import Scheduler, run_warmup
+from modelyard.types import CONFIG_TO_V2, numpy_dtype
+
+_PLATFORM_OF = {backend: platform for platform, backend in PLATFORMS.items()}
+
+
+class VersionState(StrEnum):
+    LOADING = "LOADING"
+    READY = "READY"
+    UNLOADING = "UNLOADING"
+    UNAVAILABLE = "UNAVAILABLE"
+
+
+@dataclass(eq=False)
+class ModelVersion:
+    name: str
+    version: int
+    config: mc.ModelConfig
+    spec: ModelSpec
+    backend: str
+    scheduler: Scheduler
+    engines: list[Engine]
+    labels: dict[str, list[str]] = field(default_factory=dict)
+    state: VersionState = VersionState.READY
+    reason: str = ""
+
+    def drain_and_unload(self, timeout: float | None = None) -> None:
+        """Finish queued requests, then release the engines (blocking: run off the loop)."""
+        self.scheduler.close()
+        self.scheduler.join(timeout)
+        for engine in self.engines:
+            engine.unload()
+        self.state = VersionState.UNAVAILABLE
+
+    def engine_info(self) -> dict[str, Any]:
+        return {"backend": self.backend, **(self.engines[0].describe() if self.engines else {})}
+
+
+def _load_error(model: str, version: int, detail: str, where: str) -> ModelServerError:
+    return ModelServerError(
+        f"model '{model}' version {version} failed to load: {detail}",
+        code=Code.INVALID_ARGUMENT,
+        rule="model-server/load",
+        where=where,
+    )
+
+
+def _find_artifact(
+    model: str, version: int, version_dir: Path, config: mc.ModelConfig, cls: type[Engine]
+) -> Path:
+    names = (config.default_model_filename,) if config.default_model_filename else ()
+    names = names or cls.default_filenames
+    for filename in names:
+        if "/" in filename or filename in ("", ".", ".."):
+            continue
+        candidate = version_dir / filename
+        if candidate.exists():
+            return candidate
+    raise _load_error(
+        model,
+        version,
+        f"no model file {' or '.join(names)} in {version_dir}",
+        "put the model file in the version directory, or set default_model_filename",
+    )
+
+
+def _instance_count(model: str, version: int, config: mc.ModelConfig) -> int:
+    count = 0
+    for group in config.instance_group:
+        if group.kind == mc.ModelInstanceGroup.Kind.KIND_GPU:
+            raise _load_error(
+                model,
+                version,
+                "instance_group asks for KIND_GPU but this server runs on the CPU",
+                f"instance_group.kind: KIND_CPU in {model}/config.pbtxt",
+            )
+        count += group.count if group.count > 0 else 1
+    return count or 1
+
+
+def _read_labels(
+    model_dir: Path, config: mc.ModelConfig, signature: Signature | None
+) -> dict[str, list[str]]:
+    labels: dict[str, list[str]] = dict(signature.labels) if signature else {}
+    for output in config.output:
+        filename = output.label_filename
+        if not filename or "/" in filename or filename.startswith("."):
+            continue
+        path = model_dir / filename
+        if path.is_file():
+            labels[output.name] = path.read_text(encoding="utf-8").splitlines()
+    return labels
+
+
+def _check_signature(
+    model: str, version: int, config: mc.ModelConfig, signature: Signature | None
+) -> None:
+    if signature is None:
+        return
+    known_in = {s.name for s in signature.inputs}
+    known_out = {s.name for s in signature.outputs}
+    for entry, known, kind in [(e, known_in, "input") for e in config.input] + [
+        (e, known_out, "output") for e in config.output
+    ]:
+        if entry.name not in known:
+            raise _load_error(
+                model,
+                version,
+                f"config {kind} '{entry.name}' is not in the model file (it has "
+                f"{', '.join(sorted(known))})",
+                f"the {kind} names in {model}/config.pbtxt",
+            )
+
+
+def warmup_samples(
+    config: mc.ModelConfig, spec: ModelSpec, model_dir: Path
+) -> list[tuple[dict[str, np.ndarray], list[str], int]]:
+    samples = []
+    rng = np.random.default_rng(0)
+    outputs = list(spec.outputs)
+    for warmup in config.model_warmup:
+        batch = max(1, warmup.batch_size)
+        inputs: dict[str, np.ndarray] = {}
+        for name, item in warmup.inputs.items():
+            datatype = CONFIG_TO_V2.get(mc.DataType.Name(item.data_type), "FP32")
+            dtype = numpy_dtype(datatype)
+            shape = tuple(item.dims)
+            if spec.batched:
+                shape = (batch, *shape)
+            kind = item.WhichOneof("input_data_type")
+            if datatype == "BYTES":
+                array = np.full(shape, b"", dtype=object)
+            elif kind == "random_data":
+                array = rng.random(shape).astype(dtype)
+            elif kind == "input_data_file":
+                filename = item.input_data_file
+                if "/" in filename or filename.startswith("."):
+                    raise ValueError(f"warm-up file name '{filename}' must be a plain name")
+                raw = (model_dir / "warmup" / filename).read_bytes()
+                array = np.frombuffer(raw, dtype=dtype).reshape(shape)
+            else:
+                array = np.zeros(shape, dtype=dtype)
+            inputs[name] = array
+        samples.append((inputs, outputs, warmup.count))
+    return samples
+
+
+def load_model_version(
+    model_dir: Path,
+    version: int,
+    base_config: mc.ModelConfig,
+    backend: str,
+    *,
+    trusted: bool = False,
+    clock: Clock = SYSTEM_CLOCK,
+) -> ModelVersion:
+    """Load, complete, warm up: returns a READY version or raises with the reason."""
+    name = model_dir.name
+    version_dir = model_dir / str(version)
+    config = copy.deepcopy(base_config)
+    cls = engine_class(backend)
+    artifact = _find_artifact(name, version, version_dir, config, cls)
+    count = _instance_count(name, version, config)
+    engines: list[Engine] = []
+    signature: Signature | None = None
+    try:
+        for index in range(count):
+            engine = cls()
+            ctx = LoadContext(
+                artifact=artifact,
+                version_dir=version_dir,
+                config=config,
+                trusted=trusted,
+                instance_index=index,
+            )
+            described = engine.load(ctx)
+            engines.append(engine)
+            if index == 0:
+                signature = described
+                _check_signature(name, version, config, signature)
+                complete_config(config, signature, f"{name}/config.pbtxt")
+        if not config.backend:
+            config.backend = backend
+        if not config.platform and backend in _PLATFORM_OF:
+            config.platform = _PLATFORM_OF[backend]
+        spec = compile_spec(config, f"{name}/config.pbtxt")
+        for engine in engines:
+            run_warmup(engine, warmup_samples(config, spec, model_dir))
+    except ModelyardError:
+        for engine in engines:
+            engine.unload()
+        raise
+    except Exception as exc:
+        for engine in engines:
+            engine.unload()
+        raise _load_error(
+            name, version, f"{type(exc).__name__}: {exc}", f"the files of {name}/{version}"
+        ) from exc
+    policy = config.dynamic_batching.default_queue_policy
+    scheduler = Scheduler(
+        name,
+        version,
+        engines,
+        max_batch_size=spec.max_batch_size,
+        batching=config.HasField("dynamic_batching"),
+        max_queue_size=policy.max_queue_size,
+        clock=clock,
+    )
+    return ModelVersion(
+        name=name,
+        version=version,
+        config=config,
+        spec=spec,
+        backend=backend,
+        scheduler=scheduler,
+        engines=engines,
+        labels=_read_labels(model_dir, config, signature),
+    )

@@ -1,0 +1,101 @@
+"""Protocol-neutral values: data types, requests and responses.
+
+Tensors are numpy arrays. BYTES tensors are numpy object arrays whose items are
+``bytes``. BF16 has no numpy type: it travels as float32 inside the server and
+is converted at the wire.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# V2 datatype name -> numpy dtype (None: BYTES, held as an object array)
+V2_TO_NUMPY: dict[str, np.dtype[Any] | None] = {
+    "BOOL": np.dtype(np.bool_),
+    "UINT8": np.dtype(np.uint8),
+    "UINT16": np.dtype(np.uint16),
+    "UINT32": np.dtype(np.uint32),
+    "UINT64": np.dtype(np.uint64),
+    "INT8": np.dtype(np.int8),
+    "INT16": np.dtype(np.int16),
+    "INT32": np.dtype(np.int32),
+    "INT64": np.dtype(np.int64),
+    "FP16": np.dtype(np.float16),
+    "FP32": np.dtype(np.float32),
+    "FP64": np.dtype(np.float64),
+    "BF16": np.dtype(np.float32),
+    "BYTES": None,
+}
+
+NUMPY_TO_V2: dict[np.dtype[Any], str] = {
+    dt: name for name, dt in V2_TO_NUMPY.items() if dt is not None and name != "BF16"
+}
+
+# Triton model_config DataType enum names (TYPE_FP32 ...) <-> V2 names (FP32 ...)
+CONFIG_TO_V2 = {f"TYPE_{name}": name for name in V2_TO_NUMPY if name != "BYTES"}
+CONFIG_TO_V2["TYPE_STRING"] = "BYTES"
+V2_TO_CONFIG = {v: k for k, v in CONFIG_TO_V2.items()}
+
+
+def numpy_dtype(datatype: str) -> np.dtype[Any]:
+    dt = V2_TO_NUMPY[datatype]
+    return np.dtype(object) if dt is None else dt
+
+
+def v2_datatype(array: np.ndarray) -> str:
+    if array.dtype == np.object_ or array.dtype.kind in "SU":
+        return "BYTES"
+    return NUMPY_TO_V2[array.dtype]
+
+
+def element_size(datatype: str) -> int:
+    """Bytes per element on the wire; 0 for BYTES (variable length)."""
+    if datatype == "BYTES":
+        return 0
+    if datatype == "BF16":
+        return 2
+    dt = V2_TO_NUMPY[datatype]
+    assert dt is not None
+    return dt.itemsize
+
+
+@dataclass(slots=True)
+class RequestedOutput:
+    name: str
+    binary: bool | None = None  # None: follow the request-level default
+    classification: int = 0  # top-k for the classification extension
+
+
+@dataclass(slots=True)
+class InferRequest:
+    model_name: str
+    model_version: str | None
+    inputs: dict[str, np.ndarray]
+    input_datatypes: dict[str, str]
+    outputs: list[RequestedOutput] | None = None  # None: every output
+    id: str | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+    binary_output_default: bool = False
+    priority: int = 0
+    timeout_us: int = 0
+    deadline: float | None = None  # clock seconds after which the result is useless
+
+
+@dataclass(slots=True)
+class OutputTensor:
+    name: str
+    datatype: str
+    data: np.ndarray
+    binary: bool = False
+
+
+@dataclass(slots=True)
+class InferResponse:
+    model_name: str
+    model_version: str
+    outputs: list[OutputTensor]
+    id: str | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,105 @@
+"""Small model repositories written by tests (python models need no training)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+BYTES_ECHO = """
+import numpy as np
+
+
+class Model:
+    def execute(self, inputs):
+        text = inputs["text"]
+        upper = np.array([t.upper() for t in text.ravel()], dtype=object).reshape(text.shape)
+        lengths = np.array([len(t) for t in text.ravel()], dtype=np.int32).reshape(text.shape)
+        return {"upper": upper, "length": lengths}
+"""
+
+SLOW_DOUBLE = """
+import time
+from pathlib import Path
+
+
+class Model:
+    def initialize(self, args):
+        self.delay = float((Path(args["model_repository"]) / "delay.txt").read_text())
+        self.version = int(args["model_version"])
+
+    def execute(self, inputs):
+        time.sleep(self.delay)
+        return {"y": inputs["x"] * 2 + self.version * 1000}
+"""
+
+FAILING = """
+class Model:
+    def execute(self, inputs):
+        raise ValueError("the model refuses negative input")
+"""
+
+
+def write_python_model(
+    repository: Path,
+    name: str,
+    source: str,
+    config: str,
+    versions: tuple[int, ...] = (1,),
+) -> Path:
+    model_dir = repository / name
+    for version in versions:
+        version_dir = model_dir / str(version)
+        version_dir.mkdir(parents=True, exist_ok=True)
+        (version_dir / "model.py").write_text(textwrap.dedent(source))
+    (model_dir / "config.pbtxt").write_text(textwrap.dedent(config))
+    return model_dir
+
+
+def bytes_echo(repository: Path) -> Path:
+    return write_python_model(
+        repository,
+        "bytes_echo",
+        BYTES_ECHO,
+        """
+        backend: "python"
+        max_batch_size: 8
+        input [{ name: "text" data_type: TYPE_STRING dims: [ -1 ] }]
+        output [
+          { name: "upper" data_type: TYPE_STRING dims: [ -1 ] },
+          { name: "length" data_type: TYPE_INT32 dims: [ -1 ] }
+        ]
+        """,
+    )
+
+
+def slow_double(repository: Path, delay: float = 0.0, versions: tuple[int, ...] = (1,)) -> Path:
+    model_dir = write_python_model(
+        repository,
+        "slow_double",
+        SLOW_DOUBLE,
+        """
+        backend: "python"
+        max_batch_size: 16
+        version_policy { latest { num_versions: 1 } }
+        dynamic_batching {}
+        input [{ name: "x" data_type: TYPE_FP32 dims: [ 2 ] }]
+        output [{ name: "y" data_type: TYPE_FP32 dims: [ 2 ] }]
+        """,
+        versions,
+    )
+    (model_dir / "delay.txt").write_text(str(delay))
+    return model_dir
+
+
+def failing(repository: Path) -> Path:
+    return write_python_model(
+        repository,
+        "failing",
+        FAILING,
+        """
+        backend: "python"
+        max_batch_size: 4
+        input [{ name: "x" data_type: TYPE_FP32 dims: [ 1 ] }]
+        output [{ name: "y" data_type: TYPE_FP32 dims: [ 1 ] }]
+        """,
+    )

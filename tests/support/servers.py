@@ -1,0 +1,95 @@
+"""Start real modelyard processes on free loopback ports for tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ServerProcess:
+    def __init__(self, process: subprocess.Popen[bytes], http_port: int, log_path: Path):
+        self.process = process
+        self.http_port = http_port
+        self.log_path = log_path
+
+    @property
+    def http_url(self) -> str:
+        return f"127.0.0.1:{self.http_port}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+
+def wait_until(predicate, timeout: float = 60.0, interval: float = 0.05) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise TimeoutError("condition not met in time")
+
+
+@contextmanager
+def running_server(
+    repository: Path, log_dir: Path, *extra: str, wait_ready: bool = True
+) -> Iterator[ServerProcess]:
+    port = free_port()
+    log_path = log_dir / f"server-{port}.log"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "modelyard.cli.main",
+                "serve",
+                "--model-repository",
+                str(repository),
+                "--http-port",
+                str(port),
+                *extra,
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    server = ServerProcess(process, port, log_path)
+
+    def up() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited early:\n{server.log()}")
+        try:
+            path = "/v2/health/ready" if wait_ready else "/v2/health/live"
+            return httpx.get(f"http://{server.http_url}{path}", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_until(up, timeout=120)
+        yield server
+    finally:
+        server.stop()
