@@ -134,10 +134,9 @@ def _pytorch(tmp_path: Path) -> Case:
     scale = np.linspace(0.5, 2.0, N_ROWS, dtype=np.float32).reshape(-1, 1)
 
     def reference(inputs: Arrays) -> Arrays:
+        x, scale = (torch.from_numpy(inputs[n].copy()) for n in ("INPUT__0", "INPUT__1"))
         with torch.no_grad():
-            logits, probs = net(
-                torch.from_numpy(inputs["INPUT__0"]), torch.from_numpy(inputs["INPUT__1"])
-            )
+            logits, probs = net(x, scale)
         return {"OUTPUT__0": logits.numpy(), "OUTPUT__1": probs.numpy()}
 
     config = _config(
@@ -402,13 +401,13 @@ def _skops_case(tmp_path: Path, model: object) -> Case:
 
 
 def test_skops_function_outside_the_trusted_classes_refused(tmp_path: Path) -> None:
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
+    import skops.io as sio
     from sklearn.preprocessing import FunctionTransformer
 
     # numpy functions are not classes: a crafted file could aim one at the filesystem
-    model = make_pipeline(FunctionTransformer(np.save), LogisticRegression())
-    case = _skops_case(tmp_path, model)
+    artifact = _version_dir(tmp_path, "skops_model") / "model.skops"
+    sio.dump(FunctionTransformer(np.save), artifact)
+    case = Case("sklearn", artifact, _config("skops_model", "sklearn"), {}, dict)
     with pytest.raises(EngineError) as info:
         _load(case)
     assert "numpy.save" in info.value.detail

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from modelyard.examples.build import build_example_repository
+from tests.support.models import bytes_echo
+from tests.support.servers import ServerProcess, running_server
+
+MAX_BODY_BYTES = 1_000_000
+
+
+@pytest.fixture(scope="session")
+def example_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repository = tmp_path_factory.mktemp("examples") / "models"
+    build_example_repository(repository)
+    bytes_echo(repository)
+    return repository
+
+
+@pytest.fixture(scope="session")
+def server(
+    example_repository: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    logs = tmp_path_factory.mktemp("logs")
+    with running_server(
+        example_repository, logs, "--http-max-body-bytes", str(MAX_BODY_BYTES)
+    ) as process:
+        yield process
