@@ -10,6 +10,7 @@ from tests.support.models import bytes_echo
 from tests.support.servers import ServerProcess, running_server
 
 MAX_BODY_BYTES = 1_000_000
+MAX_MESSAGE_BYTES = 1_000_000
 
 
 @pytest.fixture(scope="session")
@@ -26,6 +27,11 @@ def server(
 ) -> Iterator[ServerProcess]:
     logs = tmp_path_factory.mktemp("logs")
     with running_server(
-        example_repository, logs, "--http-max-body-bytes", str(MAX_BODY_BYTES)
+        example_repository,
+        logs,
+        "--http-max-body-bytes",
+        str(MAX_BODY_BYTES),
+        "--grpc-max-message-bytes",
+        str(MAX_MESSAGE_BYTES),
     ) as process:
         yield process

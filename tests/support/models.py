@@ -81,7 +81,7 @@ def slow_double(repository: Path, delay: float = 0.0, versions: tuple[int, ...] 
         backend: "python"
         max_batch_size: 16
         version_policy { latest { num_versions: 1 } }
-        dynamic_batching {}
+        dynamic_batching { default_queue_policy { allow_timeout_override: true } }
         input [{ name: "x" data_type: TYPE_FP32 dims: [ 2 ] }]
         output [{ name: "y" data_type: TYPE_FP32 dims: [ 2 ] }]
         """,

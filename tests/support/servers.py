@@ -16,20 +16,43 @@ import httpx
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """Distinct free ports: every socket stays bound until all are picked."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 class ServerProcess:
-    def __init__(self, process: subprocess.Popen[bytes], http_port: int, log_path: Path):
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        http_port: int,
+        grpc_port: int,
+        metrics_port: int,
+        log_path: Path,
+    ):
         self.process = process
         self.http_port = http_port
+        self.grpc_port = grpc_port
+        self.metrics_port = metrics_port
         self.log_path = log_path
 
     @property
     def http_url(self) -> str:
         return f"127.0.0.1:{self.http_port}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -57,7 +80,7 @@ def wait_until(predicate, timeout: float = 60.0, interval: float = 0.05) -> None
 def running_server(
     repository: Path, log_dir: Path, *extra: str, wait_ready: bool = True
 ) -> Iterator[ServerProcess]:
-    port = free_port()
+    port, grpc_port, metrics_port = free_ports(3)
     log_path = log_dir / f"server-{port}.log"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with log_path.open("wb") as log_file:
@@ -71,13 +94,17 @@ def running_server(
                 str(repository),
                 "--http-port",
                 str(port),
+                "--grpc-port",
+                str(grpc_port),
+                "--metrics-port",
+                str(metrics_port),
                 *extra,
             ],
             stdout=log_file,
             stderr=subprocess.STDOUT,
             env=env,
         )
-    server = ServerProcess(process, port, log_path)
+    server = ServerProcess(process, port, grpc_port, metrics_port, log_path)
 
     def up() -> bool:
         if process.poll() is not None:

@@ -28,8 +28,9 @@ def _demo(args: argparse.Namespace) -> int:
         print(f"built the example repository in {repository}: {', '.join(names)}")
     port = args.http_port
     body = '{"inputs":[{"name":"input","shape":[1,4],"datatype":"FP32","data":[5.1,3.5,1.4,0.2]}]}'
+    grpc = f" and gRPC on 127.0.0.1:{args.grpc_port}" if args.grpc_port >= 0 else ""
     print(
-        f"\nserving on http://127.0.0.1:{port}  try:\n"
+        f"\nserving HTTP on http://127.0.0.1:{port}{grpc}  try:\n"
         f"  curl -s localhost:{port}/v2/models/iris_sklearn/infer -d '{body}'\n",
         flush=True,
     )
@@ -37,6 +38,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from modelyard.cli.bench import add_bench_arguments, run_bench
     from modelyard.cli.serve import add_serve_arguments, run_serve
 
     parser = argparse.ArgumentParser(prog="modelyard", description=__doc__)
@@ -56,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     for action in demo._actions:
         if action.dest == "model_repository":
             action.required = False
+
+    bench = commands.add_parser(
+        "bench", help="load generator: closed-loop sweep or open-loop fixed rate"
+    )
+    add_bench_arguments(bench)
+    bench.set_defaults(handler=run_bench)
 
     examples = commands.add_parser("examples", help="example model repositories")
     example_commands = examples.add_subparsers(dest="example_command", required=True)

@@ -10,8 +10,10 @@ from pathlib import Path
 import structlog
 import uvicorn
 
+from modelyard.gateway.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
 from modelyard.gateway.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
 from modelyard.logging import configure_logging
+from modelyard.metrics import serve_metrics
 from modelyard.server.dataplane import DataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.server.repository import ModelRepository
@@ -23,6 +25,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-repository", type=Path, required=True, metavar="DIR")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--http-port", type=int, default=8000)
+    parser.add_argument(
+        "--grpc-port", type=int, default=8001, help="gRPC port (0: any free port, -1: no gRPC)"
+    )
     parser.add_argument(
         "--model-control-mode",
         choices=[m.value for m in ControlMode],
@@ -49,6 +54,30 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="allow pickle-based model files for this model only; repeatable",
     )
     parser.add_argument("--http-max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    parser.add_argument(
+        "--grpc-max-message-bytes",
+        type=int,
+        default=DEFAULT_MAX_MESSAGE_BYTES,
+        help="largest gRPC message received or sent",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=8002,
+        help="Prometheus /metrics port (0: any free port, -1: no metrics)",
+    )
+    parser.add_argument(
+        "--max-queue-size",
+        type=int,
+        default=1000,
+        help="queue cap per model version when its config sets none (0: unbounded)",
+    )
+    parser.add_argument(
+        "--http-max-connections",
+        type=int,
+        default=4096,
+        help="concurrent HTTP connections and requests before answering 503",
+    )
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
     parser.add_argument("--log-level", default="info")
 
@@ -71,6 +100,7 @@ async def serve(args: argparse.Namespace) -> None:
         startup_models=args.load_model,
         trusted_repository=args.trusted_repository,
         trusted_models=args.trust_model,
+        default_max_queue_size=args.max_queue_size,
     )
     dataplane = DataPlane(manager)
     app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes)
@@ -85,6 +115,7 @@ async def serve(args: argparse.Namespace) -> None:
         access_log=False,
         log_level="warning",
         timeout_keep_alive=30,
+        limit_concurrency=args.http_max_connections,
     )
     server = uvicorn.Server(config)
     if not _is_loopback(args.host):
@@ -94,6 +125,11 @@ async def serve(args: argparse.Namespace) -> None:
             hint="anyone who can reach this address can infer, load and unload models",
         )
 
+    grpc_server: GrpcServer | None = None
+    metrics_port = (
+        serve_metrics(manager, args.host, args.metrics_port) if args.metrics_port >= 0 else None
+    )
+
     async def announce() -> None:
         while not server.started:
             await asyncio.sleep(0.05)
@@ -102,15 +138,28 @@ async def serve(args: argparse.Namespace) -> None:
         log.info(
             "server_ready",
             http=f"http://{args.host}:{port}",
+            grpc=f"{args.host}:{grpc_server.port}" if grpc_server else None,
+            metrics=f"http://{args.host}:{metrics_port}/metrics" if metrics_port else None,
             models=[f"{mv.name}/{mv.version}" for mv in manager.ready_versions()],
             ready=manager.is_ready(),
         )
 
-    announcer = asyncio.create_task(announce())
+    announcer: asyncio.Task[None] | None = None
     try:
+        if args.grpc_port >= 0:
+            grpc_server = await start_grpc_server(
+                dataplane,
+                args.host,
+                args.grpc_port,
+                max_message_bytes=args.grpc_max_message_bytes,
+            )
+        announcer = asyncio.create_task(announce())
         await server.serve()
     finally:
-        announcer.cancel()
+        if announcer is not None:
+            announcer.cancel()
+        if grpc_server is not None:
+            await grpc_server.stop()
         await manager.stop()
 
 

@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 import structlog
 
-from modelyard.config import parse_json_config
 from modelyard.errors import Code, ModelServerError, ModelyardError, ProtocolError
+from modelyard.protocol.repository import load_override
 from modelyard.protocol.status import http_status
 from modelyard.protocol.v2_http import HEADER_LENGTH, decode_infer_request, encode_infer_response
 from modelyard.server.dataplane import DataPlane
@@ -204,34 +204,7 @@ class HttpFrontend:
         if action == "unload":
             await manager.unload(model)
             return _Response(200)
-        override = None
-        if any(key.startswith("file:") for key in params):
-            raise ProtocolError(
-                "model file overrides in a load request are not supported: requests never "
-                "write to the model repository",
-                code=Code.INVALID_ARGUMENT,
-                rule="protocol/load-file-override",
-                where="put model files in the repository, then load by name",
-            )
-        if "config" in params:
-            text = params["config"]
-            if not isinstance(text, str):
-                raise ProtocolError(
-                    "load parameter 'config' must be a JSON string",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="protocol/load-config",
-                    where="the load request's parameters.config",
-                )
-            try:
-                document = orjson.loads(text)
-            except orjson.JSONDecodeError as exc:
-                raise ProtocolError(
-                    f"load parameter 'config' is not valid JSON: {exc}",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="protocol/load-config",
-                    where="the load request's parameters.config",
-                ) from None
-            override = parse_json_config(document, f"load request for '{model}'")
+        override = load_override(model, params)
         await manager.load(model, override)
         return _Response(200)
 

@@ -2,93 +2,23 @@
 
 The binary tensor extension: when the header ``Inference-Header-Content-Length``
 is present, the body is that many bytes of JSON followed by raw tensors in the
-order of the inputs whose ``parameters.binary_data_size`` is set. BYTES tensors
-are, element by element, a 4-byte little-endian length and the bytes.
+order of the inputs whose ``parameters.binary_data_size`` is set, in the byte
+layout of ``modelyard.protocol.tensors``.
 """
 
 from __future__ import annotations
 
 import math
-import struct
 from typing import Any
 
 import numpy as np
 import orjson
 
-from modelyard.errors import Code, ProtocolError
-from modelyard.types import (
-    V2_TO_NUMPY,
-    InferRequest,
-    InferResponse,
-    OutputTensor,
-    RequestedOutput,
-    element_size,
-)
+from modelyard.protocol.tensors import bad_request as _bad
+from modelyard.protocol.tensors import decode_raw_tensor, encode_raw_tensor
+from modelyard.types import V2_TO_NUMPY, InferRequest, InferResponse, OutputTensor, RequestedOutput
 
 HEADER_LENGTH = "inference-header-content-length"
-_WHERE = "the request body (KServe V2 inference request)"
-
-
-def _bad(detail: str, rule: str = "protocol/v2-request") -> ProtocolError:
-    return ProtocolError(detail, code=Code.INVALID_ARGUMENT, rule=rule, where=_WHERE)
-
-
-def deserialize_bytes(raw: bytes | memoryview, count: int, name: str) -> np.ndarray:
-    items: list[bytes] = []
-    view = memoryview(raw)
-    offset = 0
-    total = len(view)
-    while offset < total:
-        if offset + 4 > total:
-            raise _bad(f"input '{name}': truncated BYTES element length at byte {offset}")
-        (length,) = struct.unpack_from("<I", view, offset)
-        offset += 4
-        if offset + length > total:
-            raise _bad(f"input '{name}': BYTES element of {length} bytes runs past the data")
-        items.append(bytes(view[offset : offset + length]))
-        offset += length
-    if len(items) != count:
-        raise _bad(f"input '{name}': {len(items)} BYTES elements for a shape of {count} elements")
-    array = np.empty(count, dtype=object)
-    array[:] = items
-    return array
-
-
-def serialize_bytes(array: np.ndarray) -> bytes:
-    parts: list[bytes] = []
-    for item in array.ravel():
-        data = item if isinstance(item, bytes) else str(item).encode("utf-8")
-        parts.append(struct.pack("<I", len(data)))
-        parts.append(data)
-    return b"".join(parts)
-
-
-def _bf16_to_fp32(raw: bytes | memoryview, count: int) -> np.ndarray:
-    halves = np.frombuffer(raw, dtype="<u2", count=count).astype(np.uint32)
-    return (halves << 16).view(np.float32)
-
-
-def _fp32_to_bf16(array: np.ndarray) -> bytes:
-    bits = np.ascontiguousarray(array, dtype=np.float32).view(np.uint32)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
-    return rounded.astype("<u2").tobytes()
-
-
-def _decode_binary(name: str, datatype: str, shape: tuple[int, ...], raw: memoryview) -> np.ndarray:
-    count = math.prod(shape)
-    if datatype == "BYTES":
-        return deserialize_bytes(raw, count, name).reshape(shape)
-    expected = count * element_size(datatype)
-    if len(raw) != expected:
-        raise _bad(
-            f"input '{name}': binary data is {len(raw)} bytes but shape {list(shape)} of "
-            f"{datatype} needs {expected}"
-        )
-    if datatype == "BF16":
-        return _bf16_to_fp32(raw, count).reshape(shape)
-    dtype = V2_TO_NUMPY[datatype]
-    assert dtype is not None
-    return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).reshape(shape)
 
 
 def _flatten(data: Any) -> list[Any]:
@@ -184,7 +114,7 @@ def decode_infer_request(
                     f"input '{name}': binary_data_size {size} runs past the "
                     f"{len(binary)} bytes of binary data"
                 )
-            inputs[name] = _decode_binary(name, datatype, shape, binary[offset : offset + size])
+            inputs[name] = decode_raw_tensor(name, datatype, shape, binary[offset : offset + size])
             offset += size
         elif "data" in item:
             inputs[name] = _decode_json(name, datatype, shape, item["data"])
@@ -245,14 +175,6 @@ def _json_data(tensor: OutputTensor) -> Any:
     return np.ascontiguousarray(tensor.data).ravel()
 
 
-def _binary_data(tensor: OutputTensor) -> bytes:
-    if tensor.datatype == "BYTES":
-        return serialize_bytes(tensor.data)
-    if tensor.datatype == "BF16":
-        return _fp32_to_bf16(tensor.data)
-    return np.ascontiguousarray(tensor.data).tobytes()
-
-
 def encode_infer_response(response: InferResponse) -> tuple[bytes, int | None]:
     """The body, and the JSON header length when binary tensors follow it."""
     outputs = []
@@ -264,7 +186,7 @@ def encode_infer_response(response: InferResponse) -> tuple[bytes, int | None]:
             "shape": list(tensor.data.shape),
         }
         if tensor.binary:
-            blob = _binary_data(tensor)
+            blob = encode_raw_tensor(tensor)
             entry["parameters"] = {"binary_data_size": len(blob)}
             blobs.append(blob)
         else:

@@ -195,12 +195,14 @@ class DataPlane:
         mv = self.manager.resolve(request.model_name, request.model_version)
         inputs, rows = _check_inputs(mv, request)
         requested = _requested(mv, request)
-        deadline = None
-        if request.timeout_us:
-            deadline = self.clock.monotonic() + request.timeout_us / 1e6
-        if request.deadline is not None:
-            deadline = request.deadline if deadline is None else min(deadline, request.deadline)
-        future = mv.scheduler.submit(inputs, [o.name for o in requested], rows, deadline)
+        future = mv.scheduler.submit(
+            inputs,
+            [o.name for o in requested],
+            rows,
+            client_deadline=request.deadline,
+            priority=request.priority,
+            timeout_us=request.timeout_us,
+        )
         results = await future
         return self._response(mv, request, requested, results, rows)
 
@@ -268,7 +270,7 @@ class DataPlane:
             "inference_stats": {
                 "success": dur(s.success_count, s.success_ns),
                 "fail": dur(s.fail_count, s.fail_ns),
-                "queue": dur(s.queue_count, s.queue_ns),
+                "queue": dur(s.success_count, s.queue_ns),
                 "compute_input": dur(s.success_count, s.compute_input_ns),
                 "compute_infer": dur(s.success_count, s.compute_infer_ns),
                 "compute_output": dur(s.success_count, s.compute_output_ns),

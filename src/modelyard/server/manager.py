@@ -66,6 +66,7 @@ class ModelManager:
         startup_models: Iterable[str] = (),
         trusted_repository: bool = False,
         trusted_models: Iterable[str] = (),
+        default_max_queue_size: int = 0,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.repository = repository
@@ -74,6 +75,7 @@ class ModelManager:
         self._startup_models = list(startup_models)
         self._trusted_repository = trusted_repository
         self._trusted_models = set(trusted_models)
+        self._default_max_queue_size = default_max_queue_size
         self._clock = clock
         self._models: dict[str, ModelRecord] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -111,7 +113,7 @@ class ModelManager:
 
     def resolve(self, name: str, version: str | None) -> ModelVersion:
         record = self._models.get(name)
-        if record is None or (not record.versions and not record.retiring):
+        if record is None or record.unloaded or (not record.versions and not record.retiring):
             raise ModelServerError(
                 f"unknown model '{name}'",
                 code=Code.NOT_FOUND,
@@ -164,16 +166,19 @@ class ModelManager:
         return [r.versions[v] for r in self._models.values() for v in r.ready_desc]
 
     def all_versions(self, name: str | None = None) -> list[ModelVersion]:
-        records = [self._models[name]] if name in self._models else []
+        # list() snapshots, so the metrics thread can call this while the loop swaps
         if name is None:
             records = list(self._models.values())
-        return [mv for r in records for mv in r.versions.values()]
+        else:
+            record = self._models.get(name)
+            records = [record] if record is not None else []
+        return [mv for r in records for mv in list(r.versions.values())]
 
     # ---- repository API -------------------------------------------------
 
     def index(self, ready_only: bool = False) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
-        names = sorted(set(self.repository.model_names()) | set(self._models))
+        names = sorted(set(self.repository.model_names()) | set(list(self._models)))
         for name in names:
             record = self._models.get(name)
             if record is None:
@@ -181,11 +186,11 @@ class ModelManager:
                     rows.append({"name": name})
                 continue
             entries: list[dict[str, Any]] = []
-            for v, mv in sorted(record.versions.items()):
+            for v, mv in sorted(list(record.versions.items())):
                 entries.append(
                     {"name": name, "version": str(v), "state": str(mv.state), "reason": mv.reason}
                 )
-            for mv in record.retiring:
+            for mv in list(record.retiring):
                 entries.append(
                     {
                         "name": name,
@@ -194,7 +199,7 @@ class ModelManager:
                         "reason": mv.reason or "unloading",
                     }
                 )
-            for v, reason in sorted(record.failures.items()):
+            for v, reason in sorted(list(record.failures.items())):
                 if v not in record.versions:
                     row: dict[str, Any] = {"name": name, "state": "UNAVAILABLE", "reason": reason}
                     if v:
@@ -309,7 +314,13 @@ class ModelManager:
                 loaded[v] = await loop.run_in_executor(
                     None,
                     lambda v=v: load_model_version(
-                        model_dir, v, base, backend, trusted=self._trusted(name), clock=self._clock
+                        model_dir,
+                        v,
+                        base,
+                        backend,
+                        trusted=self._trusted(name),
+                        default_max_queue_size=self._default_max_queue_size,
+                        clock=self._clock,
                     ),
                 )
             except ModelyardError as exc:

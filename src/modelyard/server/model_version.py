@@ -15,7 +15,8 @@ from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.config import ModelSpec, compile_spec, complete_config
 from modelyard.engines import PLATFORMS, Engine, LoadContext, Signature, engine_class
 from modelyard.errors import Code, ModelServerError, ModelyardError
-from modelyard.server.scheduler import Scheduler, run_warmup
+from modelyard.server.batcher import BatchingPolicy
+from modelyard.server.scheduler import Scheduler
 from modelyard.types import CONFIG_TO_V2, numpy_dtype
 
 _PLATFORM_OF = {backend: platform for platform, backend in PLATFORMS.items()}
@@ -129,6 +130,13 @@ def _check_signature(
             )
 
 
+def run_warmup(engine: Engine, samples: list[tuple[dict[str, np.ndarray], list[str], int]]) -> None:
+    """Execute warm-up samples on one engine before its version takes traffic."""
+    for inputs, outputs, count in samples:
+        for _ in range(max(1, count)):
+            engine.execute(inputs, outputs)
+
+
 def warmup_samples(
     config: mc.ModelConfig, spec: ModelSpec, model_dir: Path
 ) -> list[tuple[dict[str, np.ndarray], list[str], int]]:
@@ -169,6 +177,7 @@ def load_model_version(
     backend: str,
     *,
     trusted: bool = False,
+    default_max_queue_size: int = 0,
     clock: Clock = SYSTEM_CLOCK,
 ) -> ModelVersion:
     """Load, complete, warm up: returns a READY version or raises with the reason."""
@@ -213,16 +222,8 @@ def load_model_version(
         raise _load_error(
             name, version, f"{type(exc).__name__}: {exc}", f"the files of {name}/{version}"
         ) from exc
-    policy = config.dynamic_batching.default_queue_policy
-    scheduler = Scheduler(
-        name,
-        version,
-        engines,
-        max_batch_size=spec.max_batch_size,
-        batching=config.HasField("dynamic_batching"),
-        max_queue_size=policy.max_queue_size,
-        clock=clock,
-    )
+    policy = BatchingPolicy.from_config(config, default_max_queue_size)
+    scheduler = Scheduler(name, version, engines, policy, clock=clock)
     return ModelVersion(
         name=name,
         version=version,

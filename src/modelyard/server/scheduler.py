@@ -1,13 +1,10 @@
 """The scheduler of one model version: a queue feeding N model instances.
 
 Each instance is a thread that owns one engine object. Requests are queued
-from the event loop and answered through asyncio futures. With batching on
-(``max_batch_size > 0`` and ``dynamic_batching`` in the config), a free
-instance takes every queued request whose tensors can share its batch, up to
-``max_batch_size`` rows, stacks them along the batch axis, executes once and
-splits the outputs back. Batching is greedy: a request on an idle instance is
-executed at once, and batches grow exactly when instances are busy, so low
-load pays no queue delay.
+from the event loop and answered through asyncio futures. A free instance asks
+the ``RequestQueue`` (server/batcher.py) what to run, stacks the chosen
+requests along the batch axis, executes once and splits the outputs back:
+engines never see individual requests.
 """
 
 from __future__ import annotations
@@ -15,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,49 +21,58 @@ import numpy as np
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import Engine
 from modelyard.errors import Code, EngineError, ModelServerError, ModelyardError
+from modelyard.server.batcher import BatchingPolicy, QueuedRequest, RequestQueue
+from modelyard.server.stats import VersionStats
 
 
 @dataclass(slots=True)
-class VersionStats:
-    """Counters in Triton's statistics shape (nanoseconds)."""
-
-    success_count: int = 0
-    success_ns: int = 0
-    fail_count: int = 0
-    fail_ns: int = 0
-    queue_count: int = 0
-    queue_ns: int = 0
-    compute_input_ns: int = 0
-    compute_infer_ns: int = 0
-    compute_output_ns: int = 0
-    inference_count: int = 0  # rows
-    execution_count: int = 0  # engine calls
-    last_inference_ms: int = 0
-    batch_stats: dict[int, list[int]] = field(
-        default_factory=dict
-    )  # size -> [count, in, infer, out]
-
-
-@dataclass(slots=True)
-class _Pending:
+class _Payload:
     inputs: dict[str, np.ndarray]
     outputs: list[str]
-    rows: int
-    shape_key: tuple[Any, ...]
     future: asyncio.Future[dict[str, np.ndarray]]
     loop: asyncio.AbstractEventLoop
-    enqueued_ns: int
-    deadline: float | None
 
 
-def _resolve(p: _Pending, result: dict[str, np.ndarray]) -> None:
-    if not p.future.done():
-        p.future.set_result(result)
+def _resolve(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.done():
+        future.set_result(result)
 
 
-def _reject(p: _Pending, error: BaseException) -> None:
-    if not p.future.done():
-        p.future.set_exception(error)
+def _reject(future: asyncio.Future[Any], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)
+
+
+def failure_reason(error: BaseException) -> str:
+    """Triton's failure reasons for nv_inference_request_failure."""
+    if isinstance(error, ModelyardError):
+        if error.code is Code.DEADLINE_EXCEEDED:
+            return "CANCELED"
+        if error.rule in ("model-server/queue-full", "model-server/queue-timeout"):
+            return "REJECTED"
+        if error.layer == "engine":
+            return "BACKEND"
+    return "OTHER"
+
+
+class _InOrder:
+    """Releases answers in arrival order (dynamic_batching.preserve_ordering)."""
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._held: dict[int, tuple[Callable[..., None], Any, Any, asyncio.AbstractEventLoop]] = {}
+        self._lock = threading.Lock()
+
+    def release(
+        self, seq: int, callback: Callable[..., None], future: Any, value: Any, loop: Any
+    ) -> None:
+        with self._lock:
+            self._held[seq] = (callback, future, value, loop)
+            while self._next in self._held:
+                cb, fut, val, lp = self._held.pop(self._next)
+                self._next += 1
+                with contextlib.suppress(RuntimeError):
+                    lp.call_soon_threadsafe(cb, fut, val)
 
 
 class Scheduler:
@@ -76,25 +81,22 @@ class Scheduler:
         model: str,
         version: int,
         engines: list[Engine],
+        policy: BatchingPolicy,
         *,
-        max_batch_size: int,
-        batching: bool,
-        max_queue_size: int = 0,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.model = model
         self.version = version
-        self.max_batch_size = max_batch_size
-        self.batching = batching and max_batch_size > 0
-        self.max_queue_size = max_queue_size
+        self.policy = policy
+        self.max_batch_size = policy.max_batch_size
         self.stats = VersionStats()
-        self._stats_lock = threading.Lock()
         self._clock = clock
         self._engines = engines
-        self._queue: deque[_Pending] = deque()
+        self._queue = RequestQueue(model, version, policy)
         self._cond = threading.Condition()
         self._closed = False
         self._executing = 0
+        self._in_order = _InOrder() if policy.preserve_ordering else None
         self._threads = [
             threading.Thread(
                 target=self._run, args=(engine,), name=f"{model}-v{version}-{i}", daemon=True
@@ -106,6 +108,7 @@ class Scheduler:
 
     @property
     def pending(self) -> int:
+        """Requests queued or executing (nv_inference_pending_request_count)."""
         return len(self._queue) + self._executing
 
     def submit(
@@ -113,14 +116,21 @@ class Scheduler:
         inputs: dict[str, np.ndarray],
         outputs: list[str],
         rows: int,
-        deadline: float | None = None,
+        *,
+        client_deadline: float | None = None,
+        priority: int = 0,
+        timeout_us: int = 0,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """Queue one request; must be called from the event loop thread."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
         shape_key = tuple((n, a.shape[1:], a.dtype.str) for n, a in inputs.items())
-        pending = _Pending(
-            inputs, outputs, rows, shape_key, future, loop, self._clock.monotonic_ns(), deadline
+        request = QueuedRequest(
+            rows=rows,
+            shape_key=shape_key,
+            enqueued_ns=0,
+            client_deadline_ns=int(client_deadline * 1e9) if client_deadline else None,
+            payload=_Payload(inputs, outputs, future, loop),
         )
         with self._cond:
             if self._closed:
@@ -130,17 +140,11 @@ class Scheduler:
                     rule="model-server/version-unloading",
                     where="send the request without a version, or to a ready version",
                 )
-            if self.max_queue_size and len(self._queue) >= self.max_queue_size:
-                raise ModelServerError(
-                    f"queue of model '{self.model}' version {self.version} is full "
-                    f"({len(self._queue)}/{self.max_queue_size} requests)",
-                    code=Code.UNAVAILABLE,
-                    rule="model-server/queue-full",
-                    where=f"dynamic_batching.default_queue_policy.max_queue_size in "
-                    f"{self.model}/config.pbtxt, or add instances (instance_group.count)",
-                    retry_after=0.05,
-                )
-            self._queue.append(pending)
+            try:
+                self._queue.add(request, self._clock.monotonic_ns(), priority, timeout_us)
+            except ModelServerError as error:
+                self.stats.record_failure(failure_reason(error), 0)
+                raise
             self._cond.notify()
         return future
 
@@ -154,37 +158,30 @@ class Scheduler:
         for thread in self._threads:
             thread.join(timeout)
 
-    def _take_batch(self) -> list[_Pending] | None:
+    # ---- instance threads -------------------------------------------------
+
+    def _next_batch(self) -> list[QueuedRequest] | None:
+        clock = self._clock
         with self._cond:
-            while not self._queue:
-                if self._closed:
+            while True:
+                now = clock.monotonic_ns()
+                for expired in self._queue.expire(now):
+                    self._finish(expired.request, expired.error, now)
+                decision = self._queue.take(now, self._executing)
+                if isinstance(decision, list):
+                    self._executing += 1
+                    return decision
+                if decision is None and self._closed:
                     return None
-                self._cond.wait()
-            first = self._queue.popleft()
-            batch = [first]
-            if self.batching and self._queue:
-                rows = first.rows
-                keep: deque[_Pending] = deque()
-                while self._queue:
-                    candidate = self._queue.popleft()
-                    if (
-                        candidate.shape_key == first.shape_key
-                        and rows + candidate.rows <= self.max_batch_size
-                    ):
-                        batch.append(candidate)
-                        rows += candidate.rows
-                    else:
-                        keep.append(candidate)
-                        if rows >= self.max_batch_size:
-                            break
-                keep.extend(self._queue)
-                self._queue = keep
-            self._executing += 1
-            return batch
+                expiry = self._queue.next_deadline_ns()
+                wake = decision if decision is not None else expiry
+                if wake is not None and expiry is not None:
+                    wake = min(wake, expiry)
+                self._cond.wait(None if wake is None else max(0.0, (wake - now) / 1e9) + 1e-4)
 
     def _run(self, engine: Engine) -> None:
         while True:
-            batch = self._take_batch()
+            batch = self._next_batch()
             if batch is None:
                 return
             try:
@@ -192,36 +189,21 @@ class Scheduler:
             finally:
                 with self._cond:
                     self._executing -= 1
+                    self._cond.notify()
 
-    def _execute(self, engine: Engine, batch: list[_Pending]) -> None:
+    def _execute(self, engine: Engine, batch: list[QueuedRequest]) -> None:
         clock = self._clock
         start_ns = clock.monotonic_ns()
-        now = start_ns / 1e9
-        live: list[_Pending] = []
-        for p in batch:
-            if p.deadline is not None and now > p.deadline:
-                waited = (start_ns - p.enqueued_ns) / 1e9
-                error = ModelServerError(
-                    f"request to model '{self.model}' version {self.version} timed out after "
-                    f"{waited * 1000:.1f} ms in queue; it was dropped before execution",
-                    code=Code.DEADLINE_EXCEEDED,
-                    rule="model-server/queue-timeout",
-                    where="raise the request timeout, or add instances (instance_group.count)",
-                )
-                self._finish(p, error, start_ns)
-            else:
-                live.append(p)
-        if not live:
-            return
-        outputs = sorted({name for p in live for name in p.outputs})
-        if len(live) == 1:
-            inputs = live[0].inputs
+        payloads: list[_Payload] = [r.payload for r in batch]
+        outputs = sorted({name for p in payloads for name in p.outputs})
+        if len(batch) == 1:
+            inputs = payloads[0].inputs
         else:
             inputs = {
-                name: np.concatenate([p.inputs[name] for p in live], axis=0)
-                for name in live[0].inputs
+                name: np.concatenate([p.inputs[name] for p in payloads], axis=0)
+                for name in payloads[0].inputs
             }
-        total_rows = sum(p.rows for p in live)
+        total_rows = sum(r.rows for r in batch)
         infer_start = clock.monotonic_ns()
         try:
             results = engine.execute(inputs, outputs)
@@ -229,20 +211,28 @@ class Scheduler:
         except Exception as exc:
             error = exc if isinstance(exc, ModelyardError) else self._engine_error(exc)
             end_ns = clock.monotonic_ns()
-            for p in live:
-                self._finish(p, error, end_ns)
+            for request in batch:
+                self._finish(request, error, end_ns)
             return
         infer_end = clock.monotonic_ns()
-        if len(live) == 1:
-            self._finish(live[0], results, infer_end)
+        if len(batch) == 1:
+            self._finish(batch[0], results, infer_end)
         else:
             offset = 0
-            for p in live:
-                part = {n: results[n][offset : offset + p.rows] for n in p.outputs}
-                offset += p.rows
-                self._finish(p, part, infer_end)
+            for request, payload in zip(batch, payloads, strict=True):
+                part = {n: results[n][offset : offset + request.rows] for n in payload.outputs}
+                offset += request.rows
+                self._finish(request, part, infer_end)
         end_ns = clock.monotonic_ns()
-        self._record_execution(live, start_ns, infer_start, infer_end, end_ns, total_rows)
+        self.stats.record_execution(
+            [(r.enqueued_ns, start_ns) for r in batch],
+            total_rows,
+            infer_start - start_ns,
+            infer_end - infer_start,
+            end_ns - infer_end,
+            end_ns,
+            int(clock.wall() * 1000),
+        )
 
     def _check_rows(self, results: dict[str, np.ndarray], outputs: list[str], rows: int) -> None:
         for name in outputs:
@@ -269,71 +259,21 @@ class Scheduler:
         )
 
     def _finish(
-        self, p: _Pending, outcome: dict[str, np.ndarray] | BaseException, end_ns: int
+        self,
+        request: QueuedRequest,
+        outcome: dict[str, np.ndarray] | BaseException,
+        end_ns: int,
     ) -> None:
-        stats = self.stats
-        elapsed = end_ns - p.enqueued_ns
-        callback: Callable[[_Pending, Any], None]
+        payload: _Payload = request.payload
+        callback: Callable[[asyncio.Future[Any], Any], None]
         if isinstance(outcome, BaseException):
-            with self._stats_lock:
-                stats.fail_count += 1
-                stats.fail_ns += elapsed
+            self.stats.record_failure(failure_reason(outcome), end_ns - request.enqueued_ns)
             callback = _reject
         else:
             callback = _resolve
+        if self._in_order is not None:
+            self._in_order.release(request.seq, callback, payload.future, outcome, payload.loop)
+            return
         # a closed event loop means nobody waits for this answer any more
         with contextlib.suppress(RuntimeError):
-            p.loop.call_soon_threadsafe(callback, p, outcome)
-
-    def _record_execution(
-        self,
-        live: list[_Pending],
-        start_ns: int,
-        infer_start: int,
-        infer_end: int,
-        end_ns: int,
-        rows: int,
-    ) -> None:
-        input_ns = infer_start - start_ns
-        infer_ns = infer_end - infer_start
-        output_ns = end_ns - infer_end
-        with self._stats_lock:
-            self._add_execution(live, start_ns, end_ns, rows, input_ns, infer_ns, output_ns)
-
-    def _add_execution(
-        self,
-        live: list[_Pending],
-        start_ns: int,
-        end_ns: int,
-        rows: int,
-        input_ns: int,
-        infer_ns: int,
-        output_ns: int,
-    ) -> None:
-        stats = self.stats
-        for p in live:
-            stats.success_count += 1
-            stats.success_ns += end_ns - p.enqueued_ns
-            stats.queue_count += 1
-            stats.queue_ns += start_ns - p.enqueued_ns
-            stats.compute_input_ns += input_ns
-            stats.compute_infer_ns += infer_ns
-            stats.compute_output_ns += output_ns
-        stats.inference_count += rows
-        stats.execution_count += 1
-        stats.last_inference_ms = int(self._clock.wall() * 1000)
-        entry = stats.batch_stats.setdefault(rows, [0, 0, 0, 0])
-        entry[0] += 1
-        entry[1] += input_ns
-        entry[2] += infer_ns
-        entry[3] += output_ns
-
-
-def run_warmup(engine: Engine, samples: list[tuple[dict[str, np.ndarray], list[str], int]]) -> None:
-    """Execute warm-up samples on one engine before its version takes traffic."""
-    for inputs, outputs, count in samples:
-        for _ in range(max(1, count)):
-            engine.execute(inputs, outputs)
-
-
-WarmupFactory = Callable[[], list[tuple[dict[str, np.ndarray], list[str], int]]]
+            payload.loop.call_soon_threadsafe(callback, payload.future, outcome)

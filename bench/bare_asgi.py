@@ -1,0 +1,41 @@
+"""The HTTP stack's floor: read the request body, answer a constant.
+
+    python bench/bare_asgi.py PORT
+
+Served exactly as modelyard serves (uvicorn, httptools, uvloop, one process), so
+served throughput divided by this one is the share modelyard keeps.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import uvicorn
+
+BODY = b'{"model_name":"bare","model_version":"1","outputs":[]}'
+HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(BODY)).encode())]
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    more = True
+    while more:
+        message = await receive()
+        more = message.get("more_body", False)
+    await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+    await send({"type": "http.response.body", "body": BODY})
+
+
+if __name__ == "__main__":
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=int(sys.argv[1]),
+        http="httptools",
+        loop="uvloop",
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+    )

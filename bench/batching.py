@@ -1,0 +1,243 @@
+"""Dynamic batching and per-request overhead, measured in one run.
+
+    python bench/batching.py [--seconds 8] [--out bench/out/batching.json]
+
+Needs `wrk` (Debian package). The server is pinned to core 0 and wrk to core 1
+(`taskset`), so the load generator never competes with the server for a core.
+Measures, on the same machine in one run:
+
+1. compute-bound: mlp_onnx (256→1024→1024→10), 16 rows per request at
+   concurrency 64 — served rows/s vs in-process onnxruntime rows/s at the batch
+   size the batcher formed;
+2. overhead-bound: tiny_onnx, one-row requests — served req/s vs a bare ASGI
+   endpoint on the same stack that reads the body and answers a constant;
+3. p50/p99 at concurrency 1, 16, 64 with batching off and on, for both models.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from modelyard.examples.build import build_example_repository, example_inputs  # noqa: E402
+from tests.support.servers import free_port, wait_until  # noqa: E402
+
+NO_BATCHING = {
+    "mlp_onnx_nobatch": (
+        "mlp_onnx",
+        'platform: "onnxruntime_onnx"\nmax_batch_size: 128\n'
+        'input [{ name: "input" data_type: TYPE_FP32 dims: [256] }]\n'
+        'output [{ name: "output" data_type: TYPE_FP32 dims: [10] }]\n',
+    ),
+    "tiny_onnx_nobatch": (
+        "tiny_onnx",
+        'platform: "onnxruntime_onnx"\nmax_batch_size: 4\n'
+        'input [{ name: "input" data_type: TYPE_FP32 dims: [4] }]\n'
+        'output [{ name: "output" data_type: TYPE_FP32 dims: [3] }]\n',
+    ),
+}
+
+LUA = """
+local f = io.open("{body}", "rb")
+wrk.method = "POST"
+wrk.body = f:read("*all")
+f:close()
+wrk.headers["Content-Type"] = "application/octet-stream"
+wrk.headers["Inference-Header-Content-Length"] = "{header_length}"
+"""
+
+
+def binary_request(name: str, array: np.ndarray) -> tuple[bytes, int]:
+    header = json.dumps(
+        {
+            "inputs": [
+                {
+                    "name": name,
+                    "shape": list(array.shape),
+                    "datatype": "FP32",
+                    "parameters": {"binary_data_size": array.nbytes},
+                }
+            ],
+            "parameters": {"binary_data_output": True},
+        }
+    ).encode()
+    return header + array.astype(np.float32).tobytes(), len(header)
+
+
+def wrk(url: str, script: Path, connections: int, seconds: float) -> dict[str, float]:
+    command = [
+        "taskset", "-c", "1", "wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency",
+        "-s", str(script), url,
+    ]  # fmt: skip
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    result = {"requests_per_s": rps}
+    for pct in ("50", "99"):
+        match = re.search(rf"^\s+{pct}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+        assert match, out
+        value, unit = float(match.group(1)), match.group(2)
+        result[f"p{pct}_ms"] = value * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+    errors = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    result["non_2xx"] = float(errors.group(1)) if errors else 0.0
+    return result
+
+
+def in_process_rows_per_s(model_path: Path, batch: int, seconds: float) -> float:
+    """onnxruntime alone, one thread, pinned to the server's core, in a child process."""
+    code = f"""
+import os, time, numpy as np, onnxruntime as ort
+os.sched_setaffinity(0, {{0}})
+o = ort.SessionOptions(); o.intra_op_num_threads = 1; o.inter_op_num_threads = 1
+s = ort.InferenceSession({str(model_path)!r}, o, providers=["CPUExecutionProvider"])
+x = np.random.default_rng(0).standard_normal(({batch}, 256)).astype(np.float32)
+for _ in range(20): s.run(None, {{"input": x}})
+n = 0; end = time.perf_counter() + {seconds}
+while time.perf_counter() < end:
+    s.run(None, {{"input": x}}); n += 1
+print(n * {batch} / {seconds})
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
+
+
+class Server:
+    def __init__(self, command: list[str], port: int, ready_path: str) -> None:
+        self.port = port
+        self.process = subprocess.Popen(
+            ["taskset", "-c", "0", *command],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+        def up() -> bool:
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}{ready_path}").status_code < 500
+            except httpx.HTTPError:
+                return False
+
+        wait_until(up, timeout=120)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(20)
+
+
+def stats(port: int, model: str) -> tuple[int, int]:
+    doc = httpx.get(f"http://127.0.0.1:{port}/v2/models/{model}/stats").json()
+    row = doc["model_stats"][0]
+    return int(row["inference_count"]), int(row["execution_count"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--out", type=Path, default=Path("bench/out/batching.json"))
+    args = parser.parse_args()
+    seconds = args.seconds
+    report: dict[str, Any] = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cpus, Python "
+        f"{platform.python_version()}; server on core 0, wrk on core 1",
+        "seconds_per_point": seconds,
+    }
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        repository = tmp / "models"
+        build_example_repository(repository)
+        for name, (source, config) in NO_BATCHING.items():
+            shutil.copytree(repository / source / "1", repository / name / "1")
+            (repository / name / "config.pbtxt").write_text(config)
+        scripts = {}
+        for model, rows in (("mlp_onnx", 16), ("tiny_onnx", 1)):
+            inputs = example_inputs(model, rows)
+            body, header_length = binary_request("input", inputs["input"])
+            (tmp / f"{model}.bin").write_bytes(body)
+            script = tmp / f"{model}.lua"
+            script.write_text(LUA.format(body=tmp / f"{model}.bin", header_length=header_length))
+            scripts[model] = script
+
+        # 1. the stack's floor
+        port = free_port()
+        bare = Server([sys.executable, str(ROOT / "bench" / "bare_asgi.py"), str(port)], port, "/")
+        try:
+            wrk(f"http://127.0.0.1:{port}/", scripts["tiny_onnx"], 16, 2)
+            report["bare_endpoint"] = {
+                f"c{c}": wrk(f"http://127.0.0.1:{port}/", scripts["tiny_onnx"], c, seconds)
+                for c in (1, 16, 64)
+            }
+        finally:
+            bare.stop()
+
+        # 2. modelyard serving the same bytes
+        port = free_port()
+        server = Server(
+            [sys.executable, "-m", "modelyard.cli.main", "serve", "--model-repository",
+             str(repository), "--http-port", str(port), "--grpc-port", "-1",
+             "--metrics-port", "-1"],
+            port,
+            "/v2/health/ready",
+        )  # fmt: skip
+        try:
+            base = f"http://127.0.0.1:{port}/v2/models"
+            served: dict[str, Any] = {}
+            for model, script in (
+                ("tiny_onnx", "tiny_onnx"),
+                ("tiny_onnx_nobatch", "tiny_onnx"),
+                ("mlp_onnx", "mlp_onnx"),
+                ("mlp_onnx_nobatch", "mlp_onnx"),
+            ):
+                wrk(f"{base}/{model}/infer", scripts[script], 16, 2)  # warm up
+                served[model] = {}
+                for c in (1, 16, 64):
+                    before = stats(port, model)
+                    point = wrk(f"{base}/{model}/infer", scripts[script], c, seconds)
+                    after = stats(port, model)
+                    rows = after[0] - before[0]
+                    executions = max(1, after[1] - before[1])
+                    point["mean_batch_rows"] = rows / executions
+                    served[model][f"c{c}"] = point
+            report["served"] = served
+        finally:
+            server.stop()
+
+        # 3. onnxruntime alone at the batch size the batcher formed at c64
+        formed = served["mlp_onnx"]["c64"]["mean_batch_rows"]
+        batch = max(16, round(formed / 16) * 16)
+        report["in_process_mlp"] = {
+            "batch_rows": batch,
+            "rows_per_s": in_process_rows_per_s(
+                repository / "mlp_onnx" / "1" / "model.onnx", batch, seconds
+            ),
+        }
+    served_rows = served["mlp_onnx"]["c64"]["requests_per_s"] * 16
+    report["compute_bound_ratio"] = served_rows / report["in_process_mlp"]["rows_per_s"]
+    report["overhead_bound_ratio"] = (
+        served["tiny_onnx"]["c64"]["requests_per_s"]
+        / report["bare_endpoint"]["c64"]["requests_per_s"]
+    )
+    report["batching_tax_c1"] = {
+        model: served[model]["c1"]["requests_per_s"]
+        / served[f"{model}_nobatch"]["c1"]["requests_per_s"]
+        for model in ("tiny_onnx", "mlp_onnx")
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2))
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Load generation and reports for `modelyard bench`."""

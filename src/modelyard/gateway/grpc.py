@@ -1,0 +1,396 @@
+"""The KServe V2 gRPC API: Triton's ``inference.GRPCInferenceService`` on grpc.aio.
+
+It runs in the event loop of the HTTP server and calls the same DataPlane.
+Every ModelyardError becomes the gRPC status that ``modelyard.protocol.status``
+names, with the error line HTTP returns as its details. The standard
+``grpc.health.v1.Health`` service answers for "" (the server) and each model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+import structlog
+from google.protobuf import json_format
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1.health import aio as health_aio
+from tritonclient.grpc import service_pb2 as pb
+from tritonclient.grpc import service_pb2_grpc
+
+from modelyard.errors import Code, ConfigError, ModelServerError, ModelyardError, ProtocolError
+from modelyard.protocol.repository import load_override
+from modelyard.protocol.status import grpc_status_name
+from modelyard.protocol.v2_grpc import decode_infer_request, encode_infer_response, parameter_value
+from modelyard.server.dataplane import DataPlane
+
+log = structlog.get_logger("modelyard.grpc")
+
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+HEALTH_SYNC_SECS = 1.0
+SHUTDOWN_GRACE_SECS = 5.0
+
+_RETRYABLE = {grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE}
+_SERVING = health_pb2.HealthCheckResponse.SERVING
+_NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+Reply = TypeVar("Reply")
+Context = grpc.aio.ServicerContext
+
+
+def status_code(error: ModelyardError) -> grpc.StatusCode:
+    return grpc.StatusCode[grpc_status_name(error.code)]
+
+
+def trailing_metadata(error: ModelyardError) -> tuple[tuple[str, str], ...]:
+    if error.retry_after is None or status_code(error) not in _RETRYABLE:
+        return ()
+    return (("retry-after", str(max(1, round(error.retry_after)))),)
+
+
+def _internal(exc: Exception) -> ModelServerError:
+    return ModelServerError(
+        f"internal error: {type(exc).__name__}: {exc}",
+        code=Code.INTERNAL,
+        rule="model-server/internal",
+        where="report this as a bug with the server log",
+    )
+
+
+_SHARED_MEMORY = "send tensors in raw_input_contents"
+
+
+def _unimplemented(rpc: str, feature: str, where: str) -> ProtocolError:
+    return ProtocolError(
+        f"{rpc} is not supported: modelyard has no {feature}",
+        code=Code.UNIMPLEMENTED,
+        rule="protocol/unimplemented",
+        where=where,
+    )
+
+
+async def _abort(context: Context, rpc: str, error: ModelyardError) -> None:
+    log.warning("rpc_failed", rpc=rpc, **error.fields())
+    await context.abort(status_code(error), error.line(), trailing_metadata(error))
+
+
+def _rpc(
+    method: Callable[[Any, Any, Context], Awaitable[Reply]],
+) -> Callable[[Any, Any, Context], Awaitable[Reply]]:
+    """Answer a unary RPC's ModelyardError (or crash) with its status and error line."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, request: Any, context: Context) -> Reply:
+        try:
+            return await method(self, request, context)
+        except grpc.aio.AbortError:
+            raise
+        except ModelyardError as error:
+            await _abort(context, name, error)
+        except Exception as exc:
+            log.exception("rpc_crashed", rpc=name)
+            await _abort(context, name, _internal(exc))
+        raise AssertionError("context.abort returned")  # pragma: no cover
+
+    return wrapper
+
+
+def _deadline(dataplane: DataPlane, context: Context) -> float | None:
+    remaining = context.time_remaining()
+    return None if remaining is None else dataplane.clock.monotonic() + remaining
+
+
+class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
+    def __init__(self, dataplane: DataPlane) -> None:
+        self.dataplane = dataplane
+
+    # ---- health and metadata -------------------------------------------
+
+    @_rpc
+    async def ServerLive(self, request: pb.ServerLiveRequest, context: Context) -> Any:
+        return pb.ServerLiveResponse(live=self.dataplane.server_live())
+
+    @_rpc
+    async def ServerReady(self, request: pb.ServerReadyRequest, context: Context) -> Any:
+        return pb.ServerReadyResponse(ready=self.dataplane.server_ready())
+
+    @_rpc
+    async def ModelReady(self, request: pb.ModelReadyRequest, context: Context) -> Any:
+        ready = self.dataplane.model_ready(request.name, request.version or None)
+        return pb.ModelReadyResponse(ready=ready)
+
+    @_rpc
+    async def ServerMetadata(self, request: pb.ServerMetadataRequest, context: Context) -> Any:
+        doc = self.dataplane.server_metadata()
+        return pb.ServerMetadataResponse(
+            name=doc["name"], version=doc["version"], extensions=doc["extensions"]
+        )
+
+    @_rpc
+    async def ModelMetadata(self, request: pb.ModelMetadataRequest, context: Context) -> Any:
+        doc = self.dataplane.model_metadata(request.name, request.version or None)
+        tensor = pb.ModelMetadataResponse.TensorMetadata
+        return pb.ModelMetadataResponse(
+            name=doc["name"],
+            versions=doc["versions"],
+            platform=doc["platform"],
+            inputs=[tensor(**t) for t in doc["inputs"]],
+            outputs=[tensor(**t) for t in doc["outputs"]],
+        )
+
+    @_rpc
+    async def ModelConfig(self, request: pb.ModelConfigRequest, context: Context) -> Any:
+        response = pb.ModelConfigResponse()
+        doc = self.dataplane.model_config(request.name, request.version or None)
+        json_format.ParseDict(doc, response.config)
+        return response
+
+    @_rpc
+    async def ModelStatistics(self, request: pb.ModelStatisticsRequest, context: Context) -> Any:
+        doc = self.dataplane.statistics(request.name or None, request.version or None)
+        return json_format.ParseDict(doc, pb.ModelStatisticsResponse())
+
+    # ---- inference ------------------------------------------------------
+
+    @_rpc
+    async def ModelInfer(self, request: pb.ModelInferRequest, context: Context) -> Any:
+        infer_request = decode_infer_request(request)
+        infer_request.deadline = _deadline(self.dataplane, context)
+        response = await self.dataplane.infer(infer_request)
+        return encode_infer_response(response)
+
+    async def ModelStreamInfer(
+        self, request_iterator: AsyncIterator[pb.ModelInferRequest], context: Context
+    ) -> AsyncIterator[pb.ModelStreamInferResponse]:
+        """Requests on one stream run concurrently; answers come as they finish."""
+        answers: asyncio.Queue[pb.ModelStreamInferResponse | None] = asyncio.Queue()
+        deadline = _deadline(self.dataplane, context)
+
+        async def answer(message: pb.ModelInferRequest) -> None:
+            answers.put_nowait(await self._stream_one(message, deadline))
+
+        async def read() -> None:
+            tasks: set[asyncio.Task[None]] = set()
+            try:
+                async for message in request_iterator:
+                    task = asyncio.create_task(answer(message))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                if tasks:
+                    await asyncio.gather(*tasks)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                answers.put_nowait(None)
+
+        reader = asyncio.create_task(read())
+        try:
+            while (item := await answers.get()) is not None:
+                yield item
+            await reader  # re-raises a failed read
+        finally:
+            reader.cancel()
+
+    async def _stream_one(
+        self, message: pb.ModelInferRequest, deadline: float | None
+    ) -> pb.ModelStreamInferResponse:
+        try:
+            request = decode_infer_request(message)
+            request.deadline = deadline
+            response = await self.dataplane.infer(request)
+            return pb.ModelStreamInferResponse(infer_response=encode_infer_response(response))
+        except ModelyardError as error:
+            failed = error
+        except Exception as exc:
+            log.exception("rpc_crashed", rpc="ModelStreamInfer")
+            failed = _internal(exc)
+        log.warning("rpc_failed", rpc="ModelStreamInfer", **failed.fields())
+        return pb.ModelStreamInferResponse(
+            error_message=failed.line(),
+            infer_response=pb.ModelInferResponse(
+                model_name=message.model_name, model_version=message.model_version, id=message.id
+            ),
+        )
+
+    # ---- repository -----------------------------------------------------
+
+    @_rpc
+    async def RepositoryIndex(self, request: pb.RepositoryIndexRequest, context: Context) -> Any:
+        rows = self.dataplane.manager.index(ready_only=request.ready)
+        return json_format.ParseDict({"models": rows}, pb.RepositoryIndexResponse())
+
+    @_rpc
+    async def RepositoryModelLoad(
+        self, request: pb.RepositoryModelLoadRequest, context: Context
+    ) -> Any:
+        params = {key: parameter_value(value) for key, value in request.parameters.items()}
+        override = load_override(request.model_name, params)
+        await self.dataplane.manager.load(request.model_name, override)
+        return pb.RepositoryModelLoadResponse()
+
+    @_rpc
+    async def RepositoryModelUnload(
+        self, request: pb.RepositoryModelUnloadRequest, context: Context
+    ) -> Any:
+        await self.dataplane.manager.unload(request.model_name)
+        return pb.RepositoryModelUnloadResponse()
+
+    # ---- not supported --------------------------------------------------
+
+    @_rpc
+    async def SystemSharedMemoryStatus(self, request: Any, context: Context) -> Any:
+        raise _unimplemented("SystemSharedMemoryStatus", "shared memory", _SHARED_MEMORY)
+
+    @_rpc
+    async def SystemSharedMemoryRegister(self, request: Any, context: Context) -> Any:
+        raise _unimplemented("SystemSharedMemoryRegister", "shared memory", _SHARED_MEMORY)
+
+    @_rpc
+    async def SystemSharedMemoryUnregister(self, request: Any, context: Context) -> Any:
+        raise _unimplemented("SystemSharedMemoryUnregister", "shared memory", _SHARED_MEMORY)
+
+    @_rpc
+    async def CudaSharedMemoryStatus(self, request: Any, context: Context) -> Any:
+        raise _unimplemented("CudaSharedMemoryStatus", "CUDA shared memory", _SHARED_MEMORY)
+
+    @_rpc
+    async def CudaSharedMemoryRegister(self, request: Any, context: Context) -> Any:
+        raise _unimplemented("CudaSharedMemoryRegister", "CUDA shared memory", _SHARED_MEMORY)
+
+    @_rpc
+    async def CudaSharedMemoryUnregister(self, request: Any, context: Context) -> Any:
+        raise _unimplemented("CudaSharedMemoryUnregister", "CUDA shared memory", _SHARED_MEMORY)
+
+    @_rpc
+    async def TraceSetting(self, request: Any, context: Context) -> Any:
+        raise _unimplemented(
+            "TraceSetting",
+            "request tracing",
+            "ModelStatistics has per-model queue and compute times",
+        )
+
+    @_rpc
+    async def LogSettings(self, request: Any, context: Context) -> Any:
+        raise _unimplemented("LogSettings", "runtime log settings", "modelyard serve --log-level")
+
+
+class HealthService(health_aio.HealthServicer):
+    """grpc.health.v1 for "" (server readiness) and each model name (model readiness).
+
+    Check reads the dataplane on every call; Watch is the library's, fed by ``sync``
+    when it starts and every HEALTH_SYNC_SECS after.
+    """
+
+    def __init__(self, dataplane: DataPlane) -> None:
+        super().__init__()
+        self.dataplane = dataplane
+        self._published: dict[str, int] = {}
+
+    def status(self, service: str) -> int | None:
+        dp = self.dataplane
+        if not service:
+            return _SERVING if dp.server_ready() else _NOT_SERVING
+        if dp.model_ready(service, None):
+            return _SERVING
+        known = any(row["name"] == service for row in dp.manager.index())
+        return _NOT_SERVING if known else None
+
+    def statuses(self) -> dict[str, int]:
+        dp = self.dataplane
+        names = {row["name"] for row in dp.manager.index()}
+        statuses = {
+            name: _SERVING if dp.model_ready(name, None) else _NOT_SERVING for name in names
+        }
+        statuses[""] = _SERVING if dp.server_ready() else _NOT_SERVING
+        return statuses
+
+    async def Check(
+        self, request: health_pb2.HealthCheckRequest, context: Context
+    ) -> health_pb2.HealthCheckResponse:
+        status = self.status(request.service)
+        if status is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service '{request.service}'")
+        return health_pb2.HealthCheckResponse(status=status)
+
+    async def Watch(self, request: health_pb2.HealthCheckRequest, context: Context) -> None:
+        await self.sync()
+        await super().Watch(request, context)
+
+    async def sync(self) -> None:
+        current = self.statuses()
+        for service in self._published.keys() - current.keys():
+            await self.set(service, health_pb2.HealthCheckResponse.SERVICE_UNKNOWN)
+        for service, status in current.items():
+            if self._published.get(service) != status:
+                await self.set(service, status)
+        self._published = current
+
+    async def sync_forever(self, interval: float = HEALTH_SYNC_SECS) -> None:
+        while True:
+            try:
+                await self.sync()
+            except Exception:  # a failed sync must not end health reporting
+                log.exception("health_sync_failed")
+            await asyncio.sleep(interval)
+
+
+def server_options(max_message_bytes: int) -> list[tuple[str, int]]:
+    return [
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_send_message_length", max_message_bytes),
+        # clients that ping every few seconds, even between calls, keep their connection
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+        # a port another server holds is an error, not a silent share
+        ("grpc.so_reuseport", 0),
+    ]
+
+
+@dataclass
+class GrpcServer:
+    server: grpc.aio.Server
+    port: int
+    health: HealthService
+    health_task: asyncio.Task[None]
+
+    async def stop(self, grace: float = SHUTDOWN_GRACE_SECS) -> None:
+        self.health_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.health_task
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+
+
+async def start_grpc_server(
+    dataplane: DataPlane,
+    host: str,
+    port: int,
+    *,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> GrpcServer:
+    """Start serving on ``host:port`` (0: any free port) in the running event loop."""
+    server = grpc.aio.server(options=server_options(max_message_bytes))
+    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(InferenceService(dataplane), server)
+    health = HealthService(dataplane)
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError:
+        raise ConfigError(
+            f"cannot listen for gRPC on {address}: the port is in use or the address is not "
+            "this machine's",
+            code=Code.UNAVAILABLE,
+            rule="config/grpc-port",
+            where="modelyard serve --grpc-port (another process may hold it; -1 turns gRPC off)",
+        ) from None
+    await server.start()
+    await health.sync()
+    task = asyncio.create_task(health.sync_forever())
+    return GrpcServer(server, bound, health, task)

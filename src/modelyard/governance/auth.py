@@ -1,0 +1,97 @@
+"""Authentication and authorisation: API keys and bearer tokens, by hash.
+
+The service file stores only ``sha256:<hex>`` digests of keys and tokens.
+A principal holds permissions per interface, each a list of model name
+patterns (``fnmatch``: ``ranker``, ``digits_*``, ``*``). Admin operations
+(repository load/unload, rule reload) are the ``admin`` interface. Health
+checks are never authenticated, as load balancers probe them anonymously.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+
+from modelyard.errors import Code, GovernanceError
+from modelyard.governance.guard import Call
+
+INTERFACES = ("infer", "metadata", "admin", "health")
+OPEN_INTERFACES = frozenset({"health"})
+
+
+def hash_secret(secret: str) -> str:
+    return "sha256:" + hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def generate_key() -> str:
+    return "my_" + secrets.token_urlsafe(24)
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    name: str
+    allow: dict[str, tuple[str, ...]]  # interface -> model patterns
+    line: str = ""  # file:line where it is defined
+
+    def may(self, interface: str, model: str | None) -> bool:
+        patterns = self.allow.get(interface)
+        if not patterns:
+            return False
+        if model is None:
+            return True
+        return any(fnmatchcase(model, p) for p in patterns)
+
+
+@dataclass(slots=True)
+class AuthConfig:
+    enabled: bool = False
+    by_digest: dict[str, Principal] = field(default_factory=dict)
+    service_file: str = "service.yaml"
+
+
+class AuthGuard:
+    def __init__(self, config: AuthConfig) -> None:
+        self.config = config
+        self.rejections: dict[str, int] = {"auth/unauthenticated": 0, "auth/permission": 0}
+
+    async def check(self, call: Call) -> None:
+        if call.interface in OPEN_INTERFACES:
+            return
+        secret = call.api_key or call.bearer_token
+        if not secret:
+            self.rejections["auth/unauthenticated"] += 1
+            raise GovernanceError(
+                f"request rejected: no credentials for interface {call.interface}",
+                code=Code.UNAUTHENTICATED,
+                rule="auth/unauthenticated",
+                where="send an API key in the x-api-key header (gRPC metadata) or "
+                "'Authorization: Bearer <token>'; keys are listed under auth.principals "
+                f"in {self.config.service_file}",
+            )
+        principal = self.config.by_digest.get(hash_secret(secret))
+        if principal is None:
+            self.rejections["auth/unauthenticated"] += 1
+            raise GovernanceError(
+                f"request rejected: unknown API key or token for interface {call.interface}",
+                code=Code.UNAUTHENTICATED,
+                rule="auth/unauthenticated",
+                where="use a key whose sha256 digest is under auth.principals in "
+                f"{self.config.service_file} (modelyard auth hash-key KEY prints it)",
+            )
+        call.principal = principal.name
+        if not principal.may(call.interface, call.model):
+            self.rejections["auth/permission"] += 1
+            target = f" for model '{call.model}'" if call.model else ""
+            raise GovernanceError(
+                f"request rejected: principal '{principal.name}' may not call interface "
+                f"{call.interface}{target}",
+                code=Code.PERMISSION_DENIED,
+                rule="auth/permission",
+                where=f"auth.principals.{principal.name}.allow.{call.interface} in "
+                f"{self.config.service_file}" + (f" ({principal.line})" if principal.line else ""),
+            )
+
+    def record(self, call: Call, latency: float, error: BaseException | None) -> None:
+        return None

@@ -1,0 +1,104 @@
+"""The guard chain: auth → rate limits → breakers → adaptive concurrency → handler.
+
+``GuardChain.run`` admits a call through every guard in order, runs the
+handler, and reports the outcome to every guard that admitted it (also when a
+later guard refused, so concurrency slots and breaker probes are given back).
+Each rejection is logged once as a structured event carrying the fields of
+the classic line ``Request is Degraded ... strategy: cluster-qps, code: 429,
+msg: the current limit has been reached``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import structlog
+
+from modelyard.clock import SYSTEM_CLOCK, Clock
+from modelyard.errors import GovernanceError
+from modelyard.governance.guard import Call, Degraded, Guard
+from modelyard.protocol.status import http_status
+
+log = structlog.get_logger("modelyard.governance")
+
+T = TypeVar("T")
+
+_MESSAGES = {
+    "ratelimit": "the current limit has been reached",
+    "concurrency": "the concurrency limit has been reached",
+    "breaker": "the circuit breaker is open",
+    "auth": "the request is not authorised",
+}
+
+
+def strategy_of(rule: str | None) -> str:
+    """'ratelimit/cluster-qps' -> 'cluster-qps'; 'breaker/slow-ranker' -> 'breaker'."""
+    if not rule:
+        return "unknown"
+    family, _, name = rule.partition("/")
+    return name if family == "ratelimit" else family
+
+
+class GuardChain:
+    def __init__(self, guards: list[Guard], clock: Clock = SYSTEM_CLOCK) -> None:
+        self.guards = guards
+        self.clock = clock
+        self.admitted = 0
+        self.rejected: dict[str, int] = {}  # rule -> count
+        self.fallbacks: dict[str, int] = {}
+
+    async def run(self, call: Call, handler: Callable[[], Awaitable[T]]) -> T:
+        admitted: list[Guard] = []
+        try:
+            for guard in self.guards:
+                await guard.check(call)
+                admitted.append(guard)
+        except GovernanceError as error:
+            for guard in admitted:
+                guard.record(call, 0.0, error)
+            self._rejected(call, error)
+            raise
+        self.admitted += 1
+        start = self.clock.monotonic()
+        call.started = start
+        try:
+            result = await handler()
+        except BaseException as error:
+            latency = self.clock.monotonic() - start
+            for guard in admitted:
+                guard.record(call, latency, error)
+            raise
+        latency = self.clock.monotonic() - start
+        for guard in admitted:
+            guard.record(call, latency, None)
+        return result
+
+    def _rejected(self, call: Call, error: GovernanceError) -> None:
+        rule = error.rule or "unknown"
+        if isinstance(error, Degraded):
+            self.fallbacks[rule] = self.fallbacks.get(rule, 0) + 1
+        else:
+            self.rejected[rule] = self.rejected.get(rule, 0) + 1
+        family = rule.partition("/")[0]
+        log.warning(
+            "Request is Degraded",
+            strategy=strategy_of(rule),
+            code=http_status(error.code),
+            msg=_MESSAGES.get(family, "the request was refused"),
+            service=call.service,
+            interface=call.interface,
+            model=call.model,
+            principal=call.principal,
+            request_id=call.request_id,
+            fallback=isinstance(error, Degraded),
+            line=error.line(),
+            **error.fields(),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "admitted": self.admitted,
+            "rejected": dict(self.rejected),
+            "fallbacks": dict(self.fallbacks),
+        }

@@ -1,0 +1,400 @@
+"""cluster-qps: one limit shared by every instance of a service, counted in Redis.
+
+One Lua script per decision runs the same hierarchical bucket as
+``SharedLimit`` (model reserves that spill into a pool, all within one burst)
+in the keys ``modelyard:rl:{<service>:<interface>}:pool`` and ``...:m:<model>``
+(one hash tag, so Redis Cluster keeps them in one slot), on Redis' own clock
+(``TIME``), so instances need not agree on time. Keys expire when unused.
+
+Instances lease tokens in chunks: the script grants min(chunk, whole tokens
+available) and the guard spends them locally until they run out or the lease
+is ``lease_ttl`` old; expired tokens are dropped, so leasing can under-admit by
+up to one chunk per instance and model but never over-admits. Chunks shrink to
+limit / (live instances x 10) for small limits. After a refusal an instance
+asks again only once a chunk could be there (at most ``lease_ttl`` later).
+
+When Redis errors or times out, the guard enforces limit / live instances
+locally with a ``SharedLimit`` and pings Redis in the background at most once
+per ``probe_interval`` until it answers; then it uses Redis again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import structlog
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+
+from modelyard.clock import Clock
+from modelyard.errors import GovernanceError
+from modelyard.governance.guard import Call, rejected
+from modelyard.governance.ratelimit import (
+    LimitShares,
+    QpsLimit,
+    RateWindow,
+    SharedLimit,
+    limit_detail,
+)
+
+log = structlog.get_logger("modelyard.governance")
+
+# KEYS[1]: pool hash; KEYS[1 + i]: reserve hash of the i-th reserved model.
+# ARGV: want, mine (caller's reserve index, 0 for none), offered (calls this
+# instance saw since its last trip, for the observed rate), ttl_ms, limit,
+# pool_rate, total_capacity, then rate_i, capacity_i for each reserve.
+# Returns {granted, seconds to one token, seconds to `want` tokens, observed calls/s}.
+LEASE_SCRIPT = """
+local want = tonumber(ARGV[1])
+local mine = tonumber(ARGV[2])
+local offered = tonumber(ARGV[3])
+local ttl = tonumber(ARGV[4])
+local limit = tonumber(ARGV[5])
+local pool_rate = tonumber(ARGV[6])
+local total = tonumber(ARGV[7])
+local t = redis.call('TIME')
+local sec = tonumber(t[1])
+local usec = tonumber(t[2])
+local now = sec + usec / 1000000
+
+local pool = redis.call('HMGET', KEYS[1], 'tokens', 'sec', 'usec', 'win', 'cur', 'prev')
+local elapsed = 0
+if pool[2] then
+  elapsed = (sec - tonumber(pool[2])) + (usec - tonumber(pool[3])) / 1000000
+  if elapsed < 0 then elapsed = 0 end
+end
+
+local n = #KEYS - 1
+local tokens, rates, caps = {}, {}, {}
+local held, spill = 0, 0
+for i = 1, n do
+  local rate = tonumber(ARGV[6 + 2 * i])
+  local cap = tonumber(ARGV[7 + 2 * i])
+  local have = tonumber(redis.call('HGET', KEYS[1 + i], 'tokens'))
+  if have == nil then have = cap else have = have + rate * elapsed end
+  if have > cap then
+    spill = spill + have - cap
+    have = cap
+  end
+  tokens[i], rates[i], caps[i] = have, rate, cap
+  held = held + have
+end
+local free = tonumber(pool[1])
+if free == nil then free = total - held else free = free + pool_rate * elapsed + spill end
+if free > total - held then free = total - held end
+
+local own = 0
+if mine > 0 then own = tokens[mine] end
+local granted = math.floor(own + free + 1e-9)
+if granted > want then granted = want end
+if granted > 0 then
+  local from_own = math.min(own, granted)
+  if mine > 0 then tokens[mine] = own - from_own end
+  free = free - (granted - from_own)
+  own = own - from_own
+end
+
+local rate = pool_rate
+if mine > 0 then rate = rate + rates[mine] end
+for i = 1, n do
+  if i ~= mine and tokens[i] + 1e-9 >= caps[i] then rate = rate + rates[i] end
+end
+if rate <= 0 then rate = limit end
+local have = own + free
+local wait_one = math.max(0, 1 - have) / rate
+local wait_want = math.max(0, want - have) / rate
+
+local win = tonumber(pool[4]) or sec
+local cur = tonumber(pool[5]) or 0
+local prev = tonumber(pool[6]) or 0
+if sec ~= win then
+  if sec == win + 1 then prev = cur else prev = 0 end
+  cur = 0
+  win = sec
+end
+cur = cur + offered
+local observed = prev * (1 - usec / 1000000) + cur
+
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', free), 'sec', t[1], 'usec', t[2],
+  'win', win, 'cur', cur, 'prev', prev)
+redis.call('PEXPIRE', KEYS[1], ttl)
+for i = 1, n do
+  redis.call('HSET', KEYS[1 + i], 'tokens', string.format('%.17g', tokens[i]))
+  redis.call('PEXPIRE', KEYS[1 + i], ttl)
+end
+return {granted, string.format('%.9f', wait_one), string.format('%.9f', wait_want),
+  string.format('%.3f', observed)}
+"""
+
+
+@dataclass(slots=True)
+class _Lease:
+    tokens: int = 0
+    expires: float = 0.0
+    denied_until: float = 0.0
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class _Interface:
+    """One interface's cluster limit: Redis keys, script arguments, leases."""
+
+    __slots__ = (
+        "args",
+        "keys",
+        "leases",
+        "local",
+        "name",
+        "observed",
+        "offered",
+        "reserve_index",
+        "shares",
+        "where",
+        "window",
+    )
+
+    def __init__(self, name: str, shares: LimitShares, prefix: str, where: str, now: float) -> None:
+        self.name = name
+        self.shares = shares
+        self.where = where
+        models = list(shares.reserved)
+        self.keys = [f"{prefix}:pool", *(f"{prefix}:m:{model}" for model in models)]
+        self.reserve_index: dict[str | None, int] = {m: i + 1 for i, m in enumerate(models)}
+        ttl_ms = int((2 * shares.burst_seconds + 10) * 1000)
+        self.args: list[str | int] = [
+            ttl_ms,
+            repr(float(shares.limit)),
+            repr(float(shares.pool_rate)),
+            repr(float(shares.total_capacity)),
+        ]
+        for model in models:
+            self.args += [repr(float(shares.reserved[model])), repr(shares.reserve_capacity[model])]
+        self.leases: dict[str | None, _Lease] = {}
+        self.offered = 0
+        self.observed = 0.0
+        self.window = RateWindow(now)
+        self.local: SharedLimit | None = None
+
+
+class ClusterQpsGuard:
+    """The ``cluster-qps`` guard: per-interface limits shared by all instances."""
+
+    rule = "ratelimit/cluster-qps"
+    strategy = "cluster-qps"
+
+    def __init__(
+        self,
+        service: str,
+        limits: Mapping[str, QpsLimit],
+        redis_url: str,
+        clock: Clock,
+        live_instances: Callable[[], int],
+        service_file: str = "service.yaml",
+        *,
+        chunk: int = 20,
+        lease_ttl: float = 1.0,
+        socket_timeout: float = 0.05,
+        probe_interval: float = 1.0,
+        key_prefix: str = "modelyard:rl",
+    ) -> None:
+        self.service = service
+        self.service_file = service_file
+        self.chunk = chunk
+        self.lease_ttl = lease_ttl
+        self.probe_interval = probe_interval
+        self._clock = clock
+        self._live_instances = live_instances
+        self._redis = Redis.from_url(
+            redis_url,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=socket_timeout,
+            retry=Retry(NoBackoff(), 0),  # a failed call falls back at once; probes retry
+        )
+        self._script = self._redis.register_script(LEASE_SCRIPT)
+        kwargs = self._redis.connection_pool.connection_kwargs
+        self._redis_address = f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
+        now = clock.monotonic()
+        self._interfaces: dict[str, _Interface] = {}
+        for interface, limit in limits.items():
+            where = f"limits.{interface}.cluster_qps in {service_file}"
+            shares = LimitShares.of(
+                limit.qps,
+                limit.burst_seconds,
+                limit.reserved_qps,
+                subject=f"cluster_qps of interface {interface}",
+                rule=self.rule,
+                where=where,
+            )
+            prefix = f"{key_prefix}:{{{service}:{interface}}}"
+            self._interfaces[interface] = _Interface(interface, shares, prefix, where, now)
+        self._fallback = False
+        self._fallback_instances = 1
+        self._next_probe = 0.0
+        self._probe_task: asyncio.Task[None] | None = None
+        self.admitted = 0
+        self.rejected: dict[str, int] = {self.rule: 0}
+        self.fallback_decisions = 0
+        self.redis_round_trips = 0
+
+    @property
+    def in_fallback(self) -> bool:
+        return self._fallback
+
+    async def check(self, call: Call) -> None:
+        iface = self._interfaces.get(call.interface)
+        if iface is None:
+            return
+        now = self._clock.monotonic()
+        iface.offered += 1
+        iface.window.hit(now)
+        if self._fallback:
+            self._check_locally(iface, call, now)
+            return
+        lease = iface.leases.get(call.model)
+        if lease is None:
+            lease = iface.leases[call.model] = _Lease()
+        if lease.tokens > 0 and now < lease.expires:
+            lease.tokens -= 1
+            self.admitted += 1
+            return
+        if now < lease.denied_until:
+            raise self._refusal(iface, call, lease.denied_until - now)
+        async with lease.lock:
+            await self._check_with_redis(iface, lease, call)
+
+    def record(self, call: Call, latency: float, error: BaseException | None) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        task = self._probe_task
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self._redis.aclose()
+
+    async def _check_with_redis(self, iface: _Interface, lease: _Lease, call: Call) -> None:
+        now = self._clock.monotonic()
+        if lease.tokens > 0 and now < lease.expires:  # another waiter renewed the lease
+            lease.tokens -= 1
+            self.admitted += 1
+            return
+        if now < lease.denied_until:
+            raise self._refusal(iface, call, lease.denied_until - now)
+        if self._fallback:
+            self._check_locally(iface, call, now)
+            return
+        want = max(1, min(self.chunk, int(iface.shares.limit / (self._instances() * 10))))
+        offered, iface.offered = iface.offered, 0
+        try:
+            granted, wait_one, wait_want, observed = await self._script(
+                keys=iface.keys,
+                args=[want, iface.reserve_index.get(call.model, 0), offered, *iface.args],
+            )
+        except (RedisError, OSError) as exc:
+            self._enter_fallback(exc, now)
+            self._check_locally(iface, call, now)
+            return
+        self.redis_round_trips += 1
+        iface.observed = float(observed)
+        now = self._clock.monotonic()
+        if granted > 0:
+            lease.tokens = granted - 1
+            lease.expires = now + self.lease_ttl
+            self.admitted += 1
+            return
+        lease.denied_until = now + min(float(wait_want), self.lease_ttl)
+        raise self._refusal(iface, call, float(wait_one))
+
+    def _check_locally(self, iface: _Interface, call: Call, now: float) -> None:
+        self.fallback_decisions += 1
+        if now >= self._next_probe and (self._probe_task is None or self._probe_task.done()):
+            self._next_probe = now + self.probe_interval
+            self._probe_task = asyncio.get_running_loop().create_task(self._probe())
+        local = iface.local
+        if local is None:
+            share = iface.shares.scaled(1.0 / self._fallback_instances)
+            local = iface.local = SharedLimit.from_shares(share, self._clock)
+        if local.try_take(call.model, 1.0, now):
+            self.admitted += 1
+            return
+        raise self._refusal(iface, call, local.wait_time(call.model), local=local)
+
+    def _enter_fallback(self, exc: BaseException, now: float) -> None:
+        self._next_probe = now + self.probe_interval
+        if self._fallback:
+            return
+        self._fallback = True
+        self._fallback_instances = self._instances()
+        for iface in self._interfaces.values():
+            iface.local = None
+        log.warning(
+            "cluster_limit_fallback",
+            state="entered",
+            service=self.service,
+            redis=self._redis_address,
+            error=f"{type(exc).__name__}: {exc}",
+            live_instances=self._fallback_instances,
+            enforcing="limit / live instances on this instance",
+        )
+
+    async def _probe(self) -> None:
+        try:
+            await self._redis.ping()
+        except (RedisError, OSError):
+            instances = self._instances()
+            if instances != self._fallback_instances:
+                self._fallback_instances = instances
+                for iface in self._interfaces.values():
+                    iface.local = None
+            return
+        self._fallback = False
+        for iface in self._interfaces.values():
+            iface.leases.clear()
+            iface.local = None
+        log.warning(
+            "cluster_limit_fallback",
+            state="left",
+            service=self.service,
+            redis=self._redis_address,
+            fallback_decisions=self.fallback_decisions,
+        )
+
+    def _instances(self) -> int:
+        try:
+            return max(1, int(self._live_instances()))
+        except Exception:  # the registry's problem must not become a refused request
+            return 1
+
+    def _refusal(
+        self,
+        iface: _Interface,
+        call: Call,
+        retry_after: float,
+        local: SharedLimit | None = None,
+    ) -> GovernanceError:
+        self.rejected[self.rule] += 1
+        limit = iface.shares.limit
+        reserved = iface.shares.reserved.get(call.model, 0.0) if call.model is not None else 0.0
+        if local is None:
+            # the cluster's count at the last trip, plus this instance's calls not yet reported
+            observed = iface.observed + iface.offered
+            extra = ""
+        else:
+            instances = self._fallback_instances
+            observed = iface.window.rate(self._clock.monotonic()) * instances
+            extra = (
+                f"redis unreachable: this instance enforces {local.shares.limit:g}/s, "
+                f"1 of {instances} live instances"
+            )
+        detail = limit_detail(
+            self.strategy, observed, limit, iface.name, call.model, reserved, extra
+        )
+        if math.isinf(retry_after):
+            retry_after = self.lease_ttl
+        return rejected(detail, rule=self.rule, where=iface.where, retry_after=retry_after)

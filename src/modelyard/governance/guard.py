@@ -1,0 +1,76 @@
+"""The guard contract: one call in, admit or raise.
+
+A guard's ``check`` admits a call by returning, or refuses it by raising
+``GovernanceError`` (or ``Degraded`` to ask for a fallback answer). Guards that
+learn from outcomes (breakers, adaptive concurrency) also get ``record`` once
+the handler has answered. Guards run in order: auth, rate limit, breaker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from modelyard.errors import Code, GovernanceError
+
+
+@dataclass(slots=True)
+class Call:
+    """What governance knows of one call, protocol-neutral."""
+
+    service: str
+    interface: str  # "infer" | "metadata" | "admin" | "health"
+    model: str | None = None
+    version: str | None = None
+    request_id: str | None = None
+    api_key: str | None = None
+    bearer_token: str | None = None
+    principal: str | None = None  # set by auth once it admits the call
+    started: float = 0.0  # clock seconds when the chain admitted the call
+    notes: dict[str, Any] = field(default_factory=dict)  # guards' own per-call state
+
+
+@dataclass(frozen=True, slots=True)
+class Fallback:
+    """A degraded answer: a static response, or another model/version."""
+
+    static_outputs: dict[str, Any] | None = None  # output name -> {"datatype","shape","data"}
+    model: str | None = None
+    version: str | None = None
+
+
+class Degraded(GovernanceError):
+    """The breaker is open and a fallback is configured: answer with it."""
+
+    def __init__(self, error: GovernanceError, fallback: Fallback) -> None:
+        super().__init__(
+            error.detail,
+            code=error.code,
+            rule=error.rule,
+            where=error.where,
+            retry_after=error.retry_after,
+        )
+        self.fallback = fallback
+
+
+class Guard(Protocol):
+    async def check(self, call: Call) -> None:
+        """Admit the call (return) or refuse it (raise GovernanceError)."""
+        ...
+
+    def record(self, call: Call, latency: float, error: BaseException | None) -> None:
+        """Learn from the outcome of an admitted call."""
+        ...
+
+
+def rejected(
+    detail: str,
+    *,
+    rule: str,
+    where: str,
+    code: Code = Code.RESOURCE_EXHAUSTED,
+    retry_after: float | None = None,
+) -> GovernanceError:
+    return GovernanceError(
+        f"request rejected: {detail}", code=code, rule=rule, where=where, retry_after=retry_after
+    )

@@ -1,0 +1,93 @@
+"""Tensor bytes on the wire, shared by the HTTP and gRPC codecs.
+
+Raw tensors are little-endian and row-major. BYTES tensors are, element by
+element, a 4-byte little-endian length and the bytes. BF16 travels as the top
+half of each float32 (rounded to nearest even).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+
+from modelyard.errors import Code, ProtocolError
+from modelyard.types import V2_TO_NUMPY, OutputTensor, element_size
+
+WHERE = "the request body (KServe V2 inference request)"
+
+
+def bad_request(detail: str, rule: str = "protocol/v2-request") -> ProtocolError:
+    return ProtocolError(detail, code=Code.INVALID_ARGUMENT, rule=rule, where=WHERE)
+
+
+def deserialize_bytes(raw: bytes | memoryview, count: int, name: str) -> np.ndarray:
+    items: list[bytes] = []
+    view = memoryview(raw)
+    offset = 0
+    total = len(view)
+    while offset < total:
+        if offset + 4 > total:
+            raise bad_request(f"input '{name}': truncated BYTES element length at byte {offset}")
+        (length,) = struct.unpack_from("<I", view, offset)
+        offset += 4
+        if offset + length > total:
+            raise bad_request(f"input '{name}': BYTES element of {length} bytes runs past the data")
+        items.append(bytes(view[offset : offset + length]))
+        offset += length
+    if len(items) != count:
+        raise bad_request(
+            f"input '{name}': {len(items)} BYTES elements for a shape of {count} elements"
+        )
+    array = np.empty(count, dtype=object)
+    array[:] = items
+    return array
+
+
+def serialize_bytes(array: np.ndarray) -> bytes:
+    parts: list[bytes] = []
+    for item in array.ravel():
+        data = item if isinstance(item, bytes) else str(item).encode("utf-8")
+        parts.append(struct.pack("<I", len(data)))
+        parts.append(data)
+    return b"".join(parts)
+
+
+def bf16_to_fp32(raw: bytes | memoryview, count: int) -> np.ndarray:
+    halves = np.frombuffer(raw, dtype="<u2", count=count).astype(np.uint32)
+    return (halves << 16).view(np.float32)
+
+
+def fp32_to_bf16(array: np.ndarray) -> bytes:
+    bits = np.ascontiguousarray(array, dtype=np.float32).view(np.uint32)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
+    return rounded.astype("<u2").tobytes()
+
+
+def decode_raw_tensor(
+    name: str, datatype: str, shape: tuple[int, ...], raw: bytes | memoryview
+) -> np.ndarray:
+    """One input tensor from its raw bytes; the array shares memory with ``raw``."""
+    count = math.prod(shape)
+    if datatype == "BYTES":
+        return deserialize_bytes(raw, count, name).reshape(shape)
+    expected = count * element_size(datatype)
+    if len(raw) != expected:
+        raise bad_request(
+            f"input '{name}': binary data is {len(raw)} bytes but shape {list(shape)} of "
+            f"{datatype} needs {expected}"
+        )
+    if datatype == "BF16":
+        return bf16_to_fp32(raw, count).reshape(shape)
+    dtype = V2_TO_NUMPY[datatype]
+    assert dtype is not None
+    return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).reshape(shape)
+
+
+def encode_raw_tensor(tensor: OutputTensor) -> bytes:
+    if tensor.datatype == "BYTES":
+        return serialize_bytes(tensor.data)
+    if tensor.datatype == "BF16":
+        return fp32_to_bf16(tensor.data)
+    return np.ascontiguousarray(tensor.data).tobytes()

@@ -1,0 +1,206 @@
+"""KServe V2 inference requests and responses over gRPC (Triton's grpc_service.proto).
+
+Inputs come either all in ``raw_input_contents`` (one bytes entry per input, in
+order, byte layout of ``modelyard.protocol.tensors``) or each in its typed
+``contents``. Outputs go in ``raw_output_contents`` as Triton sends them, unless
+every requested output asks for ``binary_data: false`` and has a typed field.
+Messages are read and built field by field: no validation framework on the hot
+path, the dataplane checks tensors against the model config.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from tritonclient.grpc import service_pb2 as pb
+
+from modelyard.errors import Code, ProtocolError
+from modelyard.protocol.tensors import bad_request, decode_raw_tensor, encode_raw_tensor
+from modelyard.types import V2_TO_NUMPY, InferRequest, InferResponse, OutputTensor, RequestedOutput
+
+# V2 datatype -> (InferTensorContents field, numpy dtype the field holds); FP16 and
+# BF16 have no typed field and travel raw only
+_CONTENTS: dict[str, tuple[str, np.dtype[Any] | None]] = {
+    "BOOL": ("bool_contents", np.dtype(np.bool_)),
+    "INT8": ("int_contents", np.dtype(np.int32)),
+    "INT16": ("int_contents", np.dtype(np.int32)),
+    "INT32": ("int_contents", np.dtype(np.int32)),
+    "INT64": ("int64_contents", np.dtype(np.int64)),
+    "UINT8": ("uint_contents", np.dtype(np.uint32)),
+    "UINT16": ("uint_contents", np.dtype(np.uint32)),
+    "UINT32": ("uint_contents", np.dtype(np.uint32)),
+    "UINT64": ("uint64_contents", np.dtype(np.uint64)),
+    "FP32": ("fp32_contents", np.dtype(np.float32)),
+    "FP64": ("fp64_contents", np.dtype(np.float64)),
+    "BYTES": ("bytes_contents", None),
+}
+_CONTENT_FIELDS = sorted({field for field, _ in _CONTENTS.values()})
+
+
+def parameter_value(parameter: Any) -> Any:
+    """The Python value of an InferParameter or ModelRepositoryParameter."""
+    choice = parameter.WhichOneof("parameter_choice")
+    return None if choice is None else getattr(parameter, choice)
+
+
+def _shared_memory_refused(name: str) -> ProtocolError:
+    return ProtocolError(
+        f"tensor '{name}' names a shared memory region; shared memory is not supported",
+        code=Code.UNIMPLEMENTED,
+        rule="protocol/shared-memory",
+        where="send the tensor in raw_input_contents",
+    )
+
+
+def _decode_typed(name: str, datatype: str, shape: tuple[int, ...], tensor: Any) -> np.ndarray:
+    contents = tensor.contents
+    entry = _CONTENTS.get(datatype)
+    if entry is None:
+        raise bad_request(f"input '{name}': {datatype} data must be sent in raw_input_contents")
+    field, wide = entry
+    for other in _CONTENT_FIELDS:
+        if other != field and len(getattr(contents, other)):
+            raise bad_request(f"input '{name}': data is not valid {datatype}")
+    values = getattr(contents, field)
+    count = math.prod(shape)
+    if len(values) != count:
+        raise bad_request(
+            f"input '{name}': {len(values)} values given for shape {list(shape)} ({count} values)"
+        )
+    if wide is None:
+        array = np.empty(count, dtype=object)
+        array[:] = list(values)
+        return array.reshape(shape)
+    array = np.array(values, dtype=wide)
+    dtype = V2_TO_NUMPY[datatype]
+    assert dtype is not None
+    if dtype != wide:
+        narrow = array.astype(dtype)
+        if not np.array_equal(narrow, array):
+            raise bad_request(f"input '{name}': data is not valid {datatype}")
+        array = narrow
+    return array.reshape(shape)
+
+
+def decode_infer_request(message: pb.ModelInferRequest) -> InferRequest:
+    if not message.inputs:
+        raise bad_request("inference request needs a non-empty 'inputs' list")
+    raw = message.raw_input_contents
+    if raw and len(raw) != len(message.inputs):
+        raise bad_request(
+            f"{len(raw)} raw_input_contents for {len(message.inputs)} inputs; send one "
+            "per input, in order, or none"
+        )
+    inputs: dict[str, np.ndarray] = {}
+    datatypes: dict[str, str] = {}
+    for index, tensor in enumerate(message.inputs):
+        name = tensor.name
+        if name in inputs:
+            raise bad_request(f"input '{name}' is given twice")
+        datatype = tensor.datatype
+        if datatype not in V2_TO_NUMPY:
+            raise bad_request(f"input '{name}': unknown datatype {datatype!r}")
+        if tensor.parameters and "shared_memory_region" in tensor.parameters:
+            raise _shared_memory_refused(name)
+        shape = tuple(tensor.shape)
+        if any(d < 0 for d in shape):
+            raise bad_request(f"input '{name}': shape must be a list of non-negative integers")
+        if raw:
+            if tensor.HasField("contents"):
+                raise bad_request(
+                    f"input '{name}' has both contents and raw_input_contents; send one"
+                )
+            inputs[name] = decode_raw_tensor(name, datatype, shape, raw[index])
+        else:
+            inputs[name] = _decode_typed(name, datatype, shape, tensor)
+        datatypes[name] = datatype
+    params: dict[str, Any] = {}
+    if message.parameters:
+        params = {key: parameter_value(value) for key, value in message.parameters.items()}
+    timeout = params.get("timeout", 0)
+    priority = params.get("priority", 0)
+    if (
+        not isinstance(timeout, int)
+        or isinstance(timeout, bool)
+        or timeout < 0
+        or not isinstance(priority, int)
+        or isinstance(priority, bool)
+    ):
+        raise bad_request("'timeout' and 'priority' parameters must be non-negative integers")
+    return InferRequest(
+        model_name=message.model_name,
+        model_version=message.model_version or None,
+        inputs=inputs,
+        input_datatypes=datatypes,
+        outputs=_decode_outputs(message) if message.outputs else None,
+        id=message.id or None,
+        parameters=params,
+        binary_output_default=True,
+        priority=priority,
+        timeout_us=timeout,
+    )
+
+
+def _decode_outputs(message: pb.ModelInferRequest) -> list[RequestedOutput]:
+    outputs = []
+    for output in message.outputs:
+        binary: bool | None = None
+        classification = 0
+        if output.parameters:
+            params = output.parameters
+            if "shared_memory_region" in params:
+                raise _shared_memory_refused(output.name)
+            if "binary_data" in params:
+                binary = bool(parameter_value(params["binary_data"]))
+            if "classification" in params:
+                classification = parameter_value(params["classification"])
+                if not isinstance(classification, int) or classification < 0:
+                    raise bad_request(
+                        f"output '{output.name}': classification must be a non-negative integer"
+                    )
+        outputs.append(RequestedOutput(output.name, binary, classification))
+    return outputs
+
+
+def _typed(outputs: list[OutputTensor]) -> bool:
+    return bool(outputs) and all(not t.binary and t.datatype in _CONTENTS for t in outputs)
+
+
+def encode_infer_response(response: InferResponse) -> pb.ModelInferResponse:
+    message = pb.ModelInferResponse(
+        model_name=response.model_name, model_version=response.model_version
+    )
+    if response.id is not None:
+        message.id = response.id
+    typed = _typed(response.outputs)
+    for tensor in response.outputs:
+        out = message.outputs.add()
+        out.name = tensor.name
+        out.datatype = tensor.datatype
+        out.shape.extend(tensor.data.shape)
+        if not typed:
+            message.raw_output_contents.append(encode_raw_tensor(tensor))
+            continue
+        field = getattr(out.contents, _CONTENTS[tensor.datatype][0])
+        if tensor.datatype == "BYTES":
+            field.extend(
+                v if isinstance(v, bytes) else str(v).encode("utf-8") for v in tensor.data.ravel()
+            )
+        else:
+            field.extend(tensor.data.ravel().tolist())
+    for key, value in response.parameters.items():
+        _set_parameter(message.parameters[key], value)
+    return message
+
+
+def _set_parameter(parameter: Any, value: Any) -> None:
+    if isinstance(value, bool):
+        parameter.bool_param = value
+    elif isinstance(value, int):
+        parameter.int64_param = value
+    elif isinstance(value, float):
+        parameter.double_param = value
+    else:
+        parameter.string_param = str(value)

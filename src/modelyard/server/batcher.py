@@ -1,0 +1,324 @@
+"""Batch formation, as a pure state machine over a fake-able clock.
+
+``RequestQueue`` holds the queued requests of one model version and decides,
+given the time and how many instances are executing, what a free instance
+should do next: run a batch, wait until some time, or sleep until a request
+arrives. It knows Triton's ``dynamic_batching`` settings:
+
+* ``max_batch_size`` and ``preferred_batch_size``: a batch never exceeds the
+  former and is cut at the largest preferred size it can reach;
+* ``max_queue_delay_microseconds``: how long a request may wait for partners.
+  modelyard spends it only while another instance of the model is executing:
+  an idle model runs a lone request at once, so batching costs nothing at low
+  load, and under load batches grow while instances are busy;
+* ``priority_levels`` / ``default_priority_level``: level 1 is served first;
+* queue policies (default and per priority): ``max_queue_size`` rejects at
+  once when full; ``default_timeout_microseconds`` (overridable per request
+  when ``allow_timeout_override``) with ``timeout_action`` REJECT (dropped with
+  an error, never computed) or DELAY (served after every request still in time);
+* requests whose tensor shapes or dtypes differ never share a batch.
+
+The queue is not thread-safe; the scheduler calls it under its lock.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from modelyard.errors import Code, ModelServerError
+
+REJECT = mc.ModelQueuePolicy.TimeoutAction.REJECT
+DELAY = mc.ModelQueuePolicy.TimeoutAction.DELAY
+
+
+@dataclass(frozen=True, slots=True)
+class QueuePolicy:
+    max_queue_size: int = 0
+    default_timeout_ns: int = 0
+    allow_timeout_override: bool = False
+    delay_on_timeout: bool = False
+
+    @classmethod
+    def from_proto(cls, policy: Any) -> QueuePolicy:
+        return cls(
+            max_queue_size=int(policy.max_queue_size),
+            default_timeout_ns=int(policy.default_timeout_microseconds) * 1000,
+            allow_timeout_override=bool(policy.allow_timeout_override),
+            delay_on_timeout=policy.timeout_action == DELAY,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BatchingPolicy:
+    max_batch_size: int = 0  # 0: the model does not batch
+    batching: bool = False
+    preferred: tuple[int, ...] = ()
+    max_queue_delay_ns: int = 0
+    preserve_ordering: bool = False
+    priority_levels: int = 1
+    default_priority: int = 1
+    policies: tuple[QueuePolicy, ...] = (QueuePolicy(),)  # index: priority level - 1
+
+    @classmethod
+    def from_config(cls, config: mc.ModelConfig, default_max_queue_size: int = 0) -> BatchingPolicy:
+        batching = config.HasField("dynamic_batching") and config.max_batch_size > 0
+        db = config.dynamic_batching
+        levels = max(1, int(db.priority_levels))
+        default_level = int(db.default_priority_level) or (levels + 1) // 2
+        default_level = min(max(default_level, 1), levels)
+        base = QueuePolicy.from_proto(db.default_queue_policy)
+        policies = []
+        for level in range(1, levels + 1):
+            policy = (
+                QueuePolicy.from_proto(db.priority_queue_policy[level])
+                if level in db.priority_queue_policy
+                else base
+            )
+            if policy.max_queue_size == 0 and default_max_queue_size:
+                policy = QueuePolicy(
+                    default_max_queue_size,
+                    policy.default_timeout_ns,
+                    policy.allow_timeout_override,
+                    policy.delay_on_timeout,
+                )
+            policies.append(policy)
+        preferred = tuple(
+            sorted(p for p in db.preferred_batch_size if 0 < p <= config.max_batch_size)
+        )
+        return cls(
+            max_batch_size=int(config.max_batch_size),
+            batching=batching,
+            preferred=preferred,
+            max_queue_delay_ns=int(db.max_queue_delay_microseconds) * 1000,
+            preserve_ordering=bool(db.preserve_ordering),
+            priority_levels=levels,
+            default_priority=default_level,
+            policies=tuple(policies),
+        )
+
+
+@dataclass(eq=False, slots=True)
+class QueuedRequest:
+    rows: int
+    shape_key: tuple[Any, ...]
+    enqueued_ns: int
+    deadline_ns: int | None = None  # queue timeout (policy or request override)
+    client_deadline_ns: int | None = None  # the caller stops waiting then: always dropped
+    level: int = 1
+    seq: int = 0
+    payload: Any = None  # the scheduler's own data (inputs, future ...)
+    delayed: bool = field(default=False)
+
+
+@dataclass(slots=True)
+class Expired:
+    request: QueuedRequest
+    error: ModelServerError
+
+
+class RequestQueue:
+    def __init__(self, model: str, version: int, policy: BatchingPolicy) -> None:
+        self.model = model
+        self.version = version
+        self.policy = policy
+        self._levels: list[deque[QueuedRequest]] = [deque() for _ in policy.policies]
+        self._delayed: deque[QueuedRequest] = deque()
+        self._seq = 0
+        self._next_expiry_ns: int | None = None
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(
+        self,
+        request: QueuedRequest,
+        now_ns: int,
+        priority: int = 0,
+        timeout_us: int = 0,
+    ) -> None:
+        """Queue a request, or raise at once if its level's queue is full."""
+        level = priority if 1 <= priority <= self.policy.priority_levels else 0
+        if priority and not level:
+            raise ModelServerError(
+                f"priority {priority} is outside 1..{self.policy.priority_levels} for model "
+                f"'{self.model}'",
+                code=Code.INVALID_ARGUMENT,
+                rule="model-server/priority",
+                where=f"dynamic_batching.priority_levels in {self.model}/config.pbtxt",
+            )
+        level = level or self.policy.default_priority
+        policy = self.policy.policies[level - 1]
+        queue = self._levels[level - 1]
+        if policy.max_queue_size and len(queue) >= policy.max_queue_size:
+            setting = (
+                f"dynamic_batching.priority_queue_policy[{level}].max_queue_size"
+                if self.policy.priority_levels > 1
+                else "dynamic_batching.default_queue_policy.max_queue_size"
+            )
+            raise ModelServerError(
+                f"queue of model '{self.model}' version {self.version} is full "
+                f"({len(queue)}/{policy.max_queue_size} requests at priority {level})",
+                code=Code.UNAVAILABLE,
+                rule="model-server/queue-full",
+                where=f"{setting} in {self.model}/config.pbtxt (or modelyard serve "
+                "--max-queue-size), or add instances (instance_group.count)",
+                retry_after=0.05,
+            )
+        timeout_ns = policy.default_timeout_ns
+        if timeout_us and policy.allow_timeout_override:
+            timeout_ns = timeout_us * 1000
+        request.level = level
+        request.enqueued_ns = now_ns
+        request.deadline_ns = now_ns + timeout_ns if timeout_ns else None
+        request.seq = self._seq
+        self._seq += 1
+        queue.append(request)
+        self.size += 1
+        for t in (request.deadline_ns, request.client_deadline_ns):
+            if t is not None and (self._next_expiry_ns is None or t < self._next_expiry_ns):
+                self._next_expiry_ns = t
+
+    def expire(self, now_ns: int) -> list[Expired]:
+        """Drop or delay requests whose time in queue is up."""
+        if self._next_expiry_ns is None or now_ns <= self._next_expiry_ns:
+            return []
+        dropped: list[Expired] = []
+        for level, queue in enumerate(self._levels, start=1):
+            if not queue:
+                continue
+            delay = self.policy.policies[level - 1].delay_on_timeout
+            keep: deque[QueuedRequest] = deque()
+            for request in queue:
+                if request.client_deadline_ns is not None and now_ns > request.client_deadline_ns:
+                    dropped.append(Expired(request, self._timeout_error(request, now_ns, True)))
+                elif request.deadline_ns is not None and now_ns > request.deadline_ns:
+                    if delay:
+                        request.delayed = True
+                        self._delayed.append(request)
+                    else:
+                        dropped.append(
+                            Expired(request, self._timeout_error(request, now_ns, False))
+                        )
+                else:
+                    keep.append(request)
+            self._levels[level - 1] = keep
+        if self._delayed:
+            keep = deque()
+            for request in self._delayed:
+                if request.client_deadline_ns is not None and now_ns > request.client_deadline_ns:
+                    dropped.append(Expired(request, self._timeout_error(request, now_ns, True)))
+                else:
+                    keep.append(request)
+            self._delayed = keep
+        self.size -= len(dropped)
+        self._next_expiry_ns = self.next_deadline_ns()
+        return dropped
+
+    def _timeout_error(self, request: QueuedRequest, now_ns: int, client: bool) -> ModelServerError:
+        waited_ms = (now_ns - request.enqueued_ns) / 1e6
+        if client:
+            return ModelServerError(
+                f"request to model '{self.model}' version {self.version} passed its deadline "
+                f"after {waited_ms:.1f} ms in queue; it was dropped before execution",
+                code=Code.DEADLINE_EXCEEDED,
+                rule="model-server/client-deadline",
+                where="raise the client's timeout, or add instances (instance_group.count)",
+            )
+        return ModelServerError(
+            f"request to model '{self.model}' version {self.version} timed out after "
+            f"{waited_ms:.1f} ms in queue; it was dropped before execution",
+            code=Code.UNAVAILABLE,
+            rule="model-server/queue-timeout",
+            where=f"dynamic_batching.default_queue_policy.default_timeout_microseconds in "
+            f"{self.model}/config.pbtxt, or the request's timeout parameter",
+        )
+
+    def _ordered(self) -> list[deque[QueuedRequest]]:
+        return [*self._levels, self._delayed]
+
+    def next_deadline_ns(self) -> int | None:
+        """The earliest time at which a queued request times out."""
+        times = [
+            t
+            for queue in self._ordered()
+            for r in queue
+            for t in (r.deadline_ns, r.client_deadline_ns)
+            if t is not None
+        ]
+        return min(times) if times else None
+
+    def take(self, now_ns: int, executing: int) -> list[QueuedRequest] | int | None:
+        """A batch to run now, else the time (ns) to look again, else None (queue empty)."""
+        head: QueuedRequest | None = None
+        for queue in self._ordered():
+            if queue:
+                head = queue[0]
+                break
+        if head is None:
+            return None
+        policy = self.policy
+        if not policy.batching:
+            return self._remove([head])
+        limit = policy.max_batch_size
+        target = policy.preferred[-1] if policy.preferred else limit
+        chosen: list[QueuedRequest] = []
+        rows = 0
+        for queue in self._ordered():
+            for request in queue:
+                if request.shape_key != head.shape_key:
+                    continue
+                if rows + request.rows > limit:
+                    break
+                chosen.append(request)
+                rows += request.rows
+            if rows >= limit:
+                break
+        waited = now_ns - head.enqueued_ns
+        if (
+            rows < target
+            and executing > 0
+            and policy.max_queue_delay_ns > 0
+            and waited < policy.max_queue_delay_ns
+        ):
+            return head.enqueued_ns + policy.max_queue_delay_ns
+        if policy.preferred and rows > policy.preferred[0]:
+            chosen = self._cut_to_preferred(chosen)
+        return self._remove(chosen)
+
+    def _cut_to_preferred(self, chosen: list[QueuedRequest]) -> list[QueuedRequest]:
+        """The longest prefix whose rows equal a preferred size, if any reaches one."""
+        preferred = set(self.policy.preferred)
+        best = 0
+        rows = 0
+        for i, request in enumerate(chosen, start=1):
+            rows += request.rows
+            if rows in preferred:
+                best = i
+        return chosen[:best] if best else chosen
+
+    def _remove(self, chosen: list[QueuedRequest]) -> list[QueuedRequest]:
+        self.size -= len(chosen)
+        if len(chosen) == 1:
+            for queue in self._ordered():
+                if queue and queue[0] is chosen[0]:
+                    queue.popleft()
+                    return chosen
+        ids = {id(r) for r in chosen}
+        for index, queue in enumerate(self._levels):
+            if any(id(r) in ids for r in queue):
+                self._levels[index] = deque(r for r in queue if id(r) not in ids)
+        if any(id(r) in ids for r in self._delayed):
+            self._delayed = deque(r for r in self._delayed if id(r) not in ids)
+        return chosen
+
+    def drain(self) -> list[QueuedRequest]:
+        everything = [r for queue in self._ordered() for r in queue]
+        for queue in self._ordered():
+            queue.clear()
+        self.size = 0
+        return everything

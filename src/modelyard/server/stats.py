@@ -1,0 +1,107 @@
+"""Per-version counters: Triton's statistics fields plus histograms.
+
+Instance threads add to them under one small lock; the statistics API and the
+Prometheus collector read them. Nothing on the request path talks to a
+metrics library.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from dataclasses import dataclass, field
+
+# upper bounds, seconds, for queue and compute time histograms
+TIME_BUCKETS = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+    2.5, 5.0, 10.0,
+)  # fmt: skip
+BATCH_BUCKETS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
+
+
+@dataclass(slots=True)
+class Histogram:
+    bounds: tuple[float, ...]
+    counts: list[int] = field(default_factory=list)  # one per bound, plus +Inf
+    total: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.counts = [0] * (len(self.bounds) + 1)
+
+    def observe(self, value: float, times: int = 1) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += times
+        self.total += value * times
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+    def cumulative(self) -> list[tuple[str, int]]:
+        running = 0
+        buckets = []
+        for bound, count in zip((*self.bounds, float("inf")), self.counts, strict=True):
+            running += count
+            buckets.append(("+Inf" if bound == float("inf") else repr(bound), running))
+        return buckets
+
+
+@dataclass(slots=True)
+class VersionStats:
+    success_count: int = 0
+    success_ns: int = 0
+    fail_count: int = 0
+    fail_ns: int = 0
+    fail_by_reason: dict[str, int] = field(default_factory=dict)
+    queue_ns: int = 0
+    compute_input_ns: int = 0
+    compute_infer_ns: int = 0
+    compute_output_ns: int = 0
+    inference_count: int = 0  # rows computed
+    execution_count: int = 0  # engine calls
+    last_inference_ms: int = 0
+    # batch size -> [count, compute_input ns, compute_infer ns, compute_output ns]
+    batch_stats: dict[int, list[int]] = field(default_factory=dict)
+    queue_seconds: Histogram = field(default_factory=lambda: Histogram(TIME_BUCKETS))
+    compute_seconds: Histogram = field(default_factory=lambda: Histogram(TIME_BUCKETS))
+    batch_size: Histogram = field(default_factory=lambda: Histogram(BATCH_BUCKETS))
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record_failure(self, reason: str, elapsed_ns: int) -> None:
+        with self.lock:
+            self.fail_count += 1
+            self.fail_ns += elapsed_ns
+            self.fail_by_reason[reason] = self.fail_by_reason.get(reason, 0) + 1
+
+    def record_execution(
+        self,
+        requests: list[tuple[int, int]],  # (enqueued ns, execution start ns) per request
+        rows: int,
+        input_ns: int,
+        infer_ns: int,
+        output_ns: int,
+        end_ns: int,
+        wall_ms: int,
+    ) -> None:
+        compute_ns = input_ns + infer_ns + output_ns
+        with self.lock:
+            for enqueued, started in requests:
+                queued = started - enqueued
+                self.success_count += 1
+                self.success_ns += end_ns - enqueued
+                self.queue_ns += queued
+                self.queue_seconds.observe(queued / 1e9)
+            n = len(requests)
+            # Triton counts compute time once per request in inference_stats
+            self.compute_input_ns += input_ns * n
+            self.compute_infer_ns += infer_ns * n
+            self.compute_output_ns += output_ns * n
+            self.compute_seconds.observe(compute_ns / 1e9, n)
+            self.inference_count += rows
+            self.execution_count += 1
+            self.last_inference_ms = wall_ms
+            self.batch_size.observe(rows)
+            entry = self.batch_stats.setdefault(rows, [0, 0, 0, 0])
+            entry[0] += 1
+            entry[1] += input_ns
+            entry[2] += infer_ns
+            entry[3] += output_ns

@@ -1,0 +1,85 @@
+"""Statistics and Prometheus metrics after a known sequence, and `modelyard bench`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import numpy as np
+import tritonclient.http as httpclient
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.models import slow_double
+from tests.support.servers import running_server
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def test_stats_and_metrics_after_a_known_sequence(tmp_path: Path) -> None:
+    repository = tmp_path / "models"
+    slow_double(repository)
+    with running_server(repository, tmp_path) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        for rows in (1, 2, 3):
+            x = httpclient.InferInput("x", [rows, 2], "FP32")
+            x.set_data_from_numpy(np.ones((rows, 2), np.float32))
+            client.infer("slow_double", [x])
+        stats = client.get_inference_statistics("slow_double")["model_stats"][0]
+        assert stats["inference_count"] == 6
+        assert stats["execution_count"] == 3
+        assert stats["inference_stats"]["success"]["count"] == 3
+        assert stats["inference_stats"]["fail"]["count"] == 0
+        assert {b["batch_size"] for b in stats["batch_stats"]} == {1, 2, 3}
+
+        text = httpx.get(f"http://127.0.0.1:{server.metrics_port}/metrics").text
+        samples = _samples(text)
+        labels = (("model", "slow_double"), ("version", "1"))
+        # Triton's exact names and lines, as existing dashboards query them
+        tags = 'model="slow_double",version="1"'
+        assert "# TYPE nv_inference_request_success counter" in text
+        assert f"nv_inference_request_success{{{tags}}} 3.0" in text
+        assert f"nv_inference_count{{{tags}}} 6.0" in text
+        assert f"nv_inference_exec_count{{{tags}}} 3.0" in text
+        assert f"nv_inference_pending_request_count{{{tags}}} 0.0" in text
+        failure = 'model="slow_double",reason="BACKEND",version="1"'
+        assert f"nv_inference_request_failure{{{failure}}} 0.0" in text
+        assert samples[("modelyard_batch_size_count", labels)] == 3
+        assert samples[("modelyard_batch_size_sum", labels)] == 6
+        bucket = tuple(sorted((*labels, ("le", "2.0"))))
+        assert samples[("modelyard_batch_size_bucket", bucket)] == 2
+        assert samples[("modelyard_queue_duration_seconds_count", labels)] == 3
+
+
+def test_bench_writes_its_report_and_plot(tmp_path: Path) -> None:
+    repository = tmp_path / "models"
+    slow_double(repository)
+    with running_server(repository, tmp_path) as server:
+        out = tmp_path / "report"
+        completed = subprocess.run(
+            [
+                sys.executable, "-m", "modelyard.cli.main", "bench",
+                "--url", server.http_url, "--model", "slow_double",
+                "--concurrency", "1,4", "--duration", "1", "--warmup", "0.2",
+                "--out", str(out), "--name", "run", "--no-progress",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )  # fmt: skip
+        assert completed.returncode == 0, completed.stderr
+        report = json.loads((out / "run.json").read_text())
+        assert [s["concurrency"] for s in report["steps"]] == [1, 4]
+        for step in report["steps"]:
+            assert step["ok"] > 0 and step["errors"] == 0
+            assert step["p50_ms"] <= step["p99_ms"] <= step["p99_9_ms"]
+        assert (out / "run.png").read_bytes()[:4] == b"\x89PNG"
+        assert "concurrency" in completed.stdout

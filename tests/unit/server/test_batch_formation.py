@@ -1,0 +1,181 @@
+"""Batch formation on explicit times: delay, preferred sizes, priorities, timeouts."""
+
+from __future__ import annotations
+
+import pytest
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2 as mc
+
+from modelyard.errors import Code, ModelServerError
+from modelyard.server.batcher import BatchingPolicy, QueuedRequest, RequestQueue
+
+MS = 1_000_000  # ns
+SHAPE = (("x", (4,), "<f4"),)
+
+
+def policy(text: str, max_batch_size: int = 8, default_max_queue_size: int = 0) -> BatchingPolicy:
+    config = text_format.Parse(text, mc.ModelConfig())
+    config.max_batch_size = max_batch_size
+    return BatchingPolicy.from_config(config, default_max_queue_size)
+
+
+def req(rows: int = 1, shape: tuple[object, ...] = SHAPE, tag: str = "") -> QueuedRequest:
+    return QueuedRequest(rows=rows, shape_key=shape, enqueued_ns=0, payload=tag)
+
+
+def tags(batch: object) -> list[str]:
+    assert isinstance(batch, list)
+    return [r.payload for r in batch]
+
+
+def test_an_idle_model_runs_a_lone_request_at_once_despite_the_delay() -> None:
+    queue = RequestQueue("m", 1, policy("dynamic_batching { max_queue_delay_microseconds: 5000 }"))
+    queue.add(req(tag="a"), now_ns=0)
+    assert tags(queue.take(now_ns=0, executing=0)) == ["a"]
+
+
+def test_the_delay_is_honoured_while_another_instance_executes() -> None:
+    queue = RequestQueue("m", 1, policy("dynamic_batching { max_queue_delay_microseconds: 5000 }"))
+    queue.add(req(tag="a"), now_ns=0)
+    assert queue.take(now_ns=1 * MS, executing=1) == 5 * MS  # wait until the delay ends
+    queue.add(req(tag="b"), now_ns=2 * MS)
+    assert queue.take(now_ns=3 * MS, executing=1) == 5 * MS
+    assert tags(queue.take(now_ns=5 * MS, executing=1)) == ["a", "b"]
+
+
+def test_a_full_batch_does_not_wait_for_the_delay() -> None:
+    queue = RequestQueue(
+        "m", 1, policy("dynamic_batching { max_queue_delay_microseconds: 5000 }", 4)
+    )
+    for tag in "abcde":
+        queue.add(req(tag=tag), now_ns=0)
+    assert tags(queue.take(now_ns=0, executing=1)) == ["a", "b", "c", "d"]
+    assert len(queue) == 1
+
+
+def test_preferred_sizes_cut_the_batch_at_the_largest_reachable_size() -> None:
+    queue = RequestQueue(
+        "m", 1, policy("dynamic_batching { preferred_batch_size: [2, 4] }", max_batch_size=8)
+    )
+    for tag in "abcdef":
+        queue.add(req(tag=tag), now_ns=0)
+    assert tags(queue.take(now_ns=0, executing=0)) == ["a", "b", "c", "d"]
+    assert tags(queue.take(now_ns=0, executing=0)) == ["e", "f"]
+
+
+def test_requests_with_different_shapes_never_share_a_batch() -> None:
+    queue = RequestQueue("m", 1, policy("dynamic_batching {}"))
+    other = (("x", (5,), "<f4"),)
+    queue.add(req(tag="a"), now_ns=0)
+    queue.add(req(shape=other, tag="b"), now_ns=0)
+    queue.add(req(tag="c"), now_ns=0)
+    assert tags(queue.take(now_ns=0, executing=0)) == ["a", "c"]
+    assert tags(queue.take(now_ns=0, executing=0)) == ["b"]
+
+
+def test_rows_never_exceed_max_batch_size_and_order_is_kept() -> None:
+    queue = RequestQueue("m", 1, policy("dynamic_batching {}", max_batch_size=8))
+    for tag, rows in zip("abcd", [3, 4, 2, 1], strict=True):
+        queue.add(req(rows=rows, tag=tag), now_ns=0)
+    assert tags(queue.take(now_ns=0, executing=0)) == ["a", "b"]
+    assert tags(queue.take(now_ns=0, executing=0)) == ["c", "d"]
+
+
+def test_higher_priority_is_served_first() -> None:
+    queue = RequestQueue(
+        "m", 1, policy("dynamic_batching { priority_levels: 3 default_priority_level: 2 }", 2)
+    )
+    queue.add(req(tag="low"), now_ns=0, priority=3)
+    queue.add(req(tag="default"), now_ns=0)
+    queue.add(req(tag="high"), now_ns=0, priority=1)
+    assert tags(queue.take(now_ns=0, executing=0)) == ["high", "default"]
+    assert tags(queue.take(now_ns=0, executing=0)) == ["low"]
+    with pytest.raises(ModelServerError) as bad:
+        queue.add(req(), now_ns=0, priority=4)
+    assert bad.value.code is Code.INVALID_ARGUMENT
+    assert "priority 4 is outside 1..3" in bad.value.line()
+
+
+def test_a_full_queue_rejects_at_once_naming_the_setting() -> None:
+    queue = RequestQueue(
+        "ranker", 3, policy("dynamic_batching { default_queue_policy { max_queue_size: 2 } }")
+    )
+    queue.add(req(), now_ns=0)
+    queue.add(req(), now_ns=0)
+    with pytest.raises(ModelServerError) as full:
+        queue.add(req(), now_ns=0)
+    assert full.value.code is Code.UNAVAILABLE
+    line = full.value.line()
+    assert "queue of model 'ranker' version 3 is full (2/2 requests at priority 1)" in line
+    assert "dynamic_batching.default_queue_policy.max_queue_size in ranker/config.pbtxt" in line
+
+
+def test_the_server_wide_queue_cap_applies_when_the_config_sets_none() -> None:
+    queue = RequestQueue("m", 1, policy("dynamic_batching {}", default_max_queue_size=1))
+    queue.add(req(), now_ns=0)
+    with pytest.raises(ModelServerError):
+        queue.add(req(), now_ns=0)
+
+
+def test_timeout_reject_drops_the_request_before_execution() -> None:
+    queue = RequestQueue(
+        "m",
+        1,
+        policy(
+            "dynamic_batching { default_queue_policy { default_timeout_microseconds: 1000 "
+            "timeout_action: REJECT } }"
+        ),
+    )
+    queue.add(req(tag="late"), now_ns=0)
+    assert queue.expire(now_ns=1 * MS) == []
+    expired = queue.expire(now_ns=2 * MS)
+    assert [e.request.payload for e in expired] == ["late"]
+    assert expired[0].error.code is Code.UNAVAILABLE
+    assert "dropped before execution" in expired[0].error.line()
+    assert queue.take(now_ns=2 * MS, executing=0) is None
+
+
+def test_timeout_delay_serves_the_late_request_after_those_in_time() -> None:
+    queue = RequestQueue(
+        "m",
+        1,
+        policy(
+            "dynamic_batching { default_queue_policy { default_timeout_microseconds: 1000 "
+            "timeout_action: DELAY } }",
+            max_batch_size=1,
+        ),
+    )
+    queue.add(req(tag="old"), now_ns=0)
+    queue.add(req(tag="fresh"), now_ns=int(1.5 * MS))
+    assert queue.expire(now_ns=2 * MS) == []
+    assert tags(queue.take(now_ns=2 * MS, executing=0)) == ["fresh"]
+    assert tags(queue.take(now_ns=2 * MS, executing=0)) == ["old"]
+
+
+def test_request_timeout_overrides_only_when_allowed() -> None:
+    strict = RequestQueue("m", 1, policy("dynamic_batching {}"))
+    strict.add(req(tag="a"), now_ns=0, timeout_us=1000)
+    assert strict.expire(now_ns=10 * MS) == []
+    allowed = RequestQueue(
+        "m", 1, policy("dynamic_batching { default_queue_policy { allow_timeout_override: true } }")
+    )
+    allowed.add(req(tag="a"), now_ns=0, timeout_us=1000)
+    assert [e.request.payload for e in allowed.expire(now_ns=2 * MS)] == ["a"]
+
+
+def test_a_client_deadline_always_drops_with_deadline_exceeded() -> None:
+    queue = RequestQueue("m", 1, policy("dynamic_batching {}"))
+    request = req(tag="gone")
+    request.client_deadline_ns = 1 * MS
+    queue.add(request, now_ns=0)
+    expired = queue.expire(now_ns=2 * MS)
+    assert expired[0].error.code is Code.DEADLINE_EXCEEDED
+    assert expired[0].error.rule == "model-server/client-deadline"
+
+
+def test_without_dynamic_batching_each_request_runs_alone() -> None:
+    queue = RequestQueue("m", 1, policy(""))
+    queue.add(req(tag="a"), now_ns=0)
+    queue.add(req(tag="b"), now_ns=0)
+    assert tags(queue.take(now_ns=0, executing=0)) == ["a"]
+    assert tags(queue.take(now_ns=0, executing=0)) == ["b"]
