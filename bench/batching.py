@@ -80,8 +80,9 @@ def binary_request(name: str, array: np.ndarray) -> tuple[bytes, int]:
 
 
 def wrk(url: str, script: Path, connections: int, seconds: float) -> dict[str, float]:
+    duration = f"-d{max(1, round(seconds))}s"
     command = [
-        "taskset", "-c", "1", "wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency",
+        "taskset", "-c", "1", "wrk", "-t1", f"-c{connections}", duration, "--latency",
         "-s", str(script), url,
     ]  # fmt: skip
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout

@@ -39,6 +39,12 @@ def _demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from modelyard.cli.bench import add_bench_arguments, run_bench
+    from modelyard.cli.governance import (
+        add_auth_arguments,
+        add_rules_arguments,
+        run_auth,
+        run_rules,
+    )
     from modelyard.cli.serve import add_serve_arguments, run_serve
 
     parser = argparse.ArgumentParser(prog="modelyard", description=__doc__)
@@ -64,6 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_bench_arguments(bench)
     bench.set_defaults(handler=run_bench)
+
+    rules = commands.add_parser("rules", help="print the live governance rules of an instance")
+    add_rules_arguments(rules)
+    rules.set_defaults(handler=run_rules)
+
+    auth = commands.add_parser("auth", help="API keys: hash one, or generate one")
+    add_auth_arguments(auth)
+    auth.set_defaults(handler=run_auth)
 
     examples = commands.add_parser("examples", help="example model repositories")
     example_commands = examples.add_subparsers(dest="example_command", required=True)

@@ -12,6 +12,7 @@ import uvicorn
 
 from modelyard.gateway.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
 from modelyard.gateway.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
+from modelyard.governance.runtime import Governance
 from modelyard.logging import configure_logging
 from modelyard.metrics import serve_metrics
 from modelyard.server.dataplane import DataPlane
@@ -78,6 +79,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=4096,
         help="concurrent HTTP connections and requests before answering 503",
     )
+    parser.add_argument(
+        "--service-config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="service file with auth, rate limits and breakers; reloaded on change",
+    )
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
     parser.add_argument("--log-level", default="info")
 
@@ -103,7 +111,8 @@ async def serve(args: argparse.Namespace) -> None:
         default_max_queue_size=args.max_queue_size,
     )
     dataplane = DataPlane(manager)
-    app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes)
+    governance = Governance.from_file(args.service_config) if args.service_config else None
+    app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes, governance=governance)
     await manager.start()
     config = uvicorn.Config(
         app,
@@ -118,7 +127,8 @@ async def serve(args: argparse.Namespace) -> None:
         limit_concurrency=args.http_max_connections,
     )
     server = uvicorn.Server(config)
-    if not _is_loopback(args.host):
+    auth_on = governance is not None and governance.config.auth.enabled
+    if not _is_loopback(args.host) and not auth_on:
         log.warning(
             "listening_beyond_loopback_without_auth",
             host=args.host,
@@ -142,9 +152,11 @@ async def serve(args: argparse.Namespace) -> None:
             metrics=f"http://{args.host}:{metrics_port}/metrics" if metrics_port else None,
             models=[f"{mv.name}/{mv.version}" for mv in manager.ready_versions()],
             ready=manager.is_ready(),
+            service=governance.service if governance else None,
         )
 
     announcer: asyncio.Task[None] | None = None
+    watcher: asyncio.Task[None] | None = None
     try:
         if args.grpc_port >= 0:
             grpc_server = await start_grpc_server(
@@ -152,12 +164,19 @@ async def serve(args: argparse.Namespace) -> None:
                 args.host,
                 args.grpc_port,
                 max_message_bytes=args.grpc_max_message_bytes,
+                governance=governance,
             )
         announcer = asyncio.create_task(announce())
+        if governance is not None:
+            watcher = asyncio.create_task(governance.watch())
         await server.serve()
     finally:
         if announcer is not None:
             announcer.cancel()
+        if watcher is not None:
+            watcher.cancel()
+        if governance is not None:
+            await governance.aclose()
         if grpc_server is not None:
             await grpc_server.stop()
         await manager.stop()

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -23,11 +24,21 @@ from grpc_health.v1.health import aio as health_aio
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 
-from modelyard.errors import Code, ConfigError, ModelServerError, ModelyardError, ProtocolError
+from modelyard.errors import (
+    Code,
+    ConfigError,
+    GovernanceError,
+    ModelServerError,
+    ModelyardError,
+    ProtocolError,
+)
+from modelyard.governance.guard import Call
+from modelyard.governance.runtime import Governance
 from modelyard.protocol.repository import load_override
 from modelyard.protocol.status import grpc_status_name
 from modelyard.protocol.v2_grpc import decode_infer_request, encode_infer_response, parameter_value
 from modelyard.server.dataplane import DataPlane
+from modelyard.types import InferRequest
 
 log = structlog.get_logger("modelyard.grpc")
 
@@ -74,9 +85,56 @@ def _unimplemented(rpc: str, feature: str, where: str) -> ProtocolError:
     )
 
 
-async def _abort(context: Context, rpc: str, error: ModelyardError) -> None:
-    log.warning("rpc_failed", rpc=rpc, **error.fields())
-    await context.abort(status_code(error), error.line(), trailing_metadata(error))
+# the governed Call of the ModelInfer being answered (grpc contexts take no attributes)
+_CURRENT_CALL: ContextVar[Call] = ContextVar("modelyard_call")
+
+_INTERFACES = {
+    "ServerLive": "health",
+    "ServerReady": "health",
+    "ModelReady": "health",
+    "ServerMetadata": "health",
+    "ModelMetadata": "metadata",
+    "ModelConfig": "metadata",
+    "ModelStatistics": "metadata",
+    "ModelInfer": "infer",
+    "RepositoryIndex": "admin",
+    "RepositoryModelLoad": "admin",
+    "RepositoryModelUnload": "admin",
+}
+
+
+def governed_call(governance: Governance, rpc: str, request: Any, context: Context) -> Call:
+    """What governance needs of an RPC: interface, model, credentials."""
+    model = getattr(request, "model_name", "") or getattr(request, "name", "") or None
+    version = getattr(request, "model_version", "") or getattr(request, "version", "") or None
+    call = Call(governance.service, _INTERFACES.get(rpc, "admin"), model, version)
+    for key, value in context.invocation_metadata() or ():
+        if key == "x-api-key":
+            call.api_key = str(value)
+        elif key == "authorization" and str(value)[:7].lower() == "bearer ":
+            call.bearer_token = str(value)[7:].strip()
+        elif key == "x-request-id":
+            call.request_id = str(value)
+    return call
+
+
+def governance_metadata(
+    governance: Governance | None, call: Call | None, error: ModelyardError
+) -> tuple[tuple[str, str], ...]:
+    if governance is None or call is None or not isinstance(error, GovernanceError):
+        return ()
+    extra = [(k.lower(), v) for k, v in governance.rate_limit_headers(call, error).items()]
+    if call.request_id:
+        extra.append(("x-request-id", call.request_id))
+    return tuple(extra)
+
+
+async def _abort(
+    context: Context, rpc: str, error: ModelyardError, extra: tuple[tuple[str, str], ...] = ()
+) -> None:
+    if not isinstance(error, GovernanceError):  # the chain logs its own rejections
+        log.warning("rpc_failed", rpc=rpc, **error.fields())
+    await context.abort(status_code(error), error.line(), trailing_metadata(error) + extra)
 
 
 def _rpc(
@@ -87,12 +145,20 @@ def _rpc(
 
     @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: Context) -> Reply:
+        governance: Governance | None = self.governance
+        call: Call | None = None
         try:
-            return await method(self, request, context)
+            if governance is None:
+                return await method(self, request, context)
+            call = governed_call(governance, name, request, context)
+            if name == "ModelInfer":  # governs itself, to answer with a fallback
+                _CURRENT_CALL.set(call)
+                return await method(self, request, context)
+            return await governance.guard(call, lambda: method(self, request, context))
         except grpc.aio.AbortError:
             raise
         except ModelyardError as error:
-            await _abort(context, name, error)
+            await _abort(context, name, error, governance_metadata(governance, call, error))
         except Exception as exc:
             log.exception("rpc_crashed", rpc=name)
             await _abort(context, name, _internal(exc))
@@ -107,8 +173,9 @@ def _deadline(dataplane: DataPlane, context: Context) -> float | None:
 
 
 class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
-    def __init__(self, dataplane: DataPlane) -> None:
+    def __init__(self, dataplane: DataPlane, governance: Governance | None = None) -> None:
         self.dataplane = dataplane
+        self.governance = governance
 
     # ---- health and metadata -------------------------------------------
 
@@ -160,9 +227,18 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
     @_rpc
     async def ModelInfer(self, request: pb.ModelInferRequest, context: Context) -> Any:
-        infer_request = decode_infer_request(request)
-        infer_request.deadline = _deadline(self.dataplane, context)
-        response = await self.dataplane.infer(infer_request)
+        deadline = _deadline(self.dataplane, context)
+
+        def decode() -> InferRequest:
+            infer_request = decode_infer_request(request)
+            infer_request.deadline = deadline
+            return infer_request
+
+        if self.governance is None:
+            response = await self.dataplane.infer(decode())
+        else:
+            call = _CURRENT_CALL.get()
+            response = await self.governance.infer(call, decode, self.dataplane)
         return encode_infer_response(response)
 
     async def ModelStreamInfer(
@@ -173,7 +249,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         deadline = _deadline(self.dataplane, context)
 
         async def answer(message: pb.ModelInferRequest) -> None:
-            answers.put_nowait(await self._stream_one(message, deadline))
+            answers.put_nowait(await self._stream_one(message, deadline, context))
 
         async def read() -> None:
             tasks: set[asyncio.Task[None]] = set()
@@ -198,12 +274,19 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             reader.cancel()
 
     async def _stream_one(
-        self, message: pb.ModelInferRequest, deadline: float | None
+        self, message: pb.ModelInferRequest, deadline: float | None, context: Context
     ) -> pb.ModelStreamInferResponse:
-        try:
+        def decode() -> InferRequest:
             request = decode_infer_request(message)
             request.deadline = deadline
-            response = await self.dataplane.infer(request)
+            return request
+
+        try:
+            if self.governance is None:
+                response = await self.dataplane.infer(decode())
+            else:
+                call = governed_call(self.governance, "ModelInfer", message, context)
+                response = await self.governance.infer(call, decode, self.dataplane)
             return pb.ModelStreamInferResponse(infer_response=encode_infer_response(response))
         except ModelyardError as error:
             failed = error
@@ -373,10 +456,13 @@ async def start_grpc_server(
     port: int,
     *,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    governance: Governance | None = None,
 ) -> GrpcServer:
     """Start serving on ``host:port`` (0: any free port) in the running event loop."""
     server = grpc.aio.server(options=server_options(max_message_bytes))
-    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(InferenceService(dataplane), server)
+    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(
+        InferenceService(dataplane, governance), server
+    )
     health = HealthService(dataplane)
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -14,11 +14,14 @@ from typing import Any
 import orjson
 import structlog
 
-from modelyard.errors import Code, ModelServerError, ModelyardError, ProtocolError
+from modelyard.errors import Code, GovernanceError, ModelServerError, ModelyardError, ProtocolError
+from modelyard.governance.guard import Call
+from modelyard.governance.runtime import Governance
 from modelyard.protocol.repository import load_override
 from modelyard.protocol.status import http_status
 from modelyard.protocol.v2_http import HEADER_LENGTH, decode_infer_request, encode_infer_response
 from modelyard.server.dataplane import DataPlane
+from modelyard.types import InferRequest, InferResponse
 
 log = structlog.get_logger("modelyard.http")
 
@@ -67,10 +70,49 @@ def _route_error(method: str, path: str, status: int = 404) -> ProtocolError:
     )
 
 
+def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
+    """The governance interface of an HTTP call, and the model it names."""
+    match = _MODEL_ROUTE.match(path)
+    if match is not None and match["model"] != "stats":
+        action = match["action"]
+        if action == "/infer":
+            return "infer", match["model"], match["version"]
+        interface = "health" if action == "/ready" else "metadata"
+        return interface, match["model"], match["version"]
+    if path.startswith("/v2/repository/") or path.startswith("/v2/modelyard/"):
+        match = _REPOSITORY_ROUTE.match(path)
+        return "admin", match["model"] if match else None, None
+    if path.startswith("/v2/health/") or path in ("/v2", "/v2/"):
+        return "health", None, None
+    return "metadata", None, None
+
+
+def _call_from_headers(governance: Governance, scope: Scope) -> Call:
+    interface, model, version = classify(scope["method"], scope["path"])
+    call = Call(governance.service, interface, model, version)
+    for key, value in scope["headers"]:
+        if key == b"x-api-key":
+            call.api_key = value.decode("latin-1")
+        elif key == b"authorization":
+            text = value.decode("latin-1")
+            if text[:7].lower() == "bearer ":
+                call.bearer_token = text[7:].strip()
+        elif key == b"x-request-id":
+            call.request_id = value.decode("latin-1")
+    return call
+
+
 class HttpFrontend:
-    def __init__(self, dataplane: DataPlane, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES):
+    def __init__(
+        self,
+        dataplane: DataPlane,
+        *,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        governance: Governance | None = None,
+    ):
         self.dataplane = dataplane
         self.max_body_bytes = max_body_bytes
+        self.governance = governance
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -78,11 +120,23 @@ class HttpFrontend:
             return
         if scope["type"] != "http":
             return
+        call: Call | None = None
         try:
-            response = await self._dispatch(scope, receive)
+            if self.governance is None:
+                response = await self._dispatch(scope, receive)
+            else:
+                call = _call_from_headers(self.governance, scope)
+                response = await self._governed(scope, receive, call)
         except ModelyardError as error:
-            log.warning("request_failed", path=scope["path"], **error.fields())
             response = _error_response(error)
+            if isinstance(error, GovernanceError) and call is not None:
+                assert self.governance is not None
+                for name, value in self.governance.rate_limit_headers(call, error).items():
+                    response.headers.append((name.lower().encode(), value.encode()))
+                if call.request_id:
+                    response.headers.append((b"x-request-id", call.request_id.encode()))
+            else:
+                log.warning("request_failed", path=scope["path"], **error.fields())
         except Exception as exc:
             log.exception("request_crashed", path=scope["path"])
             response = _error_response(
@@ -167,6 +221,10 @@ class HttpFrontend:
             body = await self._read_body(scope, receive)
             doc = self._json_body(body)
             return _json(dp.manager.index(ready_only=bool(doc.get("ready", False))))
+        if path == "/v2/modelyard/rules":
+            if self.governance is None:
+                return _json({"service": None, "source": None, "rules": [], "decisions": {}})
+            return _json(self.governance.rules())
         match = _REPOSITORY_ROUTE.match(path)
         if match is not None:
             if method != "POST":
@@ -208,10 +266,22 @@ class HttpFrontend:
         await manager.load(model, override)
         return _Response(200)
 
-    async def _infer(
-        self, scope: Scope, receive: Receive, model: str, version: str | None
-    ) -> _Response:
+    async def _governed(self, scope: Scope, receive: Receive, call: Call) -> _Response:
+        assert self.governance is not None
+        if call.interface != "infer" or scope["method"] != "POST":
+            return await self.governance.guard(call, lambda: self._dispatch(scope, receive))
         body = await self._read_body(scope, receive)
+        header_length = self._header_length(scope)
+        model, version = call.model or "", call.version
+
+        def decode() -> InferRequest:
+            return decode_infer_request(body, header_length, model, version)
+
+        response = await self.governance.infer(call, decode, self.dataplane)
+        return self._infer_response(response)
+
+    @staticmethod
+    def _header_length(scope: Scope) -> int | None:
         header_length: int | None = None
         for key, value in scope["headers"]:
             if key == b"inference-header-content-length":
@@ -223,8 +293,17 @@ class HttpFrontend:
                         where="the Inference-Header-Content-Length header",
                     )
                 header_length = int(value)
-        request = decode_infer_request(body, header_length, model, version)
-        response = await self.dataplane.infer(request)
+        return header_length
+
+    async def _infer(
+        self, scope: Scope, receive: Receive, model: str, version: str | None
+    ) -> _Response:
+        body = await self._read_body(scope, receive)
+        request = decode_infer_request(body, self._header_length(scope), model, version)
+        return self._infer_response(await self.dataplane.infer(request))
+
+    @staticmethod
+    def _infer_response(response: InferResponse) -> _Response:
         payload, json_length = encode_infer_response(response)
         if json_length is None:
             return _Response(200, payload)

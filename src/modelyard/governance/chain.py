@@ -10,6 +10,7 @@ msg: the current limit has been reached``.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -81,10 +82,13 @@ class GuardChain:
         else:
             self.rejected[rule] = self.rejected.get(rule, 0) + 1
         family = rule.partition("/")[0]
-        log.warning(
-            "Request is Degraded",
+        if call.request_id is None:
+            call.request_id = uuid.uuid4().hex[:16]
+        event = error.fields()
+        event.update(
             strategy=strategy_of(rule),
             code=http_status(error.code),
+            status=str(error.code),
             msg=_MESSAGES.get(family, "the request was refused"),
             service=call.service,
             interface=call.interface,
@@ -93,8 +97,8 @@ class GuardChain:
             request_id=call.request_id,
             fallback=isinstance(error, Degraded),
             line=error.line(),
-            **error.fields(),
         )
+        log.warning("Request is Degraded", **event)
 
     def describe(self) -> dict[str, Any]:
         return {
