@@ -223,7 +223,11 @@ def load_model_version(
             name, version, f"{type(exc).__name__}: {exc}", f"the files of {name}/{version}"
         ) from exc
     policy = BatchingPolicy.from_config(config, default_max_queue_size)
-    scheduler = Scheduler(name, version, engines, policy, clock=clock)
+    key = "modelyard_inline_execution"
+    inline = config.parameters[key].string_value.lower() if key in config.parameters else ""
+    scheduler = Scheduler(
+        name, version, engines, policy, clock=clock, allow_inline=inline not in ("false", "0", "no")
+    )
     return ModelVersion(
         name=name,
         version=version,

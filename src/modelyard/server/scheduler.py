@@ -5,6 +5,13 @@ from the event loop and answered through asyncio futures. A free instance asks
 the ``RequestQueue`` (server/batcher.py) what to run, stacks the chosen
 requests along the batch axis, executes once and splits the outputs back:
 engines never see individual requests.
+
+Inline execution: for models whose executions take a few tens of microseconds,
+handing a request to a thread and its answer back costs more than computing
+it. Once a version has shown (moving average over its executions) that it runs
+under ``INLINE_THRESHOLD_NS``, a request that finds the queue empty and every
+instance idle runs at once on the event loop with instance 0's engine. Slower
+models, and any request that finds work queued, take the thread path.
 """
 
 from __future__ import annotations
@@ -75,6 +82,11 @@ class _InOrder:
                     lp.call_soon_threadsafe(cb, fut, val)
 
 
+INLINE_THRESHOLD_NS = 100_000
+_INLINE_AFTER = 16  # executions observed before inline execution may start
+_EWMA = 0.1
+
+
 class Scheduler:
     def __init__(
         self,
@@ -84,6 +96,7 @@ class Scheduler:
         policy: BatchingPolicy,
         *,
         clock: Clock = SYSTEM_CLOCK,
+        allow_inline: bool = True,
     ) -> None:
         self.model = model
         self.version = version
@@ -97,6 +110,11 @@ class Scheduler:
         self._closed = False
         self._executing = 0
         self._in_order = _InOrder() if policy.preserve_ordering else None
+        self._allow_inline = allow_inline
+        self._inline_ok = False
+        self._inline_busy = False
+        self._observed = 0
+        self._compute_ewma_ns = 0.0
         self._threads = [
             threading.Thread(
                 target=self._run, args=(engine,), name=f"{model}-v{version}-{i}", daemon=True
@@ -132,6 +150,8 @@ class Scheduler:
             client_deadline_ns=int(client_deadline * 1e9) if client_deadline else None,
             payload=_Payload(inputs, outputs, future, loop),
         )
+        if self._inline_ok and self._try_inline(inputs, outputs, rows, future):
+            return future
         with self._cond:
             if self._closed:
                 raise ModelServerError(
@@ -147,6 +167,55 @@ class Scheduler:
                 raise
             self._cond.notify()
         return future
+
+    def _try_inline(
+        self,
+        inputs: dict[str, np.ndarray],
+        outputs: list[str],
+        rows: int,
+        future: asyncio.Future[dict[str, np.ndarray]],
+    ) -> bool:
+        with self._cond:
+            if self._closed or self._executing or len(self._queue) or self._inline_busy:
+                return False
+            self._executing += 1
+            self._inline_busy = True
+        clock = self._clock
+        start_ns = clock.monotonic_ns()
+        try:
+            results = self._engines[0].execute(inputs, outputs)
+            self._check_rows(results, outputs, rows)
+        except Exception as exc:
+            error = exc if isinstance(exc, ModelyardError) else self._engine_error(exc)
+            self.stats.record_failure(failure_reason(error), clock.monotonic_ns() - start_ns)
+            future.set_exception(error)
+        else:
+            end_ns = clock.monotonic_ns()
+            self._observe(end_ns - start_ns)
+            self.stats.record_execution(
+                [(start_ns, start_ns)], rows, 0, end_ns - start_ns, 0, end_ns,
+                int(clock.wall() * 1000),
+            )  # fmt: skip
+            future.set_result(results)
+        finally:
+            with self._cond:
+                self._executing -= 1
+                self._inline_busy = False
+                self._cond.notify()
+        return True
+
+    def _observe(self, compute_ns: int) -> None:
+        """Track the execution time that decides whether inline execution pays."""
+        self._observed += 1
+        if self._observed == 1:
+            self._compute_ewma_ns = float(compute_ns)
+        else:
+            self._compute_ewma_ns += _EWMA * (compute_ns - self._compute_ewma_ns)
+        self._inline_ok = (
+            self._allow_inline
+            and self._observed >= _INLINE_AFTER
+            and self._compute_ewma_ns < INLINE_THRESHOLD_NS
+        )
 
     def close(self) -> None:
         """Stop taking requests; instances finish what is queued, then stop."""
@@ -167,11 +236,11 @@ class Scheduler:
                 now = clock.monotonic_ns()
                 for expired in self._queue.expire(now):
                     self._finish(expired.request, expired.error, now)
-                decision = self._queue.take(now, self._executing)
+                decision = None if self._inline_busy else self._queue.take(now, self._executing)
                 if isinstance(decision, list):
                     self._executing += 1
                     return decision
-                if decision is None and self._closed:
+                if decision is None and self._closed and not self._inline_busy:
                     return None
                 expiry = self._queue.next_deadline_ns()
                 wake = decision if decision is not None else expiry
@@ -215,6 +284,8 @@ class Scheduler:
                 self._finish(request, error, end_ns)
             return
         infer_end = clock.monotonic_ns()
+        if len(batch) == 1 and batch[0].rows == total_rows:
+            self._observe(infer_end - infer_start)
         if len(batch) == 1:
             self._finish(batch[0], results, infer_end)
         else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import threading
 import time
 
 import numpy as np
@@ -91,3 +92,69 @@ def test_preserve_ordering_answers_in_arrival_order() -> None:
         scheduler.close()
         scheduler.join(5)
     assert order == list(range(60))
+
+
+class ThreadRecordingEngine(Engine):
+    name = "recording"
+    extra = "all"
+    default_filenames = ()
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.threads: list[str] = []
+
+    def load(self, ctx: LoadContext) -> Signature | None:
+        return None
+
+    def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        self.threads.append(threading.current_thread().name)
+        if self.delay:
+            time.sleep(self.delay)
+        return {"y": inputs["x"] + 1}
+
+
+def _sequential(scheduler: Scheduler, count: int) -> None:
+    async def scenario() -> None:
+        for i in range(count):
+            result = await scheduler.submit({"x": np.full((1, 2), i, np.float32)}, ["y"], 1)
+            assert result["y"].tolist() == [[i + 1.0, i + 1.0]]
+
+    asyncio.run(scenario())
+
+
+def test_a_fast_model_runs_inline_once_it_has_shown_it_is_fast() -> None:
+    engine = ThreadRecordingEngine()
+    scheduler = make_scheduler("max_batch_size: 4 dynamic_batching {}", [engine])
+    try:
+        _sequential(scheduler, 40)
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+    main = threading.current_thread().name
+    assert all(name != main for name in engine.threads[:16])  # observed on the thread first
+    assert engine.threads[-1] == main  # then inline on the event loop
+    assert scheduler.stats.success_count == 40
+
+
+def test_a_slow_model_and_an_opted_out_model_never_run_inline() -> None:
+    slow = ThreadRecordingEngine(delay=0.0005)
+    fast = ThreadRecordingEngine()
+    schedulers = [
+        make_scheduler("max_batch_size: 4", [slow]),
+        Scheduler(
+            "affine",
+            1,
+            [fast],
+            BatchingPolicy.from_config(text_format.Parse("max_batch_size: 4", mc.ModelConfig())),
+            allow_inline=False,
+        ),
+    ]
+    try:
+        for scheduler in schedulers:
+            _sequential(scheduler, 30)
+    finally:
+        for scheduler in schedulers:
+            scheduler.close()
+            scheduler.join(5)
+    main = threading.current_thread().name
+    assert main not in slow.threads and main not in fast.threads

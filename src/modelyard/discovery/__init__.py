@@ -1,0 +1,1 @@
+"""(1) Discovery: service name → live instances that serve the model."""
