@@ -2,7 +2,8 @@
 
     python bench/bare_asgi.py PORT
 
-Served exactly as modelyard serves (uvicorn, httptools, uvloop, one process), so
+Served exactly as modelyard serves (uvicorn, httptools, uvloop, one process,
+the same header settings), so
 served throughput divided by this one is the share modelyard keeps.
 """
 
@@ -38,4 +39,7 @@ if __name__ == "__main__":
         lifespan="off",
         access_log=False,
         log_level="warning",
+        proxy_headers=False,
+        server_header=False,
+        date_header=False,
     )

@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         run_auth,
         run_rules,
     )
+    from modelyard.cli.instances import add_instances_arguments, run_instances
     from modelyard.cli.serve import add_serve_arguments, run_serve
 
     parser = argparse.ArgumentParser(prog="modelyard", description=__doc__)
@@ -74,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     rules = commands.add_parser("rules", help="print the live governance rules of an instance")
     add_rules_arguments(rules)
     rules.set_defaults(handler=run_rules)
+
+    instances = commands.add_parser("instances", help="list the live instances of a service")
+    add_instances_arguments(instances)
+    instances.set_defaults(handler=run_instances)
 
     auth = commands.add_parser("auth", help="API keys: hash one, or generate one")
     add_auth_arguments(auth)

@@ -5,11 +5,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
+from types import FrameType
 
 import structlog
 import uvicorn
 
+from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
+from modelyard.discovery.publisher import Publisher, models_from_index
+from modelyard.discovery.registry import Instance
+from modelyard.errors import Code, ConfigError
 from modelyard.gateway.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
 from modelyard.gateway.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
 from modelyard.governance.runtime import Governance
@@ -88,6 +96,34 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
     parser.add_argument("--log-level", default="info")
+    discovery = parser.add_argument_group(
+        "discovery (registers this instance when --service is set)"
+    )
+    discovery.add_argument("--service", default=None, help="service name, e.g. com.example.ranker")
+    discovery.add_argument("--group", default=None, help="deployment group; needed with --service")
+    discovery.add_argument(
+        "--registry",
+        default=DEFAULT_REGISTRY_URL,
+        metavar="URL",
+        help="embedded, embedded:///abs/path/registry.db or etcd://host:port[,host:port]",
+    )
+    discovery.add_argument("--data-center", default=None, metavar="DC")
+    discovery.add_argument("--queue", default=None, metavar="Q")
+    discovery.add_argument("--spec", default="", help="resource spec, e.g. 8C/32G")
+    discovery.add_argument("--weight", type=float, default=1.0)
+    discovery.add_argument(
+        "--instance-id", default=None, metavar="ID", help="default: advertised host:http-port"
+    )
+    discovery.add_argument(
+        "--advertise-host", default=None, metavar="HOST", help="default: --host, or the hostname"
+    )
+    discovery.add_argument(
+        "--registry-ttl",
+        type=float,
+        default=5.0,
+        metavar="SECS",
+        help="the entry expires this long after the last heartbeat (etcd: at least 2)",
+    )
 
 
 def _is_loopback(host: str) -> bool:
@@ -99,7 +135,74 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server; the first SIGTERM or SIGINT runs ``before_exit`` (deregistration).
+
+    uvicorn keeps accepting until ``before_exit`` is done, then drains; the signal is not
+    re-raised afterwards, so ``serve()``'s cleanup (gRPC grace, unloading) runs. A second
+    signal is handled as uvicorn does.
+    """
+
+    def __init__(self, config: uvicorn.Config, before_exit: Callable[[], Awaitable[None]]) -> None:
+        super().__init__(config)
+        self._before_exit = before_exit
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._exiting: asyncio.Task[None] | None = None
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self._loop is None or self._exiting is not None or self.should_exit:
+            super().handle_exit(sig, frame)
+            return
+        self._loop.call_soon_threadsafe(self._begin_exit)
+
+    def _begin_exit(self) -> None:
+        if self._exiting is None:
+            self._exiting = asyncio.ensure_future(self._exit())
+
+    async def _exit(self) -> None:
+        try:
+            await self._before_exit()
+        finally:
+            self.should_exit = True
+
+
+def _advertised_instance(
+    args: argparse.Namespace, http_port: int, grpc_port: int | None
+) -> Instance:
+    host = args.advertise_host or args.host
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.gethostname()
+    http = f"[{host}]:{http_port}" if ":" in host else f"{host}:{http_port}"
+    grpc = None
+    if grpc_port is not None:
+        grpc = f"[{host}]:{grpc_port}" if ":" in host else f"{host}:{grpc_port}"
+    labels = {"data_center": args.data_center, "queue": args.queue}
+    return Instance(
+        service=args.service,
+        group=args.group,
+        instance_id=args.instance_id or http,
+        http=http,
+        grpc=grpc,
+        labels={k: v for k, v in labels.items() if v},
+        spec=args.spec,
+        weight=args.weight,
+    )
+
+
 async def serve(args: argparse.Namespace) -> None:
+    if args.service and not args.group:
+        raise ConfigError(
+            f"--service {args.service} needs --group",
+            code=Code.INVALID_ARGUMENT,
+            rule="discovery/group",
+            where="pass --group GROUP (where it runs and who owns it)",
+        )
+    registry = open_registry(args.registry) if args.service else None
+    publisher: Publisher | None = None
     repository = ModelRepository(args.model_repository.resolve())
     manager = ModelManager(
         repository,
@@ -125,8 +228,16 @@ async def serve(args: argparse.Namespace) -> None:
         log_level="warning",
         timeout_keep_alive=30,
         limit_concurrency=args.http_max_connections,
+        proxy_headers=False,
+        server_header=False,
+        date_header=False,
     )
-    server = uvicorn.Server(config)
+
+    async def deregister() -> None:
+        if publisher is not None:
+            await publisher.stop()
+
+    server = _Server(config, before_exit=deregister)
     auth_on = governance is not None and governance.config.auth.enabled
     if not _is_loopback(args.host) and not auth_on:
         log.warning(
@@ -141,6 +252,7 @@ async def serve(args: argparse.Namespace) -> None:
     )
 
     async def announce() -> None:
+        nonlocal publisher
         while not server.started:
             await asyncio.sleep(0.05)
         ports = [s.getsockname()[1] for srv in server.servers for s in srv.sockets]
@@ -154,6 +266,15 @@ async def serve(args: argparse.Namespace) -> None:
             ready=manager.is_ready(),
             service=governance.service if governance else None,
         )
+        if registry is not None:
+            template = _advertised_instance(args, port, grpc_server.port if grpc_server else None)
+            publisher = Publisher(
+                registry,
+                lambda: replace(template, models=models_from_index(manager.index())),
+                manager.is_ready,
+                ttl=args.registry_ttl,
+            )
+            publisher.start()
 
     announcer: asyncio.Task[None] | None = None
     watcher: asyncio.Task[None] | None = None
@@ -173,6 +294,10 @@ async def serve(args: argparse.Namespace) -> None:
     finally:
         if announcer is not None:
             announcer.cancel()
+        if publisher is not None:
+            await publisher.stop()
+        elif registry is not None:
+            await registry.aclose()
         if watcher is not None:
             watcher.cancel()
         if governance is not None:

@@ -1,1 +1,96 @@
-"""(1) Discovery: service name → live instances that serve the model."""
+"""(1) Discovery: service name → live instances that serve the model.
+
+``open_registry(url)`` picks the backend from the URL:
+
+    embedded                         SQLite file at the default path (one machine)
+    embedded:///abs/path/registry.db SQLite file at that path
+    etcd://host:port[,host:port]     an etcd cluster (many machines)
+
+The default embedded path is ``$XDG_RUNTIME_DIR/modelyard/registry.db``, or
+``~/.cache/modelyard/registry.db`` where ``XDG_RUNTIME_DIR`` is unset.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from modelyard.clock import SYSTEM_CLOCK, Clock
+from modelyard.discovery.registry import Instance, Lease, Registry, Snapshot
+from modelyard.errors import Code, ConfigError, ModelyardError
+
+__all__ = [
+    "DEFAULT_REGISTRY_URL",
+    "Instance",
+    "Lease",
+    "Registry",
+    "RegistryError",
+    "Snapshot",
+    "default_embedded_path",
+    "open_registry",
+]
+
+DEFAULT_REGISTRY_URL = "embedded"
+
+_URL_FORMS = "embedded, embedded:///abs/path/registry.db or etcd://host:port[,host:port]"
+
+
+class RegistryError(ModelyardError):
+    """The registry could not be read or written (unreachable, refused, corrupt)."""
+
+    layer = "discovery"
+
+
+def default_embedded_path() -> Path:
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = Path(runtime) if runtime else Path.home() / ".cache"
+    return base / "modelyard" / "registry.db"
+
+
+def open_registry(url: str, *, clock: Clock = SYSTEM_CLOCK) -> Registry:
+    """The registry that ``url`` names; ``ConfigError`` when the URL is not one of the forms."""
+    scheme, _, rest = url.partition(":")
+    if scheme == "embedded":
+        return _open_embedded(url, rest, clock)
+    if scheme == "etcd":
+        return _open_etcd(url)
+    raise _bad_url(url, f"unknown scheme '{scheme}'" if rest else "no scheme")
+
+
+def _open_embedded(url: str, rest: str, clock: Clock) -> Registry:
+    from modelyard.discovery.embedded import EmbeddedRegistry
+
+    if rest in ("", "//"):
+        return EmbeddedRegistry(default_embedded_path(), clock=clock)
+    parts = urlsplit(url)
+    if parts.netloc or parts.query or parts.fragment:
+        raise _bad_url(url, "an embedded registry is a local file: embedded:///abs/path")
+    path = Path(unquote(parts.path))
+    if not path.is_absolute() or not rest.startswith("///"):
+        raise _bad_url(url, "the embedded registry's path must be absolute (three slashes)")
+    return EmbeddedRegistry(path, clock=clock)
+
+
+def _open_etcd(url: str) -> Registry:
+    from modelyard.discovery.etcd import EtcdRegistry
+
+    parts = urlsplit(url)
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise _bad_url(url, "an etcd URL names hosts only: etcd://host:port[,host:port]")
+    endpoints: list[str] = []
+    for member in parts.netloc.split(","):
+        host, sep, port = member.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise _bad_url(url, f"'{member}' is not host:port")
+        endpoints.append(f"http://{host}:{port}")
+    return EtcdRegistry(endpoints)
+
+
+def _bad_url(url: str, why: str) -> ConfigError:
+    return ConfigError(
+        f"bad registry URL '{url}': {why}",
+        code=Code.INVALID_ARGUMENT,
+        rule="discovery/registry-url",
+        where=f"--registry takes {_URL_FORMS}",
+    )

@@ -27,6 +27,7 @@ from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.config import read_model_config, select_versions, validate_version_policy
 from modelyard.engines import backend_for
 from modelyard.errors import Code, ConfigError, ModelServerError, ModelyardError
+from modelyard.server.loop_load import LoopLoad
 from modelyard.server.model_version import ModelVersion, VersionState, load_model_version
 from modelyard.server.repository import ModelFingerprint, ModelRepository
 
@@ -80,12 +81,14 @@ class ModelManager:
         self._models: dict[str, ModelRecord] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._poll_task: asyncio.Task[None] | None = None
+        self.loop_load = LoopLoad()
         self._background: set[asyncio.Task[Any]] = set()
         self.started = False
 
     # ---- start and stop -------------------------------------------------
 
     async def start(self) -> None:
+        self.loop_load.start()
         if self.mode is ControlMode.EXPLICIT:
             names = self._startup_models
             if "*" in names:
@@ -102,6 +105,7 @@ class ModelManager:
             self._poll_task = asyncio.create_task(self._poll_forever())
 
     async def stop(self) -> None:
+        self.loop_load.stop()
         if self._poll_task:
             self._poll_task.cancel()
         for record in self._models.values():
@@ -321,6 +325,7 @@ class ModelManager:
                         trusted=self._trusted(name),
                         default_max_queue_size=self._default_max_queue_size,
                         clock=self._clock,
+                        loop_load=self.loop_load,
                     ),
                 )
             except ModelyardError as exc:

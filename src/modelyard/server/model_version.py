@@ -16,6 +16,7 @@ from modelyard.config import ModelSpec, compile_spec, complete_config
 from modelyard.engines import PLATFORMS, Engine, LoadContext, Signature, engine_class
 from modelyard.errors import Code, ModelServerError, ModelyardError
 from modelyard.server.batcher import BatchingPolicy
+from modelyard.server.loop_load import LoopLoad
 from modelyard.server.scheduler import Scheduler
 from modelyard.types import CONFIG_TO_V2, numpy_dtype
 
@@ -179,6 +180,7 @@ def load_model_version(
     trusted: bool = False,
     default_max_queue_size: int = 0,
     clock: Clock = SYSTEM_CLOCK,
+    loop_load: LoopLoad | None = None,
 ) -> ModelVersion:
     """Load, complete, warm up: returns a READY version or raises with the reason."""
     name = model_dir.name
@@ -226,7 +228,13 @@ def load_model_version(
     key = "modelyard_inline_execution"
     inline = config.parameters[key].string_value.lower() if key in config.parameters else ""
     scheduler = Scheduler(
-        name, version, engines, policy, clock=clock, allow_inline=inline not in ("false", "0", "no")
+        name,
+        version,
+        engines,
+        policy,
+        clock=clock,
+        allow_inline=inline not in ("false", "0", "no"),
+        loop_load=loop_load,
     )
     return ModelVersion(
         name=name,

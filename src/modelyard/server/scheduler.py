@@ -11,7 +11,9 @@ handing a request to a thread and its answer back costs more than computing
 it. Once a version has shown (moving average over its executions) that it runs
 under ``INLINE_THRESHOLD_NS``, a request that finds the queue empty and every
 instance idle runs at once on the event loop with instance 0's engine. Slower
-models, and any request that finds work queued, take the thread path.
+models, and any request that finds work queued, take the thread path; so do
+requests to batching models while the event loop is busy (``LoopLoad``), so
+that under load they can share batches.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import Engine
 from modelyard.errors import Code, EngineError, ModelServerError, ModelyardError
 from modelyard.server.batcher import BatchingPolicy, QueuedRequest, RequestQueue
+from modelyard.server.loop_load import LoopLoad
 from modelyard.server.stats import VersionStats
 
 
@@ -97,6 +100,7 @@ class Scheduler:
         *,
         clock: Clock = SYSTEM_CLOCK,
         allow_inline: bool = True,
+        loop_load: LoopLoad | None = None,
     ) -> None:
         self.model = model
         self.version = version
@@ -111,6 +115,8 @@ class Scheduler:
         self._executing = 0
         self._in_order = _InOrder() if policy.preserve_ordering else None
         self._allow_inline = allow_inline
+        # batching models run inline only while the loop is idle; under load they queue
+        self._loop_load = loop_load if policy.batching else None
         self._inline_ok = False
         self._inline_busy = False
         self._observed = 0
@@ -150,7 +156,8 @@ class Scheduler:
             client_deadline_ns=int(client_deadline * 1e9) if client_deadline else None,
             payload=_Payload(inputs, outputs, future, loop),
         )
-        if self._inline_ok and self._try_inline(inputs, outputs, rows, future):
+        loaded = self._loop_load is not None and self._loop_load.busy
+        if self._inline_ok and not loaded and self._try_inline(inputs, outputs, rows, future):
             return future
         with self._cond:
             if self._closed:

@@ -1,0 +1,96 @@
+"""What the guard chain costs: tiny_onnx with auth + cluster-qps in Redis vs no chain.
+
+    python bench/governance_cost.py [--seconds 8]
+
+Needs `wrk` and `redis-server`. One run: a server without a service file and
+one with auth and a cluster-qps limit far above the offered load (counted in a
+real Redis, leased in chunks), both pinned to core 0 and measured alternately
+(A B A B) with wrk on core 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from batching import LUA, Server, binary_request, wrk  # noqa: E402
+
+from modelyard.examples.build import build_example_repository, example_inputs  # noqa: E402
+from modelyard.governance.auth import hash_secret  # noqa: E402
+from tests.support.redis_server import running_redis  # noqa: E402
+from tests.support.servers import free_port  # noqa: E402
+
+KEY = "bench-key"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--out", type=Path, default=Path("bench/out/governance_cost.json"))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp_name, running_redis(Path(tmp_name)) as redis:
+        tmp = Path(tmp_name)
+        repository = tmp / "models"
+        build_example_repository(repository)
+        service = tmp / "service.yaml"
+        service.write_text(
+            "service: com.example.bench.tiny\n"
+            "auth:\n  enabled: true\n  principals:\n    bench:\n"
+            f'      api_keys: ["{hash_secret(KEY)}"]\n      allow: {{infer: ["*"]}}\n'
+            "limits:\n  infer:\n    cluster_qps: 1000000\n"
+            f'cluster:\n  redis_url: "{redis.url}"\n  lease_chunk: 50\n'
+        )
+        body, header_length = binary_request("input", example_inputs("tiny_onnx", 1)["input"])
+        (tmp / "body.bin").write_bytes(body)
+        script = tmp / "req.lua"
+        script.write_text(
+            LUA.format(body=tmp / "body.bin", header_length=header_length)
+            + f'wrk.headers["x-api-key"] = "{KEY}"\n'
+        )
+        servers = {}
+        for name, extra in (("chain_off", []), ("chain_on", ["--service-config", str(service)])):
+            port = free_port()
+            servers[name] = Server(
+                [sys.executable, "-m", "modelyard.cli.main", "serve", "--model-repository",
+                 str(repository), "--http-port", str(port), "--grpc-port", "-1",
+                 "--metrics-port", "-1", "--model-control-mode", "explicit",
+                 "--load-model", "tiny_onnx", *extra],
+                port,
+                "/v2/health/ready",
+            )  # fmt: skip
+        try:
+            results: dict[str, list[dict[str, float]]] = {name: [] for name in servers}
+            for server in servers.values():
+                url = f"http://127.0.0.1:{server.port}/v2/models/tiny_onnx/infer"
+                wrk(url, script, args.connections, 2)
+            for _ in range(2):
+                for name, server in servers.items():
+                    url = f"http://127.0.0.1:{server.port}/v2/models/tiny_onnx/infer"
+                    results[name].append(wrk(url, script, args.connections, args.seconds))
+        finally:
+            for server in servers.values():
+                server.stop()
+    summary = {
+        name: sum(r["requests_per_s"] for r in runs) / len(runs) for name, runs in results.items()
+    }
+    report = {
+        "connections": args.connections,
+        "runs": results,
+        "mean_requests_per_s": summary,
+        "cost": 1 - summary["chain_on"] / summary["chain_off"],
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2))
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

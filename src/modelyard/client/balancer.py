@@ -1,0 +1,215 @@
+"""Which instance gets the next request: power of two choices, and passive outlier ejection.
+
+``Balancer.pick`` draws two distinct hosts at random in proportion to their
+weight and takes the one with fewer outstanding requests per unit of weight (the
+first drawn on a tie, so an idle service is still spread by weight). Hosts that
+fail are ejected for a while, as Envoy's outlier detection does:
+
+- ``consecutive_failures`` failures in a row, or a failure percentage of at
+  least ``failure_percentage`` over a window of ``interval`` seconds with at least
+  ``failure_percentage_min_requests`` results, eject a host;
+- an ejection lasts ``base_ejection_time`` times the number of times the host
+  was ejected (at most ``max_ejection_time``); the count goes down by one for
+  each ``interval`` the host then stays in;
+- at most ``max_ejection_percent`` of the hosts are out at once (always one may be);
+- when fewer than ``panic_threshold`` percent of a model's hosts are in, the
+  balancer ignores ejections for that model and uses them all.
+
+Only what the caller reports as a failure counts: the client reports
+connection errors and UNAVAILABLE, not a model's own errors, which every host
+would repeat. Pure logic: time comes from the injected clock, randomness from
+the injected ``random.Random``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from modelyard.clock import SYSTEM_CLOCK, Clock
+
+
+@dataclass(frozen=True, slots=True)
+class OutlierPolicy:
+    consecutive_failures: int = 5
+    failure_percentage: float = 50.0
+    failure_percentage_min_requests: int = 20
+    interval: float = 10.0
+    base_ejection_time: float = 30.0
+    max_ejection_time: float = 300.0
+    max_ejection_percent: float = 50.0
+    panic_threshold: float = 50.0
+
+
+class Host:
+    """One instance as the balancer sees it: its weight, its load and its failures."""
+
+    __slots__ = (
+        "calm_since",
+        "consecutive_failures",
+        "ejected_until",
+        "ejections",
+        "key",
+        "outstanding",
+        "weight",
+        "window_failures",
+        "window_requests",
+        "window_start",
+    )
+
+    def __init__(self, key: str, weight: float = 1.0) -> None:
+        self.key = key
+        self.weight = weight
+        self.outstanding = 0
+        self.consecutive_failures = 0
+        self.window_start = 0.0
+        self.window_requests = 0
+        self.window_failures = 0
+        self.ejected_until = 0.0
+        self.ejections = 0  # the multiplier of the next ejection time
+        self.calm_since = 0.0
+
+    def ejected(self, now: float) -> bool:
+        return self.ejected_until > now
+
+    def __repr__(self) -> str:
+        return f"Host({self.key!r}, weight={self.weight}, outstanding={self.outstanding})"
+
+
+H = TypeVar("H", bound=Host)
+
+
+class Balancer:
+    def __init__(
+        self,
+        policy: OutlierPolicy | None = None,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.policy = policy or OutlierPolicy()
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.hosts: dict[str, Host] = {}
+        self._ejection_horizon = 0.0  # no host is ejected at or after this time
+
+    # ---- membership -----------------------------------------------------
+
+    def add(self, host: Host) -> None:
+        self.hosts[host.key] = host
+
+    def remove(self, key: str) -> None:
+        self.hosts.pop(key, None)
+
+    # ---- picking --------------------------------------------------------
+
+    def pick(self, candidates: Sequence[H], exclude: Collection[Host] = ()) -> H | None:
+        """The host for the next request among ``candidates``, never one in ``exclude``."""
+        now = self.clock.monotonic()
+        if now >= self._ejection_horizon:
+            pool = [h for h in candidates if h not in exclude] if exclude else candidates
+        else:
+            pool = self._healthy_pool(candidates, exclude, now)
+        if not pool:
+            return None
+        if len(pool) == 1:
+            return pool[0]
+        first, second = self._two(pool)
+        # fewer outstanding per unit of weight wins, without dividing
+        if second.outstanding * first.weight < first.outstanding * second.weight:
+            return second
+        return first
+
+    def _healthy_pool(
+        self, candidates: Sequence[H], exclude: Collection[Host], now: float
+    ) -> list[H]:
+        healthy = [h for h in candidates if not h.ejected(now)]
+        panic = len(healthy) * 100 < self.policy.panic_threshold * len(candidates)
+        if not panic:
+            pool = [h for h in healthy if h not in exclude]
+            if pool:
+                return pool
+        # panic, or every healthy host already tried: an ejected host beats none
+        return [h for h in candidates if h not in exclude]
+
+    def _two(self, pool: Sequence[H]) -> tuple[H, H]:
+        total = 0.0
+        for host in pool:
+            total += host.weight
+        if total <= 0:
+            first, second = self.rng.sample(range(len(pool)), 2)
+            return pool[first], pool[second]
+        first_host = self._draw(pool, total, None)
+        return first_host, self._draw(pool, total - first_host.weight, first_host)
+
+    def _draw(self, pool: Sequence[H], total: float, skip: Host | None) -> H:
+        target = self.rng.random() * total
+        last: H | None = None
+        for host in pool:
+            if host is skip:
+                continue
+            target -= host.weight
+            last = host
+            if target < 0:
+                return host
+        assert last is not None
+        return last  # rounding left a sliver past the end
+
+    # ---- outcomes -------------------------------------------------------
+
+    def start(self, host: Host) -> None:
+        host.outstanding += 1
+
+    def finish(self, host: Host, failed: bool | None) -> None:
+        """The outcome of a request on ``host``: failed, succeeded, or ``None`` to not count it."""
+        host.outstanding -= 1
+        if failed is None:
+            return
+        now = self.clock.monotonic()
+        if host.ejected(now):
+            return  # started before the ejection, or a panic pick: not news
+        policy = self.policy
+        if now - host.window_start >= policy.interval:
+            host.window_start = now
+            host.window_requests = 0
+            host.window_failures = 0
+        host.window_requests += 1
+        if not failed:
+            host.consecutive_failures = 0
+            if host.ejections and now - host.calm_since >= policy.interval:
+                host.ejections -= 1
+                host.calm_since = now
+            return
+        host.consecutive_failures += 1
+        host.window_failures += 1
+        if host.consecutive_failures >= policy.consecutive_failures or (
+            host.window_requests >= policy.failure_percentage_min_requests
+            and host.window_failures * 100 >= policy.failure_percentage * host.window_requests
+        ):
+            self._eject(host, now)
+
+    def _eject(self, host: Host, now: float) -> None:
+        policy = self.policy
+        out = sum(1 for h in self.hosts.values() if h.ejected(now))
+        limit = max(1, int(len(self.hosts) * policy.max_ejection_percent / 100))
+        if out >= limit:
+            return
+        host.ejections += 1
+        duration = min(
+            policy.base_ejection_time * host.ejections,
+            max(policy.base_ejection_time, policy.max_ejection_time),
+        )
+        host.ejected_until = now + duration
+        host.calm_since = host.ejected_until
+        host.consecutive_failures = 0
+        host.window_start = host.ejected_until
+        host.window_requests = 0
+        host.window_failures = 0
+        self._ejection_horizon = max(self._ejection_horizon, host.ejected_until)
+
+    def ejected(self) -> list[Host]:
+        """The hosts out now."""
+        now = self.clock.monotonic()
+        return [h for h in self.hosts.values() if h.ejected(now)]

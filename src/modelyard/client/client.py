@@ -1,0 +1,612 @@
+"""The client SDK: name a service and a model, get the outputs from whichever instance can answer.
+
+The client resolves the service once, then follows ``Registry.watch``; each
+snapshot becomes the table the hot path reads (instance key -> endpoint, and
+per model and version the endpoints that serve it READY, computed on first use).
+No request touches the registry. When the registry cannot be reached the client
+keeps routing on the last table it had and tries the registry again with
+backoff.
+
+A request picks an endpoint with the ``Balancer``, sends it over the endpoint's
+pooled transport and, on failure, asks the ``RetryPolicy`` and the
+``RetryBudget`` whether to try again, on an instance it has not tried yet, or
+after the ``retry_after`` a rate limit asked for. The error of the last attempt
+is what the caller gets.
+
+``AsyncClient`` runs in the caller's event loop. ``Client`` is the same client
+for synchronous code: it owns an event loop in a background thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from typing import Any, TypeVar
+
+import numpy as np
+import structlog
+
+from modelyard.client.balancer import Balancer, Host, OutlierPolicy
+from modelyard.client.retry import Action, RetryBudget, RetryPolicy, counts_as_failure
+from modelyard.client.transport import (
+    DEFAULT_HTTP_POOL_SIZE,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    ClientError,
+    Transport,
+    open_transport,
+)
+from modelyard.clock import SYSTEM_CLOCK, Clock
+from modelyard.discovery.registry import Instance, Registry, Snapshot
+from modelyard.errors import Code, ModelyardError
+from modelyard.types import InferRequest, InferResponse, RequestedOutput
+
+log = structlog.get_logger("modelyard.client")
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT_SECS = 30.0
+REGISTRY_RETRY_MIN_SECS = 0.1
+REGISTRY_RETRY_MAX_SECS = 5.0
+TRANSPORTS = ("http", "grpc")
+
+
+class Endpoint(Host):
+    """An instance the client can send to: its registry entry, its balancer state, its pool."""
+
+    __slots__ = ("address", "instance", "retired", "transport")
+
+    def __init__(self, key: str, instance: Instance, address: str) -> None:
+        super().__init__(key, instance.weight)
+        self.instance = instance
+        self.address = address
+        self.transport: Transport | None = None
+        self.retired = False
+
+
+def _version_key(version: str) -> tuple[int, str]:
+    return (int(version), "") if version.isdigit() else (-1, version)
+
+
+class AsyncClient:
+    def __init__(
+        self,
+        service: str,
+        registry: Registry | str,
+        *,
+        transport: str = "http",
+        timeout: float = DEFAULT_TIMEOUT_SECS,
+        max_attempts: int = 3,
+        outlier: OutlierPolicy | None = None,
+        retry_budget: RetryBudget | None = None,
+        http_pool_size: int = DEFAULT_HTTP_POOL_SIZE,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        clock: Clock = SYSTEM_CLOCK,
+        rng: random.Random | None = None,
+    ) -> None:
+        if transport not in TRANSPORTS:
+            raise ClientError(
+                f"unknown transport '{transport}'",
+                code=Code.INVALID_ARGUMENT,
+                rule="client/transport",
+                where='transport="http" or transport="grpc"',
+            )
+        self.service = service
+        self.transport = transport
+        self.timeout = timeout
+        self.clock = clock
+        self.balancer = Balancer(outlier, clock=clock, rng=rng)
+        self.policy = RetryPolicy(max_attempts=max_attempts)
+        self.budget = retry_budget or RetryBudget(clock=clock)
+        self._registry_url = registry if isinstance(registry, str) else None
+        self._registry: Registry | None = None if isinstance(registry, str) else registry
+        self._http_pool_size = http_pool_size
+        self._max_message_bytes = max_message_bytes
+        self._endpoints: dict[str, Endpoint] = {}
+        self._routes: dict[tuple[str, str | None], list[Endpoint]] = {}
+        self._instances: list[Instance] = []
+        self._revision: int | None = None
+        self._registry_error: BaseException | None = None
+        self._started = False
+        self._start_task: asyncio.Task[None] | None = None
+        self._follower: asyncio.Task[None] | None = None
+        self._closing: set[asyncio.Task[None]] = set()
+        self._listeners: list[Callable[[], None]] = []
+
+    # ---- lifecycle ------------------------------------------------------
+
+    async def start(self) -> None:
+        """Resolve the service and follow its changes; the first call does, later calls wait."""
+        if self._start_task is None:
+            self._start_task = asyncio.ensure_future(self._start())
+        await asyncio.shield(self._start_task)
+
+    async def _start(self) -> None:
+        if self._registry is None:
+            from modelyard.discovery import open_registry
+
+            assert self._registry_url is not None
+            self._registry = open_registry(self._registry_url, clock=self.clock)
+        try:
+            self._apply(await self._registry.resolve(self.service))
+        except Exception as exc:
+            self._registry_error = exc
+            log.warning("registry_unreachable", service=self.service, error=str(exc))
+        self._follower = asyncio.create_task(self._follow())
+        self._started = True
+
+    async def _follow(self) -> None:
+        assert self._registry is not None
+        registry = self._registry
+        delay = REGISTRY_RETRY_MIN_SECS
+        while True:
+            try:
+                if self._revision is None:
+                    self._apply(await registry.resolve(self.service))
+                assert self._revision is not None
+                snapshots = registry.watch(self.service, self._revision)
+                try:
+                    async for snapshot in snapshots:
+                        self._apply(snapshot)
+                        delay = REGISTRY_RETRY_MIN_SECS
+                finally:
+                    aclose: Callable[[], Awaitable[None]] | None = getattr(
+                        snapshots, "aclose", None
+                    )
+                    if aclose is not None:
+                        await aclose()
+                raise ClientError(
+                    "the registry's watch ended",
+                    code=Code.UNAVAILABLE,
+                    rule="client/registry-watch",
+                    where="the registry backend",
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._registry_error = exc
+                log.warning(
+                    "registry_unreachable",
+                    service=self.service,
+                    error=str(exc),
+                    routing_on=len(self._endpoints),
+                    retry_in=delay,
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, REGISTRY_RETRY_MAX_SECS)
+                self._revision = None  # list again: a watch from an old revision may be refused
+
+    async def aclose(self) -> None:
+        if self._follower is not None:
+            self._follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._follower
+        for endpoint in self._endpoints.values():
+            self._close(endpoint)
+        self._endpoints = {}
+        self._routes = {}
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
+        if self._registry is not None and self._registry_url is not None:
+            await self._registry.aclose()  # opened here from a URL: ours to close
+
+    async def __aenter__(self) -> AsyncClient:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # ---- the routing table ------------------------------------------------
+
+    def _apply(self, snapshot: Snapshot) -> None:
+        old = self._endpoints
+        endpoints: dict[str, Endpoint] = {}
+        for instance in snapshot.instances:
+            if instance.service != self.service:
+                continue
+            address = instance.http if self.transport == "http" else instance.grpc
+            if not address:
+                continue
+            key = f"{instance.instance_id}@{address}"
+            endpoint = old.get(key)
+            if endpoint is None:
+                endpoint = Endpoint(key, instance, address)
+                self.balancer.add(endpoint)
+            else:
+                endpoint.instance = instance
+                endpoint.weight = instance.weight
+            endpoints[key] = endpoint
+        for key, endpoint in old.items():
+            if key not in endpoints:
+                self.balancer.remove(key)
+                endpoint.retired = True
+                if endpoint.outstanding == 0:
+                    self._close(endpoint)
+        self._endpoints = endpoints
+        self._routes = {}
+        self._instances = list(snapshot.instances)
+        self._revision = snapshot.revision
+        self._registry_error = None
+        for listener in self._listeners:
+            listener()
+
+    def _route(self, model: str, version: str | None) -> list[Endpoint]:
+        serving: list[Endpoint] = []
+        draining: list[Endpoint] = []
+        for endpoint in self._endpoints.values():
+            instance = endpoint.instance
+            if instance.serves(model, version):
+                (serving if instance.state == "SERVING" else draining).append(endpoint)
+        return serving or draining  # a draining instance still answers until it goes
+
+    def candidates(self, model: str, version: str | None = None) -> list[Endpoint]:
+        """The endpoints that serve the model (and version) READY, from the current table."""
+        key = (model, version)
+        found = self._routes.get(key)
+        if found is None:
+            found = self._route(model, version)
+            if found or len(self._routes) < 1024:
+                self._routes[key] = found
+        return found
+
+    def instances(self) -> list[Instance]:
+        """The service's instances in the last snapshot read from the registry."""
+        return list(self._instances)
+
+    def ready_versions(self, model: str) -> list[str]:
+        """The versions of the model READY on at least one instance, oldest first."""
+        versions = {
+            version
+            for instance in self._instances
+            for version, state in instance.models.get(model, {}).items()
+            if state == "READY"
+        }
+        return sorted(versions, key=_version_key)
+
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (in the client's loop) after each new registry snapshot."""
+        self._listeners.append(callback)
+
+    def _transport(self, endpoint: Endpoint) -> Transport:
+        transport = endpoint.transport
+        if transport is None:
+            transport = endpoint.transport = open_transport(
+                self.transport,
+                endpoint.address,
+                http_pool_size=self._http_pool_size,
+                max_message_bytes=self._max_message_bytes,
+            )
+        return transport
+
+    def _close(self, endpoint: Endpoint) -> None:
+        transport, endpoint.transport = endpoint.transport, None
+        if transport is not None:
+            task = asyncio.ensure_future(transport.aclose())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+    def _no_instance(self, model: str, version: str | None) -> ClientError:
+        what = f"model '{model}'" + (f" version {version}" if version else "")
+        if self._revision is None:
+            return ClientError(
+                f"no instances of service '{self.service}' known: the registry could not be "
+                f"read ({self._registry_error})",
+                code=Code.UNAVAILABLE,
+                rule="client/registry",
+                where="the registry URL, and whether the registry is up",
+            )
+        if not self._endpoints:
+            return ClientError(
+                f"service '{self.service}' has no live instance with a {self.transport} "
+                "address in the registry",
+                code=Code.UNAVAILABLE,
+                rule="client/no-instance",
+                where=f"start instances with modelyard serve --service {self.service}",
+            )
+        return ClientError(
+            f"no instance of service '{self.service}' has {what} READY "
+            f"({len(self._endpoints)} instances known)",
+            code=Code.NOT_FOUND,
+            rule="client/no-instance-for-model",
+            where="load the model on an instance of the service; GET /v2/repository/index "
+            "on an instance lists its models",
+        )
+
+    # ---- calls ----------------------------------------------------------
+
+    async def _call(
+        self,
+        model: str,
+        version: str | None,
+        send: Callable[[Transport, float], Awaitable[T]],
+        timeout: float | None,
+        deadline: float | None = None,
+    ) -> T:
+        if not self._started:
+            await self.start()
+        clock = self.clock
+        balancer = self.balancer
+        limit = clock.monotonic() + (self.timeout if timeout is None else timeout)
+        deadline = limit if deadline is None else min(deadline, limit)
+        self.budget.on_request()
+        tried: list[Endpoint] = []
+        error: ModelyardError | None = None
+        attempts = 0
+        while True:
+            candidates = self.candidates(model, version)
+            endpoint = balancer.pick(candidates, tried) if candidates else None
+            if endpoint is None:
+                raise error if error is not None else self._no_instance(model, version)
+            balancer.start(endpoint)
+            try:
+                result = await send(self._transport(endpoint), deadline - clock.monotonic())
+            except ModelyardError as exc:
+                error = exc
+            except BaseException:
+                self._finish(endpoint, None)
+                raise
+            else:
+                self._finish(endpoint, False)
+                return result
+            assert error is not None
+            self._finish(endpoint, counts_as_failure(error))
+            attempts += 1
+            decision = self.policy.decide(error, attempts, deadline - clock.monotonic())
+            if decision.action is Action.FAIL or not self.budget.try_spend():
+                raise error
+            if decision.action is Action.WAIT_AND_RETRY:
+                await asyncio.sleep(decision.delay)
+            else:
+                tried.append(endpoint)
+
+    def _finish(self, endpoint: Endpoint, failed: bool | None) -> None:
+        self.balancer.finish(endpoint, failed)
+        if endpoint.retired and endpoint.outstanding == 0:
+            self._close(endpoint)
+
+    async def infer_request(
+        self, request: InferRequest, timeout: float | None = None
+    ) -> InferResponse:
+        """Send a protocol-level request (what a gateway forwards); honours ``request.deadline``."""
+
+        def send(transport: Transport, remaining: float) -> Awaitable[InferResponse]:
+            return transport.infer(request, remaining)
+
+        return await self._call(
+            request.model_name, request.model_version, send, timeout, request.deadline
+        )
+
+    async def infer(
+        self,
+        model: str,
+        inputs: Mapping[str, np.ndarray],
+        version: str | int | None = None,
+        timeout: float | None = None,
+        outputs: Iterable[str] | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Run ``model`` on ``inputs`` on an instance of the service; the outputs by name."""
+        request = InferRequest(
+            model_name=model,
+            model_version=None if version is None else str(version),
+            inputs=dict(inputs),
+            input_datatypes={},
+            outputs=None if outputs is None else [RequestedOutput(name) for name in outputs],
+            binary_output_default=True,
+        )
+        response = await self.infer_request(request, timeout)
+        return {tensor.name: tensor.data for tensor in response.outputs}
+
+    async def model_metadata(
+        self, model: str, version: str | int | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """The V2 metadata; ``versions`` lists the versions READY on any instance of the service."""
+        v = None if version is None else str(version)
+
+        def send(transport: Transport, remaining: float) -> Awaitable[dict[str, Any]]:
+            return transport.model_metadata(model, v, remaining)
+
+        doc = await self._call(model, v, send, timeout)
+        doc["versions"] = self.ready_versions(model) or doc.get("versions", [])
+        return doc
+
+    async def model_config(
+        self, model: str, version: str | int | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
+        v = None if version is None else str(version)
+
+        def send(transport: Transport, remaining: float) -> Awaitable[dict[str, Any]]:
+            return transport.model_config(model, v, remaining)
+
+        return await self._call(model, v, send, timeout)
+
+    async def statistics(
+        self, model: str | None = None, version: str | int | None = None, timeout: float = 5.0
+    ) -> dict[str, Any]:
+        """V2 statistics summed over every instance that answers (``{"model_stats": [...]}``)."""
+        if not self._started:
+            await self.start()
+        v = None if version is None else str(version)
+        if model is None:
+            endpoints = list(self._endpoints.values())
+        else:
+            endpoints = self.candidates(model, v)
+            if not endpoints:
+                raise self._no_instance(model, v)
+        results = await asyncio.gather(
+            *(self._transport(e).statistics(model, v, timeout) for e in endpoints),
+            return_exceptions=True,
+        )
+        docs = [r for r in results if isinstance(r, dict)]
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if not docs and failures:
+            raise failures[0]
+        return merge_statistics(docs)
+
+
+_DURATIONS = (
+    "success",
+    "fail",
+    "queue",
+    "compute_input",
+    "compute_infer",
+    "compute_output",
+    "cache_hit",
+    "cache_miss",
+)
+_BATCH_DURATIONS = ("compute_input", "compute_infer", "compute_output")
+
+
+def _add_duration(into: dict[str, int], value: Any) -> None:
+    if isinstance(value, dict):
+        into["count"] += int(value.get("count", 0))
+        into["ns"] += int(value.get("ns", 0))
+
+
+def merge_statistics(docs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Sum per-instance V2 statistics into one document, model version by model version."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    batches: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+    for doc in docs:
+        for row in doc.get("model_stats") or ():
+            key = (str(row.get("name", "")), str(row.get("version", "")))
+            merged = rows.get(key)
+            if merged is None:
+                merged = rows[key] = {
+                    "name": key[0],
+                    "version": key[1],
+                    "last_inference": 0,
+                    "inference_count": 0,
+                    "execution_count": 0,
+                    "inference_stats": {name: {"count": 0, "ns": 0} for name in _DURATIONS},
+                }
+                batches[key] = {}
+            merged["last_inference"] = max(
+                merged["last_inference"], int(row.get("last_inference", 0))
+            )
+            merged["inference_count"] += int(row.get("inference_count", 0))
+            merged["execution_count"] += int(row.get("execution_count", 0))
+            stats = row.get("inference_stats") or {}
+            for name in _DURATIONS:
+                _add_duration(merged["inference_stats"][name], stats.get(name))
+            for batch in row.get("batch_stats") or ():
+                size = int(batch.get("batch_size", 0))
+                slot = batches[key].get(size)
+                if slot is None:
+                    slot = batches[key][size] = {"batch_size": size} | {
+                        name: {"count": 0, "ns": 0} for name in _BATCH_DURATIONS
+                    }
+                for name in _BATCH_DURATIONS:
+                    _add_duration(slot[name], batch.get(name))
+    out = []
+    for key in sorted(rows, key=lambda k: (k[0], _version_key(k[1]))):
+        row = rows[key]
+        row["batch_stats"] = [batches[key][size] for size in sorted(batches[key])]
+        out.append(row)
+    return {"model_stats": out}
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+class Client:
+    """``AsyncClient`` for synchronous code: the same calls, on an event loop in a thread.
+
+    Safe to call from many threads at once; ``close()`` (or ``with``) ends the thread.
+    """
+
+    def __init__(self, service: str, registry: Registry | str, **options: Any) -> None:
+        self._loop = _new_loop()
+        self._thread = threading.Thread(
+            target=self._run, name=f"modelyard-client-{service}", daemon=True
+        )
+        self._thread.start()
+        self._client = self._wait(self._create(service, registry, options))
+        try:
+            self._wait(self._client.start())
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    async def _create(
+        service: str, registry: Registry | str, options: dict[str, Any]
+    ) -> AsyncClient:
+        return AsyncClient(service, registry, **options)
+
+    def _run(self) -> None:
+        loop = self._loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_forever()
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            loop.close()
+
+    def _wait(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    @property
+    def async_client(self) -> AsyncClient:
+        """The client underneath; use it only from coroutines run on ``self.loop``."""
+        return self._client
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def infer(
+        self,
+        model: str,
+        inputs: Mapping[str, np.ndarray],
+        version: str | int | None = None,
+        timeout: float | None = None,
+        outputs: Iterable[str] | None = None,
+    ) -> dict[str, np.ndarray]:
+        return self._wait(self._client.infer(model, inputs, version, timeout, outputs))
+
+    def infer_request(self, request: InferRequest, timeout: float | None = None) -> InferResponse:
+        return self._wait(self._client.infer_request(request, timeout))
+
+    def model_metadata(
+        self, model: str, version: str | int | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
+        return self._wait(self._client.model_metadata(model, version, timeout))
+
+    def model_config(
+        self, model: str, version: str | int | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
+        return self._wait(self._client.model_config(model, version, timeout))
+
+    def statistics(
+        self, model: str | None = None, version: str | int | None = None, timeout: float = 5.0
+    ) -> dict[str, Any]:
+        return self._wait(self._client.statistics(model, version, timeout))
+
+    def instances(self) -> list[Instance]:
+        return self._client.instances()
+
+    def close(self) -> None:
+        if not self._thread.is_alive():
+            return
+        client = getattr(self, "_client", None)
+        try:
+            if client is not None:
+                self._wait(client.aclose())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,587 @@
+"""One instance on the wire: V2 HTTP over an aiohttp keep-alive pool, or V2 gRPC over a channel.
+
+Requests always travel as binary tensors and ask for binary outputs; the
+``binary`` flag of each returned ``OutputTensor`` is what the request asked
+for, so a gateway can answer its own caller in the form it wanted.
+
+Every failure leaves a transport as a ``ModelyardError``, in one place each
+(``error_from_http``, ``error_from_grpc``, ``connection_error``):
+
+- an instance's answer keeps its error line: ``[layer] detail; rule=...``
+  becomes the same layer's class with the same fields, so ``str(error)`` is the
+  line the server wrote and a gateway forwards it unchanged;
+- no answer becomes a ``ClientError``: UNAVAILABLE (rule ``client/connection``)
+  when the instance could not be reached or dropped the connection,
+  DEADLINE_EXCEEDED (rule ``client/deadline``) when the time ran out.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import grpc
+import numpy as np
+import orjson
+from google.protobuf import json_format
+from tritonclient.grpc import service_pb2 as pb
+from tritonclient.grpc import service_pb2_grpc
+
+from modelyard.discovery import RegistryError
+from modelyard.errors import (
+    Code,
+    ConfigError,
+    EngineError,
+    GovernanceError,
+    ModelServerError,
+    ModelyardError,
+    ProtocolError,
+)
+from modelyard.protocol.status import STATUS
+from modelyard.protocol.tensors import decode_raw_tensor, fp32_to_bf16, serialize_bytes
+from modelyard.protocol.v2_grpc import parameter_value
+from modelyard.types import (
+    NUMPY_TO_V2,
+    InferRequest,
+    InferResponse,
+    OutputTensor,
+    numpy_dtype,
+)
+
+DEFAULT_HTTP_POOL_SIZE = 256
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+# below the server's keep-alive (30 s), so the client never reuses a socket the server is closing
+HTTP_KEEPALIVE_SECS = 15.0
+
+
+class ClientError(ModelyardError):
+    """The client could not get an answer: no instance, unreachable, out of time."""
+
+    layer = "client"
+
+
+# ---- errors -----------------------------------------------------------------
+
+_LINE = re.compile(
+    r"^\[(?P<layer>[a-z-]+)\] (?P<detail>.*?)(?:; rule=(?P<rule>[^;]*))?"
+    r"(?:; change: (?P<where>.*?))?(?:; retry after (?P<retry>[0-9.]+)s)?$",
+    re.DOTALL,
+)
+_LAYERS: dict[str, type[ModelyardError]] = {
+    cls.layer: cls
+    for cls in (
+        ModelyardError,
+        ConfigError,
+        ProtocolError,
+        GovernanceError,
+        ModelServerError,
+        EngineError,
+        RegistryError,
+        ClientError,
+    )
+}
+
+_HTTP_CODES: dict[int, Code] = {}
+_GRPC_CODES: dict[str, Code] = {}
+for _code, (_http, _grpc) in STATUS.items():
+    _HTTP_CODES.setdefault(_http, _code)
+    _GRPC_CODES.setdefault(_grpc, _code)
+_GRPC_CODES["RESOURCE_EXHAUSTED"] = Code.RESOURCE_EXHAUSTED  # PAYLOAD_TOO_LARGE shares it
+
+
+def error_from_line(
+    line: str, code: Code, retry_after: float | None, fallback_rule: str
+) -> ModelyardError:
+    """The error an instance described in its error line, as the class of its layer."""
+    match = _LINE.match(line)
+    if match is None:  # not modelyard's line: a proxy, or a plain Triton
+        return ModelServerError(line or "no error message", code=code, rule=fallback_rule)
+    cls = _LAYERS.get(match["layer"], ModelServerError)
+    retry = match["retry"]
+    error = cls(
+        match["detail"],
+        code=code,
+        rule=match["rule"],
+        where=match["where"],
+        retry_after=float(retry) if retry else retry_after,
+    )
+    if match["layer"] != cls.layer:
+        error.layer = match["layer"]  # a layer this client does not know: keep the line
+    return error
+
+
+def _retry_after_header(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def error_from_http(status: int, body: bytes, retry_after: str | None) -> ModelyardError:
+    code = _HTTP_CODES.get(status)
+    if code is None:
+        code = Code.UNAVAILABLE if status in (502, 504) else Code.INTERNAL
+        if 400 <= status < 500:
+            code = Code.INVALID_ARGUMENT
+    try:
+        doc = orjson.loads(body) if body else {}
+        line = str(doc.get("error", "")) if isinstance(doc, dict) else ""
+    except orjson.JSONDecodeError:
+        line = body[:500].decode("utf-8", "replace")
+    if not line:
+        line = f"HTTP {status} without an error message"
+    return error_from_line(line, code, _retry_after_header(retry_after), f"http/{status}")
+
+
+def error_from_grpc(error: grpc.aio.AioRpcError, address: str, timeout: float) -> ModelyardError:
+    status = error.code()
+    details = error.details() or ""
+    if not details.startswith("["):
+        if status is grpc.StatusCode.UNAVAILABLE:
+            return connection_error(address, details)
+        if status is grpc.StatusCode.DEADLINE_EXCEEDED:
+            return deadline_error(address, timeout)
+    code = _GRPC_CODES.get(status.name, Code.INTERNAL)
+    retry_after: str | None = None
+    for key, value in error.trailing_metadata() or ():
+        if key == "retry-after":
+            retry_after = str(value)
+    if code is Code.RESOURCE_EXHAUSTED and details.startswith("[protocol]"):
+        code = Code.PAYLOAD_TOO_LARGE
+    return error_from_line(details, code, _retry_after_header(retry_after), f"grpc/{status.name}")
+
+
+def connection_error(address: str, why: str) -> ClientError:
+    return ClientError(
+        f"instance {address} unreachable: {why}",
+        code=Code.UNAVAILABLE,
+        rule="client/connection",
+        where="the instance's log; the registry lists it until its lease expires",
+    )
+
+
+def deadline_error(address: str, timeout: float) -> ClientError:
+    return ClientError(
+        f"no answer from instance {address} within {max(timeout, 0.0):.3f}s",
+        code=Code.DEADLINE_EXCEEDED,
+        rule="client/deadline",
+        where="the timeout of infer(), or the instance's queue and model",
+    )
+
+
+def malformed_response(address: str, why: str) -> ClientError:
+    return ClientError(
+        f"instance {address} sent a malformed response: {why}",
+        code=Code.INTERNAL,
+        rule="client/response",
+        where="the instance's version; report it with the instance's log",
+    )
+
+
+# ---- tensors ----------------------------------------------------------------
+
+
+def _tensor(name: str, value: Any, datatypes: dict[str, str]) -> tuple[str, np.ndarray, bytes]:
+    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    datatype = datatypes.get(name)
+    if datatype is None:
+        if array.dtype.kind in "OSU":
+            datatype = "BYTES"
+        else:
+            if array.dtype.byteorder == ">":
+                array = array.astype(array.dtype.newbyteorder("<"))
+            datatype = NUMPY_TO_V2.get(array.dtype)
+            if datatype is None:
+                raise ProtocolError(
+                    f"input '{name}' has numpy dtype {array.dtype}, which no V2 datatype holds",
+                    code=Code.INVALID_ARGUMENT,
+                    rule="client/input-dtype",
+                    where="convert the array to a bool, integer, float or bytes dtype",
+                )
+    if datatype == "BYTES":
+        raw = serialize_bytes(array)
+    elif datatype == "BF16":
+        raw = fp32_to_bf16(array)
+    else:
+        raw = np.ascontiguousarray(array).tobytes()
+    return datatype, array, raw
+
+
+def _binary_flags(request: InferRequest) -> tuple[dict[str, bool], bool]:
+    default = request.binary_output_default
+    if request.outputs is None:
+        return {}, default
+    return {o.name: default if o.binary is None else o.binary for o in request.outputs}, default
+
+
+def _forwarded_parameters(request: InferRequest) -> dict[str, Any]:
+    params = dict(request.parameters)
+    params.pop("binary_data_output", None)
+    if request.priority and "priority" not in params:
+        params["priority"] = request.priority
+    if request.timeout_us and "timeout" not in params:
+        params["timeout"] = request.timeout_us
+    return params
+
+
+def _from_json(datatype: str, shape: list[int], data: Any) -> np.ndarray:
+    if datatype == "BYTES":
+        array = np.empty(len(data), dtype=object)
+        array[:] = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in data]
+        return array.reshape(shape)
+    return np.asarray(data, dtype=numpy_dtype(datatype)).reshape(shape)
+
+
+# ---- HTTP codec ---------------------------------------------------------------
+
+
+def encode_http_request(request: InferRequest) -> tuple[bytes, int]:
+    """The body of a binary-tensor V2 request, and the length of its JSON header."""
+    inputs = []
+    blobs = []
+    for name, value in request.inputs.items():
+        datatype, array, raw = _tensor(name, value, request.input_datatypes)
+        inputs.append(
+            {
+                "name": name,
+                "datatype": datatype,
+                "shape": list(array.shape),
+                "parameters": {"binary_data_size": len(raw)},
+            }
+        )
+        blobs.append(raw)
+    params = _forwarded_parameters(request)
+    params["binary_data_output"] = True
+    doc: dict[str, Any] = {"inputs": inputs, "parameters": params}
+    if request.id is not None:
+        doc["id"] = request.id
+    if request.outputs is not None:
+        outputs = []
+        for out in request.outputs:
+            out_params: dict[str, Any] = {"binary_data": True}
+            if out.classification:
+                out_params["classification"] = out.classification
+            outputs.append({"name": out.name, "parameters": out_params})
+        doc["outputs"] = outputs
+    header = orjson.dumps(doc)
+    return header + b"".join(blobs), len(header)
+
+
+def decode_http_response(
+    body: bytes, header_length: int | None, request: InferRequest
+) -> InferResponse:
+    view = memoryview(body)
+    header = view[:header_length] if header_length is not None else view
+    doc = orjson.loads(header)
+    offset = header_length or 0
+    flags, default = _binary_flags(request)
+    outputs = []
+    for out in doc.get("outputs") or ():
+        name = out["name"]
+        datatype = out["datatype"]
+        shape = out["shape"]
+        size = (out.get("parameters") or {}).get("binary_data_size")
+        if size is not None:
+            data = decode_raw_tensor(name, datatype, tuple(shape), view[offset : offset + size])
+            offset += size
+        else:
+            data = _from_json(datatype, shape, out.get("data") or [])
+        outputs.append(OutputTensor(name, datatype, data, flags.get(name, default)))
+    return InferResponse(
+        model_name=doc.get("model_name", request.model_name),
+        model_version=str(doc.get("model_version", "")),
+        outputs=outputs,
+        id=doc.get("id"),
+        parameters=doc.get("parameters") or {},
+    )
+
+
+# ---- gRPC codec ---------------------------------------------------------------
+
+
+def _set_parameter(parameter: Any, value: Any) -> None:
+    if isinstance(value, bool):
+        parameter.bool_param = value
+    elif isinstance(value, int):
+        parameter.int64_param = value
+    elif isinstance(value, float):
+        parameter.double_param = value
+    else:
+        parameter.string_param = str(value)
+
+
+def encode_grpc_request(request: InferRequest) -> pb.ModelInferRequest:
+    message = pb.ModelInferRequest(
+        model_name=request.model_name, model_version=request.model_version or ""
+    )
+    if request.id is not None:
+        message.id = request.id
+    for name, value in request.inputs.items():
+        datatype, array, raw = _tensor(name, value, request.input_datatypes)
+        tensor = message.inputs.add()
+        tensor.name = name
+        tensor.datatype = datatype
+        tensor.shape.extend(array.shape)
+        message.raw_input_contents.append(raw)
+    for out in request.outputs or ():
+        requested = message.outputs.add()
+        requested.name = out.name
+        if out.classification:
+            requested.parameters["classification"].int64_param = out.classification
+    for key, value in _forwarded_parameters(request).items():
+        _set_parameter(message.parameters[key], value)
+    return message
+
+
+_TYPED_FIELDS = {
+    "BOOL": "bool_contents",
+    "INT8": "int_contents",
+    "INT16": "int_contents",
+    "INT32": "int_contents",
+    "INT64": "int64_contents",
+    "UINT8": "uint_contents",
+    "UINT16": "uint_contents",
+    "UINT32": "uint_contents",
+    "UINT64": "uint64_contents",
+    "FP32": "fp32_contents",
+    "FP64": "fp64_contents",
+    "BYTES": "bytes_contents",
+}
+
+
+def decode_grpc_response(reply: pb.ModelInferResponse, request: InferRequest) -> InferResponse:
+    raw = reply.raw_output_contents
+    flags, default = _binary_flags(request)
+    outputs = []
+    for index, out in enumerate(reply.outputs):
+        shape = tuple(out.shape)
+        if raw:
+            data = decode_raw_tensor(out.name, out.datatype, shape, raw[index])
+        else:
+            values = list(getattr(out.contents, _TYPED_FIELDS[out.datatype]))
+            data = _from_json(out.datatype, list(shape), values)
+        outputs.append(OutputTensor(out.name, out.datatype, data, flags.get(out.name, default)))
+    parameters = {key: parameter_value(value) for key, value in reply.parameters.items()}
+    return InferResponse(
+        model_name=reply.model_name,
+        model_version=reply.model_version,
+        outputs=outputs,
+        id=reply.id or None,
+        parameters=parameters,
+    )
+
+
+# ---- transports -------------------------------------------------------------
+
+
+class Transport(ABC):
+    """The V2 calls the client makes on one instance; every failure is a ModelyardError."""
+
+    address: str
+
+    @abstractmethod
+    async def infer(self, request: InferRequest, timeout: float) -> InferResponse: ...
+
+    @abstractmethod
+    async def model_metadata(
+        self, model: str, version: str | None, timeout: float
+    ) -> dict[str, Any]: ...
+
+    @abstractmethod
+    async def model_config(
+        self, model: str, version: str | None, timeout: float
+    ) -> dict[str, Any]: ...
+
+    @abstractmethod
+    async def statistics(
+        self, model: str | None, version: str | None, timeout: float
+    ) -> dict[str, Any]:
+        """``{"model_stats": [...]}`` as the V2 statistics extension returns it."""
+
+    @abstractmethod
+    async def aclose(self) -> None: ...
+
+
+def _model_path(model: str, version: str | None) -> str:
+    path = f"/v2/models/{quote(model, safe='')}"
+    return f"{path}/versions/{quote(version, safe='')}" if version else path
+
+
+class HttpTransport(Transport):
+    def __init__(self, address: str, *, pool_size: int = DEFAULT_HTTP_POOL_SIZE) -> None:
+        self.address = address
+        self._base = f"http://{address}"
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(
+                limit=pool_size, keepalive_timeout=HTTP_KEEPALIVE_SECS, ttl_dns_cache=None
+            ),
+            cookie_jar=aiohttp.DummyCookieJar(),
+            auto_decompress=False,
+        )
+        self._infer_urls: dict[tuple[str, str | None], str] = {}
+
+    def _infer_url(self, model: str, version: str | None) -> str:
+        url = self._infer_urls.get((model, version))
+        if url is None:
+            url = f"{self._base}{_model_path(model, version)}/infer"
+            if len(self._infer_urls) < 1024:
+                self._infer_urls[(model, version)] = url
+        return url
+
+    async def infer(self, request: InferRequest, timeout: float) -> InferResponse:
+        body, header_length = encode_http_request(request)
+        url = self._infer_url(request.model_name, request.model_version)
+        headers = {
+            "Content-Type": "application/octet-stream",
+            "Inference-Header-Content-Length": str(header_length),
+        }
+        status, payload, reply_headers = await self._send("POST", url, timeout, body, headers)
+        if status != 200:
+            raise error_from_http(status, payload, reply_headers.get("Retry-After"))
+        length = reply_headers.get("Inference-Header-Content-Length")
+        try:
+            return decode_http_response(payload, int(length) if length else None, request)
+        except (ValueError, KeyError, TypeError, ModelyardError) as exc:
+            raise malformed_response(self.address, str(exc)) from exc
+
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        timeout: float,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, bytes, Any]:
+        if timeout <= 0:
+            raise deadline_error(self.address, timeout)
+        try:
+            async with self._session.request(
+                method,
+                url,
+                data=body,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as reply:
+                payload = await reply.read()
+                return reply.status, payload, reply.headers
+        except TimeoutError:
+            raise deadline_error(self.address, timeout) from None
+        except aiohttp.ClientError as exc:
+            raise connection_error(self.address, str(exc) or type(exc).__name__) from exc
+
+    async def _get_json(self, path: str, timeout: float) -> dict[str, Any]:
+        status, payload, headers = await self._send("GET", self._base + path, timeout)
+        if status != 200:
+            raise error_from_http(status, payload, headers.get("Retry-After"))
+        try:
+            doc = orjson.loads(payload)
+        except orjson.JSONDecodeError as exc:
+            raise malformed_response(self.address, str(exc)) from exc
+        if not isinstance(doc, dict):
+            raise malformed_response(self.address, f"{path} answered {type(doc).__name__}")
+        return doc
+
+    async def model_metadata(
+        self, model: str, version: str | None, timeout: float
+    ) -> dict[str, Any]:
+        return await self._get_json(_model_path(model, version), timeout)
+
+    async def model_config(self, model: str, version: str | None, timeout: float) -> dict[str, Any]:
+        return await self._get_json(f"{_model_path(model, version)}/config", timeout)
+
+    async def statistics(
+        self, model: str | None, version: str | None, timeout: float
+    ) -> dict[str, Any]:
+        path = f"{_model_path(model, version)}/stats" if model else "/v2/models/stats"
+        return await self._get_json(path, timeout)
+
+    async def aclose(self) -> None:
+        await self._session.close()
+
+
+class GrpcTransport(Transport):
+    def __init__(self, address: str, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+        self.address = address
+        self._channel = grpc.aio.insecure_channel(
+            address,
+            options=[
+                ("grpc.max_receive_message_length", max_message_bytes),
+                ("grpc.max_send_message_length", max_message_bytes),
+            ],
+        )
+        self._stub = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)
+
+    async def _unary(self, method: Any, message: Any, timeout: float) -> Any:
+        if timeout <= 0:
+            raise deadline_error(self.address, timeout)
+        try:
+            return await method(message, timeout=timeout)
+        except grpc.aio.AioRpcError as exc:
+            raise error_from_grpc(exc, self.address, timeout) from None
+
+    async def infer(self, request: InferRequest, timeout: float) -> InferResponse:
+        reply = await self._unary(self._stub.ModelInfer, encode_grpc_request(request), timeout)
+        try:
+            return decode_grpc_response(reply, request)
+        except (ValueError, KeyError, TypeError, ModelyardError) as exc:
+            raise malformed_response(self.address, str(exc)) from exc
+
+    async def model_metadata(
+        self, model: str, version: str | None, timeout: float
+    ) -> dict[str, Any]:
+        message = pb.ModelMetadataRequest(name=model, version=version or "")
+        reply = await self._unary(self._stub.ModelMetadata, message, timeout)
+
+        def tensors(items: Any) -> list[dict[str, Any]]:
+            return [{"name": t.name, "datatype": t.datatype, "shape": list(t.shape)} for t in items]
+
+        return {
+            "name": reply.name,
+            "versions": list(reply.versions),
+            "platform": reply.platform,
+            "inputs": tensors(reply.inputs),
+            "outputs": tensors(reply.outputs),
+        }
+
+    async def model_config(self, model: str, version: str | None, timeout: float) -> dict[str, Any]:
+        message = pb.ModelConfigRequest(name=model, version=version or "")
+        reply = await self._unary(self._stub.ModelConfig, message, timeout)
+        doc: dict[str, Any] = json_format.MessageToDict(
+            reply.config, preserving_proto_field_name=True
+        )
+        return doc
+
+    async def statistics(
+        self, model: str | None, version: str | None, timeout: float
+    ) -> dict[str, Any]:
+        message = pb.ModelStatisticsRequest(name=model or "", version=version or "")
+        reply = await self._unary(self._stub.ModelStatistics, message, timeout)
+        doc: dict[str, Any] = json_format.MessageToDict(reply, preserving_proto_field_name=True)
+        return doc
+
+    async def aclose(self) -> None:
+        await self._channel.close()
+
+
+def open_transport(
+    kind: str,
+    address: str,
+    *,
+    http_pool_size: int = DEFAULT_HTTP_POOL_SIZE,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> Transport:
+    if kind == "http":
+        return HttpTransport(address, pool_size=http_pool_size)
+    if kind == "grpc":
+        return GrpcTransport(address, max_message_bytes=max_message_bytes)
+    raise ConfigError(
+        f"unknown transport '{kind}'",
+        code=Code.INVALID_ARGUMENT,
+        rule="client/transport",
+        where='Client(transport="http" | "grpc")',
+    )

@@ -1,0 +1,232 @@
+"""The embedded registry: one SQLite file in WAL mode, shared by the processes of one machine.
+
+Each row is an instance with its lease and its expiry on the clock's wall time;
+a row past its expiry is dead to readers and is deleted by the next reader that
+sees it, which counts as a change. Every change bumps one revision counter and
+stamps the service with it, so ``watch`` polls a single small row per service.
+SQLite calls run in worker threads: a busy lock held by another process must
+not stall the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import orjson
+
+from modelyard.clock import SYSTEM_CLOCK, Clock
+from modelyard.discovery import RegistryError
+from modelyard.discovery.registry import Instance, Lease, Registry, Snapshot
+from modelyard.errors import Code
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS revision (id INTEGER PRIMARY KEY CHECK (id = 0), value INTEGER NOT NULL);
+INSERT OR IGNORE INTO revision VALUES (0, 0);
+CREATE TABLE IF NOT EXISTS services (service TEXT PRIMARY KEY, revision INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS instances (
+    service TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    lease_id TEXT NOT NULL,
+    doc BLOB NOT NULL,
+    expires REAL NOT NULL,
+    PRIMARY KEY (service, instance_id)
+);
+"""
+
+
+class EmbeddedRegistry(Registry):
+    def __init__(
+        self, path: Path, *, clock: Clock = SYSTEM_CLOCK, poll_interval: float = 0.1
+    ) -> None:
+        self.path = path
+        self.poll_interval = poll_interval
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        # the last entry written under each lease, to re-register it if it expired meanwhile
+        self._entries: dict[str, Instance] = {}
+
+    # ---- Registry -------------------------------------------------------
+
+    async def register(self, instance: Instance, ttl: float) -> Lease:
+        lease = Lease(instance.service, instance.instance_id, uuid.uuid4().hex, ttl)
+        self._entries[lease.lease_id] = instance
+        await self._run(lambda db: self._put(db, lease, instance))
+        return lease
+
+    async def heartbeat(self, lease: Lease) -> None:
+        instance = self._entries.get(lease.lease_id)
+        if instance is None:
+            return  # deregistered: nothing to keep alive
+
+        def extend(db: sqlite3.Connection) -> None:
+            now = self._clock.wall()
+            with _write(db):
+                renewed = db.execute(
+                    "UPDATE instances SET expires = ? WHERE service = ? AND instance_id = ?"
+                    " AND lease_id = ? AND expires > ?",
+                    (now + lease.ttl, lease.service, lease.instance_id, lease.lease_id, now),
+                ).rowcount
+            if not renewed:
+                self._put(db, lease, instance)
+
+        await self._run(extend)
+
+    async def update(self, lease: Lease, instance: Instance) -> None:
+        if lease.lease_id not in self._entries:
+            raise _lease_error(lease)
+        self._entries[lease.lease_id] = instance
+        await self._run(lambda db: self._put(db, lease, instance))
+
+    async def deregister(self, lease: Lease) -> None:
+        self._entries.pop(lease.lease_id, None)
+
+        def delete(db: sqlite3.Connection) -> None:
+            with _write(db):
+                gone = db.execute(
+                    "DELETE FROM instances WHERE service = ? AND instance_id = ? AND lease_id = ?",
+                    (lease.service, lease.instance_id, lease.lease_id),
+                ).rowcount
+                if gone:
+                    _bump(db, lease.service)
+
+        await self._run(delete)
+
+    async def resolve(self, service: str) -> Snapshot:
+        snapshot, _ = await self._run(lambda db: self._read(db, service))
+        return snapshot
+
+    async def watch(self, service: str, since_revision: int) -> AsyncIterator[Snapshot]:
+        while True:
+            snapshot, changed_at = await self._run(lambda db: self._read(db, service))
+            if changed_at > since_revision:
+                since_revision = snapshot.revision
+                yield snapshot
+            await asyncio.sleep(self.poll_interval)
+
+    async def aclose(self) -> None:
+        def close() -> None:
+            with self._lock:
+                if self._db is not None:
+                    self._db.close()
+                    self._db = None
+
+        await asyncio.to_thread(close)
+
+    # ---- internals ------------------------------------------------------
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        def call() -> T:
+            with self._lock:
+                try:
+                    return fn(self._connect())
+                except sqlite3.Error as exc:
+                    raise RegistryError(
+                        f"embedded registry {self.path} failed: {exc}",
+                        code=Code.UNAVAILABLE,
+                        rule="discovery/embedded",
+                        where="check the file's permissions and disk, or pass another "
+                        "--registry embedded:///abs/path",
+                    ) from exc
+
+        return await asyncio.to_thread(call)
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA busy_timeout = 5000")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            with _write(db):
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            self._db = db
+        return self._db
+
+    def _put(self, db: sqlite3.Connection, lease: Lease, instance: Instance) -> None:
+        doc = orjson.dumps(instance.to_json())
+        with _write(db):
+            db.execute(
+                "INSERT INTO instances (service, instance_id, lease_id, doc, expires)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (service, instance_id) DO UPDATE SET"
+                " lease_id = excluded.lease_id, doc = excluded.doc, expires = excluded.expires",
+                (
+                    lease.service,
+                    lease.instance_id,
+                    lease.lease_id,
+                    doc,
+                    self._clock.wall() + lease.ttl,
+                ),
+            )
+            _bump(db, lease.service)
+
+    def _read(self, db: sqlite3.Connection, service: str) -> tuple[Snapshot, int]:
+        """The service's live instances, the revision now, and the revision of its last change."""
+        now = self._clock.wall()
+        with _transaction(db, "BEGIN"):
+            expired = db.execute(
+                "SELECT 1 FROM instances WHERE service = ? AND expires <= ? LIMIT 1",
+                (service, now),
+            ).fetchone()
+        if expired:
+            with _write(db):
+                if db.execute(
+                    "DELETE FROM instances WHERE service = ? AND expires <= ?", (service, now)
+                ).rowcount:
+                    _bump(db, service)
+        with _transaction(db, "BEGIN"):
+            rows = db.execute(
+                "SELECT doc FROM instances WHERE service = ? AND expires > ? ORDER BY instance_id",
+                (service, now),
+            ).fetchall()
+            revision = db.execute("SELECT value FROM revision WHERE id = 0").fetchone()[0]
+            changed = db.execute(
+                "SELECT revision FROM services WHERE service = ?", (service,)
+            ).fetchone()
+        instances = [Instance.from_json(orjson.loads(doc)) for (doc,) in rows]
+        return Snapshot(instances, int(revision)), int(changed[0]) if changed else 0
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection, begin: str) -> Iterator[None]:
+    db.execute(begin)
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _write(db: sqlite3.Connection) -> AbstractContextManager[None]:
+    # take the write lock up front, so two writers never deadlock upgrading a read lock
+    return _transaction(db, "BEGIN IMMEDIATE")
+
+
+def _bump(db: sqlite3.Connection, service: str) -> None:
+    db.execute("UPDATE revision SET value = value + 1 WHERE id = 0")
+    db.execute(
+        "INSERT INTO services (service, revision) SELECT ?, value FROM revision WHERE id = 0"
+        " ON CONFLICT (service) DO UPDATE SET revision = excluded.revision",
+        (service,),
+    )
+
+
+def _lease_error(lease: Lease) -> RegistryError:
+    return RegistryError(
+        f"lease {lease.lease_id} of {lease.service}/{lease.instance_id} was deregistered",
+        code=Code.FAILED_PRECONDITION,
+        rule="discovery/lease",
+        where="register the instance again for a new lease",
+    )

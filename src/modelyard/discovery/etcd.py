@@ -1,0 +1,260 @@
+"""The etcd registry: instances as keys under leases, over etcd's JSON gateway.
+
+Each instance is ``/modelyard/services/<service>/instances/<instance_id>``
+holding the Instance JSON, attached to a lease that ``heartbeat`` keeps alive.
+When etcd has lost the lease (it expired during a partition, or the cluster
+came back without its data) ``heartbeat`` and ``update`` grant a new one and
+put the entry again, so an instance survives an etcd restart on its own.
+
+``watch`` watches the service's key range from the next revision; on a
+compacted start revision, a cancelled watch or a broken stream it lists the
+service again and watches on from the revision of that list, so no change is
+lost. It talks HTTP/1.1 JSON to ``/v3/...`` (httpx): the gRPC clients either
+do not resume watches or need another protobuf than tritonclient allows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import math
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import orjson
+import structlog
+
+from modelyard.discovery import RegistryError
+from modelyard.discovery.registry import Instance, Lease, Registry, Snapshot
+from modelyard.errors import Code
+
+log = structlog.get_logger("modelyard.discovery")
+
+_NOT_FOUND = 5  # gRPC status etcd answers for a lease it does not have
+_RETRY_MIN = 0.1
+_RETRY_MAX = 1.0
+
+
+class EtcdRefused(RegistryError):
+    """etcd answered, with an error status."""
+
+    def __init__(self, detail: str, grpc_code: int) -> None:
+        super().__init__(
+            detail,
+            code=Code.NOT_FOUND if grpc_code == _NOT_FOUND else Code.UNAVAILABLE,
+            rule="discovery/etcd",
+            where="etcd's own log says why",
+        )
+        self.grpc_code = grpc_code
+
+
+@dataclass
+class _Held:
+    instance: Instance
+    etcd_lease: int
+
+
+class EtcdRegistry(Registry):
+    def __init__(
+        self, endpoints: list[str], *, prefix: str = "/modelyard", timeout: float = 5.0
+    ) -> None:
+        if not endpoints:
+            raise ValueError("etcd needs at least one endpoint")
+        self.endpoints = endpoints
+        self.prefix = prefix.rstrip("/")
+        self._timeout = timeout
+        self._current = 0
+        self._client = httpx.AsyncClient(timeout=timeout)
+        self._held: dict[str, _Held] = {}
+
+    # ---- Registry -------------------------------------------------------
+
+    async def register(self, instance: Instance, ttl: float) -> Lease:
+        etcd_lease, granted = await self._grant(ttl)
+        await self._put(instance, etcd_lease)
+        lease = Lease(instance.service, instance.instance_id, str(etcd_lease), granted)
+        self._held[lease.lease_id] = _Held(instance, etcd_lease)
+        return lease
+
+    async def heartbeat(self, lease: Lease) -> None:
+        held = self._held.get(lease.lease_id)
+        if held is None:
+            return  # deregistered: nothing to keep alive
+        answer = await self._call("/v3/lease/keepalive", {"ID": str(held.etcd_lease)})
+        if int(answer.get("result", {}).get("TTL", 0)) <= 0:
+            await self._regrant(lease, held)
+
+    async def update(self, lease: Lease, instance: Instance) -> None:
+        held = self._held.get(lease.lease_id)
+        if held is None:
+            raise RegistryError(
+                f"lease {lease.lease_id} of {lease.service}/{lease.instance_id} was deregistered",
+                code=Code.FAILED_PRECONDITION,
+                rule="discovery/lease",
+                where="register the instance again for a new lease",
+            )
+        held.instance = instance
+        try:
+            await self._put(instance, held.etcd_lease)
+        except EtcdRefused as exc:
+            if exc.grpc_code != _NOT_FOUND:
+                raise
+            await self._regrant(lease, held)
+
+    async def deregister(self, lease: Lease) -> None:
+        held = self._held.pop(lease.lease_id, None)
+        await self._call("/v3/kv/deleterange", {"key": _b64(self._key(lease))})
+        if held is not None:
+            try:
+                await self._call("/v3/lease/revoke", {"ID": str(held.etcd_lease)})
+            except EtcdRefused as exc:
+                if exc.grpc_code != _NOT_FOUND:
+                    raise
+
+    async def resolve(self, service: str) -> Snapshot:
+        start = self._service_prefix(service)
+        answer = await self._call(
+            "/v3/kv/range", {"key": _b64(start), "range_end": _b64(_prefix_end(start))}
+        )
+        instances = [
+            Instance.from_json(orjson.loads(base64.b64decode(kv["value"])))
+            for kv in answer.get("kvs", [])
+        ]
+        return Snapshot(instances, int(answer["header"]["revision"]))
+
+    async def watch(self, service: str, since_revision: int) -> AsyncIterator[Snapshot]:
+        start = since_revision + 1
+        seen: list[dict[str, Any]] | None = None  # the instances last yielded
+        retry = _RETRY_MIN
+        while True:
+            try:
+                async with aclosing(self._changes(service, start)) as changes:
+                    async for _ in changes:
+                        snapshot = await self.resolve(service)
+                        start = snapshot.revision + 1
+                        seen = [i.to_json() for i in snapshot.instances]
+                        retry = _RETRY_MIN
+                        yield snapshot
+            except (httpx.TransportError, RegistryError, orjson.JSONDecodeError) as exc:
+                log.info("registry_watch_broken", service=service, error=str(exc))
+            # compacted, cancelled or broken: list again, then watch on from that list
+            await asyncio.sleep(retry)
+            retry = min(retry * 2, _RETRY_MAX)
+            try:
+                snapshot = await self.resolve(service)
+            except RegistryError:
+                continue
+            start = snapshot.revision + 1
+            current = [i.to_json() for i in snapshot.instances]
+            if current != seen:
+                seen = current
+                yield snapshot
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    # ---- internals ------------------------------------------------------
+
+    def _service_prefix(self, service: str) -> str:
+        return f"{self.prefix}/services/{service}/instances/"
+
+    def _key(self, lease: Lease | Instance) -> str:
+        return self._service_prefix(lease.service) + lease.instance_id
+
+    async def _grant(self, ttl: float) -> tuple[int, float]:
+        answer = await self._call("/v3/lease/grant", {"TTL": str(max(1, math.ceil(ttl)))})
+        return int(answer["ID"]), float(answer["TTL"])
+
+    async def _put(self, instance: Instance, etcd_lease: int) -> None:
+        await self._call(
+            "/v3/kv/put",
+            {
+                "key": _b64(self._key(instance)),
+                "value": base64.b64encode(orjson.dumps(instance.to_json())).decode(),
+                "lease": str(etcd_lease),
+            },
+        )
+
+    async def _regrant(self, lease: Lease, held: _Held) -> None:
+        held.etcd_lease, _ = await self._grant(lease.ttl)
+        await self._put(held.instance, held.etcd_lease)
+        log.info(
+            "registry_lease_regranted",
+            service=lease.service,
+            instance_id=lease.instance_id,
+            etcd_lease=held.etcd_lease,
+        )
+
+    async def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST to the current endpoint; on a transport error try the next ones once."""
+        last: Exception | None = None
+        for _ in range(len(self.endpoints)):
+            endpoint = self.endpoints[self._current]
+            try:
+                response = await self._client.post(endpoint + path, content=orjson.dumps(body))
+            except httpx.TransportError as exc:
+                last = exc
+                self._current = (self._current + 1) % len(self.endpoints)
+                continue
+            try:
+                answer: dict[str, Any] = orjson.loads(response.content)
+            except orjson.JSONDecodeError:
+                answer = {"error": response.text[:200] or response.reason_phrase, "code": 2}
+            if response.status_code != 200 or "error" in answer:
+                raise EtcdRefused(
+                    f"etcd {endpoint}{path} answered {response.status_code}: "
+                    f"{answer.get('error') or answer.get('message')}",
+                    int(answer.get("code", 2)),
+                )
+            return answer
+        raise RegistryError(
+            f"etcd is unreachable at {', '.join(self.endpoints)}: {last}",
+            code=Code.UNAVAILABLE,
+            rule="discovery/etcd-unreachable",
+            where="start etcd, or pass --registry etcd://host:port of a running member",
+            retry_after=1.0,
+        ) from last
+
+    async def _changes(self, service: str, start: int) -> AsyncIterator[int]:
+        """The revision of each batch of changes; ends when etcd cancels the watch."""
+        key = self._service_prefix(service)
+        request = {
+            "create_request": {
+                "key": _b64(key),
+                "range_end": _b64(_prefix_end(key)),
+                "start_revision": str(start),
+            }
+        }
+        endpoint = self.endpoints[self._current]
+        timeout = httpx.Timeout(self._timeout, read=None)
+        try:
+            async with self._client.stream(
+                "POST", endpoint + "/v3/watch", content=orjson.dumps(request), timeout=timeout
+            ) as response:
+                if response.status_code != 200:
+                    return
+                async for line in response.aiter_lines():
+                    if not line.strip():
+                        continue
+                    result = orjson.loads(line).get("result")
+                    if result is None or result.get("canceled"):
+                        if result is not None and int(result.get("compact_revision", 0)):
+                            log.info("registry_watch_compacted", service=service, start=start)
+                        return
+                    if result.get("events"):
+                        yield int(result["header"]["revision"])
+        except httpx.TransportError:
+            self._current = (self._current + 1) % len(self.endpoints)
+            raise
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def _prefix_end(prefix: str) -> str:
+    # the range end of a prefix is the prefix with its last byte plus one; ours ends in "/"
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)

@@ -1,0 +1,97 @@
+"""Retry decisions per error, and the retry budget on a fake clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from modelyard.client.retry import Action, RetryBudget, RetryPolicy, counts_as_failure
+from modelyard.client.transport import ClientError, connection_error, deadline_error
+from modelyard.clock import FakeClock
+from modelyard.errors import Code, EngineError, GovernanceError, ModelServerError, ProtocolError
+
+QUEUE_FULL = ModelServerError(
+    "queue of model 'm' version 1 is full", code=Code.UNAVAILABLE, retry_after=0.05
+)
+RATE_LIMITED = GovernanceError(
+    "request rejected: 100 qps", code=Code.RESOURCE_EXHAUSTED, rule="limit/x", retry_after=0.2
+)
+UNKNOWN_MODEL = ModelServerError("unknown model 'm'", code=Code.NOT_FOUND)
+BAD_INPUT = ModelServerError("missing input 'x' for model 'm'", code=Code.INVALID_ARGUMENT)
+MODEL_FAILED = EngineError("the model refuses negative input", code=Code.INTERNAL)
+TOO_LARGE = ProtocolError("request body too large", code=Code.PAYLOAD_TOO_LARGE)
+
+
+@pytest.mark.parametrize(
+    ("error", "action"),
+    [
+        (connection_error("127.0.0.1:1", "connection refused"), Action.RETRY_ELSEWHERE),
+        (QUEUE_FULL, Action.RETRY_ELSEWHERE),
+        (GovernanceError("breaker open", code=Code.UNAVAILABLE), Action.RETRY_ELSEWHERE),
+        (UNKNOWN_MODEL, Action.RETRY_ELSEWHERE),
+        (RATE_LIMITED, Action.WAIT_AND_RETRY),
+        (BAD_INPUT, Action.FAIL),
+        (MODEL_FAILED, Action.FAIL),
+        (TOO_LARGE, Action.FAIL),
+        (deadline_error("127.0.0.1:1", 1.0), Action.FAIL),
+        (ClientError("no instance has model 'm'", code=Code.NOT_FOUND), Action.FAIL),
+    ],
+)
+def test_what_each_error_leads_to(error: ClientError, action: Action) -> None:
+    assert RetryPolicy().decide(error, attempts=1, remaining=5.0).action is action
+
+
+def test_a_rate_limit_is_waited_out_only_when_the_wait_fits_the_deadline() -> None:
+    policy = RetryPolicy()
+    decision = policy.decide(RATE_LIMITED, attempts=1, remaining=0.5)
+    assert (decision.action, decision.delay) == (Action.WAIT_AND_RETRY, 0.2)
+    assert policy.decide(RATE_LIMITED, attempts=1, remaining=0.2).action is Action.FAIL
+    no_hint = GovernanceError("request rejected", code=Code.RESOURCE_EXHAUSTED)
+    assert policy.decide(no_hint, attempts=1, remaining=5.0).action is Action.FAIL
+
+
+def test_no_retry_past_the_attempt_limit_or_the_deadline() -> None:
+    policy = RetryPolicy(max_attempts=3)
+    assert policy.decide(QUEUE_FULL, attempts=2, remaining=1.0).action is Action.RETRY_ELSEWHERE
+    assert policy.decide(QUEUE_FULL, attempts=3, remaining=1.0).action is Action.FAIL
+    assert policy.decide(QUEUE_FULL, attempts=1, remaining=0.0).action is Action.FAIL
+
+
+def test_only_unavailability_counts_against_an_instance() -> None:
+    assert counts_as_failure(connection_error("127.0.0.1:1", "reset")) is True
+    assert counts_as_failure(QUEUE_FULL) is True
+    for error in (RATE_LIMITED, BAD_INPUT, MODEL_FAILED, UNKNOWN_MODEL):
+        assert counts_as_failure(error) is None
+
+
+def test_the_budget_allows_the_minimum_rate_with_no_traffic() -> None:
+    clock = FakeClock()
+    budget = RetryBudget(ratio=0.2, min_per_second=3.0, window=10.0, clock=clock)
+    assert sum(budget.try_spend() for _ in range(100)) == 30
+
+
+def test_the_budget_grows_by_the_ratio_of_requests() -> None:
+    clock = FakeClock()
+    budget = RetryBudget(ratio=0.2, min_per_second=0.0, window=10.0, clock=clock)
+    for _ in range(1000):
+        budget.on_request()
+    assert sum(budget.try_spend() for _ in range(1000)) == 200
+
+
+def test_spent_retries_come_back_as_the_window_moves_on() -> None:
+    clock = FakeClock()
+    budget = RetryBudget(ratio=0.2, min_per_second=1.0, window=10.0, clock=clock)
+    assert sum(budget.try_spend() for _ in range(50)) == 10
+    clock.advance(5.0)
+    assert not budget.try_spend()
+    clock.advance(5.0)  # the second the retries were spent in has left the window
+    assert sum(budget.try_spend() for _ in range(50)) == 10
+
+
+def test_requests_leave_the_window_too() -> None:
+    clock = FakeClock()
+    budget = RetryBudget(ratio=0.5, min_per_second=0.0, window=10.0, clock=clock)
+    for _ in range(100):
+        budget.on_request()
+    clock.advance(10.0)
+    assert budget.available() == 0
+    assert not budget.try_spend()
