@@ -1,0 +1,1 @@
+"""Engine-layer tools: quantised and FP16 variants with an accuracy report."""
