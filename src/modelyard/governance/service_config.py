@@ -37,7 +37,7 @@ from typing import Any
 
 from modelyard.errors import Code, ConfigError
 from modelyard.governance.auth import INTERFACES, AuthConfig, Principal
-from modelyard.governance.yaml_lines import LocatedDocument, load_located
+from modelyard.yaml_lines import LocatedDocument, load_located
 
 _SERVICE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")

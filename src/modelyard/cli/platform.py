@@ -1,0 +1,158 @@
+"""``modelyard platform``: validate, ledger, render kubernetes, autoscale explain."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+from modelyard.clock import FakeClock
+from modelyard.control.autoscale import Autoscaler, AutoscaleRule
+from modelyard.control.kubernetes import render
+from modelyard.control.ledger import build_ledger, validate
+from modelyard.control.spec import PlatformSpec, read_platform_spec
+from modelyard.errors import Code, ConfigError
+
+
+def add_platform_arguments(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="platform_command", required=True)
+    for name, text in (
+        ("validate", "report every broken rule with its code and numbers (exit 1 if any)"),
+        ("ledger", "cards, instances and quota hard / used / reserved / free"),
+    ):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
+        command.add_argument("--json", action="store_true")
+    render_parser = commands.add_parser("render", help="manifests for a cluster")
+    render_parser.add_argument("target", choices=["kubernetes"])
+    render_parser.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
+    render_parser.add_argument("--image", default="modelyard:latest")
+    render_parser.add_argument("--registry", default="etcd://etcd.modelyard.svc:2379")
+    autoscale = commands.add_parser("autoscale", help="autoscaling evaluation")
+    autoscale_commands = autoscale.add_subparsers(dest="autoscale_command", required=True)
+    explain = autoscale_commands.add_parser(
+        "explain", help="each decision on a load trace and the constraint that bound it"
+    )
+    explain.add_argument("target", metavar="SERVICE/GROUP")
+    explain.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
+    explain.add_argument(
+        "--trace", type=Path, required=True, help="CSV of seconds,in_flight (group total)"
+    )
+    explain.add_argument("--current", type=int, default=None, help="replicas at the start")
+    explain.add_argument("--every", type=float, default=2.0, help="seconds between decisions")
+
+
+def _validate(spec: PlatformSpec, as_json: bool) -> int:
+    findings = validate(spec)
+    if as_json:
+        print(json.dumps([_finding(f) for f in findings], indent=2))
+    else:
+        for finding in findings:
+            print(finding.line())
+        print(f"{len(findings)} broken rule(s)" if findings else "spec is valid")
+    return 1 if findings else 0
+
+
+def _finding(f: object) -> dict[str, object]:
+    return {
+        k: getattr(f, k) for k in ("code", "message", "where", "requested", "used", "limit", "hint")
+    }
+
+
+def _ledger(spec: PlatformSpec, as_json: bool) -> int:
+    ledger = build_ledger(spec)
+    if as_json:
+        doc = {
+            "total_cards": ledger.total_cards,
+            "instances": ledger.instances,
+            "gpu_instances": ledger.gpu_instances,
+            "cards_by_group": ledger.cards_by_group,
+            "quota": [
+                {
+                    "quota": r.quota,
+                    "data_center": r.data_center,
+                    "gpu_model": r.gpu_model,
+                    "hard": r.hard,
+                    "used": r.used,
+                    "reserved": r.reserved,
+                    "free": r.free,
+                }
+                for r in ledger.rows
+            ],
+        }
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(
+        f"total cards {ledger.total_cards}   instances {ledger.instances}   "
+        f"GPU instances {ledger.gpu_instances}"
+    )
+    print(
+        f"\n{'quota':<16} {'dc':<6} {'gpu model':<12} {'hard':>5} {'used':>5} "
+        f"{'reserved':>8} {'free':>5}"
+    )
+    for r in ledger.rows:
+        print(
+            f"{r.quota:<16} {r.data_center:<6} {r.gpu_model:<12} {r.hard:>5} {r.used:>5} "
+            f"{r.reserved:>8} {r.free:>5}"
+        )
+    print("\ncards by group")
+    for group, cards in sorted(ledger.cards_by_group.items()):
+        print(f"  {group:<48} {cards:>4}")
+    return 0
+
+
+def _explain(spec: PlatformSpec, args: argparse.Namespace) -> int:
+    service_name, _, group_name = args.target.partition("/")
+    service = spec.services.get(service_name)
+    group = service.groups.get(group_name) if service else None
+    if group is None:
+        raise ConfigError(
+            f"no group {args.target} in {spec.document.filename}",
+            code=Code.NOT_FOUND,
+            rule="platform/unknown-group",
+            where="SERVICE/GROUP as named under services in the spec",
+        )
+    raw = group.autoscaling
+    rule = AutoscaleRule(
+        min_replicas=int(raw.get("min", 1)),
+        max_replicas=int(raw.get("max", 10)),
+        target_in_flight=float(raw.get("target_in_flight", 8)),
+        stable_window_s=float(raw.get("stable_window_s", 60)),
+        panic_window_s=float(raw.get("panic_window_s", 6)),
+    )
+    clock = FakeClock(0.0)
+    scaler = Autoscaler(rule, clock)
+    template_replicas = sum(t.replicas for t in group.templates.values())
+    replicas = args.current if args.current is not None else template_replicas
+    next_decision = args.every
+    with args.trace.open(newline="") as handle:
+        for row in csv.reader(handle):
+            if not row or not row[0].strip() or row[0].startswith("#"):
+                continue
+            seconds, in_flight = float(row[0]), float(row[1])
+            clock.now = seconds
+            scaler.observe(in_flight)
+            if seconds >= next_decision:
+                decision = scaler.decide(replicas)
+                replicas = decision.replicas
+                print(decision.explain())
+                next_decision = seconds + args.every
+    return 0
+
+
+def run_platform(args: argparse.Namespace) -> int:
+    spec = read_platform_spec(args.file)
+    command = args.platform_command
+    if command == "validate":
+        return _validate(spec, args.json)
+    if command == "ledger":
+        return _ledger(spec, args.json)
+    if command == "render":
+        manifests = render(spec, image=args.image, registry_url=args.registry)
+        yaml.safe_dump_all(manifests, sys.stdout, sort_keys=False)
+        return 0
+    return _explain(spec, args)

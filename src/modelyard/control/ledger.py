@@ -1,0 +1,412 @@
+"""The resource ledger and the platform's rules, as pure functions of a spec.
+
+Cards are counted from instances, never from queues: total cards = Σ over
+instances of the cards in each instance's spec. The instance count and the
+GPU-instance count are kept apart (CPU-only instances count only in the
+first). A quota is hard / used / reserved / free per data centre and GPU
+model; ``reserved`` holds surge cards of releases in progress.
+
+``validate`` reports every broken rule with a stable code, the numbers
+(requested / used / limit) and the file:line to change.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from modelyard.control.spec import InstanceSpec, PlatformSpec, Template
+
+# (quota, data centre, GPU model) -> cards
+Reservations = dict[tuple[str, str, str], int]
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedInstance:
+    service: str
+    group: str
+    template: str
+    data_center: str
+    queue: str
+    index: int
+    spec: InstanceSpec | None
+
+    @property
+    def cards(self) -> int:
+        return self.spec.cards if self.spec else 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.service}/{self.group}/{self.template}/{self.data_center}/{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    message: str
+    where: str
+    requested: float | None = None
+    used: float | None = None
+    limit: float | None = None
+    hint: str = ""
+
+    def line(self) -> str:
+        numbers = ", ".join(
+            f"{k} {v:g}"
+            for k, v in (("requested", self.requested), ("used", self.used), ("limit", self.limit))
+            if v is not None
+        )
+        text = f"[platform] {self.code}: {self.message}"
+        if numbers:
+            text += f" ({numbers})"
+        text += f"; rule=platform/{self.code.lower()}; change: {self.where}"
+        return text + (f" ({self.hint})" if self.hint else "")
+
+
+@dataclass(slots=True)
+class LedgerRow:
+    quota: str
+    data_center: str
+    gpu_model: str
+    hard: int
+    used: int
+    reserved: int
+
+    @property
+    def free(self) -> int:
+        return self.hard - self.used - self.reserved
+
+
+@dataclass(slots=True)
+class Ledger:
+    rows: list[LedgerRow]
+    total_cards: int
+    instances: int
+    gpu_instances: int
+    cards_by_group: dict[str, int] = field(default_factory=dict)
+    cpu_by_quota: dict[str, tuple[float, float]] = field(default_factory=dict)  # used, hard
+    memory_by_quota: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def expand(spec: PlatformSpec, replicas: dict[str, int] | None = None) -> list[PlannedInstance]:
+    """Every instance the spec asks for; ``replicas`` overrides per service/group/template."""
+    planned = []
+    for service in spec.services.values():
+        for group in service.groups.values():
+            for template in group.templates.values():
+                key = f"{service.name}/{group.name}/{template.name}"
+                count = (replicas or {}).get(key, template.replicas)
+                for dc, queue in sorted(template.queues.items()):
+                    for index in range(max(0, count)):
+                        planned.append(
+                            PlannedInstance(
+                                service.name,
+                                group.name,
+                                template.name,
+                                dc,
+                                queue,
+                                index,
+                                template.spec,
+                            )
+                        )
+    return planned
+
+
+def build_ledger(
+    spec: PlatformSpec,
+    reserved: Reservations | None = None,
+    planned: list[PlannedInstance] | None = None,
+) -> Ledger:
+    planned = expand(spec) if planned is None else planned
+    reserved = reserved or {}
+    used: Counter[tuple[str, str, str]] = Counter()
+    cpu: Counter[str] = Counter()
+    memory: Counter[str] = Counter()
+    by_group: Counter[str] = Counter()
+    for instance in planned:
+        quota = spec.services[instance.service].quota
+        if instance.spec is not None:
+            cpu[quota] += instance.spec.cpu_cores
+            memory[quota] += instance.spec.memory_gb
+            if instance.spec.gpu_model:
+                used[(quota, instance.data_center, instance.spec.gpu_model)] += instance.cards
+        by_group[f"{instance.service}/{instance.group}"] += instance.cards
+    keys = set(used) | set(reserved)
+    for quota in spec.quotas.values():
+        for dc, models in quota.cards.items():
+            keys |= {(quota.name, dc, gpu) for gpu in models}
+    rows = []
+    for quota_name, dc, gpu in sorted(keys):
+        quota = spec.quotas.get(quota_name)
+        hard = quota.cards.get(dc, {}).get(gpu, 0) if quota else 0
+        rows.append(
+            LedgerRow(
+                quota_name,
+                dc,
+                gpu,
+                hard,
+                used[(quota_name, dc, gpu)],
+                reserved.get((quota_name, dc, gpu), 0),
+            )
+        )
+    return Ledger(
+        rows=rows,
+        total_cards=sum(i.cards for i in planned),
+        instances=len(planned),
+        gpu_instances=sum(1 for i in planned if i.cards > 0),
+        cards_by_group=dict(by_group),
+        cpu_by_quota={q: (cpu[q], spec.quotas[q].cpu_cores) for q in cpu if q in spec.quotas},
+        memory_by_quota={
+            q: (memory[q], spec.quotas[q].memory_gb) for q in memory if q in spec.quotas
+        },
+    )
+
+
+def validate(
+    spec: PlatformSpec,
+    reserved: Reservations | None = None,
+    replicas: dict[str, int] | None = None,
+) -> list[Finding]:
+    findings: list[Finding] = []
+    add = findings.append
+    for service in spec.services.values():
+        spath = ("services", service.name)
+        if service.quota not in spec.quotas:
+            add(
+                Finding(
+                    "QUOTA_UNKNOWN",
+                    f"service {service.name} uses unknown quota '{service.quota}'",
+                    spec.where(*spath, "quota"),
+                )
+            )
+        group_cards = sum(g.cards for g in service.groups.values())
+        if group_cards != service.total_cards:
+            add(
+                Finding(
+                    "GROUP_QUOTA_SUM",
+                    f"group card shares of {service.name} add up to {group_cards}, "
+                    f"not its total_cards {service.total_cards}",
+                    spec.where(*spath, "total_cards"),
+                    requested=group_cards,
+                    limit=service.total_cards,
+                )
+            )
+        owners: dict[str, list[str]] = {}
+        for group in service.groups.values():
+            for model in group.models:
+                owners.setdefault(model, []).append(group.name)
+        for model in service.models:
+            if model not in owners:
+                add(
+                    Finding(
+                        "MODEL_UNBOUND",
+                        f"model {model} of {service.name} is bound to no group",
+                        spec.where(*spath, "models"),
+                    )
+                )
+        for model, groups in owners.items():
+            if len(groups) > 1:
+                add(
+                    Finding(
+                        "MODEL_BOUND_TWICE",
+                        f"model {model} of {service.name} is bound to groups {', '.join(groups)}",
+                        spec.where(*spath, "groups"),
+                        hint="moving a model between groups is a release: one owner at a time",
+                    )
+                )
+        for group in service.groups.values():
+            gpath = (*spath, "groups", group.name)
+            _check_autoscaling(spec, findings, gpath, group.autoscaling, group.templates)
+            for template in group.templates.values():
+                tpath = (*gpath, "templates", template.name)
+                _check_template(
+                    spec,
+                    findings,
+                    service.name,
+                    service.quota,
+                    service.data_centers,
+                    group.models,
+                    tpath,
+                    template,
+                )
+            used = sum(
+                i.cards
+                for i in expand(spec, replicas)
+                if i.service == service.name and i.group == group.name
+            )
+            if used > group.cards:
+                add(
+                    Finding(
+                        "GROUP_CARDS_EXCEEDED",
+                        f"group {service.name}/{group.name} runs "
+                        f"instances with {used} cards over its share of {group.cards}",
+                        spec.where(*gpath, "cards"),
+                        requested=used,
+                        limit=group.cards,
+                    )
+                )
+    ledger = build_ledger(spec, reserved, expand(spec, replicas))
+    for row in ledger.rows:
+        # a GPU model without quota is reported per template (GPU_NOT_IN_QUOTA)
+        if row.hard > 0 and row.used + row.reserved > row.hard:
+            quota = spec.quotas.get(row.quota)
+            where = (
+                spec.where("quotas", row.quota, "cards", row.data_center)
+                if quota
+                else spec.where("quotas")
+            )
+            code = "QUOTA_EXCEEDED"
+            message = (
+                f"quota {row.quota} in {row.data_center} holds {row.hard} {row.gpu_model} "
+                f"cards; instances use {row.used} and releases reserve {row.reserved}"
+            )
+            add(
+                Finding(
+                    code,
+                    message,
+                    where,
+                    requested=row.used + row.reserved,
+                    used=row.used,
+                    limit=row.hard,
+                    hint="expand the quota first",
+                )
+            )
+    for quota, (used_cpu, hard_cpu) in ledger.cpu_by_quota.items():
+        if hard_cpu and used_cpu > hard_cpu:
+            add(
+                Finding(
+                    "QUOTA_CPU_EXCEEDED",
+                    f"quota {quota} holds {hard_cpu:g} CPU cores",
+                    spec.where("quotas", quota, "cpu_cores"),
+                    requested=used_cpu,
+                    limit=hard_cpu,
+                    hint="expand the quota first",
+                )
+            )
+    for quota, (used_mem, hard_mem) in ledger.memory_by_quota.items():
+        if hard_mem and used_mem > hard_mem:
+            add(
+                Finding(
+                    "QUOTA_MEMORY_EXCEEDED",
+                    f"quota {quota} holds {hard_mem:g} GB",
+                    spec.where("quotas", quota, "memory_gb"),
+                    requested=used_mem,
+                    limit=hard_mem,
+                    hint="expand the quota first",
+                )
+            )
+    return findings
+
+
+def _check_template(
+    spec: PlatformSpec,
+    findings: list[Finding],
+    service: str,
+    quota_name: str,
+    data_centers: tuple[str, ...],
+    owned: tuple[str, ...],
+    tpath: tuple[str, ...],
+    template: Template,
+) -> None:
+    add = findings.append
+    if template.spec is None:
+        add(
+            Finding(
+                "SPEC_MALFORMED",
+                f"spec '{template.spec_text}' is not <cores>C/<mem>G or "
+                "<cores>C/<mem>G/<GPU model>*<cards>",
+                spec.where(*tpath, "spec"),
+            )
+        )
+    if template.replicas < 0:
+        add(
+            Finding(
+                "REPLICAS_INVALID",
+                f"replicas {template.replicas} is negative",
+                spec.where(*tpath, "replicas"),
+                requested=template.replicas,
+                limit=0,
+            )
+        )
+    for model in template.loads:
+        if model not in owned:
+            add(
+                Finding(
+                    "TEMPLATE_FOREIGN_MODEL",
+                    f"template {template.name} loads {model}, which its group does not own",
+                    spec.where(*tpath, "loads"),
+                )
+            )
+    quota = spec.quotas.get(quota_name)
+    for dc, queue_name in template.queues.items():
+        where = spec.where(*tpath, "queues", dc)
+        queue = spec.queues.get(queue_name)
+        if queue is None:
+            add(Finding("QUEUE_UNKNOWN", f"queue '{queue_name}' is not defined", where))
+            continue
+        if queue.data_center != dc:
+            add(
+                Finding(
+                    "QUEUE_DC_MISMATCH",
+                    f"queue {queue_name} is in {queue.data_center}, not {dc}",
+                    where,
+                )
+            )
+        if data_centers and dc not in data_centers:
+            add(Finding("DC_NOT_IN_SERVICE", f"{service} does not run in {dc}", where))
+        gpu = template.spec.gpu_model if template.spec else None
+        if gpu and gpu not in queue.gpu_models:
+            add(
+                Finding(
+                    "QUEUE_GPU_MISMATCH",
+                    f"queue {queue_name} offers "
+                    f"{', '.join(queue.gpu_models) or 'no GPUs'}, not {gpu}",
+                    where,
+                )
+            )
+        if gpu and quota is not None and gpu not in quota.cards.get(dc, {}):
+            add(
+                Finding(
+                    "GPU_NOT_IN_QUOTA",
+                    f"quota {quota_name} has no {gpu} cards in {dc}",
+                    spec.where(*tpath, "spec"),
+                    requested=template.spec.cards if template.spec else None,
+                    limit=0,
+                    hint="expand the quota first",
+                )
+            )
+
+
+def _check_autoscaling(
+    spec: PlatformSpec,
+    findings: list[Finding],
+    gpath: tuple[str, ...],
+    autoscaling: dict[str, object],
+    templates: dict[str, Template],
+) -> None:
+    if not autoscaling:
+        return
+    low, high = autoscaling.get("min", 0), autoscaling.get("max", 0)
+    where = spec.where(*gpath, "autoscaling")
+    if not isinstance(low, int) or not isinstance(high, int) or low < 0 or low > high:
+        findings.append(
+            Finding(
+                "REPLICAS_INVALID",
+                f"autoscaling bounds min {low} / max {high} need 0 <= min <= max",
+                where,
+            )
+        )
+        return
+    for name, template in templates.items():
+        replicas = template.replicas
+        if not low <= replicas <= high:
+            findings.append(
+                Finding(
+                    "REPLICAS_INVALID",
+                    f"template {name} has {replicas} replicas "
+                    f"outside autoscaling bounds [{low}, {high}]",
+                    where,
+                    requested=replicas,
+                    limit=high,
+                )
+            )
