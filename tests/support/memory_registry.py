@@ -11,6 +11,7 @@ watches. ``reachable = False`` makes every call fail, as an unreachable backend.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import threading
 import uuid
@@ -118,10 +119,8 @@ class MemoryRegistry(Registry):
                     since_revision = snapshot.revision
                     yield snapshot
                 watcher.wake.clear()
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(watcher.wake.wait(), EXPIRY_CHECK_SECS)
-                except TimeoutError:
-                    pass
                 self._check()
         finally:
             with self._lock:
@@ -173,7 +172,5 @@ class MemoryRegistry(Registry):
         with self._lock:
             watchers = list(self._watchers)
         for watcher in watchers:
-            try:
+            with contextlib.suppress(RuntimeError):  # a closed loop: its watch is over
                 watcher.loop.call_soon_threadsafe(watcher.wake.set)
-            except RuntimeError:  # that loop is closed: its watch is over
-                pass

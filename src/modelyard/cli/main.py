@@ -39,6 +39,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from modelyard.cli.bench import add_bench_arguments, run_bench
+    from modelyard.cli.gateway import add_gateway_arguments, run_gateway
     from modelyard.cli.governance import (
         add_auth_arguments,
         add_rules_arguments,
@@ -46,7 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
         run_rules,
     )
     from modelyard.cli.instances import add_instances_arguments, run_instances
+    from modelyard.cli.optimize import add_optimize_arguments, run_optimize
+    from modelyard.cli.platform import add_platform_arguments, run_platform
     from modelyard.cli.serve import add_serve_arguments, run_serve
+    from modelyard.cli.tune import add_tune_arguments, run_tune
 
     parser = argparse.ArgumentParser(prog="modelyard", description=__doc__)
     parser.add_argument("--version", action="version", version=f"modelyard {__version__}")
@@ -66,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
         if action.dest == "model_repository":
             action.required = False
 
+    gateway = commands.add_parser(
+        "gateway", help="the V2 HTTP and gRPC API in front of a service found in a registry"
+    )
+    add_gateway_arguments(gateway)
+    gateway.set_defaults(handler=run_gateway)
+
     bench = commands.add_parser(
         "bench", help="load generator: closed-loop sweep or open-loop fixed rate"
     )
@@ -79,6 +89,22 @@ def build_parser() -> argparse.ArgumentParser:
     instances = commands.add_parser("instances", help="list the live instances of a service")
     add_instances_arguments(instances)
     instances.set_defaults(handler=run_instances)
+
+    optimize = commands.add_parser(
+        "optimize", help="write an FP16 / INT8 variant of an ONNX model, with an accuracy report"
+    )
+    add_optimize_arguments(optimize)
+    optimize.set_defaults(handler=run_optimize)
+
+    tune = commands.add_parser(
+        "tune", help="sweep instances, batch size and queue delay; recommend within a p99 SLO"
+    )
+    add_tune_arguments(tune)
+    tune.set_defaults(handler=run_tune)
+
+    platform = commands.add_parser("platform", help="control plane: spec, ledger, manifests")
+    add_platform_arguments(platform)
+    platform.set_defaults(handler=run_platform)
 
     auth = commands.add_parser("auth", help="API keys: hash one, or generate one")
     add_auth_arguments(auth)

@@ -288,7 +288,8 @@ class AsyncClient:
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
 
-    def _no_instance(self, model: str, version: str | None) -> ClientError:
+    def no_instance_error(self, model: str, version: str | None) -> ClientError:
+        """Why no endpoint serves the model: registry unread, no instance, or no such model."""
         what = f"model '{model}'" + (f" version {version}" if version else "")
         if self._revision is None:
             return ClientError(
@@ -339,7 +340,7 @@ class AsyncClient:
             candidates = self.candidates(model, version)
             endpoint = balancer.pick(candidates, tried) if candidates else None
             if endpoint is None:
-                raise error if error is not None else self._no_instance(model, version)
+                raise error if error is not None else self.no_instance_error(model, version)
             balancer.start(endpoint)
             try:
                 result = await send(self._transport(endpoint), deadline - clock.monotonic())
@@ -434,7 +435,7 @@ class AsyncClient:
         else:
             endpoints = self.candidates(model, v)
             if not endpoints:
-                raise self._no_instance(model, v)
+                raise self.no_instance_error(model, v)
         results = await asyncio.gather(
             *(self._transport(e).statistics(model, v, timeout) for e in endpoints),
             return_exceptions=True,

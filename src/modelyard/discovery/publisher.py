@@ -72,6 +72,7 @@ class Publisher:
         while not self._ready():
             await asyncio.sleep(min(self.poll_interval, 0.05))
         next_beat = 0.0
+        failing = False
         while True:
             try:
                 if self._lease is None:
@@ -86,9 +87,19 @@ class Publisher:
                     if time.monotonic() >= next_beat:
                         await self.registry.heartbeat(self._lease)
                         next_beat = time.monotonic() + self._lease_ttl() / 3
+                if failing:
+                    failing = False
+                    log.info("registry_publish_recovered")
             except ModelyardError as exc:
-                log.warning("registry_publish_failed", **exc.fields())
-            await asyncio.sleep(self.poll_interval)
+                if not failing:  # once per outage, not every tick
+                    log.warning("registry_publish_failed", **exc.fields())
+                failing = True
+            except Exception:  # a dead loop would let the entry expire while serving on
+                if not failing:
+                    log.exception("registry_publish_crashed")
+                failing = True
+            wait = self.poll_interval if failing else next_beat - time.monotonic()
+            await asyncio.sleep(max(0.0, min(self.poll_interval, wait)))
 
     async def stop(self, timeout: float = 3.0) -> None:
         """Stop heartbeating and remove the entry now (best effort within ``timeout``)."""

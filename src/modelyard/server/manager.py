@@ -27,6 +27,7 @@ from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.config import read_model_config, select_versions, validate_version_policy
 from modelyard.engines import backend_for
 from modelyard.errors import Code, ConfigError, ModelServerError, ModelyardError
+from modelyard.server.ensemble import ENSEMBLE, load_ensemble_version, load_order
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.model_version import ModelVersion, VersionState, load_model_version
 from modelyard.server.repository import ModelFingerprint, ModelRepository
@@ -95,7 +96,7 @@ class ModelManager:
                 names = self.repository.model_names()
         else:
             names = self.repository.model_names()
-        for name in names:
+        for name in load_order(names, self.repository.model_dir):
             try:
                 await self._load(name, None)
             except ModelyardError as exc:
@@ -315,19 +316,25 @@ class ModelManager:
         for v in to_load:
             log.info("model_version_loading", model=name, version=v, backend=backend)
             try:
-                loaded[v] = await loop.run_in_executor(
-                    None,
-                    lambda v=v: load_model_version(
-                        model_dir,
-                        v,
-                        base,
-                        backend,
-                        trusted=self._trusted(name),
-                        default_max_queue_size=self._default_max_queue_size,
-                        clock=self._clock,
-                        loop_load=self.loop_load,
-                    ),
-                )
+                if backend == ENSEMBLE:
+                    # on the loop: an ensemble checks its wiring against the loaded models
+                    loaded[v] = load_ensemble_version(
+                        model_dir, v, base, self.resolve, clock=self._clock
+                    )
+                else:
+                    loaded[v] = await loop.run_in_executor(
+                        None,
+                        lambda v=v: load_model_version(
+                            model_dir,
+                            v,
+                            base,
+                            backend,
+                            trusted=self._trusted(name),
+                            default_max_queue_size=self._default_max_queue_size,
+                            clock=self._clock,
+                            loop_load=self.loop_load,
+                        ),
+                    )
             except ModelyardError as exc:
                 record.failures[v] = exc.line()
                 errors.append(exc)
@@ -385,7 +392,10 @@ class ModelManager:
     async def poll_once(self) -> None:
         loop = asyncio.get_running_loop()
         names = set(await loop.run_in_executor(None, self.repository.model_names))
-        for name in sorted(names):
+        order = await loop.run_in_executor(
+            None, load_order, sorted(names), self.repository.model_dir
+        )
+        for name in order:
             record = self._models.get(name)
             model_dir = self.repository.model_dir(name)
             if model_dir is None:

@@ -6,7 +6,7 @@ import copy
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
@@ -19,6 +19,9 @@ from modelyard.server.batcher import BatchingPolicy
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.scheduler import Scheduler
 from modelyard.types import CONFIG_TO_V2, numpy_dtype
+
+if TYPE_CHECKING:
+    from modelyard.server.ensemble import EnsembleScheduler
 
 _PLATFORM_OF = {backend: platform for platform, backend in PLATFORMS.items()}
 
@@ -37,7 +40,7 @@ class ModelVersion:
     config: mc.ModelConfig
     spec: ModelSpec
     backend: str
-    scheduler: Scheduler
+    scheduler: Scheduler | EnsembleScheduler
     engines: list[Engine]
     labels: dict[str, list[str]] = field(default_factory=dict)
     state: VersionState = VersionState.READY

@@ -101,7 +101,7 @@ def test_consecutive_failures_eject_a_host_and_a_success_resets_the_count() -> N
 
 
 def test_a_failure_percentage_over_the_window_ejects_a_host() -> None:
-    b, (flaky, good, other), clock = balancer(1, 1, 1)
+    b, (flaky, _good, _other), _clock = balancer(1, 1, 1)
     for _ in range(5):  # alternate: never three in a row, but half of them fail
         succeed(b, flaky)
         fail(b, flaky)
@@ -109,7 +109,7 @@ def test_a_failure_percentage_over_the_window_ejects_a_host() -> None:
 
 
 def test_the_failure_window_restarts_after_the_interval() -> None:
-    b, (flaky, good, other), clock = balancer(1, 1, 1)
+    b, (flaky, _good, _other), clock = balancer(1, 1, 1)
     for _ in range(4):
         succeed(b, flaky)
         fail(b, flaky)
@@ -131,7 +131,7 @@ def test_an_ejected_host_returns_after_the_ejection_time() -> None:
 
 
 def test_each_ejection_lasts_longer_up_to_the_maximum() -> None:
-    b, (bad, good, other), clock = balancer(1, 1, 1)
+    b, (bad, _good, _other), clock = balancer(1, 1, 1)
     durations = []
     for _ in range(5):
         fail(b, bad, 3)
@@ -142,7 +142,7 @@ def test_each_ejection_lasts_longer_up_to_the_maximum() -> None:
 
 
 def test_the_ejection_multiplier_decays_while_a_host_stays_healthy() -> None:
-    b, (bad, good, other), clock = balancer(1, 1, 1)
+    b, (bad, _good, _other), clock = balancer(1, 1, 1)
     fail(b, bad, 3)
     clock.now = bad.ejected_until
     fail(b, bad, 3)  # second ejection: 60 s
@@ -155,7 +155,7 @@ def test_the_ejection_multiplier_decays_while_a_host_stays_healthy() -> None:
 
 
 def test_results_of_requests_started_before_an_ejection_do_not_count() -> None:
-    b, (bad, good), clock = balancer(1, 1)
+    b, (bad, _good), clock = balancer(1, 1)
     for _ in range(5):
         b.start(bad)
     for _ in range(5):
@@ -177,15 +177,13 @@ def test_no_more_than_the_max_ejection_percent_are_out_at_once() -> None:
 
 
 def test_one_host_may_always_be_ejected() -> None:
-    b, (bad, good), _ = balancer(1, 1, policy=OutlierPolicy(max_ejection_percent=10.0))
+    b, (bad, _good), _ = balancer(1, 1, policy=OutlierPolicy(max_ejection_percent=10.0))
     fail(b, bad, 5)
     assert b.ejected() == [bad]
 
 
 def test_panic_when_too_few_hosts_are_healthy_uses_them_all() -> None:
-    policy = OutlierPolicy(
-        consecutive_failures=1, max_ejection_percent=100.0, panic_threshold=60.0
-    )
+    policy = OutlierPolicy(consecutive_failures=1, max_ejection_percent=100.0, panic_threshold=60.0)
     b, hosts, _ = balancer(1, 1, 1, 1, 1, policy=policy)
     fail(b, hosts[0])
     fail(b, hosts[1])  # 3 of 5 healthy: 60 %, no panic yet

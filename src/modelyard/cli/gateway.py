@@ -1,0 +1,136 @@
+"""``modelyard gateway``: the V2 HTTP and gRPC API in front of a whole service.
+
+The gateway resolves ``--service`` in ``--registry`` and forwards every request
+through the client SDK, so callers without the SDK get discovery, balancing and
+failover. It serves no model itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any, cast
+
+import structlog
+import uvicorn
+
+from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
+from modelyard.gateway.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
+from modelyard.gateway.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
+from modelyard.logging import configure_logging
+from modelyard.server.dataplane import DataPlane
+
+log = structlog.get_logger("modelyard.gateway")
+
+
+def add_gateway_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--service", required=True, help="the service to forward to, e.g. com.example.ranker"
+    )
+    parser.add_argument(
+        "--registry",
+        default=DEFAULT_REGISTRY_URL,
+        metavar="URL",
+        help="embedded, embedded:///abs/path/registry.db or etcd://host:port[,host:port]",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--http-port", type=int, default=8000)
+    parser.add_argument(
+        "--grpc-port", type=int, default=8001, help="gRPC port (0: any free port, -1: no gRPC)"
+    )
+    parser.add_argument(
+        "--transport",
+        choices=["http", "grpc"],
+        default="http",
+        help="how the gateway talks to the instances",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds a forwarded request may take, retries included, when the caller sets "
+        "no gRPC deadline (default: the client's, 30)",
+    )
+    parser.add_argument(
+        "--max-attempts", type=int, default=3, help="tries per request, the first included"
+    )
+    parser.add_argument("--http-max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    parser.add_argument("--grpc-max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES)
+    parser.add_argument(
+        "--http-max-connections",
+        type=int,
+        default=4096,
+        help="concurrent HTTP connections and requests before answering 503",
+    )
+    parser.add_argument("--log-format", choices=["console", "json"], default="console")
+    parser.add_argument("--log-level", default="info")
+
+
+async def gateway(args: argparse.Namespace) -> None:
+    # the client's HTTP stack costs every other command's start-up: import it here
+    from modelyard.client import AsyncClient
+    from modelyard.gateway.forward import ForwardingDataPlane
+
+    options: dict[str, Any] = {"timeout": args.timeout} if args.timeout is not None else {}
+    registry = open_registry(args.registry)
+    client = AsyncClient(
+        args.service,
+        registry,
+        transport=args.transport,
+        max_attempts=args.max_attempts,
+        max_message_bytes=args.grpc_max_message_bytes,
+        **options,
+    )
+    forwarding = ForwardingDataPlane(client)
+    # the front doors need only the DataPlane calls ForwardingDataPlane has
+    dataplane = cast(DataPlane, forwarding)
+    app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes)
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.http_port,
+        http="httptools",
+        loop="none",
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        timeout_keep_alive=30,
+        limit_concurrency=args.http_max_connections,
+    )
+    server = uvicorn.Server(config)
+    grpc_server: GrpcServer | None = None
+    try:
+        await forwarding.start()
+        if args.grpc_port >= 0:
+            grpc_server = await start_grpc_server(
+                dataplane,
+                args.host,
+                args.grpc_port,
+                max_message_bytes=args.grpc_max_message_bytes,
+            )
+        log.info(
+            "gateway_ready",
+            service=args.service,
+            registry=args.registry,
+            http=f"http://{args.host}:{args.http_port}",
+            grpc=f"{args.host}:{grpc_server.port}" if grpc_server else None,
+            instances=len(client.instances()),
+            models=sorted({row["name"] for row in forwarding.manager.index(ready_only=True)}),
+        )
+        await server.serve()
+    finally:
+        if grpc_server is not None:
+            await grpc_server.stop()
+        await forwarding.aclose()
+        await registry.aclose()
+
+
+def run_gateway(args: argparse.Namespace) -> int:
+    configure_logging(args.log_format, args.log_level)
+    try:
+        import uvloop
+
+        uvloop.run(gateway(args))
+    except ImportError:
+        asyncio.run(gateway(args))
+    return 0

@@ -1,0 +1,441 @@
+"""Ensembles (``platform: "ensemble"``): a graph of models run inside the server.
+
+An ensemble's config names steps; each step maps ensemble tensors onto one
+model's inputs (``input_map {step_input: ensemble_tensor}``) and that model's
+outputs back onto ensemble tensors (``output_map {step_output: ensemble_tensor}``).
+
+``EnsembleGraph.build`` checks the wiring when the ensemble loads, against the
+step models' completed configs: every step model loaded, every name known,
+every consumed tensor produced exactly once with the same datatype, every
+ensemble input used and every ensemble output produced, no cycles. A wiring
+error is a ``[model-server] ... rule=model-server/ensemble`` line.
+
+``EnsembleScheduler`` has the same ``submit`` as ``Scheduler``. A request runs
+as one task on the event loop: a step starts as soon as its inputs exist, so
+independent steps run concurrently, and each step is an ordinary ``submit`` to
+its model's own scheduler, resolved through the manager at that moment (so a
+step model's new version takes the next step). Batching, instances and
+statistics of step models are theirs. A failing step fails the request with
+that step's own error, unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import math
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tritonclient.grpc import model_config_pb2 as mc
+
+from modelyard.clock import SYSTEM_CLOCK, Clock
+from modelyard.config import ModelSpec, TensorConfig, compile_spec, read_model_config
+from modelyard.errors import Code, ModelServerError, ModelyardError
+from modelyard.server.model_version import ModelVersion, _read_labels
+from modelyard.server.scheduler import failure_reason
+from modelyard.server.stats import VersionStats
+
+ENSEMBLE = "ensemble"
+
+Resolve = Callable[[str, str | None], ModelVersion]
+
+
+def ensemble_error(model: str, detail: str) -> ModelServerError:
+    return ModelServerError(
+        f"ensemble '{model}': {detail}",
+        code=Code.INVALID_ARGUMENT,
+        rule="model-server/ensemble",
+        where=f"ensemble_scheduling in {model}/config.pbtxt",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EnsembleStep:
+    index: int  # 1-based, as a person counts the steps in config.pbtxt
+    model: str
+    version: str | None  # None: the highest ready version at call time
+    inputs: dict[str, str]  # step model input -> ensemble tensor
+    outputs: dict[str, str]  # step model output -> ensemble tensor
+
+    def describe(self) -> str:
+        return f"step {self.index} (model '{self.model}')"
+
+
+@dataclass(frozen=True, slots=True)
+class _Tensor:
+    """One end of an ensemble tensor: who produces or consumes it, and as what."""
+
+    owner: str
+    config: TensorConfig
+    batched: bool
+
+
+def _compatible(a: _Tensor, b: _Tensor) -> bool:
+    if a.batched != b.batched or a.config.reshape is not None or b.config.reshape is not None:
+        return True  # shapes differ by design there; the step checks them per request
+    if len(a.config.dims) != len(b.config.dims):
+        return False
+    return all(x == y or -1 in (x, y) for x, y in zip(a.config.dims, b.config.dims, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class EnsembleGraph:
+    name: str
+    steps: tuple[EnsembleStep, ...]
+
+    @classmethod
+    def build(cls, config: mc.ModelConfig, spec: ModelSpec, resolve: Resolve) -> EnsembleGraph:
+        """The validated graph of an ensemble; raises the first wiring error found."""
+        name = config.name
+        raw_steps = list(config.ensemble_scheduling.step)
+        if not raw_steps:
+            raise ensemble_error(name, "ensemble_scheduling lists no step")
+        producers: dict[str, _Tensor] = {
+            t.name: _Tensor("the ensemble input", t, spec.batched) for t in spec.inputs.values()
+        }
+        consumers: list[tuple[str, _Tensor]] = []
+        steps = []
+        for index, raw in enumerate(raw_steps, start=1):
+            step = _step(name, index, raw)
+            mv = _resolve_step(name, step, resolve)
+            _check_step_names(name, step, mv.spec)
+            if spec.batched and not (0 < spec.max_batch_size <= mv.spec.max_batch_size):
+                raise ensemble_error(
+                    name,
+                    f"max_batch_size {spec.max_batch_size} is over the max_batch_size "
+                    f"{mv.spec.max_batch_size} of {step.describe()}",
+                )
+            for model_input, tensor in step.inputs.items():
+                end = _Tensor(step.describe(), mv.spec.inputs[model_input], mv.spec.batched)
+                consumers.append((tensor, end))
+            for model_output, tensor in step.outputs.items():
+                if tensor in producers:
+                    raise ensemble_error(
+                        name,
+                        f"tensor '{tensor}' is produced twice: by {producers[tensor].owner} "
+                        f"and by {step.describe()}",
+                    )
+                end = _Tensor(step.describe(), mv.spec.outputs[model_output], mv.spec.batched)
+                producers[tensor] = end
+            steps.append(step)
+        for output in spec.outputs.values():
+            consumers.append((output.name, _Tensor("the ensemble output", output, spec.batched)))
+        for tensor, consumer in consumers:
+            _check_edge(name, tensor, producers.get(tensor), consumer, spec)
+        used = {tensor for step in steps for tensor in step.inputs.values()}
+        for input_name in spec.inputs:
+            if input_name not in used:
+                raise ensemble_error(name, f"ensemble input '{input_name}' is used by no step")
+        _check_acyclic(name, steps, set(spec.inputs))
+        return cls(name, tuple(steps))
+
+    def model_names(self) -> list[str]:
+        return sorted({step.model for step in self.steps})
+
+
+def _step(name: str, index: int, raw: Any) -> EnsembleStep:
+    if not raw.model_name:
+        raise ensemble_error(name, f"step {index} names no model_name")
+    if raw.model_name == name:
+        raise ensemble_error(name, f"step {index} uses the ensemble itself")
+    if raw.model_version < -1 or raw.model_version == 0:
+        raise ensemble_error(
+            name, f"step {index} has model_version {raw.model_version} (use -1 or a version)"
+        )
+    if not raw.output_map:
+        raise ensemble_error(name, f"step {index} (model '{raw.model_name}') has no output_map")
+    version = None if raw.model_version == -1 else str(raw.model_version)
+    return EnsembleStep(index, raw.model_name, version, dict(raw.input_map), dict(raw.output_map))
+
+
+def _resolve_step(name: str, step: EnsembleStep, resolve: Resolve) -> ModelVersion:
+    try:
+        return resolve(step.model, step.version)
+    except ModelyardError as exc:
+        wanted = f"version {step.version} of model" if step.version else "model"
+        raise ensemble_error(
+            name,
+            f"{step.describe()}: {wanted} '{step.model}' is not loaded ({exc.detail}); "
+            "load the step models before the ensemble",
+        ) from None
+
+
+def _check_step_names(name: str, step: EnsembleStep, spec: ModelSpec) -> None:
+    for kind, mapped, known in (
+        ("input", step.inputs, spec.inputs),
+        ("output", step.outputs, spec.outputs),
+    ):
+        for tensor in mapped:
+            if tensor not in known:
+                raise ensemble_error(
+                    name,
+                    f"{step.describe()} has no {kind} '{tensor}' (it has {', '.join(known)})",
+                )
+    missing = [t.name for t in spec.inputs.values() if not t.optional and t.name not in step.inputs]
+    if missing:
+        raise ensemble_error(
+            name, f"{step.describe()} leaves input {', '.join(missing)} unmapped in input_map"
+        )
+
+
+def _check_edge(
+    name: str, tensor: str, producer: _Tensor | None, consumer: _Tensor, spec: ModelSpec
+) -> None:
+    if producer is None:
+        if consumer.owner == "the ensemble output":
+            raise ensemble_error(name, f"ensemble output '{tensor}' is produced by no step")
+        raise ensemble_error(
+            name,
+            f"tensor '{tensor}' is consumed by {consumer.owner} but never produced (ensemble "
+            f"inputs: {', '.join(spec.inputs)}; step outputs map to the rest)",
+        )
+    if producer.config.datatype != consumer.config.datatype:
+        raise ensemble_error(
+            name,
+            f"tensor '{tensor}' is {producer.config.datatype} from {producer.owner} but "
+            f"{consumer.config.datatype} for {consumer.owner}",
+        )
+    if not _compatible(producer, consumer):
+        raise ensemble_error(
+            name,
+            f"tensor '{tensor}' has dims {list(producer.config.dims)} from {producer.owner} but "
+            f"{list(consumer.config.dims)} for {consumer.owner}",
+        )
+
+
+def _check_acyclic(name: str, steps: list[EnsembleStep], available: set[str]) -> None:
+    waiting = list(steps)
+    while waiting:
+        ready = [s for s in waiting if set(s.inputs.values()) <= available]
+        if not ready:
+            names = ", ".join(s.describe() for s in waiting)
+            raise ensemble_error(name, f"a cycle: {names} wait on each other's outputs")
+        for step in ready:
+            waiting.remove(step)
+            available.update(step.outputs.values())
+
+
+def _prepare(step: EnsembleStep, spec: ModelSpec, inputs: dict[str, np.ndarray]) -> int:
+    """Check and reshape one step's inputs in place, as the dataplane does; return rows."""
+    rows = 1
+    for input_name, array in inputs.items():
+        tensor = spec.inputs[input_name]
+        item_shape = array.shape[1:] if spec.batched else array.shape
+        if spec.batched:
+            rows = array.shape[0] if array.ndim else 0
+            if not 0 < rows <= spec.max_batch_size:
+                raise ModelServerError(
+                    f"{step.describe()} got {rows} rows of '{input_name}' (max_batch_size "
+                    f"{spec.max_batch_size})",
+                    code=Code.INVALID_ARGUMENT,
+                    rule="model-server/ensemble",
+                    where=f"max_batch_size in {step.model}/config.pbtxt",
+                )
+        if not tensor.accepts_shape(tuple(item_shape)):
+            raise ModelServerError(
+                f"{step.describe()} got '{input_name}' with shape {list(array.shape)}, "
+                f"expected {[-1, *tensor.dims] if spec.batched else list(tensor.dims)}",
+                code=Code.INVALID_ARGUMENT,
+                rule="model-server/ensemble",
+                where=f"the producer of '{step.inputs[input_name]}' or {step.model}/config.pbtxt",
+            )
+        if tensor.reshape is not None:
+            lead = (array.shape[0],) if spec.batched else ()
+            inputs[input_name] = array.reshape(lead + tensor.reshape)
+    return rows
+
+
+def _finish_outputs(spec: ModelSpec, results: dict[str, np.ndarray], rows: int) -> None:
+    """Give step outputs their configured dtype and dims before the next step sees them."""
+    for output_name, array in results.items():
+        tensor = spec.outputs.get(output_name)
+        if tensor is None:
+            continue
+        if tensor.reshape is not None and math.prod(tensor.dims) > 0:
+            array = array.reshape(((rows,) if spec.batched else ()) + tensor.dims)
+        if tensor.datatype not in ("BYTES", "BF16") and array.dtype != tensor.dtype:
+            array = array.astype(tensor.dtype, copy=False)
+        results[output_name] = array
+
+
+class EnsembleScheduler:
+    """Runs ensemble requests; same ``submit``, ``close``, ``join``, ``pending``, ``stats``."""
+
+    def __init__(
+        self, graph: EnsembleGraph, version: int, resolve: Resolve, *, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
+        self.model = graph.name
+        self.version = version
+        self.graph = graph
+        self.stats = VersionStats()
+        self._resolve = resolve
+        self._clock = clock
+        self._closed = False
+        self._in_flight = 0
+        self._idle = threading.Condition()
+
+    @property
+    def pending(self) -> int:
+        return self._in_flight
+
+    def submit(
+        self,
+        inputs: dict[str, np.ndarray],
+        outputs: list[str],
+        rows: int,
+        *,
+        client_deadline: float | None = None,
+        priority: int = 0,
+        timeout_us: int = 0,
+    ) -> asyncio.Future[dict[str, np.ndarray]]:
+        """Start one request; must be called from the event loop thread."""
+        if self._closed:
+            raise ModelServerError(
+                f"model '{self.model}' version {self.version} is unloading",
+                code=Code.UNAVAILABLE,
+                rule="model-server/version-unloading",
+                where="send the request without a version, or to a ready version",
+            )
+        options = {
+            "client_deadline": client_deadline,
+            "priority": priority,
+            "timeout_us": timeout_us,
+        }
+        with self._idle:
+            self._in_flight += 1
+        task = asyncio.get_running_loop().create_task(self._run(inputs, outputs, rows, options))
+        task.add_done_callback(self._done)
+        return task
+
+    async def _run(
+        self,
+        inputs: dict[str, np.ndarray],
+        outputs: list[str],
+        rows: int,
+        options: dict[str, Any],
+    ) -> dict[str, np.ndarray]:
+        clock = self._clock
+        start_ns = clock.monotonic_ns()
+        tensors = dict(inputs)
+        waiting = list(self.graph.steps)
+        running: dict[asyncio.Future[dict[str, np.ndarray]], tuple[EnsembleStep, ModelSpec, int]]
+        running = {}
+        try:
+            while waiting or running:
+                for step in [s for s in waiting if all(t in tensors for t in s.inputs.values())]:
+                    waiting.remove(step)
+                    future, spec, step_rows = self._submit_step(step, tensors, options)
+                    running[future] = (step, spec, step_rows)
+                if not running:
+                    raise ensemble_error(self.model, "steps wait for tensors nobody produced")
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for future in done:
+                    step, spec, step_rows = running.pop(future)
+                    results = dict(future.result())  # a step's error propagates unchanged
+                    _finish_outputs(spec, results, step_rows)
+                    for model_output, tensor in step.outputs.items():
+                        tensors[tensor] = results[model_output]
+        except Exception as exc:
+            self.stats.record_failure(failure_reason(exc), clock.monotonic_ns() - start_ns)
+            raise
+        finally:
+            for future in running:
+                future.cancel()  # a step scheduler skips answers to cancelled futures
+        end_ns = clock.monotonic_ns()
+        self.stats.record_execution(
+            [(start_ns, start_ns)], rows, 0, end_ns - start_ns, 0, end_ns, int(clock.wall() * 1000)
+        )
+        return {name: tensors[name] for name in outputs}
+
+    def _submit_step(
+        self, step: EnsembleStep, tensors: dict[str, np.ndarray], options: dict[str, Any]
+    ) -> tuple[asyncio.Future[dict[str, np.ndarray]], ModelSpec, int]:
+        # resolve and submit back to back on the loop: a swap cannot fall between them
+        mv = self._resolve(step.model, step.version)
+        inputs = {model_input: tensors[tensor] for model_input, tensor in step.inputs.items()}
+        rows = _prepare(step, mv.spec, inputs)
+        future = mv.scheduler.submit(inputs, list(step.outputs), rows, **options)
+        return future, mv.spec, rows
+
+    def _done(self, task: asyncio.Task[dict[str, np.ndarray]]) -> None:
+        with self._idle:
+            self._in_flight -= 1
+            self._idle.notify_all()
+
+    def close(self) -> None:
+        """Stop taking requests; the ones already running finish."""
+        self._closed = True
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait (off the event loop) until running requests finish."""
+        with self._idle:
+            self._idle.wait_for(lambda: self._in_flight == 0, timeout)
+
+
+def load_ensemble_version(
+    model_dir: Path,
+    version: int,
+    base_config: mc.ModelConfig,
+    resolve: Resolve,
+    *,
+    clock: Clock = SYSTEM_CLOCK,
+) -> ModelVersion:
+    """Validate an ensemble against the loaded step models; runs on the event loop thread."""
+    name = model_dir.name
+    config = copy.deepcopy(base_config)
+    if not config.platform:
+        config.platform = ENSEMBLE
+    if config.instance_group or config.model_warmup:
+        raise ensemble_error(name, "an ensemble has no instances or warm-up of its own")
+    spec = compile_spec(config, f"{name}/config.pbtxt")
+    graph = EnsembleGraph.build(config, spec, resolve)
+    return ModelVersion(
+        name=name,
+        version=version,
+        config=config,
+        spec=spec,
+        backend=ENSEMBLE,
+        scheduler=EnsembleScheduler(graph, version, resolve, clock=clock),
+        engines=[],
+        labels=_read_labels(model_dir, config, None),
+    )
+
+
+def step_models(model_dir: Path) -> list[str]:
+    """The models an ensemble's config names as steps; [] for any other model."""
+    try:
+        config = read_model_config(model_dir)
+    except ModelyardError:
+        return []  # the load reports the error
+    if config.platform != ENSEMBLE:
+        return []
+    return [step.model_name for step in config.ensemble_scheduling.step]
+
+
+def load_order(names: Iterable[str], model_dir: Callable[[str], Path | None]) -> list[str]:
+    """``names`` with every ensemble after the models its steps use (cycles keep their order)."""
+    ordered = list(names)
+    deps = {}
+    for name in ordered:
+        path = model_dir(name)
+        deps[name] = [d for d in step_models(path) if d in ordered] if path else []
+    placed: list[str] = []
+    visiting: set[str] = set()
+
+    def place(name: str) -> None:
+        if name in placed or name in visiting:
+            return
+        visiting.add(name)
+        for dep in deps[name]:
+            place(dep)
+        visiting.discard(name)
+        placed.append(name)
+
+    for name in ordered:
+        place(name)
+    return placed

@@ -1,0 +1,240 @@
+"""The client SDK against real ``modelyard serve`` processes under continuous load.
+
+The test registers the instances in an in-memory registry itself, as an
+instance's self-registration would. Every scenario runs an HTTP client and a
+gRPC client at once; none of their requests may fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from modelyard.client import Client, ClientError
+from modelyard.discovery.registry import Instance, Lease
+from modelyard.errors import Code, ModelServerError
+from tests.support.memory_registry import MemoryRegistry
+from tests.support.models import slow_double
+from tests.support.servers import ServerProcess, running_server, wait_until
+
+SERVICE = "com.example.test.doubler"
+MODEL = "slow_double"
+X = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
+EXPECTED = X * 2 + 1000  # version 1
+READY = {MODEL: {"1": "READY"}}
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repository = tmp_path_factory.mktemp("failover") / "models"
+    slow_double(repository, delay=0.002)
+    return repository
+
+
+def instance(
+    server: ServerProcess,
+    group: str = "a",
+    models: dict[str, dict[str, str]] = READY,
+    instance_id: str | None = None,
+) -> Instance:
+    return Instance(
+        service=SERVICE,
+        group=group,
+        instance_id=instance_id or f"i{server.http_port}",
+        http=server.http_url,
+        grpc=server.grpc_url,
+        models=dict(models),
+    )
+
+
+def register(registry: MemoryRegistry, entry: Instance) -> Lease:
+    return asyncio.run(registry.register(entry, ttl=300))
+
+
+class Load:
+    """Worker threads calling ``infer`` through each client until stopped.
+
+    Each worker pauses a little between calls: a saturated two-core machine
+    would take seconds to start each replacement server.
+    """
+
+    def __init__(self, clients: dict[str, Client], workers: int = 2, pause: float = 0.002) -> None:
+        self.clients = clients
+        self.workers = workers
+        self.pause = pause
+        self.stopped = threading.Event()
+        self.lock = threading.Lock()
+        self.succeeded = 0
+        self.failures: list[str] = []
+
+    def _work(self, label: str, client: Client) -> None:
+        done = 0
+        while not self.stopped.is_set():
+            try:
+                outputs = client.infer(MODEL, {"x": X}, timeout=10)
+                np.testing.assert_array_equal(outputs["y"], EXPECTED)
+                done += 1
+            except Exception as exc:
+                with self.lock:
+                    self.failures.append(f"{label}: {type(exc).__name__}: {exc}")
+            if done % 20 == 0:
+                with self.lock:
+                    self.succeeded += done
+                done = 0
+            time.sleep(self.pause)
+        with self.lock:
+            self.succeeded += done
+
+    def wait_for(self, more: int, timeout: float = 20.0) -> None:
+        """Block until ``more`` requests have succeeded from now."""
+        with self.lock:
+            target = self.succeeded + more
+        wait_until(lambda: self.succeeded >= target, timeout=timeout)
+
+    @contextmanager
+    def running(self) -> Iterator[Load]:
+        threads = [
+            threading.Thread(target=self._work, args=(label, client))
+            for label, client in self.clients.items()
+            for _ in range(self.workers)
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            yield self
+        finally:
+            self.stopped.set()
+            for thread in threads:
+                thread.join(30)
+
+
+@contextmanager
+def clients(registry: MemoryRegistry) -> Iterator[dict[str, Client]]:
+    with (
+        Client(SERVICE, registry, transport="http") as http,
+        Client(SERVICE, registry, transport="grpc") as grpc,
+    ):
+        yield {"http": http, "grpc": grpc}
+
+
+def served_requests(server: ServerProcess) -> int:
+    doc = httpx.get(f"http://{server.http_url}/v2/models/{MODEL}/stats", timeout=5).json()
+    return sum(int(row["inference_count"]) for row in doc["model_stats"])
+
+
+def test_a_killed_instance_costs_no_request(repository: Path, tmp_path: Path) -> None:
+    registry = MemoryRegistry()
+    with ExitStack() as stack:
+        servers = [stack.enter_context(running_server(repository, tmp_path)) for _ in range(3)]
+        for server in servers:
+            register(registry, instance(server))
+        with clients(registry) as by_transport, Load(by_transport).running() as load:
+            load.wait_for(300)
+            servers[0].process.kill()  # SIGKILL: in-flight requests and pooled sockets die
+            load.wait_for(600)
+            for client in by_transport.values():
+                ejected = [h.key.partition("@")[0] for h in client.async_client.balancer.ejected()]
+                assert ejected == [f"i{servers[0].http_port}"]
+        assert load.failures == []
+        assert all(served_requests(server) > 50 for server in servers[1:])
+
+
+def test_a_rolling_restart_of_every_instance_costs_no_request(
+    repository: Path, tmp_path: Path
+) -> None:
+    registry = MemoryRegistry()
+    with ExitStack() as stack:
+        servers = [stack.enter_context(running_server(repository, tmp_path)) for _ in range(3)]
+        leases = [register(registry, instance(server)) for server in servers]
+        with clients(registry) as by_transport, Load(by_transport).running() as load:
+            load.wait_for(200)
+            for index in range(len(servers)):
+                servers[index].stop()  # SIGTERM: drains, while the registry still lists it
+                replacement = stack.enter_context(running_server(repository, tmp_path))
+                new_lease = register(registry, instance(replacement))
+                asyncio.run(registry.deregister(leases[index]))
+                servers[index], leases[index] = replacement, new_lease
+                load.wait_for(100)
+            load.wait_for(200)
+        assert load.failures == []
+        assert all(served_requests(server) > 0 for server in servers)
+
+
+def test_a_model_moved_to_another_group_stays_reachable(repository: Path, tmp_path: Path) -> None:
+    registry = MemoryRegistry()
+    explicit = ("--model-control-mode", "explicit")
+    with (
+        running_server(repository, tmp_path, *explicit) as group_a,
+        running_server(repository, tmp_path, *explicit, "--load-model", MODEL) as group_b,
+    ):
+        lease_a = register(registry, instance(group_a, "a", {}))
+        lease_b = register(registry, instance(group_b, "b", READY))
+        with clients(registry) as by_transport, Load(by_transport).running() as load:
+            load.wait_for(200)
+            assert served_requests(group_b) >= 200
+
+            load_url = f"http://{group_a.http_url}/v2/repository/models/{MODEL}/load"
+            assert httpx.post(load_url, timeout=30).status_code == 200
+            asyncio.run(registry.update(lease_a, instance(group_a, "a", READY)))
+            asyncio.run(registry.update(lease_b, instance(group_b, "b", {})))
+            unload_url = f"http://{group_b.http_url}/v2/repository/models/{MODEL}/unload"
+            assert httpx.post(unload_url, timeout=30).status_code == 200
+
+            load.wait_for(200)
+            for client in by_transport.values():
+                routed = client.async_client.candidates(MODEL)
+                assert [e.instance.group for e in routed] == ["a"]
+        assert load.failures == []
+        assert served_requests(group_a) >= 200
+
+
+@pytest.fixture(scope="module")
+def one_server(
+    repository: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    with running_server(repository, tmp_path_factory.mktemp("logs")) as server:
+        yield server
+
+
+@pytest.mark.parametrize("transport", ["http", "grpc"])
+def test_the_caller_gets_the_instance_error_line(one_server: ServerProcess, transport: str) -> None:
+    registry = MemoryRegistry()
+    register(registry, instance(one_server))
+    direct = httpx.post(
+        f"http://{one_server.http_url}/v2/models/{MODEL}/infer",
+        json={"inputs": [{"name": "z", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}]},
+        timeout=5,
+    )
+    with Client(SERVICE, registry, transport=transport) as client:
+        with pytest.raises(ModelServerError) as raised:
+            client.infer(MODEL, {"z": X})
+        assert raised.value.code == Code.INVALID_ARGUMENT
+        assert str(raised.value) == direct.json()["error"]
+
+        with pytest.raises(ClientError) as missing:
+            client.infer("no_such_model", {"x": X})
+        assert missing.value.code == Code.NOT_FOUND
+        assert missing.value.rule == "client/no-instance-for-model"
+
+
+def test_an_unreachable_registry_leaves_the_last_known_instances(
+    one_server: ServerProcess,
+) -> None:
+    registry = MemoryRegistry()
+    register(registry, instance(one_server))
+    with Client(SERVICE, registry, transport="http") as client:
+        np.testing.assert_array_equal(client.infer(MODEL, {"x": X})["y"], EXPECTED)
+        registry.reachable = False
+        for _ in range(20):
+            np.testing.assert_array_equal(client.infer(MODEL, {"x": X})["y"], EXPECTED)
+        registry.reachable = True
+        register(registry, instance(one_server, instance_id="second-entry"))
+        wait_until(lambda: len(client.instances()) == 2, timeout=10)

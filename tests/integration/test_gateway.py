@@ -1,0 +1,194 @@
+"""``modelyard gateway`` in front of two real instances, called by the stock Triton clients.
+
+The gateway is a separate process, so the instances are registered in an
+embedded registry file it can read (by the test, as self-registration would).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+
+from modelyard.discovery.registry import Instance, Registry
+from tests.support.models import slow_double
+from tests.support.servers import ServerProcess, free_ports, running_server, wait_until
+
+SERVICE = "com.example.test.gateway"
+MODEL = "slow_double"
+X = np.array([[1.0, 2.0]], dtype=np.float32)
+EXPECTED = X * 2 + 1000
+
+open_registry: Any
+try:
+    from modelyard.discovery import open_registry
+except ImportError:  # the registry backends are not there yet
+    open_registry = None
+
+pytestmark = pytest.mark.skipif(open_registry is None, reason="needs modelyard.discovery backends")
+
+
+class Gateway:
+    def __init__(self, process: subprocess.Popen[bytes], http_port: int, grpc_port: int) -> None:
+        self.process = process
+        self.http_url = f"127.0.0.1:{http_port}"
+        self.grpc_url = f"127.0.0.1:{grpc_port}"
+
+
+@contextmanager
+def running_gateway(registry_url: str, log_dir: Path, *extra: str) -> Iterator[Gateway]:
+    http_port, grpc_port = free_ports(2)
+    log_path = log_dir / f"gateway-{http_port}.log"
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "modelyard.cli.main",
+                "gateway",
+                "--service",
+                SERVICE,
+                "--registry",
+                registry_url,
+                "--http-port",
+                str(http_port),
+                "--grpc-port",
+                str(grpc_port),
+                *extra,
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        )
+    gateway = Gateway(process, http_port, grpc_port)
+
+    def up() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"gateway exited early:\n{log_path.read_text()}")
+        try:
+            url = f"http://{gateway.http_url}/v2/models/{MODEL}/config"
+            return httpx.get(url, timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_until(up, timeout=60)
+        yield gateway
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+def register(registry: Registry, server: ServerProcess) -> None:
+    entry = Instance(
+        service=SERVICE,
+        group="a",
+        instance_id=f"i{server.http_port}",
+        http=server.http_url,
+        grpc=server.grpc_url,
+        models={MODEL: {"1": "READY"}},
+    )
+    asyncio.run(registry.register(entry, ttl=300))
+
+
+def http_double(client: httpclient.InferenceServerClient) -> np.ndarray:
+    item = httpclient.InferInput("x", [1, 2], "FP32")
+    item.set_data_from_numpy(X, binary_data=True)
+    return client.infer(MODEL, [item]).as_numpy("y")  # type: ignore[no-any-return]
+
+
+def grpc_double(client: grpcclient.InferenceServerClient) -> np.ndarray:
+    item = grpcclient.InferInput("x", [1, 2], "FP32")
+    item.set_data_from_numpy(X)
+    return client.infer(MODEL, [item]).as_numpy("y")  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("transport", ["http", "grpc"])
+def test_triton_clients_infer_through_the_gateway_and_survive_a_killed_instance(
+    tmp_path: Path, transport: str
+) -> None:
+    repository = tmp_path / "models"
+    slow_double(repository, delay=0.002)
+    registry_url = f"embedded://{tmp_path / 'registry.db'}"
+    registry = open_registry(registry_url)
+    with (
+        running_server(repository, tmp_path) as first,
+        running_server(repository, tmp_path) as second,
+    ):
+        register(registry, first)
+        register(registry, second)
+        with running_gateway(registry_url, tmp_path, "--transport", transport) as gateway:
+            http = httpclient.InferenceServerClient(gateway.http_url)
+            grpc = grpcclient.InferenceServerClient(gateway.grpc_url)
+            try:
+                assert http.is_server_ready() and grpc.is_server_ready()
+                assert http.is_model_ready(MODEL) and grpc.is_model_ready(MODEL)
+                assert http.get_model_metadata(MODEL)["inputs"][0]["name"] == "x"
+                assert grpc.get_model_metadata(MODEL).versions == ["1"]
+                np.testing.assert_array_equal(http_double(http), EXPECTED)
+                np.testing.assert_array_equal(grpc_double(grpc), EXPECTED)
+            finally:
+                http.close()
+                grpc.close()
+
+            # an instance's error line reaches the caller unchanged
+            bad = {"inputs": [{"name": "z", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}]}
+            direct = httpx.post(f"http://{first.http_url}/v2/models/{MODEL}/infer", json=bad)
+            forwarded = httpx.post(f"http://{gateway.http_url}/v2/models/{MODEL}/infer", json=bad)
+            assert forwarded.status_code == direct.status_code == 400
+            assert forwarded.json() == direct.json()
+
+            stop = threading.Event()
+            failures: list[str] = []
+            succeeded = [0, 0]
+
+            def work(index: int) -> None:
+                if index == 0:
+                    client: Any = httpclient.InferenceServerClient(gateway.http_url)
+                    call = http_double
+                else:
+                    client = grpcclient.InferenceServerClient(gateway.grpc_url)
+                    call = grpc_double
+                try:
+                    while not stop.is_set():
+                        try:
+                            np.testing.assert_array_equal(call(client), EXPECTED)
+                            succeeded[index] += 1
+                        except Exception as exc:
+                            failures.append(f"{type(exc).__name__}: {exc}")
+                finally:
+                    client.close()
+
+            workers = [threading.Thread(target=work, args=(i % 2,)) for i in range(4)]
+            for worker in workers:
+                worker.start()
+            try:
+                wait_until(lambda: min(succeeded) >= 100, timeout=30)
+                first.process.kill()
+                before = list(succeeded)
+                wait_until(
+                    lambda: all(s >= b + 200 for s, b in zip(succeeded, before, strict=True)),
+                    timeout=30,
+                )
+            finally:
+                stop.set()
+                for worker in workers:
+                    worker.join(30)
+            assert failures == []
+    asyncio.run(registry.aclose())

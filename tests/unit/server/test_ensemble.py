@@ -1,0 +1,355 @@
+"""Ensembles with python step models, in one process: wiring checks, errors, step schedulers."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import textwrap
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from modelyard.errors import ModelyardError
+from modelyard.server.dataplane import DataPlane
+from modelyard.server.ensemble import load_order
+from modelyard.server.manager import ControlMode, ModelManager
+from modelyard.server.repository import ModelRepository
+from modelyard.types import InferRequest
+from tests.support.models import failing, write_python_model
+
+ADD_VERSION = """
+import numpy as np
+
+
+class Model:
+    def initialize(self, args):
+        self.version = np.float32(args["model_version"])
+
+    def execute(self, inputs):
+        return {"y": inputs["x"] + self.version}
+"""
+
+DOUBLE = """
+class Model:
+    def execute(self, inputs):
+        return {"y": inputs["x"] * 2}
+"""
+
+COMBINE = """
+class Model:
+    def execute(self, inputs):
+        return {"s": inputs["a"] + inputs["b"]}
+"""
+
+# Each side signals that it started and waits for the other: it only returns if both
+# steps execute at the same time.
+MEET = """
+import time
+from pathlib import Path
+
+
+class Model:
+    def initialize(self, args):
+        self.rendezvous = Path(args["model_repository"]).parent.parent / "rendezvous"
+        self.me = args["model_name"]
+        self.other = "meet_right" if self.me == "meet_left" else "meet_left"
+
+    def execute(self, inputs):
+        (self.rendezvous / self.me).touch()
+        deadline = time.monotonic() + 10
+        while not (self.rendezvous / self.other).exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.other} never ran while {self.me} ran")
+            time.sleep(0.005)
+        return {"y": inputs["x"]}
+"""
+
+XY = """
+backend: "python"
+max_batch_size: 8
+input [{{ name: "x" data_type: {dtype} dims: [ 2 ] }}]
+output [{{ name: "y" data_type: {dtype} dims: [ 2 ] }}]
+"""
+
+
+def step(model: str, inputs: dict[str, str], outputs: dict[str, str], version: int = -1) -> str:
+    maps = "".join(f' input_map {{ key: "{k}" value: "{v}" }}' for k, v in inputs.items())
+    maps += "".join(f' output_map {{ key: "{k}" value: "{v}" }}' for k, v in outputs.items())
+    return f'{{ model_name: "{model}" model_version: {version}{maps} }}'
+
+
+def ensemble(
+    repo: Path,
+    name: str,
+    steps: list[str],
+    inputs: str = '{ name: "IN" data_type: TYPE_FP32 dims: [ 2 ] }',
+    outputs: str = '{ name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] }',
+    max_batch_size: int = 8,
+) -> Path:
+    model_dir = repo / name
+    (model_dir / "1").mkdir(parents=True, exist_ok=True)  # Triton wants an empty version dir
+    (model_dir / "config.pbtxt").write_text(
+        textwrap.dedent(
+            f"""
+            platform: "ensemble"
+            max_batch_size: {max_batch_size}
+            input [ {inputs} ]
+            output [ {outputs} ]
+            ensemble_scheduling {{ step [ {", ".join(steps)} ] }}
+            """
+        )
+    )
+    return model_dir
+
+
+def combine(repo: Path) -> None:
+    write_python_model(
+        repo,
+        "combine",
+        COMBINE,
+        """
+        backend: "python"
+        max_batch_size: 8
+        input [{ name: "a" data_type: TYPE_FP32 dims: [ 2 ] },
+               { name: "b" data_type: TYPE_FP32 dims: [ 2 ] }]
+        output [{ name: "s" data_type: TYPE_FP32 dims: [ 2 ] }]
+        """,
+    )
+
+
+def step_models(repo: Path) -> None:
+    write_python_model(repo, "add_version", ADD_VERSION, XY.format(dtype="TYPE_FP32"))
+    write_python_model(repo, "double", DOUBLE, XY.format(dtype="TYPE_FP32"))
+    combine(repo)
+
+
+def diamond(repo: Path, name: str = "diamond") -> Path:
+    """OUT = (IN + version of add_version) + 2 * IN, the first two steps side by side."""
+    step_models(repo)
+    return ensemble(
+        repo,
+        name,
+        [
+            step("add_version", {"x": "IN"}, {"y": "plus"}),
+            step("double", {"x": "IN"}, {"y": "twice"}),
+            step("combine", {"a": "plus", "b": "twice"}, {"s": "OUT"}),
+        ],
+    )
+
+
+def request(model: str, rows: list[list[float]]) -> InferRequest:
+    return InferRequest(
+        model_name=model,
+        model_version=None,
+        inputs={"IN": np.array(rows, dtype=np.float32)},
+        input_datatypes={"IN": "FP32"},
+    )
+
+
+def run(scenario: Callable[[DataPlane], Awaitable[Any]], repo: Path, **kw: Any) -> Any:
+    async def main() -> Any:
+        dp = DataPlane(ModelManager(ModelRepository(repo), **kw))
+        await dp.manager.start()
+        try:
+            return await scenario(dp)
+        finally:
+            await dp.manager.stop()
+
+    return asyncio.run(main())
+
+
+def test_an_ensemble_runs_each_step_through_its_own_scheduler(tmp_path: Path) -> None:
+    diamond(tmp_path)
+
+    async def scenario(dp: DataPlane) -> None:
+        response = await dp.infer(request("diamond", [[1.0, 2.0], [3.0, 4.0]]))
+        assert response.model_name == "diamond" and response.model_version == "1"
+        assert response.outputs[0].name == "OUT"
+        assert response.outputs[0].data.tolist() == [[4.0, 7.0], [10.0, 13.0]]
+        await dp.infer(request("diamond", [[0.0, 0.0]]))
+
+        def stats_by_model() -> dict[str, Any]:
+            return {s["name"]: s for s in dp.statistics(None, None)["model_stats"]}
+
+        # instance threads record an execution just after they answer it
+        for _ in range(200):
+            if stats_by_model()["combine"]["execution_count"] == 2:
+                break
+            await asyncio.sleep(0.01)
+        stats = stats_by_model()
+        for model in ("add_version", "double", "combine"):
+            assert stats[model]["execution_count"] == 2
+            assert stats[model]["inference_count"] == 3
+        assert stats["diamond"]["inference_stats"]["success"]["count"] == 2
+        assert stats["diamond"]["inference_count"] == 3
+        metadata = dp.model_metadata("diamond", None)
+        assert metadata["platform"] == "ensemble"
+        assert metadata["inputs"] == [{"name": "IN", "datatype": "FP32", "shape": [-1, 2]}]
+        config = dp.model_config("diamond", None)
+        assert [s["model_name"] for s in config["ensemble_scheduling"]["step"]] == [
+            "add_version",
+            "double",
+            "combine",
+        ]
+        assert {"name": "diamond", "version": "1", "state": "READY", "reason": ""} in (
+            dp.manager.index()
+        )
+        assert dp.server_ready()
+
+    run(scenario, tmp_path)
+
+
+def test_steps_whose_inputs_are_ready_run_at_the_same_time(tmp_path: Path) -> None:
+    (tmp_path / "rendezvous").mkdir()
+    repo = tmp_path / "models"
+    for name in ("meet_left", "meet_right"):
+        write_python_model(repo, name, MEET, XY.format(dtype="TYPE_FP32"))
+    combine(repo)
+    ensemble(
+        repo,
+        "meeting",
+        [
+            step("meet_left", {"x": "IN"}, {"y": "left"}),
+            step("meet_right", {"x": "IN"}, {"y": "right"}),
+            step("combine", {"a": "left", "b": "right"}, {"s": "OUT"}),
+        ],
+    )
+
+    async def scenario(dp: DataPlane) -> None:
+        response = await dp.infer(request("meeting", [[1.0, 2.0]]))
+        assert response.outputs[0].data.tolist() == [[2.0, 4.0]]
+
+    run(scenario, repo)
+
+
+def test_a_failing_step_returns_that_models_own_error_line(tmp_path: Path) -> None:
+    failing(tmp_path)
+    ensemble(
+        tmp_path,
+        "fails_inside",
+        [step("failing", {"x": "IN"}, {"y": "OUT"})],
+        inputs='{ name: "IN" data_type: TYPE_FP32 dims: [ 1 ] }',
+        outputs='{ name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] }',
+        max_batch_size=4,
+    )
+
+    async def scenario(dp: DataPlane) -> tuple[str, str]:
+        with pytest.raises(ModelyardError) as direct:
+            await dp.infer(
+                InferRequest("failing", None, {"x": np.ones((1, 1), np.float32)}, {"x": "FP32"})
+            )
+        with pytest.raises(ModelyardError) as through:
+            await dp.infer(request("fails_inside", [[1.0]]))
+        stats = dp.statistics("fails_inside", None)["model_stats"][0]
+        assert stats["inference_stats"]["fail"]["count"] == 1
+        return direct.value.line(), through.value.line()
+
+    direct, through = run(scenario, tmp_path)
+    assert through == direct
+    assert through.startswith("[engine] execute failed: ValueError: the model refuses negative")
+    assert "rule=engine/python; change: model.py of model 'failing'" in through
+
+
+def _wiring(repo: Path, case: str) -> None:
+    step_models(repo)
+    ok = step("double", {"x": "IN"}, {"y": "OUT"})
+    steps = {
+        "missing step model": [step("nowhere", {"x": "IN"}, {"y": "OUT"})],
+        "unknown step input": [step("double", {"x": "IN", "z": "IN"}, {"y": "OUT"})],
+        "unknown step output": [step("double", {"x": "IN"}, {"out": "OUT"})],
+        "unmapped step input": [step("combine", {"a": "IN"}, {"s": "OUT"})],
+        "never produced": [step("combine", {"a": "IN", "b": "nothing"}, {"s": "OUT"})],
+        "datatype mismatch": [step("double_int", {"x": "IN"}, {"y": "OUT"})],
+        "output not produced": [step("double", {"x": "IN"}, {"y": "elsewhere"})],
+        "input unused": [ok],
+        "produced twice": [ok, step("add_version", {"x": "IN"}, {"y": "OUT"})],
+        "cycle": [
+            step("combine", {"a": "IN", "b": "loop"}, {"s": "mid"}),
+            step("double", {"x": "mid"}, {"y": "loop"}),
+            step("add_version", {"x": "mid"}, {"y": "OUT"}),
+        ],
+        "batch too big": [ok],
+    }[case]
+    inputs = '{ name: "IN" data_type: TYPE_FP32 dims: [ 2 ] }'
+    if case == "input unused":
+        inputs += ', { name: "EXTRA" data_type: TYPE_FP32 dims: [ 2 ] }'
+    write_python_model(repo, "double_int", DOUBLE, XY.format(dtype="TYPE_INT32"))
+    ensemble(
+        repo, "wired", steps, inputs=inputs, max_batch_size=16 if case == "batch too big" else 8
+    )
+
+
+@pytest.mark.parametrize(
+    ("case", "detail"),
+    [
+        ("missing step model", "step 1 (model 'nowhere'): model 'nowhere' is not loaded"),
+        ("unknown step input", "step 1 (model 'double') has no input 'z' (it has x)"),
+        ("unknown step output", "step 1 (model 'double') has no output 'out' (it has y)"),
+        ("unmapped step input", "step 1 (model 'combine') leaves input b unmapped"),
+        ("never produced", "tensor 'nothing' is consumed by step 1 (model 'combine') but never"),
+        ("datatype mismatch", "tensor 'IN' is FP32 from the ensemble input but INT32 for step 1"),
+        ("output not produced", "ensemble output 'OUT' is produced by no step"),
+        ("input unused", "ensemble input 'EXTRA' is used by no step"),
+        ("produced twice", "tensor 'OUT' is produced twice: by step 1 (model 'double') and by"),
+        ("cycle", "a cycle: step 1 (model 'combine'), step 2 (model 'double'), step 3"),
+        ("batch too big", "max_batch_size 16 is over the max_batch_size 8 of step 1"),
+    ],
+)
+def test_wiring_errors_are_rejected_at_load_with_the_error_line(
+    tmp_path: Path, case: str, detail: str
+) -> None:
+    _wiring(tmp_path, case)
+
+    async def scenario(dp: DataPlane) -> None:
+        with pytest.raises(ModelyardError) as refused:
+            await dp.manager.load("wired")
+        line = refused.value.line()
+        assert line.startswith(f"[model-server] ensemble 'wired': {detail}"), line
+        assert (
+            "; rule=model-server/ensemble; change: ensemble_scheduling in wired/config.pbtxt"
+            in (line)
+        )
+        row = next(r for r in dp.manager.index() if r["name"] == "wired")
+        assert row["state"] == "UNAVAILABLE" and row["reason"] == line
+        assert not dp.model_ready("wired", None)
+
+    run(scenario, tmp_path, mode=ControlMode.EXPLICIT, startup_models=["*"])
+
+
+def test_ensembles_load_after_their_step_models_and_take_new_versions(tmp_path: Path) -> None:
+    diamond(tmp_path, "a_diamond")  # sorts before the models it uses
+    ensemble(
+        tmp_path,
+        "a_nested",
+        [
+            step("a_diamond", {"IN": "IN"}, {"OUT": "mid"}),
+            step("double", {"x": "mid"}, {"y": "OUT"}),
+        ],
+    )
+    order = load_order(ModelRepository(tmp_path).model_names(), lambda n: tmp_path / n)
+    assert order.index("a_nested") > order.index("a_diamond") > order.index("add_version")
+
+    async def scenario(dp: DataPlane) -> None:
+        first = await dp.infer(request("a_nested", [[1.0, 2.0]]))
+        assert first.outputs[0].data.tolist() == [[8.0, 14.0]]  # 2 * ((x + 1) + 2x)
+        shutil.copytree(tmp_path / "add_version" / "1", tmp_path / "add_version" / "2")
+        await dp.manager.poll_once()
+        second = await dp.infer(request("a_nested", [[1.0, 2.0]]))
+        assert second.outputs[0].data.tolist() == [[10.0, 16.0]]  # version 2 adds 2
+
+    run(scenario, tmp_path, mode=ControlMode.POLL, poll_secs=3600)
+
+
+def test_an_unloaded_step_model_fails_requests_with_its_routing_error(tmp_path: Path) -> None:
+    diamond(tmp_path)
+
+    async def scenario(dp: DataPlane) -> None:
+        await dp.manager.unload("double")
+        with pytest.raises(ModelyardError) as gone:
+            await dp.infer(request("diamond", [[1.0, 2.0]]))
+        assert gone.value.line().startswith("[model-server] unknown model 'double'")
+
+    run(scenario, tmp_path, mode=ControlMode.EXPLICIT, startup_models=["*"])
