@@ -160,6 +160,14 @@ class ModelServerCollector(Collector):
             lambda mv: mv.scheduler.stats.batch_size,
             versions,
         )
+        memory = Metric(
+            "modelyard_model_memory_bytes",
+            "Host memory each loaded model version took at load (RSS delta)",
+            "gauge",
+        )
+        for mv in versions:
+            memory.add_sample("modelyard_model_memory_bytes", _labels(mv), float(mv.memory_bytes))
+        yield memory
         state = Metric(
             "modelyard_model_version_state", "1 for the state each model version is in", "gauge"
         )

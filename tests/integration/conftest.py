@@ -16,7 +16,7 @@ MAX_MESSAGE_BYTES = 1_000_000
 @pytest.fixture(scope="session")
 def example_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repository = tmp_path_factory.mktemp("examples") / "models"
-    build_example_repository(repository)
+    build_example_repository(repository, text_models=False)  # test_embedding.py builds those
     bytes_echo(repository)
     return repository
 

@@ -22,6 +22,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
+from modelyard.discovery import open_registry
 from modelyard.discovery.registry import Instance, Registry
 from tests.support.models import slow_double
 from tests.support.servers import ServerProcess, free_ports, running_server, wait_until
@@ -30,14 +31,6 @@ SERVICE = "com.example.test.gateway"
 MODEL = "slow_double"
 X = np.array([[1.0, 2.0]], dtype=np.float32)
 EXPECTED = X * 2 + 1000
-
-open_registry: Any
-try:
-    from modelyard.discovery import open_registry
-except ImportError:  # the registry backends are not there yet
-    open_registry = None
-
-pytestmark = pytest.mark.skipif(open_registry is None, reason="needs modelyard.discovery backends")
 
 
 class Gateway:

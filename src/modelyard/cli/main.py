@@ -39,6 +39,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from modelyard.cli.bench import add_bench_arguments, run_bench
+    from modelyard.cli.explain import add_explain_arguments, run_explain
     from modelyard.cli.gateway import add_gateway_arguments, run_gateway
     from modelyard.cli.governance import (
         add_auth_arguments,
@@ -82,9 +83,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_bench_arguments(bench)
     bench.set_defaults(handler=run_bench)
 
-    rules = commands.add_parser("rules", help="print the live governance rules of an instance")
+    rules = commands.add_parser(
+        "rules", help="governance rules: live on an instance, or central in the registry"
+    )
     add_rules_arguments(rules)
     rules.set_defaults(handler=run_rules)
+
+    explain = commands.add_parser(
+        "explain", help="why a request was refused: the rule, its numbers, how to change it"
+    )
+    add_explain_arguments(explain)
+    explain.set_defaults(handler=run_explain)
 
     instances = commands.add_parser("instances", help="list the live instances of a service")
     add_instances_arguments(instances)

@@ -17,14 +17,16 @@ import uvicorn
 from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
 from modelyard.discovery.publisher import Publisher, models_from_index
 from modelyard.discovery.registry import Instance
+from modelyard.discovery.rules_store import open_rules_store
 from modelyard.errors import Code, ConfigError
 from modelyard.gateway.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
 from modelyard.gateway.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
-from modelyard.governance.runtime import Governance
+from modelyard.governance.runtime import RulesSource, open_governance
 from modelyard.logging import configure_logging
 from modelyard.metrics import serve_metrics
 from modelyard.server.dataplane import DataPlane
 from modelyard.server.manager import ControlMode, ModelManager
+from modelyard.server.memory import parse_size
 from modelyard.server.repository import ModelRepository
 
 log = structlog.get_logger("modelyard.serve")
@@ -88,6 +90,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="concurrent HTTP connections and requests before answering 503",
     )
     parser.add_argument(
+        "--memory-budget",
+        default=None,
+        metavar="SIZE",
+        help="host memory the loaded models may hold (e.g. 4G); loads over it are refused",
+    )
+    parser.add_argument(
         "--service-config",
         type=Path,
         default=None,
@@ -106,6 +114,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_REGISTRY_URL,
         metavar="URL",
         help="embedded, embedded:///abs/path/registry.db or etcd://host:port[,host:port]",
+    )
+    discovery.add_argument(
+        "--rules-source",
+        choices=[s.value for s in RulesSource],
+        default=RulesSource.AUTO.value,
+        help="which governance rules win: the service's central rules in the registry or "
+        "--service-config (auto: central once the service has any; auth is always local)",
     )
     discovery.add_argument("--data-center", default=None, metavar="DC")
     discovery.add_argument("--queue", default=None, metavar="Q")
@@ -202,6 +217,12 @@ async def serve(args: argparse.Namespace) -> None:
             where="pass --group GROUP (where it runs and who owns it)",
         )
     registry = open_registry(args.registry) if args.service else None
+    rules_source = RulesSource(args.rules_source)
+    rules_store = (
+        open_rules_store(args.registry)
+        if args.service and rules_source is not RulesSource.LOCAL
+        else None
+    )
     publisher: Publisher | None = None
     repository = ModelRepository(args.model_repository.resolve())
     manager = ModelManager(
@@ -212,9 +233,16 @@ async def serve(args: argparse.Namespace) -> None:
         trusted_repository=args.trusted_repository,
         trusted_models=args.trust_model,
         default_max_queue_size=args.max_queue_size,
+        memory_budget=parse_size(args.memory_budget) if args.memory_budget else None,
     )
     dataplane = DataPlane(manager)
-    governance = Governance.from_file(args.service_config) if args.service_config else None
+    governance = await open_governance(
+        args.service_config,
+        args.service,
+        rules_source=rules_source,
+        store=rules_store,
+        registry_url=args.registry if args.service else None,
+    )
     app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes, governance=governance)
     await manager.start()
     config = uvicorn.Config(
@@ -289,7 +317,7 @@ async def serve(args: argparse.Namespace) -> None:
             )
         announcer = asyncio.create_task(announce())
         if governance is not None:
-            watcher = asyncio.create_task(governance.watch())
+            watcher = asyncio.create_task(governance.watch(store=rules_store))
         await server.serve()
     finally:
         if announcer is not None:
@@ -302,6 +330,8 @@ async def serve(args: argparse.Namespace) -> None:
             watcher.cancel()
         if governance is not None:
             await governance.aclose()
+        if rules_store is not None:
+            await rules_store.aclose()
         if grpc_server is not None:
             await grpc_server.stop()
         await manager.stop()

@@ -105,6 +105,7 @@ class AsyncClient:
         self._http_pool_size = http_pool_size
         self._max_message_bytes = max_message_bytes
         self._endpoints: dict[str, Endpoint] = {}
+        self._retired: set[Endpoint] = set()  # gone from the registry, requests still in flight
         self._routes: dict[tuple[str, str | None], list[Endpoint]] = {}
         self._instances: list[Instance] = []
         self._revision: int | None = None
@@ -141,10 +142,12 @@ class AsyncClient:
         assert self._registry is not None
         registry = self._registry
         delay = REGISTRY_RETRY_MIN_SECS
+        relist = self._revision is None
         while True:
             try:
-                if self._revision is None:
+                if relist:
                     self._apply(await registry.resolve(self.service))
+                    relist = False
                 assert self._revision is not None
                 snapshots = registry.watch(self.service, self._revision)
                 try:
@@ -176,16 +179,17 @@ class AsyncClient:
                 )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, REGISTRY_RETRY_MAX_SECS)
-                self._revision = None  # list again: a watch from an old revision may be refused
+                relist = True  # a watch from an old revision may be refused
 
     async def aclose(self) -> None:
         if self._follower is not None:
             self._follower.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._follower
-        for endpoint in self._endpoints.values():
+        for endpoint in [*self._endpoints.values(), *self._retired]:
             self._close(endpoint)
         self._endpoints = {}
+        self._retired = set()
         self._routes = {}
         if self._closing:
             await asyncio.gather(*self._closing, return_exceptions=True)
@@ -225,6 +229,8 @@ class AsyncClient:
                 endpoint.retired = True
                 if endpoint.outstanding == 0:
                     self._close(endpoint)
+                else:
+                    self._retired.add(endpoint)
         self._endpoints = endpoints
         self._routes = {}
         self._instances = list(snapshot.instances)
@@ -366,6 +372,7 @@ class AsyncClient:
     def _finish(self, endpoint: Endpoint, failed: bool | None) -> None:
         self.balancer.finish(endpoint, failed)
         if endpoint.retired and endpoint.outstanding == 0:
+            self._retired.discard(endpoint)
             self._close(endpoint)
 
     async def infer_request(
@@ -529,8 +536,8 @@ class Client:
             target=self._run, name=f"modelyard-client-{service}", daemon=True
         )
         self._thread.start()
-        self._client = self._wait(self._create(service, registry, options))
         try:
+            self._client = self._wait(self._create(service, registry, options))
             self._wait(self._client.start())
         except BaseException:
             self.close()

@@ -142,8 +142,9 @@ def error_from_grpc(error: grpc.aio.AioRpcError, address: str, timeout: float) -
     status = error.code()
     details = error.details() or ""
     if not details.startswith("["):
-        if status is grpc.StatusCode.UNAVAILABLE:
-            return connection_error(address, details)
+        # no error line: gRPC itself ended the call (connection lost, server shutting down)
+        if status in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+            return connection_error(address, f"{status.name}: {details}")
         if status is grpc.StatusCode.DEADLINE_EXCEEDED:
             return deadline_error(address, timeout)
     code = _GRPC_CODES.get(status.name, Code.INTERNAL)

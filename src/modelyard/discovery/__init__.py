@@ -7,7 +7,9 @@
     etcd://host:port[,host:port]     an etcd cluster (many machines)
 
 The default embedded path is ``$XDG_RUNTIME_DIR/modelyard/registry.db``, or
-``~/.cache/modelyard/registry.db`` where ``XDG_RUNTIME_DIR`` is unset.
+``~/.cache/modelyard/registry.db`` where ``XDG_RUNTIME_DIR`` is unset. The
+same URL opens the services' central governance rules
+(``rules_store.open_rules_store``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ __all__ = [
     "Snapshot",
     "default_embedded_path",
     "open_registry",
+    "registry_location",
 ]
 
 DEFAULT_REGISTRY_URL = "embedded"
@@ -50,31 +53,39 @@ def default_embedded_path() -> Path:
 
 def open_registry(url: str, *, clock: Clock = SYSTEM_CLOCK) -> Registry:
     """The registry that ``url`` names; ``ConfigError`` when the URL is not one of the forms."""
+    location = registry_location(url)
+    if isinstance(location, Path):
+        from modelyard.discovery.embedded import EmbeddedRegistry
+
+        return EmbeddedRegistry(location, clock=clock)
+    from modelyard.discovery.etcd import EtcdRegistry
+
+    return EtcdRegistry(location)
+
+
+def registry_location(url: str) -> Path | list[str]:
+    """The embedded registry's file, or the etcd endpoints (``http://host:port``), of ``url``."""
     scheme, _, rest = url.partition(":")
     if scheme == "embedded":
-        return _open_embedded(url, rest, clock)
+        return _embedded_path(url, rest)
     if scheme == "etcd":
-        return _open_etcd(url)
+        return _etcd_endpoints(url)
     raise _bad_url(url, f"unknown scheme '{scheme}'" if rest else "no scheme")
 
 
-def _open_embedded(url: str, rest: str, clock: Clock) -> Registry:
-    from modelyard.discovery.embedded import EmbeddedRegistry
-
+def _embedded_path(url: str, rest: str) -> Path:
     if rest in ("", "//"):
-        return EmbeddedRegistry(default_embedded_path(), clock=clock)
+        return default_embedded_path()
     parts = urlsplit(url)
     if parts.netloc or parts.query or parts.fragment:
         raise _bad_url(url, "an embedded registry is a local file: embedded:///abs/path")
     path = Path(unquote(parts.path))
     if not path.is_absolute() or not rest.startswith("///"):
         raise _bad_url(url, "the embedded registry's path must be absolute (three slashes)")
-    return EmbeddedRegistry(path, clock=clock)
+    return path
 
 
-def _open_etcd(url: str) -> Registry:
-    from modelyard.discovery.etcd import EtcdRegistry
-
+def _etcd_endpoints(url: str) -> list[str]:
     parts = urlsplit(url)
     if parts.path not in ("", "/") or parts.query or parts.fragment:
         raise _bad_url(url, "an etcd URL names hosts only: etcd://host:port[,host:port]")
@@ -84,7 +95,7 @@ def _open_etcd(url: str) -> Registry:
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise _bad_url(url, f"'{member}' is not host:port")
         endpoints.append(f"http://{host}:{port}")
-    return EtcdRegistry(endpoints)
+    return endpoints
 
 
 def _bad_url(url: str, why: str) -> ConfigError:

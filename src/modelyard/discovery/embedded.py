@@ -6,6 +6,10 @@ sees it, which counts as a change. Every change bumps one revision counter and
 stamps the service with it, so ``watch`` polls a single small row per service.
 SQLite calls run in worker threads: a busy lock held by another process must
 not stall the event loop.
+
+``EmbeddedRulesStore`` keeps central governance rules in the same file: every
+revision is a row of ``rules_history`` and ``rules_current`` points at one of
+them; a put writes both in one transaction, after checking the pointer.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import orjson
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.discovery import RegistryError
 from modelyard.discovery.registry import Instance, Lease, Registry, Snapshot
+from modelyard.discovery.rules_store import RulesConflict, RulesRevision, RulesStore
 from modelyard.errors import Code
 
 T = TypeVar("T")
@@ -40,7 +45,62 @@ CREATE TABLE IF NOT EXISTS instances (
     expires REAL NOT NULL,
     PRIMARY KEY (service, instance_id)
 );
+CREATE TABLE IF NOT EXISTS rules_history (
+    service TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    doc BLOB NOT NULL,
+    PRIMARY KEY (service, revision)
+);
+CREATE TABLE IF NOT EXISTS rules_current (service TEXT PRIMARY KEY, revision INTEGER NOT NULL);
 """
+
+
+class _Database:
+    """One SQLite connection to ``path``, used from worker threads one call at a time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+
+    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        def call() -> T:
+            with self._lock:
+                try:
+                    return fn(self._connect())
+                except sqlite3.Error as exc:
+                    raise RegistryError(
+                        f"embedded registry {self.path} failed: {exc}",
+                        code=Code.UNAVAILABLE,
+                        rule="discovery/embedded",
+                        where="check the file's permissions and disk, or pass another "
+                        "--registry embedded:///abs/path",
+                    ) from exc
+
+        return await asyncio.to_thread(call)
+
+    async def close(self) -> None:
+        def close() -> None:
+            with self._lock:
+                if self._db is not None:
+                    self._db.close()
+                    self._db = None
+
+        await asyncio.to_thread(close)
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA busy_timeout = 5000")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            with _write(db):
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            self._db = db
+        return self._db
 
 
 class EmbeddedRegistry(Registry):
@@ -50,8 +110,7 @@ class EmbeddedRegistry(Registry):
         self.path = path
         self.poll_interval = poll_interval
         self._clock = clock
-        self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None
+        self._database = _Database(path)
         # the last entry written under each lease, to re-register it if it expired meanwhile
         self._entries: dict[str, Instance] = {}
 
@@ -114,45 +173,12 @@ class EmbeddedRegistry(Registry):
             await asyncio.sleep(self.poll_interval)
 
     async def aclose(self) -> None:
-        def close() -> None:
-            with self._lock:
-                if self._db is not None:
-                    self._db.close()
-                    self._db = None
-
-        await asyncio.to_thread(close)
+        await self._database.close()
 
     # ---- internals ------------------------------------------------------
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        def call() -> T:
-            with self._lock:
-                try:
-                    return fn(self._connect())
-                except sqlite3.Error as exc:
-                    raise RegistryError(
-                        f"embedded registry {self.path} failed: {exc}",
-                        code=Code.UNAVAILABLE,
-                        rule="discovery/embedded",
-                        where="check the file's permissions and disk, or pass another "
-                        "--registry embedded:///abs/path",
-                    ) from exc
-
-        return await asyncio.to_thread(call)
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA busy_timeout = 5000")
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
-            with _write(db):
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-            self._db = db
-        return self._db
+        return await self._database.run(fn)
 
     def _put(self, db: sqlite3.Connection, lease: Lease, instance: Instance) -> None:
         doc = orjson.dumps(instance.to_json())
@@ -196,6 +222,85 @@ class EmbeddedRegistry(Registry):
             ).fetchone()
         instances = [Instance.from_json(orjson.loads(doc)) for (doc,) in rows]
         return Snapshot(instances, int(revision)), int(changed[0]) if changed else 0
+
+
+class EmbeddedRulesStore(RulesStore):
+    """Central rules in the embedded registry's SQLite file; ``watch`` polls one row."""
+
+    def __init__(self, path: Path, *, poll_interval: float = 0.1) -> None:
+        self.path = path
+        self.poll_interval = poll_interval
+        self._database = _Database(path)
+
+    async def get(self, service: str, revision: int | None = None) -> RulesRevision | None:
+        def read(db: sqlite3.Connection) -> bytes | None:
+            if revision is None:
+                row = db.execute(
+                    "SELECT h.doc FROM rules_current c JOIN rules_history h"
+                    " ON h.service = c.service AND h.revision = c.revision WHERE c.service = ?",
+                    (service,),
+                ).fetchone()
+            else:
+                row = db.execute(
+                    "SELECT doc FROM rules_history WHERE service = ? AND revision = ?",
+                    (service, revision),
+                ).fetchone()
+            return None if row is None else bytes(row[0])
+
+        doc = await self._database.run(read)
+        return None if doc is None else RulesRevision.from_json(orjson.loads(doc))
+
+    async def put(self, revision: RulesRevision) -> None:
+        expected = revision.revision - 1
+
+        def write(db: sqlite3.Connection) -> None:
+            with _write(db):
+                row = db.execute(
+                    "SELECT revision FROM rules_current WHERE service = ?", (revision.service,)
+                ).fetchone()
+                found = int(row[0]) if row else 0
+                if found != expected:
+                    raise RulesConflict(revision.service, expected, found)
+                db.execute(
+                    "INSERT INTO rules_history (service, revision, doc) VALUES (?, ?, ?)",
+                    (revision.service, revision.revision, orjson.dumps(revision.to_json())),
+                )
+                db.execute(
+                    "INSERT INTO rules_current (service, revision) VALUES (?, ?)"
+                    " ON CONFLICT (service) DO UPDATE SET revision = excluded.revision",
+                    (revision.service, revision.revision),
+                )
+
+        await self._database.run(write)
+
+    async def history(self, service: str, limit: int | None = None) -> list[RulesRevision]:
+        def read(db: sqlite3.Connection) -> list[bytes]:
+            rows = db.execute(
+                "SELECT doc FROM rules_history WHERE service = ? ORDER BY revision DESC LIMIT ?",
+                (service, -1 if limit is None else limit),
+            ).fetchall()
+            return [bytes(doc) for (doc,) in rows]
+
+        docs = await self._database.run(read)
+        return [RulesRevision.from_json(orjson.loads(doc)) for doc in docs]
+
+    async def watch(self, service: str, since_revision: int) -> AsyncIterator[RulesRevision]:
+        def current(db: sqlite3.Connection) -> int:
+            row = db.execute(
+                "SELECT revision FROM rules_current WHERE service = ?", (service,)
+            ).fetchone()
+            return int(row[0]) if row else 0
+
+        while True:
+            if await self._database.run(current) > since_revision:
+                revision = await self.get(service)
+                if revision is not None and revision.revision > since_revision:
+                    since_revision = revision.revision
+                    yield revision
+            await asyncio.sleep(self.poll_interval)
+
+    async def aclose(self) -> None:
+        await self._database.close()
 
 
 @contextmanager

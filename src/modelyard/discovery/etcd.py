@@ -11,6 +11,12 @@ compacted start revision, a cancelled watch or a broken stream it lists the
 service again and watches on from the revision of that list, so no change is
 lost. It talks HTTP/1.1 JSON to ``/v3/...`` (httpx): the gRPC clients either
 do not resume watches or need another protobuf than tritonclient allows.
+
+``EtcdRulesStore`` keeps central governance rules under
+``/modelyard/rules/<service>/``: ``current`` and ``history/<revision>`` each
+hold a whole revision; a put is one txn that compares ``current``'s
+mod_revision with the one it read and writes both keys, so a restart or a
+concurrent writer can never leave half a change.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +35,7 @@ import structlog
 
 from modelyard.discovery import RegistryError
 from modelyard.discovery.registry import Instance, Lease, Registry, Snapshot
+from modelyard.discovery.rules_store import RulesConflict, RulesRevision, RulesStore
 from modelyard.errors import Code
 
 log = structlog.get_logger("modelyard.discovery")
@@ -65,9 +72,7 @@ class EtcdRegistry(Registry):
             raise ValueError("etcd needs at least one endpoint")
         self.endpoints = endpoints
         self.prefix = prefix.rstrip("/")
-        self._timeout = timeout
-        self._current = 0
-        self._client = httpx.AsyncClient(timeout=timeout)
+        self._gateway = _Gateway(endpoints, timeout)
         self._held: dict[str, _Held] = {}
 
     # ---- Registry -------------------------------------------------------
@@ -83,7 +88,7 @@ class EtcdRegistry(Registry):
         held = self._held.get(lease.lease_id)
         if held is None:
             return  # deregistered: nothing to keep alive
-        answer = await self._call("/v3/lease/keepalive", {"ID": str(held.etcd_lease)})
+        answer = await self._gateway.call("/v3/lease/keepalive", {"ID": str(held.etcd_lease)})
         if int(answer.get("result", {}).get("TTL", 0)) <= 0:
             await self._regrant(lease, held)
 
@@ -106,17 +111,17 @@ class EtcdRegistry(Registry):
 
     async def deregister(self, lease: Lease) -> None:
         held = self._held.pop(lease.lease_id, None)
-        await self._call("/v3/kv/deleterange", {"key": _b64(self._key(lease))})
+        await self._gateway.call("/v3/kv/deleterange", {"key": _b64(self._key(lease))})
         if held is not None:
             try:
-                await self._call("/v3/lease/revoke", {"ID": str(held.etcd_lease)})
+                await self._gateway.call("/v3/lease/revoke", {"ID": str(held.etcd_lease)})
             except EtcdRefused as exc:
                 if exc.grpc_code != _NOT_FOUND:
                     raise
 
     async def resolve(self, service: str) -> Snapshot:
         start = self._service_prefix(service)
-        answer = await self._call(
+        answer = await self._gateway.call(
             "/v3/kv/range", {"key": _b64(start), "range_end": _b64(_prefix_end(start))}
         )
         instances = [
@@ -131,7 +136,9 @@ class EtcdRegistry(Registry):
         retry = _RETRY_MIN
         while True:
             try:
-                async with aclosing(self._changes(service, start)) as changes:
+                key = self._service_prefix(service)
+                watched = self._gateway.changes(key, _prefix_end(key), start, service)
+                async with aclosing(watched) as changes:
                     async for _ in changes:
                         snapshot = await self.resolve(service)
                         start = snapshot.revision + 1
@@ -154,7 +161,7 @@ class EtcdRegistry(Registry):
                 yield snapshot
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._gateway.aclose()
 
     # ---- internals ------------------------------------------------------
 
@@ -165,11 +172,11 @@ class EtcdRegistry(Registry):
         return self._service_prefix(lease.service) + lease.instance_id
 
     async def _grant(self, ttl: float) -> tuple[int, float]:
-        answer = await self._call("/v3/lease/grant", {"TTL": str(max(1, math.ceil(ttl)))})
+        answer = await self._gateway.call("/v3/lease/grant", {"TTL": str(max(1, math.ceil(ttl)))})
         return int(answer["ID"]), float(answer["TTL"])
 
     async def _put(self, instance: Instance, etcd_lease: int) -> None:
-        await self._call(
+        await self._gateway.call(
             "/v3/kv/put",
             {
                 "key": _b64(self._key(instance)),
@@ -188,7 +195,126 @@ class EtcdRegistry(Registry):
             etcd_lease=held.etcd_lease,
         )
 
-    async def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+
+class EtcdRulesStore(RulesStore):
+    def __init__(
+        self, endpoints: list[str], *, prefix: str = "/modelyard", timeout: float = 5.0
+    ) -> None:
+        if not endpoints:
+            raise ValueError("etcd needs at least one endpoint")
+        self.endpoints = endpoints
+        self.prefix = prefix.rstrip("/")
+        self._gateway = _Gateway(endpoints, timeout)
+
+    async def get(self, service: str, revision: int | None = None) -> RulesRevision | None:
+        if revision is None:
+            found, _, _ = await self._read(self._current_key(service))
+        else:
+            found, _, _ = await self._read(self._history_key(service, revision))
+        return found
+
+    async def put(self, revision: RulesRevision) -> None:
+        service, expected = revision.service, revision.revision - 1
+        current_key = self._current_key(service)
+        found, mod_revision, _ = await self._read(current_key)
+        if (found.revision if found else 0) != expected:
+            raise RulesConflict(service, expected, found.revision if found else 0)
+        value = base64.b64encode(orjson.dumps(revision.to_json())).decode()
+        history_key = self._history_key(service, revision.revision)
+        answer = await self._gateway.call(
+            "/v3/kv/txn",
+            {
+                # a missing key has mod_revision 0, so this also guards the first put
+                "compare": [
+                    {
+                        "key": _b64(current_key),
+                        "result": "EQUAL",
+                        "target": "MOD",
+                        "mod_revision": str(mod_revision),
+                    }
+                ],
+                "success": [
+                    {"request_put": {"key": _b64(current_key), "value": value}},
+                    {"request_put": {"key": _b64(history_key), "value": value}},
+                ],
+            },
+        )
+        if not answer.get("succeeded"):
+            now, _, _ = await self._read(current_key)
+            raise RulesConflict(service, expected, now.revision if now else 0)
+
+    async def history(self, service: str, limit: int | None = None) -> list[RulesRevision]:
+        start = f"{self.prefix}/rules/{service}/history/"
+        request: dict[str, Any] = {
+            "key": _b64(start),
+            "range_end": _b64(_prefix_end(start)),
+            "sort_order": "DESCEND",
+            "sort_target": "KEY",
+        }
+        if limit is not None:
+            request["limit"] = str(limit)
+        answer = await self._gateway.call("/v3/kv/range", request)
+        return [_revision(kv) for kv in answer.get("kvs", [])]
+
+    async def watch(self, service: str, since_revision: int) -> AsyncIterator[RulesRevision]:
+        key = self._current_key(service)
+        retry = _RETRY_MIN
+        while True:
+            try:
+                found, _, listed_at = await self._read(key)
+                retry = _RETRY_MIN
+                if found is not None and found.revision > since_revision:
+                    since_revision = found.revision
+                    yield found
+                watched = self._gateway.changes(key, None, listed_at + 1, f"rules of {service}")
+                async with aclosing(watched) as changes:
+                    async for _ in changes:
+                        found, _, _ = await self._read(key)
+                        if found is not None and found.revision > since_revision:
+                            since_revision = found.revision
+                            yield found
+            except (httpx.TransportError, RegistryError, orjson.JSONDecodeError) as exc:
+                log.info("rules_watch_broken", service=service, error=str(exc))
+            # compacted, cancelled or broken: read the current revision again, then watch on
+            await asyncio.sleep(retry)
+            retry = min(retry * 2, _RETRY_MAX)
+
+    async def aclose(self) -> None:
+        await self._gateway.aclose()
+
+    def _current_key(self, service: str) -> str:
+        return f"{self.prefix}/rules/{service}/current"
+
+    def _history_key(self, service: str, revision: int) -> str:
+        return f"{self.prefix}/rules/{service}/history/{revision:012d}"
+
+    async def _read(self, key: str) -> tuple[RulesRevision | None, int, int]:
+        """The revision at ``key``, the key's mod_revision (0: no such key), etcd's revision."""
+        answer = await self._gateway.call("/v3/kv/range", {"key": _b64(key)})
+        listed_at = int(answer["header"]["revision"])
+        kvs = answer.get("kvs") or []
+        if not kvs:
+            return None, 0, listed_at
+        return _revision(kvs[0]), int(kvs[0]["mod_revision"]), listed_at
+
+
+def _revision(kv: dict[str, Any]) -> RulesRevision:
+    return RulesRevision.from_json(orjson.loads(base64.b64decode(kv["value"])))
+
+
+class _Gateway:
+    """etcd's JSON gateway at ``endpoints``: calls fail over to the next endpoint."""
+
+    def __init__(self, endpoints: list[str], timeout: float) -> None:
+        self.endpoints = endpoints
+        self._timeout = timeout
+        self._current = 0
+        self._client = httpx.AsyncClient(timeout=timeout)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST to the current endpoint; on a transport error try the next ones once."""
         last: Exception | None = None
         for _ in range(len(self.endpoints)):
@@ -218,16 +344,14 @@ class EtcdRegistry(Registry):
             retry_after=1.0,
         ) from last
 
-    async def _changes(self, service: str, start: int) -> AsyncIterator[int]:
-        """The revision of each batch of changes; ends when etcd cancels the watch."""
-        key = self._service_prefix(service)
-        request = {
-            "create_request": {
-                "key": _b64(key),
-                "range_end": _b64(_prefix_end(key)),
-                "start_revision": str(start),
-            }
-        }
+    async def changes(
+        self, key: str, range_end: str | None, start: int, subject: str
+    ) -> AsyncGenerator[int, None]:
+        """The revision of each batch of changes to the keys; ends when etcd cancels the watch."""
+        create: dict[str, str] = {"key": _b64(key), "start_revision": str(start)}
+        if range_end is not None:
+            create["range_end"] = _b64(range_end)
+        request = {"create_request": create}
         endpoint = self.endpoints[self._current]
         timeout = httpx.Timeout(self._timeout, read=None)
         try:
@@ -242,7 +366,7 @@ class EtcdRegistry(Registry):
                     result = orjson.loads(line).get("result")
                     if result is None or result.get("canceled"):
                         if result is not None and int(result.get("compact_revision", 0)):
-                            log.info("registry_watch_compacted", service=service, start=start)
+                            log.info("registry_watch_compacted", watching=subject, start=start)
                         return
                     if result.get("events"):
                         yield int(result["header"]["revision"])

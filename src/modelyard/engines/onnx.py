@@ -13,9 +13,12 @@ from typing import Any
 
 import numpy as np
 import onnxruntime as ort
+import structlog
 
 from modelyard.engines.base import Engine, LoadContext, Signature, TensorSpec
 from modelyard.errors import Code, EngineError
+
+log = structlog.get_logger("modelyard.engines")
 
 _ONNX_TO_V2 = {
     "tensor(bool)": "BOOL",
@@ -53,6 +56,7 @@ class OnnxRuntimeEngine(Engine):
     def __init__(self) -> None:
         self._session: ort.InferenceSession | None = None
         self._threads = (1, 1)
+        self._providers: list[str] = ["CPUExecutionProvider"]
         self._string_inputs: set[str] = set()
 
     def load(self, ctx: LoadContext) -> Signature:
@@ -67,9 +71,10 @@ class OnnxRuntimeEngine(Engine):
             level, ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         )
         self._threads = (intra, inter)
+        self._providers = choose_providers(ctx)
         try:
             self._session = ort.InferenceSession(
-                str(ctx.artifact), sess_options=options, providers=["CPUExecutionProvider"]
+                str(ctx.artifact), sess_options=options, providers=self._providers
             )
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise EngineError(
@@ -110,4 +115,57 @@ class OnnxRuntimeEngine(Engine):
         self._session = None
 
     def describe(self) -> dict[str, Any]:
-        return {"intra_op_threads": self._threads[0], "inter_op_threads": self._threads[1]}
+        return {
+            "intra_op_threads": self._threads[0],
+            "inter_op_threads": self._threads[1],
+            "providers": list(self._providers),
+        }
+
+
+# Triton's execution accelerator names -> onnxruntime providers
+_ACCELERATORS = {
+    "tensorrt": "TensorrtExecutionProvider",
+    "cuda": "CUDAExecutionProvider",
+    "openvino": "OpenVINOExecutionProvider",
+}
+
+
+def requested_providers(ctx: LoadContext) -> list[str]:
+    """Providers in order of preference: the ``execution_providers`` parameter, else
+    Triton's ``optimization.execution_accelerators``, then (always) the CPU."""
+    asked: list[str] = []
+    listed = ctx.parameter("execution_providers")
+    if listed:
+        asked = [p.strip() for p in listed.split(",") if p.strip()]
+    elif ctx.config.HasField("optimization"):
+        accelerators = ctx.config.optimization.execution_accelerators
+        for accelerator in [
+            *accelerators.gpu_execution_accelerator,
+            *accelerators.cpu_execution_accelerator,
+        ]:
+            name = _ACCELERATORS.get(accelerator.name.lower(), accelerator.name)
+            asked.append(name)
+        if ctx.device.startswith("cuda") and "CUDAExecutionProvider" not in asked:
+            asked.append("CUDAExecutionProvider")
+    if "CPUExecutionProvider" not in asked:
+        asked.append("CPUExecutionProvider")
+    return asked
+
+
+def choose_providers(ctx: LoadContext) -> list[str]:
+    """The requested providers that this onnxruntime has; the rest fall back loudly."""
+    asked = requested_providers(ctx)
+    available = set(ort.get_available_providers())
+    chosen = [p for p in asked if p in available]
+    missing = [p for p in asked if p not in available]
+    if missing:
+        log.warning(
+            "execution_provider_unavailable",
+            model=ctx.config.name,
+            asked=asked,
+            missing=missing,
+            runs=chosen,
+            hint="install the onnxruntime build with these providers, or change "
+            f"optimization.execution_accelerators in {ctx.config.name}/config.pbtxt",
+        )
+    return chosen

@@ -13,7 +13,8 @@ The file holds no tensor signature, so the config must declare inputs and
 outputs. Thread count: the parameter ``torch_num_threads`` calls
 ``torch.set_num_threads``, which is process-wide: it changes every torch model
 in the server, and the last model loaded wins. Without the parameter, torch's
-current setting is left alone.
+current setting is left alone. The parameter ``torchscript_freeze: "true"``
+freezes the module and optimises it for inference at load.
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ class TorchScriptEngine(Engine):
                 where=f"the file {ctx.artifact.name} of model '{ctx.config.name}'",
             ) from exc
         module.eval()
+        if (ctx.parameter("torchscript_freeze", "false") or "").lower() in ("true", "1", "yes"):
+            # folds parameters into the graph and fuses ops for inference
+            module = torch.jit.optimize_for_inference(torch.jit.freeze(module))
         self._module = module
         return None
 

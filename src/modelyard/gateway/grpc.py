@@ -221,7 +221,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     @_rpc
     async def ModelStatistics(self, request: pb.ModelStatisticsRequest, context: Context) -> Any:
         doc = self.dataplane.statistics(request.name or None, request.version or None)
-        return json_format.ParseDict(doc, pb.ModelStatisticsResponse())
+        return json_format.ParseDict(doc, pb.ModelStatisticsResponse(), ignore_unknown_fields=True)
 
     # ---- inference ------------------------------------------------------
 
@@ -306,7 +306,9 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     @_rpc
     async def RepositoryIndex(self, request: pb.RepositoryIndexRequest, context: Context) -> Any:
         rows = self.dataplane.manager.index(ready_only=request.ready)
-        return json_format.ParseDict({"models": rows}, pb.RepositoryIndexResponse())
+        return json_format.ParseDict(
+            {"models": rows}, pb.RepositoryIndexResponse(), ignore_unknown_fields=True
+        )
 
     @_rpc
     async def RepositoryModelLoad(

@@ -16,7 +16,7 @@ import structlog
 
 from modelyard.errors import Code, GovernanceError, ModelServerError, ModelyardError, ProtocolError
 from modelyard.governance.guard import Call
-from modelyard.governance.runtime import Governance
+from modelyard.governance.runtime import Governance, rejections
 from modelyard.protocol.repository import load_override
 from modelyard.protocol.status import http_status
 from modelyard.protocol.v2_http import HEADER_LENGTH, decode_infer_request, encode_infer_response
@@ -225,6 +225,8 @@ class HttpFrontend:
             if self.governance is None:
                 return _json({"service": None, "source": None, "rules": [], "decisions": {}})
             return _json(self.governance.rules())
+        if path.startswith("/v2/modelyard/rejections"):
+            return _json(rejections(self.governance, path))
         match = _REPOSITORY_ROUTE.match(path)
         if match is not None:
             if method != "POST":

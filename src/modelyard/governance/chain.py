@@ -5,7 +5,8 @@ handler, and reports the outcome to every guard that admitted it (also when a
 later guard refused, so concurrency slots and breaker probes are given back).
 Each rejection is logged once as a structured event carrying the fields of
 the classic line ``Request is Degraded ... strategy: cluster-qps, code: 429,
-msg: the current limit has been reached``.
+msg: the current limit has been reached``, and handed to ``on_rejected``
+(the instance's recent-rejection record) with its wall-clock time.
 """
 
 from __future__ import annotations
@@ -42,9 +43,15 @@ def strategy_of(rule: str | None) -> str:
 
 
 class GuardChain:
-    def __init__(self, guards: list[Guard], clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        guards: list[Guard],
+        clock: Clock = SYSTEM_CLOCK,
+        on_rejected: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.guards = guards
         self.clock = clock
+        self.on_rejected = on_rejected
         self.admitted = 0
         self.rejected: dict[str, int] = {}  # rule -> count
         self.fallbacks: dict[str, int] = {}
@@ -99,6 +106,8 @@ class GuardChain:
             line=error.line(),
         )
         log.warning("Request is Degraded", **event)
+        if self.on_rejected is not None:
+            self.on_rejected({**event, "time": self.clock.wall()})
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -2,17 +2,26 @@
 
 ``Governance`` builds the guard chain from a service file and swaps in a new
 chain when the file changes; an invalid file is refused with its file:line and
-the rules in force stay in force. Front doors call ``guard`` for every call and
-``infer`` for inference, which answers a ``Degraded`` rejection with the
-configured fallback (a static answer, or another model or version) marked as
-degraded in the response parameters.
+the rules in force stay in force. With a service and a registry it also
+follows the service's central rules (``follow``): each new revision is built
+whole, with the local file's auth, and swapped in; one that fails to build is
+logged and the rules in force stay; ``--rules-source`` says which rules win.
+
+Front doors call ``guard`` for every call and ``infer`` for inference, which
+answers a ``Degraded`` rejection with the configured fallback (a static
+answer, or another model or version) marked as degraded in the response
+parameters. Every rejection is kept in a bounded ``RejectionLog`` for
+``modelyard explain``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,21 +29,32 @@ import numpy as np
 import structlog
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.errors import ConfigError, GovernanceError, ModelyardError
+from modelyard.discovery.rules_store import RulesRevision, RulesStore
+from modelyard.errors import Code, ConfigError, GovernanceError, ModelyardError
 from modelyard.governance.auth import AuthGuard
 from modelyard.governance.breaker import BreakerGuard, BreakerRule
 from modelyard.governance.chain import GuardChain
 from modelyard.governance.cluster import ClusterQpsGuard
 from modelyard.governance.concurrency import AdaptiveConcurrencyGuard, ConcurrencyRule
+from modelyard.governance.explain import rule_setting
 from modelyard.governance.guard import Call, Degraded, Fallback, Guard
-from modelyard.governance.ratelimit import InstanceQpsGuard, qps_limits
-from modelyard.governance.service_config import ServiceConfig, read_service_config
+from modelyard.governance.ratelimit import InstanceQpsGuard, LimitShares, qps_limits
+from modelyard.governance.rejections import RejectionLog, rejection_not_found
+from modelyard.governance.service_config import (
+    ServiceConfig,
+    central_filename,
+    empty_service_config,
+    parse_rules_document,
+    read_service_config,
+)
 from modelyard.server.dataplane import DataPlane
 from modelyard.types import InferRequest, InferResponse, OutputTensor, numpy_dtype
 
 log = structlog.get_logger("modelyard.governance")
 
 T = TypeVar("T")
+
+_RETIRE_AFTER = 2.0  # seconds a replaced chain's guards stay open for calls it admitted
 
 _BREAKER_FIELDS = {
     "interface", "model", "kind", "threshold", "slow_call_ms", "window_s", "min_requests",
@@ -75,34 +95,7 @@ def _relocate(config: ServiceConfig, error: ConfigError, section: str, rule_id: 
     return doc.error(path, error.detail)
 
 
-def build_guards(
-    config: ServiceConfig, clock: Clock, live_instances: Callable[[], int]
-) -> list[Guard]:
-    guards: list[Guard] = []
-    file = config.filename
-    if config.auth.enabled:
-        guards.append(AuthGuard(config.auth))
-    instance = qps_limits(config.limits, "instance_qps")
-    if instance:
-        guards.append(InstanceQpsGuard(instance, clock, file))
-    cluster = qps_limits(config.limits, "cluster_qps")
-    if cluster:
-        redis_url = config.cluster.get("redis_url")
-        if not redis_url:
-            doc = config.document
-            message = "cluster_qps needs cluster.redis_url (the Redis that counts for the service)"
-            raise doc.error(("limits",), message) if doc else ConfigError(message)
-        guards.append(
-            ClusterQpsGuard(
-                config.service,
-                cluster,
-                str(redis_url),
-                clock,
-                live_instances,
-                file,
-                chunk=int(config.cluster.get("lease_chunk", 20)),
-            )
-        )
+def _breaker_rules(config: ServiceConfig) -> list[BreakerRule]:
     rules: list[BreakerRule] = []
     for rule_id, raw in config.breakers.items():
         unknown = set(raw) - _BREAKER_FIELDS
@@ -120,8 +113,10 @@ def build_guards(
             raise _relocate(config, error, "breakers", rule_id) from None
         except TypeError as error:
             raise _relocate(config, ConfigError(str(error)), "breakers", rule_id) from None
-    if rules:
-        guards.append(BreakerGuard(rules, clock, file))
+    return rules
+
+
+def _concurrency_rules(config: ServiceConfig) -> list[ConcurrencyRule]:
     limits: list[ConcurrencyRule] = []
     for rule_id, raw in config.concurrency.items():
         try:
@@ -130,6 +125,63 @@ def build_guards(
             raise _relocate(config, error, "concurrency", rule_id) from None
         except TypeError as error:
             raise _relocate(config, ConfigError(str(error)), "concurrency", rule_id) from None
+    return limits
+
+
+def _redis_url(config: ServiceConfig) -> str:
+    redis_url = config.cluster.get("redis_url")
+    if not redis_url:
+        doc = config.document
+        message = "cluster_qps needs cluster.redis_url (the Redis that counts for the service)"
+        raise doc.error(("limits",), message) if doc else ConfigError(message)
+    return str(redis_url)
+
+
+def check_rules(config: ServiceConfig) -> None:
+    """Refuse what ``build_guards`` would refuse, without building guards or clients."""
+    for key in ("instance_qps", "cluster_qps"):
+        for interface, limit in qps_limits(config.limits, key).items():
+            where = f"limits.{interface}.{key} in {config.filename}"
+            LimitShares.of(
+                limit.qps,
+                limit.burst_seconds,
+                limit.reserved_qps,
+                subject=f"{key} of interface {interface}",
+                where=where,
+            )
+    if qps_limits(config.limits, "cluster_qps"):
+        _redis_url(config)
+    _breaker_rules(config)
+    _concurrency_rules(config)
+
+
+def build_guards(
+    config: ServiceConfig, clock: Clock, live_instances: Callable[[], int]
+) -> list[Guard]:
+    guards: list[Guard] = []
+    file = config.filename
+    if config.auth.enabled:
+        guards.append(AuthGuard(config.auth))
+    instance = qps_limits(config.limits, "instance_qps")
+    if instance:
+        guards.append(InstanceQpsGuard(instance, clock, file))
+    cluster = qps_limits(config.limits, "cluster_qps")
+    if cluster:
+        guards.append(
+            ClusterQpsGuard(
+                config.service,
+                cluster,
+                _redis_url(config),
+                clock,
+                live_instances,
+                file,
+                chunk=int(config.cluster.get("lease_chunk", 20)),
+            )
+        )
+    rules = _breaker_rules(config)
+    if rules:
+        guards.append(BreakerGuard(rules, clock, file))
+    limits = _concurrency_rules(config)
     if limits:
         guards.append(AdaptiveConcurrencyGuard(limits, clock, file))
     return guards
@@ -151,7 +203,22 @@ def _static_response(fallback: Fallback, request: InferRequest) -> InferResponse
     return InferResponse(request.model_name, "", outputs, id=request.id)
 
 
+class RulesSource(StrEnum):
+    """Which rules an instance enforces (``modelyard serve --rules-source``)."""
+
+    AUTO = "auto"  # the service's central rules once it has any, else the local file's
+    CENTRAL = "central"  # the central rules only (none until the first revision)
+    LOCAL = "local"  # the local service file only
+
+
 class Governance:
+    """The chain in force for one instance, rebuilt when its rules change.
+
+    ``local`` is the instance's own service file (or no rules at all); auth
+    always comes from it. ``central`` is the service's central revision in
+    force. Which one's rules apply is ``rules_source``.
+    """
+
     def __init__(
         self,
         config: ServiceConfig,
@@ -159,13 +226,25 @@ class Governance:
         *,
         clock: Clock = SYSTEM_CLOCK,
         live_instances: Callable[[], int] = lambda: 1,
+        rules_source: RulesSource = RulesSource.LOCAL,
+        registry_url: str | None = None,
+        rejections_kept: int = 1000,
     ) -> None:
         self.path = path
         self.clock = clock
         self.live_instances = live_instances
-        self.config = config
-        self.chain = GuardChain(build_guards(config, clock, live_instances), clock)
+        self.rules_source = RulesSource(rules_source)
+        self.registry_url = registry_url
+        self.rejections = RejectionLog(rejections_kept)
+        self.local = config
+        self.central: RulesRevision | None = None
+        self.rejected_revision: int | None = None
+        self.config = self._compose(config, None)
+        self.chain = self._chain(self.config)
+        self.applied_at = clock.wall()
         self._mtime = self._stat()
+        self._retired: list[GuardChain] = []
+        self._closers: set[asyncio.Task[None]] = set()
         self.reloads = 0
         self.rejected_reloads = 0
 
@@ -177,11 +256,42 @@ class Governance:
     def service(self) -> str:
         return self.config.service
 
+    @property
+    def in_force(self) -> str:
+        """'central', 'local' (the service file) or 'none'."""
+        if self.rules_source is RulesSource.CENTRAL or (
+            self.rules_source is RulesSource.AUTO and self.central is not None
+        ):
+            return "central"
+        return "local" if self.path is not None else "none"
+
     def _stat(self) -> int | None:
         try:
             return self.path.stat().st_mtime_ns if self.path else None
         except OSError:
             return None
+
+    def _compose(self, local: ServiceConfig, central: RulesRevision | None) -> ServiceConfig:
+        """The config in force: the local file, or the central rules with the local auth."""
+        if self.rules_source is RulesSource.LOCAL or (
+            self.rules_source is RulesSource.AUTO and central is None
+        ):
+            return local
+        auth_set_at = local.document.where(("auth",)) if local.document else local.auth_set_at
+        if central is None:
+            return replace(
+                empty_service_config(local.service),
+                interfaces=local.interfaces,
+                auth=local.auth,
+                auth_set_at=auth_set_at,
+            )
+        filename = central_filename(local.service, central.revision)
+        rules = parse_rules_document(central.document, filename, local.service)
+        return replace(rules, interfaces=local.interfaces, auth=local.auth, auth_set_at=auth_set_at)
+
+    def _chain(self, config: ServiceConfig) -> GuardChain:
+        guards = build_guards(config, self.clock, self.live_instances)
+        return GuardChain(guards, self.clock, on_rejected=self._record_rejection)
 
     # ---- calls ------------------------------------------------------------
 
@@ -228,6 +338,26 @@ class Governance:
             headers["RateLimit-Policy"] = f'{limit:g};w=1;name="{key}"'
         return headers
 
+    # ---- rejections ---------------------------------------------------------
+
+    def _record_rejection(self, event: dict[str, Any]) -> None:
+        setting = rule_setting(
+            _sections(self.config), event.get("rule"), event.get("interface"), event.get("model")
+        )
+        central = self.central if self.in_force == "central" else None
+        event["rules_in_force"] = self.in_force
+        event["rules_revision"] = central.revision if central else None
+        if setting is not None:
+            event["setting"] = {"key": setting.key, "value": setting.value}
+        self.rejections.add(event)
+
+    def rejection(self, request_id: str) -> dict[str, Any]:
+        """The recorded rejection of ``request_id``; NOT_FOUND once it left the ring."""
+        event = self.rejections.get(request_id)
+        if event is None:
+            raise rejection_not_found(request_id, self.rejections.capacity)
+        return event
+
     # ---- reloads ------------------------------------------------------------
 
     async def reload_if_changed(self) -> bool:
@@ -236,37 +366,211 @@ class Governance:
             return False
         self._mtime = mtime
         try:
-            config = read_service_config(self.path)
-            chain = GuardChain(build_guards(config, self.clock, self.live_instances), self.clock)
+            local = read_service_config(self.path)
+            if local.service != self.local.service:
+                raise ConfigError(
+                    f"{self.path.name} now names {local.service}, "
+                    f"but this instance serves {self.local.service}",
+                    code=Code.INVALID_ARGUMENT,
+                    rule="config/service-name",
+                    where=f"restore 'service: {self.local.service}' in {self.path}",
+                )
+            config = self._compose(local, self.central)
+            chain = self._chain(config)
         except ModelyardError as error:
             self.rejected_reloads += 1
             log.error("service_config_rejected", keeps="the rules in force", **error.fields())
             return False
-        old = self.chain
-        self.config, self.chain = config, chain
-        self.reloads += 1
+        self.local = local
+        self._swap(config, chain)
         log.info("service_config_reloaded", service=config.service, file=str(self.path))
-        await _close_guards(old)
         return True
 
-    async def watch(self, interval: float = 1.0) -> None:
+    async def apply_central(self, revision: RulesRevision | None) -> bool:
+        """Enforce a newer central revision; one that fails to build leaves the rules in force."""
+        if revision is None or revision.service != self.service:
+            return False
+        if self.central is not None and revision.revision <= self.central.revision:
+            return False
+        if self.rules_source is RulesSource.LOCAL:
+            self.central = revision
+            return False
+        try:
+            config = self._compose(self.local, revision)
+            chain = self._chain(config)
+        except ModelyardError as error:
+            self.rejected_revision = revision.revision
+            log.error(
+                "central_rules_rejected",
+                revision=revision.revision,
+                keeps="the rules in force",
+                **error.fields(),
+            )
+            return False
+        self.central = revision
+        self._swap(config, chain)
+        log.info(
+            "central_rules_applied",
+            service=self.service,
+            revision=revision.revision,
+            author=revision.author,
+            action=revision.action,
+        )
+        return True
+
+    def _swap(self, config: ServiceConfig, chain: GuardChain) -> None:
+        old = self.chain
+        self.config, self.chain = config, chain
+        self.applied_at = self.clock.wall()
+        self.reloads += 1
+        # calls the old chain admitted may still be talking to its Redis: close it a bit later
+        self._retired.append(old)
+        task = asyncio.get_running_loop().create_task(self._close_later(old))
+        self._closers.add(task)
+        task.add_done_callback(self._closers.discard)
+
+    async def _close_later(self, chain: GuardChain) -> None:
+        await asyncio.sleep(_RETIRE_AFTER)
+        if chain in self._retired:
+            self._retired.remove(chain)
+            await _close_guards(chain)
+
+    async def follow(self, store: RulesStore, retry: float = 1.0) -> None:
+        """Apply each new central revision of the service as the store reports it."""
         while True:
-            await asyncio.sleep(interval)
+            since = self.central.revision if self.central else 0
             try:
-                await self.reload_if_changed()
-            except Exception:  # a reload failure must never stop watching
-                log.exception("service_config_watch_failed")
+                async for revision in store.watch(self.service, since):
+                    await self.apply_central(revision)
+            except Exception:  # a broken watch must never stop following
+                log.exception("central_rules_watch_failed", service=self.service)
+            await asyncio.sleep(retry)
+
+    async def watch(self, interval: float = 1.0, store: RulesStore | None = None) -> None:
+        """Reload the service file on change and, given a store, follow the central rules."""
+        follower = None
+        if store is not None and self.rules_source is not RulesSource.LOCAL:
+            follower = asyncio.create_task(self.follow(store))
+        try:
+            while True:
+                await asyncio.sleep(interval)
+                try:
+                    await self.reload_if_changed()
+                except Exception:  # a reload failure must never stop watching
+                    log.exception("service_config_watch_failed")
+        finally:
+            if follower is not None:
+                follower.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await follower
 
     async def aclose(self) -> None:
-        await _close_guards(self.chain)
+        for task in list(self._closers):
+            task.cancel()
+        retired, self._retired = self._retired, []
+        for chain in [*retired, self.chain]:
+            await _close_guards(chain)
 
     def rules(self) -> dict[str, Any]:
+        central = self.central
+        in_central = self.in_force == "central"
+        source = str(self.path) if self.path else None
+        if in_central:
+            source = central_filename(self.service, central.revision) if central else None
         return {
             "service": self.config.service,
-            "source": str(self.path) if self.path else None,
+            "source": source,
+            "rules_source": {
+                "mode": str(self.rules_source),
+                "in_force": self.in_force,
+                "local_file": str(self.path) if self.path else None,
+                "registry": self.registry_url,
+                "central": None
+                if central is None
+                else {
+                    "revision": central.revision,
+                    "digest": central.digest,
+                    "author": central.author,
+                    "time": central.time,
+                    "action": central.action,
+                },
+                "rejected_revision": self.rejected_revision,
+            },
+            "revision": central.revision if in_central and central else None,
+            "applied_at": self.applied_at,
             "rules": self.config.rules(),
             "decisions": self.chain.describe(),
         }
+
+
+async def open_governance(
+    service_file: Path | None,
+    service: str | None,
+    *,
+    rules_source: RulesSource,
+    store: RulesStore | None,
+    registry_url: str | None,
+) -> Governance | None:
+    """The governance of a serving instance, with the central revision current at start.
+
+    None when nothing could ever be enforced: no service file, and no service
+    whose central rules could apply. A store that cannot be read at start is
+    logged; the follower picks the rules up once it answers.
+    """
+    uses_central = (
+        service is not None and store is not None and rules_source is not RulesSource.LOCAL
+    )
+    if rules_source is RulesSource.CENTRAL and not uses_central:
+        raise ConfigError(
+            "--rules-source central needs --service (and --registry)",
+            code=Code.INVALID_ARGUMENT,
+            rule="config/rules-source",
+            where="pass --service NAME --group GROUP, or --rules-source local",
+        )
+    if service_file is None and not uses_central:
+        return None
+    if service_file is not None:
+        local = read_service_config(service_file)
+    else:
+        local = empty_service_config(service or "")
+    if service is not None and local.service != service:
+        raise ConfigError(
+            f"the service file {service_file} names {local.service}, but --service is {service}",
+            code=Code.INVALID_ARGUMENT,
+            rule="config/service-name",
+            where="make 'service:' in the file and --service name the same service",
+        )
+    governance = Governance(
+        local, service_file, rules_source=rules_source, registry_url=registry_url
+    )
+    if uses_central:
+        assert store is not None
+        try:
+            await governance.apply_central(await store.get(local.service))
+        except ModelyardError as error:
+            log.warning(
+                "central_rules_unreadable",
+                hint="following them once the registry answers",
+                **error.fields(),
+            )
+    return governance
+
+
+def rejections(governance: Governance | None, path: str) -> dict[str, Any]:
+    """``GET /v2/modelyard/rejections[/<request_id>]``: one recorded rejection, or the newest."""
+    request_id = path.removeprefix("/v2/modelyard/rejections").strip("/")
+    if governance is None:
+        if request_id:
+            raise rejection_not_found(request_id, 0)
+        return {"capacity": 0, "total": 0, "recent": []}
+    if request_id:
+        return governance.rejection(request_id)
+    log_ = governance.rejections
+    return {"capacity": log_.capacity, "total": log_.total, "recent": log_.recent(100)}
+
+
+def _sections(config: ServiceConfig) -> dict[str, Any]:
+    return {"limits": config.limits, "breakers": config.breakers, "concurrency": config.concurrency}
 
 
 async def _close_guards(chain: GuardChain) -> None:

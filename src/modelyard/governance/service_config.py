@@ -25,7 +25,9 @@
     cluster: {redis_url: "redis://127.0.0.1:6379/0", lease_chunk: 20}
 
 Every rule keeps the file:line where it was set, for error lines and for
-``modelyard rules``.
+``modelyard rules``. ``parse_rules_document`` reads a central rules document
+(the same sections, less ``service``, ``interfaces`` and ``auth``) as the rules
+of a named service.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from modelyard.yaml_lines import LocatedDocument, load_located
 _SERVICE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _TOP_LEVEL = {"service", "interfaces", "auth", "limits", "breakers", "concurrency", "cluster"}
+CENTRAL_SECTIONS = ("limits", "breakers", "concurrency", "cluster")
 
 
 @dataclass(slots=True)
@@ -54,6 +57,7 @@ class ServiceConfig:
     concurrency: dict[str, Any] = field(default_factory=dict)
     cluster: dict[str, Any] = field(default_factory=dict)
     document: LocatedDocument | None = None
+    auth_set_at: str | None = None  # where auth was set, when not in ``document``
 
     @property
     def filename(self) -> str:
@@ -74,7 +78,7 @@ class ServiceConfig:
                     "enabled": self.auth.enabled,
                     "principals": sorted({p.name for p in self.auth.by_digest.values()}),
                 },
-                "set_at": where("auth"),
+                "set_at": self.auth_set_at if self.auth_set_at is not None else where("auth"),
             }
         )
         for interface, limit in self.limits.items():
@@ -206,7 +210,43 @@ def _parse_rules(doc: LocatedDocument, section: str, raw: Any) -> dict[str, Any]
 
 
 def parse_service_config(text: str, filename: str = "service.yaml") -> ServiceConfig:
+    return _from_document(load_located(text, filename))
+
+
+def parse_rules_document(text: str, filename: str, service: str) -> ServiceConfig:
+    """A central rules document as the rules of ``service``; errors name filename:line."""
     doc = load_located(text, filename)
+    data = doc.data if doc.data is not None else {}
+    if not isinstance(data, dict):
+        raise doc.error((), "the rules document must be a mapping")
+    for key, value in data.items():
+        if key == "auth":
+            raise doc.error(
+                (key,),
+                "auth stays in each instance's local service file (--service-config): "
+                "keys and tokens never go to the registry",
+            )
+        if key == "service" and value != service:
+            raise doc.error((key,), f"these are the rules of {value!r}, not of {service}")
+        if key not in (*CENTRAL_SECTIONS, "service"):
+            known = ", ".join(CENTRAL_SECTIONS)
+            raise doc.error((key,), f"unknown section '{key}' (central rules hold: {known})")
+    return _from_document(LocatedDocument({**data, "service": service}, doc.lines, filename))
+
+
+def central_filename(service: str, revision: int) -> str:
+    """How errors and ``modelyard rules`` name a central revision: ``central:<service>@r<n>``."""
+    return f"central:{service}@r{revision}"
+
+
+def empty_service_config(service: str) -> ServiceConfig:
+    """No rules and no auth: what an instance of ``service`` enforces without a service file."""
+    return ServiceConfig(
+        service=service, interfaces=INTERFACES, auth=AuthConfig(), auth_set_at="no service file"
+    )
+
+
+def _from_document(doc: LocatedDocument) -> ServiceConfig:
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error((), "the service file must be a mapping")

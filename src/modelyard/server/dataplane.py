@@ -267,6 +267,7 @@ class DataPlane:
             "last_inference": s.last_inference_ms,
             "inference_count": s.inference_count,
             "execution_count": s.execution_count,
+            "memory_bytes": mv.memory_bytes,
             "inference_stats": {
                 "success": dur(s.success_count, s.success_ns),
                 "fail": dur(s.fail_count, s.fail_ns),

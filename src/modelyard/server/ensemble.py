@@ -134,9 +134,6 @@ class EnsembleGraph:
         _check_acyclic(name, steps, set(spec.inputs))
         return cls(name, tuple(steps))
 
-    def model_names(self) -> list[str]:
-        return sorted({step.model for step in self.steps})
-
 
 def _step(name: str, index: int, raw: Any) -> EnsembleStep:
     if not raw.model_name:
@@ -331,8 +328,11 @@ class EnsembleScheduler:
                     waiting.remove(step)
                     future, spec, step_rows = self._submit_step(step, tensors, options)
                     running[future] = (step, spec, step_rows)
-                if not running:
-                    raise ensemble_error(self.model, "steps wait for tensors nobody produced")
+                if not running:  # only an optional ensemble input left out can do this
+                    missing = {t for s in waiting for t in s.inputs.values() if t not in tensors}
+                    raise ensemble_error(
+                        self.model, f"the request left out {', '.join(sorted(missing))}"
+                    )
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for future in done:
                     step, spec, step_rows = running.pop(future)
@@ -345,7 +345,10 @@ class EnsembleScheduler:
             raise
         finally:
             for future in running:
-                future.cancel()  # a step scheduler skips answers to cancelled futures
+                if not future.done():
+                    future.cancel()  # a step scheduler skips answers to cancelled futures
+                elif not future.cancelled():
+                    future.exception()  # retrieved: the first step error is the answer
         end_ns = clock.monotonic_ns()
         self.stats.record_execution(
             [(start_ns, start_ns)], rows, 0, end_ns - start_ns, 0, end_ns, int(clock.wall() * 1000)

@@ -5,6 +5,8 @@ Control modes follow Triton's ``--model-control-mode``:
   poll      like none, and rescan the repository every ``poll_secs``
   explicit  load what ``startup_models`` names; the repository API drives the rest
 
+Ensembles (server/ensemble.py) load after the models their steps use.
+
 Routing state lives on the event loop thread: ``resolve`` and the scheduler's
 ``submit`` run with no ``await`` between them, so a swap never lands between a
 request's routing and its queueing. A new version is loaded and warmed up in a
@@ -18,6 +20,7 @@ import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -29,7 +32,13 @@ from modelyard.engines import backend_for
 from modelyard.errors import Code, ConfigError, ModelServerError, ModelyardError
 from modelyard.server.ensemble import ENSEMBLE, load_ensemble_version, load_order
 from modelyard.server.loop_load import LoopLoad
-from modelyard.server.model_version import ModelVersion, VersionState, load_model_version
+from modelyard.server.memory import check_budget, estimate_bytes
+from modelyard.server.model_version import (
+    ModelVersion,
+    VersionState,
+    instance_count,
+    load_model_version,
+)
 from modelyard.server.repository import ModelFingerprint, ModelRepository
 
 log = structlog.get_logger("modelyard.server")
@@ -69,6 +78,7 @@ class ModelManager:
         trusted_repository: bool = False,
         trusted_models: Iterable[str] = (),
         default_max_queue_size: int = 0,
+        memory_budget: int | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.repository = repository
@@ -78,6 +88,7 @@ class ModelManager:
         self._trusted_repository = trusted_repository
         self._trusted_models = set(trusted_models)
         self._default_max_queue_size = default_max_queue_size
+        self.memory_budget = memory_budget
         self._clock = clock
         self._models: dict[str, ModelRecord] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -193,7 +204,13 @@ class ModelManager:
             entries: list[dict[str, Any]] = []
             for v, mv in sorted(list(record.versions.items())):
                 entries.append(
-                    {"name": name, "version": str(v), "state": str(mv.state), "reason": mv.reason}
+                    {
+                        "name": name,
+                        "version": str(v),
+                        "state": str(mv.state),
+                        "reason": mv.reason,
+                        "memory_bytes": mv.memory_bytes,
+                    }
                 )
             for mv in list(record.retiring):
                 entries.append(
@@ -322,6 +339,7 @@ class ModelManager:
                         model_dir, v, base, self.resolve, clock=self._clock
                     )
                 else:
+                    self._check_memory(name, v, model_dir, base, None)
                     loaded[v] = await loop.run_in_executor(
                         None,
                         lambda v=v: load_model_version(
@@ -340,8 +358,19 @@ class ModelManager:
                 errors.append(exc)
                 log.error("model_version_load_failed", model=name, version=v, **exc.fields())
                 continue
+            if backend != ENSEMBLE:
+                try:
+                    self._check_memory(name, v, model_dir, base, loaded[v])
+                except ModelyardError as exc:
+                    await loop.run_in_executor(None, loaded.pop(v).drain_and_unload)
+                    record.failures[v] = exc.line()
+                    errors.append(exc)
+                    log.error("model_version_load_failed", model=name, version=v, **exc.fields())
+                    continue
             record.failures.pop(v, None)
-            log.info("model_version_ready", model=name, version=v)
+            log.info(
+                "model_version_ready", model=name, version=v, memory_bytes=loaded[v].memory_bytes
+            )
         replaced = [v for v in loaded if v in record.versions]
         retire = replaced + [v for v in record.versions if v not in wanted]
         self._retire(record, retire)
@@ -353,6 +382,31 @@ class ModelManager:
         record.refresh()
         if errors and not record.ready_desc:
             raise errors[0]
+
+    def held_memory(self) -> list[tuple[str, int, int]]:
+        """(model, version, bytes) of every version that holds memory now."""
+        held = []
+        for record in list(self._models.values()):
+            for mv in [*list(record.versions.values()), *list(record.retiring)]:
+                held.append((mv.name, mv.version, mv.memory_bytes))
+        return held
+
+    def _check_memory(
+        self,
+        name: str,
+        version: int,
+        model_dir: Path,
+        config: mc.ModelConfig,
+        loaded: ModelVersion | None,
+    ) -> None:
+        if self.memory_budget is None:
+            return
+        held = [h for h in self.held_memory() if loaded is None or h[:2] != (name, version)]
+        if loaded is None:
+            needed = estimate_bytes(model_dir / str(version), instance_count(name, version, config))
+        else:
+            needed = loaded.memory_bytes
+        check_budget(name, version, needed, held, self.memory_budget, measured=loaded is not None)
 
     def _retire(self, record: ModelRecord, versions: list[int]) -> None:
         for v in versions:

@@ -17,6 +17,7 @@ from modelyard.engines import PLATFORMS, Engine, LoadContext, Signature, engine_
 from modelyard.errors import Code, ModelServerError, ModelyardError
 from modelyard.server.batcher import BatchingPolicy
 from modelyard.server.loop_load import LoopLoad
+from modelyard.server.memory import process_rss_bytes
 from modelyard.server.scheduler import Scheduler
 from modelyard.types import CONFIG_TO_V2, numpy_dtype
 
@@ -43,6 +44,7 @@ class ModelVersion:
     scheduler: Scheduler | EnsembleScheduler
     engines: list[Engine]
     labels: dict[str, list[str]] = field(default_factory=dict)
+    memory_bytes: int = 0  # host RSS growth while the engines loaded
     state: VersionState = VersionState.READY
     reason: str = ""
 
@@ -86,7 +88,7 @@ def _find_artifact(
     )
 
 
-def _instance_count(model: str, version: int, config: mc.ModelConfig) -> int:
+def instance_count(model: str, version: int, config: mc.ModelConfig) -> int:
     count = 0
     for group in config.instance_group:
         if group.kind == mc.ModelInstanceGroup.Kind.KIND_GPU:
@@ -191,8 +193,9 @@ def load_model_version(
     config = copy.deepcopy(base_config)
     cls = engine_class(backend)
     artifact = _find_artifact(name, version, version_dir, config, cls)
-    count = _instance_count(name, version, config)
+    count = instance_count(name, version, config)
     engines: list[Engine] = []
+    rss_before = process_rss_bytes()
     signature: Signature | None = None
     try:
         for index in range(count):
@@ -248,4 +251,5 @@ def load_model_version(
         scheduler=scheduler,
         engines=engines,
         labels=_read_labels(model_dir, config, signature),
+        memory_bytes=max(0, process_rss_bytes() - rss_before),
     )

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import grpc
+import orjson
 import pytest
 
 from modelyard.client.retry import Action, RetryBudget, RetryPolicy, counts_as_failure
-from modelyard.client.transport import ClientError, connection_error, deadline_error
+from modelyard.client.transport import (
+    ClientError,
+    connection_error,
+    deadline_error,
+    error_from_grpc,
+    error_from_http,
+)
 from modelyard.clock import FakeClock
 from modelyard.errors import Code, EngineError, GovernanceError, ModelServerError, ProtocolError
 
@@ -95,3 +103,45 @@ def test_requests_leave_the_window_too() -> None:
     clock.advance(10.0)
     assert budget.available() == 0
     assert not budget.try_spend()
+
+
+def test_an_instance_error_line_comes_back_as_its_layer_with_its_fields() -> None:
+    body = orjson.dumps({"error": RATE_LIMITED.line()})
+    parsed = error_from_http(429, body, retry_after="1")
+    assert isinstance(parsed, GovernanceError)
+    assert (parsed.code, parsed.rule, parsed.retry_after) == (
+        Code.RESOURCE_EXHAUSTED,
+        "limit/x",
+        0.2,
+    )
+    assert parsed.line() == RATE_LIMITED.line()
+    assert RetryPolicy().decide(parsed, attempts=1, remaining=1.0).action is Action.WAIT_AND_RETRY
+
+    plain = error_from_http(502, b"<html>bad gateway</html>", retry_after=None)
+    assert isinstance(plain, ModelServerError)
+    assert (plain.code, plain.rule) == (Code.UNAVAILABLE, "http/502")
+
+
+def rpc_error(code: grpc.StatusCode, details: str) -> grpc.aio.AioRpcError:
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details)
+
+
+@pytest.mark.parametrize(
+    ("code", "details", "action"),
+    [
+        (grpc.StatusCode.UNAVAILABLE, "failed to connect to all addresses", Action.RETRY_ELSEWHERE),
+        (grpc.StatusCode.CANCELLED, "CANCELLED", Action.RETRY_ELSEWHERE),  # server shutting down
+        (grpc.StatusCode.UNAVAILABLE, QUEUE_FULL.line(), Action.RETRY_ELSEWHERE),
+        (grpc.StatusCode.RESOURCE_EXHAUSTED, RATE_LIMITED.line(), Action.WAIT_AND_RETRY),
+        (grpc.StatusCode.RESOURCE_EXHAUSTED, TOO_LARGE.line(), Action.FAIL),
+        (grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded", Action.FAIL),
+        (grpc.StatusCode.INTERNAL, MODEL_FAILED.line(), Action.FAIL),
+    ],
+)
+def test_grpc_statuses_lead_to_the_same_decisions(
+    code: grpc.StatusCode, details: str, action: Action
+) -> None:
+    error = error_from_grpc(rpc_error(code, details), "127.0.0.1:1", timeout=1.0)
+    assert RetryPolicy().decide(error, attempts=1, remaining=1.0).action is action
+    if details.startswith("["):
+        assert error.line() == details

@@ -567,3 +567,53 @@ def test_tensorrt_relu_plan(tmp_path: Path) -> None:
         batch = {"x": case.inputs["x"][:rows]}
         _assert_same(case, engine.execute(batch, ["y"]), case.reference(batch), rows)
     engine.unload()
+
+
+def test_onnx_provider_fallback_is_logged_not_silent(tmp_path: Path) -> None:
+    import structlog
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2 as mc_
+
+    from modelyard.engines.onnx import choose_providers
+
+    config = text_format.Parse(
+        'name: "m" optimization { execution_accelerators { gpu_execution_accelerator '
+        '[{ name: "tensorrt" }] } }',
+        mc_.ModelConfig(),
+    )
+    ctx = LoadContext(artifact=tmp_path / "model.onnx", version_dir=tmp_path, config=config)
+    with structlog.testing.capture_logs() as logs:
+        chosen = choose_providers(ctx)
+    assert chosen == ["CPUExecutionProvider"]
+    event = next(e for e in logs if e["event"] == "execution_provider_unavailable")
+    assert event["asked"] == ["TensorrtExecutionProvider", "CPUExecutionProvider"]
+    assert event["missing"] == ["TensorrtExecutionProvider"]
+    assert event["runs"] == ["CPUExecutionProvider"]
+
+
+@pytest.mark.filterwarnings(r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWarning")
+def test_torchscript_freeze_keeps_outputs(tmp_path: Path) -> None:
+    import torch
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2 as mc_
+
+    from modelyard.engines import engine_class
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)).eval()
+    torch.jit.script(net).save(str(tmp_path / "model.pt"))
+    x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    outputs = {}
+    for freeze in ("false", "true"):
+        config = text_format.Parse(
+            'name: "m" max_batch_size: 8 input [{ name: "INPUT__0" data_type: TYPE_FP32 '
+            'dims: [4] }] output [{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [2] }] '
+            f'parameters {{ key: "torchscript_freeze" value {{ string_value: "{freeze}" }} }}',
+            mc_.ModelConfig(),
+        )
+        engine = engine_class("pytorch")()
+        engine.load(
+            LoadContext(artifact=tmp_path / "model.pt", version_dir=tmp_path, config=config)
+        )
+        outputs[freeze] = engine.execute({"INPUT__0": x}, ["OUTPUT__0"])["OUTPUT__0"]
+    np.testing.assert_allclose(outputs["true"], outputs["false"], rtol=1e-5, atol=1e-6)

@@ -36,7 +36,7 @@ EXPECTED_FILES = {
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     target = tmp_path_factory.mktemp("example_repository")
-    return target, build_example_repository(target, seed=0)
+    return target, build_example_repository(target, seed=0, text_models=False)
 
 
 @pytest.fixture(scope="module")

@@ -194,9 +194,13 @@ def test_an_ensemble_runs_each_step_through_its_own_scheduler(tmp_path: Path) ->
             "double",
             "combine",
         ]
-        assert {"name": "diamond", "version": "1", "state": "READY", "reason": ""} in (
-            dp.manager.index()
-        )
+        assert {
+            "name": "diamond",
+            "version": "1",
+            "state": "READY",
+            "reason": "",
+            "memory_bytes": 0,  # an ensemble loads no engine of its own
+        } in dp.manager.index()
         assert dp.server_ready()
 
     run(scenario, tmp_path)

@@ -1,0 +1,83 @@
+"""Host memory accounting per model version, and the instance's memory budget.
+
+A version's footprint is the growth of the process' resident set while its
+engines load (the host RSS delta at load). A load is checked twice against
+``--memory-budget``: before, with an estimate (its files times instances), and
+after, with the measured footprint; a load that does not fit is refused with
+what it needs, what is free and which models hold the rest, instead of
+letting the process grow until the kernel kills it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+from pathlib import Path
+
+from modelyard.errors import Code, ConfigError, ModelServerError
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    match = _SIZE.match(text)
+    if match is None:
+        raise ConfigError(
+            f"memory size '{text}' is not a number with an optional K, M, G or T suffix",
+            code=Code.INVALID_ARGUMENT,
+            rule="config/memory-budget",
+            where="--memory-budget (e.g. 512M, 4G)",
+        )
+    return int(float(match[1]) * _UNITS[match[2].upper()])
+
+
+def process_rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):  # not Linux: the peak is the best we have
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def estimate_bytes(version_dir: Path, instances: int) -> int:
+    """What a version will need: its files, once per engine instance."""
+    total = 0
+    for path in version_dir.rglob("*"):
+        if path.is_file():
+            total += path.stat().st_size
+    return total * max(1, instances)
+
+
+def _mb(value: int) -> str:
+    return f"{value / (1 << 20):.1f} MB"
+
+
+def check_budget(
+    model: str,
+    version: int,
+    needed: int,
+    held: list[tuple[str, int, int]],
+    budget: int | None,
+    measured: bool,
+) -> None:
+    """Raise if ``needed`` bytes do not fit next to what ``held`` versions hold."""
+    if budget is None:
+        return
+    used = sum(size for _, _, size in held)
+    if used + needed <= budget:
+        return
+    holders = ", ".join(
+        f"{name}/{v} ({_mb(size)})" for name, v, size in sorted(held, key=lambda h: -h[2])[:5]
+    )
+    how = "measured at load" if measured else "estimated from its files x instances"
+    raise ModelServerError(
+        f"model '{model}' version {version} needs {_mb(needed)} ({how}) but only "
+        f"{_mb(max(0, budget - used))} of the memory budget {_mb(budget)} is free; "
+        f"held by {holders or 'nothing else'}",
+        code=Code.RESOURCE_EXHAUSTED,
+        rule="model-server/memory-budget",
+        where="modelyard serve --memory-budget, or unload a model "
+        "(POST /v2/repository/models/NAME/unload)",
+    )

@@ -1,0 +1,79 @@
+"""Per-version memory footprints and the instance's memory budget."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from modelyard.errors import Code, ConfigError, ModelyardError
+from modelyard.examples.build import build_mlp_onnx, build_tiny_onnx, example_inputs
+from modelyard.server.dataplane import DataPlane
+from modelyard.server.manager import ControlMode, ModelManager
+from modelyard.server.memory import parse_size
+from modelyard.server.repository import ModelRepository
+from modelyard.types import InferRequest
+
+
+def test_sizes_parse_with_units() -> None:
+    assert parse_size("512M") == 512 << 20
+    assert parse_size("4G") == 4 << 30
+    assert parse_size("1.5GiB") == int(1.5 * (1 << 30))
+    assert parse_size("1000") == 1000
+    with pytest.raises(ConfigError) as bad:
+        parse_size("lots")
+    assert "--memory-budget" in bad.value.line()
+
+
+def test_a_load_over_the_budget_is_refused_and_the_others_keep_serving(tmp_path: Path) -> None:
+    build_tiny_onnx(tmp_path, seed=0)
+    build_mlp_onnx(tmp_path, seed=0)  # a 5 MB model file
+
+    async def scenario() -> None:
+        manager = ModelManager(
+            ModelRepository(tmp_path), ControlMode.EXPLICIT, memory_budget=1 << 30
+        )
+        dp = DataPlane(manager)
+        await manager.start()
+        try:
+            await manager.load("tiny_onnx")
+            held = manager.held_memory()[0][2]
+            manager.memory_budget = held + (3 << 20)  # room for 3 MB more, not 5
+            with pytest.raises(ModelyardError) as refused:
+                await manager.load("mlp_onnx")
+            line = refused.value.line()
+            assert refused.value.code is Code.RESOURCE_EXHAUSTED
+            assert "model 'mlp_onnx' version 1 needs 5.0 MB (estimated from its files" in line
+            assert "3.0 MB of the memory budget" in line and "held by tiny_onnx/1" in line
+            assert "rule=model-server/memory-budget" in line
+            assert "change: modelyard serve --memory-budget" in line
+            rows = {r["name"]: r for r in manager.index() if "state" in r}
+            assert rows["mlp_onnx"]["state"] == "UNAVAILABLE"
+            assert "memory budget" in rows["mlp_onnx"]["reason"]
+            inputs = example_inputs("tiny_onnx", 2)
+            response = await dp.infer(InferRequest("tiny_onnx", None, inputs, {"input": "FP32"}))
+            assert np.asarray(response.outputs[0].data).shape == (2, 3)
+        finally:
+            await manager.stop()
+
+    asyncio.run(scenario())
+
+
+def test_each_version_reports_its_footprint(tmp_path: Path) -> None:
+    build_mlp_onnx(tmp_path, seed=0)
+
+    async def scenario() -> None:
+        manager = ModelManager(ModelRepository(tmp_path))
+        dp = DataPlane(manager)
+        await manager.start()
+        try:
+            row = next(r for r in manager.index() if r.get("version") == "1")
+            assert row["memory_bytes"] > 1 << 20  # the MLP's weights are resident
+            stats = dp.statistics("mlp_onnx", None)["model_stats"][0]
+            assert stats["memory_bytes"] == row["memory_bytes"]
+        finally:
+            await manager.stop()
+
+    asyncio.run(scenario())
