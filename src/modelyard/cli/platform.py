@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from modelyard.cli.platform_ops import OPS, add_ops_arguments, run_ops
 from modelyard.clock import FakeClock
 from modelyard.control.autoscale import Autoscaler, AutoscaleRule
 from modelyard.control.kubernetes import render
@@ -44,6 +45,7 @@ def add_platform_arguments(parser: argparse.ArgumentParser) -> None:
     )
     explain.add_argument("--current", type=int, default=None, help="replicas at the start")
     explain.add_argument("--every", type=float, default=2.0, help="seconds between decisions")
+    add_ops_arguments(commands)
 
 
 def _validate(spec: PlatformSpec, as_json: bool) -> int:
@@ -145,8 +147,10 @@ def _explain(spec: PlatformSpec, args: argparse.Namespace) -> int:
 
 
 def run_platform(args: argparse.Namespace) -> int:
-    spec = read_platform_spec(args.file)
     command = args.platform_command
+    if command in OPS:
+        return run_ops(args)
+    spec = read_platform_spec(args.file)
     if command == "validate":
         return _validate(spec, args.json)
     if command == "ledger":

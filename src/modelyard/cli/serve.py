@@ -127,6 +127,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     discovery.add_argument("--spec", default="", help="resource spec, e.g. 8C/32G")
     discovery.add_argument("--weight", type=float, default=1.0)
     discovery.add_argument(
+        "--weight-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="read the weight from this file, re-read while serving (a release sets it)",
+    )
+    discovery.add_argument(
         "--instance-id", default=None, metavar="ID", help="default: advertised host:http-port"
     )
     discovery.add_argument(
@@ -206,6 +213,15 @@ def _advertised_instance(
         spec=args.spec,
         weight=args.weight,
     )
+
+
+def _current_weight(path: Path | None, default: float) -> float:
+    if path is None:
+        return default
+    try:
+        return max(0.0, float(path.read_text().strip()))
+    except (OSError, ValueError):
+        return default
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -298,7 +314,11 @@ async def serve(args: argparse.Namespace) -> None:
             template = _advertised_instance(args, port, grpc_server.port if grpc_server else None)
             publisher = Publisher(
                 registry,
-                lambda: replace(template, models=models_from_index(manager.index())),
+                lambda: replace(
+                    template,
+                    models=models_from_index(manager.index()),
+                    weight=_current_weight(args.weight_file, template.weight),
+                ),
                 manager.is_ready,
                 ttl=args.registry_ttl,
             )

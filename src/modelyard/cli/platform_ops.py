@@ -1,0 +1,185 @@
+"""``modelyard platform plan|apply|status|down|release``: running a spec on this machine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from modelyard.control import release
+from modelyard.control.apply import (
+    State,
+    apply_plan,
+    default_registry,
+    down,
+    make_plan,
+    stale_reason,
+    status_rows,
+)
+from modelyard.control.spec import read_platform_spec
+
+OPS = ("plan", "apply", "status", "down", "release")
+
+
+def add_ops_arguments(commands: Any) -> None:
+    def state_dir(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--state", type=Path, required=True, metavar="DIR")
+
+    plan = commands.add_parser("plan", help="the change between the applied state and the spec")
+    plan.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
+    state_dir(plan)
+    plan.add_argument("--json", action="store_true")
+    apply = commands.add_parser("apply", help="launch and stop local instances as planned")
+    apply.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
+    state_dir(apply)
+    apply.add_argument("--model-repository", type=Path, default=None, metavar="DIR")
+    apply.add_argument("--registry", default=None, metavar="URL", help="default: DIR/registry.db")
+    for name, text in (("status", "the launched instances"), ("down", "stop every instance")):
+        command = commands.add_parser(name, help=text)
+        state_dir(command)
+        if name == "status":
+            command.add_argument("--json", action="store_true")
+    rel = commands.add_parser("release", help="canary releases of model versions per group")
+    actions = rel.add_subparsers(dest="release_command", required=True)
+    for name, text in (
+        ("start", "reserve the surge, start canaries of the new versions"),
+        ("step", "move the canaries' traffic share"),
+        ("promote", "100 % new: replace the old instances"),
+        ("pause", "hold the release where it is"),
+        ("abort", "stop the canaries: back to 0 %"),
+        ("rollback", "back to a recorded group revision"),
+        ("history", "the group's event record"),
+    ):
+        command = actions.add_parser(name, help=text)
+        command.add_argument("target", metavar="SERVICE/GROUP")
+        state_dir(command)
+        if name in ("start", "promote", "rollback"):
+            command.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
+        if name == "start":
+            command.add_argument("--model", required=True)
+            command.add_argument("--version", required=True)
+        if name in ("start", "step"):
+            command.add_argument("--percent", type=float, default=None)
+        if name == "step":
+            command.add_argument("--resume", action="store_true")
+        if name == "rollback":
+            command.add_argument("--revision", type=int, default=None)
+
+
+def run_ops(args: argparse.Namespace) -> int:
+    command = args.platform_command
+    state = State.load(args.state)
+    if command == "plan":
+        return _plan(args, state)
+    if command == "apply":
+        return _apply(args, state)
+    if command == "status":
+        rows = status_rows(state)
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        for row in [] if args.json else rows:
+            print(
+                f"{row['name']:<56} {'alive' if row['alive'] else 'DEAD':<6} pid {row['pid']:<7} "
+                f"{row['http']:<16} {row['group']} template {row['template']} {row['role']} "
+                f"weight {row['weight']:g}"
+            )
+        return 0
+    if command == "down":
+        for line in down(state):
+            print(line)
+        return 0
+    return _release(args, state)
+
+
+def _plan(args: argparse.Namespace, state: State) -> int:
+    spec = read_platform_spec(args.file)
+    plan = make_plan(spec, args.file, state)
+    if plan.findings:
+        for finding in plan.findings:
+            print(finding.line())
+        return 1
+    doc = plan.to_json()
+    args.state.mkdir(parents=True, exist_ok=True)
+    (args.state / "plan.json").write_text(json.dumps(doc, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"plan against state revision {plan.state_revision}, spec {plan.spec_hash[:12]}")
+        print(f"{'quota':<16} {'dc':<6} {'gpu model':<12} {'instances':>12} {'cards':>10}")
+        for c in plan.changes:
+            instances = f"{c['instances_before']} -> {c['instances_after']}"
+            cards = f"{c['cards_before']} -> {c['cards_after']}"
+            print(
+                f"{c['quota']:<16} {c['data_center']:<6} {c['gpu_model']:<12} "
+                f"{instances:>12} {cards:>10}"
+            )
+        for name in doc["start"]:
+            print(f"+ start {name}")
+        for name in doc["stop"]:
+            print(f"- stop  {name}")
+        print("changes to apply" if plan.changed else "no changes")
+    return 2 if plan.changed else 0
+
+
+def _apply(args: argparse.Namespace, state: State) -> int:
+    plan_path = args.state / "plan.json"
+    if not plan_path.exists():
+        print(f"[platform] NO_PLAN: no plan in {args.state}; run modelyard platform plan first")
+        return 1
+    plan_doc = json.loads(plan_path.read_text())
+    why = stale_reason(plan_doc, args.file, state)
+    if why is not None:
+        print(f"[platform] STALE_PLAN: {why}; run modelyard platform plan again")
+        return 1
+    spec = read_platform_spec(args.file)
+    plan = make_plan(spec, args.file, state)
+    if plan.findings:
+        for finding in plan.findings:
+            print(finding.line())
+        return 1
+    if args.model_repository is not None:
+        state.model_repository = str(args.model_repository.resolve())
+    if not state.model_repository and plan.start:
+        print("[platform] NO_REPOSITORY: pass --model-repository DIR")
+        return 1
+    state.registry = args.registry or state.registry or default_registry(args.state)
+    for line in apply_plan(spec, state, plan):
+        print(line)
+    print(f"applied; state revision {state.revision}")
+    return 0
+
+
+def _release(args: argparse.Namespace, state: State) -> int:
+    key = args.target
+    action = args.release_command
+    try:
+        if action == "history":
+            for event in release.history(args.state, key):
+                print(json.dumps(event, sort_keys=True))
+            return 0
+        if action == "pause":
+            release.pause(state, key)
+        elif action == "abort":
+            release.abort(state, key)
+        elif action == "step":
+            numbers = release.step(state, key, args.percent, resume=args.resume)
+            print(f"{key}: {numbers['percent']:g} % new")
+        else:
+            spec = read_platform_spec(args.file)
+            if action == "start":
+                pins = {args.model: args.version}
+                numbers = release.start(spec, state, key, pins, args.percent)
+                print(f"{key}: {numbers['percent']:g} % new ({args.model} {args.version})")
+            elif action == "promote":
+                revision = release.promote(spec, state, key)
+                print(f"{key}: promoted, group revision {revision}")
+            else:
+                revision = release.rollback(spec, state, key, args.revision)
+                print(f"{key}: rolled back, group revision {revision}")
+    except release.ReleaseError as exc:
+        for finding in exc.findings:
+            print(finding.line())
+        print(f"[platform] RELEASE_REFUSED: {exc.detail}")
+        return 1
+    return 0

@@ -1,0 +1,327 @@
+"""Plan and apply: the change between the recorded state and the spec, then making it so.
+
+The state directory holds ``state.json`` (the launched instances with pids
+and ports, a revision bumped on every change, releases in progress and the
+groups' recorded versions), ``plan.json`` (the last plan: the spec's hash
+and the state revision it was computed against) and ``events/``. Apply
+refuses a plan whose spec or state changed since, and otherwise starts and
+stops instances until the stable instances match the spec; applying a plan
+with no changes does nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from modelyard.control.launcher import LaunchedInstance, LocalLauncher, is_alive
+from modelyard.control.ledger import Finding, PlannedInstance, Reservations, expand, validate
+from modelyard.control.spec import PlatformSpec
+from modelyard.discovery import Instance, open_registry
+from modelyard.errors import Code, ConfigError
+
+Slot = tuple[str, str, str, str, int]  # service, group, template, data centre, index
+
+
+@dataclass(slots=True)
+class State:
+    directory: Path
+    revision: int = 0
+    spec_hash: str = ""
+    registry: str = ""
+    model_repository: str = ""
+    instances: list[LaunchedInstance] = field(default_factory=list)
+    releases: dict[str, dict[str, Any]] = field(default_factory=dict)  # SERVICE/GROUP -> release
+    versions: dict[str, dict[str, str]] = field(default_factory=dict)  # SERVICE/GROUP -> pins
+    group_revisions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, directory: Path) -> State:
+        path = directory / "state.json"
+        if not path.exists():
+            return cls(directory)
+        doc = json.loads(path.read_text())
+        return cls(
+            directory,
+            doc["revision"],
+            doc.get("spec_hash", ""),
+            doc.get("registry", ""),
+            doc.get("model_repository", ""),
+            [LaunchedInstance.from_json(i) for i in doc.get("instances", [])],
+            doc.get("releases", {}),
+            doc.get("versions", {}),
+            doc.get("group_revisions", {}),
+        )
+
+    def save(self) -> None:
+        """Bump the revision and write atomically."""
+        self.revision += 1
+        self.directory.mkdir(parents=True, exist_ok=True)
+        doc = {
+            "revision": self.revision,
+            "spec_hash": self.spec_hash,
+            "registry": self.registry,
+            "model_repository": self.model_repository,
+            "instances": [i.to_json() for i in self.instances],
+            "releases": self.releases,
+            "versions": self.versions,
+            "group_revisions": self.group_revisions,
+        }
+        tmp = self.directory / "state.json.tmp"
+        tmp.write_text(json.dumps(doc, indent=2) + "\n")
+        tmp.replace(self.directory / "state.json")
+
+    def stable(self) -> list[LaunchedInstance]:
+        return [i for i in self.instances if i.role == "stable"]
+
+    def reserved(self, skip: str | None = None) -> Reservations:
+        reserved: Counter[tuple[str, str, str]] = Counter()
+        for key, release in self.releases.items():
+            if key != skip:
+                for quota, dc, gpu, cards in release.get("reserved", []):
+                    reserved[(quota, dc, gpu)] += cards
+        return dict(reserved)
+
+
+def default_registry(directory: Path) -> str:
+    return f"embedded://{directory.resolve() / 'registry.db'}"
+
+
+def spec_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def actor() -> str:
+    return os.environ.get("MODELYARD_ACTOR") or os.environ.get("USER") or "unknown"
+
+
+def slot_of(instance: LaunchedInstance) -> Slot:
+    return (
+        instance.service,
+        instance.group,
+        instance.template,
+        instance.data_center,
+        instance.index,
+    )
+
+
+def _planned_slot(planned: PlannedInstance) -> Slot:
+    return (planned.service, planned.group, planned.template, planned.data_center, planned.index)
+
+
+@dataclass(slots=True)
+class Plan:
+    spec_hash: str
+    state_revision: int
+    start: list[Slot]
+    stop: list[str]  # instance names
+    changes: list[dict[str, Any]]  # per quota, data centre, GPU model: before / after
+    findings: list[Finding]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.start or self.stop)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "spec_hash": self.spec_hash,
+            "state_revision": self.state_revision,
+            "start": ["/".join(map(str, s)) for s in self.start],
+            "stop": self.stop,
+            "changes": self.changes,
+        }
+
+
+def make_plan(spec: PlatformSpec, spec_file: Path, state: State) -> Plan:
+    findings = validate(spec, reserved=state.reserved())
+    desired = {_planned_slot(p): p for p in expand(spec)}
+    # an instance whose template changed (spec, loads, queue) is replaced, not kept
+    current = {
+        slot_of(i): i
+        for i in state.stable()
+        if slot_of(i) not in desired or _launched_as(spec, desired[slot_of(i)], i)
+    }
+    replaced = sorted(i.name for i in state.stable() if slot_of(i) not in current)
+    start = sorted(s for s in desired if s not in current)
+    stop = sorted(replaced + [i.name for s, i in current.items() if s not in desired])
+    counts: dict[tuple[str, str, str], list[int]] = {}
+
+    def add(quota: str, dc: str, gpu: str | None, cards: int, column: int) -> None:
+        row = counts.setdefault((quota, dc, gpu or "-"), [0, 0, 0, 0])
+        row[column] += 1
+        row[column + 2] += cards
+
+    for instance in state.stable():
+        quota = spec.services[instance.service].quota if instance.service in spec.services else "?"
+        gpu = instance.spec.split("/")[2].split("*")[0] if instance.spec.count("/") == 2 else None
+        add(quota, instance.data_center, gpu, instance.cards, 0)
+    for planned in desired.values():
+        gpu = planned.spec.gpu_model if planned.spec else None
+        add(spec.services[planned.service].quota, planned.data_center, gpu, planned.cards, 1)
+    changes = [
+        {
+            "quota": quota,
+            "data_center": dc,
+            "gpu_model": gpu,
+            "instances_before": row[0],
+            "instances_after": row[1],
+            "cards_before": row[2],
+            "cards_after": row[3],
+        }
+        for (quota, dc, gpu), row in sorted(counts.items())
+    ]
+    return Plan(spec_hash(spec_file), state.revision, start, stop, changes, findings)
+
+
+def _launched_as(spec: PlatformSpec, planned: PlannedInstance, instance: LaunchedInstance) -> bool:
+    template = spec.services[planned.service].groups[planned.group].templates[planned.template]
+    return (
+        instance.spec == template.spec_text
+        and instance.loads == list(template.loads)
+        and instance.queue == planned.queue
+    )
+
+
+def stale_reason(plan_doc: dict[str, Any], spec_file: Path, state: State) -> str | None:
+    if plan_doc.get("spec_hash") != spec_hash(spec_file):
+        return f"the spec {spec_file} changed since the plan"
+    if plan_doc.get("state_revision") != state.revision:
+        return (
+            f"the state changed since the plan (revision {plan_doc.get('state_revision')} "
+            f"planned, now {state.revision})"
+        )
+    return None
+
+
+def registered(registry_url: str, service: str) -> list[Instance]:
+    async def read() -> list[Instance]:
+        registry = open_registry(registry_url)
+        try:
+            return (await registry.resolve(service)).instances
+        finally:
+            await registry.aclose()
+
+    return asyncio.run(read())
+
+
+def wait_registered(
+    registry_url: str, expected: dict[str, dict[str, float | None]], timeout: float = 30.0
+) -> None:
+    """Wait until each service shows exactly the expected instance ids (with weights, if set)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        missing = []
+        for service, ids in expected.items():
+            seen = {i.instance_id: i.weight for i in registered(registry_url, service)}
+            if set(seen) != set(ids) or any(
+                w is not None and abs(seen[n] - w) > 1e-6 for n, w in ids.items()
+            ):
+                missing.append(service)
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise ConfigError(
+                f"the registry does not show the launched instances of {', '.join(missing)}",
+                code=Code.UNAVAILABLE,
+                rule="platform/registry",
+                where=f"the instance logs under {registry_url}",
+            )
+        time.sleep(0.1)
+
+
+def expected_registry(state: State) -> dict[str, dict[str, float | None]]:
+    expected: dict[str, dict[str, float | None]] = {}
+    for instance in state.instances:
+        expected.setdefault(instance.service, {})[instance.name] = instance.weight
+    return expected
+
+
+def new_instance(
+    spec: PlatformSpec, slot: Slot, state: State, role: str, pins: dict[str, str]
+) -> LaunchedInstance:
+    service, group, template_name, dc, index = slot
+    template = spec.services[service].groups[group].templates[template_name]
+    return LaunchedInstance(
+        name=f"{service}/{group}/{template_name}/{dc}/{index}@r{state.revision + 1}",
+        service=service,
+        group=group,
+        template=template_name,
+        data_center=dc,
+        index=index,
+        queue=template.queues[dc],
+        spec=template.spec_text,
+        cards=template.spec.cards if template.spec else 0,
+        loads=list(template.loads),
+        pins={m: v for m, v in pins.items() if m in template.loads},
+        role=role,
+    )
+
+
+def launcher_for(state: State) -> LocalLauncher:
+    return LocalLauncher(state.directory, state.registry, Path(state.model_repository))
+
+
+def apply_plan(spec: PlatformSpec, state: State, plan: Plan) -> list[str]:
+    """Start and stop instances as planned, then record the state; returns what was done."""
+    launcher = launcher_for(state)
+    done = []
+    started = []
+    try:
+        for slot in plan.start:
+            pins = state.versions.get(f"{slot[0]}/{slot[1]}", {})
+            instance = new_instance(spec, slot, state, "stable", pins)
+            launcher.start(instance)
+            state.instances.append(instance)
+            started.append(instance)
+            done.append(f"started {instance.name} pid {instance.pid} port {instance.http_port}")
+        for instance in started:
+            launcher.wait_ready(instance)
+        for instance in [i for i in state.instances if i.name in plan.stop]:
+            launcher.stop(instance)
+            state.instances.remove(instance)
+            done.append(f"stopped {instance.name} pid {instance.pid}")
+        state.spec_hash = plan.spec_hash
+    finally:
+        state.save()  # what started is recorded even when a later step fails
+    expected = expected_registry(state)
+    for name in plan.stop:
+        expected.setdefault(name.split("/")[0], {})
+    wait_registered(state.registry, expected)
+    return done
+
+
+def down(state: State) -> list[str]:
+    launcher = launcher_for(state)
+    done = []
+    for instance in list(state.instances):
+        launcher.stop(instance)
+        state.instances.remove(instance)
+        done.append(f"stopped {instance.name} pid {instance.pid}")
+    state.releases.clear()
+    state.spec_hash = ""
+    state.save()
+    return done
+
+
+def status_rows(state: State) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": i.name,
+            "alive": is_alive(i.pid, i.name),
+            "pid": i.pid,
+            "http": f"127.0.0.1:{i.http_port}",
+            "group": f"{i.service}/{i.group}",
+            "template": i.template,
+            "role": i.role,
+            "weight": i.weight,
+            "pins": i.pins,
+        }
+        for i in state.instances
+    ]

@@ -1,0 +1,220 @@
+"""The local launcher: one ``modelyard serve`` process per planned instance, on this machine.
+
+Every process is CPU only (cards are counted in the ledger, never claimed),
+listens on a free loopback port, registers itself under the platform's
+registry and loads the models its template names in explicit mode. A
+process reads its registry weight from a file the launcher writes, so a
+release changes traffic shares without restarts. A pinned model version is
+served from an overlay repository: links to the base repository's files,
+with the model's ``version_policy`` set to that one version.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+_VERSION_POLICY = re.compile(r"version_policy\s*:?\s*\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
+
+
+@dataclass(slots=True)
+class LaunchedInstance:
+    """One launched process as ``state.json`` records it."""
+
+    name: str  # unique per launch: service/group/template/dc/index@rREVISION
+    service: str
+    group: str
+    template: str
+    data_center: str
+    index: int
+    queue: str
+    spec: str
+    cards: int
+    loads: list[str]
+    pins: dict[str, str] = field(default_factory=dict)  # model -> version served
+    role: str = "stable"  # stable | canary
+    weight: float = 1.0
+    pid: int = 0
+    http_port: int = 0
+    log: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> LaunchedInstance:
+        return cls(**doc)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def is_alive(pid: int, name: str | None = None) -> bool:
+    """Whether ``pid`` runs (not a zombie) and, given ``name``, is that instance's process."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    proc = Path(f"/proc/{pid}")
+    if not proc.exists():
+        return True
+    try:
+        stat = (proc / "stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+            return False
+        if name is not None:
+            return b"\0" + name.encode() + b"\0" in (proc / "cmdline").read_bytes()
+    except (OSError, IndexError):
+        return False
+    return True
+
+
+def safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+
+
+class LocalLauncher:
+    def __init__(self, state_dir: Path, registry_url: str, model_repository: Path) -> None:
+        self.state_dir = state_dir
+        self.registry_url = registry_url
+        self.model_repository = model_repository
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+
+    def weight_file(self, name: str) -> Path:
+        return self.state_dir / "weights" / f"{safe_name(name)}.txt"
+
+    def set_weight(self, instance: LaunchedInstance, weight: float) -> None:
+        instance.weight = weight
+        path = self.weight_file(instance.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(f"{weight:.6g}\n")
+        tmp.replace(path)
+
+    def repository_for(self, pins: dict[str, str]) -> Path:
+        """The base repository, or an overlay that serves exactly the pinned versions."""
+        if not pins:
+            return self.model_repository
+        key = "+".join(f"{m}@{v}" for m, v in sorted(pins.items()))
+        overlay = self.state_dir / "repos" / safe_name(key)
+        overlay.mkdir(parents=True, exist_ok=True)
+        for entry in self.model_repository.iterdir():
+            target = overlay / entry.name
+            if entry.name not in pins:
+                if not target.exists() and not target.is_symlink():
+                    target.symlink_to(entry.resolve())
+                continue
+            target.mkdir(exist_ok=True)
+            for child in entry.iterdir():
+                link = target / child.name
+                if child.name != "config.pbtxt" and not link.exists() and not link.is_symlink():
+                    link.symlink_to(child.resolve())
+            config = _VERSION_POLICY.sub("", (entry / "config.pbtxt").read_text())
+            pinned = f"\nversion_policy {{ specific {{ versions: [{int(pins[entry.name])}] }} }}\n"
+            (target / "config.pbtxt").write_text(config.rstrip() + pinned)
+        return overlay
+
+    def start(self, instance: LaunchedInstance) -> None:
+        """Start the process and record its pid and port; ``wait_ready`` waits for it."""
+        self.set_weight(instance, instance.weight)
+        instance.http_port = free_port()
+        logs = self.state_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        log_path = logs / f"{safe_name(instance.name)}.log"
+        command = [
+            sys.executable,
+            "-m",
+            "modelyard.cli.main",
+            "serve",
+            "--model-repository",
+            str(self.repository_for(instance.pins)),
+            "--http-port",
+            str(instance.http_port),
+            "--grpc-port",
+            "-1",
+            "--metrics-port",
+            "-1",
+            "--model-control-mode",
+            "explicit",
+            "--service",
+            instance.service,
+            "--group",
+            instance.group,
+            "--registry",
+            self.registry_url,
+            "--data-center",
+            instance.data_center,
+            "--queue",
+            instance.queue,
+            "--spec",
+            instance.spec,
+            "--weight",
+            str(instance.weight),
+            "--weight-file",
+            str(self.weight_file(instance.name)),
+            "--instance-id",
+            instance.name,
+        ]
+        for model in instance.loads:
+            command += ["--load-model", model]
+        with log_path.open("ab") as log_file:
+            process = subprocess.Popen(
+                command,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                start_new_session=True,  # outlives the command that launched it
+            )
+        self._children[process.pid] = process
+        instance.pid = process.pid
+        instance.log = str(log_path)
+
+    def wait_ready(self, instance: LaunchedInstance, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        url = f"http://127.0.0.1:{instance.http_port}/v2/health/ready"
+        while time.monotonic() < deadline:
+            if not is_alive(instance.pid):
+                raise RuntimeError(f"instance {instance.name} exited; see {instance.log}")
+            try:
+                if httpx.get(url, timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(
+            f"instance {instance.name} not ready in {timeout:g}s; see {instance.log}"
+        )
+
+    def stop(self, instance: LaunchedInstance, timeout: float = 15.0) -> None:
+        """SIGTERM (the process deregisters first), then SIGKILL after ``timeout``."""
+        pid = instance.pid
+        if not is_alive(pid, instance.name):
+            return
+        os.kill(pid, signal.SIGTERM)
+        child = self._children.pop(pid, None)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if child is not None and child.poll() is not None:
+                return
+            if child is None and not is_alive(pid, instance.name):
+                return
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)
+        if child is not None:
+            child.wait(5)
