@@ -160,7 +160,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         repository = tmp / "models"
-        build_example_repository(repository)
+        build_example_repository(repository, text_models=False)
         for name, (source, config) in NO_BATCHING.items():
             shutil.copytree(repository / source / "1", repository / name / "1")
             (repository / name / "config.pbtxt").write_text(config)

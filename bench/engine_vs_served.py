@@ -103,7 +103,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         repository = Path(tmp) / "models"
-        build_example_repository(repository)
+        build_example_repository(repository, text_models=False)
         report: dict[str, object] = {
             "machine": f"{platform.machine()} {os.cpu_count()} cpus, {platform.python_version()}",
             "results": {},

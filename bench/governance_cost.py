@@ -39,7 +39,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name, running_redis(Path(tmp_name)) as redis:
         tmp = Path(tmp_name)
         repository = tmp / "models"
-        build_example_repository(repository)
+        build_example_repository(repository, text_models=False)
         service = tmp / "service.yaml"
         service.write_text(
             "service: com.example.bench.tiny\n"

@@ -49,7 +49,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         repository = Path(tmp) / "models"
-        build_example_repository(repository)
+        build_example_repository(repository, text_models=False)
         extra = ("--model-control-mode", "explicit", "--load-model", args.model)
         with running_server(repository, Path(tmp), *extra) as server:
             inputs = example_inputs(args.model, args.rows)

@@ -30,7 +30,8 @@ from typing import Any
 import lightgbm as lgb
 import numpy as np
 
-from modelyard.engines.base import Engine, LoadContext, Signature, TensorSpec
+from modelyard.engines import tabular
+from modelyard.engines.base import Engine, LoadContext, Signature
 from modelyard.errors import Code, EngineError
 
 _REGRESSION = frozenset(
@@ -92,26 +93,11 @@ class LightGBMEngine(Engine):
                 rule=rule,
                 where=where,
             )
-        labels: dict[str, list[str]] = {}
-        if n_classes:
-            outputs = [
-                TensorSpec("label", "INT64", (-1, 1)),
-                TensorSpec("probabilities", "FP32", (-1, n_classes)),
-            ]
-            labels = {"probabilities": [str(c) for c in range(n_classes)]}
-        else:
-            outputs = [TensorSpec("prediction", "FP32", (-1, 1))]
-        _check_outputs(ctx, [o.name for o in outputs], rule)
-        if ctx.config.input:
-            self._input = ctx.config.input[0].name
+        classes = [str(c) for c in range(n_classes)] if n_classes else None
+        self._input = tabular.input_name(ctx)
         self._objective = objective
         self._booster = booster
-        return Signature(
-            inputs=[TensorSpec("input", "FP32", (-1, booster.num_feature()))],
-            outputs=outputs,
-            batched=True,
-            labels=labels,
-        )
+        return tabular.signature(ctx, rule, booster.num_feature(), classes)
 
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
         assert self._booster is not None
@@ -138,15 +124,3 @@ class LightGBMEngine(Engine):
 
     def describe(self) -> dict[str, Any]:
         return {"num_threads": self._threads, "objective": self._objective}
-
-
-def _check_outputs(ctx: LoadContext, produced: list[str], rule: str) -> None:
-    unknown = [o.name for o in ctx.config.output if o.name not in produced]
-    if unknown:
-        raise EngineError(
-            f"the config asks for output {', '.join(unknown)}; this model produces "
-            f"{', '.join(produced)}",
-            code=Code.INVALID_ARGUMENT,
-            rule=rule,
-            where=f"output in config.pbtxt of model '{ctx.config.name}'",
-        )

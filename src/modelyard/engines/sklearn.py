@@ -35,7 +35,8 @@ import numpy as np
 import skops.io as sio
 from sklearn.base import is_classifier
 
-from modelyard.engines.base import Engine, LoadContext, Signature, TensorSpec
+from modelyard.engines import tabular
+from modelyard.engines.base import Engine, LoadContext, Signature
 from modelyard.errors import Code, EngineError
 
 _TRUSTED_PACKAGES = frozenset({"sklearn", "numpy", "scipy"})
@@ -109,15 +110,13 @@ class SklearnEngine(Engine):
                 where=where,
             )
         self._classifier = is_classifier(model)
-        outputs = [TensorSpec("prediction", "FP32", (-1, 1))]
-        labels: dict[str, list[str]] = {}
+        class_names: list[str] | None = None
+        label_type = "INT64"
         if self._classifier:
             classes = np.asarray(model.classes_)
-            if classes.dtype.kind in "biu":
-                label_type = "INT64"
-            elif classes.dtype.kind in "USO" and all(isinstance(c, str) for c in classes):
+            if classes.dtype.kind in "USO" and all(isinstance(c, str) for c in classes):
                 label_type = "BYTES"
-            else:
+            elif classes.dtype.kind not in "biu":
                 raise EngineError(
                     f"classes of dtype {classes.dtype} are neither integers nor strings",
                     code=Code.INVALID_ARGUMENT,
@@ -126,19 +125,16 @@ class SklearnEngine(Engine):
                 )
             self._string_labels = label_type == "BYTES"
             self._has_proba = hasattr(model, "predict_proba")
-            outputs = [TensorSpec("label", label_type, (-1, 1))]
-            if self._has_proba:
-                outputs.append(TensorSpec("probabilities", "FP32", (-1, len(classes))))
-                labels = {"probabilities": [str(c) for c in classes]}
-        _check_outputs(ctx, [o.name for o in outputs], rule)
-        if ctx.config.input:
-            self._input = ctx.config.input[0].name
+            class_names = [str(c) for c in classes]
+        self._input = tabular.input_name(ctx)
         self._model = model
-        return Signature(
-            inputs=[TensorSpec("input", "FP32", (-1, n_features))],
-            outputs=outputs,
-            batched=True,
-            labels=labels,
+        return tabular.signature(
+            ctx,
+            rule,
+            n_features,
+            class_names,
+            label_datatype=label_type,
+            probabilities=self._has_proba,
         )
 
     def _read(self, ctx: LoadContext) -> Any:
@@ -203,15 +199,3 @@ class SklearnEngine(Engine):
 
     def describe(self) -> dict[str, Any]:
         return {"estimator": type(self._model).__name__}
-
-
-def _check_outputs(ctx: LoadContext, produced: list[str], rule: str) -> None:
-    unknown = [o.name for o in ctx.config.output if o.name not in produced]
-    if unknown:
-        raise EngineError(
-            f"the config asks for output {', '.join(unknown)}; this model produces "
-            f"{', '.join(produced)}",
-            code=Code.INVALID_ARGUMENT,
-            rule=rule,
-            where=f"output in config.pbtxt of model '{ctx.config.name}'",
-        )

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 import xgboost as xgb
 
-from modelyard.engines.base import Engine, LoadContext, Signature, TensorSpec
+from modelyard.engines import tabular
+from modelyard.engines.base import Engine, LoadContext, Signature
 from modelyard.errors import Code, EngineError
 
 
@@ -84,26 +85,11 @@ class XGBoostEngine(Engine):
                 rule=rule,
                 where=where,
             )
-        labels: dict[str, list[str]] = {}
-        if n_classes:
-            outputs = [
-                TensorSpec("label", "INT64", (-1, 1)),
-                TensorSpec("probabilities", "FP32", (-1, n_classes)),
-            ]
-            labels = {"probabilities": [str(c) for c in range(n_classes)]}
-        else:
-            outputs = [TensorSpec("prediction", "FP32", (-1, 1))]
-        _check_outputs(ctx, [o.name for o in outputs], rule)
-        if ctx.config.input:
-            self._input = ctx.config.input[0].name
+        classes = [str(c) for c in range(n_classes)] if n_classes else None
+        self._input = tabular.input_name(ctx)
         self._objective = objective
         self._booster = booster
-        return Signature(
-            inputs=[TensorSpec("input", "FP32", (-1, n_features))],
-            outputs=outputs,
-            batched=True,
-            labels=labels,
-        )
+        return tabular.signature(ctx, rule, n_features, classes)
 
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
         assert self._booster is not None
@@ -123,7 +109,7 @@ class XGBoostEngine(Engine):
             # multi:softmax predicts the class only; its margins give the probabilities
             margin = np.asarray(self._booster.inplace_predict(x, predict_type="margin"))
             margin = margin.reshape(len(x), -1)
-            probabilities = _softmax(margin).astype(np.float32)
+            probabilities = tabular.softmax(margin).astype(np.float32)
             label = margin.argmax(axis=1).astype(np.int64)
         result = {"label": label.reshape(-1, 1), "probabilities": probabilities}
         return {name: result[name] for name in outputs}
@@ -133,20 +119,3 @@ class XGBoostEngine(Engine):
 
     def describe(self) -> dict[str, Any]:
         return {"nthread": self._threads, "objective": self._objective}
-
-
-def _softmax(margin: np.ndarray) -> np.ndarray:
-    shifted = np.exp(margin - margin.max(axis=1, keepdims=True))
-    return shifted / shifted.sum(axis=1, keepdims=True)
-
-
-def _check_outputs(ctx: LoadContext, produced: list[str], rule: str) -> None:
-    unknown = [o.name for o in ctx.config.output if o.name not in produced]
-    if unknown:
-        raise EngineError(
-            f"the config asks for output {', '.join(unknown)}; this model produces "
-            f"{', '.join(produced)}",
-            code=Code.INVALID_ARGUMENT,
-            rule=rule,
-            where=f"output in config.pbtxt of model '{ctx.config.name}'",
-        )

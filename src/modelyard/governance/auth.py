@@ -51,10 +51,33 @@ class AuthConfig:
     service_file: str = "service.yaml"
 
 
+_CACHE_SIZE = 1024
+
+
 class AuthGuard:
     def __init__(self, config: AuthConfig) -> None:
         self.config = config
         self.rejections: dict[str, int] = {"auth/unauthenticated": 0, "auth/permission": 0}
+        # per-request work is a dict lookup: digests of recent secrets, decisions per model
+        self._digests: dict[str, str] = {}
+        self._decisions: dict[tuple[str, str, str | None], bool] = {}
+
+    def _digest(self, secret: str) -> str:
+        digest = self._digests.get(secret)
+        if digest is None:
+            if len(self._digests) >= _CACHE_SIZE:
+                self._digests.clear()
+            digest = self._digests[secret] = hash_secret(secret)
+        return digest
+
+    def _may(self, principal: Principal, interface: str, model: str | None) -> bool:
+        key = (principal.name, interface, model)
+        decision = self._decisions.get(key)
+        if decision is None:
+            if len(self._decisions) >= _CACHE_SIZE:
+                self._decisions.clear()
+            decision = self._decisions[key] = principal.may(interface, model)
+        return decision
 
     async def check(self, call: Call) -> None:
         if call.interface in OPEN_INTERFACES:
@@ -70,7 +93,7 @@ class AuthGuard:
                 "'Authorization: Bearer <token>'; keys are listed under auth.principals "
                 f"in {self.config.service_file}",
             )
-        principal = self.config.by_digest.get(hash_secret(secret))
+        principal = self.config.by_digest.get(self._digest(secret))
         if principal is None:
             self.rejections["auth/unauthenticated"] += 1
             raise GovernanceError(
@@ -81,7 +104,7 @@ class AuthGuard:
                 f"{self.config.service_file} (modelyard auth hash-key KEY prints it)",
             )
         call.principal = principal.name
-        if not principal.may(call.interface, call.model):
+        if not self._may(principal, call.interface, call.model):
             self.rejections["auth/permission"] += 1
             target = f" for model '{call.model}'" if call.model else ""
             raise GovernanceError(
