@@ -45,23 +45,29 @@ def _decode_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) ->
             f"input '{name}': {len(flat)} values given for shape {list(shape)} ({count} values)"
         )
     if datatype == "BYTES":
+        if not all(isinstance(v, str) for v in flat):
+            raise _bad(f"input '{name}': BYTES data must be strings")
         array = np.empty(count, dtype=object)
-        try:
-            array[:] = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in flat]
-        except (TypeError, ValueError):
-            raise _bad(f"input '{name}': BYTES data must be strings") from None
+        array[:] = [v.encode("utf-8") for v in flat]
         return array.reshape(shape)
     dtype = V2_TO_NUMPY[datatype]
-    try:
-        if datatype == "BOOL":
-            if not all(isinstance(v, bool) for v in flat):
-                raise TypeError
-        elif any(isinstance(v, (str, list, dict)) or v is None for v in flat):
-            raise TypeError
-        array = np.asarray(flat, dtype=dtype)
-    except (TypeError, ValueError, OverflowError):
-        raise _bad(f"input '{name}': data is not valid {datatype}") from None
-    return array.reshape(shape)
+    assert dtype is not None
+    invalid = _bad(f"input '{name}': data is not valid {datatype}")
+    if datatype == "BOOL":
+        if not all(isinstance(v, bool) for v in flat):
+            raise invalid
+        return np.asarray(flat, dtype=dtype).reshape(shape)
+    if dtype.kind in "iu":
+        # integers only, and in range: numpy would otherwise wrap 1000 into an INT8
+        info = np.iinfo(dtype)
+        if flat and (
+            not all(type(v) is int for v in flat) or min(flat) < info.min or max(flat) > info.max
+        ):
+            raise invalid
+        return np.array(flat, dtype=dtype).reshape(shape)
+    if not all(type(v) in (int, float) for v in flat):
+        raise invalid
+    return np.asarray(flat, dtype=dtype).reshape(shape)
 
 
 def _shape(name: str, value: Any) -> tuple[int, ...]:
