@@ -8,12 +8,12 @@ failover. It serves no model itself.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any, cast
 
 import structlog
 import uvicorn
 
+from modelyard.cli.runtime import http_config, run_event_loop
 from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
 from modelyard.gateway.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
 from modelyard.gateway.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
@@ -85,18 +85,7 @@ async def gateway(args: argparse.Namespace) -> None:
     # the front doors need only the DataPlane calls ForwardingDataPlane has
     dataplane = cast(DataPlane, forwarding)
     app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes)
-    config = uvicorn.Config(
-        app,
-        host=args.host,
-        port=args.http_port,
-        http="httptools",
-        loop="none",
-        lifespan="off",
-        access_log=False,
-        log_level="warning",
-        timeout_keep_alive=30,
-        limit_concurrency=args.http_max_connections,
-    )
+    config = http_config(app, args.host, args.http_port, args.http_max_connections)
     server = uvicorn.Server(config)
     grpc_server: GrpcServer | None = None
     try:
@@ -127,10 +116,5 @@ async def gateway(args: argparse.Namespace) -> None:
 
 def run_gateway(args: argparse.Namespace) -> int:
     configure_logging(args.log_format, args.log_level)
-    try:
-        import uvloop
-
-        uvloop.run(gateway(args))
-    except ImportError:
-        asyncio.run(gateway(args))
+    run_event_loop(gateway(args))
     return 0

@@ -14,6 +14,7 @@ from types import FrameType
 import structlog
 import uvicorn
 
+from modelyard.cli.runtime import http_config, run_event_loop
 from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
 from modelyard.discovery.publisher import Publisher, models_from_index
 from modelyard.discovery.registry import Instance
@@ -261,21 +262,7 @@ async def serve(args: argparse.Namespace) -> None:
     )
     app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes, governance=governance)
     await manager.start()
-    config = uvicorn.Config(
-        app,
-        host=args.host,
-        port=args.http_port,
-        http="httptools",
-        loop="none",
-        lifespan="off",
-        access_log=False,
-        log_level="warning",
-        timeout_keep_alive=30,
-        limit_concurrency=args.http_max_connections,
-        proxy_headers=False,
-        server_header=False,
-        date_header=False,
-    )
+    config = http_config(app, args.host, args.http_port, args.http_max_connections)
 
     async def deregister() -> None:
         if publisher is not None:
@@ -359,10 +346,5 @@ async def serve(args: argparse.Namespace) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     configure_logging(args.log_format, args.log_level)
-    try:
-        import uvloop
-
-        uvloop.run(serve(args))
-    except ImportError:
-        asyncio.run(serve(args))
+    run_event_loop(serve(args))
     return 0
