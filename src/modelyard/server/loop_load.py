@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 
 INTERVAL_S = 0.001
+# measured on 2 vCPUs with tiny_onnx: 0.5 ms beat 0.2 ms and 2 ms at concurrency 16
+# and 64 (2 ms kept requests inline too long and lost 25 % to missed batching)
 BUSY_LAG_S = 0.0005
 _SMOOTHING = 0.2
 
