@@ -168,6 +168,16 @@ class ModelServerCollector(Collector):
         for mv in versions:
             memory.add_sample("modelyard_model_memory_bytes", _labels(mv), float(mv.memory_bytes))
         yield memory
+        device_memory = Metric(
+            "modelyard_model_device_memory_bytes",
+            "GPU memory each loaded model version took at load on its devices",
+            "gauge",
+        )
+        for mv in versions:
+            device_memory.add_sample(
+                "modelyard_model_device_memory_bytes", _labels(mv), float(mv.device_memory_bytes)
+            )
+        yield device_memory
         state = Metric(
             "modelyard_model_version_state", "1 for the state each model version is in", "gauge"
         )

@@ -72,9 +72,13 @@ class OnnxRuntimeEngine(Engine):
         )
         self._threads = (intra, inter)
         self._providers = choose_providers(ctx)
+        device_id = ctx.device.split(":", 1)[1] if ctx.device.startswith("cuda:") else "0"
+        providers: list[Any] = [
+            (p, {"device_id": device_id}) if p in _GPU_PROVIDERS else p for p in self._providers
+        ]
         try:
             self._session = ort.InferenceSession(
-                str(ctx.artifact), sess_options=options, providers=self._providers
+                str(ctx.artifact), sess_options=options, providers=providers
             )
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise EngineError(
@@ -122,6 +126,8 @@ class OnnxRuntimeEngine(Engine):
         }
 
 
+_GPU_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
+
 # Triton's execution accelerator names -> onnxruntime providers
 _ACCELERATORS = {
     "tensorrt": "TensorrtExecutionProvider",
@@ -145,8 +151,8 @@ def requested_providers(ctx: LoadContext) -> list[str]:
         ]:
             name = _ACCELERATORS.get(accelerator.name.lower(), accelerator.name)
             asked.append(name)
-        if ctx.device.startswith("cuda") and "CUDAExecutionProvider" not in asked:
-            asked.append("CUDAExecutionProvider")
+    if ctx.device.startswith("cuda") and "CUDAExecutionProvider" not in asked:
+        asked.append("CUDAExecutionProvider")
     if "CPUExecutionProvider" not in asked:
         asked.append("CPUExecutionProvider")
     return asked

@@ -268,6 +268,8 @@ class DataPlane:
             "inference_count": s.inference_count,
             "execution_count": s.execution_count,
             "memory_bytes": mv.memory_bytes,
+            "device_memory_bytes": mv.device_memory_bytes,
+            "devices": list(mv.devices),
             "inference_stats": {
                 "success": dur(s.success_count, s.success_ns),
                 "fail": dur(s.fail_count, s.fail_ns),

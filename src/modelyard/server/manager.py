@@ -210,6 +210,7 @@ class ModelManager:
                         "state": str(mv.state),
                         "reason": mv.reason,
                         "memory_bytes": mv.memory_bytes,
+                        "device_memory_bytes": mv.device_memory_bytes,
                     }
                 )
             for mv in list(record.retiring):

@@ -16,6 +16,7 @@ from modelyard.config import ModelSpec, compile_spec, complete_config
 from modelyard.engines import PLATFORMS, Engine, LoadContext, Signature, engine_class
 from modelyard.errors import Code, ModelServerError, ModelyardError
 from modelyard.server.batcher import BatchingPolicy
+from modelyard.server.hardware import device_memory_used, placements, visible_gpus
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.memory import process_rss_bytes
 from modelyard.server.scheduler import Scheduler
@@ -45,6 +46,8 @@ class ModelVersion:
     engines: list[Engine]
     labels: dict[str, list[str]] = field(default_factory=dict)
     memory_bytes: int = 0  # host RSS growth while the engines loaded
+    device_memory_bytes: int = 0  # GPU memory growth on its devices while they loaded
+    devices: list[str] = field(default_factory=lambda: ["cpu"])
     state: VersionState = VersionState.READY
     reason: str = ""
 
@@ -88,18 +91,21 @@ def _find_artifact(
     )
 
 
+def instance_devices(model: str, version: int, config: mc.ModelConfig) -> list[str]:
+    """The device of each instance, from instance_group and the GPUs this host has."""
+    placed = placements(config, visible_gpus())
+    if isinstance(placed, str):
+        raise _load_error(
+            model,
+            version,
+            placed,
+            f"instance_group (kind, gpus) in {model}/config.pbtxt",
+        )
+    return placed
+
+
 def instance_count(model: str, version: int, config: mc.ModelConfig) -> int:
-    count = 0
-    for group in config.instance_group:
-        if group.kind == mc.ModelInstanceGroup.Kind.KIND_GPU:
-            raise _load_error(
-                model,
-                version,
-                "instance_group asks for KIND_GPU but this server runs on the CPU",
-                f"instance_group.kind: KIND_CPU in {model}/config.pbtxt",
-            )
-        count += group.count if group.count > 0 else 1
-    return count or 1
+    return len(instance_devices(model, version, config))
 
 
 def _read_labels(
@@ -193,17 +199,19 @@ def load_model_version(
     config = copy.deepcopy(base_config)
     cls = engine_class(backend)
     artifact = _find_artifact(name, version, version_dir, config, cls)
-    count = instance_count(name, version, config)
+    devices = instance_devices(name, version, config)
     engines: list[Engine] = []
     rss_before = process_rss_bytes()
+    device_before = device_memory_used(devices)
     signature: Signature | None = None
     try:
-        for index in range(count):
+        for index, device in enumerate(devices):
             engine = cls()
             ctx = LoadContext(
                 artifact=artifact,
                 version_dir=version_dir,
                 config=config,
+                device=device,
                 trusted=trusted,
                 instance_index=index,
             )
@@ -252,4 +260,6 @@ def load_model_version(
         engines=engines,
         labels=_read_labels(model_dir, config, signature),
         memory_bytes=max(0, process_rss_bytes() - rss_before),
+        device_memory_bytes=max(0, device_memory_used(devices) - device_before),
+        devices=devices,
     )

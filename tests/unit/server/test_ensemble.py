@@ -200,6 +200,7 @@ def test_an_ensemble_runs_each_step_through_its_own_scheduler(tmp_path: Path) ->
             "state": "READY",
             "reason": "",
             "memory_bytes": 0,  # an ensemble loads no engine of its own
+            "device_memory_bytes": 0,
         } in dp.manager.index()
         assert dp.server_ready()
 

@@ -1,0 +1,56 @@
+"""Layer (6): which devices exist, where instances go, and device memory.
+
+GPUs are found through torch's CUDA runtime when torch is installed with CUDA;
+a CPU-only host has none, and a config that asks for ``KIND_GPU`` there is
+refused with its error line. Device memory is read device-wide
+(``torch.cuda.mem_get_info``), so a version's footprint is the growth of used
+memory on its devices while it loads.
+"""
+
+from __future__ import annotations
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+
+def visible_gpus() -> list[int]:
+    try:
+        import torch
+    except ImportError:
+        return []
+    if not torch.cuda.is_available():
+        return []
+    return list(range(torch.cuda.device_count()))
+
+
+def device_memory_used(devices: list[str]) -> int:
+    """Bytes in use on the given ``cuda:N`` devices (0 for CPU-only placements)."""
+    indices = sorted({int(d.split(":", 1)[1]) for d in devices if d.startswith("cuda:")})
+    if not indices:
+        return 0
+    import torch
+
+    used = 0
+    for index in indices:
+        free, total = torch.cuda.mem_get_info(index)
+        used += total - free
+    return used
+
+
+def placements(config: mc.ModelConfig, gpus: list[int]) -> list[str] | str:
+    """One device per instance ("cpu" or "cuda:N"), or the reason it cannot be placed."""
+    devices: list[str] = []
+    groups = list(config.instance_group) or [mc.ModelInstanceGroup()]
+    for group in groups:
+        count = group.count if group.count > 0 else 1
+        if group.kind == mc.ModelInstanceGroup.Kind.KIND_GPU:
+            wanted = list(group.gpus) or gpus
+            if not gpus:
+                return "instance_group asks for KIND_GPU but this host has no GPU"
+            missing = [g for g in wanted if g not in gpus]
+            if missing:
+                return f"instance_group asks for GPUs {missing}; this host has {gpus}"
+            # Triton places `count` instances on each listed GPU
+            devices += [f"cuda:{g}" for g in wanted for _ in range(count)]
+        else:
+            devices += ["cpu"] * count
+    return devices

@@ -1,0 +1,65 @@
+"""Instance placement on devices, and device memory on a real GPU (marked gpu)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2 as mc
+
+from modelyard.server.hardware import placements, visible_gpus
+
+
+def config(text: str) -> mc.ModelConfig:
+    return text_format.Parse(text, mc.ModelConfig())
+
+
+def test_cpu_instances_and_the_default_of_one() -> None:
+    assert placements(config(""), []) == ["cpu"]
+    assert placements(config("instance_group [{ count: 3 kind: KIND_CPU }]"), []) == ["cpu"] * 3
+
+
+def test_gpu_instances_go_count_times_on_each_listed_gpu() -> None:
+    text = "instance_group [{ count: 2 kind: KIND_GPU gpus: [0, 1] }, { kind: KIND_CPU }]"
+    assert placements(config(text), [0, 1]) == ["cuda:0", "cuda:0", "cuda:1", "cuda:1", "cpu"]
+    assert placements(config("instance_group [{ kind: KIND_GPU }]"), [0, 1]) == [
+        "cuda:0",
+        "cuda:1",
+    ]
+
+
+def test_gpu_requests_a_host_cannot_meet_are_explained() -> None:
+    assert placements(config("instance_group [{ kind: KIND_GPU }]"), []) == (
+        "instance_group asks for KIND_GPU but this host has no GPU"
+    )
+    assert "asks for GPUs [3]" in str(
+        placements(config("instance_group [{ kind: KIND_GPU gpus: [3] }]"), [0])
+    )
+
+
+@pytest.mark.gpu
+def test_a_gpu_instance_reports_its_device_memory(tmp_path: Path) -> None:
+    if not visible_gpus():
+        pytest.skip("needs an NVIDIA GPU visible to torch (CUDA build)")
+    import asyncio
+
+    from modelyard.examples.build import build_mlp_onnx
+    from modelyard.server.manager import ModelManager
+    from modelyard.server.repository import ModelRepository
+
+    build_mlp_onnx(tmp_path, seed=0)
+    path = tmp_path / "mlp_onnx" / "config.pbtxt"
+    path.write_text(path.read_text() + "\ninstance_group [{ kind: KIND_GPU gpus: [0] }]\n")
+
+    async def scenario() -> None:
+        manager = ModelManager(ModelRepository(tmp_path))
+        await manager.start()
+        try:
+            (mv,) = manager.ready_versions()
+            assert mv.devices == ["cuda:0"]
+            assert mv.device_memory_bytes > 0
+        finally:
+            await manager.stop()
+
+    asyncio.run(scenario())
