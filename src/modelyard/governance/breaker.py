@@ -27,7 +27,7 @@ import structlog
 
 from modelyard.clock import Clock
 from modelyard.errors import Code, ConfigError, GovernanceError, ModelyardError
-from modelyard.governance.guard import Call, Degraded, Fallback, rejected
+from modelyard.governance.guard import Call, Degraded, Fallback, rejected, require_unique_ids
 
 log = structlog.get_logger("modelyard.governance")
 
@@ -288,15 +288,7 @@ class BreakerGuard:
     """Guard: refuse calls to (interface, model) pairs whose breaker is not CLOSED."""
 
     def __init__(self, rules: list[BreakerRule], clock: Clock, service_file: str) -> None:
-        ids = [rule.id for rule in rules]
-        duplicates = sorted({i for i in ids if ids.count(i) > 1})
-        if duplicates:
-            raise ConfigError(
-                f"breaker rule ids must be unique: {', '.join(duplicates)} repeated",
-                code=Code.INVALID_ARGUMENT,
-                rule=f"breaker/{duplicates[0]}",
-                where=f"breakers in {service_file}",
-            )
+        require_unique_ids([rule.id for rule in rules], "breakers", service_file)
         self.rules = list(rules)
         self._clock = clock
         self._service_file = service_file

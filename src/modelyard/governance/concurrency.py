@@ -23,7 +23,7 @@ from typing import Literal
 
 from modelyard.clock import Clock
 from modelyard.errors import Code, ConfigError, GovernanceError, ModelServerError, ModelyardError
-from modelyard.governance.guard import Call, rejected
+from modelyard.governance.guard import Call, rejected, require_unique_ids
 
 Algorithm = Literal["aimd", "gradient2"]
 ALGORITHMS: tuple[str, ...] = ("aimd", "gradient2")
@@ -232,15 +232,7 @@ class AdaptiveConcurrencyGuard:
     """
 
     def __init__(self, rules: list[ConcurrencyRule], clock: Clock, service_file: str) -> None:
-        ids = [rule.id for rule in rules]
-        duplicates = sorted({i for i in ids if ids.count(i) > 1})
-        if duplicates:
-            raise ConfigError(
-                f"concurrency rule ids must be unique: {', '.join(duplicates)} repeated",
-                code=Code.INVALID_ARGUMENT,
-                rule=f"concurrency/{duplicates[0]}",
-                where=f"concurrency in {service_file}",
-            )
+        require_unique_ids([rule.id for rule in rules], "concurrency", service_file)
         self.rules = list(rules)
         self._clock = clock
         self._service_file = service_file

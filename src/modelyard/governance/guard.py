@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from modelyard.errors import Code, GovernanceError
+from modelyard.errors import Code, ConfigError, GovernanceError
 
 
 @dataclass(slots=True)
@@ -74,3 +74,16 @@ def rejected(
     return GovernanceError(
         f"request rejected: {detail}", code=code, rule=rule, where=where, retry_after=retry_after
     )
+
+
+def require_unique_ids(ids: list[str], section: str, service_file: str) -> None:
+    """Rule ids name rules in error lines and commands, so each must name one rule."""
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        family = section.rstrip("s")  # breakers -> breaker; concurrency stays
+        raise ConfigError(
+            f"{family} rule ids must be unique: {', '.join(duplicates)} repeated",
+            code=Code.INVALID_ARGUMENT,
+            rule=f"{family}/{duplicates[0]}",
+            where=f"{section} in {service_file}",
+        )

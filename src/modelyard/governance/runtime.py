@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from enum import StrEnum
@@ -56,10 +57,24 @@ T = TypeVar("T")
 
 _RETIRE_AFTER = 2.0  # seconds a replaced chain's guards stay open for calls it admitted
 
-_BREAKER_FIELDS = {
-    "interface", "model", "kind", "threshold", "slow_call_ms", "window_s", "min_requests",
-    "recovery_s", "fallback",
-}  # fmt: skip
+
+def _check_fields(
+    config: ServiceConfig, section: str, rule_id: str, raw: dict[str, Any], rule_class: type
+) -> None:
+    """Name an unknown field with its file:line (the rule class's own fields are the schema)."""
+    known = {f.name for f in dataclasses.fields(rule_class)} - {"id"}
+    unknown = sorted(set(raw) - known)
+    if not unknown:
+        return
+    message = f"unknown field '{unknown[0]}' (known: {', '.join(sorted(known))})"
+    if config.document:
+        raise config.document.error((section, rule_id, unknown[0]), message)
+    raise ConfigError(
+        f"{section}.{rule_id}: {message}",
+        code=Code.INVALID_ARGUMENT,
+        rule="config/service-file",
+        where=f"{section}.{rule_id}",
+    )
 
 
 def _fallback(config: ServiceConfig, rule_id: str, raw: Any) -> Fallback | None:
@@ -98,10 +113,7 @@ def _relocate(config: ServiceConfig, error: ConfigError, section: str, rule_id: 
 def _breaker_rules(config: ServiceConfig) -> list[BreakerRule]:
     rules: list[BreakerRule] = []
     for rule_id, raw in config.breakers.items():
-        unknown = set(raw) - _BREAKER_FIELDS
-        if unknown and config.document:
-            field = sorted(unknown)[0]
-            raise config.document.error(("breakers", rule_id, field), f"unknown field '{field}'")
+        _check_fields(config, "breakers", rule_id, raw, BreakerRule)
         fields = {k: v for k, v in raw.items() if k != "fallback"}
         try:
             rules.append(
@@ -119,6 +131,7 @@ def _breaker_rules(config: ServiceConfig) -> list[BreakerRule]:
 def _concurrency_rules(config: ServiceConfig) -> list[ConcurrencyRule]:
     limits: list[ConcurrencyRule] = []
     for rule_id, raw in config.concurrency.items():
+        _check_fields(config, "concurrency", rule_id, raw, ConcurrencyRule)
         try:
             limits.append(ConcurrencyRule(id=rule_id, **raw))
         except ConfigError as error:
