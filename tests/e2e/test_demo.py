@@ -53,8 +53,13 @@ def test_demo_builds_the_examples_and_answers_the_readme_call(tmp_path: Path) ->
         outputs = {o["name"]: o for o in response.json()["outputs"]}
         assert outputs["label"]["data"] == [0]
         assert (tmp_path / "model_repository" / "text_classifier" / "config.pbtxt").exists()
-        text = (tmp_path / "demo.log").read_text()
-        assert "curl -s localhost:" in text and "server_ready" in text
+
+        def announced() -> bool:
+            text = (tmp_path / "demo.log").read_text()
+            return "curl -s localhost:" in text and "server_ready" in text
+
+        # The HTTP port answers before the startup log lines are flushed.
+        wait_until(announced, timeout=30, interval=0.2)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(30)
