@@ -143,6 +143,12 @@ class ModelServerCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         versions = self.manager.all_versions()
         yield _histogram(
+            "modelyard_request_duration_seconds",
+            "Time of each successful request, from queueing to its results",
+            lambda mv: mv.scheduler.stats.request_seconds,
+            versions,
+        )
+        yield _histogram(
             "modelyard_queue_duration_seconds",
             "Time requests spent queued before execution",
             lambda mv: mv.scheduler.stats.queue_seconds,

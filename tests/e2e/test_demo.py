@@ -1,4 +1,4 @@
-"""The README's main command: `modelyard demo` builds the examples and serves them."""
+"""The README's main command: `modelyard demo` builds the examples and runs the example platform."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ IRIS = {
 }
 
 
-def test_demo_builds_the_examples_and_answers_the_readme_call(tmp_path: Path) -> None:
-    http, grpc, metrics = free_ports(3)
+def test_demo_runs_the_example_platform_and_answers_the_readme_call(tmp_path: Path) -> None:
+    http, grpc, control = free_ports(3)
     log = (tmp_path / "demo.log").open("wb")
     process = subprocess.Popen(
         [
@@ -26,12 +26,12 @@ def test_demo_builds_the_examples_and_answers_the_readme_call(tmp_path: Path) ->
             "-m",
             "modelyard.cli.main",
             "demo",
-            "--http-port",
+            "--gateway-port",
             str(http),
-            "--grpc-port",
+            "--gateway-grpc-port",
             str(grpc),
-            "--metrics-port",
-            str(metrics),
+            "--port",
+            str(control),
         ],
         cwd=tmp_path,
         stdout=log,
@@ -56,11 +56,34 @@ def test_demo_builds_the_examples_and_answers_the_readme_call(tmp_path: Path) ->
 
         def announced() -> bool:
             text = (tmp_path / "demo.log").read_text()
-            return "curl -s localhost:" in text and "server_ready" in text
+            return "curl -s localhost:" in text and "control_plane_ready" in text
 
-        # The HTTP port answers before the startup log lines are flushed.
         wait_until(announced, timeout=30, interval=0.2)
+        text = (tmp_path / "demo.log").read_text()
+        assert f"console   http://127.0.0.1:{control}/" in text
+        assert f"ledger    http://127.0.0.1:{control}/api/v1/ledger" in text
+
+        # the whole example platform: a CPU-only pre-processing group and a "GPU" group,
+        # launched instances in the embedded registry, the gateway in front
+        ledger = httpx.get(f"http://127.0.0.1:{control}/api/v1/ledger").json()
+        running = ledger["running_by_group"]
+        assert running["com.example.demo/preprocess"] == {
+            "instances": 1,
+            "gpu_instances": 0,
+            "cards": 0,
+        }
+        assert running["com.example.demo/gpu"]["gpu_instances"] == 1
+        text_call = {
+            "inputs": [
+                {"name": "TEXT", "shape": [1, 1], "datatype": "BYTES", "data": ["a late goal"]}
+            ]
+        }
+        answer = httpx.post(
+            f"http://127.0.0.1:{http}/v2/models/text_classifier/infer", json=text_call, timeout=30
+        )
+        assert answer.status_code == 200, answer.text
     finally:
         process.send_signal(signal.SIGTERM)
-        process.wait(30)
+        process.wait(60)
         log.close()
+    assert "stopped com.example.demo/gpu" in (tmp_path / "demo.log").read_text()

@@ -57,6 +57,7 @@ def test_stats_and_metrics_after_a_known_sequence(tmp_path: Path) -> None:
         bucket = tuple(sorted((*labels, ("le", "2.0"))))
         assert samples[("modelyard_batch_size_bucket", bucket)] == 2
         assert samples[("modelyard_queue_duration_seconds_count", labels)] == 3
+        assert samples[("modelyard_request_duration_seconds_count", labels)] == 3
 
 
 def test_bench_writes_its_report_and_plot(tmp_path: Path) -> None:

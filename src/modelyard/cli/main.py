@@ -19,22 +19,33 @@ def _examples_build(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from modelyard.cli.serve import run_serve
+    """Build the examples if missing, then run the example platform on this machine."""
+    from importlib import resources
+
+    from modelyard.cli.platform_up import IRIS_BODY, run_up
     from modelyard.examples.build import build_example_repository
 
     repository: Path = args.model_repository
     if not repository.exists():
         names = build_example_repository(repository)
         print(f"built the example repository in {repository}: {', '.join(names)}")
-    port = args.http_port
-    body = '{"inputs":[{"name":"input","shape":[1,4],"datatype":"FP32","data":[5.1,3.5,1.4,0.2]}]}'
-    grpc = f" and gRPC on 127.0.0.1:{args.grpc_port}" if args.grpc_port >= 0 else ""
-    print(
-        f"\nserving HTTP on http://127.0.0.1:{port}{grpc}  try:\n"
-        f"  curl -s localhost:{port}/v2/models/iris_sklearn/infer -d '{body}'\n",
-        flush=True,
-    )
-    return run_serve(args)
+    spec_file = args.state / "platform.yaml"
+    if not spec_file.exists():
+        args.state.mkdir(parents=True, exist_ok=True)
+        packaged = resources.files("modelyard.examples").joinpath("demo-platform.yaml")
+        spec_file.write_text(packaged.read_text("utf-8"))
+    args.file = spec_file
+
+    def banner(plane: object, args: argparse.Namespace, summary: str) -> str:
+        port = args.gateway_port
+        return (
+            f"{summary}\ntry the gateway (callers name only the model):\n"
+            f"  curl -s localhost:{port}/v2/models/iris_sklearn/infer -d '{IRIS_BODY}'\n"
+            f"edit {spec_file} and run modelyard platform plan/apply --state {args.state}, "
+            "or watch the console\n"
+        )
+
+    return run_up(args, banner)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     from modelyard.cli.instances import add_instances_arguments, run_instances
     from modelyard.cli.optimize import add_optimize_arguments, run_optimize
     from modelyard.cli.platform import add_platform_arguments, run_platform
+    from modelyard.cli.platform_up import add_up_arguments
     from modelyard.cli.serve import add_serve_arguments, run_serve
     from modelyard.cli.tune import add_tune_arguments, run_tune
 
@@ -62,14 +74,21 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=run_serve)
 
     demo = commands.add_parser(
-        "demo", help="build the example repository (if missing) and serve it"
+        "demo",
+        help="the example platform on this machine: build the examples (if missing), launch "
+        "a CPU pre-processing group and a GPU group, a gateway and the console",
     )
-    add_serve_arguments(demo)
-    demo.set_defaults(handler=_demo)
-    demo.set_defaults(model_repository=Path("model_repository"))
+    add_up_arguments(demo)
+    demo.set_defaults(
+        handler=_demo,
+        model_repository=Path("model_repository"),
+        state=Path("modelyard-demo"),
+        gateway_grpc_port=8001,
+    )
     for action in demo._actions:
-        if action.dest == "model_repository":
+        if action.dest in ("state", "file"):
             action.required = False
+            action.help = argparse.SUPPRESS if action.dest == "file" else action.help
 
     gateway = commands.add_parser(
         "gateway", help="the V2 HTTP and gRPC API in front of a service found in a registry"

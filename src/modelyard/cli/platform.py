@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from modelyard.cli.platform_ops import OPS, add_ops_arguments, run_ops
+from modelyard.cli.platform_up import add_up_arguments, run_up
 from modelyard.clock import FakeClock
 from modelyard.control.autoscale import Autoscaler, AutoscaleRule
 from modelyard.control.kubernetes import render
@@ -46,6 +47,10 @@ def add_platform_arguments(parser: argparse.ArgumentParser) -> None:
     explain.add_argument("--current", type=int, default=None, help="replicas at the start")
     explain.add_argument("--every", type=float, default=2.0, help="seconds between decisions")
     add_ops_arguments(commands)
+    up = commands.add_parser(
+        "up", help="apply the spec, front it with gateways, autoscale, serve the API and console"
+    )
+    add_up_arguments(up)
 
 
 def _validate(spec: PlatformSpec, as_json: bool) -> int:
@@ -150,6 +155,8 @@ def run_platform(args: argparse.Namespace) -> int:
     command = args.platform_command
     if command in OPS:
         return run_ops(args)
+    if command == "up":
+        return run_up(args)
     spec = read_platform_spec(args.file)
     if command == "validate":
         return _validate(spec, args.json)

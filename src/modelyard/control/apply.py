@@ -12,11 +12,14 @@ with no changes does nothing.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import hashlib
 import json
 import os
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,8 @@ class State:
     releases: dict[str, dict[str, Any]] = field(default_factory=dict)  # SERVICE/GROUP -> release
     versions: dict[str, dict[str, str]] = field(default_factory=dict)  # SERVICE/GROUP -> pins
     group_revisions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # SERVICE/GROUP/TEMPLATE -> replicas the autoscaler set, in place of the spec's
+    replicas: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def load(cls, directory: Path) -> State:
@@ -58,6 +63,7 @@ class State:
             doc.get("releases", {}),
             doc.get("versions", {}),
             doc.get("group_revisions", {}),
+            doc.get("replicas", {}),
         )
 
     def save(self) -> None:
@@ -73,6 +79,7 @@ class State:
             "releases": self.releases,
             "versions": self.versions,
             "group_revisions": self.group_revisions,
+            "replicas": self.replicas,
         }
         tmp = self.directory / "state.json.tmp"
         tmp.write_text(json.dumps(doc, indent=2) + "\n")
@@ -88,6 +95,18 @@ class State:
                 for quota, dc, gpu, cards in release.get("reserved", []):
                     reserved[(quota, dc, gpu)] += cards
         return dict(reserved)
+
+
+@contextmanager
+def state_lock(directory: Path) -> Iterator[None]:
+    """Hold the state directory's lock: one writer at a time (the CLI, the control plane)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / "state.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def default_registry(directory: Path) -> str:
@@ -140,8 +159,9 @@ class Plan:
 
 
 def make_plan(spec: PlatformSpec, spec_file: Path, state: State) -> Plan:
-    findings = validate(spec, reserved=state.reserved())
-    desired = {_planned_slot(p): p for p in expand(spec)}
+    replicas = effective_replicas(spec, state)
+    findings = validate(spec, reserved=state.reserved(), replicas=replicas)
+    desired = {_planned_slot(p): p for p in expand(spec, replicas)}
     # an instance whose template changed (spec, loads, queue) is replaced, not kept
     current = {
         slot_of(i): i
@@ -178,6 +198,21 @@ def make_plan(spec: PlatformSpec, spec_file: Path, state: State) -> Plan:
         for (quota, dc, gpu), row in sorted(counts.items())
     ]
     return Plan(spec_hash(spec_file), state.revision, start, stop, changes, findings)
+
+
+def effective_replicas(spec: PlatformSpec, state: State) -> dict[str, int]:
+    """The autoscaler's replicas for templates of groups that still autoscale, within bounds."""
+    replicas = {}
+    for key, count in state.replicas.items():
+        service, group, template = key.split("/")
+        found = spec.services.get(service)
+        owner = found.groups.get(group) if found else None
+        if owner is None or template not in owner.templates or not owner.autoscaling:
+            continue
+        low = int(owner.autoscaling.get("min", 0))
+        high = int(owner.autoscaling.get("max", count))
+        replicas[key] = min(max(count, low), high)
+    return replicas
 
 
 def _launched_as(spec: PlatformSpec, planned: PlannedInstance, instance: LaunchedInstance) -> bool:
@@ -294,6 +329,30 @@ def apply_plan(spec: PlatformSpec, state: State, plan: Plan) -> list[str]:
     for name in plan.stop:
         expected.setdefault(name.split("/")[0], {})
     wait_registered(state.registry, expected)
+    return done
+
+
+def replace_dead(spec: PlatformSpec, spec_file: Path, state: State) -> list[str]:
+    """Start a fresh instance in the slot of every stable instance whose process died.
+
+    Only the dead slots change; anything else the spec asks for waits for
+    ``plan`` / ``apply``. Canaries that died are dropped from the state (a
+    release step or abort decides what follows).
+    """
+    dead = [i for i in state.instances if not is_alive(i.pid, i.name)]
+    if not dead:
+        return []
+    slots = {slot_of(i) for i in dead if i.role == "stable"}
+    for instance in dead:
+        state.instances.remove(instance)
+    done = [f"{instance.name} pid {instance.pid} died" for instance in dead]
+    plan = make_plan(spec, spec_file, state)
+    plan.start = [slot for slot in plan.start if slot in slots]
+    plan.stop = []
+    spec_before = state.spec_hash
+    done += apply_plan(spec, state, plan)
+    state.spec_hash = spec_before
+    state.save()
     return done
 
 

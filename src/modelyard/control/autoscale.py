@@ -58,7 +58,7 @@ class Autoscaler:
     clock: Clock = SYSTEM_CLOCK
     _samples: deque[tuple[float, float]] = field(default_factory=deque)
     _panic_until: float = float("-inf")
-    decisions: list[Decision] = field(default_factory=list)
+    decisions: deque[Decision] = field(default_factory=lambda: deque(maxlen=1000))
 
     def observe(self, in_flight: float) -> None:
         now = self.clock.monotonic()

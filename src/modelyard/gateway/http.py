@@ -21,6 +21,7 @@ from modelyard.protocol.repository import load_override
 from modelyard.protocol.status import http_status
 from modelyard.protocol.v2_http import HEADER_LENGTH, decode_infer_request, encode_infer_response
 from modelyard.server.dataplane import DataPlane
+from modelyard.server.live_stats import live_stats
 from modelyard.types import InferRequest, InferResponse
 
 log = structlog.get_logger("modelyard.http")
@@ -37,6 +38,7 @@ _MODEL_ROUTE = re.compile(
 )
 _REPOSITORY_ROUTE = re.compile(r"^/v2/repository/models/(?P<model>[^/]+)/(?P<action>load|unload)$")
 _JSON = [(b"content-type", b"application/json")]
+LIVE_STATS_PATH = "/v2/modelyard/stats"
 
 
 class _Response:
@@ -79,6 +81,8 @@ def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
             return "infer", match["model"], match["version"]
         interface = "health" if action == "/ready" else "metadata"
         return interface, match["model"], match["version"]
+    if path == LIVE_STATS_PATH:  # read-only numbers, like /v2/models/stats
+        return "metadata", None, None
     if path.startswith("/v2/repository/") or path.startswith("/v2/modelyard/"):
         match = _REPOSITORY_ROUTE.match(path)
         return "admin", match["model"] if match else None, None
@@ -225,6 +229,10 @@ class HttpFrontend:
             if self.governance is None:
                 return _json({"service": None, "source": None, "rules": [], "decisions": {}})
             return _json(self.governance.rules())
+        if path == LIVE_STATS_PATH:
+            if method != "GET":
+                raise _route_error(method, path, 405)
+            return _json(self._live_stats())
         if path.startswith("/v2/modelyard/rejections"):
             return _json(rejections(self.governance, path))
         match = _REPOSITORY_ROUTE.match(path)
@@ -234,6 +242,17 @@ class HttpFrontend:
             body = await self._read_body(scope, receive)
             return await self._repository_action(match["model"], match["action"], body)
         raise _route_error(method, path)
+
+    def _live_stats(self) -> dict[str, Any]:
+        if not isinstance(self.dataplane, DataPlane):  # the gateway's ForwardingDataPlane
+            raise ProtocolError(
+                "the gateway keeps no live statistics of its own",
+                code=Code.UNIMPLEMENTED,
+                rule="gateway/live-stats",
+                where=f"GET {LIVE_STATS_PATH} on each instance of the service (modelyard serve)",
+            )
+        governance = self.governance.live_stats() if self.governance is not None else None
+        return live_stats(self.dataplane, governance)
 
     @staticmethod
     def _json_body(body: bytes) -> dict[str, Any]:

@@ -153,6 +153,11 @@ class CircuitBreaker:
         self.fallbacks = 0  # the refused calls answered with the rule's fallback
         self.note_key = f"breaker/{rule.id}"
 
+    @property
+    def changed_at(self) -> float | None:
+        """Clock time of the last state change; None while it has been CLOSED since creation."""
+        return self.history[-1].at if self.history else None
+
     def admits(self, now: float) -> bool | None:
         """True: admit; None: admit as the probe; False: refuse."""
         if self.state is BreakerState.CLOSED:

@@ -55,6 +55,10 @@ class GuardChain:
         self.admitted = 0
         self.rejected: dict[str, int] = {}  # rule -> count
         self.fallbacks: dict[str, int] = {}
+        # the same decisions by interface, for GET /v2/modelyard/stats
+        self.admitted_by_interface: dict[str, int] = {}
+        self.rejected_by_interface: dict[str, dict[str, int]] = {}  # interface -> rule -> count
+        self.fallbacks_by_interface: dict[str, dict[str, int]] = {}
 
     async def run(self, call: Call, handler: Callable[[], Awaitable[T]]) -> T:
         admitted: list[Guard] = []
@@ -68,6 +72,8 @@ class GuardChain:
             self._rejected(call, error)
             raise
         self.admitted += 1
+        by_interface = self.admitted_by_interface
+        by_interface[call.interface] = by_interface.get(call.interface, 0) + 1
         start = self.clock.monotonic()
         call.started = start
         try:
@@ -86,8 +92,11 @@ class GuardChain:
         rule = error.rule or "unknown"
         if isinstance(error, Degraded):
             self.fallbacks[rule] = self.fallbacks.get(rule, 0) + 1
+            by_rule = self.fallbacks_by_interface.setdefault(call.interface, {})
         else:
             self.rejected[rule] = self.rejected.get(rule, 0) + 1
+            by_rule = self.rejected_by_interface.setdefault(call.interface, {})
+        by_rule[rule] = by_rule.get(rule, 0) + 1
         family = rule.partition("/")[0]
         if call.request_id is None:
             call.request_id = uuid.uuid4().hex[:16]
@@ -114,4 +123,12 @@ class GuardChain:
             "admitted": self.admitted,
             "rejected": dict(self.rejected),
             "fallbacks": dict(self.fallbacks),
+        }
+
+    def by_interface(self) -> dict[str, Any]:
+        """Admitted by interface; rejected and fallbacks by interface, then rule."""
+        return {
+            "admitted": dict(self.admitted_by_interface),
+            "rejected": {i: dict(r) for i, r in self.rejected_by_interface.items()},
+            "fallbacks": {i: dict(r) for i, r in self.fallbacks_by_interface.items()},
         }

@@ -515,6 +515,43 @@ class Governance:
             "decisions": self.chain.describe(),
         }
 
+    def live_stats(self) -> dict[str, Any]:
+        """The governance block of ``GET /v2/modelyard/stats``.
+
+        Decisions are the chain in force's, so they start again from zero when
+        the rules change. Breakers exist per (rule, model) once a call's outcome
+        counted for them; ``rule`` is the name rejections carry
+        (``breaker/<id>``), ``since`` the wall time of its last state change
+        (None while it has never left CLOSED).
+        """
+        chain = self.chain
+        now, wall = self.clock.monotonic(), self.clock.wall()
+        breakers: list[dict[str, Any]] = []
+        for guard in chain.guards:
+            if not isinstance(guard, BreakerGuard):
+                continue
+            for breaker in guard.breakers():
+                changed = breaker.changed_at
+                breakers.append(
+                    {
+                        "rule": f"breaker/{breaker.rule.id}",
+                        "interface": breaker.interface,
+                        "model": breaker.model,
+                        "state": breaker.state.value,
+                        "since": None if changed is None else wall - (now - changed),
+                    }
+                )
+        breakers.sort(key=lambda b: (b["rule"], b["interface"], b["model"] or ""))
+        counts = chain.by_interface()
+        return {
+            "service": self.service,
+            "admitted": counts["admitted"],
+            "rejected": counts["rejected"],
+            "fallbacks": counts["fallbacks"],
+            "rejections_total": sum(chain.rejected.values()),
+            "breakers": breakers,
+        }
+
 
 async def open_governance(
     service_file: Path | None,

@@ -148,6 +148,9 @@ class DataPlane:
     def __init__(self, manager: ModelManager, clock: Clock = SYSTEM_CLOCK) -> None:
         self.manager = manager
         self.clock = clock
+        self.started = clock.monotonic()
+        # requests inside infer, not yet answered; only the event loop thread changes it
+        self.in_flight = 0
 
     # ---- health and metadata -------------------------------------------
 
@@ -192,19 +195,23 @@ class DataPlane:
     # ---- inference ------------------------------------------------------
 
     async def infer(self, request: InferRequest) -> InferResponse:
-        mv = self.manager.resolve(request.model_name, request.model_version)
-        inputs, rows = _check_inputs(mv, request)
-        requested = _requested(mv, request)
-        future = mv.scheduler.submit(
-            inputs,
-            [o.name for o in requested],
-            rows,
-            client_deadline=request.deadline,
-            priority=request.priority,
-            timeout_us=request.timeout_us,
-        )
-        results = await future
-        return self._response(mv, request, requested, results, rows)
+        self.in_flight += 1
+        try:
+            mv = self.manager.resolve(request.model_name, request.model_version)
+            inputs, rows = _check_inputs(mv, request)
+            requested = _requested(mv, request)
+            future = mv.scheduler.submit(
+                inputs,
+                [o.name for o in requested],
+                rows,
+                client_deadline=request.deadline,
+                priority=request.priority,
+                timeout_us=request.timeout_us,
+            )
+            results = await future
+            return self._response(mv, request, requested, results, rows)
+        finally:
+            self.in_flight -= 1
 
     def _response(
         self,

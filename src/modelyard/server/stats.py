@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import bisect
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-# upper bounds, seconds, for queue and compute time histograms
+# upper bounds, seconds, for request, queue and compute time histograms
 TIME_BUCKETS = (
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
     2.5, 5.0, 10.0,
@@ -35,6 +35,12 @@ class Histogram:
     @property
     def count(self) -> int:
         return sum(self.counts)
+
+    def copy(self) -> Histogram:
+        twin = Histogram(self.bounds)
+        twin.counts = list(self.counts)
+        twin.total = self.total
+        return twin
 
     def cumulative(self) -> list[tuple[str, int]]:
         running = 0
@@ -61,10 +67,26 @@ class VersionStats:
     last_inference_ms: int = 0
     # batch size -> [count, compute_input ns, compute_infer ns, compute_output ns]
     batch_stats: dict[int, list[int]] = field(default_factory=dict)
+    # each successful request, enqueued to results ready (what success_ns adds up)
+    request_seconds: Histogram = field(default_factory=lambda: Histogram(TIME_BUCKETS))
     queue_seconds: Histogram = field(default_factory=lambda: Histogram(TIME_BUCKETS))
     compute_seconds: Histogram = field(default_factory=lambda: Histogram(TIME_BUCKETS))
     batch_size: Histogram = field(default_factory=lambda: Histogram(BATCH_BUCKETS))
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def snapshot(self) -> VersionStats:
+        """A copy taken under the lock, so no reader sees an execution half counted."""
+        with self.lock:
+            return replace(
+                self,
+                fail_by_reason=dict(self.fail_by_reason),
+                batch_stats={size: list(entry) for size, entry in self.batch_stats.items()},
+                request_seconds=self.request_seconds.copy(),
+                queue_seconds=self.queue_seconds.copy(),
+                compute_seconds=self.compute_seconds.copy(),
+                batch_size=self.batch_size.copy(),
+                lock=threading.Lock(),
+            )
 
     def record_failure(self, reason: str, elapsed_ns: int) -> None:
         with self.lock:
@@ -86,8 +108,10 @@ class VersionStats:
         with self.lock:
             for enqueued, started in requests:
                 queued = started - enqueued
+                total = end_ns - enqueued
                 self.success_count += 1
-                self.success_ns += end_ns - enqueued
+                self.success_ns += total
+                self.request_seconds.observe(total / 1e9)
                 self.queue_ns += queued
                 self.queue_seconds.observe(queued / 1e9)
             n = len(requests)

@@ -1,0 +1,496 @@
+"""The control plane's HTTP API, and the console that reads only it.
+
+Every route is under ``/api/v1`` and answers JSON; errors are
+``{"error": "<error line>"}`` with the status of the error table. The
+console (``/``) is static HTML and JavaScript shipped in the package: no
+build step, no third-party script. With ``--auth-file`` the API and the
+console need an API key or bearer token (``x-api-key`` or ``Authorization``):
+GET routes the ``metadata`` interface, POST routes ``admin``. The routes are
+listed in ``docs/control-api.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from importlib import resources
+from typing import Any
+
+import httpx
+from aiohttp import web
+
+from modelyard.control.apply import State, effective_replicas, status_rows
+from modelyard.control.collector import InstanceView
+from modelyard.control.ledger import build_ledger, expand
+from modelyard.control.plane import ControlPlane
+from modelyard.control.release import ReleaseError, history
+from modelyard.discovery.rules_store import open_rules_store
+from modelyard.errors import Code, ConfigError, GovernanceError, ModelyardError
+from modelyard.governance.auth import AuthConfig, AuthGuard
+from modelyard.governance.explain import Context, explain, parse_line, sections_from_rows
+from modelyard.governance.guard import Call
+from modelyard.governance.rules_document import load_rules
+from modelyard.protocol.status import http_status
+
+PLANE: web.AppKey[ControlPlane] = web.AppKey("plane", ControlPlane)
+AUTH: web.AppKey[AuthGuard | None] = web.AppKey("auth", AuthGuard)
+
+_CONSOLE_FILES = {
+    "/": ("index.html", "text/html"),
+    "/console.js": ("console.js", "text/javascript"),
+    "/console.css": ("console.css", "text/css"),
+}
+
+
+def _error(error: ModelyardError) -> web.Response:
+    return web.json_response({"error": error.line()}, status=http_status(error.code))
+
+
+@web.middleware
+async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
+    """The API needs credentials when auth is on; the console's files hold no data."""
+    guard = request.app[AUTH]
+    if guard is not None and request.path.startswith("/api/") and request.path != "/api/v1/health":
+        bearer = request.headers.get("authorization", "")
+        call = Call(
+            service="modelyard.control",
+            interface="metadata" if request.method in ("GET", "HEAD") else "admin",
+            api_key=request.headers.get("x-api-key"),
+            bearer_token=bearer[7:] if bearer.lower().startswith("bearer ") else None,
+        )
+        try:
+            await guard.check(call)
+        except GovernanceError as error:
+            return _error(error)
+    try:
+        return await handler(request)
+    except ModelyardError as error:
+        return _error(error)
+
+
+def make_app(plane: ControlPlane, auth: AuthConfig | None = None) -> web.Application:
+    app = web.Application(middlewares=[_guard], client_max_size=64 * 1024)
+    app[PLANE] = plane
+    app[AUTH] = AuthGuard(auth) if auth is not None and auth.enabled else None
+    for path in _CONSOLE_FILES:
+        app.router.add_get(path, _console_file)
+    app.router.add_get("/api/v1/health", _health)
+    app.router.add_get("/api/v1/overview", _overview)
+    app.router.add_get("/api/v1/ledger", _ledger)
+    app.router.add_get("/api/v1/inference", _inference)
+    app.router.add_get("/api/v1/governance", _governance)
+    app.router.add_get("/api/v1/rejections/{service}/{request_id}", _rejection)
+    app.router.add_get("/api/v1/rules/{service}", _rules)
+    app.router.add_get("/api/v1/groups/{service}/{group}/events", _events)
+    app.router.add_post("/api/v1/groups/{service}/{group}/release/{action}", _release)
+    app.router.add_get("/api/v1/autoscale", _autoscale)
+    return app
+
+
+async def _console_file(request: web.Request) -> web.Response:
+    name, content_type = _CONSOLE_FILES[request.path]
+    text = resources.files("modelyard.control").joinpath("console", name).read_text("utf-8")
+    return web.Response(text=text, content_type=content_type)
+
+
+async def _health(request: web.Request) -> web.Response:
+    return web.json_response({"ok": True})
+
+
+def _plane(request: web.Request) -> ControlPlane:
+    return request.app[PLANE]
+
+
+def _live(view: InstanceView | None) -> dict[str, Any]:
+    if view is None:
+        return {"up": False, "error": "not polled yet"}
+    stats = view.stats or {}
+    return {
+        "up": view.up,
+        "error": view.error,
+        "polled_at": view.polled_at,
+        "in_flight": stats.get("instance", {}).get("in_flight"),
+        "models": [
+            {k: m.get(k) for k in ("name", "version", "state", "platform", "devices", "pending")}
+            for m in stats.get("models", [])
+        ],
+    }
+
+
+async def _overview(request: web.Request) -> web.Response:
+    plane = _plane(request)
+    state = plane.state()
+    rows = {row["name"]: row for row in status_rows(state)}
+    services = []
+    for service in plane.spec.services.values():
+        groups = []
+        for group in service.groups.values():
+            key = f"{service.name}/{group.name}"
+            members = [i for i in state.instances if f"{i.service}/{i.group}" == key]
+            instances = []
+            for instance in members:
+                row = rows[instance.name]
+                instances.append(
+                    {
+                        **row,
+                        "data_center": instance.data_center,
+                        "queue": instance.queue,
+                        "spec": instance.spec,
+                        "cards": instance.cards,
+                        "loads": instance.loads,
+                        "live": _live(plane.collector.views.get(instance.name)),
+                    }
+                )
+            release = state.releases.get(key)
+            groups.append(
+                {
+                    "name": group.name,
+                    "key": key,
+                    "models": list(group.models),
+                    "cards": group.cards,
+                    "autoscaling": group.autoscaling,
+                    "release": _release_state(state, key, release),
+                    "instances": instances,
+                }
+            )
+        services.append(
+            {
+                "name": service.name,
+                "interfaces": list(service.interfaces),
+                "quota": service.quota,
+                "data_centers": list(service.data_centers),
+                "gateway": next(
+                    (
+                        {"http": f"{plane.config.host}:{g.http_port}", "grpc": g.grpc_port}
+                        for g in plane.gateways
+                        if g.service == service.name
+                    ),
+                    None,
+                ),
+                "groups": groups,
+            }
+        )
+    return web.json_response(
+        {
+            "spec": str(plane.config.spec_file),
+            "state": str(plane.state_dir),
+            "registry": state.registry,
+            "state_revision": state.revision,
+            "started_at": plane.started_at,
+            "autoscale": plane.config.autoscale,
+            "services": services,
+        }
+    )
+
+
+def _release_state(state: State, key: str, release: dict[str, Any] | None) -> dict[str, Any]:
+    revisions = state.group_revisions.get(key, [])
+    base = {
+        "versions": state.versions.get(key, {}),
+        "group_revision": revisions[-1]["revision"] if revisions else None,
+        "revisions": [r["revision"] for r in revisions],
+    }
+    if release is None:
+        return {**base, "state": "stable"}
+    return {
+        **base,
+        "state": "paused" if release.get("paused") else "canary",
+        "percent": release.get("percent"),
+        "pins": release.get("pins"),
+        "from": release.get("from"),
+    }
+
+
+async def _ledger(request: web.Request) -> web.Response:
+    plane = _plane(request)
+    state = plane.state()
+    spec = plane.spec
+    ledger = build_ledger(spec, state.reserved(), expand(spec, effective_replicas(spec, state)))
+    running: dict[str, dict[str, int]] = {}
+    for instance in state.instances:
+        counts = running.setdefault(
+            f"{instance.service}/{instance.group}", {"instances": 0, "gpu_instances": 0, "cards": 0}
+        )
+        counts["instances"] += 1
+        counts["gpu_instances"] += 1 if instance.cards else 0
+        counts["cards"] += instance.cards
+    return web.json_response(
+        {
+            "total_cards": ledger.total_cards,
+            "instances": ledger.instances,
+            "gpu_instances": ledger.gpu_instances,
+            "cards_by_group": ledger.cards_by_group,
+            "running_by_group": running,
+            "quota": [
+                {
+                    "quota": r.quota,
+                    "data_center": r.data_center,
+                    "gpu_model": r.gpu_model,
+                    "hard": r.hard,
+                    "used": r.used,
+                    "reserved": r.reserved,
+                    "free": r.free,
+                }
+                for r in ledger.rows
+            ],
+            "groups": [
+                {
+                    "key": key,
+                    "release": _release_state(state, key, state.releases.get(key)),
+                    "events": history(plane.state_dir, key)[-20:],
+                }
+                for key in (
+                    f"{s.name}/{g.name}" for s in spec.services.values() for g in s.groups.values()
+                )
+            ],
+        }
+    )
+
+
+async def _inference(request: web.Request) -> web.Response:
+    plane = _plane(request)
+    limit = int(request.query.get("points", "120"))
+    instances = []
+    for name, view in sorted(plane.collector.views.items()):
+        models = []
+        for model in (view.stats or {}).get("models", []):
+            key = f"{model['name']}/{model['version']}"
+            batch = (model.get("histograms") or {}).get("batch_size") or {}
+            models.append(
+                {
+                    "name": model["name"],
+                    "version": model["version"],
+                    "state": model.get("state"),
+                    "platform": model.get("platform"),
+                    "devices": model.get("devices"),
+                    "success": model.get("success"),
+                    "failure": model.get("failure"),
+                    "batch_size": {
+                        "bounds": batch.get("bounds", []),
+                        "counts": batch.get("counts", []),
+                    },
+                    "series": list(view.series.get(key, []))[-limit:],
+                }
+            )
+        instances.append(
+            {
+                "name": name,
+                "service": view.target.service,
+                "group": view.target.group,
+                "http": view.target.http,
+                "up": view.up,
+                "error": view.error,
+                "models": models,
+            }
+        )
+    return web.json_response({"instances": instances})
+
+
+async def _governance(request: web.Request) -> web.Response:
+    plane = _plane(request)
+    limit = int(request.query.get("points", "120"))
+    services: dict[str, Any] = {}
+    for view in plane.collector.views.values():
+        block = (view.stats or {}).get("governance") if view.up else None
+        entry = services.setdefault(
+            view.target.service,
+            {"admitted": {}, "rejected": {}, "breakers": [], "rejections_total": 0},
+        )
+        if not block:
+            continue
+        for interface, count in block.get("admitted", {}).items():
+            entry["admitted"][interface] = entry["admitted"].get(interface, 0) + count
+        for interface, rules in block.get("rejected", {}).items():
+            mine = entry["rejected"].setdefault(interface, {})
+            for rule, count in rules.items():
+                mine[rule] = mine.get(rule, 0) + count
+        entry["rejections_total"] += block.get("rejections_total", 0)
+        for breaker in block.get("breakers", []):
+            entry["breakers"].append({**breaker, "instance": view.target.name})
+    for service, entry in services.items():
+        entry["series"] = {
+            interface: list(points)[-limit:]
+            for interface, points in plane.collector.governance.get(service, {}).items()
+        }
+        entry["recent"] = await _recent_rejections(plane, service)
+    return web.json_response({"services": services})
+
+
+async def _recent_rejections(plane: ControlPlane, service: str) -> list[dict[str, Any]]:
+    views = [v for v in plane.collector.views.values() if v.up and v.target.service == service]
+    if not any(((v.stats or {}).get("governance") or {}).get("rejections_total") for v in views):
+        return []
+    async with httpx.AsyncClient(timeout=1.0) as client:
+        answers = await asyncio.gather(
+            *(client.get(f"http://{v.target.http}/v2/modelyard/rejections") for v in views),
+            return_exceptions=True,
+        )
+    recent = []
+    for view, answer in zip(views, answers, strict=True):
+        if isinstance(answer, httpx.Response) and answer.status_code == 200:
+            for event in answer.json().get("recent", [])[:20]:
+                recent.append({**event, "instance": view.target.name})
+    recent.sort(key=lambda e: e.get("time", 0), reverse=True)
+    return recent[:50]
+
+
+async def _rejection(request: web.Request) -> web.Response:
+    """One rejection with the explanation ``modelyard explain`` prints."""
+    plane = _plane(request)
+    service, request_id = request.match_info["service"], request.match_info["request_id"]
+    views = [v for v in plane.collector.views.values() if v.up and v.target.service == service]
+    async with httpx.AsyncClient(timeout=1.0) as client:
+        for view in views:
+            address = view.target.http
+            answer = await client.get(f"http://{address}/v2/modelyard/rejections/{request_id}")
+            if answer.status_code != 200:
+                continue
+            record = answer.json()
+            live = (await client.get(f"http://{address}/v2/modelyard/rules")).json()
+            context = Context(service=service, record=record, instance=address)
+            source = live.get("rules_source") or {}
+            context.registry = source.get("registry")
+            context.local_file = source.get("local_file")
+            context.in_force = source.get("in_force") or "unknown"
+            context.models = sorted({m for v in views for m in _loaded(v)})
+            central = await _central(context.registry, service)
+            if context.in_force == "central" and central is not None:
+                context.sections = load_rules(central.document)
+                context.revision, context.revision_by = central.revision, central.author
+            else:
+                context.sections = sections_from_rows(live.get("rules") or [])
+            rows = explain(parse_line(str(record.get("line", ""))), context)
+            return web.json_response({"record": record, "explanation": dict(rows)})
+    raise ConfigError(
+        f"no live instance of {service} remembers request id {request_id}",
+        code=Code.NOT_FOUND,
+        rule="governance/rejections",
+        where="each instance keeps its last 1000 rejections",
+    )
+
+
+def _loaded(view: InstanceView) -> list[str]:
+    return [m["name"] for m in (view.stats or {}).get("models", [])]
+
+
+async def _central(registry: str | None, service: str) -> Any:
+    if not registry:
+        return None
+    store = open_rules_store(registry)
+    try:
+        return await store.get(service)
+    except ModelyardError:
+        return None
+    finally:
+        await store.aclose()
+
+
+async def _rules(request: web.Request) -> web.Response:
+    plane = _plane(request)
+    service = request.match_info["service"]
+    store = open_rules_store(plane.state().registry)
+    try:
+        current = await store.get(service)
+        revisions = await store.history(service, limit=50)
+    finally:
+        await store.aclose()
+    return web.json_response(
+        {
+            "service": service,
+            "current": current.to_json() if current else None,
+            "history": [r.to_json() for r in revisions],
+        }
+    )
+
+
+async def _events(request: web.Request) -> web.Response:
+    plane = _plane(request)
+    key = f"{request.match_info['service']}/{request.match_info['group']}"
+    state = plane.state()
+    return web.json_response(
+        {
+            "group": key,
+            "release": _release_state(state, key, state.releases.get(key)),
+            "events": history(plane.state_dir, key),
+        }
+    )
+
+
+async def _release(request: web.Request) -> web.Response:
+    plane = _plane(request)
+    key = f"{request.match_info['service']}/{request.match_info['group']}"
+    body: dict[str, Any] = {}
+    if request.can_read_body:
+        try:
+            body = await request.json()
+        except ValueError:
+            raise ConfigError(
+                "the request body is not JSON",
+                code=Code.INVALID_ARGUMENT,
+                rule="platform/api",
+                where='send a JSON object, e.g. {"percent": 50}',
+            ) from None
+        if not isinstance(body, dict):
+            raise ConfigError(
+                "the request body must be a JSON object",
+                code=Code.INVALID_ARGUMENT,
+                rule="platform/api",
+                where='send a JSON object, e.g. {"percent": 50}',
+            )
+    try:
+        numbers = await plane.release(key, request.match_info["action"], body)
+    except ReleaseError as error:
+        return web.json_response(
+            {"error": error.line(), "findings": [f.line() for f in error.findings]},
+            status=http_status(error.code),
+        )
+    except KeyError as missing:
+        raise ConfigError(
+            f"the request body lacks {missing}",
+            code=Code.INVALID_ARGUMENT,
+            rule="platform/api",
+            where='release start needs {"model": M, "version": V}',
+        ) from None
+    state = plane.state()
+    return web.json_response(
+        {
+            "group": key,
+            "numbers": numbers,
+            "release": _release_state(state, key, state.releases.get(key)),
+        }
+    )
+
+
+async def _autoscale(request: web.Request) -> web.Response:
+    plane = _plane(request)
+    wall, mono = time.time(), time.monotonic()
+    groups = []
+    for key, scaling in plane.scaling.items():
+        rule = scaling.scaler.rule
+        groups.append(
+            {
+                "group": key,
+                "mode": plane.config.autoscale,
+                "rule": {
+                    "min": rule.min_replicas,
+                    "max": rule.max_replicas,
+                    "target_in_flight": rule.target_in_flight,
+                    "stable_window_s": rule.stable_window_s,
+                    "panic_window_s": rule.panic_window_s,
+                },
+                "decisions": [
+                    {
+                        "at": wall - (mono - d.at),
+                        "current": d.current,
+                        "desired": d.desired,
+                        "replicas": d.replicas,
+                        "mode": d.mode,
+                        "bound_by": d.bound_by,
+                        "explain": d.explain(),
+                    }
+                    for d in list(scaling.scaler.decisions)[-20:]
+                ],
+                "actions": list(scaling.actions)[-20:],
+            }
+        )
+    return web.json_response({"groups": groups})

@@ -1,0 +1,253 @@
+// The modelyard console: reads only the control plane's /api/v1, redraws every 2 s.
+"use strict";
+
+const POLL_MS = 2000;
+let view = "governance";
+let apiKey = sessionStorage.getItem("modelyard-api-key") || "";
+
+// Elements are built with textContent only: names and error lines are data, never markup.
+function h(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null) continue;
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function svg(tag, attrs, ...children) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
+  for (const child of children.flat()) if (child) node.append(child);
+  return node;
+}
+
+class AuthNeeded extends Error {}
+
+async function api(path, options) {
+  const headers = apiKey ? { "x-api-key": apiKey } : {};
+  const response = await fetch(path, { ...(options || {}), headers });
+  if (response.status === 401 || response.status === 403) {
+    const body = await response.json().catch(() => ({}));
+    throw new AuthNeeded(body.error || `HTTP ${response.status}`);
+  }
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
+  return body;
+}
+
+const fmt = (value, digits = 1) =>
+  value === null || value === undefined ? "–" : Number(value).toFixed(digits);
+const badge = (text, cls) => h("span", { class: `badge ${cls || text}` }, text);
+const when = (seconds) => new Date(seconds * 1000).toLocaleTimeString();
+
+// ---- charts ---------------------------------------------------------------
+
+function lineChart(points, series, width = 320, height = 90) {
+  const chart = svg("svg", { width, height, class: "chart", viewBox: `0 0 ${width} ${height}` });
+  const values = points.flatMap((p) => series.map((s) => p[s.key])).filter((v) => v !== null && v !== undefined);
+  const top = Math.max(1e-9, ...values);
+  if (points.length >= 2) {
+    const t0 = points[0].t, t1 = points[points.length - 1].t;
+    for (const s of series) {
+      const coords = points
+        .filter((p) => p[s.key] !== null && p[s.key] !== undefined)
+        .map((p) => `${((p.t - t0) / Math.max(1e-9, t1 - t0)) * (width - 4) + 2},${height - 2 - (p[s.key] / top) * (height - 14)}`);
+      if (coords.length) chart.append(svg("polyline", { points: coords.join(" "), fill: "none", "stroke-width": 1.5, class: s.cls }));
+    }
+  }
+  const label = svg("text", { x: 4, y: 11, "font-size": 10, fill: "#5a6577" });
+  label.textContent = `max ${fmt(top, 2)}`;
+  chart.append(label);
+  return chart;
+}
+
+function barChart(bounds, counts, width = 320, height = 70) {
+  const chart = svg("svg", { width, height, class: "chart", viewBox: `0 0 ${width} ${height}` });
+  const used = counts.map((c, i) => [i, c]).filter(([, c]) => c > 0);
+  const top = Math.max(1, ...counts);
+  const step = (width - 4) / Math.max(1, used.length);
+  used.forEach(([index, count], n) => {
+    const barHeight = (count / top) * (height - 16);
+    chart.append(svg("rect", { x: 2 + n * step, y: height - 14 - barHeight, width: Math.max(2, step - 3), height: barHeight, class: "bar-compute" }));
+    const label = svg("text", { x: 2 + n * step, y: height - 3, "font-size": 9, fill: "#5a6577" });
+    label.textContent = index < bounds.length ? `≤${bounds[index]}` : `>${bounds[bounds.length - 1]}`;
+    chart.append(label);
+  });
+  return chart;
+}
+
+function queueVsCompute(queueMs, computeMs, width = 320) {
+  const total = Math.max(1e-9, (queueMs || 0) + (computeMs || 0));
+  const q = ((queueMs || 0) / total) * width;
+  return svg("svg", { width, height: 14, class: "chart" },
+    svg("rect", { x: 0, y: 0, width: q, height: 14, class: "bar-queue" }),
+    svg("rect", { x: q, y: 0, width: width - q, height: 14, class: "bar-compute" }));
+}
+
+// ---- views ----------------------------------------------------------------
+
+async function drawGovernance() {
+  const [overview, governance] = await Promise.all([api("/api/v1/overview"), api("/api/v1/governance")]);
+  const root = h("div", {});
+  for (const service of overview.services) {
+    const gov = governance.services[service.name] || { admitted: {}, rejected: {}, breakers: [], series: {}, recent: [] };
+    const card = h("div", { class: "card service", "data-service": service.name },
+      h("h2", {}, service.name, " ", h("span", { class: "muted" }, `quota ${service.quota} · data centres ${service.data_centers.join(", ")}`)),
+      service.gateway ? h("p", {}, "gateway ", h("code", {}, `http://${service.gateway.http}`)) : null);
+    for (const group of service.groups) {
+      const rows = group.instances.map((i) =>
+        h("tr", { class: "instance", "data-instance": i.name },
+          h("td", {}, i.name),
+          h("td", {}, badge(i.alive && i.live.up ? "up" : "down")),
+          h("td", {}, i.http), h("td", {}, i.data_center), h("td", {}, i.queue), h("td", {}, i.spec),
+          h("td", {}, i.role), h("td", {}, fmt(i.weight, 2)), h("td", {}, i.live.in_flight ?? "–")));
+      card.append(h("div", { class: "group", "data-group": group.key },
+        h("h3", {}, `group ${group.name} `, badge(group.release.state), " ",
+          h("span", { class: "muted" }, `${group.cards} card(s) · models ${group.models.join(", ")}`)),
+        h("table", {}, h("tr", {}, ["instance", "health", "address", "dc", "queue", "spec", "role", "weight", "in flight"].map((t) => h("th", {}, t))), rows)));
+    }
+    const interfaces = new Set([...Object.keys(gov.admitted), ...Object.keys(gov.rejected), ...service.interfaces]);
+    const ifaceRows = [...interfaces].sort().map((iface) => {
+      const points = (gov.series || {})[iface] || [];
+      const last = points[points.length - 1] || { admitted_per_s: null, rejected_per_s: {} };
+      const rejected = gov.rejected[iface] || {};
+      return h("tr", { class: "interface", "data-interface": iface },
+        h("td", {}, iface),
+        h("td", {}, fmt(last.admitted_per_s), " /s"),
+        h("td", {}, gov.admitted[iface] || 0),
+        h("td", {}, Object.keys(rejected).length
+          ? Object.entries(rejected).map(([rule, count]) => h("div", { class: "rejection-rule", "data-rule": rule }, `${rule}: ${count}`))
+          : h("span", { class: "muted" }, "none")),
+        h("td", {}, lineChart(points.map((p) => ({ t: p.t, admitted: p.admitted_per_s, rejected: Object.values(p.rejected_per_s || {}).reduce((a, b) => a + b, 0) })),
+          [{ key: "admitted", cls: "line-rate" }, { key: "rejected", cls: "line-p99" }], 240, 50)));
+    });
+    card.append(h("h3", {}, "interfaces"),
+      h("table", {}, h("tr", {}, ["interface", "rate", "admitted", "rejections by rule", "admitted / rejected per s"].map((t) => h("th", {}, t))), ifaceRows));
+    card.append(h("h3", {}, "circuit breakers"), gov.breakers.length
+      ? h("table", {}, gov.breakers.map((b) => h("tr", { class: "breaker", "data-rule": b.rule },
+          h("td", {}, b.rule), h("td", {}, b.interface || "*"), h("td", {}, b.model || "*"), h("td", {}, badge(b.state)), h("td", { class: "muted" }, b.instance))))
+      : h("p", { class: "muted" }, "no breaker rules"));
+    card.append(h("h3", {}, `recent rejections (${gov.rejections_total || 0} in all) — click one for its rule and where to change it`),
+      gov.recent.length
+        ? h("table", {}, gov.recent.slice(0, 15).map((r) => h("tr", { class: "rejection", "data-request-id": r.request_id, onclick: () => showRejection(service.name, r.request_id) },
+            h("td", {}, when(r.time)), h("td", {}, r.rule), h("td", {}, r.interface), h("td", {}, r.model || ""), h("td", {}, r.code))))
+        : h("p", { class: "muted" }, "none"));
+    root.append(card);
+  }
+  document.getElementById("governance").replaceChildren(root);
+}
+
+async function showRejection(service, requestId) {
+  const panel = document.getElementById("rejection-detail");
+  document.getElementById("rejection-id").textContent = requestId;
+  document.getElementById("rejection-line").textContent = "loading…";
+  document.getElementById("rejection-explanation").replaceChildren();
+  panel.hidden = false;
+  try {
+    const answer = await api(`/api/v1/rejections/${encodeURIComponent(service)}/${encodeURIComponent(requestId)}`);
+    document.getElementById("rejection-line").textContent = answer.record.line;
+    document.getElementById("rejection-explanation").replaceChildren(
+      ...Object.entries(answer.explanation).map(([label, text]) => h("tr", { "data-row": label }, h("th", {}, label), h("td", {}, text))));
+  } catch (error) {
+    document.getElementById("rejection-line").textContent = String(error.message || error);
+  }
+}
+
+async function drawInference() {
+  const data = await api("/api/v1/inference");
+  const root = h("div", {});
+  for (const instance of data.instances) {
+    const card = h("div", { class: "card inf-instance", "data-instance": instance.name },
+      h("h2", {}, instance.name, " ", badge(instance.up ? "up" : "down"), " ", h("span", { class: "muted" }, instance.http)));
+    for (const model of instance.models) {
+      const points = model.series || [];
+      const last = points[points.length - 1] || {};
+      card.append(h("div", { class: "inf-model", "data-model": `${model.name}/${model.version}` },
+        h("h3", {}, `${model.name} v${model.version} `, badge(model.state), " ",
+          h("span", { class: "muted" }, `engine ${model.platform} · device ${(model.devices || []).join(", ") || "cpu"} · ${model.success} ok / ${model.failure} failed`)),
+        h("div", { class: "charts" },
+          h("div", {}, h("div", { class: "legend" }, `latency p50 ${fmt(last.p50_ms, 2)} ms / p99 ${fmt(last.p99_ms, 2)} ms`), lineChart(points, [{ key: "p50_ms", cls: "line-p50" }, { key: "p99_ms", cls: "line-p99" }])),
+          h("div", {}, h("div", { class: "legend" }, `requests ${fmt(last.requests_per_s)} /s`), lineChart(points, [{ key: "requests_per_s", cls: "line-rate" }])),
+          h("div", {}, h("div", { class: "legend" }, "batch sizes"), barChart(model.batch_size.bounds, model.batch_size.counts)),
+          h("div", { class: "queue-compute" }, h("div", { class: "legend" }, `queue ${fmt(last.queue_ms, 3)} ms vs compute ${fmt(last.compute_ms, 3)} ms`), queueVsCompute(last.queue_ms, last.compute_ms)))));
+    }
+    root.append(card);
+  }
+  document.getElementById("inference").replaceChildren(root);
+}
+
+async function drawLedger() {
+  const [ledger, autoscale] = await Promise.all([api("/api/v1/ledger"), api("/api/v1/autoscale")]);
+  const root = h("div", {});
+  root.append(h("div", { class: "card" },
+    h("h2", {}, `cards ${ledger.total_cards} · instances ${ledger.instances} · GPU instances ${ledger.gpu_instances}`),
+    h("table", { id: "quota-table" }, h("tr", {}, ["quota", "data centre", "GPU model", "hard", "used", "reserved", "free"].map((t) => h("th", {}, t))),
+      ledger.quota.map((r) => h("tr", { class: "quota-row" }, [r.quota, r.data_center, r.gpu_model, r.hard, r.used, r.reserved, r.free].map((v) => h("td", {}, v))))),
+    h("h3", {}, "cards and instances by group"),
+    h("table", {}, h("tr", {}, ["group", "cards (spec)", "running instances", "GPU instances", "cards running"].map((t) => h("th", {}, t))),
+      Object.entries(ledger.cards_by_group).map(([group, cards]) => {
+        const running = ledger.running_by_group[group] || { instances: 0, gpu_instances: 0, cards: 0 };
+        return h("tr", {}, h("td", {}, group), h("td", {}, cards), h("td", {}, running.instances), h("td", {}, running.gpu_instances), h("td", {}, running.cards));
+      }))));
+  for (const group of ledger.groups) {
+    const release = group.release;
+    const scaling = autoscale.groups.find((g) => g.group === group.key);
+    root.append(h("div", { class: "card ledger-group", "data-group": group.key },
+      h("h2", {}, group.key, " ", h("span", { class: "release-state" }, badge(release.state)),
+        release.percent !== undefined ? ` ${release.percent} % new` : "",
+        release.group_revision ? h("span", { class: "muted" }, ` group revision ${release.group_revision}`) : ""),
+      scaling ? h("p", { class: "autoscale" }, `autoscaling ${scaling.mode}: ${scaling.rule.min}–${scaling.rule.max} replicas, target ${scaling.rule.target_in_flight} in flight; `,
+        h("span", { class: "muted" }, scaling.decisions.length ? scaling.decisions[scaling.decisions.length - 1].explain : "no decision yet")) : null,
+      h("h3", {}, "event record"),
+      group.events.length
+        ? h("table", { class: "events" }, group.events.slice().reverse().map((e) => h("tr", { class: "event", "data-action": e.action },
+            h("td", {}, e.at), h("td", {}, e.action), h("td", {}, e.actor), h("td", {}, JSON.stringify(e.to)), h("td", { class: "muted" }, JSON.stringify(e.numbers)))))
+        : h("p", { class: "muted" }, "no events")));
+  }
+  document.getElementById("ledger").replaceChildren(root);
+}
+
+const DRAW = { governance: drawGovernance, inference: drawInference, ledger: drawLedger };
+
+async function refresh() {
+  const status = document.getElementById("status");
+  try {
+    await DRAW[view]();
+    document.getElementById("auth-form").hidden = true;
+    status.textContent = `updated ${new Date().toLocaleTimeString()}`;
+    status.dataset.updated = String(Date.now());
+  } catch (error) {
+    if (error instanceof AuthNeeded) {
+      document.getElementById("auth-form").hidden = false;
+      document.getElementById("auth-error").textContent = apiKey ? error.message : "";
+      status.textContent = "needs an API key";
+    } else {
+      status.textContent = `error: ${error.message || error}`;
+    }
+  }
+}
+
+document.querySelectorAll("nav button").forEach((button) =>
+  button.addEventListener("click", () => {
+    view = button.dataset.view;
+    document.querySelectorAll("nav button").forEach((b) => b.classList.toggle("active", b === button));
+    document.querySelectorAll(".view").forEach((section) => { section.hidden = section.id !== `view-${view}`; });
+    refresh();
+  }));
+document.getElementById("auth-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  apiKey = document.getElementById("api-key").value.trim();
+  sessionStorage.setItem("modelyard-api-key", apiKey);
+  refresh();
+});
+document.getElementById("rejection-close").addEventListener("click", () => { document.getElementById("rejection-detail").hidden = true; });
+
+refresh();
+setInterval(refresh, POLL_MS);

@@ -1,0 +1,371 @@
+"""The control plane as one process: apply the spec, front it with gateways, watch, autoscale.
+
+``modelyard platform up`` runs this. At start it applies the spec on this
+machine (the same plan / apply as the CLI), starts one gateway per service
+so callers name only the service, then loops: every second the collector
+polls each instance's live statistics, and every ``autoscale_every``
+seconds each autoscaling group gets a decision, which in ``on`` mode
+changes its replicas through the local launcher. The HTTP API and the
+console (``control/api.py``) read what this object holds. Every change to
+the state directory holds its lock, so the CLI can act on the same state
+while the control plane runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import structlog
+
+from modelyard.control.apply import (
+    State,
+    apply_plan,
+    default_registry,
+    down,
+    make_plan,
+    replace_dead,
+    state_lock,
+)
+from modelyard.control.autoscale import Autoscaler, Decision
+from modelyard.control.collector import Collector, Target
+from modelyard.control.launcher import free_port, is_alive, safe_name
+from modelyard.control.scaling import (
+    current_replicas,
+    instances_per_replica,
+    quota_max,
+    rule_of,
+    scale_group,
+)
+from modelyard.control.spec import PlatformSpec, read_platform_spec
+from modelyard.errors import Code, ConfigError
+
+log = structlog.get_logger("modelyard.control")
+
+AUTOSCALE_MODES = ("on", "dry-run", "off")
+
+
+@dataclass(slots=True)
+class PlaneConfig:
+    spec_file: Path
+    state_dir: Path
+    model_repository: Path | None = None
+    registry: str | None = None
+    host: str = "127.0.0.1"
+    gateway_port: int = 8000  # the first service's; others get free ports; -1: no gateways
+    gateway_grpc_port: int = -1
+    autoscale: str = "on"
+    autoscale_every: float = 2.0
+    poll_every: float = 1.0
+    keep_instances: bool = False  # leave the instances running when the control plane exits
+
+
+@dataclass(slots=True)
+class Gateway:
+    service: str
+    http_port: int
+    grpc_port: int | None
+    log: str
+    process: subprocess.Popen[bytes] | None = None
+
+
+@dataclass(slots=True)
+class GroupScaling:
+    service: str
+    group: str
+    scaler: Autoscaler
+    actions: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=200))
+
+
+class ControlPlane:
+    def __init__(self, config: PlaneConfig) -> None:
+        self.config = config
+        self.spec: PlatformSpec = read_platform_spec(config.spec_file)
+        self.collector = Collector()
+        self.gateways: list[Gateway] = []
+        self.scaling: dict[str, GroupScaling] = {}
+        self.started_at = time.time()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._lock = asyncio.Lock()  # one state change at a time inside this process
+
+    # ---- state -------------------------------------------------------------
+
+    @property
+    def state_dir(self) -> Path:
+        return self.config.state_dir
+
+    def state(self) -> State:
+        return State.load(self.state_dir)
+
+    async def locked(self, work: Any, *args: Any) -> Any:
+        """Run blocking ``work(*args)`` in a thread, holding both locks on the state."""
+
+        def run() -> Any:
+            with state_lock(self.state_dir):
+                return work(*args)
+
+        async with self._lock:
+            return await asyncio.to_thread(run)
+
+    # ---- start and stop ------------------------------------------------------
+
+    async def start(self) -> list[str]:
+        done = await self.locked(self._apply)
+        for group_key, group in self._autoscaling_groups():
+            self.scaling[group_key] = GroupScaling(
+                group_key.split("/")[0], group.name, Autoscaler(rule_of(group))
+            )
+        if self.config.gateway_port >= 0:
+            await asyncio.to_thread(self._start_gateways)
+        self._tasks.append(asyncio.create_task(self._poll_loop()))
+        if self.config.autoscale != "off" and self.scaling:
+            self._tasks.append(asyncio.create_task(self._autoscale_loop()))
+        return done
+
+    def _apply(self) -> list[str]:
+        state = State.load(self.state_dir)
+        state.instances = [i for i in state.instances if is_alive(i.pid, i.name)]
+        if self.config.model_repository is not None:
+            state.model_repository = str(self.config.model_repository.resolve())
+        state.registry = self.config.registry or state.registry or default_registry(self.state_dir)
+        plan = make_plan(self.spec, self.config.spec_file, state)
+        if plan.findings:
+            raise ConfigError(
+                "the spec breaks the ledger rules:\n" + "\n".join(f.line() for f in plan.findings),
+                code=Code.INVALID_ARGUMENT,
+                rule="platform/validate",
+                where=f"modelyard platform validate -f {self.config.spec_file}",
+            )
+        if not state.model_repository and plan.start:
+            raise ConfigError(
+                "no model repository to launch instances from",
+                code=Code.INVALID_ARGUMENT,
+                rule="platform/repository",
+                where="modelyard platform up --model-repository DIR",
+            )
+        if not plan.changed:
+            state.save()  # records the registry and repository
+            return []
+        return apply_plan(self.spec, state, plan)
+
+    def _start_gateways(self) -> None:
+        registry = self.state().registry
+        logs = self.state_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        for index, service in enumerate(sorted(self.spec.services)):
+            http_port = self.config.gateway_port if index == 0 else free_port()
+            grpc_port = None
+            if self.config.gateway_grpc_port >= 0:
+                grpc_port = self.config.gateway_grpc_port if index == 0 else free_port()
+            gateway = Gateway(
+                service, http_port, grpc_port, str(logs / f"gateway-{safe_name(service)}.log")
+            )
+            command = [
+                sys.executable,
+                "-m",
+                "modelyard.cli.main",
+                "gateway",
+                "--service",
+                service,
+                "--registry",
+                registry,
+                "--host",
+                self.config.host,
+                "--http-port",
+                str(http_port),
+                "--grpc-port",
+                str(-1 if grpc_port is None else grpc_port),
+            ]
+            with open(gateway.log, "ab") as handle:
+                gateway.process = subprocess.Popen(
+                    command,
+                    stdout=handle,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                )
+            self.gateways.append(gateway)
+        for gateway in self.gateways:
+            _wait_live(gateway)
+
+    async def stop(self) -> list[str]:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        for gateway in self.gateways:
+            if gateway.process is not None and gateway.process.poll() is None:
+                gateway.process.send_signal(signal.SIGTERM)
+        for gateway in self.gateways:
+            if gateway.process is not None:
+                try:
+                    await asyncio.to_thread(gateway.process.wait, 15)
+                except subprocess.TimeoutExpired:
+                    gateway.process.kill()
+        await self.collector.aclose()
+        if self.config.keep_instances:
+            return []
+        return list(await self.locked(lambda: down(State.load(self.state_dir))))
+
+    # ---- loops ---------------------------------------------------------------
+
+    def targets(self) -> list[Target]:
+        return [
+            Target(i.name, i.service, i.group, f"127.0.0.1:{i.http_port}")
+            for i in self.state().instances
+        ]
+
+    async def _poll_loop(self) -> None:
+        while True:
+            try:
+                await self.collector.poll(self.targets())
+                await self.heal()
+            except Exception as exc:  # one bad poll must not end the loop
+                log.warning("poll_failed", error=f"{type(exc).__name__}: {exc}")
+            await asyncio.sleep(self.config.poll_every)
+
+    async def heal(self) -> list[str]:
+        """Replace instances whose process died (a crash, an OOM kill, a lost machine)."""
+        if all(is_alive(i.pid, i.name) for i in self.state().instances):
+            return []
+
+        def replace() -> list[str]:
+            return replace_dead(self.spec, self.config.spec_file, State.load(self.state_dir))
+
+        done: list[str] = await self.locked(replace)
+        for line in done:
+            log.warning("instance_replaced", what=line)
+        return done
+
+    def _autoscaling_groups(self) -> list[tuple[str, Any]]:
+        return [
+            (f"{service.name}/{group.name}", group)
+            for service in self.spec.services.values()
+            for group in service.groups.values()
+            if group.autoscaling
+        ]
+
+    async def _autoscale_loop(self) -> None:
+        next_decision = time.monotonic() + self.config.autoscale_every
+        while True:
+            await asyncio.sleep(self.config.poll_every)
+            for scaling in self.scaling.values():
+                group = self.spec.services[scaling.service].groups[scaling.group]
+                load = self.collector.in_flight(scaling.service, scaling.group)
+                scaling.scaler.observe(load / instances_per_replica(group))
+            if time.monotonic() < next_decision:
+                continue
+            next_decision = time.monotonic() + self.config.autoscale_every
+            for key in list(self.scaling):
+                try:
+                    await self.autoscale_once(key)
+                except Exception as exc:  # the next decision tries again
+                    log.warning("autoscale_failed", group=key, error=f"{type(exc).__name__}: {exc}")
+
+    async def autoscale_once(self, key: str) -> Decision:
+        """Decide for one group and, in ``on`` mode, make the decision so."""
+        scaling = self.scaling[key]
+        group = self.spec.services[scaling.service].groups[scaling.group]
+        state = self.state()
+        current = current_replicas(self.spec, state, scaling.service, group)
+        ceiling = quota_max(
+            self.spec, state, scaling.service, group, scaling.scaler.rule.max_replicas
+        )
+        decision = scaling.scaler.decide(current, ceiling if ceiling is not None else 0)
+        if decision.replicas == current:
+            return decision
+        action: dict[str, Any] = {
+            "at": time.time(),
+            "from": current,
+            "to": decision.replicas,
+            "bound_by": decision.bound_by,
+            "explain": decision.explain(),
+        }
+        if key in state.releases:
+            action["outcome"] = "held: a release of the group is in progress"
+        elif self.config.autoscale == "dry-run":
+            action["outcome"] = "recommended (dry run)"
+        else:
+            numbers = {
+                "bound_by": decision.bound_by,
+                "mode": decision.mode,
+                "stable_average": round(decision.stable_average, 3),
+                "panic_average": round(decision.panic_average, 3),
+            }
+
+            def scale() -> list[str]:
+                fresh = State.load(self.state_dir)
+                return scale_group(
+                    self.spec,
+                    self.config.spec_file,
+                    fresh,
+                    scaling.service,
+                    group,
+                    decision.replicas,
+                    numbers,
+                )
+
+            action["done"] = await self.locked(scale)
+            action["outcome"] = "applied"
+        scaling.actions.append(action)
+        log.info("autoscale", group=key, **{k: v for k, v in action.items() if k != "explain"})
+        return decision
+
+    # ---- releases through the API -------------------------------------------------
+
+    async def release(self, key: str, action: str, body: dict[str, Any]) -> dict[str, Any]:
+        from modelyard.control import release
+
+        def run() -> dict[str, Any]:
+            state = State.load(self.state_dir)
+            spec = read_platform_spec(self.config.spec_file)
+            if action == "start":
+                pins = {str(body["model"]): str(body["version"])}
+                return release.start(spec, state, key, pins, body.get("percent"))
+            if action == "step":
+                return release.step(
+                    state, key, body.get("percent"), resume=bool(body.get("resume"))
+                )
+            if action == "pause":
+                release.pause(state, key)
+                return {}
+            if action == "abort":
+                release.abort(state, key)
+                return {}
+            if action == "promote":
+                return {"group_revision": release.promote(spec, state, key)}
+            if action == "rollback":
+                return {"group_revision": release.rollback(spec, state, key, body.get("revision"))}
+            raise ConfigError(
+                f"no release action '{action}'",
+                code=Code.NOT_FOUND,
+                rule="platform/release",
+                where="start, step, pause, abort, promote or rollback",
+            )
+
+        return dict(await self.locked(run))
+
+
+def _wait_live(gateway: Gateway, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    url = f"http://127.0.0.1:{gateway.http_port}/v2/health/live"
+    while time.monotonic() < deadline:
+        assert gateway.process is not None
+        if gateway.process.poll() is not None:
+            raise RuntimeError(f"the gateway of {gateway.service} exited; see {gateway.log}")
+        try:
+            if httpx.get(url, timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"the gateway of {gateway.service} is not live; see {gateway.log}")

@@ -1,0 +1,105 @@
+"""Autoscaling that acts: a group's decision becomes replicas, and replicas become processes.
+
+The autoscaler (``control/autoscale.py``) decides in units of the spec's
+``replicas``: instances per template and data centre. A group's observation
+is its total in-flight requests divided by the instances one replica adds
+(one per template and data centre), so ``target_in_flight`` stays per
+instance. The decision is clamped by what the quota can hold: the largest
+replica count whose ledger breaks no quota rule, with the reservations of
+releases in progress counted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelyard.control.apply import (
+    State,
+    apply_plan,
+    effective_replicas,
+    make_plan,
+)
+from modelyard.control.autoscale import AutoscaleRule
+from modelyard.control.ledger import validate
+from modelyard.control.release import record
+from modelyard.control.spec import Group, PlatformSpec
+
+QUOTA_CODES = frozenset(
+    {"QUOTA_EXCEEDED", "GROUP_CARDS_EXCEEDED", "QUOTA_CPU_EXCEEDED", "QUOTA_MEMORY_EXCEEDED"}
+)
+
+
+def rule_of(group: Group) -> AutoscaleRule:
+    raw = group.autoscaling
+    return AutoscaleRule(
+        min_replicas=int(raw.get("min", 1)),
+        max_replicas=int(raw.get("max", 10)),
+        target_in_flight=float(raw.get("target_in_flight", 8)),
+        stable_window_s=float(raw.get("stable_window_s", 60)),
+        panic_window_s=float(raw.get("panic_window_s", 6)),
+        panic_threshold=float(raw.get("panic_threshold", 2)),
+    )
+
+
+def instances_per_replica(group: Group) -> int:
+    return max(1, sum(len(t.queues) for t in group.templates.values()))
+
+
+def template_keys(service: str, group: Group) -> list[str]:
+    return [f"{service}/{group.name}/{name}" for name in group.templates]
+
+
+def current_replicas(spec: PlatformSpec, state: State, service: str, group: Group) -> int:
+    """The group's replicas now: the autoscaler's, else the largest template's in the spec."""
+    overrides = effective_replicas(spec, state)
+    counts = [
+        overrides.get(key, group.templates[key.rsplit("/", 1)[1]].replicas)
+        for key in template_keys(service, group)
+    ]
+    return max(counts, default=0)
+
+
+def quota_max(
+    spec: PlatformSpec, state: State, service: str, group: Group, ceiling: int
+) -> int | None:
+    """The most replicas (up to ``ceiling``) the quotas hold; None if even 0 breaks one."""
+    base = effective_replicas(spec, state)
+    best = None
+    for replicas in range(0, ceiling + 1):
+        trial = {**base, **{key: replicas for key in template_keys(service, group)}}
+        codes = {f.code for f in validate(spec, reserved=state.reserved(), replicas=trial)}
+        if codes & QUOTA_CODES:
+            break
+        best = replicas
+    return best
+
+
+def scale_group(
+    spec: PlatformSpec,
+    spec_file: Any,
+    state: State,
+    service: str,
+    group: Group,
+    replicas: int,
+    numbers: dict[str, Any],
+) -> list[str]:
+    """Set the group's replicas and start or stop instances to match; returns what was done.
+
+    Only this group's instances change: a spec edited since the last apply
+    is left for ``plan`` / ``apply``, which the operator runs.
+    """
+    key = f"{service}/{group.name}"
+    before = current_replicas(spec, state, service, group)
+    for template_key in template_keys(service, group):
+        state.replicas[template_key] = replicas
+    plan = make_plan(spec, spec_file, state)
+    plan.start = [slot for slot in plan.start if f"{slot[0]}/{slot[1]}" == key]
+    plan.stop = [name for name in plan.stop if name.startswith(f"{key}/")]
+    if plan.findings:
+        raise ValueError("; ".join(f.line() for f in plan.findings))
+    spec_before = state.spec_hash
+    done = apply_plan(spec, state, plan)
+    state.spec_hash = spec_before  # the rest of an edited spec waits for plan / apply
+    state.save()
+    record(state, key, "autoscale", {"replicas": before}, {"replicas": replicas}, numbers)
+    return done

@@ -1,0 +1,61 @@
+"""``GET /v2/modelyard/stats``: one instance's live numbers, for a console that polls it.
+
+Counters only ever grow (a poller takes differences between two polls for
+rates); ``in_flight`` and ``pending`` are instantaneous. Each version's numbers
+come from one snapshot taken under its stats lock, so ``success`` always equals
+the sum of ``request_seconds`` counts and no histogram is read half updated.
+The governance block is built by ``Governance.live_stats``; this module only
+places it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelyard.server.dataplane import DataPlane
+from modelyard.server.model_version import ModelVersion
+from modelyard.server.stats import Histogram
+
+
+def _histogram(hist: Histogram) -> dict[str, list[Any]]:
+    # counts has one entry per bound plus the last, +Inf; not cumulative
+    return {"bounds": list(hist.bounds), "counts": list(hist.counts)}
+
+
+def _version(mv: ModelVersion) -> dict[str, Any]:
+    s = mv.scheduler.stats.snapshot()
+    return {
+        "name": mv.name,
+        "version": str(mv.version),
+        "state": str(mv.state),
+        "platform": mv.config.platform or mv.backend,
+        "devices": list(mv.devices),
+        "pending": mv.scheduler.pending,
+        "success": s.success_count,
+        "failure": s.fail_count,
+        "inference_count": s.inference_count,
+        "execution_count": s.execution_count,
+        "queue_ns": s.queue_ns,
+        "compute_ns": s.compute_input_ns + s.compute_infer_ns + s.compute_output_ns,
+        "histograms": {
+            "request_seconds": _histogram(s.request_seconds),
+            "queue_seconds": _histogram(s.queue_seconds),
+            "compute_seconds": _histogram(s.compute_seconds),
+            "batch_size": _histogram(s.batch_size),
+        },
+    }
+
+
+def live_stats(dataplane: DataPlane, governance: dict[str, Any] | None) -> dict[str, Any]:
+    """The whole document; ``governance`` is ``Governance.live_stats()``, or None without one."""
+    clock = dataplane.clock
+    versions = sorted(dataplane.manager.all_versions(), key=lambda mv: (mv.name, mv.version))
+    return {
+        "instance": {
+            "in_flight": dataplane.in_flight,
+            "uptime_s": clock.monotonic() - dataplane.started,
+            "time": clock.wall(),
+        },
+        "models": [_version(mv) for mv in versions],
+        "governance": governance,
+    }

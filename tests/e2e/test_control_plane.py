@@ -1,0 +1,174 @@
+"""`modelyard platform up`: apply, gateway, API, autoscaling through the launcher, healing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.models import bytes_echo, slow_double
+from tests.support.platform import running_platform
+from tests.support.servers import wait_until
+
+SERVICE = "com.example.double"
+MAIN = f"{SERVICE}/main"
+
+SPEC = """
+quotas:
+  q:
+    owner: {org: test}
+    cpu_cores: 64
+    memory_gb: 64
+    cards: {dc1: {A30-24G: 2}}
+queues:
+  dc1-gpu: {data_center: dc1, pool: gpu, gpu_models: [A30-24G]}
+  dc1-cpu: {data_center: dc1, pool: cpu}
+services:
+  com.example.double:
+    interfaces: [infer, metadata]
+    quota: q
+    data_centers: [dc1]
+    total_cards: 3
+    models: [slow_double, bytes_echo]
+    groups:
+      main:
+        models: [slow_double]
+        cards: 3
+        templates:
+          t: {spec: 1C/1G/A30-24G*1, queues: {dc1: dc1-gpu}, replicas: 1, loads: [slow_double]}
+        autoscaling: {min: 1, max: 3, target_in_flight: 2, stable_window_s: 6, panic_window_s: 2}
+      light:
+        models: [bytes_echo]
+        cards: 0
+        templates:
+          cpu: {spec: 1C/1G, queues: {dc1: dc1-cpu}, replicas: 1, loads: [bytes_echo]}
+"""
+
+ECHO = {"inputs": [{"name": "text", "shape": [1, 1], "datatype": "BYTES", "data": ["hi"]}]}
+DOUBLE = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1.0, 2.0]}]}
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
+    repository = tmp_path / "models"
+    slow_double(repository, delay=0.2)
+    bytes_echo(repository)
+    spec = tmp_path / "platform.yaml"
+    spec.write_text(SPEC)
+    yield spec, tmp_path / "state", repository
+
+
+def load(gateway: str, stop: threading.Event, errors: list[str]) -> None:
+    with httpx.Client(timeout=30) as client:
+        while not stop.is_set():
+            response = client.post(f"{gateway}/v2/models/slow_double/infer", json=DOUBLE)
+            if response.status_code != 200:
+                errors.append(response.text)
+
+
+def test_up_serves_through_the_gateway_scales_with_load_within_quota_and_heals(
+    files: tuple[Path, Path, Path],
+) -> None:
+    spec, state, repository = files
+    with running_platform(
+        spec, state, repository, "--autoscale-every", "1", expected_instances=2
+    ) as platform:
+        # callers name only the model; the gateway finds the group that serves it
+        answer = httpx.post(f"{platform.gateway}/v2/models/slow_double/infer", json=DOUBLE)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["outputs"][0]["data"] == [1002.0, 1004.0]  # version 1 adds 1000
+        echo = httpx.post(f"{platform.gateway}/v2/models/bytes_echo/infer", json=ECHO)
+        assert echo.status_code == 200, echo.text
+
+        ledger = platform.get("/api/v1/ledger")
+        assert ledger["running_by_group"][MAIN] == {"instances": 1, "gpu_instances": 1, "cards": 1}
+        assert ledger["running_by_group"][f"{SERVICE}/light"]["gpu_instances"] == 0
+
+        # 12 callers on a 0.2 s model keep ~12 requests in flight: want 6 replicas, the
+        # quota holds 2 cards, so the group grows to 2 and the decision says why
+        stop, errors = threading.Event(), []
+        callers = [
+            threading.Thread(target=load, args=(platform.gateway, stop, errors)) for _ in range(12)
+        ]
+        for caller in callers:
+            caller.start()
+        try:
+            wait_until(lambda: len(platform.instances(MAIN)) == 2, timeout=60, interval=0.5)
+            decisions = platform.get("/api/v1/autoscale")["groups"][0]["decisions"]
+            assert any(d["bound_by"] == "quota" and d["replicas"] == 2 for d in decisions)
+            assert platform.get("/api/v1/ledger")["running_by_group"][MAIN]["cards"] == 2
+        finally:
+            stop.set()
+            for caller in callers:
+                caller.join()
+        assert errors == []
+        events = platform.get(f"/api/v1/groups/{MAIN}/events")["events"]
+        assert next(e["to"] for e in events if e["action"] == "autoscale") == {"replicas": 2}
+
+        # idle for a stable window: back to the minimum
+        wait_until(lambda: len(platform.instances(MAIN)) == 1, timeout=60, interval=0.5)
+
+        # a dead instance is replaced in its slot
+        victim = platform.instances(f"{SERVICE}/light")[0]
+        os.kill(victim["pid"], signal.SIGKILL)
+
+        def replaced() -> bool:
+            now = platform.instances(f"{SERVICE}/light")
+            return len(now) == 1 and now[0]["name"] != victim["name"] and now[0]["live"]["up"]
+
+        wait_until(replaced, timeout=90, interval=0.5)
+        echo = httpx.post(f"{platform.gateway}/v2/models/bytes_echo/infer", json=ECHO)
+        assert echo.status_code == 200, echo.text
+    assert "stopped com.example.double/main" in platform.log.read_text()
+
+
+def test_dry_run_only_recommends(files: tuple[Path, Path, Path]) -> None:
+    spec, state, repository = files
+    with running_platform(
+        spec,
+        state,
+        repository,
+        "--autoscale",
+        "dry-run",
+        "--autoscale-every",
+        "1",
+        expected_instances=2,
+    ) as platform:
+        stop, errors = threading.Event(), []
+        callers = [
+            threading.Thread(target=load, args=(platform.gateway, stop, errors)) for _ in range(12)
+        ]
+        for caller in callers:
+            caller.start()
+        try:
+
+            def recommended() -> bool:
+                actions = platform.get("/api/v1/autoscale")["groups"][0]["actions"]
+                return any(a["outcome"] == "recommended (dry run)" for a in actions)
+
+            wait_until(recommended, timeout=60, interval=0.5)
+        finally:
+            stop.set()
+            for caller in callers:
+                caller.join()
+        assert errors == []
+        assert len(platform.instances(MAIN)) == 1
+
+
+def test_api_errors_are_error_lines(files: tuple[Path, Path, Path]) -> None:
+    spec, state, repository = files
+    with running_platform(spec, state, repository, "--autoscale", "off", expected_instances=2) as p:
+        bad = httpx.post(f"{p.control}/api/v1/groups/{MAIN}/release/step", content=b"{nope")
+        assert bad.status_code == 400 and "rule=platform/api" in bad.json()["error"]
+        missing = httpx.post(f"{p.control}/api/v1/groups/{MAIN}/release/start", json={})
+        assert missing.status_code == 400 and "lacks 'model'" in missing.json()["error"]
+        no_release = httpx.post(f"{p.control}/api/v1/groups/{MAIN}/release/step", json={})
+        assert no_release.status_code == 400, no_release.text
+        assert "no release in progress" in no_release.json()["error"]
+        unknown = httpx.get(f"{p.control}/api/v1/rejections/{SERVICE}/nope")
+        assert unknown.status_code == 404 and "remembers request id nope" in unknown.text
