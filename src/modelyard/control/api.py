@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 from aiohttp import web
 
-from modelyard.control.apply import State, effective_replicas, status_rows
+from modelyard.control.apply import ACTOR, State, effective_replicas, status_rows
 from modelyard.control.collector import InstanceView
 from modelyard.control.ledger import build_ledger, expand
 from modelyard.control.plane import ControlPlane
@@ -62,6 +62,7 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
             await guard.check(call)
         except GovernanceError as error:
             return _error(error)
+        request["principal"] = call.principal
     try:
         return await handler(request)
     except ModelyardError as error:
@@ -89,7 +90,9 @@ def make_app(plane: ControlPlane, auth: AuthConfig | None = None) -> web.Applica
 
 async def _console_file(request: web.Request) -> web.Response:
     name, content_type = _CONSOLE_FILES[request.path]
-    text = resources.files("modelyard.control").joinpath("console", name).read_text("utf-8")
+    text = (
+        resources.files("modelyard.control").joinpath("console").joinpath(name).read_text("utf-8")
+    )
     return web.Response(text=text, content_type=content_type)
 
 
@@ -437,6 +440,8 @@ async def _release(request: web.Request) -> web.Response:
                 rule="platform/api",
                 where='send a JSON object, e.g. {"percent": 50}',
             )
+    principal = request.get("principal") or "anonymous"
+    ACTOR.set(f"{principal} via the control API ({request.remote})")
     try:
         numbers = await plane.release(key, request.match_info["action"], body)
     except ReleaseError as error:

@@ -20,6 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,8 +118,12 @@ def spec_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+# who acts, when not the user at this terminal: the control plane's API sets it per request
+ACTOR: ContextVar[str | None] = ContextVar("modelyard_actor", default=None)
+
+
 def actor() -> str:
-    return os.environ.get("MODELYARD_ACTOR") or os.environ.get("USER") or "unknown"
+    return ACTOR.get() or os.environ.get("MODELYARD_ACTOR") or os.environ.get("USER") or "unknown"
 
 
 def slot_of(instance: LaunchedInstance) -> Slot:

@@ -81,8 +81,8 @@ def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
             return "infer", match["model"], match["version"]
         interface = "health" if action == "/ready" else "metadata"
         return interface, match["model"], match["version"]
-    if path == LIVE_STATS_PATH:  # read-only numbers, like /v2/models/stats
-        return "metadata", None, None
+    if path == LIVE_STATS_PATH:  # the control plane's poll: monitoring, like /metrics
+        return "health", None, None
     if path.startswith("/v2/repository/") or path.startswith("/v2/modelyard/"):
         match = _REPOSITORY_ROUTE.match(path)
         return "admin", match["model"] if match else None, None

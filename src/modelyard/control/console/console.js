@@ -113,7 +113,9 @@ async function drawGovernance() {
           h("span", { class: "muted" }, `${group.cards} card(s) · models ${group.models.join(", ")}`)),
         h("table", {}, h("tr", {}, ["instance", "health", "address", "dc", "queue", "spec", "role", "weight", "in flight"].map((t) => h("th", {}, t))), rows)));
     }
+    // health is the control plane's own polling: not traffic worth a row
     const interfaces = new Set([...Object.keys(gov.admitted), ...Object.keys(gov.rejected), ...service.interfaces]);
+    interfaces.delete("health");
     const ifaceRows = [...interfaces].sort().map((iface) => {
       const points = (gov.series || {})[iface] || [];
       const last = points[points.length - 1] || { admitted_per_s: null, rejected_per_s: {} };

@@ -1,0 +1,1 @@
+"""The control plane: spec, ledger, plan / apply, releases, autoscaling, the API and console."""

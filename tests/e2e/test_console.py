@@ -1,0 +1,261 @@
+"""The console in a real headless browser (Debian's chromium, driven by Selenium).
+
+A control plane runs real instances under load; the page must show them live,
+show a rejection once a rate limit fires (with its error line and where to
+change the rule), and show a release's state change after a rollback. Each
+view's screenshot is saved under ``test-artifacts/console/`` (or
+``$MODELYARD_ARTIFACTS``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+from modelyard.governance.auth import hash_secret
+from tests.support.models import bytes_echo, slow_double
+from tests.support.platform import RunningPlatform, running_platform
+
+SERVICE = "com.example.double"
+MAIN = f"{SERVICE}/main"
+ARTIFACTS = Path(os.environ.get("MODELYARD_ARTIFACTS", "test-artifacts")) / "console"
+
+SPEC = """
+quotas:
+  q:
+    owner: {org: test}
+    cpu_cores: 64
+    memory_gb: 64
+    cards: {dc1: {A30-24G: 4}}
+queues:
+  dc1-gpu: {data_center: dc1, pool: gpu, gpu_models: [A30-24G]}
+  dc1-cpu: {data_center: dc1, pool: cpu}
+services:
+  com.example.double:
+    interfaces: [infer, metadata]
+    quota: q
+    data_centers: [dc1]
+    total_cards: 2
+    models: [slow_double, bytes_echo]
+    groups:
+      main:
+        models: [slow_double]
+        cards: 2
+        templates:
+          t: {spec: 1C/1G/A30-24G*1, queues: {dc1: dc1-gpu}, replicas: 1, loads: [slow_double]}
+      light:
+        models: [bytes_echo]
+        cards: 0
+        templates:
+          cpu: {spec: 1C/1G, queues: {dc1: dc1-cpu}, replicas: 1, loads: [bytes_echo]}
+"""
+
+RULES = """
+limits:
+  infer:
+    instance_qps: 4
+breakers:
+  slow-double: {interface: infer, model: slow_double, kind: slow_call_ratio, threshold: 0.9,
+                slow_call_ms: 5000, window_s: 10, min_requests: 5, recovery_s: 5}
+"""
+
+DOUBLE = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1.0, 2.0]}]}
+
+
+def chromium() -> tuple[str, str]:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    assert browser and driver, "the console tests need Debian's chromium and chromium-driver"
+    return browser, driver
+
+
+@pytest.fixture
+def browser() -> Iterator[WebDriver]:
+    binary, driver_path = chromium()
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(flag)
+    options.add_argument("--window-size=1400,1000")
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path, Path]:
+    repository = tmp_path / "models"
+    slow_double(repository, delay=0.02)
+    bytes_echo(repository)
+    spec = tmp_path / "platform.yaml"
+    spec.write_text(SPEC)
+    return spec, tmp_path / "state", repository
+
+
+def wait_for(driver: WebDriver, css: str, timeout: float = 30.0, text: str | None = None) -> None:
+    def found(d: WebDriver) -> bool:
+        elements = d.find_elements(By.CSS_SELECTOR, css)
+        return bool(elements) and (text is None or any(text in e.text for e in elements))
+
+    try:
+        WebDriverWait(driver, timeout, poll_frequency=0.2).until(found)
+    except TimeoutException:
+        screenshot(driver, "failed")
+        status = driver.find_element(By.ID, "status").text
+        raise AssertionError(
+            f"no {css!r} with {text!r} in {timeout:g}s (status: {status})"
+        ) from None
+
+
+def show(driver: WebDriver, view: str) -> None:
+    driver.find_element(By.CSS_SELECTOR, f'nav button[data-view="{view}"]').click()
+    wait_for(driver, f"#view-{view}:not([hidden])")
+
+
+def screenshot(driver: WebDriver, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    assert driver.save_screenshot(str(ARTIFACTS / f"{name}.png"))
+
+
+def load(platform: RunningPlatform, stop: threading.Event) -> None:
+    with httpx.Client(timeout=30) as client:
+        while not stop.is_set():
+            client.post(f"{platform.gateway}/v2/models/slow_double/infer", json=DOUBLE)
+            stop.wait(0.02)
+
+
+def modelyard(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "modelyard.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_console_shows_live_maps_a_fired_rate_limit_and_a_rollback(
+    files: tuple[Path, Path, Path], browser: WebDriver, tmp_path: Path
+) -> None:
+    spec, state, repository = files
+    with running_platform(
+        spec, state, repository, "--autoscale", "off", expected_instances=2
+    ) as platform:
+        rules = tmp_path / "rules.yaml"
+        rules.write_text(RULES)
+        applied = modelyard("rules", "apply", SERVICE, "-f", str(rules), "--registry",
+                            platform.registry)  # fmt: skip
+        assert applied.returncode == 0, applied.stderr
+        stop = threading.Event()
+        caller = threading.Thread(target=load, args=(platform, stop))
+        caller.start()
+        try:
+            browser.get(platform.control + "/")
+            # the governance map: both live instances with their queue and health
+            wait_for(browser, ".instance", text="up")
+            rows = browser.find_elements(By.CSS_SELECTOR, ".instance")
+            assert len(rows) == 2
+            assert any("dc1-gpu" in r.text for r in rows) and any("dc1-cpu" in r.text for r in rows)
+            # the limit fires: its rule, then one rejection with its line and the change
+            wait_for(browser, '.rejection-rule[data-rule="ratelimit/instance-qps"]', timeout=40)
+            wait_for(browser, '.breaker[data-rule="breaker/slow-double"]', text="closed")
+            wait_for(browser, ".rejection", timeout=20)
+            browser.find_elements(By.CSS_SELECTOR, ".rejection")[0].click()
+            wait_for(browser, "#rejection-line", text="rule=ratelimit/instance-qps")
+            wait_for(
+                browser, '#rejection-explanation tr[data-row="change"]', text="modelyard rules"
+            )
+            screenshot(browser, "governance")
+            browser.find_element(By.ID, "rejection-close").click()
+
+            # the inference map: the model's engine, batch sizes and latency over time
+            show(browser, "inference")
+            model = '.inf-model[data-model="slow_double/1"]'
+            wait_for(browser, model, text="engine python")
+            wait_for(browser, f"{model} .legend", text="ms / p99")
+            wait_for(browser, f"{model} polyline", timeout=20)
+            screenshot(browser, "inference")
+        finally:
+            stop.set()
+            caller.join()
+
+        # the ledger: a canary, then a rollback, and the release state follows
+        slow_double(repository, delay=0.02, versions=(2,))
+        started = platform.post(
+            f"/api/v1/groups/{MAIN}/release/start",
+            {"model": "slow_double", "version": "2", "percent": 50},
+        )
+        assert started.status_code == 200, started.text
+        show(browser, "ledger")
+        group = f'.ledger-group[data-group="{MAIN}"]'
+        wait_for(browser, f"{group} .release-state", text="canary")
+        wait_for(browser, "#quota-table .quota-row", text="A30-24G")
+        screenshot(browser, "ledger-canary")
+        promoted = platform.post(f"/api/v1/groups/{MAIN}/release/promote", {})
+        assert promoted.status_code == 200, promoted.text
+        rolled = platform.post(f"/api/v1/groups/{MAIN}/release/rollback", {"revision": 1})
+        assert rolled.status_code == 200, rolled.text
+        wait_for(browser, f"{group} .release-state", text="stable")
+        wait_for(browser, f'{group} .event[data-action="rollback to revision 1"]')
+        last = platform.get(f"/api/v1/groups/{MAIN}/events")["events"][-1]
+        assert last["actor"].startswith("anonymous via the control API")
+        screenshot(browser, "ledger")
+
+
+def test_console_asks_for_a_key_when_auth_is_on(
+    files: tuple[Path, Path, Path], browser: WebDriver, tmp_path: Path
+) -> None:
+    spec, state, repository = files
+    auth = tmp_path / "control.yaml"
+    auth.write_text(
+        "service: modelyard.control\n"
+        "auth:\n"
+        "  enabled: true\n"
+        "  principals:\n"
+        f"    operator: {{api_keys: ['{hash_secret('op-key')}'], allow: {{metadata: ['*']}}}}\n"
+    )
+    with running_platform(
+        spec,
+        state,
+        repository,
+        "--autoscale",
+        "off",
+        "--auth-file",
+        str(auth),
+        api_key="op-key",
+        expected_instances=2,
+    ) as platform:
+        anonymous = httpx.get(f"{platform.control}/api/v1/overview")
+        assert anonymous.status_code == 401 and "rule=auth/unauthenticated" in anonymous.text
+        # metadata may read, but releases are admin
+        refused = platform.post(f"/api/v1/groups/{MAIN}/release/abort", {})
+        assert refused.status_code == 403 and "may not call interface admin" in refused.text
+
+        browser.get(platform.control + "/")
+        wait_for(browser, "#auth-form:not([hidden])")
+        assert browser.find_elements(By.CSS_SELECTOR, ".instance") == []
+        browser.find_element(By.ID, "api-key").send_keys("wrong")
+        browser.find_element(By.CSS_SELECTOR, "#auth-form button").click()
+        wait_for(browser, "#auth-error", text="unknown API key")
+        field = browser.find_element(By.ID, "api-key")
+        field.clear()
+        field.send_keys("op-key")
+        browser.find_element(By.CSS_SELECTOR, "#auth-form button").click()
+        wait_for(browser, ".instance", text="up")
+        assert browser.find_element(By.ID, "auth-form").get_attribute("hidden") is not None
+        screenshot(browser, "auth")
