@@ -52,3 +52,16 @@ def test_autoscale_explain_names_the_bound(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert any("bound by max_replicas" in line for line in lines)
     assert "panic" in lines[-1]
+
+
+def test_autoscale_explain_clamps_by_what_the_quota_holds(tmp_path: Path) -> None:
+    # the gpu group runs 3 replicas in each of 2 data centres: its 6 cards are its whole share
+    trace = tmp_path / "trace.csv"
+    trace.write_text("".join(f"{t},400\n" for t in range(1, 21)))
+    result = modelyard(
+        "platform", "autoscale", "explain", "com.example.search.ranker/gpu",
+        "-f", str(EXAMPLE), "--trace", str(trace), "--current", "3",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.splitlines()[-1]
+    assert "set 3 (from 3; bound by quota)" in last, result.stdout

@@ -13,9 +13,11 @@ import yaml
 from modelyard.cli.platform_ops import OPS, add_ops_arguments, run_ops
 from modelyard.cli.platform_up import add_up_arguments, run_up
 from modelyard.clock import FakeClock
-from modelyard.control.autoscale import Autoscaler, AutoscaleRule
+from modelyard.control.apply import State
+from modelyard.control.autoscale import Autoscaler
 from modelyard.control.kubernetes import render
 from modelyard.control.ledger import build_ledger, validate
+from modelyard.control.scaling import instances_per_replica, quota_max, rule_of
 from modelyard.control.spec import PlatformSpec, read_platform_spec
 from modelyard.errors import Code, ConfigError
 
@@ -123,14 +125,10 @@ def _explain(spec: PlatformSpec, args: argparse.Namespace) -> int:
             rule="platform/unknown-group",
             where="SERVICE/GROUP as named under services in the spec",
         )
-    raw = group.autoscaling
-    rule = AutoscaleRule(
-        min_replicas=int(raw.get("min", 1)),
-        max_replicas=int(raw.get("max", 10)),
-        target_in_flight=float(raw.get("target_in_flight", 8)),
-        stable_window_s=float(raw.get("stable_window_s", 60)),
-        panic_window_s=float(raw.get("panic_window_s", 6)),
-    )
+    rule = rule_of(group)
+    per_replica = instances_per_replica(group)  # one replica: an instance per template and dc
+    # the quota's room for this group, with the rest of the spec as written
+    ceiling = quota_max(spec, State(Path(".")), service_name, group, rule.max_replicas)
     clock = FakeClock(0.0)
     scaler = Autoscaler(rule, clock)
     template_replicas = sum(t.replicas for t in group.templates.values())
@@ -142,9 +140,9 @@ def _explain(spec: PlatformSpec, args: argparse.Namespace) -> int:
                 continue
             seconds, in_flight = float(row[0]), float(row[1])
             clock.now = seconds
-            scaler.observe(in_flight)
+            scaler.observe(in_flight / per_replica)
             if seconds >= next_decision:
-                decision = scaler.decide(replicas)
+                decision = scaler.decide(replicas, ceiling if ceiling is not None else 0)
                 replicas = decision.replicas
                 print(decision.explain())
                 next_decision = seconds + args.every

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from modelyard.control import release
 from modelyard.control.apply import (
     State,
@@ -15,6 +17,7 @@ from modelyard.control.apply import (
     down,
     make_plan,
     stale_reason,
+    state_lock,
     status_rows,
 )
 from modelyard.control.spec import read_platform_spec
@@ -23,8 +26,16 @@ OPS = ("plan", "apply", "status", "down", "release")
 
 
 def add_ops_arguments(commands: Any) -> None:
-    def state_dir(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--state", type=Path, required=True, metavar="DIR")
+    def state_dir(parser: argparse.ArgumentParser, control: bool = False) -> None:
+        parser.add_argument("--state", type=Path, required=not control, metavar="DIR")
+        if control:
+            parser.add_argument(
+                "--control",
+                metavar="URL",
+                help="act through a running control plane's API (modelyard platform up), "
+                "e.g. http://127.0.0.1:7070",
+            )
+            parser.add_argument("--api-key", default=None, help="when the control API has auth")
 
     plan = commands.add_parser("plan", help="the change between the applied state and the spec")
     plan.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
@@ -37,13 +48,14 @@ def add_ops_arguments(commands: Any) -> None:
     apply.add_argument("--registry", default=None, metavar="URL", help="default: DIR/registry.db")
     for name, text in (("status", "the launched instances"), ("down", "stop every instance")):
         command = commands.add_parser(name, help=text)
-        state_dir(command)
+        state_dir(command, control=name == "status")
         if name == "status":
             command.add_argument("--json", action="store_true")
     rel = commands.add_parser("release", help="canary releases of model versions per group")
     actions = rel.add_subparsers(dest="release_command", required=True)
     for name, text in (
         ("start", "reserve the surge, start canaries of the new versions"),
+        ("move", "move a model into this group (the spec binds it here): canaries, then weights"),
         ("step", "move the canaries' traffic share"),
         ("promote", "100 % new: replace the old instances"),
         ("pause", "hold the release where it is"),
@@ -53,13 +65,14 @@ def add_ops_arguments(commands: Any) -> None:
     ):
         command = actions.add_parser(name, help=text)
         command.add_argument("target", metavar="SERVICE/GROUP")
-        state_dir(command)
-        if name in ("start", "promote", "rollback"):
+        state_dir(command, control=True)
+        if name in ("start", "move", "promote", "rollback"):
             command.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
-        if name == "start":
+        if name in ("start", "move"):
             command.add_argument("--model", required=True)
+        if name == "start":
             command.add_argument("--version", required=True)
-        if name in ("start", "step"):
+        if name in ("start", "move", "step"):
             command.add_argument("--percent", type=float, default=None)
         if name == "step":
             command.add_argument("--resume", action="store_true")
@@ -68,28 +81,90 @@ def add_ops_arguments(commands: Any) -> None:
 
 
 def run_ops(args: argparse.Namespace) -> int:
+    if getattr(args, "control", None):
+        return _via_control(args)
+    if args.state is None:
+        print("[platform] NO_STATE: pass --state DIR, or --control URL of a running control plane")
+        return 1
+    with state_lock(args.state):  # a running control plane changes the same state
+        return _run_ops(args, State.load(args.state))
+
+
+def _run_ops(args: argparse.Namespace, state: State) -> int:
     command = args.platform_command
-    state = State.load(args.state)
     if command == "plan":
         return _plan(args, state)
     if command == "apply":
         return _apply(args, state)
     if command == "status":
-        rows = status_rows(state)
-        if args.json:
-            print(json.dumps(rows, indent=2))
-        for row in [] if args.json else rows:
-            print(
-                f"{row['name']:<56} {'alive' if row['alive'] else 'DEAD':<6} pid {row['pid']:<7} "
-                f"{row['http']:<16} {row['group']} template {row['template']} {row['role']} "
-                f"weight {row['weight']:g}"
-            )
+        _print_status(status_rows(state), args.json)
         return 0
     if command == "down":
         for line in down(state):
             print(line)
         return 0
     return _release(args, state)
+
+
+def _print_status(rows: list[dict[str, Any]], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        print(
+            f"{row['name']:<56} {'alive' if row['alive'] else 'DEAD':<6} pid {row['pid']:<7} "
+            f"{row['http']:<16} {row['group']} template {row['template']} {row['role']} "
+            f"weight {row['weight']:g}"
+        )
+
+
+def _via_control(args: argparse.Namespace) -> int:
+    """The same commands through the control plane's HTTP API (docs/control-api.md)."""
+    base = args.control.rstrip("/")
+    headers = {"x-api-key": args.api_key} if args.api_key else {}
+    try:
+        if args.platform_command == "status":
+            response = httpx.get(f"{base}/api/v1/overview", headers=headers, timeout=30)
+            if response.status_code == 200:
+                rows = [
+                    {k: v for k, v in i.items() if k != "live"}
+                    for s in response.json()["services"]
+                    for g in s["groups"]
+                    for i in g["instances"]
+                ]
+                _print_status(rows, args.json)
+                return 0
+        elif args.release_command == "history":
+            url = f"{base}/api/v1/groups/{args.target}/events"
+            response = httpx.get(url, headers=headers, timeout=30)
+            if response.status_code == 200:
+                for event in response.json()["events"]:
+                    print(json.dumps(event, sort_keys=True))
+                return 0
+        else:
+            body = {
+                k: getattr(args, k)
+                for k in ("model", "version", "percent", "resume", "revision")
+                if getattr(args, k, None) is not None
+            }
+            url = f"{base}/api/v1/groups/{args.target}/release/{args.release_command}"
+            response = httpx.post(url, json=body, headers=headers, timeout=600)
+            if response.status_code == 200:
+                doc = response.json()
+                print(f"{doc['group']}: {json.dumps(doc['release'], sort_keys=True)}")
+                return 0
+    except httpx.HTTPError as error:
+        print(f"[platform] UNREACHABLE: {base}: {error}")
+        return 1
+    doc = (
+        response.json()
+        if response.headers.get("content-type", "").startswith("application/json")
+        else {}
+    )
+    for line in doc.get("findings", []):
+        print(line)
+    print(doc.get("error") or f"[platform] HTTP {response.status_code} from {base}")
+    return 1
 
 
 def _plan(args: argparse.Namespace, state: State) -> int:
@@ -171,6 +246,9 @@ def _release(args: argparse.Namespace, state: State) -> int:
                 pins = {args.model: args.version}
                 numbers = release.start(spec, state, key, pins, args.percent)
                 print(f"{key}: {numbers['percent']:g} % new ({args.model} {args.version})")
+            elif action == "move":
+                numbers = release.move(spec, state, key, args.model, args.percent)
+                print(f"{key}: {numbers['percent']:g} % of {args.model} moved here")
             elif action == "promote":
                 revision = release.promote(spec, state, key)
                 print(f"{key}: promoted, group revision {revision}")

@@ -147,6 +147,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECS",
         help="the entry expires this long after the last heartbeat (etcd: at least 2)",
     )
+    discovery.add_argument(
+        "--deregister-grace",
+        type=float,
+        default=1.0,
+        metavar="SECS",
+        help="on SIGTERM, keep serving this long after deregistering, so callers' registry "
+        "views drop the instance before its port closes",
+    )
 
 
 def _is_loopback(host: str) -> bool:
@@ -267,6 +275,8 @@ async def serve(args: argparse.Namespace) -> None:
     async def deregister() -> None:
         if publisher is not None:
             await publisher.stop()
+            # keep answering while callers' registry views drop this instance
+            await asyncio.sleep(args.deregister_grace)
 
     server = _Server(config, before_exit=deregister)
     auth_on = governance is not None and governance.config.auth.enabled

@@ -276,6 +276,20 @@ def wait_registered(
         time.sleep(0.1)
 
 
+def wait_listed(registry_url: str, instance: LaunchedInstance, timeout: float = 30.0) -> None:
+    """Wait until ``instance`` is in the registry: callers can find it before an old one stops."""
+    deadline = time.monotonic() + timeout
+    while instance.name not in {i.instance_id for i in registered(registry_url, instance.service)}:
+        if time.monotonic() > deadline:
+            raise ConfigError(
+                f"instance {instance.name} is not in the registry after {timeout:g}s",
+                code=Code.UNAVAILABLE,
+                rule="platform/registry",
+                where=f"its log, {instance.log}",
+            )
+        time.sleep(0.05)
+
+
 def expected_registry(state: State) -> dict[str, dict[str, float | None]]:
     expected: dict[str, dict[str, float | None]] = {}
     for instance in state.instances:
@@ -323,6 +337,7 @@ def apply_plan(spec: PlatformSpec, state: State, plan: Plan) -> list[str]:
             done.append(f"started {instance.name} pid {instance.pid} port {instance.http_port}")
         for instance in started:
             launcher.wait_ready(instance)
+            wait_listed(state.registry, instance)
         for instance in [i for i in state.instances if i.name in plan.stop]:
             launcher.stop(instance)
             state.instances.remove(instance)

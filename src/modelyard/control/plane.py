@@ -290,7 +290,8 @@ class ControlPlane:
             "bound_by": decision.bound_by,
             "explain": decision.explain(),
         }
-        if key in state.releases:
+        moving_out = any(r.get("from_group") == key for r in state.releases.values())
+        if key in state.releases or moving_out:
             action["outcome"] = "held: a release of the group is in progress"
         elif self.config.autoscale == "dry-run":
             action["outcome"] = "recommended (dry run)"
@@ -331,6 +332,8 @@ class ControlPlane:
             if action == "start":
                 pins = {str(body["model"]): str(body["version"])}
                 return release.start(spec, state, key, pins, body.get("percent"))
+            if action == "move":
+                return release.move(spec, state, key, str(body["model"]), body.get("percent"))
             if action == "step":
                 return release.step(
                     state, key, body.get("percent"), resume=bool(body.get("resume"))
@@ -349,7 +352,7 @@ class ControlPlane:
                 f"no release action '{action}'",
                 code=Code.NOT_FOUND,
                 rule="platform/release",
-                where="start, step, pause, abort, promote or rollback",
+                where="start, move, step, pause, abort, promote or rollback",
             )
 
         return dict(await self.locked(run))

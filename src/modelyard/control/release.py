@@ -10,13 +10,17 @@ and replaces the other old instances one at a time (never more than the
 reserved surge at once); ``abort`` stops the canaries; ``rollback`` is a
 release to a recorded group revision, started at 100 % and promoted.
 
-Moving a model from group A to group B is a release too: B's instances that
-load the model are B's canaries for it, A's are the old ones, and weights
-move the model's traffic from A to B step by step before A stops loading it.
-``validate`` allows one owning group per model (MODEL_BOUND_TWICE), so today
-a move is one spec edit (the model leaves A's models and loads, joins B's)
-applied with ``plan`` / ``apply``, which starts B's changed instances before
-it stops A's; the weighted cross-group move is not implemented.
+Moving a model from group A to group B is a release too (``move``), started
+once the spec binds the model to B. B gets one canary per template and data
+centre, loading its templates' models, the moved one included; weights then
+move the model's traffic from A's instances to B's canaries step by step.
+Weights are per instance, but they only matter among the instances that
+serve a model: A's other models are served by A alone, B's by B's old
+instances and its canaries (the same versions), so only the moved model's
+traffic shifts. ``promote`` makes the canaries stable and replaces B's other
+instances and A's (whose template no longer loads the model), each started
+before the old one stops. Callers name the service and the model
+throughout and never change.
 
 Every group keeps an append-only record in ``events/<service>/<group>.jsonl``.
 """
@@ -36,6 +40,7 @@ from modelyard.control.apply import (
     launcher_for,
     new_instance,
     registered,
+    wait_listed,
     wait_registered,
 )
 from modelyard.control.launcher import LaunchedInstance
@@ -117,9 +122,19 @@ def _served_versions(state: State, key: str, models: list[str]) -> dict[str, str
     return versions
 
 
+def _moved_from(state: State, release: dict[str, Any]) -> list[LaunchedInstance]:
+    """The instances a move takes its model away from."""
+    return [
+        i for i in _members(state, release["from_group"], "stable") if release["model"] in i.loads
+    ]
+
+
 def _set_weights(state: State, key: str, percent: float) -> dict[str, float]:
     launcher = launcher_for(state)
     old, new = _members(state, key, "stable"), _members(state, key, "canary")
+    release = state.releases.get(key) or {}
+    if release.get("kind") == "move":
+        old = _moved_from(state, release)
     if percent <= 0:
         old_weight, new_weight = 1.0, 0.0
     elif percent >= 100:
@@ -138,52 +153,26 @@ def start(
     spec: PlatformSpec, state: State, key: str, pins: dict[str, str], percent: float | None
 ) -> dict[str, Any]:
     _group(spec, key)
-    if key in state.releases:
-        raise ReleaseError(f"a release of {key} is in progress; promote, abort or rollback it")
+    _idle(state, key)
     old = _members(state, key, "stable")
     if not old:
         raise ReleaseError(f"{key} runs no instances; apply the spec first")
     first: dict[tuple[str, str], LaunchedInstance] = {}
     for instance in sorted(old, key=lambda i: i.index):
         first.setdefault((instance.template, instance.data_center), instance)
-    quota = spec.services[old[0].service].quota
-    reserved: Counter[tuple[str, str, str]] = Counter()
-    for instance in first.values():
-        if instance.cards:
-            gpu = instance.spec.split("/")[2].split("*")[0]
-            reserved[(quota, instance.data_center, gpu)] += instance.cards
-    total = Counter(state.reserved())
-    total.update(reserved)
-    findings = validate(spec, reserved=dict(total))
-    if findings:
-        raise ReleaseError(
-            f"release of {key} refused before anything started: the ledger cannot hold "
-            f"its surge of {sum(reserved.values())} card(s)",
-            findings,
-        )
-    before = _served_versions(state, key, list(pins))
-    revisions = state.group_revisions.setdefault(key, [])
-    if not revisions:
-        revisions.append({"revision": 1, "versions": before, "at": time.time()})
-    launcher = launcher_for(state)
     canaries = []
     for instance in first.values():
         slot = (instance.service, instance.group, instance.template, instance.data_center, 0)
         canary = new_instance(spec, slot, state, "canary", {**state.versions.get(key, {}), **pins})
         canary.name = canary.name.replace("/0@", "/canary@")
         canary.index = instance.index
-        canary.weight = 0.0
-        launcher.start(canary)
-        state.instances.append(canary)
         canaries.append(canary)
-    try:
-        for canary in canaries:
-            launcher.wait_ready(canary)
-    except RuntimeError:
-        for canary in canaries:
-            launcher.stop(canary)
-            state.instances.remove(canary)
-        raise
+    reserved = _reserve(spec, state, key, canaries, f"release of {key}")
+    before = _served_versions(state, key, list(pins))
+    revisions = state.group_revisions.setdefault(key, [])
+    if not revisions:
+        revisions.append({"revision": 1, "versions": before, "at": time.time()})
+    _start_canaries(launcher_for(state), state, canaries)
     state.releases[key] = {
         "pins": pins,
         "from": before,
@@ -202,6 +191,115 @@ def start(
     }
     state.save()
     record(state, key, "start", before, pins, numbers)
+    return step(state, key, percent)
+
+
+def _idle(state: State, key: str) -> None:
+    if key in state.releases:
+        raise ReleaseError(f"a release of {key} is in progress; promote, abort or rollback it")
+    for other, release in state.releases.items():
+        if release.get("from_group") == key:
+            raise ReleaseError(
+                f"{other} is moving {release['model']} out of {key}; finish it first"
+            )
+
+
+def _reserve(
+    spec: PlatformSpec, state: State, key: str, instances: list[LaunchedInstance], what: str
+) -> Counter[tuple[str, str, str]]:
+    """The cards ``instances`` add, checked against the ledger before anything starts."""
+    quota = spec.services[key.partition("/")[0]].quota
+    reserved: Counter[tuple[str, str, str]] = Counter()
+    for instance in instances:
+        if instance.cards:
+            gpu = instance.spec.split("/")[2].split("*")[0]
+            reserved[(quota, instance.data_center, gpu)] += instance.cards
+    total = Counter(state.reserved())
+    total.update(reserved)
+    findings = validate(spec, reserved=dict(total))
+    if findings:
+        raise ReleaseError(
+            f"{what} refused before anything started: the ledger cannot hold "
+            f"its surge of {sum(reserved.values())} card(s)",
+            findings,
+        )
+    return reserved
+
+
+def _start_canaries(
+    launcher: Any, state: State, canaries: list[LaunchedInstance]
+) -> list[LaunchedInstance]:
+    for canary in canaries:
+        canary.weight = 0.0
+        launcher.start(canary)
+        state.instances.append(canary)
+    try:
+        for canary in canaries:
+            launcher.wait_ready(canary)
+    except RuntimeError:
+        for canary in canaries:
+            launcher.stop(canary)
+            state.instances.remove(canary)
+        raise
+    return canaries
+
+
+def move(
+    spec: PlatformSpec, state: State, key: str, model: str, percent: float | None
+) -> dict[str, Any]:
+    """Start moving ``model`` into group ``key``, which the spec already binds it to."""
+    _group(spec, key)
+    service, _, group_name = key.partition("/")
+    group = spec.services[service].groups[group_name]
+    if model not in group.models:
+        raise ReleaseError(
+            f"the spec does not bind {model} to {key}: move it to that group's models and "
+            "its templates' loads first"
+        )
+    holders = [
+        i
+        for i in state.stable()
+        if i.service == service and model in i.loads and f"{i.service}/{i.group}" != key
+    ]
+    sources = sorted({f"{i.service}/{i.group}" for i in holders})
+    if len(sources) != 1:
+        raise ReleaseError(
+            f"{model} must be served by exactly one other running group of {service} to move "
+            f"it into {key} (found: {', '.join(sources) or 'none'})"
+        )
+    source = sources[0]
+    _idle(state, key)
+    _idle(state, source)
+    templates = {name: t for name, t in group.templates.items() if model in t.loads}
+    if not templates:
+        raise ReleaseError(f"no template of {key} loads {model} in the spec")
+    old = {(i.template, i.data_center): i for i in _members(state, key, "stable")}
+    pins = state.versions.get(key, {})
+    canaries = []
+    for name, template in sorted(templates.items()):
+        for dc in sorted(template.queues):
+            canary = new_instance(spec, (service, group_name, name, dc, 0), state, "canary", pins)
+            canary.name = canary.name.replace("/0@", "/move@")
+            stable = old.get((name, dc))
+            canary.index = stable.index if stable is not None else 0
+            canaries.append(canary)
+    reserved = _reserve(spec, state, key, canaries, f"moving {model} into {key}")
+    _start_canaries(launcher_for(state), state, canaries)
+    state.releases[key] = {
+        "kind": "move",
+        "model": model,
+        "from_group": source,
+        "pins": {},
+        "from": {},
+        "percent": 0.0,
+        "paused": False,
+        "reserved": [[q, dc, gpu, cards] for (q, dc, gpu), cards in sorted(reserved.items())],
+        "steps": list(group.release.get("canary_steps", [10, 50, 100])),
+    }
+    state.save()
+    numbers = {"model": model, "canaries": len(canaries), "reserved_cards": sum(reserved.values())}
+    record(state, key, "move start", {"group": source}, {"group": key}, numbers)
+    record(state, source, "move start", {"group": source}, {"group": key}, numbers)
     return step(state, key, percent)
 
 
@@ -225,15 +323,22 @@ def step(
     release["paused"] = False
     state.save()
     wait_registered(state.registry, expected_registry(state))
-    record(state, key, action, {"percent": before}, {"percent": percent}, numbers)
+    for group in _recorded_groups(key, release):
+        record(state, group, action, {"percent": before}, {"percent": percent}, numbers)
     return numbers
+
+
+def _recorded_groups(key: str, release: dict[str, Any]) -> list[str]:
+    """A move is in both groups' records; any other release only in its own."""
+    return [key, release["from_group"]] if release.get("kind") == "move" else [key]
 
 
 def pause(state: State, key: str) -> None:
     release = _active(state, key)
     release["paused"] = True
     state.save()
-    record(state, key, "pause", {"percent": release["percent"]}, "paused", {})
+    for group in _recorded_groups(key, release):
+        record(state, group, "pause", {"percent": release["percent"]}, "paused", {})
 
 
 def abort(state: State, key: str) -> None:
@@ -246,7 +351,8 @@ def abort(state: State, key: str) -> None:
     del state.releases[key]
     state.save()
     wait_registered(state.registry, expected_registry(state))
-    record(state, key, "abort", {"percent": release["percent"]}, {"percent": 0}, {})
+    for group in _recorded_groups(key, release):
+        record(state, group, "abort", {"percent": release["percent"]}, {"percent": 0}, {})
 
 
 def promote(spec: PlatformSpec, state: State, key: str, action: str = "promote") -> int:
@@ -260,22 +366,31 @@ def promote(spec: PlatformSpec, state: State, key: str, action: str = "promote")
     replaced = 0
     for canary in _members(state, key, "canary"):
         victim = next(
-            i
-            for i in old
-            if (i.template, i.data_center, i.index)
-            == (canary.template, canary.data_center, canary.index)
+            (
+                i
+                for i in old
+                if (i.template, i.data_center, i.index)
+                == (canary.template, canary.data_center, canary.index)
+            ),
+            None,
         )
         canary.role = "stable"
         launcher.set_weight(canary, 1.0)
-        launcher.stop(victim)
-        state.instances.remove(victim)
-        old.remove(victim)
-        replaced += 1
+        if victim is not None:
+            launcher.stop(victim)
+            state.instances.remove(victim)
+            old.remove(victim)
+            replaced += 1
+    if release.get("kind") == "move":
+        # the source group's instances still load the model: replace them from the spec
+        old += _moved_from(state, release)
     for victim in old:
-        fresh = new_instance(spec, _slot(victim), state, "stable", pins)
+        group_pins = pins if f"{victim.service}/{victim.group}" == key else {}
+        fresh = new_instance(spec, _slot(victim), state, "stable", group_pins)
         launcher.start(fresh)
         state.instances.append(fresh)
         launcher.wait_ready(fresh)
+        wait_listed(state.registry, fresh)
         launcher.stop(victim)
         state.instances.remove(victim)
         replaced += 1
@@ -286,14 +401,14 @@ def promote(spec: PlatformSpec, state: State, key: str, action: str = "promote")
     del state.releases[key]
     state.save()
     wait_registered(state.registry, expected_registry(state))
-    record(
-        state,
-        key,
-        action,
-        release["from"],
-        pins,
-        {"percent": 100, "replaced": replaced, "group_revision": revision},
-    )
+    numbers = {"percent": 100, "replaced": replaced, "group_revision": revision}
+    if release.get("kind") == "move":
+        moved = {"model": release["model"], **numbers}
+        for group in _recorded_groups(key, release):
+            to = {"group": key}
+            record(state, group, f"move {action}", {"group": release["from_group"]}, to, moved)
+        return revision
+    record(state, key, action, release["from"], pins, numbers)
     return revision
 
 

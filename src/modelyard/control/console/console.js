@@ -93,8 +93,23 @@ function queueVsCompute(queueMs, computeMs, width = 320) {
 
 // ---- views ----------------------------------------------------------------
 
+function rulesBlock(rules) {
+  if (!rules || !rules.current) return h("p", { class: "muted rules" }, "no central rules: each instance enforces its local service file, if any");
+  const current = rules.current;
+  return h("div", { class: "rules", "data-revision": current.revision },
+    h("p", {}, `central revision ${current.revision} by ${current.author} at ${when(current.time)} — ${current.action}`),
+    h("pre", { class: "rules-document" }, current.document),
+    h("table", { class: "rules-history" },
+      h("tr", {}, ["revision", "when", "who", "what", "diff"].map((t) => h("th", {}, t))),
+      rules.history.slice().reverse().map((r) => h("tr", { class: "rules-revision", "data-revision": r.revision },
+        h("td", {}, r.revision), h("td", {}, when(r.time)), h("td", {}, r.author), h("td", {}, r.action),
+        h("td", {}, h("pre", {}, r.diff || "")))));
+}
+
 async function drawGovernance() {
   const [overview, governance] = await Promise.all([api("/api/v1/overview"), api("/api/v1/governance")]);
+  const rulesByService = Object.fromEntries(await Promise.all(overview.services.map(async (s) =>
+    [s.name, await api(`/api/v1/rules/${encodeURIComponent(s.name)}`)])));
   const root = h("div", {});
   for (const service of overview.services) {
     const gov = governance.services[service.name] || { admitted: {}, rejected: {}, breakers: [], series: {}, recent: [] };
@@ -136,6 +151,7 @@ async function drawGovernance() {
       ? h("table", {}, gov.breakers.map((b) => h("tr", { class: "breaker", "data-rule": b.rule },
           h("td", {}, b.rule), h("td", {}, b.interface || "*"), h("td", {}, b.model || "*"), h("td", {}, badge(b.state)), h("td", { class: "muted" }, b.instance))))
       : h("p", { class: "muted" }, "no breaker rules"));
+    card.append(h("h3", {}, "rules and their history"), rulesBlock(rulesByService[service.name]));
     card.append(h("h3", {}, `recent rejections (${gov.rejections_total || 0} in all) — click one for its rule and where to change it`),
       gov.recent.length
         ? h("table", {}, gov.recent.slice(0, 15).map((r) => h("tr", { class: "rejection", "data-request-id": r.request_id, onclick: () => showRejection(service.name, r.request_id) },
