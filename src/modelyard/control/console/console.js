@@ -103,7 +103,7 @@ function rulesBlock(rules) {
       h("tr", {}, ["revision", "when", "who", "what", "diff"].map((t) => h("th", {}, t))),
       rules.history.slice().reverse().map((r) => h("tr", { class: "rules-revision", "data-revision": r.revision },
         h("td", {}, r.revision), h("td", {}, when(r.time)), h("td", {}, r.author), h("td", {}, r.action),
-        h("td", {}, h("pre", {}, r.diff || "")))));
+        h("td", {}, h("details", {}, h("summary", {}, "diff"), h("pre", {}, r.diff || "")))))));
 }
 
 async function drawGovernance() {
