@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,6 +63,16 @@ def files(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
     spec = tmp_path / "platform.yaml"
     spec.write_text(SPEC)
     yield spec, tmp_path / "state", repository
+
+
+def up(spec: Path, state: Path, repository: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "modelyard.cli.main", "platform", "up", "-f", str(spec),
+         "--state", str(state), "--model-repository", str(repository), *extra],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # fmt: skip
 
 
 def load(gateway: str, stop: threading.Event, errors: list[str]) -> None:
@@ -172,3 +184,18 @@ def test_api_errors_are_error_lines(files: tuple[Path, Path, Path]) -> None:
         assert "no release in progress" in no_release.json()["error"]
         unknown = httpx.get(f"{p.control}/api/v1/rejections/{SERVICE}/nope")
         assert unknown.status_code == 404 and "remembers request id nope" in unknown.text
+        strange = httpx.get(f"{p.control}/api/v1/rejections/{SERVICE}/%20x%20")
+        assert strange.status_code == 400 and "is not a request id" in strange.text
+        # a group name from the path reaches no file unless the spec names the group
+        outside = httpx.get(f"{p.control}/api/v1/groups/{SERVICE}/..%2F..%2Fstate/events")
+        assert outside.status_code == 404
+        nowhere = httpx.get(f"{p.control}/api/v1/groups/{SERVICE}/nope/events")
+        assert nowhere.status_code == 404 and "rule=platform/unknown-group" in nowhere.text
+
+        # a second control plane: on a busy port, or on the same state, refused with a line
+        port = p.control.rsplit(":", 1)[1]
+        busy = up(spec, state, repository, "--port", port, "--gateway-port", "-1")
+        assert busy.returncode == 1 and "rule=platform/api" in busy.stdout, busy.stdout
+        twice = up(spec, state, repository, "--port", "0", "--gateway-port", "-1")
+        assert twice.returncode == 1 and "rule=platform/control-lock" in twice.stdout
+        assert len(p.instances()) == 2 and all(i["live"]["up"] for i in p.instances())

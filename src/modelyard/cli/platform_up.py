@@ -12,7 +12,7 @@ import structlog
 from aiohttp import web
 
 from modelyard.control.plane import AUTOSCALE_MODES, ControlPlane, PlaneConfig
-from modelyard.errors import ModelyardError
+from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.logging import configure_logging
 
 log = structlog.get_logger("modelyard.control")
@@ -95,20 +95,31 @@ async def _up(args: argparse.Namespace, banner: Any) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    started = False
     runner = web.AppRunner(make_app(plane, auth), access_log=None)
     await runner.setup()
     try:
+        try:
+            await web.TCPSite(runner, args.host, args.port).start()
+        except OSError as exc:
+            raise ConfigError(
+                f"the control API cannot listen on {args.host}:{args.port}: {exc.strerror}",
+                code=Code.UNAVAILABLE,
+                rule="platform/api",
+                where="pick another port with --port",
+            ) from None
+        plane.claim()
+        started = True
         for line in await plane.start():
             log.info("applied", what=line)
-        site = web.TCPSite(runner, args.host, args.port)
-        await site.start()
         summary = _summary(plane, args)
         print(summary if banner is None else banner(plane, args, summary), flush=True)
         log.info("control_plane_ready", console=f"http://{args.host}:{args.port}/")
         await stop.wait()
     finally:
-        for line in await plane.stop():
-            log.info("stopped", what=line)
+        if started:
+            for line in await plane.stop():
+                log.info("stopped", what=line)
         await runner.cleanup()
 
 

@@ -12,6 +12,7 @@ listed in ``docs/control-api.md``.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from importlib import resources
 from typing import Any
@@ -34,6 +35,8 @@ from modelyard.protocol.status import http_status
 
 PLANE: web.AppKey[ControlPlane] = web.AppKey("plane", ControlPlane)
 AUTH: web.AppKey[AuthGuard | None] = web.AppKey("auth", AuthGuard)
+
+_REQUEST_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 
 _CONSOLE_FILES = {
     "/": ("index.html", "text/html"),
@@ -341,6 +344,13 @@ async def _rejection(request: web.Request) -> web.Response:
     """One rejection with the explanation ``modelyard explain`` prints."""
     plane = _plane(request)
     service, request_id = request.match_info["service"], request.match_info["request_id"]
+    if not _REQUEST_ID.fullmatch(request_id):
+        raise ConfigError(
+            f"'{request_id[:80]}' is not a request id",
+            code=Code.INVALID_ARGUMENT,
+            rule="platform/api",
+            where="a request id is the one a rejection's answer and error line carry",
+        )
     views = [v for v in plane.collector.views.values() if v.up and v.target.service == service]
     async with httpx.AsyncClient(timeout=1.0) as client:
         for view in views:
@@ -406,9 +416,23 @@ async def _rules(request: web.Request) -> web.Response:
     )
 
 
+def _group_key(plane: ControlPlane, request: web.Request) -> str:
+    """SERVICE/GROUP from the path, only when the spec names it: no request picks a file."""
+    service, group = request.match_info["service"], request.match_info["group"]
+    found = plane.spec.services.get(service)
+    if found is None or group not in found.groups:
+        raise ConfigError(
+            f"no group {service}/{group} in {plane.config.spec_file}",
+            code=Code.NOT_FOUND,
+            rule="platform/unknown-group",
+            where="GET /api/v1/overview lists the services and groups",
+        )
+    return f"{service}/{group}"
+
+
 async def _events(request: web.Request) -> web.Response:
     plane = _plane(request)
-    key = f"{request.match_info['service']}/{request.match_info['group']}"
+    key = _group_key(plane, request)
     state = plane.state()
     return web.json_response(
         {
@@ -421,7 +445,7 @@ async def _events(request: web.Request) -> web.Response:
 
 async def _release(request: web.Request) -> web.Response:
     plane = _plane(request)
-    key = f"{request.match_info['service']}/{request.match_info['group']}"
+    key = _group_key(plane, request)
     body: dict[str, Any] = {}
     if request.can_read_body:
         try:

@@ -14,6 +14,7 @@ while the control plane runs.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import signal
 import subprocess
@@ -96,6 +97,7 @@ class ControlPlane:
         self.started_at = time.time()
         self._tasks: list[asyncio.Task[None]] = []
         self._lock = asyncio.Lock()  # one state change at a time inside this process
+        self._claim: Any = None
 
     # ---- state -------------------------------------------------------------
 
@@ -117,6 +119,22 @@ class ControlPlane:
             return await asyncio.to_thread(run)
 
     # ---- start and stop ------------------------------------------------------
+
+    def claim(self) -> None:
+        """One control plane per state directory: hold its lock file while running."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        handle = (self.state_dir / "control.lock").open("a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise ConfigError(
+                f"another control plane runs on {self.state_dir}",
+                code=Code.FAILED_PRECONDITION,
+                rule="platform/control-lock",
+                where="stop it, or act on it with --control URL",
+            ) from None
+        self._claim = handle  # released when this process exits
 
     async def start(self) -> list[str]:
         done = await self.locked(self._apply)
@@ -364,11 +382,21 @@ def _wait_live(gateway: Gateway, timeout: float = 60.0) -> None:
     while time.monotonic() < deadline:
         assert gateway.process is not None
         if gateway.process.poll() is not None:
-            raise RuntimeError(f"the gateway of {gateway.service} exited; see {gateway.log}")
+            raise ConfigError(
+                f"the gateway of {gateway.service} on port {gateway.http_port} exited",
+                code=Code.UNAVAILABLE,
+                rule="platform/gateway",
+                where=f"its log {gateway.log}; a port in use is changed with --gateway-port",
+            )
         try:
             if httpx.get(url, timeout=1.0).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.1)
-    raise RuntimeError(f"the gateway of {gateway.service} is not live; see {gateway.log}")
+    raise ConfigError(
+        f"the gateway of {gateway.service} is not live after {timeout:g}s",
+        code=Code.UNAVAILABLE,
+        rule="platform/gateway",
+        where=f"its log {gateway.log}",
+    )
