@@ -28,41 +28,12 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from modelyard.governance.auth import hash_secret
 from tests.support.models import bytes_echo, slow_double
-from tests.support.platform import RunningPlatform, running_platform
+from tests.support.platform import SERVICE, RunningPlatform, double_spec, running_platform
 
-SERVICE = "com.example.double"
 MAIN = f"{SERVICE}/main"
 ARTIFACTS = Path(os.environ.get("MODELYARD_ARTIFACTS", "test-artifacts")) / "console"
 
-SPEC = """
-quotas:
-  q:
-    owner: {org: test}
-    cpu_cores: 64
-    memory_gb: 64
-    cards: {dc1: {A30-24G: 4}}
-queues:
-  dc1-gpu: {data_center: dc1, pool: gpu, gpu_models: [A30-24G]}
-  dc1-cpu: {data_center: dc1, pool: cpu}
-services:
-  com.example.double:
-    interfaces: [infer, metadata]
-    quota: q
-    data_centers: [dc1]
-    total_cards: 2
-    models: [slow_double, bytes_echo]
-    groups:
-      main:
-        models: [slow_double]
-        cards: 2
-        templates:
-          t: {spec: 1C/1G/A30-24G*1, queues: {dc1: dc1-gpu}, replicas: 1, loads: [slow_double]}
-      light:
-        models: [bytes_echo]
-        cards: 0
-        templates:
-          cpu: {spec: 1C/1G, queues: {dc1: dc1-cpu}, replicas: 1, loads: [bytes_echo]}
-"""
+SPEC = double_spec(quota_cards=4, main_cards=2)
 
 RULES = """
 limits:

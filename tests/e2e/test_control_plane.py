@@ -8,48 +8,24 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.support.models import bytes_echo, slow_double
-from tests.support.platform import running_platform
+from tests.support.platform import SERVICE, double_spec, running_platform
 from tests.support.servers import wait_until
 
-SERVICE = "com.example.double"
 MAIN = f"{SERVICE}/main"
 
-SPEC = """
-quotas:
-  q:
-    owner: {org: test}
-    cpu_cores: 64
-    memory_gb: 64
-    cards: {dc1: {A30-24G: 2}}
-queues:
-  dc1-gpu: {data_center: dc1, pool: gpu, gpu_models: [A30-24G]}
-  dc1-cpu: {data_center: dc1, pool: cpu}
-services:
-  com.example.double:
-    interfaces: [infer, metadata]
-    quota: q
-    data_centers: [dc1]
-    total_cards: 3
-    models: [slow_double, bytes_echo]
-    groups:
-      main:
-        models: [slow_double]
-        cards: 3
-        templates:
-          t: {spec: 1C/1G/A30-24G*1, queues: {dc1: dc1-gpu}, replicas: 1, loads: [slow_double]}
-        autoscaling: {min: 1, max: 3, target_in_flight: 2, stable_window_s: 6, panic_window_s: 2}
-      light:
-        models: [bytes_echo]
-        cards: 0
-        templates:
-          cpu: {spec: 1C/1G, queues: {dc1: dc1-cpu}, replicas: 1, loads: [bytes_echo]}
-"""
+# the quota holds 2 cards, the group's share and its autoscaling bound are 3
+SPEC = double_spec(
+    quota_cards=2,
+    main_cards=3,
+    autoscaling="{min: 1, max: 3, target_in_flight: 2, stable_window_s: 6, panic_window_s: 2}",
+)
 
 ECHO = {"inputs": [{"name": "text", "shape": [1, 1], "datatype": "BYTES", "data": ["hi"]}]}
 DOUBLE = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1.0, 2.0]}]}
@@ -75,12 +51,27 @@ def up(spec: Path, state: Path, repository: Path, *extra: str) -> subprocess.Com
     )  # fmt: skip
 
 
-def load(gateway: str, stop: threading.Event, errors: list[str]) -> None:
-    with httpx.Client(timeout=30) as client:
-        while not stop.is_set():
-            response = client.post(f"{gateway}/v2/models/slow_double/infer", json=DOUBLE)
-            if response.status_code != 200:
-                errors.append(response.text)
+@contextmanager
+def under_load(gateway: str, callers: int = 12) -> Iterator[list[str]]:
+    """``callers`` threads calling slow_double through the gateway; yields their failures."""
+    stop, errors = threading.Event(), []
+
+    def call() -> None:
+        with httpx.Client(timeout=30) as client:
+            while not stop.is_set():
+                response = client.post(f"{gateway}/v2/models/slow_double/infer", json=DOUBLE)
+                if response.status_code != 200:
+                    errors.append(response.text)
+
+    threads = [threading.Thread(target=call) for _ in range(callers)]
+    for thread in threads:
+        thread.start()
+    try:
+        yield errors
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
 
 
 def test_up_serves_through_the_gateway_scales_with_load_within_quota_and_heals(
@@ -103,21 +94,11 @@ def test_up_serves_through_the_gateway_scales_with_load_within_quota_and_heals(
 
         # 12 callers on a 0.2 s model keep ~12 requests in flight: want 6 replicas, the
         # quota holds 2 cards, so the group grows to 2 and the decision says why
-        stop, errors = threading.Event(), []
-        callers = [
-            threading.Thread(target=load, args=(platform.gateway, stop, errors)) for _ in range(12)
-        ]
-        for caller in callers:
-            caller.start()
-        try:
+        with under_load(platform.gateway) as errors:
             wait_until(lambda: len(platform.instances(MAIN)) == 2, timeout=60, interval=0.5)
             decisions = platform.get("/api/v1/autoscale")["groups"][0]["decisions"]
             assert any(d["bound_by"] == "quota" and d["replicas"] == 2 for d in decisions)
             assert platform.get("/api/v1/ledger")["running_by_group"][MAIN]["cards"] == 2
-        finally:
-            stop.set()
-            for caller in callers:
-                caller.join()
         assert errors == []
         events = platform.get(f"/api/v1/groups/{MAIN}/events")["events"]
         assert next(e["to"] for e in events if e["action"] == "autoscale") == {"replicas": 2}
@@ -151,23 +132,13 @@ def test_dry_run_only_recommends(files: tuple[Path, Path, Path]) -> None:
         "1",
         expected_instances=2,
     ) as platform:
-        stop, errors = threading.Event(), []
-        callers = [
-            threading.Thread(target=load, args=(platform.gateway, stop, errors)) for _ in range(12)
-        ]
-        for caller in callers:
-            caller.start()
-        try:
 
-            def recommended() -> bool:
-                actions = platform.get("/api/v1/autoscale")["groups"][0]["actions"]
-                return any(a["outcome"] == "recommended (dry run)" for a in actions)
+        def recommended() -> bool:
+            actions = platform.get("/api/v1/autoscale")["groups"][0]["actions"]
+            return any(a["outcome"] == "recommended (dry run)" for a in actions)
 
+        with under_load(platform.gateway) as errors:
             wait_until(recommended, timeout=60, interval=0.5)
-        finally:
-            stop.set()
-            for caller in callers:
-                caller.join()
         assert errors == []
         assert len(platform.instances(MAIN)) == 1
 

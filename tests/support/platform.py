@@ -18,6 +18,45 @@ from modelyard.control.apply import State
 from modelyard.control.launcher import is_alive
 from tests.support.servers import free_ports, wait_until
 
+SERVICE = "com.example.double"
+
+_SPEC = """
+quotas:
+  q:
+    owner: {{org: test}}
+    cpu_cores: 64
+    memory_gb: 64
+    cards: {{dc1: {{A30-24G: {quota_cards}}}}}
+queues:
+  dc1-gpu: {{data_center: dc1, pool: gpu, gpu_models: [A30-24G]}}
+  dc1-cpu: {{data_center: dc1, pool: cpu}}
+services:
+  com.example.double:
+    interfaces: [infer, metadata]
+    quota: q
+    data_centers: [dc1]
+    total_cards: {main_cards}
+    models: [slow_double, bytes_echo]
+    groups:
+      main:
+        models: [slow_double]
+        cards: {main_cards}
+        templates:
+          t: {{spec: 1C/1G/A30-24G*1, queues: {{dc1: dc1-gpu}}, replicas: 1, loads: [slow_double]}}
+        {autoscaling}
+      light:
+        models: [bytes_echo]
+        cards: 0
+        templates:
+          cpu: {{spec: 1C/1G, queues: {{dc1: dc1-cpu}}, replicas: 1, loads: [bytes_echo]}}
+"""
+
+
+def double_spec(quota_cards: int, main_cards: int, autoscaling: str = "") -> str:
+    """A service with a "GPU" group serving slow_double and a CPU-only one serving bytes_echo."""
+    line = f"autoscaling: {autoscaling}" if autoscaling else ""
+    return _SPEC.format(quota_cards=quota_cards, main_cards=main_cards, autoscaling=line)
+
 
 @dataclass
 class RunningPlatform:

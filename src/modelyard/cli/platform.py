@@ -75,24 +75,7 @@ def _finding(f: object) -> dict[str, object]:
 def _ledger(spec: PlatformSpec, as_json: bool) -> int:
     ledger = build_ledger(spec)
     if as_json:
-        doc = {
-            "total_cards": ledger.total_cards,
-            "instances": ledger.instances,
-            "gpu_instances": ledger.gpu_instances,
-            "cards_by_group": ledger.cards_by_group,
-            "quota": [
-                {
-                    "quota": r.quota,
-                    "data_center": r.data_center,
-                    "gpu_model": r.gpu_model,
-                    "hard": r.hard,
-                    "used": r.used,
-                    "reserved": r.reserved,
-                    "free": r.free,
-                }
-                for r in ledger.rows
-            ],
-        }
+        doc = ledger.to_json()
         print(json.dumps(doc, indent=2))
         return 0
     print(

@@ -150,7 +150,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     discovery.add_argument(
         "--deregister-grace",
         type=float,
-        default=1.0,
+        default=0.5,
         metavar="SECS",
         help="on SIGTERM, keep serving this long after deregistering, so callers' registry "
         "views drop the instance before its port closes",

@@ -222,23 +222,8 @@ async def _ledger(request: web.Request) -> web.Response:
         counts["cards"] += instance.cards
     return web.json_response(
         {
-            "total_cards": ledger.total_cards,
-            "instances": ledger.instances,
-            "gpu_instances": ledger.gpu_instances,
-            "cards_by_group": ledger.cards_by_group,
+            **ledger.to_json(),
             "running_by_group": running,
-            "quota": [
-                {
-                    "quota": r.quota,
-                    "data_center": r.data_center,
-                    "gpu_model": r.gpu_model,
-                    "hard": r.hard,
-                    "used": r.used,
-                    "reserved": r.reserved,
-                    "free": r.free,
-                }
-                for r in ledger.rows
-            ],
             "groups": [
                 {
                     "key": key,

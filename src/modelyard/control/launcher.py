@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,21 @@ def is_alive(pid: int, name: str | None = None) -> bool:
     except (OSError, IndexError):
         return False
     return True
+
+
+def wait_for_200(url: str, alive: Callable[[], bool], timeout: float) -> str:
+    """Poll ``url`` until it answers 200: "ready", "exited" (``alive`` false) or "timeout"."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive():
+            return "exited"
+        try:
+            if httpx.get(url, timeout=1.0).status_code == 200:
+                return "ready"
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    return "timeout"
 
 
 def safe_name(name: str) -> str:
@@ -186,20 +202,14 @@ class LocalLauncher:
         instance.log = str(log_path)
 
     def wait_ready(self, instance: LaunchedInstance, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
         url = f"http://127.0.0.1:{instance.http_port}/v2/health/ready"
-        while time.monotonic() < deadline:
-            if not is_alive(instance.pid):
-                raise RuntimeError(f"instance {instance.name} exited; see {instance.log}")
-            try:
-                if httpx.get(url, timeout=1.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError(
-            f"instance {instance.name} not ready in {timeout:g}s; see {instance.log}"
-        )
+        outcome = wait_for_200(url, lambda: is_alive(instance.pid), timeout)
+        if outcome == "exited":
+            raise RuntimeError(f"instance {instance.name} exited; see {instance.log}")
+        if outcome == "timeout":
+            raise RuntimeError(
+                f"instance {instance.name} not ready in {timeout:g}s; see {instance.log}"
+            )
 
     def stop(self, instance: LaunchedInstance, timeout: float = 15.0) -> None:
         """SIGTERM (the process deregisters first), then SIGKILL after ``timeout``."""

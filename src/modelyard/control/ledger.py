@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from modelyard.control.spec import InstanceSpec, PlatformSpec, Template
 
@@ -86,6 +87,27 @@ class Ledger:
     cards_by_group: dict[str, int] = field(default_factory=dict)
     cpu_by_quota: dict[str, tuple[float, float]] = field(default_factory=dict)  # used, hard
     memory_by_quota: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``platform ledger --json`` prints and the control API answers."""
+        return {
+            "total_cards": self.total_cards,
+            "instances": self.instances,
+            "gpu_instances": self.gpu_instances,
+            "cards_by_group": self.cards_by_group,
+            "quota": [
+                {
+                    "quota": r.quota,
+                    "data_center": r.data_center,
+                    "gpu_model": r.gpu_model,
+                    "hard": r.hard,
+                    "used": r.used,
+                    "reserved": r.reserved,
+                    "free": r.free,
+                }
+                for r in self.rows
+            ],
+        }
 
 
 def expand(spec: PlatformSpec, replicas: dict[str, int] | None = None) -> list[PlannedInstance]:

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import structlog
 
 from modelyard.control.apply import (
@@ -39,7 +38,7 @@ from modelyard.control.apply import (
 )
 from modelyard.control.autoscale import Autoscaler, Decision
 from modelyard.control.collector import Collector, Target
-from modelyard.control.launcher import free_port, is_alive, safe_name
+from modelyard.control.launcher import free_port, is_alive, safe_name, wait_for_200
 from modelyard.control.scaling import (
     current_replicas,
     instances_per_replica,
@@ -377,26 +376,16 @@ class ControlPlane:
 
 
 def _wait_live(gateway: Gateway, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
+    process = gateway.process
+    assert process is not None
     url = f"http://127.0.0.1:{gateway.http_port}/v2/health/live"
-    while time.monotonic() < deadline:
-        assert gateway.process is not None
-        if gateway.process.poll() is not None:
-            raise ConfigError(
-                f"the gateway of {gateway.service} on port {gateway.http_port} exited",
-                code=Code.UNAVAILABLE,
-                rule="platform/gateway",
-                where=f"its log {gateway.log}; a port in use is changed with --gateway-port",
-            )
-        try:
-            if httpx.get(url, timeout=1.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
+    outcome = wait_for_200(url, lambda: process.poll() is None, timeout)
+    if outcome == "ready":
+        return
     raise ConfigError(
-        f"the gateway of {gateway.service} is not live after {timeout:g}s",
+        f"the gateway of {gateway.service} on port {gateway.http_port} "
+        + ("exited" if outcome == "exited" else f"is not live after {timeout:g}s"),
         code=Code.UNAVAILABLE,
         rule="platform/gateway",
-        where=f"its log {gateway.log}",
+        where=f"its log {gateway.log}; a port in use is changed with --gateway-port",
     )
