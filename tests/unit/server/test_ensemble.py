@@ -174,13 +174,15 @@ def test_an_ensemble_runs_each_step_through_its_own_scheduler(tmp_path: Path) ->
         def stats_by_model() -> dict[str, Any]:
             return {s["name"]: s for s in dp.statistics(None, None)["model_stats"]}
 
-        # instance threads record an execution just after they answer it
+        # instance threads record an execution just after they answer it, so a step's
+        # record can land after a later step's
+        steps = ("add_version", "double", "combine")
         for _ in range(200):
-            if stats_by_model()["combine"]["execution_count"] == 2:
+            if all(stats_by_model()[m]["execution_count"] == 2 for m in steps):
                 break
             await asyncio.sleep(0.01)
         stats = stats_by_model()
-        for model in ("add_version", "double", "combine"):
+        for model in steps:
             assert stats[model]["execution_count"] == 2
             assert stats[model]["inference_count"] == 3
         assert stats["diamond"]["inference_stats"]["success"]["count"] == 2
