@@ -1,4 +1,4 @@
-"""The ``modelyard`` command."""
+"""modelyard: serve discriminative models behind the KServe V2 (Triton) API."""
 
 from __future__ import annotations
 
@@ -69,9 +69,63 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"modelyard {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="serve a Triton-layout model repository")
-    add_serve_arguments(serve)
-    serve.set_defaults(handler=run_serve)
+    # name, help, arguments, handler: each command's module owns its arguments
+    table = [
+        ("serve", "serve a Triton-layout model repository", add_serve_arguments, run_serve),
+        (
+            "gateway",
+            "the V2 HTTP and gRPC API in front of a service found in a registry",
+            add_gateway_arguments,
+            run_gateway,
+        ),
+        (
+            "bench",
+            "load generator: closed-loop sweep or open-loop fixed rate",
+            add_bench_arguments,
+            run_bench,
+        ),
+        (
+            "rules",
+            "governance rules: live on an instance, or central in the registry",
+            add_rules_arguments,
+            run_rules,
+        ),
+        (
+            "explain",
+            "why a request was refused: the rule, its numbers, how to change it",
+            add_explain_arguments,
+            run_explain,
+        ),
+        (
+            "instances",
+            "list the live instances of a service",
+            add_instances_arguments,
+            run_instances,
+        ),
+        (
+            "optimize",
+            "write an FP16 / INT8 variant of an ONNX model, with an accuracy report",
+            add_optimize_arguments,
+            run_optimize,
+        ),
+        (
+            "tune",
+            "sweep instances, batch size and queue delay; recommend within a p99 SLO",
+            add_tune_arguments,
+            run_tune,
+        ),
+        (
+            "platform",
+            "control plane: spec, ledger, plan / apply, releases, the control plane and console",
+            add_platform_arguments,
+            run_platform,
+        ),
+        ("auth", "API keys: hash one, or generate one", add_auth_arguments, run_auth),
+    ]
+    for name, text, add_arguments, handler in table:
+        command = commands.add_parser(name, help=text)
+        add_arguments(command)
+        command.set_defaults(handler=handler)
 
     demo = commands.add_parser(
         "demo",
@@ -89,54 +143,6 @@ def build_parser() -> argparse.ArgumentParser:
         if action.dest in ("state", "file"):
             action.required = False
             action.help = argparse.SUPPRESS if action.dest == "file" else action.help
-
-    gateway = commands.add_parser(
-        "gateway", help="the V2 HTTP and gRPC API in front of a service found in a registry"
-    )
-    add_gateway_arguments(gateway)
-    gateway.set_defaults(handler=run_gateway)
-
-    bench = commands.add_parser(
-        "bench", help="load generator: closed-loop sweep or open-loop fixed rate"
-    )
-    add_bench_arguments(bench)
-    bench.set_defaults(handler=run_bench)
-
-    rules = commands.add_parser(
-        "rules", help="governance rules: live on an instance, or central in the registry"
-    )
-    add_rules_arguments(rules)
-    rules.set_defaults(handler=run_rules)
-
-    explain = commands.add_parser(
-        "explain", help="why a request was refused: the rule, its numbers, how to change it"
-    )
-    add_explain_arguments(explain)
-    explain.set_defaults(handler=run_explain)
-
-    instances = commands.add_parser("instances", help="list the live instances of a service")
-    add_instances_arguments(instances)
-    instances.set_defaults(handler=run_instances)
-
-    optimize = commands.add_parser(
-        "optimize", help="write an FP16 / INT8 variant of an ONNX model, with an accuracy report"
-    )
-    add_optimize_arguments(optimize)
-    optimize.set_defaults(handler=run_optimize)
-
-    tune = commands.add_parser(
-        "tune", help="sweep instances, batch size and queue delay; recommend within a p99 SLO"
-    )
-    add_tune_arguments(tune)
-    tune.set_defaults(handler=run_tune)
-
-    platform = commands.add_parser("platform", help="control plane: spec, ledger, manifests")
-    add_platform_arguments(platform)
-    platform.set_defaults(handler=run_platform)
-
-    auth = commands.add_parser("auth", help="API keys: hash one, or generate one")
-    add_auth_arguments(auth)
-    auth.set_defaults(handler=run_auth)
 
     examples = commands.add_parser("examples", help="example model repositories")
     example_commands = examples.add_subparsers(dest="example_command", required=True)
