@@ -160,6 +160,10 @@ def test_api_errors_are_error_lines(files: tuple[Path, Path, Path]) -> None:
         # a group name from the path reaches no file unless the spec names the group
         outside = httpx.get(f"{p.control}/api/v1/groups/{SERVICE}/..%2F..%2Fstate/events")
         assert outside.status_code == 404
+        route = httpx.get(f"{p.control}/api/v1/nope")
+        assert route.status_code == 404 and "rule=platform/route" in route.json()["error"]
+        method = httpx.delete(f"{p.control}/api/v1/overview")
+        assert method.status_code == 405 and "no route for DELETE" in method.json()["error"]
         nowhere = httpx.get(f"{p.control}/api/v1/groups/{SERVICE}/nope/events")
         assert nowhere.status_code == 404 and "rule=platform/unknown-group" in nowhere.text
 

@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any
 
 import httpx
+import structlog
 from aiohttp import web
 
 from modelyard.control.apply import ACTOR, State, effective_replicas, status_rows
@@ -32,6 +33,8 @@ from modelyard.governance.explain import Context, explain, parse_line, sections_
 from modelyard.governance.guard import Call
 from modelyard.governance.rules_document import load_rules
 from modelyard.protocol.status import http_status
+
+log = structlog.get_logger("modelyard.control")
 
 PLANE: web.AppKey[ControlPlane] = web.AppKey("plane", ControlPlane)
 AUTH: web.AppKey[AuthGuard | None] = web.AppKey("auth", AuthGuard)
@@ -68,8 +71,28 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
         request["principal"] = call.principal
     try:
         return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        error = ConfigError(
+            f"no route for {request.method} {request.path}",
+            code=Code.NOT_FOUND,
+            rule="platform/route",
+            where="the routes are in docs/control-api.md",
+        )
+        return web.json_response({"error": error.line()}, status=exc.status)
     except ModelyardError as error:
         return _error(error)
+    except Exception as exc:
+        log.exception("control_api_failed", path=request.path)
+        return _error(
+            ConfigError(
+                f"{request.method} {request.path} failed: {type(exc).__name__}: {exc}",
+                code=Code.INTERNAL,
+                rule="platform/internal",
+                where="the control plane's log; report it as a bug if the cause is not plain",
+            )
+        )
 
 
 def make_app(plane: ControlPlane, auth: AuthConfig | None = None) -> web.Application:

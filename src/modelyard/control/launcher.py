@@ -140,7 +140,9 @@ class LocalLauncher:
                 link = target / child.name
                 if child.name != "config.pbtxt" and not link.exists() and not link.is_symlink():
                     link.symlink_to(child.resolve())
-            config = _VERSION_POLICY.sub("", (entry / "config.pbtxt").read_text())
+            # no config.pbtxt: the pin alone, completed from the model file as without it
+            written = entry / "config.pbtxt"
+            config = _VERSION_POLICY.sub("", written.read_text()) if written.exists() else ""
             pinned = f"\nversion_policy {{ specific {{ versions: [{int(pins[entry.name])}] }} }}\n"
             (target / "config.pbtxt").write_text(config.rstrip() + pinned)
         return overlay

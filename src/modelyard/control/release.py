@@ -229,15 +229,18 @@ def _reserve(
 def _start_canaries(
     launcher: Any, state: State, canaries: list[LaunchedInstance]
 ) -> list[LaunchedInstance]:
-    for canary in canaries:
-        canary.weight = 0.0
-        launcher.start(canary)
-        state.instances.append(canary)
+    """Start every canary at weight 0 and wait for it; on any failure none stays running."""
+    started = []
     try:
         for canary in canaries:
-            launcher.wait_ready(canary)
-    except RuntimeError:
+            canary.weight = 0.0
+            launcher.start(canary)
+            state.instances.append(canary)
+            started.append(canary)
         for canary in canaries:
+            launcher.wait_ready(canary)
+    except Exception:
+        for canary in started:
             launcher.stop(canary)
             state.instances.remove(canary)
         raise
