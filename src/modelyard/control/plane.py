@@ -156,8 +156,10 @@ class ControlPlane:
         state.registry = self.config.registry or state.registry or default_registry(self.state_dir)
         plan = make_plan(self.spec, self.config.spec_file, state)
         if plan.findings:
+            first = plan.findings[0]
             raise ConfigError(
-                "the spec breaks the ledger rules:\n" + "\n".join(f.line() for f in plan.findings),
+                f"the spec breaks {len(plan.findings)} ledger rule(s), first {first.code}: "
+                f"{first.message} at {first.where}",
                 code=Code.INVALID_ARGUMENT,
                 rule="platform/validate",
                 where=f"modelyard platform validate -f {self.config.spec_file}",
