@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from modelyard.control.launcher import is_alive
 from tests.support.models import bytes_echo, slow_double
 from tests.support.platform import SERVICE, double_spec, running_platform
 from tests.support.servers import wait_until
@@ -149,7 +151,29 @@ def test_api_errors_are_error_lines(files: tuple[Path, Path, Path]) -> None:
         bad = httpx.post(f"{p.control}/api/v1/groups/{MAIN}/release/step", content=b"{nope")
         assert bad.status_code == 400 and "rule=platform/api" in bad.json()["error"]
         missing = httpx.post(f"{p.control}/api/v1/groups/{MAIN}/release/start", json={})
-        assert missing.status_code == 400 and "lacks 'model'" in missing.json()["error"]
+        assert missing.status_code == 400
+        assert "release start needs 'model' as a str" in missing.json()["error"]
+        unknown_model = httpx.post(
+            f"{p.control}/api/v1/groups/{MAIN}/release/start",
+            json={"model": "nomodel", "version": "1"},
+        )
+        assert unknown_model.status_code == 400, unknown_model.text
+        assert "does not own model 'nomodel'" in unknown_model.json()["error"]
+        no_version = httpx.post(
+            f"{p.control}/api/v1/groups/{MAIN}/release/start",
+            json={"model": "slow_double", "version": "9"},
+        )
+        assert no_version.status_code == 400
+        assert "slow_double has no version 9" in no_version.json()["error"]
+        bad_percent = httpx.post(
+            f"{p.control}/api/v1/groups/{MAIN}/release/start",
+            json={"model": "slow_double", "version": "1", "percent": "ten"},
+        )
+        assert bad_percent.status_code == 400 and "percent must be a number" in bad_percent.text
+        assert p.get(f"/api/v1/groups/{MAIN}/events")["release"]["state"] == "stable"
+        assert len(p.instances(MAIN)) == 1  # nothing was started
+        points = httpx.get(f"{p.control}/api/v1/inference?points=abc")
+        assert points.status_code == 400 and "points must be" in points.text
         no_release = httpx.post(f"{p.control}/api/v1/groups/{MAIN}/release/step", json={})
         assert no_release.status_code == 400, no_release.text
         assert "no release in progress" in no_release.json()["error"]
@@ -163,7 +187,7 @@ def test_api_errors_are_error_lines(files: tuple[Path, Path, Path]) -> None:
         route = httpx.get(f"{p.control}/api/v1/nope")
         assert route.status_code == 404 and "rule=platform/route" in route.json()["error"]
         method = httpx.delete(f"{p.control}/api/v1/overview")
-        assert method.status_code == 405 and "no route for DELETE" in method.json()["error"]
+        assert method.status_code == 405 and "does not take DELETE" in method.json()["error"]
         nowhere = httpx.get(f"{p.control}/api/v1/groups/{SERVICE}/nope/events")
         assert nowhere.status_code == 404 and "rule=platform/unknown-group" in nowhere.text
 
@@ -174,3 +198,26 @@ def test_api_errors_are_error_lines(files: tuple[Path, Path, Path]) -> None:
         twice = up(spec, state, repository, "--port", "0", "--gateway-port", "-1")
         assert twice.returncode == 1 and "rule=platform/control-lock" in twice.stdout
         assert len(p.instances()) == 2 and all(i["live"]["up"] for i in p.instances())
+        down = subprocess.run(
+            [sys.executable, "-m", "modelyard.cli.main", "platform", "down", "--state", str(state)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert down.returncode == 1 and "rule=platform/control-lock" in down.stderr, down
+        assert len(p.instances()) == 2
+
+
+def test_a_restart_after_the_control_plane_was_killed_stops_its_orphaned_gateway(
+    files: tuple[Path, Path, Path],
+) -> None:
+    spec, state, repository = files
+    with running_platform(spec, state, repository, "--autoscale", "off", expected_instances=2) as p:
+        (orphan,) = json.loads((state / "gateways.json").read_text())
+        assert is_alive(orphan["pid"], SERVICE)
+        p.process.kill()  # no cleanup runs: the gateway and instances are left behind
+        p.process.wait()
+    with running_platform(spec, state, repository, "--autoscale", "off", expected_instances=2) as p:
+        wait_until(lambda: not is_alive(orphan["pid"], SERVICE), timeout=20)
+        answer = httpx.post(f"{p.gateway}/v2/models/bytes_echo/infer", json=ECHO)
+        assert answer.status_code == 200, answer.text

@@ -103,7 +103,7 @@ def test_plan_apply_canary_promote_rollback_down(platform: tuple[Path, Path, Pat
     assert modelyard("plan", *common).returncode == 2
     write_spec(spec, replicas=3)  # the spec changes under the plan
     stale = modelyard("apply", *common)
-    assert stale.returncode == 1 and "STALE_PLAN" in stale.stdout
+    assert stale.returncode == 1 and "rule=platform/stale-plan" in stale.stdout
     write_spec(spec, replicas=1)
     assert modelyard("plan", *common).returncode == 2
     assert modelyard("apply", *common).returncode == 0
@@ -161,7 +161,7 @@ def test_a_release_the_quota_cannot_hold_is_refused_before_anything_starts(
         "release", "start", GROUP, *common, "--model", "slow_double", "--version", "2"
     )
     assert refused.returncode == 1
-    assert "QUOTA_EXCEEDED" in refused.stdout and "RELEASE_REFUSED" in refused.stdout
+    assert "QUOTA_EXCEEDED" in refused.stdout and "rule=platform/release" in refused.stdout
     assert (state / "state.json").read_text() == before
     assert not (state / "events").exists()
     assert len(State.load(state).instances) == 1

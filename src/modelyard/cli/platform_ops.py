@@ -13,14 +13,17 @@ from modelyard.control import release
 from modelyard.control.apply import (
     State,
     apply_plan,
+    control_plane_running,
     default_registry,
     down,
     make_plan,
+    missing_models,
     stale_reason,
     state_lock,
     status_rows,
 )
 from modelyard.control.spec import read_platform_spec
+from modelyard.errors import Code, ConfigError
 
 OPS = ("plan", "apply", "status", "down", "release")
 
@@ -84,8 +87,20 @@ def run_ops(args: argparse.Namespace) -> int:
     if getattr(args, "control", None):
         return _via_control(args)
     if args.state is None:
-        print("[platform] NO_STATE: pass --state DIR, or --control URL of a running control plane")
-        return 1
+        raise ConfigError(
+            "no state directory",
+            code=Code.INVALID_ARGUMENT,
+            rule="platform/state",
+            where="pass --state DIR, or --control URL of a running control plane",
+        )
+    if args.platform_command == "down" and control_plane_running(args.state):
+        raise ConfigError(
+            f"a control plane (platform up) runs on {args.state}; it would start the "
+            "instances again",
+            code=Code.FAILED_PRECONDITION,
+            rule="platform/control-lock",
+            where="stop it with SIGTERM (Ctrl-C): it stops its instances and gateways",
+        )
     with state_lock(args.state):  # a running control plane changes the same state
         return _run_ops(args, State.load(args.state))
 
@@ -104,6 +119,12 @@ def _run_ops(args: argparse.Namespace, state: State) -> int:
             print(line)
         return 0
     return _release(args, state)
+
+
+def _refuse(detail: str, rule: str, where: str) -> int:
+    """Print the error line of a refused command; its exit status."""
+    print(ConfigError(detail, code=Code.FAILED_PRECONDITION, rule=rule, where=where).line())
+    return 1
 
 
 def _print_status(rows: list[dict[str, Any]], as_json: bool) -> None:
@@ -154,8 +175,9 @@ def _via_control(args: argparse.Namespace) -> int:
                 print(f"{doc['group']}: {json.dumps(doc['release'], sort_keys=True)}")
                 return 0
     except httpx.HTTPError as error:
-        print(f"[platform] UNREACHABLE: {base}: {error}")
-        return 1
+        return _refuse(
+            f"cannot reach {base}: {error}", "platform/control", "is platform up running?"
+        )
     doc = (
         response.json()
         if response.headers.get("content-type", "").startswith("application/json")
@@ -200,13 +222,11 @@ def _plan(args: argparse.Namespace, state: State) -> int:
 def _apply(args: argparse.Namespace, state: State) -> int:
     plan_path = args.state / "plan.json"
     if not plan_path.exists():
-        print(f"[platform] NO_PLAN: no plan in {args.state}; run modelyard platform plan first")
-        return 1
+        return _refuse(f"no plan in {args.state}", "platform/no-plan", "modelyard platform plan")
     plan_doc = json.loads(plan_path.read_text())
     why = stale_reason(plan_doc, args.file, state)
     if why is not None:
-        print(f"[platform] STALE_PLAN: {why}; run modelyard platform plan again")
-        return 1
+        return _refuse(why, "platform/stale-plan", "run modelyard platform plan again")
     spec = read_platform_spec(args.file)
     plan = make_plan(spec, args.file, state)
     if plan.findings:
@@ -216,8 +236,18 @@ def _apply(args: argparse.Namespace, state: State) -> int:
     if args.model_repository is not None:
         state.model_repository = str(args.model_repository.resolve())
     if not state.model_repository and plan.start:
-        print("[platform] NO_REPOSITORY: pass --model-repository DIR")
-        return 1
+        return _refuse(
+            "no model repository to launch instances from",
+            "platform/repository",
+            "pass --model-repository DIR",
+        )
+    missing = missing_models(spec, Path(state.model_repository)) if plan.start else []
+    if missing:
+        return _refuse(
+            f"the spec loads {', '.join(missing)}, which {state.model_repository} lacks",
+            "platform/repository",
+            "add the model directories, or remove them from the templates' loads",
+        )
     state.registry = args.registry or state.registry or default_registry(args.state)
     for line in apply_plan(spec, state, plan):
         print(line)
@@ -258,6 +288,6 @@ def _release(args: argparse.Namespace, state: State) -> int:
     except release.ReleaseError as exc:
         for finding in exc.findings:
             print(finding.line())
-        print(f"[platform] RELEASE_REFUSED: {exc.detail}")
+        print(exc.line())
         return 1
     return 0

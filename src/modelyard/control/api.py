@@ -39,6 +39,8 @@ log = structlog.get_logger("modelyard.control")
 PLANE: web.AppKey[ControlPlane] = web.AppKey("plane", ControlPlane)
 AUTH: web.AppKey[AuthGuard | None] = web.AppKey("auth", AuthGuard)
 
+MAX_BODY_BYTES = 64 * 1024  # release bodies are a few fields
+
 _REQUEST_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 
 _CONSOLE_FILES = {
@@ -74,11 +76,16 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
+        detail = {
+            405: f"{request.path} does not take {request.method}",
+            413: f"the request body is over {MAX_BODY_BYTES} bytes",
+        }.get(exc.status, f"no route for {request.method} {request.path}")
         error = ConfigError(
-            f"no route for {request.method} {request.path}",
+            detail,
             code=Code.NOT_FOUND,
             rule="platform/route",
-            where="the routes are in docs/control-api.md",
+            where="the routes and their methods are in docs/control-api.md; a group is "
+            "SERVICE/GROUP",
         )
         return web.json_response({"error": error.line()}, status=exc.status)
     except ModelyardError as error:
@@ -96,7 +103,7 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
 
 
 def make_app(plane: ControlPlane, auth: AuthConfig | None = None) -> web.Application:
-    app = web.Application(middlewares=[_guard], client_max_size=64 * 1024)
+    app = web.Application(middlewares=[_guard], client_max_size=MAX_BODY_BYTES)
     app[PLANE] = plane
     app[AUTH] = AuthGuard(auth) if auth is not None and auth.enabled else None
     for path in _CONSOLE_FILES:
@@ -124,6 +131,18 @@ async def _console_file(request: web.Request) -> web.Response:
 
 async def _health(request: web.Request) -> web.Response:
     return web.json_response({"ok": True})
+
+
+def _points(request: web.Request) -> int:
+    raw = request.query.get("points", "120")
+    if not raw.isdigit() or not 1 <= int(raw) <= 10_000:
+        raise ConfigError(
+            f"points must be a whole number from 1 to 10000, got {raw[:40]!r}",
+            code=Code.INVALID_ARGUMENT,
+            rule="platform/api",
+            where="?points=120",
+        )
+    return int(raw)
 
 
 def _plane(request: web.Request) -> ControlPlane:
@@ -263,7 +282,7 @@ async def _ledger(request: web.Request) -> web.Response:
 
 async def _inference(request: web.Request) -> web.Response:
     plane = _plane(request)
-    limit = int(request.query.get("points", "120"))
+    limit = _points(request)
     instances = []
     for name, view in sorted(plane.collector.views.items()):
         models = []
@@ -302,7 +321,7 @@ async def _inference(request: web.Request) -> web.Response:
 
 async def _governance(request: web.Request) -> web.Response:
     plane = _plane(request)
-    limit = int(request.query.get("points", "120"))
+    limit = _points(request)
     services: dict[str, Any] = {}
     for view in plane.collector.views.values():
         block = (view.stats or {}).get("governance") if view.up else None

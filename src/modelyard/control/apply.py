@@ -25,7 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from modelyard.control.launcher import LaunchedInstance, LocalLauncher, is_alive
+from modelyard.control.launcher import (
+    LaunchedInstance,
+    LocalLauncher,
+    is_alive,
+    stop_recorded_gateways,
+)
 from modelyard.control.ledger import Finding, PlannedInstance, Reservations, expand, validate
 from modelyard.control.spec import PlatformSpec
 from modelyard.discovery import Instance, open_registry
@@ -108,6 +113,20 @@ def state_lock(directory: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def control_plane_running(directory: Path) -> bool:
+    """Whether a ``platform up`` holds this state directory (its control.lock)."""
+    path = directory / "control.lock"
+    if not path.exists():
+        return False
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
 
 
 def default_registry(directory: Path) -> str:
@@ -203,6 +222,13 @@ def make_plan(spec: PlatformSpec, spec_file: Path, state: State) -> Plan:
         for (quota, dc, gpu), row in sorted(counts.items())
     ]
     return Plan(spec_hash(spec_file), state.revision, start, stop, changes, findings)
+
+
+def missing_models(spec: PlatformSpec, repository: Path) -> list[str]:
+    """Models some template loads that the repository has no directory for."""
+    loads = {m for s in spec.services.values() for g in s.groups.values()
+             for t in g.templates.values() for m in t.loads}  # fmt: skip
+    return sorted(m for m in loads if not (repository / m).is_dir())
 
 
 def effective_replicas(spec: PlatformSpec, state: State) -> dict[str, int]:
@@ -378,7 +404,7 @@ def replace_dead(spec: PlatformSpec, spec_file: Path, state: State) -> list[str]
 
 def down(state: State) -> list[str]:
     launcher = launcher_for(state)
-    done = []
+    done = stop_recorded_gateways(state.directory)
     for instance in list(state.instances):
         launcher.stop(instance)
         state.instances.remove(instance)

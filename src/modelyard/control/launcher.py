@@ -11,6 +11,7 @@ with the model's ``version_policy`` set to that one version.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from modelyard.errors import Code, ConfigError
 
 _VERSION_POLICY = re.compile(r"version_policy\s*:?\s*\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
 
@@ -98,6 +101,33 @@ def wait_for_200(url: str, alive: Callable[[], bool], timeout: float) -> str:
             pass
         time.sleep(0.05)
     return "timeout"
+
+
+def record_gateways(state_dir: Path, gateways: list[tuple[int, str]]) -> None:
+    """Remember the gateway processes (pid, service), so a later start can stop orphans."""
+    path = state_dir / "gateways.json"
+    path.write_text(json.dumps([{"pid": pid, "service": service} for pid, service in gateways]))
+
+
+def stop_recorded_gateways(state_dir: Path, timeout: float = 15.0) -> list[str]:
+    """Stop gateways a control plane started and left behind (it was killed); what was done."""
+    path = state_dir / "gateways.json"
+    if not path.exists():
+        return []
+    done = []
+    for entry in json.loads(path.read_text()):
+        pid, service = int(entry["pid"]), str(entry["service"])
+        if not is_alive(pid, service):
+            continue
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while is_alive(pid, service) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if is_alive(pid, service):
+            os.kill(pid, signal.SIGKILL)
+        done.append(f"stopped the gateway of {service} pid {pid}, left by an earlier control plane")
+    path.unlink()
+    return done
 
 
 def safe_name(name: str) -> str:
@@ -206,11 +236,13 @@ class LocalLauncher:
     def wait_ready(self, instance: LaunchedInstance, timeout: float = 60.0) -> None:
         url = f"http://127.0.0.1:{instance.http_port}/v2/health/ready"
         outcome = wait_for_200(url, lambda: is_alive(instance.pid), timeout)
-        if outcome == "exited":
-            raise RuntimeError(f"instance {instance.name} exited; see {instance.log}")
-        if outcome == "timeout":
-            raise RuntimeError(
-                f"instance {instance.name} not ready in {timeout:g}s; see {instance.log}"
+        if outcome != "ready":
+            happened = "exited" if outcome == "exited" else f"is not ready after {timeout:g}s"
+            raise ConfigError(
+                f"instance {instance.name} {happened}",
+                code=Code.UNAVAILABLE,
+                rule="platform/launch",
+                where=f"its log {Path(instance.log).resolve()} says why",
             )
 
     def stop(self, instance: LaunchedInstance, timeout: float = 15.0) -> None:

@@ -269,9 +269,11 @@ def validate(
                 )
     ledger = build_ledger(spec, reserved, expand(spec, replicas))
     for row in ledger.rows:
-        # a GPU model without quota is reported per template (GPU_NOT_IN_QUOTA)
-        if row.hard > 0 and row.used + row.reserved > row.hard:
-            quota = spec.quotas.get(row.quota)
+        # a GPU model the quota does not list is reported per template (GPU_NOT_IN_QUOTA);
+        # one it lists with 0 cards holds none
+        quota = spec.quotas.get(row.quota)
+        listed = quota is not None and row.gpu_model in quota.cards.get(row.data_center, {})
+        if listed and row.used + row.reserved > row.hard:
             where = (
                 spec.where("quotas", row.quota, "cards", row.data_center)
                 if quota

@@ -33,12 +33,20 @@ from modelyard.control.apply import (
     default_registry,
     down,
     make_plan,
+    missing_models,
     replace_dead,
     state_lock,
 )
 from modelyard.control.autoscale import Autoscaler, Decision
 from modelyard.control.collector import Collector, Target
-from modelyard.control.launcher import free_port, is_alive, safe_name, wait_for_200
+from modelyard.control.launcher import (
+    free_port,
+    is_alive,
+    record_gateways,
+    safe_name,
+    stop_recorded_gateways,
+    wait_for_200,
+)
 from modelyard.control.scaling import (
     current_replicas,
     instances_per_replica,
@@ -47,7 +55,7 @@ from modelyard.control.scaling import (
     scale_group,
 )
 from modelyard.control.spec import PlatformSpec, read_platform_spec
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import Code, ConfigError, ModelyardError
 
 log = structlog.get_logger("modelyard.control")
 
@@ -89,7 +97,8 @@ class GroupScaling:
 class ControlPlane:
     def __init__(self, config: PlaneConfig) -> None:
         self.config = config
-        self.spec: PlatformSpec = read_platform_spec(config.spec_file)
+        self._spec: PlatformSpec = read_platform_spec(config.spec_file)
+        self._spec_stamp = _stamp(config.spec_file)
         self.collector = Collector()
         self.gateways: list[Gateway] = []
         self.scaling: dict[str, GroupScaling] = {}
@@ -99,6 +108,21 @@ class ControlPlane:
         self._claim: Any = None
 
     # ---- state -------------------------------------------------------------
+
+    @property
+    def spec(self) -> PlatformSpec:
+        """The spec file as it is now: healing, scaling and releases all act on the same one.
+
+        An edit that does not parse is logged and the last good spec stays in use.
+        """
+        stamp = _stamp(self.config.spec_file)
+        if stamp != self._spec_stamp:
+            self._spec_stamp = stamp
+            try:
+                self._spec = read_platform_spec(self.config.spec_file)
+            except ModelyardError as error:
+                log.warning("spec_unreadable", hint="keeping the last good spec", **error.fields())
+        return self._spec
 
     @property
     def state_dir(self) -> Path:
@@ -171,12 +195,23 @@ class ControlPlane:
                 rule="platform/repository",
                 where="modelyard platform up --model-repository DIR",
             )
+        missing = missing_models(self.spec, Path(state.model_repository))
+        if state.model_repository and missing:
+            raise ConfigError(
+                f"the spec loads {', '.join(missing)}, which {state.model_repository} lacks",
+                code=Code.NOT_FOUND,
+                rule="platform/repository",
+                where=f"add the model directories, or remove them from the templates' loads in "
+                f"{self.config.spec_file}",
+            )
         if not plan.changed:
             state.save()  # records the registry and repository
             return []
         return apply_plan(self.spec, state, plan)
 
     def _start_gateways(self) -> None:
+        for line in stop_recorded_gateways(self.state_dir):
+            log.warning("orphan_stopped", what=line)
         registry = self.state().registry
         logs = self.state_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -213,6 +248,9 @@ class ControlPlane:
                     env=dict(os.environ, PYTHONUNBUFFERED="1"),
                 )
             self.gateways.append(gateway)
+        record_gateways(
+            self.state_dir, [(g.process.pid, g.service) for g in self.gateways if g.process]
+        )
         for gateway in self.gateways:
             _wait_live(gateway)
 
@@ -231,6 +269,7 @@ class ControlPlane:
                 except subprocess.TimeoutExpired:
                     gateway.process.kill()
         await self.collector.aclose()
+        (self.state_dir / "gateways.json").unlink(missing_ok=True)
         if self.config.keep_instances:
             return []
         return list(await self.locked(lambda: down(State.load(self.state_dir))))
@@ -278,7 +317,9 @@ class ControlPlane:
         while True:
             await asyncio.sleep(self.config.poll_every)
             for scaling in self.scaling.values():
-                group = self.spec.services[scaling.service].groups[scaling.group]
+                group = self._group(scaling)
+                if group is None:
+                    continue
                 load = self.collector.in_flight(scaling.service, scaling.group)
                 scaling.scaler.observe(load / instances_per_replica(group))
             if time.monotonic() < next_decision:
@@ -290,15 +331,20 @@ class ControlPlane:
                 except Exception as exc:  # the next decision tries again
                     log.warning("autoscale_failed", group=key, error=f"{type(exc).__name__}: {exc}")
 
+    def _group(self, scaling: GroupScaling) -> Any:
+        service = self.spec.services.get(scaling.service)
+        return service.groups.get(scaling.group) if service else None
+
     async def autoscale_once(self, key: str) -> Decision:
         """Decide for one group and, in ``on`` mode, make the decision so."""
         scaling = self.scaling[key]
-        group = self.spec.services[scaling.service].groups[scaling.group]
+        spec = self.spec
+        group = self._group(scaling)
         state = self.state()
-        current = current_replicas(self.spec, state, scaling.service, group)
-        ceiling = quota_max(
-            self.spec, state, scaling.service, group, scaling.scaler.rule.max_replicas
-        )
+        if group is None or not group.autoscaling:
+            return scaling.scaler.decide(0, 0)
+        current = current_replicas(spec, state, scaling.service, group)
+        ceiling = quota_max(spec, state, scaling.service, group, scaling.scaler.rule.max_replicas)
         decision = scaling.scaler.decide(current, ceiling if ceiling is not None else 0)
         if decision.replicas == current:
             return decision
@@ -325,7 +371,7 @@ class ControlPlane:
             def scale() -> list[str]:
                 fresh = State.load(self.state_dir)
                 return scale_group(
-                    self.spec,
+                    spec,
                     self.config.spec_file,
                     fresh,
                     scaling.service,
@@ -345,18 +391,31 @@ class ControlPlane:
     async def release(self, key: str, action: str, body: dict[str, Any]) -> dict[str, Any]:
         from modelyard.control import release
 
+        def field(name: str, kind: type, required: bool = False) -> Any:
+            value = body.get(name)
+            if value is None and not required:
+                return None
+            if isinstance(value, int) and kind is str and not isinstance(value, bool):
+                value = str(value)  # a version may come as a number
+            if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+                raise release.ReleaseError(
+                    f"release {action} needs '{name}' as a {kind.__name__}, got {value!r}"
+                )
+            return value
+
         def run() -> dict[str, Any]:
             state = State.load(self.state_dir)
-            spec = read_platform_spec(self.config.spec_file)
+            spec = self.spec
             if action == "start":
-                pins = {str(body["model"]): str(body["version"])}
+                pins = {field("model", str, True): field("version", str, True)}
                 return release.start(spec, state, key, pins, body.get("percent"))
             if action == "move":
-                return release.move(spec, state, key, str(body["model"]), body.get("percent"))
-            if action == "step":
-                return release.step(
-                    state, key, body.get("percent"), resume=bool(body.get("resume"))
+                return release.move(
+                    spec, state, key, field("model", str, True), body.get("percent")
                 )
+            if action == "step":
+                resume = bool(field("resume", bool))
+                return release.step(state, key, body.get("percent"), resume=resume)
             if action == "pause":
                 release.pause(state, key)
                 return {}
@@ -366,7 +425,8 @@ class ControlPlane:
             if action == "promote":
                 return {"group_revision": release.promote(spec, state, key)}
             if action == "rollback":
-                return {"group_revision": release.rollback(spec, state, key, body.get("revision"))}
+                revision = field("revision", int)
+                return {"group_revision": release.rollback(spec, state, key, revision)}
             raise ConfigError(
                 f"no release action '{action}'",
                 code=Code.NOT_FOUND,
@@ -375,6 +435,14 @@ class ControlPlane:
             )
 
         return dict(await self.locked(run))
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_mtime_ns, status.st_size
 
 
 def _wait_live(gateway: Gateway, timeout: float = 60.0) -> None:

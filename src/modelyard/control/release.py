@@ -153,6 +153,8 @@ def start(
     spec: PlatformSpec, state: State, key: str, pins: dict[str, str], percent: float | None
 ) -> dict[str, Any]:
     _group(spec, key)
+    percent = checked_percent(percent)
+    _check_pins(spec, state, key, pins)
     _idle(state, key)
     old = _members(state, key, "stable")
     if not old:
@@ -192,6 +194,42 @@ def start(
     state.save()
     record(state, key, "start", before, pins, numbers)
     return step(state, key, percent)
+
+
+def checked_percent(value: Any) -> float | None:
+    """A traffic share from 0 to 100, or None for the next canary step."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
+        raise ReleaseError(f"percent must be a number from 0 to 100, got {value!r}")
+    return float(value)
+
+
+def _check_pins(spec: PlatformSpec, state: State, key: str, pins: dict[str, str]) -> None:
+    """Every pinned model belongs to the group, and its version is in the repository."""
+    service, _, group_name = key.partition("/")
+    owned = spec.services[service].groups[group_name].models
+    repository = Path(state.model_repository) if state.model_repository else None
+    for model, version in pins.items():
+        if model not in owned:
+            raise ReleaseError(
+                f"{key} does not own model {model!r} (it owns {', '.join(owned) or 'none'})"
+            )
+        if not version.isdigit():
+            raise ReleaseError(f"version {version!r} of {model} is not a version number")
+        if repository is not None and not (repository / model / version).is_dir():
+            found = (
+                sorted(
+                    (p.name for p in (repository / model).iterdir() if p.name.isdigit()),
+                    key=int,
+                )
+                if (repository / model).is_dir()
+                else []
+            )
+            raise ReleaseError(
+                f"{model} has no version {version} in {repository} "
+                f"(found: {', '.join(found) or 'none'})"
+            )
 
 
 def _idle(state: State, key: str) -> None:
@@ -252,6 +290,7 @@ def move(
 ) -> dict[str, Any]:
     """Start moving ``model`` into group ``key``, which the spec already binds it to."""
     _group(spec, key)
+    percent = checked_percent(percent)
     service, _, group_name = key.partition("/")
     group = spec.services[service].groups[group_name]
     if model not in group.models:
@@ -314,13 +353,13 @@ def step(
     resume: bool = False,
 ) -> dict[str, Any]:
     release = _active(state, key)
+    percent = checked_percent(percent)
     if release["paused"] and not resume:
         raise ReleaseError(f"the release of {key} is paused; step --resume to go on")
     before = release["percent"]
     if percent is None:
         later = [s for s in release["steps"] if s > before]
-        percent = later[0] if later else 100.0
-    percent = min(100.0, max(0.0, float(percent)))
+        percent = float(later[0]) if later else 100.0
     numbers: dict[str, Any] = {"percent": percent, **_set_weights(state, key, percent)}
     release["percent"] = percent
     release["paused"] = False

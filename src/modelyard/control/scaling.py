@@ -18,9 +18,10 @@ from modelyard.control.apply import (
     apply_plan,
     effective_replicas,
     make_plan,
+    slot_of,
 )
 from modelyard.control.autoscale import AutoscaleRule
-from modelyard.control.ledger import validate
+from modelyard.control.ledger import expand, validate
 from modelyard.control.release import record
 from modelyard.control.spec import Group, PlatformSpec
 
@@ -93,10 +94,17 @@ def scale_group(
     for template_key in template_keys(service, group):
         state.replicas[template_key] = replicas
     plan = make_plan(spec, spec_file, state)
-    plan.start = [slot for slot in plan.start if f"{slot[0]}/{slot[1]}" == key]
-    plan.stop = [name for name in plan.stop if name.startswith(f"{key}/")]
     if plan.findings:
         raise ValueError("; ".join(f.line() for f in plan.findings))
+    # only more or fewer slots: an instance whose template changed is plan / apply's to replace
+    members = {slot_of(i): i for i in state.stable() if f"{i.service}/{i.group}" == key}
+    wanted = {
+        (p.service, p.group, p.template, p.data_center, p.index)
+        for p in expand(spec, effective_replicas(spec, state))
+        if f"{p.service}/{p.group}" == key
+    }
+    plan.start = sorted(slot for slot in wanted if slot not in members)
+    plan.stop = sorted(i.name for slot, i in members.items() if slot not in wanted)
     spec_before = state.spec_hash
     done = apply_plan(spec, state, plan)
     state.spec_hash = spec_before  # the rest of an edited spec waits for plan / apply

@@ -164,6 +164,28 @@ def _number(doc: LocatedDocument, path: tuple[str | int, ...], value: Any) -> fl
     return float(value)
 
 
+_KEYS = {
+    "quota": {"owner", "cpu_cores", "memory_gb", "cards"},
+    "queue": {"data_center", "pool", "gpu_models"},
+    "service": {"interfaces", "quota", "data_centers", "total_cards", "models", "groups"},
+    "group": {"models", "cards", "templates", "release", "autoscaling"},
+    "template": {"spec", "queues", "replicas", "loads"},
+    "autoscaling": {
+        "min", "max", "target_in_flight", "stable_window_s", "panic_window_s", "panic_threshold",
+    },
+    "release": {"canary_steps"},
+}  # fmt: skip
+
+
+def _known(doc: LocatedDocument, path: tuple[str, ...], raw: dict[str, Any], kind: str) -> None:
+    """A key the spec does not define is a typo until proven otherwise: name it, with file:line."""
+    for key in raw:
+        if key not in _KEYS[kind] and not (kind == "queue" and key in ("count", "cards")):
+            known = ", ".join(sorted(_KEYS[kind]))
+            raise doc.error((*path, key), f"unknown {kind} field '{key}' (known: {known})",
+                            "platform/spec")  # fmt: skip
+
+
 def parse_platform_spec(text: str, filename: str = "platform.yaml") -> PlatformSpec:
     doc = load_located(text, filename)
     root = _mapping(doc, (), doc.data)
@@ -174,6 +196,7 @@ def parse_platform_spec(text: str, filename: str = "platform.yaml") -> PlatformS
     for name, raw in _mapping(doc, ("quotas",), root.get("quotas")).items():
         path = ("quotas", name)
         raw = _mapping(doc, path, raw)
+        _known(doc, path, raw, "quota")
         cards: dict[str, dict[str, int]] = {}
         for dc, models in _mapping(doc, (*path, "cards"), raw.get("cards")).items():
             cards[dc] = {
@@ -191,6 +214,7 @@ def parse_platform_spec(text: str, filename: str = "platform.yaml") -> PlatformS
     for name, raw in _mapping(doc, ("queues",), root.get("queues")).items():
         path = ("queues", name)
         raw = _mapping(doc, path, raw)
+        _known(doc, path, raw, "queue")
         if "count" in raw or "cards" in raw:
             raise doc.error(
                 path, "a queue decides where, never how many: no counts here", "platform/spec"
@@ -205,14 +229,20 @@ def parse_platform_spec(text: str, filename: str = "platform.yaml") -> PlatformS
     for name, raw in _mapping(doc, ("services",), root.get("services")).items():
         path = ("services", name)
         raw = _mapping(doc, path, raw)
+        _known(doc, path, raw, "service")
         groups = {}
         for group_name, graw in _mapping(doc, (*path, "groups"), raw.get("groups")).items():
             gpath = (*path, "groups", group_name)
             graw = _mapping(doc, gpath, graw)
+            _known(doc, gpath, graw, "group")
+            for section in ("autoscaling", "release"):
+                _known(doc, (*gpath, section), _mapping(doc, (*gpath, section), graw.get(section)),
+                       section)  # fmt: skip
             templates = {}
             for tname, traw in _mapping(doc, (*gpath, "templates"), graw.get("templates")).items():
                 tpath = (*gpath, "templates", tname)
                 traw = _mapping(doc, tpath, traw)
+                _known(doc, tpath, traw, "template")
                 spec_text = str(traw.get("spec", ""))
                 templates[tname] = Template(
                     tname,

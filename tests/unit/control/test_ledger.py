@@ -71,6 +71,7 @@ def test_reserved_surge_cards_are_not_free() -> None:
 BROKEN = [
     ("group quotas not summing", ("total_cards: 6", "total_cards: 7"), "GROUP_QUOTA_SUM"),
     ("quota exceeded", ("replicas: 3,", "replicas: 5,"), "QUOTA_EXCEEDED"),
+    ("a quota of 0 cards holds none", ("dc2: {A30-24G: 4}", "dc2: {A30-24G: 0}"), "QUOTA_EXCEEDED"),
     ("GPU model not in quota", ("A30-24G*1", "T4-16G*1"), "GPU_NOT_IN_QUOTA"),
     ("queue does not offer the GPU", ("A30-24G*1", "T4-16G*1"), "QUEUE_GPU_MISMATCH"),
     (
