@@ -542,7 +542,7 @@ async def _autoscale(request: web.Request) -> web.Response:
                         "replicas": d.replicas,
                         "mode": d.mode,
                         "bound_by": d.bound_by,
-                        "explain": d.explain(),
+                        "explain": d.explain(at=False),
                     }
                     for d in list(scaling.scaler.decisions)[-20:]
                 ],

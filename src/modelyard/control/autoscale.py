@@ -44,9 +44,11 @@ class Decision:
     stable_average: float
     panic_average: float
 
-    def explain(self) -> str:
+    def explain(self, at: bool = True) -> str:
+        """One sentence; ``at=False`` leaves out the clock reading (a process's monotonic time)."""
         return (
-            f"t={self.at:.1f}s {self.mode}: in-flight avg {self.stable_average:.1f} (stable) / "
+            (f"t={self.at:.1f}s " if at else "")
+            + f"{self.mode}: in-flight avg {self.stable_average:.1f} (stable) / "
             f"{self.panic_average:.1f} (panic) → want {self.desired}, set {self.replicas} "
             f"(from {self.current}; bound by {self.bound_by})"
         )

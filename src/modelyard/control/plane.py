@@ -353,7 +353,7 @@ class ControlPlane:
             "from": current,
             "to": decision.replicas,
             "bound_by": decision.bound_by,
-            "explain": decision.explain(),
+            "explain": decision.explain(at=False),
         }
         moving_out = any(r.get("from_group") == key for r in state.releases.values())
         if key in state.releases or moving_out:
