@@ -500,13 +500,6 @@ async def _release(request: web.Request) -> web.Response:
             {"error": error.line(), "findings": [f.line() for f in error.findings]},
             status=http_status(error.code),
         )
-    except KeyError as missing:
-        raise ConfigError(
-            f"the request body lacks {missing}",
-            code=Code.INVALID_ARGUMENT,
-            rule="platform/api",
-            where='release start needs {"model": M, "version": V}',
-        ) from None
     state = plane.state()
     return web.json_response(
         {
