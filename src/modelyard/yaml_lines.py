@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -14,10 +15,13 @@ Path_ = tuple[str | int, ...]
 class LocatedDocument:
     """A parsed YAML mapping plus ``line(path)`` for any key path in it."""
 
-    def __init__(self, data: Any, lines: dict[Path_, int], filename: str) -> None:
+    def __init__(
+        self, data: Any, lines: dict[Path_, int], filename: str, rule: str = "config/service-file"
+    ) -> None:
         self.data = data
         self.lines = lines
         self.filename = filename
+        self.rule = rule  # what kind of file: the rule its errors name
 
     def line(self, path: Path_) -> int:
         """The line of ``path``, or of its nearest ancestor that has one."""
@@ -30,14 +34,14 @@ class LocatedDocument:
     def where(self, path: Path_) -> str:
         return f"{self.filename}:{self.line(path)}"
 
-    def error(self, path: Path_, detail: str, rule: str = "config/service-file") -> ConfigError:
+    def error(self, path: Path_, detail: str, rule: str | None = None) -> ConfigError:
         dotted = ".".join(str(p) for p in path)
         return ConfigError(
             f"invalid {self.filename}:{self.line(path)}"
             + (f" at {dotted}" if dotted else "")
             + f": {detail}",
             code=Code.INVALID_ARGUMENT,
-            rule=rule,
+            rule=rule or self.rule,
             where=f"fix {self.where(path)}",
         )
 
@@ -57,7 +61,17 @@ def _build(node: yaml.Node, path: Path_, lines: dict[Path_, int]) -> Any:
     return yaml.safe_load(yaml.serialize(node))
 
 
-def load_located(text: str, filename: str) -> LocatedDocument:
+def read_text(path: Path, rule: str, where: str) -> str:
+    """A config file's text, or its error line (``rule``; ``where`` names the flag)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"cannot read {path}: {exc}", code=Code.INVALID_ARGUMENT, rule=rule, where=where
+        ) from None
+
+
+def load_located(text: str, filename: str, rule: str = "config/service-file") -> LocatedDocument:
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -66,9 +80,9 @@ def load_located(text: str, filename: str) -> LocatedDocument:
         raise ConfigError(
             f"invalid {filename}:{line}: not valid YAML: {getattr(exc, 'problem', exc)}",
             code=Code.INVALID_ARGUMENT,
-            rule="config/service-file",
+            rule=rule,
             where=f"fix {filename}:{line}",
         ) from None
     lines: dict[Path_, int] = {}
     data = _build(node, (), lines) if node is not None else {}
-    return LocatedDocument(data, lines, filename)
+    return LocatedDocument(data, lines, filename, rule)

@@ -322,24 +322,7 @@ async def _inference(request: web.Request) -> web.Response:
 async def _governance(request: web.Request) -> web.Response:
     plane = _plane(request)
     limit = _points(request)
-    services: dict[str, Any] = {}
-    for view in plane.collector.views.values():
-        block = (view.stats or {}).get("governance") if view.up else None
-        entry = services.setdefault(
-            view.target.service,
-            {"admitted": {}, "rejected": {}, "breakers": [], "rejections_total": 0},
-        )
-        if not block:
-            continue
-        for interface, count in block.get("admitted", {}).items():
-            entry["admitted"][interface] = entry["admitted"].get(interface, 0) + count
-        for interface, rules in block.get("rejected", {}).items():
-            mine = entry["rejected"].setdefault(interface, {})
-            for rule, count in rules.items():
-                mine[rule] = mine.get(rule, 0) + count
-        entry["rejections_total"] += block.get("rejections_total", 0)
-        for breaker in block.get("breakers", []):
-            entry["breakers"].append({**breaker, "instance": view.target.name})
+    services = plane.collector.governance_totals()
     for service, entry in services.items():
         entry["series"] = {
             interface: list(points)[-limit:]

@@ -102,23 +102,38 @@ class Collector:
             series = view.series.setdefault("/".join(key), deque(maxlen=self.keep))
             series.append(point)
 
-    def _fold_governance(self) -> None:
-        """Sum every up instance's governance counters per service, then difference them."""
-        now = time.time()
+    def governance_totals(self) -> dict[str, dict[str, Any]]:
+        """Every service's governance counters summed over its up instances (zero if none).
+
+        Per service: admitted by interface, rejected by interface and rule,
+        rejections_total, and each breaker with the instance it lives on.
+        """
         totals: dict[str, dict[str, Any]] = {}
         for view in self.views.values():
+            total = totals.setdefault(
+                view.target.service,
+                {"admitted": {}, "rejected": {}, "breakers": [], "rejections_total": 0},
+            )
             block = (view.stats or {}).get("governance") if view.up else None
             if not block:
                 continue
-            service = totals.setdefault(
-                view.target.service, {"admitted": {}, "rejected": {}, "at": now}
-            )
             for interface, count in block.get("admitted", {}).items():
-                service["admitted"][interface] = service["admitted"].get(interface, 0) + count
+                total["admitted"][interface] = total["admitted"].get(interface, 0) + count
             for interface, rules in block.get("rejected", {}).items():
-                mine = service["rejected"].setdefault(interface, {})
+                mine = total["rejected"].setdefault(interface, {})
                 for rule, count in rules.items():
                     mine[rule] = mine.get(rule, 0) + count
+            total["rejections_total"] += block.get("rejections_total", 0)
+            for breaker in block.get("breakers", []):
+                total["breakers"].append({**breaker, "instance": view.target.name})
+        return totals
+
+    def _fold_governance(self) -> None:
+        """Difference the summed counters since the last poll into per-second series."""
+        now = time.time()
+        totals = self.governance_totals()
+        for total in totals.values():
+            total["at"] = now
         for service, total in totals.items():
             previous = self._previous_governance.get(service)
             self._previous_governance[service] = total

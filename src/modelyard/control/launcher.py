@@ -15,18 +15,15 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from modelyard.errors import Code, ConfigError
+from modelyard.processes import free_port, wait_for_200
 
 _VERSION_POLICY = re.compile(r"version_policy\s*:?\s*\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
 
@@ -60,12 +57,6 @@ class LaunchedInstance:
         return cls(**doc)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def is_alive(pid: int, name: str | None = None) -> bool:
     """Whether ``pid`` runs (not a zombie) and, given ``name``, is that instance's process."""
     if pid <= 0:
@@ -86,21 +77,6 @@ def is_alive(pid: int, name: str | None = None) -> bool:
     except (OSError, IndexError):
         return False
     return True
-
-
-def wait_for_200(url: str, alive: Callable[[], bool], timeout: float) -> str:
-    """Poll ``url`` until it answers 200: "ready", "exited" (``alive`` false) or "timeout"."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not alive():
-            return "exited"
-        try:
-            if httpx.get(url, timeout=1.0).status_code == 200:
-                return "ready"
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    return "timeout"
 
 
 def record_gateways(state_dir: Path, gateways: list[tuple[int, str]]) -> None:

@@ -295,30 +295,22 @@ def validate(
                     hint="expand the quota first",
                 )
             )
-    for quota, (used_cpu, hard_cpu) in ledger.cpu_by_quota.items():
-        if hard_cpu and used_cpu > hard_cpu:
-            add(
-                Finding(
-                    "QUOTA_CPU_EXCEEDED",
-                    f"quota {quota} holds {hard_cpu:g} CPU cores",
-                    spec.where("quotas", quota, "cpu_cores"),
-                    requested=used_cpu,
-                    limit=hard_cpu,
-                    hint="expand the quota first",
+    for code, field_name, unit, by_quota in (
+        ("QUOTA_CPU_EXCEEDED", "cpu_cores", "CPU cores", ledger.cpu_by_quota),
+        ("QUOTA_MEMORY_EXCEEDED", "memory_gb", "GB", ledger.memory_by_quota),
+    ):
+        for quota_name, (used, hard) in by_quota.items():
+            if hard and used > hard:  # 0 (or absent): not limited
+                add(
+                    Finding(
+                        code,
+                        f"quota {quota_name} holds {hard:g} {unit}",
+                        spec.where("quotas", quota_name, field_name),
+                        requested=used,
+                        limit=hard,
+                        hint="expand the quota first",
+                    )
                 )
-            )
-    for quota, (used_mem, hard_mem) in ledger.memory_by_quota.items():
-        if hard_mem and used_mem > hard_mem:
-            add(
-                Finding(
-                    "QUOTA_MEMORY_EXCEEDED",
-                    f"quota {quota} holds {hard_mem:g} GB",
-                    spec.where("quotas", quota, "memory_gb"),
-                    requested=used_mem,
-                    limit=hard_mem,
-                    hint="expand the quota first",
-                )
-            )
     return findings
 
 

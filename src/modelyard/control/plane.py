@@ -40,12 +40,10 @@ from modelyard.control.apply import (
 from modelyard.control.autoscale import Autoscaler, Decision
 from modelyard.control.collector import Collector, Target
 from modelyard.control.launcher import (
-    free_port,
     is_alive,
     record_gateways,
     safe_name,
     stop_recorded_gateways,
-    wait_for_200,
 )
 from modelyard.control.scaling import (
     current_replicas,
@@ -56,6 +54,7 @@ from modelyard.control.scaling import (
 )
 from modelyard.control.spec import PlatformSpec, read_platform_spec
 from modelyard.errors import Code, ConfigError, ModelyardError
+from modelyard.processes import free_port, wait_for_200
 
 log = structlog.get_logger("modelyard.control")
 

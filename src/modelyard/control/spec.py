@@ -43,8 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from modelyard.errors import Code, ConfigError
-from modelyard.yaml_lines import LocatedDocument, load_located
+from modelyard.yaml_lines import LocatedDocument, load_located, read_text
 
 _SPEC = re.compile(
     r"^(?P<cpu>\d+)C/(?P<mem>\d+)G(?:/(?P<gpu>[A-Za-z0-9][A-Za-z0-9.\-]*)\*(?P<cards>\d+))?$"
@@ -187,7 +186,7 @@ def _known(doc: LocatedDocument, path: tuple[str, ...], raw: dict[str, Any], kin
 
 
 def parse_platform_spec(text: str, filename: str = "platform.yaml") -> PlatformSpec:
-    doc = load_located(text, filename)
+    doc = load_located(text, filename, "platform/spec")
     root = _mapping(doc, (), doc.data)
     for key in root:
         if key not in ("quotas", "queues", "services"):
@@ -276,13 +275,5 @@ def parse_platform_spec(text: str, filename: str = "platform.yaml") -> PlatformS
 
 
 def read_platform_spec(path: Path) -> PlatformSpec:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(
-            f"cannot read platform spec {path}: {exc}",
-            code=Code.INVALID_ARGUMENT,
-            rule="platform/spec",
-            where="modelyard platform ... -f FILE",
-        ) from None
+    text = read_text(path, "platform/spec", "modelyard platform ... -f FILE")
     return parse_platform_spec(text, path.name)

@@ -37,9 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from modelyard.errors import Code, ConfigError
 from modelyard.governance.auth import INTERFACES, AuthConfig, Principal
-from modelyard.yaml_lines import LocatedDocument, load_located
+from modelyard.yaml_lines import LocatedDocument, load_located, read_text
 
 _SERVICE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -280,13 +279,5 @@ def _from_document(doc: LocatedDocument) -> ServiceConfig:
 
 
 def read_service_config(path: Path) -> ServiceConfig:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(
-            f"cannot read service file {path}: {exc}",
-            code=Code.INVALID_ARGUMENT,
-            rule="config/service-file",
-            where="--service-config",
-        ) from None
+    text = read_text(path, "config/service-file", "--service-config")
     return parse_service_config(text, path.name)

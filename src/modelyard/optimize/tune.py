@@ -16,12 +16,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -29,6 +27,7 @@ from modelyard.bench.loadgen import Step, Target, WorkerPool
 from modelyard.bench.report import summarize
 from modelyard.config import read_model_config
 from modelyard.errors import Code, ConfigError
+from modelyard.processes import free_port, wait_for_200
 from modelyard.server.repository import ModelRepository
 
 
@@ -69,16 +68,8 @@ def candidate_config(base: mc.ModelConfig, candidate: Candidate) -> mc.ModelConf
     return config
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _serve(repository: Path, model: str, workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
-    port = _free_port()
+    port = free_port()
     log = (workdir / f"serve-{port}.log").open("wb")
     process = subprocess.Popen(
         [
@@ -103,23 +94,18 @@ def _serve(repository: Path, model: str, workdir: Path) -> tuple[subprocess.Pope
         stderr=subprocess.STDOUT,
     )
     log.close()
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise ConfigError(
-                f"the server exited while loading {model}: see {workdir}",
-                code=Code.INTERNAL,
-                rule="tune/serve",
-                where="the candidate's config.pbtxt",
-            )
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/v2/health/ready", timeout=1).status_code == 200:
-                return process, port
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
+    url = f"http://127.0.0.1:{port}/v2/health/ready"
+    outcome = wait_for_200(url, lambda: process.poll() is None, 120)
+    if outcome == "ready":
+        return process, port
     process.kill()
-    raise ConfigError("server did not become ready", code=Code.INTERNAL, rule="tune/serve")
+    raise ConfigError(
+        f"the server {'exited' if outcome == 'exited' else 'was not ready in 120 s'} "
+        f"while loading {model}",
+        code=Code.INTERNAL,
+        rule="tune/serve",
+        where=f"the candidate's config.pbtxt; the server log is in {workdir}",
+    )
 
 
 def measure(

@@ -96,6 +96,8 @@ BROKEN = [
     ("queue in another DC", ("dc2: dc2-gpu", "dc2: dc1-gpu"), "QUEUE_DC_MISMATCH"),
     ("group over its share", ("        cards: 6\n", "        cards: 5\n"), "GROUP_CARDS_EXCEEDED"),
     ("unknown quota", ("quota: search-gpu", "quota: nope"), "QUOTA_UNKNOWN"),
+    ("CPU cores exceeded", ("cpu_cores: 256", "cpu_cores: 8"), "QUOTA_CPU_EXCEEDED"),
+    ("memory exceeded", ("memory_gb: 1024", "memory_gb: 32"), "QUOTA_MEMORY_EXCEEDED"),
 ]
 
 
@@ -138,3 +140,15 @@ def test_queues_hold_no_counts_and_shapes_are_checked_with_file_line() -> None:
     with pytest.raises(ConfigError) as shaped:
         parse_platform_spec(BASE.replace("replicas: 2,", "replicas: two,"), "p.yaml")
     assert "p.yaml:" in shaped.value.line() and "expected an integer" in shaped.value.line()
+
+
+def test_spec_file_errors_name_the_platform_rule_with_file_line() -> None:
+    with pytest.raises(ConfigError) as bad_yaml:
+        parse_platform_spec("services: [unclosed\n", "platform.yaml")
+    assert bad_yaml.value.rule == "platform/spec" and "platform.yaml:" in bad_yaml.value.line()
+    typo = BASE.replace("autoscaling: {min: 1, max: 4}", "autoscalling: {min: 1, max: 4}")
+    with pytest.raises(ConfigError) as unknown:
+        parse_platform_spec(typo, "platform.yaml")
+    assert "unknown group field 'autoscalling'" in unknown.value.line()
+    line = unknown.value.line()
+    assert "rule=platform/spec" in line and "change: fix platform.yaml:24" in line
