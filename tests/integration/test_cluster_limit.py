@@ -61,7 +61,9 @@ async def offer(guard: ClusterQpsGuard, model: str, qps: float, seconds: float) 
             await asyncio.sleep(delay)
         began = time.monotonic()
         try:
-            await guard.check(call)
+            pending = guard.check(call)
+            if pending is not None:
+                await pending
             stats.admitted += 1
         except GovernanceError as exc:
             stats.rejected += 1
@@ -166,3 +168,30 @@ def test_busy_model_does_not_starve_a_reserved_one(redis_server: RedisServer) ->
     assert sum(r.rejected for r in a) > 0
     assert a_admitted + sum(r.admitted for r in b) <= LIMIT * elapsed + LIMIT
     assert a_admitted >= 0.8 * (50 + 100) * 3.0
+
+
+def test_below_the_limit_the_next_chunk_is_fetched_before_requests_need_it(
+    redis_server: RedisServer,
+) -> None:
+    """A limit far above the load: after the first trip no call waits for Redis."""
+
+    async def scenario() -> tuple[int, int, int]:
+        guard = ClusterQpsGuard(
+            "roomy", {"infer": QpsLimit(100_000)}, redis_server.url, Clock(), lambda: 1, chunk=20
+        )
+        call = Call(service="roomy", interface="infer", model="ranker")
+        waited = 0
+        for _ in range(500):
+            pending = guard.check(call)
+            if pending is not None:
+                waited += 1
+                await pending
+            await asyncio.sleep(0.0002)  # the loop turns between calls, as in a server
+        trips, admitted = guard.redis_round_trips, guard.admitted
+        await guard.aclose()
+        return waited, trips, admitted
+
+    waited, trips, admitted = asyncio.run(scenario())
+    assert admitted == 500
+    assert trips >= 500 // 20  # every token came from Redis, a chunk at a time
+    assert waited <= 2, waited  # the first lease, and at most one chunk outrun

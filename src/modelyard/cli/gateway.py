@@ -13,7 +13,7 @@ from typing import Any, cast
 import structlog
 import uvicorn
 
-from modelyard.cli.runtime import http_config, run_event_loop
+from modelyard.cli.runtime import freeze_startup_objects, http_config, run_event_loop
 from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
 from modelyard.gateway.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
 from modelyard.gateway.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
@@ -90,6 +90,7 @@ async def gateway(args: argparse.Namespace) -> None:
     grpc_server: GrpcServer | None = None
     try:
         await forwarding.start()
+        freeze_startup_objects()
         if args.grpc_port >= 0:
             grpc_server = await start_grpc_server(
                 dataplane,

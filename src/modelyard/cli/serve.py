@@ -14,7 +14,7 @@ from types import FrameType
 import structlog
 import uvicorn
 
-from modelyard.cli.runtime import http_config, run_event_loop
+from modelyard.cli.runtime import freeze_startup_objects, http_config, run_event_loop
 from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
 from modelyard.discovery.publisher import Publisher, models_from_index
 from modelyard.discovery.registry import Instance
@@ -270,6 +270,7 @@ async def serve(args: argparse.Namespace) -> None:
     )
     app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes, governance=governance)
     await manager.start()
+    freeze_startup_objects()
     config = http_config(app, args.host, args.http_port, args.http_max_connections)
 
     async def deregister() -> None:

@@ -67,7 +67,7 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
             bearer_token=bearer[7:] if bearer.lower().startswith("bearer ") else None,
         )
         try:
-            await guard.check(call)
+            guard.check(call)  # auth decides at once
         except GovernanceError as error:
             return _error(error)
         request["principal"] = call.principal

@@ -91,17 +91,34 @@ def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
     return "metadata", None, None
 
 
+_CALL_HEADERS = frozenset((b"x-api-key", b"authorization", b"x-request-id"))
+_CLASSIFIED: dict[str, tuple[str, str | None, str | None]] = {}
+_CLASSIFIED_MAX = 4096  # bounded: paths come from callers
+
+
+def _classify_path(method: str, path: str) -> tuple[str, str | None, str | None]:
+    """``classify`` remembered per path: a governed call repeats a handful of paths."""
+    found = _CLASSIFIED.get(path)
+    if found is None:
+        if len(_CLASSIFIED) >= _CLASSIFIED_MAX:
+            _CLASSIFIED.clear()
+        found = _CLASSIFIED[path] = classify(method, path)
+    return found
+
+
 def _call_from_headers(governance: Governance, scope: Scope) -> Call:
-    interface, model, version = classify(scope["method"], scope["path"])
+    interface, model, version = _classify_path(scope["method"], scope["path"])
     call = Call(governance.service, interface, model, version)
     for key, value in scope["headers"]:
+        if key not in _CALL_HEADERS:
+            continue
         if key == b"x-api-key":
             call.api_key = value.decode("latin-1")
         elif key == b"authorization":
             text = value.decode("latin-1")
             if text[:7].lower() == "bearer ":
                 call.bearer_token = text[7:].strip()
-        elif key == b"x-request-id":
+        else:
             call.request_id = value.decode("latin-1")
     return call
 

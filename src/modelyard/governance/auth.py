@@ -55,6 +55,8 @@ _CACHE_SIZE = 1024
 
 
 class AuthGuard:
+    learns_from_outcomes = False  # record() is a no-op: the chain skips it
+
     def __init__(self, config: AuthConfig) -> None:
         self.config = config
         self.rejections: dict[str, int] = {"auth/unauthenticated": 0, "auth/permission": 0}
@@ -79,7 +81,7 @@ class AuthGuard:
             decision = self._decisions[key] = principal.may(interface, model)
         return decision
 
-    async def check(self, call: Call) -> None:
+    def check(self, call: Call) -> None:
         if call.interface in OPEN_INTERFACES:
             return
         secret = call.api_key or call.bearer_token

@@ -300,7 +300,7 @@ class BreakerGuard:
         # Filled by record() from outcomes that count, so unknown model names cost nothing.
         self._by_key: dict[tuple[str, str | None], tuple[CircuitBreaker, ...]] = {}
 
-    async def check(self, call: Call) -> None:
+    def check(self, call: Call) -> None:
         breakers = self._by_key.get((call.interface, call.model))
         if breakers is None:
             return

@@ -50,6 +50,8 @@ class GuardChain:
         on_rejected: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.guards = guards
+        # the guards whose record() does something: breakers, adaptive concurrency
+        self._learners = [g for g in guards if getattr(g, "learns_from_outcomes", True)]
         self.clock = clock
         self.on_rejected = on_rejected
         self.admitted = 0
@@ -61,30 +63,34 @@ class GuardChain:
         self.fallbacks_by_interface: dict[str, dict[str, int]] = {}
 
     async def run(self, call: Call, handler: Callable[[], Awaitable[T]]) -> T:
-        admitted: list[Guard] = []
+        passed = 0
         try:
             for guard in self.guards:
-                await guard.check(call)
-                admitted.append(guard)
+                pending = guard.check(call)
+                if pending is not None:
+                    await pending
+                passed += 1
         except GovernanceError as error:
-            for guard in admitted:
+            for guard in self.guards[:passed]:
                 guard.record(call, 0.0, error)
             self._rejected(call, error)
             raise
         self.admitted += 1
         by_interface = self.admitted_by_interface
         by_interface[call.interface] = by_interface.get(call.interface, 0) + 1
+        learners = self._learners
+        if not learners:  # auth and rate limits learn nothing from the outcome
+            return await handler()
         start = self.clock.monotonic()
-        call.started = start
         try:
             result = await handler()
         except BaseException as error:
             latency = self.clock.monotonic() - start
-            for guard in admitted:
+            for guard in learners:
                 guard.record(call, latency, error)
             raise
         latency = self.clock.monotonic() - start
-        for guard in admitted:
+        for guard in learners:
             guard.record(call, latency, None)
         return result
 

@@ -9,9 +9,16 @@ in the keys ``modelyard:rl:{<service>:<interface>}:pool`` and ``...:m:<model>``
 Instances lease tokens in chunks: the script grants min(chunk, whole tokens
 available) and the guard spends them locally until they run out or the lease
 is ``lease_ttl`` old; expired tokens are dropped, so leasing can under-admit by
-up to one chunk per instance and model but never over-admits. Chunks shrink to
-limit / (live instances x 10) for small limits. After a refusal an instance
-asks again only once a chunk could be there (at most ``lease_ttl`` later).
+up to one chunk per instance and model but never over-admits. A chunk is
+``lease_chunk`` tokens, or ``PREFETCH_SECONDS`` of this instance's observed
+rate when that is more, and never more than limit / (live instances x 10).
+After a refusal an instance asks again only once a chunk could be there (at
+most ``lease_ttl`` later).
+
+While Redis grants whole chunks (the limit is far from binding), the next chunk
+is fetched in the background once half of the lease is spent, so requests never
+wait for Redis; a request waits for a round trip only when its lease is empty,
+which happens when the limit binds (grants come back short) or traffic jumps.
 
 When Redis errors or times out, the guard enforces limit / live instances
 locally with a ``SharedLimit`` and pings Redis in the background at most once
@@ -23,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 import structlog
@@ -133,11 +140,16 @@ return {granted, string.format('%.9f', wait_one), string.format('%.9f', wait_wan
 """
 
 
+PREFETCH_SECONDS = 0.05
+
+
 @dataclass(slots=True)
 class _Lease:
     tokens: int = 0
     expires: float = 0.0
     denied_until: float = 0.0
+    refill_below: int = 0  # fetch the next chunk in the background below this many tokens
+    refill: asyncio.Task[None] | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -183,6 +195,8 @@ class _Interface:
 
 class ClusterQpsGuard:
     """The ``cluster-qps`` guard: per-interface limits shared by all instances."""
+
+    learns_from_outcomes = False  # record() is a no-op: the chain skips it
 
     rule = "ratelimit/cluster-qps"
     strategy = "cluster-qps"
@@ -245,40 +259,50 @@ class ClusterQpsGuard:
     def in_fallback(self) -> bool:
         return self._fallback
 
-    async def check(self, call: Call) -> None:
+    def check(self, call: Call) -> Awaitable[None] | None:
         iface = self._interfaces.get(call.interface)
         if iface is None:
-            return
+            return None
         now = self._clock.monotonic()
         iface.offered += 1
         iface.window.hit(now)
         if self._fallback:
             self._check_locally(iface, call, now)
-            return
+            return None
         lease = iface.leases.get(call.model)
         if lease is None:
             lease = iface.leases[call.model] = _Lease()
         if lease.tokens > 0 and now < lease.expires:
             lease.tokens -= 1
             self.admitted += 1
-            return
+            if lease.tokens < lease.refill_below and lease.refill is None:
+                lease.refill = asyncio.get_running_loop().create_task(
+                    self._prefetch(iface, lease, call.model)
+                )
+            return None
         if now < lease.denied_until:
             raise self._refusal(iface, call, lease.denied_until - now)
-        async with lease.lock:
-            await self._check_with_redis(iface, lease, call)
+        return self._check_with_redis(iface, lease, call)
 
     def record(self, call: Call, latency: float, error: BaseException | None) -> None:
         return None
 
     async def aclose(self) -> None:
-        task = self._probe_task
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        tasks = [self._probe_task] + [
+            lease.refill for iface in self._interfaces.values() for lease in iface.leases.values()
+        ]
+        for task in tasks:
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self._redis.aclose()
 
     async def _check_with_redis(self, iface: _Interface, lease: _Lease, call: Call) -> None:
+        async with lease.lock:
+            await self._decide_with_redis(iface, lease, call)
+
+    async def _decide_with_redis(self, iface: _Interface, lease: _Lease, call: Call) -> None:
         now = self._clock.monotonic()
         if lease.tokens > 0 and now < lease.expires:  # another waiter renewed the lease
             lease.tokens -= 1
@@ -289,27 +313,56 @@ class ClusterQpsGuard:
         if self._fallback:
             self._check_locally(iface, call, now)
             return
-        want = max(1, min(self.chunk, int(iface.shares.limit / (self._instances() * 10))))
-        offered, iface.offered = iface.offered, 0
         try:
-            granted, wait_one, wait_want, observed = await self._script(
-                keys=iface.keys,
-                args=[want, iface.reserve_index.get(call.model, 0), offered, *iface.args],
-            )
+            wait_one = await self._lease(iface, lease, call.model, now)
         except (RedisError, OSError) as exc:
             self._enter_fallback(exc, now)
             self._check_locally(iface, call, now)
             return
+        if lease.tokens > 0:
+            lease.tokens -= 1
+            self.admitted += 1
+            return
+        raise self._refusal(iface, call, wait_one)
+
+    async def _prefetch(self, iface: _Interface, lease: _Lease, model: str | None) -> None:
+        """Fetch the next chunk while the rest of the lease is spent."""
+        try:
+            async with lease.lock:
+                now = self._clock.monotonic()
+                if self._fallback or lease.tokens >= lease.refill_below:
+                    return
+                try:
+                    await self._lease(iface, lease, model, now)
+                except (RedisError, OSError) as exc:
+                    self._enter_fallback(exc, now)
+        finally:
+            lease.refill = None
+
+    async def _lease(
+        self, iface: _Interface, lease: _Lease, model: str | None, now: float
+    ) -> float:
+        """One round trip: add the granted tokens to the lease; the wait for one token."""
+        cap = iface.shares.limit / (self._instances() * 10)
+        wanted = max(self.chunk, iface.window.rate(now) * PREFETCH_SECONDS)
+        want = max(1, int(min(cap, wanted)))
+        offered, iface.offered = iface.offered, 0
+        granted, wait_one, wait_want, observed = await self._script(
+            keys=iface.keys,
+            args=[want, iface.reserve_index.get(model, 0), offered, *iface.args],
+        )
         self.redis_round_trips += 1
         iface.observed = float(observed)
         now = self._clock.monotonic()
         if granted > 0:
-            lease.tokens = granted - 1
+            lease.tokens = granted + (lease.tokens if now < lease.expires else 0)
             lease.expires = now + self.lease_ttl
-            self.admitted += 1
-            return
-        lease.denied_until = now + min(float(wait_want), self.lease_ttl)
-        raise self._refusal(iface, call, float(wait_one))
+        # fetch ahead only while Redis has whole chunks to give: near the limit it would
+        # only add round trips
+        lease.refill_below = want // 2 if granted >= want else 0
+        if granted == 0:
+            lease.denied_until = now + min(float(wait_want), self.lease_ttl)
+        return float(wait_one)
 
     def _check_locally(self, iface: _Interface, call: Call, now: float) -> None:
         self.fallback_decisions += 1

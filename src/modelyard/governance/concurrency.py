@@ -238,7 +238,7 @@ class AdaptiveConcurrencyGuard:
         self._service_file = service_file
         self._limiters: dict[tuple[str, str | None, str | None], ConcurrencyLimiter | None] = {}
 
-    async def check(self, call: Call) -> None:
+    def check(self, call: Call) -> None:
         key = (call.interface, call.model, call.version)
         try:
             limiter = self._limiters[key]

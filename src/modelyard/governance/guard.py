@@ -1,13 +1,19 @@
 """The guard contract: one call in, admit or raise.
 
-A guard's ``check`` admits a call by returning, or refuses it by raising
-``GovernanceError`` (or ``Degraded`` to ask for a fallback answer). Guards that
+A guard's ``check`` admits a call by returning None, or refuses it by raising
+``GovernanceError`` (or ``Degraded`` to ask for a fallback answer). A guard that
+cannot decide without I/O (cluster-qps when its lease is spent) returns an
+awaitable instead, which admits or refuses the same way: every other decision
+is made without creating a coroutine, on the path of every request. Guards that
 learn from outcomes (breakers, adaptive concurrency) also get ``record`` once
-the handler has answered. Guards run in order: auth, rate limit, breaker.
+the handler has answered; the others set ``learns_from_outcomes = False`` and
+the chain neither times the handler nor calls them back. Guards run in order:
+auth, rate limit, breaker.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -26,7 +32,6 @@ class Call:
     api_key: str | None = None
     bearer_token: str | None = None
     principal: str | None = None  # set by auth once it admits the call
-    started: float = 0.0  # clock seconds when the chain admitted the call
     notes: dict[str, Any] = field(default_factory=dict)  # guards' own per-call state
 
 
@@ -54,8 +59,8 @@ class Degraded(GovernanceError):
 
 
 class Guard(Protocol):
-    async def check(self, call: Call) -> None:
-        """Admit the call (return) or refuse it (raise GovernanceError)."""
+    def check(self, call: Call) -> Awaitable[None] | None:
+        """Admit the call (return None) or refuse it (raise GovernanceError); else wait."""
         ...
 
     def record(self, call: Call, latency: float, error: BaseException | None) -> None:

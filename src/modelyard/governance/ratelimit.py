@@ -331,6 +331,8 @@ def _num(value: float) -> str:
 class InstanceQpsGuard:
     """The ``instance-qps`` guard: per-interface limits on this instance."""
 
+    learns_from_outcomes = False  # record() is a no-op: the chain skips it
+
     rule = "ratelimit/instance-qps"
     strategy = "instance-qps"
 
@@ -362,7 +364,7 @@ class InstanceQpsGuard:
         self.admitted = 0
         self.rejected: dict[str, int] = {self.rule: 0}
 
-    async def check(self, call: Call) -> None:
+    def check(self, call: Call) -> None:
         shared = self._limits.get(call.interface)
         if shared is None:
             return

@@ -6,14 +6,22 @@ the ``RequestQueue`` (server/batcher.py) what to run, stacks the chosen
 requests along the batch axis, executes once and splits the outputs back:
 engines never see individual requests.
 
-Inline execution: for models whose executions take a few tens of microseconds,
-handing a request to a thread and its answer back costs more than computing
-it. Once a version has shown (moving average over its executions) that it runs
-under ``INLINE_THRESHOLD_NS``, a request that finds the queue empty and every
-instance idle runs at once on the event loop with instance 0's engine. Slower
-models, and any request that finds work queued, take the thread path; so do
-requests to batching models while the event loop is busy (``LoopLoad``), so
-that under load they can share batches.
+Execution on the event loop: for models whose executions take a few tens of
+microseconds, handing a request to a thread and its answer back costs more
+than computing it. Once a version has shown (moving average over its
+executions) that it runs under ``INLINE_THRESHOLD_NS``, the event loop executes
+it with instance 0's engine:
+
+* a request that finds the queue empty and every instance idle runs at once;
+* otherwise it is queued, and one drain callback, run on the loop's next turn,
+  executes everything queued by then in batches (``RequestQueue.take`` with no
+  instance busy, so no queue delay is spent). Requests to batching models queue
+  this way while the loop is busy (``LoopLoad``), so that under load the
+  requests that arrive in one turn of the loop share one execution.
+
+No thread hand-off, lock wake-up or cross-thread callback is paid per request
+on that path. Slower models take the thread path; so does a queue that finds
+an instance thread executing (the drain leaves it to the threads).
 """
 
 from __future__ import annotations
@@ -119,6 +127,7 @@ class Scheduler:
         self._loop_load = loop_load if policy.batching else None
         self._inline_ok = False
         self._inline_busy = False
+        self._drain_scheduled = False
         self._observed = 0
         self._compute_ewma_ns = 0.0
         self._threads = [
@@ -172,8 +181,37 @@ class Scheduler:
             except ModelServerError as error:
                 self.stats.record_failure(failure_reason(error), 0)
                 raise
-            self._cond.notify()
+            if not self._inline_ok:
+                self._cond.notify()
+                return future
+        if not self._drain_scheduled:
+            self._drain_scheduled = True
+            loop.call_soon(self._drain)
         return future
+
+    def _drain(self) -> None:
+        """Execute on the event loop what was queued since the last turn, in batches."""
+        self._drain_scheduled = False
+        clock = self._clock
+        while True:
+            with self._cond:
+                if not self._inline_ok or self._executing or self._closed:
+                    self._cond.notify()  # the instance threads take the rest
+                    return
+                now = clock.monotonic_ns()
+                for expired in self._queue.expire(now):
+                    self._finish(expired.request, expired.error, now, on_loop=True)
+                batch = self._queue.take(now, 0)
+                if not isinstance(batch, list):
+                    return
+                self._executing += 1
+                self._inline_busy = True
+            try:
+                self._execute(self._engines[0], batch, on_loop=True)
+            finally:
+                with self._cond:
+                    self._executing -= 1
+                    self._inline_busy = False
 
     def _try_inline(
         self,
@@ -208,7 +246,8 @@ class Scheduler:
             with self._cond:
                 self._executing -= 1
                 self._inline_busy = False
-                self._cond.notify()
+                if len(self._queue):  # a thread held back while this ran; else none waits
+                    self._cond.notify()
         return True
 
     def _observe(self, compute_ns: int) -> None:
@@ -267,7 +306,7 @@ class Scheduler:
                     self._executing -= 1
                     self._cond.notify()
 
-    def _execute(self, engine: Engine, batch: list[QueuedRequest]) -> None:
+    def _execute(self, engine: Engine, batch: list[QueuedRequest], on_loop: bool = False) -> None:
         clock = self._clock
         start_ns = clock.monotonic_ns()
         payloads: list[_Payload] = [r.payload for r in batch]
@@ -288,19 +327,18 @@ class Scheduler:
             error = exc if isinstance(exc, ModelyardError) else self._engine_error(exc)
             end_ns = clock.monotonic_ns()
             for request in batch:
-                self._finish(request, error, end_ns)
+                self._finish(request, error, end_ns, on_loop)
             return
         infer_end = clock.monotonic_ns()
-        if len(batch) == 1 and batch[0].rows == total_rows:
-            self._observe(infer_end - infer_start)
+        self._observe(infer_end - infer_start)
         if len(batch) == 1:
-            self._finish(batch[0], results, infer_end)
+            self._finish(batch[0], results, infer_end, on_loop)
         else:
             offset = 0
             for request, payload in zip(batch, payloads, strict=True):
                 part = {n: results[n][offset : offset + request.rows] for n in payload.outputs}
                 offset += request.rows
-                self._finish(request, part, infer_end)
+                self._finish(request, part, infer_end, on_loop)
         end_ns = clock.monotonic_ns()
         self.stats.record_execution(
             [(r.enqueued_ns, start_ns) for r in batch],
@@ -341,6 +379,7 @@ class Scheduler:
         request: QueuedRequest,
         outcome: dict[str, np.ndarray] | BaseException,
         end_ns: int,
+        on_loop: bool = False,
     ) -> None:
         payload: _Payload = request.payload
         callback: Callable[[asyncio.Future[Any], Any], None]
@@ -351,6 +390,9 @@ class Scheduler:
             callback = _resolve
         if self._in_order is not None:
             self._in_order.release(request.seq, callback, payload.future, outcome, payload.loop)
+            return
+        if on_loop:
+            callback(payload.future, outcome)
             return
         # a closed event loop means nobody waits for this answer any more
         with contextlib.suppress(RuntimeError):

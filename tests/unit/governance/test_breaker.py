@@ -55,7 +55,7 @@ def call(model: str | None = "ranker") -> Call:
 
 
 def check(guard: BreakerGuard, c: Call) -> None:
-    asyncio.run(guard.check(c))
+    guard.check(c)
 
 
 def refusal(guard: BreakerGuard, c: Call) -> GovernanceError:

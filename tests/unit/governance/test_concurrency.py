@@ -53,13 +53,13 @@ def call(model: str = "ranker", version: str | None = "1", interface: str = "inf
 def admit(guard: AdaptiveConcurrencyGuard, n: int = 1, **where: str) -> list[Call]:
     calls = [call(**where) for _ in range(n)]
     for c in calls:
-        asyncio.run(guard.check(c))
+        guard.check(c)
     return calls
 
 
 def refusal(guard: AdaptiveConcurrencyGuard, **where: str) -> GovernanceError:
     with pytest.raises(GovernanceError) as caught:
-        asyncio.run(guard.check(call(**where)))
+        guard.check(call(**where))
     return caught.value
 
 

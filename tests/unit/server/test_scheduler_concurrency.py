@@ -13,6 +13,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.engines.base import Engine, LoadContext, Signature
 from modelyard.server.batcher import BatchingPolicy
+from modelyard.server.loop_load import LoopLoad
 from modelyard.server.scheduler import Scheduler
 
 
@@ -158,3 +159,48 @@ def test_a_slow_model_and_an_opted_out_model_never_run_inline() -> None:
             scheduler.join(5)
     main = threading.current_thread().name
     assert main not in slow.threads and main not in fast.threads
+
+
+class BatchRecordingEngine(ThreadRecordingEngine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: list[tuple[str, int]] = []
+
+    def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        self.runs.append((threading.current_thread().name, len(inputs["x"])))
+        return super().execute(inputs, outputs)
+
+
+class _BusyLoop(LoopLoad):
+    """A loop load that always reads busy, as under heavy traffic."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.busy = True
+
+
+def test_a_fast_batching_model_under_load_batches_on_the_event_loop() -> None:
+    engine = BatchRecordingEngine()
+    config = text_format.Parse("max_batch_size: 8 dynamic_batching {}", mc.ModelConfig())
+    scheduler = Scheduler("affine", 1, [engine], BatchingPolicy.from_config(config))
+    try:
+        _sequential(scheduler, 20)  # shows it is fast; runs inline from here on
+        scheduler._loop_load = _BusyLoop()  # the loop is busy: requests queue for the drain
+
+        async def burst() -> list[dict[str, np.ndarray]]:
+            futures = [
+                scheduler.submit({"x": np.full((1, 2), i, np.float32)}, ["y"], 1) for i in range(20)
+            ]
+            return list(await asyncio.gather(*futures))
+
+        results = asyncio.run(burst())
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+    assert [r["y"].tolist() for r in results] == [[[i + 1.0, i + 1.0]] for i in range(20)]
+    main = threading.current_thread().name
+    burst_runs = engine.runs[-3:]  # 20 requests of one turn: batches of 8, 8 and 4
+    assert [rows for _, rows in burst_runs] == [8, 8, 4]
+    assert all(thread == main for thread, _ in burst_runs)  # no thread hand-off
+    assert scheduler.stats.success_count == 40
+    assert scheduler.stats.execution_count == len(engine.runs)
