@@ -193,5 +193,5 @@ def test_below_the_limit_the_next_chunk_is_fetched_before_requests_need_it(
 
     waited, trips, admitted = asyncio.run(scenario())
     assert admitted == 500
-    assert trips >= 500 // 20  # every token came from Redis, a chunk at a time
+    assert 3 <= trips < 500 // 20  # chunks of 20 at first, then sized by the spending rate
     assert waited <= 2, waited  # the first lease, and at most one chunk outrun

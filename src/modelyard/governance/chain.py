@@ -62,22 +62,50 @@ class GuardChain:
         self.rejected_by_interface: dict[str, dict[str, int]] = {}  # interface -> rule -> count
         self.fallbacks_by_interface: dict[str, dict[str, int]] = {}
 
-    async def run(self, call: Call, handler: Callable[[], Awaitable[T]]) -> T:
-        passed = 0
-        try:
-            for guard in self.guards:
-                pending = guard.check(call)
-                if pending is not None:
-                    await pending
-                passed += 1
-        except GovernanceError as error:
-            for guard in self.guards[:passed]:
-                guard.record(call, 0.0, error)
-            self._rejected(call, error)
-            raise
+    @property
+    def learns(self) -> bool:
+        """Whether any guard learns from outcomes (then calls go through ``run``)."""
+        return bool(self._learners)
+
+    def admit(self, call: Call) -> Awaitable[None] | None:
+        """Run the guards in order: None when all admitted the call at once, else an
+        awaitable that finishes the decision. A refusal raises."""
+        return self._admit_from(call, 0)
+
+    def _admit_from(self, call: Call, first: int) -> Awaitable[None] | None:
+        guards = self.guards
+        for index in range(first, len(guards)):
+            try:
+                pending = guards[index].check(call)
+            except GovernanceError as error:
+                self._refused(call, index, error)
+                raise
+            if pending is not None:
+                return self._admit_after(call, index, pending)
         self.admitted += 1
         by_interface = self.admitted_by_interface
         by_interface[call.interface] = by_interface.get(call.interface, 0) + 1
+        return None
+
+    async def _admit_after(self, call: Call, index: int, pending: Awaitable[None]) -> None:
+        try:
+            await pending
+        except GovernanceError as error:
+            self._refused(call, index, error)
+            raise
+        rest = self._admit_from(call, index + 1)
+        if rest is not None:
+            await rest
+
+    def _refused(self, call: Call, index: int, error: GovernanceError) -> None:
+        for guard in self.guards[:index]:  # those that admitted it hear the outcome
+            guard.record(call, 0.0, error)
+        self._rejected(call, error)
+
+    async def run(self, call: Call, handler: Callable[[], Awaitable[T]]) -> T:
+        pending = self.admit(call)
+        if pending is not None:
+            await pending
         learners = self._learners
         if not learners:  # auth and rate limits learn nothing from the outcome
             return await handler()

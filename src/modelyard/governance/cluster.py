@@ -10,8 +10,9 @@ Instances lease tokens in chunks: the script grants min(chunk, whole tokens
 available) and the guard spends them locally until they run out or the lease
 is ``lease_ttl`` old; expired tokens are dropped, so leasing can under-admit by
 up to one chunk per instance and model but never over-admits. A chunk is
-``lease_chunk`` tokens, or ``PREFETCH_SECONDS`` of this instance's observed
-rate when that is more, and never more than limit / (live instances x 10).
+``lease_chunk`` tokens, or ``CHUNK_SECONDS`` of the rate at which this
+instance spent its last lease when that is more (so a chunk grows in one round
+trip when traffic jumps), and never more than limit / (live instances x 10).
 After a refusal an instance asks again only once a chunk could be there (at
 most ``lease_ttl`` later).
 
@@ -140,7 +141,7 @@ return {granted, string.format('%.9f', wait_one), string.format('%.9f', wait_wan
 """
 
 
-PREFETCH_SECONDS = 0.05
+CHUNK_SECONDS = 0.1
 
 
 @dataclass(slots=True)
@@ -149,6 +150,8 @@ class _Lease:
     expires: float = 0.0
     denied_until: float = 0.0
     refill_below: int = 0  # fetch the next chunk in the background below this many tokens
+    issued: int = 0  # tokens held right after the last grant
+    issued_at: float = 0.0
     refill: asyncio.Task[None] | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -344,8 +347,10 @@ class ClusterQpsGuard:
     ) -> float:
         """One round trip: add the granted tokens to the lease; the wait for one token."""
         cap = iface.shares.limit / (self._instances() * 10)
-        wanted = max(self.chunk, iface.window.rate(now) * PREFETCH_SECONDS)
-        want = max(1, int(min(cap, wanted)))
+        left = lease.tokens if now < lease.expires else 0
+        elapsed = now - lease.issued_at
+        spending = (lease.issued - left) / elapsed if lease.issued and elapsed > 0 else 0.0
+        want = max(1, int(min(cap, max(self.chunk, spending * CHUNK_SECONDS))))
         offered, iface.offered = iface.offered, 0
         granted, wait_one, wait_want, observed = await self._script(
             keys=iface.keys,
@@ -357,6 +362,7 @@ class ClusterQpsGuard:
         if granted > 0:
             lease.tokens = granted + (lease.tokens if now < lease.expires else 0)
             lease.expires = now + self.lease_ttl
+            lease.issued, lease.issued_at = lease.tokens, now
         # fetch ahead only while Redis has whole chunks to give: near the limit it would
         # only add round trips
         lease.refill_below = want // 2 if granted >= want else 0

@@ -314,11 +314,14 @@ class Governance:
     async def infer(
         self, call: Call, decode: Callable[[], InferRequest], dataplane: DataPlane
     ) -> InferResponse:
-        async def handler() -> InferResponse:
-            return await dataplane.infer(decode())
-
+        chain = self.chain
         try:
-            return await self.chain.run(call, handler)
+            if chain.learns:
+                return await chain.run(call, lambda: dataplane.infer(decode()))
+            pending = chain.admit(call)  # the common case: decided without awaiting
+            if pending is not None:
+                await pending
+            return await dataplane.infer(decode())
         except Degraded as degraded:
             request = decode()
             fallback = degraded.fallback
