@@ -5,17 +5,21 @@
 Needs `wrk` and `redis-server`. One run: a server without a service file and
 one with auth and a cluster-qps limit far above the offered load (counted in a
 real Redis, leased in chunks), both pinned to core 0 and measured alternately
-(A B A B ...) with wrk on core 1. The cost is read from the median of the
+(A B B A ...) with wrk on core 1. The cost is read from the median of the
 per-round ratios: one server's throughput moves by 10-20 % between runs on a
 2-core VM, more than the cost being measured, and a round compares two runs
 seconds apart.
 
-Because that noise is as large as the target, the script also measures the
-chain's own CPU per request directly: the same ASGI app in this process, with
-a dataplane that answers at once, driven call after call with and without the
-service file (the same Redis), best of many rounds; that difference divided
-by the served request's cost (1 / chain-off throughput) is the cost the chain
-adds, without the run-to-run noise.
+Because that noise is as large as the target, two more readings come with it:
+
+* CPU per served request: each server's own CPU time (/proc, all threads)
+  over each wrk run, divided by the requests it answered. A saturated server's
+  throughput is 1 / that, but CPU time does not count what a noisy VM steals,
+  so the ratio of the two servers' medians is the throughput cost with most of
+  the noise taken out;
+* the chain's own CPU per call: the same ASGI app in this process, with a
+  dataplane that answers at once, driven call after call with and without the
+  service file (the same Redis), best of many rounds.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -107,6 +112,12 @@ async def _in_process_us(service: Path, body: bytes, header_length: int) -> dict
     return best
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=3.0)
@@ -149,10 +160,18 @@ def main() -> None:
             for server in servers.values():
                 url = f"http://127.0.0.1:{server.port}/v2/models/tiny_onnx/infer"
                 wrk(url, script, args.connections, 2)
+            order = list(servers.items())
             for _ in range(args.rounds):
-                for name, server in servers.items():
+                order.reverse()  # A B B A ...: a drift over the run favours neither
+                for name, server in order:
                     url = f"http://127.0.0.1:{server.port}/v2/models/tiny_onnx/infer"
-                    results[name].append(wrk(url, script, args.connections, args.seconds))
+                    cpu_before = _cpu_seconds(server.process.pid)
+                    point = wrk(url, script, args.connections, args.seconds)
+                    cpu = _cpu_seconds(server.process.pid) - cpu_before
+                    point["cpu_us_per_request"] = (
+                        1e6 * cpu / (point["requests_per_s"] * args.seconds)
+                    )
+                    results[name].append(point)
         finally:
             for server in servers.values():
                 server.stop()
@@ -164,6 +183,10 @@ def main() -> None:
         on["requests_per_s"] / off["requests_per_s"]
         for off, on in zip(results["chain_off"], results["chain_on"], strict=True)
     ]
+    cpu_per_request = {
+        name: statistics.median(r["cpu_us_per_request"] for r in runs)
+        for name, runs in results.items()
+    }
     chain_us = in_process["chain_on"] - in_process["chain_off"]
     request_us = 1e6 / summary["chain_off"]
     report = {
@@ -172,6 +195,8 @@ def main() -> None:
         "median_requests_per_s": summary,
         "ratio_per_round": ratios,
         "cost": 1 - statistics.median(ratios),
+        "median_cpu_us_per_request": cpu_per_request,
+        "cost_from_served_cpu": 1 - cpu_per_request["chain_off"] / cpu_per_request["chain_on"],
         "in_process_us_per_call": in_process,
         "chain_us_per_call": chain_us,
         "served_us_per_request_chain_off": request_us,
