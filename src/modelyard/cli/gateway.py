@@ -13,12 +13,13 @@ from typing import Any, cast
 import structlog
 import uvicorn
 
-from modelyard.cli.runtime import freeze_startup_objects, http_config, run_event_loop
+from modelyard.cli.runtime import http_config, run_event_loop
 from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
 from modelyard.gateway.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
 from modelyard.gateway.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
 from modelyard.logging import configure_logging
 from modelyard.server.dataplane import DataPlane
+from modelyard.server.memory import freeze_startup_objects
 
 log = structlog.get_logger("modelyard.gateway")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 from collections.abc import Coroutine
 from typing import Any
 
@@ -18,17 +17,6 @@ def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
         asyncio.run(main)
         return
     uvloop.run(main)
-
-
-def freeze_startup_objects() -> None:
-    """Keep the objects of start-up (modules, engines, models) out of every later collection.
-
-    A server that imported torch and onnxruntime holds ~200k objects; a full
-    collection over them stops the event loop for ~100 ms, which showed up as
-    a 100+ ms p99 under load. Frozen, collections scan only what requests make.
-    """
-    gc.collect()
-    gc.freeze()
 
 
 def http_config(app: Any, host: str, port: int, max_connections: int) -> uvicorn.Config:

@@ -14,7 +14,7 @@ from types import FrameType
 import structlog
 import uvicorn
 
-from modelyard.cli.runtime import freeze_startup_objects, http_config, run_event_loop
+from modelyard.cli.runtime import http_config, run_event_loop
 from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
 from modelyard.discovery.publisher import Publisher, models_from_index
 from modelyard.discovery.registry import Instance
@@ -27,7 +27,7 @@ from modelyard.logging import configure_logging
 from modelyard.metrics import serve_metrics
 from modelyard.server.dataplane import DataPlane
 from modelyard.server.manager import ControlMode, ModelManager
-from modelyard.server.memory import parse_size
+from modelyard.server.memory import freeze_startup_objects, parse_size
 from modelyard.server.repository import ModelRepository
 
 log = structlog.get_logger("modelyard.serve")

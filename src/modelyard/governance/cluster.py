@@ -9,7 +9,9 @@ in the keys ``modelyard:rl:{<service>:<interface>}:pool`` and ``...:m:<model>``
 Instances lease tokens in chunks: the script grants min(chunk, whole tokens
 available) and the guard spends them locally until they run out or the lease
 is ``lease_ttl`` old; expired tokens are dropped, so leasing can under-admit by
-up to one chunk per instance and model but never over-admits. A chunk is
+up to one chunk per instance and model, and since every token comes from the
+script the cluster never admits more than limit x t + burst. (The tokens left
+when a chunk fetched ahead arrives, at most half a chunk, live on with it.) A chunk is
 ``lease_chunk`` tokens, or ``CHUNK_SECONDS`` of the rate at which this
 instance spent its last lease when that is more (so a chunk grows in one round
 trip when traffic jumps), and never more than limit / (live instances x 10).
@@ -257,6 +259,8 @@ class ClusterQpsGuard:
         self.rejected: dict[str, int] = {self.rule: 0}
         self.fallback_decisions = 0
         self.redis_round_trips = 0
+        self._refills: set[asyncio.Task[None]] = set()  # chunks being fetched ahead
+        self._closed = False
 
     @property
     def in_fallback(self) -> bool:
@@ -278,10 +282,13 @@ class ClusterQpsGuard:
         if lease.tokens > 0 and now < lease.expires:
             lease.tokens -= 1
             self.admitted += 1
-            if lease.tokens < lease.refill_below and lease.refill is None:
-                lease.refill = asyncio.get_running_loop().create_task(
+            if lease.tokens < lease.refill_below and lease.refill is None and not self._closed:
+                task = asyncio.get_running_loop().create_task(
                     self._prefetch(iface, lease, call.model)
                 )
+                lease.refill = task
+                self._refills.add(task)
+                task.add_done_callback(self._refills.discard)
             return None
         if now < lease.denied_until:
             raise self._refusal(iface, call, lease.denied_until - now)
@@ -291,10 +298,8 @@ class ClusterQpsGuard:
         return None
 
     async def aclose(self) -> None:
-        tasks = [self._probe_task] + [
-            lease.refill for iface in self._interfaces.values() for lease in iface.leases.values()
-        ]
-        for task in tasks:
+        self._closed = True
+        for task in [self._probe_task, *self._refills]:
             if task is not None and not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -32,7 +32,7 @@ from modelyard.engines import backend_for
 from modelyard.errors import Code, ConfigError, ModelServerError, ModelyardError
 from modelyard.server.ensemble import ENSEMBLE, load_ensemble_version, load_order
 from modelyard.server.loop_load import LoopLoad
-from modelyard.server.memory import check_budget, estimate_bytes
+from modelyard.server.memory import check_budget, collect_frozen_garbage, estimate_bytes
 from modelyard.server.model_version import (
     ModelVersion,
     VersionState,
@@ -426,6 +426,7 @@ class ModelManager:
         await asyncio.get_running_loop().run_in_executor(None, mv.drain_and_unload)
         if mv in record.retiring:
             record.retiring.remove(mv)
+        collect_frozen_garbage()
         log.info("model_version_unloaded", model=mv.name, version=mv.version)
 
     def _unload(self, name: str) -> None:

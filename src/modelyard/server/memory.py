@@ -6,10 +6,15 @@ engines load (the host RSS delta at load). A load is checked twice against
 after, with the measured footprint; a load that does not fit is refused with
 what it needs, what is free and which models hold the rest, instead of
 letting the process grow until the kernel kills it.
+
+Start-up objects (modules, engines, models) are frozen out of the garbage
+collector once a server is up; an unload collects what it may have left
+frozen.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import resource
@@ -81,3 +86,26 @@ def check_budget(
         where="modelyard serve --memory-budget, or unload a model "
         "(POST /v2/repository/models/NAME/unload)",
     )
+
+
+def freeze_startup_objects() -> None:
+    """Keep the objects of start-up (modules, engines, models) out of every later collection.
+
+    A server that imported torch and onnxruntime holds ~200k objects; a full
+    collection over them stops the event loop for ~100 ms, which showed up as
+    a 100+ ms p99 under load. Frozen, collections scan only what requests make.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+def collect_frozen_garbage() -> None:
+    """After an unload: frozen objects of the unloaded model may now be garbage in cycles.
+
+    Collects them once (a pause of about a full collection, on an admin
+    operation) and freezes what is left again.
+    """
+    if gc.get_freeze_count():
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()

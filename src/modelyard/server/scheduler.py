@@ -19,9 +19,10 @@ it with instance 0's engine:
   this way while the loop is busy (``LoopLoad``), so that under load the
   requests that arrive in one turn of the loop share one execution.
 
-No thread hand-off, lock wake-up or cross-thread callback is paid per request
-on that path. Slower models take the thread path; so does a queue that finds
-an instance thread executing (the drain leaves it to the threads).
+No thread hand-off or lock wake-up is paid per request on that path (nor a
+cross-thread callback, unless ``preserve_ordering`` releases answers in
+order). Slower models take the thread path; so does a queue that finds an
+instance thread executing (the drain leaves it to the threads).
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ class Scheduler:
         self._loop_load = loop_load if policy.batching else None
         self._inline_ok = False
         self._inline_busy = False
-        self._drain_scheduled = False
+        self._drain_loop: asyncio.AbstractEventLoop | None = None  # where a drain is pending
         self._observed = 0
         self._compute_ewma_ns = 0.0
         self._threads = [
@@ -184,19 +185,19 @@ class Scheduler:
             if not self._inline_ok:
                 self._cond.notify()
                 return future
-        if not self._drain_scheduled:
-            self._drain_scheduled = True
+        if self._drain_loop is not loop:  # none scheduled, or on a loop that has gone
+            self._drain_loop = loop
             loop.call_soon(self._drain)
         return future
 
     def _drain(self) -> None:
         """Execute on the event loop what was queued since the last turn, in batches."""
-        self._drain_scheduled = False
+        self._drain_loop = None
         clock = self._clock
         while True:
             with self._cond:
                 if not self._inline_ok or self._executing or self._closed:
-                    self._cond.notify()  # the instance threads take the rest
+                    self._cond.notify_all()  # the instance threads take the rest
                     return
                 now = clock.monotonic_ns()
                 for expired in self._queue.expire(now):
@@ -208,6 +209,8 @@ class Scheduler:
                 self._inline_busy = True
             try:
                 self._execute(self._engines[0], batch, on_loop=True)
+            except Exception as exc:  # outside the engine call: answer, and go on
+                self._fail_unanswered(batch, exc, on_loop=True)
             finally:
                 with self._cond:
                     self._executing -= 1
@@ -246,7 +249,7 @@ class Scheduler:
             with self._cond:
                 self._executing -= 1
                 self._inline_busy = False
-                if len(self._queue):  # a thread held back while this ran; else none waits
+                if len(self._queue):  # wake a thread only when there is work for it
                     self._cond.notify()
         return True
 
@@ -301,10 +304,25 @@ class Scheduler:
                 return
             try:
                 self._execute(engine, batch)
+            except Exception as exc:  # outside the engine call: answer, and keep the thread
+                self._fail_unanswered(batch, exc, on_loop=False)
             finally:
                 with self._cond:
                     self._executing -= 1
                     self._cond.notify()
+
+    def _fail_unanswered(self, batch: list[QueuedRequest], exc: Exception, on_loop: bool) -> None:
+        error = ModelServerError(
+            f"model '{self.model}' version {self.version} failed around its execution: "
+            f"{type(exc).__name__}: {exc}",
+            code=Code.INTERNAL,
+            rule="model-server/internal",
+            where="report this as a bug with the server log",
+        )
+        now = self._clock.monotonic_ns()
+        for request in batch:
+            if not request.payload.future.done():
+                self._finish(request, error, now, on_loop)
 
     def _execute(self, engine: Engine, batch: list[QueuedRequest], on_loop: bool = False) -> None:
         clock = self._clock
@@ -392,7 +410,8 @@ class Scheduler:
             self._in_order.release(request.seq, callback, payload.future, outcome, payload.loop)
             return
         if on_loop:
-            callback(payload.future, outcome)
+            with contextlib.suppress(RuntimeError):  # the caller's loop has closed
+                callback(payload.future, outcome)
             return
         # a closed event loop means nobody waits for this answer any more
         with contextlib.suppress(RuntimeError):

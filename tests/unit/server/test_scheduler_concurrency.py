@@ -6,12 +6,14 @@ import asyncio
 import random
 import threading
 import time
+from typing import Any
 
 import numpy as np
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.engines.base import Engine, LoadContext, Signature
+from modelyard.errors import ModelyardError
 from modelyard.server.batcher import BatchingPolicy
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.scheduler import Scheduler
@@ -204,3 +206,81 @@ def test_a_fast_batching_model_under_load_batches_on_the_event_loop() -> None:
     assert all(thread == main for thread, _ in burst_runs)  # no thread hand-off
     assert scheduler.stats.success_count == 40
     assert scheduler.stats.execution_count == len(engine.runs)
+
+
+class _Unsliceable:
+    """An engine output that breaks the engine contract only when split."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def __getitem__(self, index: object) -> None:
+        raise TypeError("output cannot be sliced")
+
+
+class FlakyEngine(BatchRecordingEngine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = False
+
+    def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, Any]:
+        result = super().execute(inputs, outputs)
+        return {"y": _Unsliceable(len(inputs["x"]))} if self.broken else result
+
+
+def test_a_failure_around_the_engine_call_answers_every_caller_and_serving_goes_on() -> None:
+    engine = FlakyEngine()
+    config = text_format.Parse("max_batch_size: 8 dynamic_batching {}", mc.ModelConfig())
+    scheduler = Scheduler("affine", 1, [engine], BatchingPolicy.from_config(config))
+    try:
+        _sequential(scheduler, 20)
+        scheduler._loop_load = _BusyLoop()
+
+        async def burst() -> list[Any]:
+            futures = [
+                scheduler.submit({"x": np.full((1, 2), i, np.float32)}, ["y"], 1) for i in range(5)
+            ]
+            return list(await asyncio.gather(*futures, return_exceptions=True))
+
+        engine.broken = True
+        failed = asyncio.run(burst())
+        engine.broken = False
+        answered = asyncio.run(burst())
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+    assert all(isinstance(f, ModelyardError) for f in failed), failed
+    assert all("rule=model-server/internal" in f.line() for f in failed)
+    assert [r["y"].tolist() for r in answered] == [[[i + 1.0, i + 1.0]] for i in range(5)]
+
+
+def test_a_drain_left_pending_by_a_closed_loop_does_not_stall_the_next_loop() -> None:
+    engine = BatchRecordingEngine()
+    config = text_format.Parse("max_batch_size: 8 dynamic_batching {}", mc.ModelConfig())
+    scheduler = Scheduler("affine", 1, [engine], BatchingPolicy.from_config(config))
+    try:
+        _sequential(scheduler, 20)
+        scheduler._loop_load = _BusyLoop()
+
+        first = asyncio.new_event_loop()
+
+        def submit_and_stop() -> None:  # queues, then the loop stops before its drain runs
+            scheduler.submit({"x": np.zeros((1, 2), np.float32)}, ["y"], 1)
+            first.stop()
+
+        first.call_soon(submit_and_stop)
+        first.run_forever()
+        first.close()
+
+        async def ask() -> dict[str, np.ndarray]:
+            future = scheduler.submit({"x": np.ones((1, 2), np.float32)}, ["y"], 1)
+            return await asyncio.wait_for(future, 5)
+
+        result = asyncio.run(ask())
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+    assert result["y"].tolist() == [[2.0, 2.0]]
