@@ -181,13 +181,19 @@ class _BusyLoop(LoopLoad):
         self.busy = True
 
 
-def test_a_fast_batching_model_under_load_batches_on_the_event_loop() -> None:
-    engine = BatchRecordingEngine()
+def _fast_model_under_load(engine: Engine) -> Scheduler:
+    """A batching scheduler that has shown it is fast, on a loop that reads busy."""
     config = text_format.Parse("max_batch_size: 8 dynamic_batching {}", mc.ModelConfig())
     scheduler = Scheduler("affine", 1, [engine], BatchingPolicy.from_config(config))
+    _sequential(scheduler, 20)  # shows it is fast: it runs on the event loop from here on
+    scheduler._loop_load = _BusyLoop()  # requests queue for the drain
+    return scheduler
+
+
+def test_a_fast_batching_model_under_load_batches_on_the_event_loop() -> None:
+    engine = BatchRecordingEngine()
+    scheduler = _fast_model_under_load(engine)
     try:
-        _sequential(scheduler, 20)  # shows it is fast; runs inline from here on
-        scheduler._loop_load = _BusyLoop()  # the loop is busy: requests queue for the drain
 
         async def burst() -> list[dict[str, np.ndarray]]:
             futures = [
@@ -233,11 +239,8 @@ class FlakyEngine(BatchRecordingEngine):
 
 def test_a_failure_around_the_engine_call_answers_every_caller_and_serving_goes_on() -> None:
     engine = FlakyEngine()
-    config = text_format.Parse("max_batch_size: 8 dynamic_batching {}", mc.ModelConfig())
-    scheduler = Scheduler("affine", 1, [engine], BatchingPolicy.from_config(config))
+    scheduler = _fast_model_under_load(engine)
     try:
-        _sequential(scheduler, 20)
-        scheduler._loop_load = _BusyLoop()
 
         async def burst() -> list[Any]:
             futures = [
@@ -258,13 +261,8 @@ def test_a_failure_around_the_engine_call_answers_every_caller_and_serving_goes_
 
 
 def test_a_drain_left_pending_by_a_closed_loop_does_not_stall_the_next_loop() -> None:
-    engine = BatchRecordingEngine()
-    config = text_format.Parse("max_batch_size: 8 dynamic_batching {}", mc.ModelConfig())
-    scheduler = Scheduler("affine", 1, [engine], BatchingPolicy.from_config(config))
+    scheduler = _fast_model_under_load(BatchRecordingEngine())
     try:
-        _sequential(scheduler, 20)
-        scheduler._loop_load = _BusyLoop()
-
         first = asyncio.new_event_loop()
 
         def submit_and_stop() -> None:  # queues, then the loop stops before its drain runs
