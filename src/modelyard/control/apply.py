@@ -18,7 +18,7 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -277,43 +277,54 @@ def registered(registry_url: str, service: str) -> list[Instance]:
     return asyncio.run(read())
 
 
+def _poll(done: Callable[[], bool], timeout: float, interval: float) -> bool:
+    """Call ``done`` until it is true or ``timeout`` has passed; whether it came true."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True
+
+
 def wait_registered(
     registry_url: str, expected: dict[str, dict[str, float | None]], timeout: float = 30.0
 ) -> None:
     """Wait until each service shows exactly the expected instance ids (with weights, if set)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        missing = []
+    missing: list[str] = []
+
+    def settled() -> bool:
+        missing.clear()
         for service, ids in expected.items():
             seen = {i.instance_id: i.weight for i in registered(registry_url, service)}
             if set(seen) != set(ids) or any(
                 w is not None and abs(seen[n] - w) > 1e-6 for n, w in ids.items()
             ):
                 missing.append(service)
-        if not missing:
-            return
-        if time.monotonic() > deadline:
-            raise ConfigError(
-                f"the registry does not show the launched instances of {', '.join(missing)}",
-                code=Code.UNAVAILABLE,
-                rule="platform/registry",
-                where=f"the instance logs under {registry_url}",
-            )
-        time.sleep(0.1)
+        return not missing
+
+    if not _poll(settled, timeout, 0.1):
+        raise ConfigError(
+            f"the registry does not show the launched instances of {', '.join(missing)}",
+            code=Code.UNAVAILABLE,
+            rule="platform/registry",
+            where=f"the instance logs under {registry_url}",
+        )
 
 
 def wait_listed(registry_url: str, instance: LaunchedInstance, timeout: float = 30.0) -> None:
     """Wait until ``instance`` is in the registry: callers can find it before an old one stops."""
-    deadline = time.monotonic() + timeout
-    while instance.name not in {i.instance_id for i in registered(registry_url, instance.service)}:
-        if time.monotonic() > deadline:
-            raise ConfigError(
-                f"instance {instance.name} is not in the registry after {timeout:g}s",
-                code=Code.UNAVAILABLE,
-                rule="platform/registry",
-                where=f"its log, {instance.log}",
-            )
-        time.sleep(0.05)
+
+    def listed() -> bool:
+        return instance.name in {i.instance_id for i in registered(registry_url, instance.service)}
+
+    if not _poll(listed, timeout, 0.05):
+        raise ConfigError(
+            f"instance {instance.name} is not in the registry after {timeout:g}s",
+            code=Code.UNAVAILABLE,
+            rule="platform/registry",
+            where=f"its log, {instance.log}",
+        )
 
 
 def expected_registry(state: State) -> dict[str, dict[str, float | None]]:

@@ -52,6 +52,7 @@ class GuardChain:
         self.guards = guards
         # the guards whose record() does something: breakers, adaptive concurrency
         self._learners = [g for g in guards if getattr(g, "learns_from_outcomes", True)]
+        self.learns = bool(self._learners)  # any guard that learns: calls go through run()
         self.clock = clock
         self.on_rejected = on_rejected
         self.admitted = 0
@@ -61,11 +62,6 @@ class GuardChain:
         self.admitted_by_interface: dict[str, int] = {}
         self.rejected_by_interface: dict[str, dict[str, int]] = {}  # interface -> rule -> count
         self.fallbacks_by_interface: dict[str, dict[str, int]] = {}
-
-    @property
-    def learns(self) -> bool:
-        """Whether any guard learns from outcomes (then calls go through ``run``)."""
-        return bool(self._learners)
 
     def admit(self, call: Call) -> Awaitable[None] | None:
         """Run the guards in order: None when all admitted the call at once, else an
