@@ -183,10 +183,34 @@ class HttpFrontend:
                 return
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
-        limit = self.max_body_bytes
         for key, value in scope["headers"]:
-            if key == b"content-length" and value.isdigit() and int(value) > limit:
-                raise self._too_large(int(value))
+            if key == b"content-length":
+                self._check_declared_length(value)
+        return await self._receive_body(receive)
+
+    async def _read_infer_body(self, scope: Scope, receive: Receive) -> tuple[bytes, int | None]:
+        """The body of an infer call and its Inference-Header-Content-Length, if any."""
+        header_length: int | None = None
+        for key, value in scope["headers"]:
+            if key == b"content-length":
+                self._check_declared_length(value)
+            elif key == b"inference-header-content-length":
+                if not value.isdigit():
+                    raise ProtocolError(
+                        f"{HEADER_LENGTH} must be an integer",
+                        code=Code.INVALID_ARGUMENT,
+                        rule="protocol/binary-header",
+                        where="the Inference-Header-Content-Length header",
+                    )
+                header_length = int(value)
+        return await self._receive_body(receive), header_length
+
+    def _check_declared_length(self, value: bytes) -> None:
+        if value.isdigit() and int(value) > self.max_body_bytes:
+            raise self._too_large(int(value))
+
+    async def _receive_body(self, receive: Receive) -> bytes:
+        limit = self.max_body_bytes
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -308,8 +332,7 @@ class HttpFrontend:
         assert self.governance is not None
         if call.interface != "infer" or scope["method"] != "POST":
             return await self.governance.guard(call, lambda: self._dispatch(scope, receive))
-        body = await self._read_body(scope, receive)
-        header_length = self._header_length(scope)
+        body, header_length = await self._read_infer_body(scope, receive)
         model, version = call.model or "", call.version
 
         def decode() -> InferRequest:
@@ -318,26 +341,11 @@ class HttpFrontend:
         response = await self.governance.infer(call, decode, self.dataplane)
         return self._infer_response(response)
 
-    @staticmethod
-    def _header_length(scope: Scope) -> int | None:
-        header_length: int | None = None
-        for key, value in scope["headers"]:
-            if key == b"inference-header-content-length":
-                if not value.isdigit():
-                    raise ProtocolError(
-                        f"{HEADER_LENGTH} must be an integer",
-                        code=Code.INVALID_ARGUMENT,
-                        rule="protocol/binary-header",
-                        where="the Inference-Header-Content-Length header",
-                    )
-                header_length = int(value)
-        return header_length
-
     async def _infer(
         self, scope: Scope, receive: Receive, model: str, version: str | None
     ) -> _Response:
-        body = await self._read_body(scope, receive)
-        request = decode_infer_request(body, self._header_length(scope), model, version)
+        body, header_length = await self._read_infer_body(scope, receive)
+        request = decode_infer_request(body, header_length, model, version)
         return self._infer_response(await self.dataplane.infer(request))
 
     @staticmethod

@@ -9,6 +9,7 @@ layout of ``modelyard.protocol.tensors``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -78,9 +79,64 @@ def _shape(name: str, value: Any) -> tuple[int, ...]:
     return tuple(value)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class BinaryLayout:
+    """What one JSON header says when every input travels as binary data.
+
+    Clients repeat the same header bytes for every request of a given shape
+    (tritonclient, perf_analyzer, wrk scripts), so the header is parsed and
+    checked once and later requests only slice their tensors out of the body.
+    Compared by identity: the dataplane keys its validated plans on it.
+    """
+
+    inputs: tuple[tuple[str, str, tuple[int, ...], int], ...]  # name, datatype, shape, bytes
+    binary_size: int
+    datatypes: dict[str, str]
+    outputs: list[RequestedOutput] | None
+    id: str | None
+    parameters: dict[str, Any]
+    binary_output_default: bool
+    priority: int
+    timeout_us: int
+
+    def request(
+        self, body: bytes, header_length: int, model: str, version: str | None
+    ) -> InferRequest:
+        view = memoryview(body)
+        offset = header_length
+        inputs: dict[str, np.ndarray] = {}
+        for name, datatype, shape, size in self.inputs:
+            inputs[name] = decode_raw_tensor(name, datatype, shape, view[offset : offset + size])
+            offset += size
+        return InferRequest(
+            model_name=model,
+            model_version=version,
+            inputs=inputs,
+            input_datatypes=self.datatypes,
+            outputs=self.outputs,
+            id=self.id,
+            parameters=self.parameters,
+            binary_output_default=self.binary_output_default,
+            priority=self.priority,
+            timeout_us=self.timeout_us,
+            layout=self,
+        )
+
+
+# header bytes -> layout; bounded, because headers come from callers
+_LAYOUTS: dict[bytes, BinaryLayout] = {}
+_LAYOUTS_MAX = 1024
+_LAYOUT_HEADER_MAX = 4096
+
+
 def decode_infer_request(
     body: bytes, header_length: int | None, model: str, version: str | None
 ) -> InferRequest:
+    if header_length is not None and 0 <= header_length <= min(len(body), _LAYOUT_HEADER_MAX):
+        header_bytes = body[:header_length]
+        layout = _LAYOUTS.get(header_bytes)
+        if layout is not None and layout.binary_size == len(body) - header_length:
+            return layout.request(body, header_length, model, version)
     if header_length is not None:
         if header_length < 0 or header_length > len(body):
             raise _bad(
@@ -101,6 +157,7 @@ def decode_infer_request(
         raise _bad("inference request needs a non-empty 'inputs' list")
     inputs: dict[str, np.ndarray] = {}
     datatypes: dict[str, str] = {}
+    binary_inputs: list[tuple[str, str, tuple[int, ...], int]] = []
     offset = 0
     for item in raw_inputs:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
@@ -121,6 +178,7 @@ def decode_infer_request(
                     f"{len(binary)} bytes of binary data"
                 )
             inputs[name] = decode_raw_tensor(name, datatype, shape, binary[offset : offset + size])
+            binary_inputs.append((name, datatype, shape, size))
             offset += size
         elif "data" in item:
             inputs[name] = _decode_json(name, datatype, shape, item["data"])
@@ -138,15 +196,27 @@ def decode_infer_request(
     priority = params.get("priority", 0)
     if not isinstance(timeout, int) or timeout < 0 or not isinstance(priority, int):
         raise _bad("'timeout' and 'priority' parameters must be non-negative integers")
+    request_id = request_id if isinstance(request_id, str) else None
+    binary_default = bool(params.get("binary_data_output", False))
+    if header_length is not None and len(binary_inputs) == len(inputs):
+        layout = BinaryLayout(
+            tuple(binary_inputs), offset, datatypes, outputs, request_id, params,
+            binary_default, priority, timeout,
+        )  # fmt: skip
+        if header_length <= _LAYOUT_HEADER_MAX:
+            if len(_LAYOUTS) >= _LAYOUTS_MAX:
+                _LAYOUTS.clear()
+            _LAYOUTS[bytes(header)] = layout
+        return layout.request(body, header_length, model, version)
     return InferRequest(
         model_name=model,
         model_version=version,
         inputs=inputs,
         input_datatypes=datatypes,
         outputs=outputs,
-        id=request_id if isinstance(request_id, str) else None,
+        id=request_id,
         parameters=params,
-        binary_output_default=bool(params.get("binary_data_output", False)),
+        binary_output_default=binary_default,
         priority=priority,
         timeout_us=timeout,
     )

@@ -303,11 +303,14 @@ class RequestQueue:
 
     def _remove(self, chosen: list[QueuedRequest]) -> list[QueuedRequest]:
         self.size -= len(chosen)
-        if len(chosen) == 1:
-            for queue in self._ordered():
-                if queue and queue[0] is chosen[0]:
-                    queue.popleft()
+        count = len(chosen)
+        for queue in self._ordered():  # the usual case: the head of one queue
+            if queue and queue[0] is chosen[0]:
+                if count <= len(queue) and all(queue[i] is chosen[i] for i in range(1, count)):
+                    for _ in range(count):
+                        queue.popleft()
                     return chosen
+                break
         ids = {id(r) for r in chosen}
         for index, queue in enumerate(self._levels):
             if any(id(r) in ids for r in queue):

@@ -9,6 +9,7 @@ so a model swap cannot fall between them.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from modelyard.config import ModelSpec, config_to_json
 from modelyard.errors import Code, ModelServerError
 from modelyard.server.manager import ModelManager
 from modelyard.server.model_version import ModelVersion
+from modelyard.server.scheduler import shape_key_of
 from modelyard.types import InferRequest, InferResponse, OutputTensor, RequestedOutput
 
 EXTENSIONS = [
@@ -144,6 +146,33 @@ def classify(array: np.ndarray, top_k: int, labels: list[str] | None, batched: b
     return out if batched else out.reshape(k)
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What validating a request decided, reused for requests of the same layout."""
+
+    rows: int
+    requested: list[RequestedOutput]
+    output_names: list[str]
+    shape_key: tuple[Any, ...]
+
+
+_PLANS_MAX = 256  # per version; layouts come from callers
+
+
+def _plan(mv: ModelVersion, request: InferRequest) -> tuple[dict[str, np.ndarray], _Plan]:
+    """Validate a request; remember the outcome when its layout can vouch for the next ones."""
+    inputs, rows = _check_inputs(mv, request)
+    requested = _requested(mv, request)
+    plan = _Plan(rows, requested, [o.name for o in requested], shape_key_of(inputs))
+    # only where validation passed the request's own arrays through unchanged
+    given = request.inputs
+    if request.layout is not None and all(given.get(n) is a for n, a in inputs.items()):
+        if len(mv.plans) >= _PLANS_MAX:
+            mv.plans.clear()
+        mv.plans[request.layout] = plan
+    return inputs, plan
+
+
 class DataPlane:
     def __init__(self, manager: ModelManager, clock: Clock = SYSTEM_CLOCK) -> None:
         self.manager = manager
@@ -198,18 +227,22 @@ class DataPlane:
         self.in_flight += 1
         try:
             mv = self.manager.resolve(request.model_name, request.model_version)
-            inputs, rows = _check_inputs(mv, request)
-            requested = _requested(mv, request)
+            plan = mv.plans.get(request.layout) if request.layout is not None else None
+            if plan is None:
+                inputs, plan = _plan(mv, request)
+            else:
+                inputs = request.inputs
             future = mv.scheduler.submit(
                 inputs,
-                [o.name for o in requested],
-                rows,
+                plan.output_names,
+                plan.rows,
                 client_deadline=request.deadline,
                 priority=request.priority,
                 timeout_us=request.timeout_us,
+                shape_key=plan.shape_key,
             )
             results = await future
-            return self._response(mv, request, requested, results, rows)
+            return self._response(mv, request, plan.requested, results, plan.rows)
         finally:
             self.in_flight -= 1
 

@@ -289,6 +289,7 @@ class EnsembleScheduler:
         client_deadline: float | None = None,
         priority: int = 0,
         timeout_us: int = 0,
+        shape_key: tuple[Any, ...] | None = None,  # unused: an ensemble's steps batch
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """Start one request; must be called from the event loop thread."""
         if self._closed:

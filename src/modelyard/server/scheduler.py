@@ -62,6 +62,11 @@ def _reject(future: asyncio.Future[Any], error: BaseException) -> None:
         future.set_exception(error)
 
 
+def shape_key_of(inputs: dict[str, np.ndarray]) -> tuple[Any, ...]:
+    """Requests batch together only when this matches: names, item shapes, dtypes."""
+    return tuple((n, a.shape[1:], a.dtype.str) for n, a in inputs.items())
+
+
 def failure_reason(error: BaseException) -> str:
     """Triton's failure reasons for nv_inference_request_failure."""
     if isinstance(error, ModelyardError):
@@ -154,14 +159,17 @@ class Scheduler:
         client_deadline: float | None = None,
         priority: int = 0,
         timeout_us: int = 0,
+        shape_key: tuple[Any, ...] | None = None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
-        """Queue one request; must be called from the event loop thread."""
+        """Queue one request; must be called from the event loop thread.
+
+        ``shape_key``: the inputs' ``shape_key()``, when the caller knows it already.
+        """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
-        shape_key = tuple((n, a.shape[1:], a.dtype.str) for n, a in inputs.items())
         request = QueuedRequest(
             rows=rows,
-            shape_key=shape_key,
+            shape_key=shape_key_of(inputs) if shape_key is None else shape_key,
             enqueued_ns=0,
             client_deadline_ns=int(client_deadline * 1e9) if client_deadline else None,
             payload=_Payload(inputs, outputs, future, loop),

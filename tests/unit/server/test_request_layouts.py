@@ -1,0 +1,129 @@
+"""Binary requests that repeat their JSON header: parsed once, validated once per version."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from modelyard.errors import ModelyardError, ProtocolError
+from modelyard.protocol import v2_http
+from modelyard.protocol.v2_http import decode_infer_request
+from modelyard.server.dataplane import DataPlane
+from modelyard.server.manager import ControlMode, ModelManager
+from modelyard.server.repository import ModelRepository
+from tests.support.models import slow_double
+
+
+def binary_body(rows: np.ndarray, name: str = "x") -> tuple[bytes, int]:
+    header = json.dumps(
+        {
+            "inputs": [
+                {
+                    "name": name,
+                    "shape": list(rows.shape),
+                    "datatype": "FP32",
+                    "parameters": {"binary_data_size": rows.nbytes},
+                }
+            ],
+            "parameters": {"binary_data_output": True},
+        }
+    ).encode()
+    return header + rows.astype("<f4").tobytes(), len(header)
+
+
+def test_a_repeated_header_reuses_its_layout_and_reads_each_body() -> None:
+    first, length = binary_body(np.array([[1.0, 2.0]], dtype=np.float32))
+    second, _ = binary_body(np.array([[5.0, 7.0]], dtype=np.float32))
+    a = decode_infer_request(first, length, "m", None)
+    b = decode_infer_request(second, length, "m", None)
+    assert a.layout is not None and b.layout is a.layout
+    assert a.inputs["x"].tolist() == [[1.0, 2.0]]
+    assert b.inputs["x"].tolist() == [[5.0, 7.0]]
+    assert (b.binary_output_default, b.input_datatypes) == (True, {"x": "FP32"})
+
+
+def test_a_known_header_with_too_few_bytes_still_gets_the_error() -> None:
+    body, length = binary_body(np.array([[1.0, 2.0]], dtype=np.float32))
+    decode_infer_request(body, length, "m", None)
+    for short in (body[:-4], body + b"\0\0\0\0"):
+        with pytest.raises(ProtocolError) as error:
+            decode_infer_request(short, length, "m", None)
+        assert "rule=protocol/v2-request" in error.value.line()
+
+
+def test_json_data_and_broken_headers_leave_no_layout() -> None:
+    doc = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1.0, 2.0]}]}
+    assert decode_infer_request(json.dumps(doc).encode(), None, "m", None).layout is None
+    header = json.dumps(
+        {
+            "inputs": [
+                {"name": "x", "shape": [1, 2], "datatype": "FP32",
+                 "parameters": {"binary_data_size": 4}},
+            ]
+        }
+    ).encode()  # fmt: skip
+    before = len(v2_http._LAYOUTS)
+    for _ in range(2):  # 4 bytes cannot hold two FP32 values, the first time or the next
+        with pytest.raises(ProtocolError, match="binary data is 4 bytes"):
+            decode_infer_request(header + b"\0" * 4, len(header), "m", None)
+    assert len(v2_http._LAYOUTS) == before
+
+
+def test_remembered_layouts_stay_bounded() -> None:
+    for i in range(v2_http._LAYOUTS_MAX + 5):
+        body, length = binary_body(np.zeros((1, 2), dtype=np.float32), name=f"x{i}")
+        decode_infer_request(body, length, "m", None)
+        assert len(v2_http._LAYOUTS) <= v2_http._LAYOUTS_MAX
+
+
+def test_a_validated_layout_is_rechecked_by_a_reloaded_version(tmp_path: Path) -> None:
+    model_dir = slow_double(tmp_path)
+    three_rows = np.arange(6, dtype=np.float32).reshape(3, 2)
+    body, length = binary_body(three_rows)
+    other, _ = binary_body(three_rows + 10)
+
+    async def scenario() -> None:
+        dp = DataPlane(ModelManager(ModelRepository(tmp_path), ControlMode.EXPLICIT))
+        await dp.manager.start()
+        try:
+            await dp.manager.load("slow_double")
+            first = await dp.infer(decode_infer_request(body, length, "slow_double", None))
+            again = await dp.infer(decode_infer_request(other, length, "slow_double", None))
+            assert first.outputs[0].data.tolist() == (three_rows * 2 + 1000).tolist()
+            assert again.outputs[0].data.tolist() == ((three_rows + 10) * 2 + 1000).tolist()
+            assert len(dp.manager.resolve("slow_double", None).plans) == 1
+
+            config = model_dir / "config.pbtxt"
+            config.write_text(config.read_text().replace("max_batch_size: 16", "max_batch_size: 2"))
+            await dp.manager.load("slow_double")
+            with pytest.raises(ModelyardError) as refused:
+                await dp.infer(decode_infer_request(body, length, "slow_double", None))
+            assert "rule=model-server/max-batch-size" in refused.value.line()
+            assert dp.manager.resolve("slow_double", None).plans == {}
+        finally:
+            await dp.manager.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_refused_layout_is_refused_every_time(tmp_path: Path) -> None:
+    slow_double(tmp_path)
+    body, length = binary_body(np.zeros((1, 3), dtype=np.float32))  # x is [-1, 2]
+
+    async def scenario() -> None:
+        dp = DataPlane(ModelManager(ModelRepository(tmp_path), ControlMode.NONE))
+        await dp.manager.start()
+        try:
+            for _ in range(2):
+                with pytest.raises(ModelyardError) as refused:
+                    await dp.infer(decode_infer_request(body, length, "slow_double", None))
+                assert "has shape [1, 3], expected [-1, 2]" in refused.value.line()
+            assert dp.manager.resolve("slow_double", None).plans == {}
+        finally:
+            await dp.manager.stop()
+
+    asyncio.run(scenario())
