@@ -72,15 +72,36 @@ def _route_error(method: str, path: str, status: int = 404) -> ProtocolError:
     )
 
 
+Route = tuple[str, str | None, str | None]  # model, version, action ("/infer", ... or None)
+_ROUTES: dict[str, Route | None] = {}
+_ROUTES_MAX = 4096  # bounded: paths come from callers
+
+
+def model_route(path: str) -> Route | None:
+    """The model, version and action a /v2/models/... path names; remembered per path."""
+    try:
+        return _ROUTES[path]
+    except KeyError:
+        pass
+    match = _MODEL_ROUTE.match(path)
+    route = None
+    if match is not None and match["model"] != "stats":
+        route = (match["model"], match["version"], match["action"])
+    if len(_ROUTES) >= _ROUTES_MAX:
+        _ROUTES.clear()
+    _ROUTES[path] = route
+    return route
+
+
 def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
     """The governance interface of an HTTP call, and the model it names."""
-    match = _MODEL_ROUTE.match(path)
-    if match is not None and match["model"] != "stats":
-        action = match["action"]
+    route = model_route(path)
+    if route is not None:
+        model, version, action = route
         if action == "/infer":
-            return "infer", match["model"], match["version"]
+            return "infer", model, version
         interface = "health" if action == "/ready" else "metadata"
-        return interface, match["model"], match["version"]
+        return interface, model, version
     if path == LIVE_STATS_PATH:  # the control plane's poll: monitoring, like /metrics
         return "health", None, None
     if path.startswith("/v2/repository/") or path.startswith("/v2/modelyard/"):
@@ -92,22 +113,10 @@ def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
 
 
 _CALL_HEADERS = frozenset((b"x-api-key", b"authorization", b"x-request-id"))
-_CLASSIFIED: dict[str, tuple[str, str | None, str | None]] = {}
-_CLASSIFIED_MAX = 4096  # bounded: paths come from callers
-
-
-def _classify_path(method: str, path: str) -> tuple[str, str | None, str | None]:
-    """``classify`` remembered per path: a governed call repeats a handful of paths."""
-    found = _CLASSIFIED.get(path)
-    if found is None:
-        if len(_CLASSIFIED) >= _CLASSIFIED_MAX:
-            _CLASSIFIED.clear()
-        found = _CLASSIFIED[path] = classify(method, path)
-    return found
 
 
 def _call_from_headers(governance: Governance, scope: Scope) -> Call:
-    interface, model, version = _classify_path(scope["method"], scope["path"])
+    interface, model, version = classify(scope["method"], scope["path"])
     call = Call(governance.service, interface, model, version)
     for key, value in scope["headers"]:
         if key not in _CALL_HEADERS:
@@ -236,13 +245,15 @@ class HttpFrontend:
         method: str = scope["method"]
         path: str = scope["path"]
         dp = self.dataplane
-        match = _MODEL_ROUTE.match(path)
-        if match is not None and match["model"] != "stats":
-            model, version, action = match["model"], match["version"], match["action"]
+        route = model_route(path)
+        if route is not None:
+            model, version, action = route
             if action == "/infer":
                 if method != "POST":
                     raise _route_error(method, path, 405)
-                return await self._infer(scope, receive, model, version)
+                body, header_length = await self._read_infer_body(scope, receive)
+                request = decode_infer_request(body, header_length, model, version)
+                return self._infer_response(await dp.infer(request))
             if method != "GET":
                 raise _route_error(method, path, 405)
             if action is None:
@@ -340,13 +351,6 @@ class HttpFrontend:
 
         response = await self.governance.infer(call, decode, self.dataplane)
         return self._infer_response(response)
-
-    async def _infer(
-        self, scope: Scope, receive: Receive, model: str, version: str | None
-    ) -> _Response:
-        body, header_length = await self._read_infer_body(scope, receive)
-        request = decode_infer_request(body, header_length, model, version)
-        return self._infer_response(await self.dataplane.infer(request))
 
     @staticmethod
     def _infer_response(response: InferResponse) -> _Response:

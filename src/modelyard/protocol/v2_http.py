@@ -102,11 +102,16 @@ class BinaryLayout:
     def request(
         self, body: bytes, header_length: int, model: str, version: str | None
     ) -> InferRequest:
-        view = memoryview(body)
         offset = header_length
         inputs: dict[str, np.ndarray] = {}
         for name, datatype, shape, size in self.inputs:
-            inputs[name] = decode_raw_tensor(name, datatype, shape, view[offset : offset + size])
+            dtype = _PLAIN_DTYPES.get(datatype)
+            if dtype is None:  # BYTES, BF16: converted, not viewed
+                raw = memoryview(body)[offset : offset + size]
+                inputs[name] = decode_raw_tensor(name, datatype, shape, raw)
+            else:  # sizes were checked against shapes when the layout was made
+                count = size // dtype.itemsize
+                inputs[name] = np.frombuffer(body, dtype, count, offset).reshape(shape)
             offset += size
         return InferRequest(
             model_name=model,
@@ -122,6 +127,13 @@ class BinaryLayout:
             layout=self,
         )
 
+
+# datatypes whose wire bytes are the array's bytes (little-endian)
+_PLAIN_DTYPES = {
+    name: dtype.newbyteorder("<")
+    for name, dtype in V2_TO_NUMPY.items()
+    if dtype is not None and name != "BF16"
+}
 
 # header bytes -> layout; bounded, because headers come from callers
 _LAYOUTS: dict[bytes, BinaryLayout] = {}

@@ -167,6 +167,9 @@ class Scheduler:
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
+        loaded = self._loop_load is not None and self._loop_load.busy
+        if self._inline_ok and not loaded and self._try_inline(inputs, outputs, rows, future):
+            return future
         request = QueuedRequest(
             rows=rows,
             shape_key=shape_key_of(inputs) if shape_key is None else shape_key,
@@ -174,9 +177,6 @@ class Scheduler:
             client_deadline_ns=int(client_deadline * 1e9) if client_deadline else None,
             payload=_Payload(inputs, outputs, future, loop),
         )
-        loaded = self._loop_load is not None and self._loop_load.busy
-        if self._inline_ok and not loaded and self._try_inline(inputs, outputs, rows, future):
-            return future
         with self._cond:
             if self._closed:
                 raise ModelServerError(
@@ -417,10 +417,11 @@ class Scheduler:
         if self._in_order is not None:
             self._in_order.release(request.seq, callback, payload.future, outcome, payload.loop)
             return
-        if on_loop:
-            with contextlib.suppress(RuntimeError):  # the caller's loop has closed
+        # a closed event loop (RuntimeError) means nobody waits for this answer any more
+        try:
+            if on_loop:
                 callback(payload.future, outcome)
-            return
-        # a closed event loop means nobody waits for this answer any more
-        with contextlib.suppress(RuntimeError):
-            payload.loop.call_soon_threadsafe(callback, payload.future, outcome)
+            else:
+                payload.loop.call_soon_threadsafe(callback, payload.future, outcome)
+        except RuntimeError:
+            pass

@@ -35,8 +35,10 @@ def test_a_call_carries_interface_model_and_credentials() -> None:
 
 
 def test_remembered_paths_stay_bounded() -> None:
-    http._CLASSIFIED.clear()
-    for i in range(http._CLASSIFIED_MAX + 10):
-        assert http._classify_path("GET", f"/v2/models/m{i}")[1] == f"m{i}"
-    assert len(http._CLASSIFIED) <= http._CLASSIFIED_MAX
-    assert http._classify_path("GET", "/v2/health/ready") == ("health", None, None)
+    http._ROUTES.clear()
+    for i in range(http._ROUTES_MAX + 10):
+        assert http.classify("GET", f"/v2/models/m{i}")[1] == f"m{i}"
+        assert http.model_route(f"/v2/models/m{i}/versions/2/infer") == (f"m{i}", "2", "/infer")
+    assert len(http._ROUTES) <= http._ROUTES_MAX
+    assert http.classify("GET", "/v2/health/ready") == ("health", None, None)
+    assert http.model_route("/v2/models/stats") is None
