@@ -220,8 +220,14 @@ class HttpFrontend:
 
     async def _receive_body(self, receive: Receive) -> bytes:
         limit = self.max_body_bytes
-        chunks: list[bytes] = []
-        size = 0
+        message = await receive()
+        body: bytes = message.get("body", b"")
+        if len(body) > limit:
+            raise self._too_large(len(body))
+        if not message.get("more_body"):  # the usual case: the whole body in one message
+            return body
+        chunks = [body]
+        size = len(body)
         while True:
             message = await receive()
             chunk = message.get("body", b"")
@@ -230,8 +236,7 @@ class HttpFrontend:
                 raise self._too_large(size)
             chunks.append(chunk)
             if not message.get("more_body"):
-                break
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                return b"".join(chunks)
 
     def _too_large(self, size: int) -> ProtocolError:
         return ProtocolError(
