@@ -2,6 +2,8 @@
 
     python bench/bare_asgi.py PORT
 
+``rsgi_app`` is the same endpoint for granian's RSGI interface (bench/http_stack.py).
+
 Served exactly as modelyard serves (uvicorn, httptools, uvloop, one process,
 the same header settings), so
 served throughput divided by this one is the share modelyard keeps.
@@ -27,6 +29,11 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         more = message.get("more_body", False)
     await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
     await send({"type": "http.response.body", "body": BODY})
+
+
+async def rsgi_app(scope: Any, protocol: Any) -> None:
+    await protocol()  # the whole body
+    protocol.response_bytes(200, [(k.decode(), v.decode()) for k, v in HEADERS[:1]], BODY)
 
 
 if __name__ == "__main__":

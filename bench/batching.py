@@ -1,6 +1,6 @@
 """Dynamic batching and per-request overhead, measured in one run.
 
-    python bench/batching.py [--seconds 8] [--out bench/out/batching.json]
+    python bench/batching.py [--seconds 4] [--rounds 3] [--out bench/out/batching.json]
 
 Needs `wrk` (Debian package). The server is pinned to core 0 and wrk to core 1
 (`taskset`), so the load generator never competes with the server for a core.
@@ -14,6 +14,12 @@ Measures, on the same machine in one run:
 2. overhead-bound: tiny_onnx, one-row requests — served req/s vs a bare ASGI
    endpoint on the same stack that reads the body and answers a constant;
 3. p50/p99 at concurrency 1, 16, 64 with batching off and on, for both models.
+
+Every point is taken once per round and the rounds interleave the things a
+ratio compares (bare endpoint and served model; batching on and off; served
+and in-process), so each ratio compares points taken seconds apart: this VM's
+speed drifts by tens of percent over minutes. Reported: the median point, and
+the median of the per-round ratios.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -53,6 +60,8 @@ NO_BATCHING = {
         'output [{ name: "output" data_type: TYPE_FP32 dims: [3] }]\n',
     ),
 }
+
+SERVED = ("tiny_onnx", "tiny_onnx_nobatch", "mlp_onnx", "mlp_onnx_nobatch")
 
 LUA = """
 local f = io.open("{body}", "rb")
@@ -146,16 +155,22 @@ def stats(port: int, model: str) -> tuple[int, int]:
     return int(row["inference_count"]), int(row["execution_count"])
 
 
+def _median_point(points: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(p[key] for p in points) for key in points[0]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("bench/out/batching.json"))
     args = parser.parse_args()
-    seconds = args.seconds
+    seconds, rounds = args.seconds, args.rounds
     report: dict[str, Any] = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus, Python "
         f"{platform.python_version()}; server on core 0, wrk on core 1",
         "seconds_per_point": seconds,
+        "rounds": rounds,
     }
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
@@ -173,51 +188,63 @@ def main() -> None:
             script.write_text(LUA.format(body=tmp / f"{model}.bin", header_length=header_length))
             scripts[model] = script
 
-        # 1. the stack's floor
-        port = free_port()
-        bare = Server([sys.executable, str(ROOT / "bench" / "bare_asgi.py"), str(port)], port, "/")
-        try:
-            wrk(f"http://127.0.0.1:{port}/", scripts["tiny_onnx"], 16, 2)
-            report["bare_endpoint"] = {
-                f"c{c}": wrk(f"http://127.0.0.1:{port}/", scripts["tiny_onnx"], c, seconds)
-                for c in (1, 16, 64)
-            }
-        finally:
-            bare.stop()
-
-        # 2. modelyard serving the same bytes
-        port = free_port()
+        # 1 and 3: the stack's floor and modelyard, both up on core 0 (the one not
+        # measured idles); every point is taken once per round, rounds interleaved,
+        # so the ratios compare points taken seconds apart (this VM's speed drifts)
+        bare_port, port = free_port(), free_port()
+        bare = Server(
+            [sys.executable, str(ROOT / "bench" / "bare_asgi.py"), str(bare_port)], bare_port, "/"
+        )
         server = Server(
             [sys.executable, "-m", "modelyard.cli.main", "serve", "--model-repository",
              str(repository), "--http-port", str(port), "--grpc-port", "-1",
-             "--metrics-port", "-1"],
+             "--metrics-port", "-1", "--model-control-mode", "explicit",
+             *[arg for model in SERVED for arg in ("--load-model", model)]],
             port,
             "/v2/health/ready",
         )  # fmt: skip
         try:
             base = f"http://127.0.0.1:{port}/v2/models"
-            served: dict[str, Any] = {}
-            for model, script in (
-                ("tiny_onnx", "tiny_onnx"),
-                ("tiny_onnx_nobatch", "tiny_onnx"),
-                ("mlp_onnx", "mlp_onnx"),
-                ("mlp_onnx_nobatch", "mlp_onnx"),
-            ):
-                wrk(f"{base}/{model}/infer", scripts[script], 16, 2)  # warm up
-                served[model] = {}
+            targets = {"bare": (f"http://127.0.0.1:{bare_port}/", scripts["tiny_onnx"])}
+            for model in SERVED:
+                targets[model] = (f"{base}/{model}/infer", scripts[model.removesuffix("_nobatch")])
+            for url, script in targets.values():
+                wrk(url, script, 16, 2)  # warm up
+            points: dict[str, dict[str, list[dict[str, float]]]] = {t: {} for t in targets}
+            for _ in range(rounds):
                 for c in (1, 16, 64):
-                    before = stats(port, model)
-                    point = wrk(f"{base}/{model}/infer", scripts[script], c, seconds)
-                    after = stats(port, model)
-                    rows = after[0] - before[0]
-                    executions = max(1, after[1] - before[1])
-                    point["mean_batch_rows"] = rows / executions
-                    served[model][f"c{c}"] = point
-            report["served"] = served
+                    for target, (url, script) in targets.items():
+                        before = stats(port, target) if target != "bare" else (0, 0)
+                        point = wrk(url, script, c, seconds)
+                        if target != "bare":
+                            after = stats(port, target)
+                            executions = max(1, after[1] - before[1])
+                            point["mean_batch_rows"] = (after[0] - before[0]) / executions
+                        points[target].setdefault(f"c{c}", []).append(point)
         finally:
             server.stop()
+            bare.stop()
+        report["bare_endpoint"] = {c: _median_point(v) for c, v in points["bare"].items()}
+        report["served"] = {
+            model: {c: _median_point(v) for c, v in points[model].items()} for model in SERVED
+        }
 
-        # 3. compute-bound: the server's event loop off the compute core
+        def ratios(top: str, bottom: str, c: str) -> list[float]:
+            return [
+                a["requests_per_s"] / b["requests_per_s"]
+                for a, b in zip(points[top][c], points[bottom][c], strict=True)
+            ]
+
+        overhead = ratios("tiny_onnx", "bare", "c64")
+        report["overhead_bound_ratio"] = statistics.median(overhead)
+        report["overhead_bound_ratio_per_round"] = overhead
+        report["batching_tax_c1"] = {
+            model: statistics.median(ratios(model, f"{model}_nobatch", "c1"))
+            for model in ("tiny_onnx", "mlp_onnx")
+        }
+
+        # 2. compute-bound: the server's event loop off the compute core; each round
+        # serves, then runs onnxruntime alone at the batch size that round formed
         port = free_port()
         server = Server(
             [sys.executable, "-m", "modelyard.cli.main", "serve", "--model-repository",
@@ -228,37 +255,35 @@ def main() -> None:
             "/v2/health/ready",
             cores="0,1",
         )  # fmt: skip
+        served_points: list[dict[str, float]] = []
+        alone: list[dict[str, float]] = []
         try:
             url = f"http://127.0.0.1:{port}/v2/models/mlp_onnx/infer"
             wrk(url, scripts["mlp_onnx"], 64, 2)
-            before = stats(port, "mlp_onnx")
-            point = wrk(url, scripts["mlp_onnx"], 64, seconds)
-            after = stats(port, "mlp_onnx")
-            point["mean_batch_rows"] = (after[0] - before[0]) / max(1, after[1] - before[1])
-            report["compute_bound_served"] = point
+            for _ in range(rounds):
+                before = stats(port, "mlp_onnx")
+                point = wrk(url, scripts["mlp_onnx"], 64, seconds)
+                after = stats(port, "mlp_onnx")
+                point["mean_batch_rows"] = (after[0] - before[0]) / max(1, after[1] - before[1])
+                served_points.append(point)
+                batch = max(16, round(point["mean_batch_rows"] / 16) * 16)
+                model_path = repository / "mlp_onnx" / "1" / "model.onnx"
+                alone.append(
+                    {
+                        "batch_rows": batch,
+                        "rows_per_s": in_process_rows_per_s(model_path, batch, seconds),
+                    }
+                )
         finally:
             server.stop()
-
-        # 4. onnxruntime alone at the batch size the batcher formed
-        formed = report["compute_bound_served"]["mean_batch_rows"]
-        batch = max(16, round(formed / 16) * 16)
-        report["in_process_mlp"] = {
-            "batch_rows": batch,
-            "rows_per_s": in_process_rows_per_s(
-                repository / "mlp_onnx" / "1" / "model.onnx", batch, seconds
-            ),
-        }
-    served_rows = report["compute_bound_served"]["requests_per_s"] * 16
-    report["compute_bound_ratio"] = served_rows / report["in_process_mlp"]["rows_per_s"]
-    report["overhead_bound_ratio"] = (
-        served["tiny_onnx"]["c64"]["requests_per_s"]
-        / report["bare_endpoint"]["c64"]["requests_per_s"]
-    )
-    report["batching_tax_c1"] = {
-        model: served[model]["c1"]["requests_per_s"]
-        / served[f"{model}_nobatch"]["c1"]["requests_per_s"]
-        for model in ("tiny_onnx", "mlp_onnx")
-    }
+    compute = [
+        point["requests_per_s"] * 16 / engine["rows_per_s"]
+        for point, engine in zip(served_points, alone, strict=True)
+    ]
+    report["compute_bound_served"] = _median_point(served_points)
+    report["in_process_mlp"] = _median_point(alone)
+    report["compute_bound_ratio"] = statistics.median(compute)
+    report["compute_bound_ratio_per_round"] = compute
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))
