@@ -163,7 +163,7 @@ class Scheduler:
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """Queue one request; must be called from the event loop thread.
 
-        ``shape_key``: the inputs' ``shape_key()``, when the caller knows it already.
+        ``shape_key``: ``shape_key_of(inputs)``, when the caller knows it already.
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
