@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from modelyard.gateway import http
@@ -42,3 +43,31 @@ def test_remembered_paths_stay_bounded() -> None:
     assert len(http._ROUTES) <= http._ROUTES_MAX
     assert http.classify("GET", "/v2/health/ready") == ("health", None, None)
     assert http.model_route("/v2/models/stats") is None
+
+
+def _answer(app: http.HttpFrontend, chunks: list[bytes]) -> tuple[int, str]:
+    """Drive the ASGI app with a body that arrives in ``chunks``, without Content-Length."""
+    messages = [
+        {"type": "http.request", "body": chunk, "more_body": i < len(chunks) - 1}
+        for i, chunk in enumerate(chunks)
+    ]
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    request = {"type": "http", **scope("/v2/repository/index")}
+    asyncio.run(app(request, receive, send))
+    return sent[0]["status"], sent[1]["body"].decode()
+
+
+def test_a_streamed_body_over_the_limit_is_refused_whatever_its_chunks() -> None:
+    app = http.HttpFrontend(None, max_body_bytes=10)  # type: ignore[arg-type]
+    for chunks in ([b"x" * 11], [b"x" * 6, b"x" * 5], [b"{}", b"", b" " * 9]):
+        status, body = _answer(app, chunks)
+        assert status == 413, chunks
+        assert "over the limit of 10 bytes" in body
+        assert "rule=protocol/max-body-size" in body
