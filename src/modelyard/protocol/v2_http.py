@@ -79,6 +79,11 @@ def _shape(name: str, value: Any) -> tuple[int, ...]:
     return tuple(value)
 
 
+# one binary input of a layout: name, datatype, shape, bytes, and, for datatypes
+# whose wire bytes are the array's bytes, the numpy dtype and element count
+_Tensor = tuple[str, str, tuple[int, ...], int, np.dtype[Any] | None, int]
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class BinaryLayout:
     """What one JSON header says when every input travels as binary data.
@@ -89,43 +94,23 @@ class BinaryLayout:
     Compared by identity: the dataplane keys its validated plans on it.
     """
 
-    inputs: tuple[tuple[str, str, tuple[int, ...], int], ...]  # name, datatype, shape, bytes
+    tensors: tuple[_Tensor, ...]
     binary_size: int
-    datatypes: dict[str, str]
-    outputs: list[RequestedOutput] | None
-    id: str | None
-    parameters: dict[str, Any]
-    binary_output_default: bool
-    priority: int
-    timeout_us: int
+    options: dict[str, Any]  # the header's other fields, as InferRequest keywords
 
     def request(
         self, body: bytes, header_length: int, model: str, version: str | None
     ) -> InferRequest:
         offset = header_length
         inputs: dict[str, np.ndarray] = {}
-        for name, datatype, shape, size in self.inputs:
-            dtype = _PLAIN_DTYPES.get(datatype)
+        for name, datatype, shape, size, dtype, count in self.tensors:
             if dtype is None:  # BYTES, BF16: converted, not viewed
                 raw = memoryview(body)[offset : offset + size]
                 inputs[name] = decode_raw_tensor(name, datatype, shape, raw)
             else:  # sizes were checked against shapes when the layout was made
-                count = size // dtype.itemsize
                 inputs[name] = np.frombuffer(body, dtype, count, offset).reshape(shape)
             offset += size
-        return InferRequest(
-            model_name=model,
-            model_version=version,
-            inputs=inputs,
-            input_datatypes=self.datatypes,
-            outputs=self.outputs,
-            id=self.id,
-            parameters=self.parameters,
-            binary_output_default=self.binary_output_default,
-            priority=self.priority,
-            timeout_us=self.timeout_us,
-            layout=self,
-        )
+        return InferRequest(model, version, inputs, layout=self, **self.options)
 
 
 # datatypes whose wire bytes are the array's bytes (little-endian)
@@ -134,6 +119,12 @@ _PLAIN_DTYPES = {
     for name, dtype in V2_TO_NUMPY.items()
     if dtype is not None and name != "BF16"
 }
+
+
+def _layout_tensor(name: str, datatype: str, shape: tuple[int, ...], size: int) -> _Tensor:
+    dtype = _PLAIN_DTYPES.get(datatype)
+    return name, datatype, shape, size, dtype, 0 if dtype is None else size // dtype.itemsize
+
 
 # header bytes -> layout; bounded, because headers come from callers
 _LAYOUTS: dict[bytes, BinaryLayout] = {}
@@ -208,30 +199,24 @@ def decode_infer_request(
     priority = params.get("priority", 0)
     if not isinstance(timeout, int) or timeout < 0 or not isinstance(priority, int):
         raise _bad("'timeout' and 'priority' parameters must be non-negative integers")
-    request_id = request_id if isinstance(request_id, str) else None
-    binary_default = bool(params.get("binary_data_output", False))
+    options = {
+        "input_datatypes": datatypes,
+        "outputs": outputs,
+        "id": request_id if isinstance(request_id, str) else None,
+        "parameters": params,
+        "binary_output_default": bool(params.get("binary_data_output", False)),
+        "priority": priority,
+        "timeout_us": timeout,
+    }
     if header_length is not None and len(binary_inputs) == len(inputs):
-        layout = BinaryLayout(
-            tuple(binary_inputs), offset, datatypes, outputs, request_id, params,
-            binary_default, priority, timeout,
-        )  # fmt: skip
+        tensors = tuple(_layout_tensor(*item) for item in binary_inputs)
+        layout = BinaryLayout(tensors, offset, options)
         if header_length <= _LAYOUT_HEADER_MAX:
             if len(_LAYOUTS) >= _LAYOUTS_MAX:
                 _LAYOUTS.clear()
             _LAYOUTS[bytes(header)] = layout
         return layout.request(body, header_length, model, version)
-    return InferRequest(
-        model_name=model,
-        model_version=version,
-        inputs=inputs,
-        input_datatypes=datatypes,
-        outputs=outputs,
-        id=request_id,
-        parameters=params,
-        binary_output_default=binary_default,
-        priority=priority,
-        timeout_us=timeout,
-    )
+    return InferRequest(model, version, inputs, **options)
 
 
 def _decode_outputs(raw: Any) -> list[RequestedOutput] | None:

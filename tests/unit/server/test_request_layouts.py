@@ -55,6 +55,32 @@ def test_a_known_header_with_too_few_bytes_still_gets_the_error() -> None:
         assert "rule=protocol/v2-request" in error.value.line()
 
 
+def test_a_repeated_bytes_header_decodes_each_body_and_refuses_a_broken_one() -> None:
+    def body(*items: bytes) -> tuple[bytes, int]:
+        raw = b"".join(len(item).to_bytes(4, "little") + item for item in items)
+        header = json.dumps(
+            {
+                "inputs": [
+                    {"name": "text", "shape": [len(items)], "datatype": "BYTES",
+                     "parameters": {"binary_data_size": len(raw)}},
+                ]
+            }
+        ).encode()  # fmt: skip
+        return header + raw, len(header)
+
+    first, length = body(b"ab", b"cd")
+    second, _ = body(b"xy", b"zw")
+    a = decode_infer_request(first, length, "m", None)
+    b = decode_infer_request(second, length, "m", None)
+    assert b.layout is a.layout is not None
+    assert b.inputs["text"].tolist() == [b"xy", b"zw"]
+    broken = second[:length] + (9).to_bytes(4, "little") + second[length + 4 :]
+    with pytest.raises(ProtocolError) as error:
+        decode_infer_request(broken, length, "m", None)
+    assert "BYTES element of 9 bytes runs past the data" in error.value.line()
+    assert "rule=protocol/v2-request" in error.value.line()
+
+
 def test_json_data_and_broken_headers_leave_no_layout() -> None:
     doc = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1.0, 2.0]}]}
     assert decode_infer_request(json.dumps(doc).encode(), None, "m", None).layout is None
