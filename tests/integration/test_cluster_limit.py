@@ -12,6 +12,7 @@ Redis holds for it, so the total stays within 2 chunks per instance below it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ import structlog
 
 from modelyard.clock import Clock
 from modelyard.errors import GovernanceError
+from modelyard.governance.chain import GuardChain
 from modelyard.governance.cluster import ClusterQpsGuard
 from modelyard.governance.guard import Call
 from modelyard.governance.ratelimit import QpsLimit
@@ -49,10 +51,16 @@ class Offered:
     retry_after: list[float] = field(default_factory=list)
 
 
-async def offer(guard: ClusterQpsGuard, model: str, qps: float, seconds: float) -> Offered:
-    """Offer ``qps`` calls per second on a fixed schedule; only GovernanceError may come out."""
+async def offer(
+    guard: ClusterQpsGuard, model: str, qps: float, seconds: float, *, ticketed: bool = False
+) -> Offered:
+    """Offer ``qps`` calls per second on a fixed schedule; only GovernanceError may come out.
+
+    ``ticketed``: as the HTTP frontend does, through the chain's ticket (the lease's quick
+    path) first, and ``check`` only when the ticket cannot decide."""
     stats = Offered()
     call = Call(service="shop", interface="infer", model=model)
+    chain = GuardChain([guard])
     start = time.monotonic()
     i = 0
     while (due := start + i / qps) < start + seconds:
@@ -61,9 +69,11 @@ async def offer(guard: ClusterQpsGuard, model: str, qps: float, seconds: float) 
             await asyncio.sleep(delay)
         began = time.monotonic()
         try:
-            pending = guard.check(call)
-            if pending is not None:
-                await pending
+            ticket = chain.ticket("infer", model, None, None, None) if ticketed else None
+            if ticket is None or ticket.admit() is not None:
+                pending = guard.check(call)
+                if pending is not None:
+                    await pending
             stats.admitted += 1
         except GovernanceError as exc:
             stats.rejected += 1
@@ -81,11 +91,14 @@ def guards(server: RedisServer, service: str, limits: dict[str, QpsLimit]) -> li
     ]
 
 
-def test_two_instances_share_one_limit(redis_server: RedisServer) -> None:
+@pytest.mark.parametrize("ticketed", [False, True], ids=["check", "ticket"])
+def test_two_instances_share_one_limit(redis_server: RedisServer, ticketed: bool) -> None:
     async def scenario() -> tuple[float, list[Offered], list[ClusterQpsGuard]]:
-        pair = guards(redis_server, "shared", {"infer": QpsLimit(LIMIT)})
+        pair = guards(redis_server, f"shared-{ticketed}", {"infer": QpsLimit(LIMIT)})
         began = time.monotonic()
-        results = await asyncio.gather(*(offer(g, "ranker", 1000, 3.0) for g in pair))
+        results = await asyncio.gather(
+            *(offer(g, "ranker", 1000, 3.0, ticketed=ticketed) for g in pair)
+        )
         elapsed = time.monotonic() - began
         for g in pair:
             await g.aclose()
@@ -105,17 +118,20 @@ def test_two_instances_share_one_limit(redis_server: RedisServer) -> None:
     assert all(0 < ra <= 1.0 for r in results for ra in r.retry_after)
 
 
+@pytest.mark.parametrize("ticketed", [False, True], ids=["check", "ticket"])
 def test_redis_outage_falls_back_to_a_local_share_and_recovers(
-    redis_server: RedisServer,
+    redis_server: RedisServer, ticketed: bool
 ) -> None:
+    offer_load = functools.partial(offer, ticketed=ticketed)
+
     async def scenario() -> None:
-        pair = guards(redis_server, "outage", {"infer": QpsLimit(LIMIT)})
-        await asyncio.gather(*(offer(g, "ranker", 1000, 1.0) for g in pair))
+        pair = guards(redis_server, f"outage-{ticketed}", {"infer": QpsLimit(LIMIT)})
+        await asyncio.gather(*(offer_load(g, "ranker", 1000, 1.0) for g in pair))
         assert all(g.redis_round_trips > 0 and not g.in_fallback for g in pair)
 
         redis_server.stop()
         began = time.monotonic()
-        down = await asyncio.gather(*(offer(g, "ranker", 1000, 1.5) for g in pair))
+        down = await asyncio.gather(*(offer_load(g, "ranker", 1000, 1.5) for g in pair))
         elapsed = time.monotonic() - began
         for g, stats in zip(pair, down, strict=True):
             assert g.in_fallback
@@ -128,7 +144,7 @@ def test_redis_outage_falls_back_to_a_local_share_and_recovers(
 
         trips_before = [g.redis_round_trips for g in pair]
         redis_server.start()
-        await asyncio.gather(*(offer(g, "ranker", 1000, 2.0) for g in pair))
+        await asyncio.gather(*(offer_load(g, "ranker", 1000, 2.0) for g in pair))
         for g, before in zip(pair, trips_before, strict=True):
             assert not g.in_fallback  # the same object went back to Redis by itself
             assert g.redis_round_trips > before

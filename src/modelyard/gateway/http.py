@@ -113,6 +113,12 @@ def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
 
 
 _CALL_HEADERS = frozenset((b"x-api-key", b"authorization", b"x-request-id"))
+_InferBody = tuple[bytes, int | None, bytes | None, bytes | None]  # body, header length, key, auth
+
+
+def _bearer_token(authorization: bytes) -> str | None:
+    text = authorization.decode("latin-1")
+    return text[7:].strip() if text[:7].lower() == "bearer " else None
 
 
 def _call_from_headers(governance: Governance, scope: Scope) -> Call:
@@ -124,12 +130,20 @@ def _call_from_headers(governance: Governance, scope: Scope) -> Call:
         if key == b"x-api-key":
             call.api_key = value.decode("latin-1")
         elif key == b"authorization":
-            text = value.decode("latin-1")
-            if text[:7].lower() == "bearer ":
-                call.bearer_token = text[7:].strip()
+            call.bearer_token = _bearer_token(value)
         else:
             call.request_id = value.decode("latin-1")
     return call
+
+
+def _rejection(governance: Governance, call: Call, error: GovernanceError) -> _Response:
+    """The chain's refusal, with RateLimit-* headers and the request id it was logged under."""
+    response = _error_response(error)
+    for name, value in governance.rate_limit_headers(call, error).items():
+        response.headers.append((name.lower().encode(), value.encode()))
+    if call.request_id:
+        response.headers.append((b"x-request-id", call.request_id.encode()))
+    return response
 
 
 class HttpFrontend:
@@ -150,23 +164,14 @@ class HttpFrontend:
             return
         if scope["type"] != "http":
             return
-        call: Call | None = None
         try:
             if self.governance is None:
                 response = await self._dispatch(scope, receive)
             else:
-                call = _call_from_headers(self.governance, scope)
-                response = await self._governed(scope, receive, call)
+                response = await self._governed(scope, receive, self.governance)
         except ModelyardError as error:
             response = _error_response(error)
-            if isinstance(error, GovernanceError) and call is not None:
-                assert self.governance is not None
-                for name, value in self.governance.rate_limit_headers(call, error).items():
-                    response.headers.append((name.lower().encode(), value.encode()))
-                if call.request_id:
-                    response.headers.append((b"x-request-id", call.request_id.encode()))
-            else:
-                log.warning("request_failed", path=scope["path"], **error.fields())
+            log.warning("request_failed", path=scope["path"], **error.fields())
         except Exception as exc:
             log.exception("request_crashed", path=scope["path"])
             response = _error_response(
@@ -197,9 +202,11 @@ class HttpFrontend:
                 self._check_declared_length(value)
         return await self._receive_body(receive)
 
-    async def _read_infer_body(self, scope: Scope, receive: Receive) -> tuple[bytes, int | None]:
-        """The body of an infer call and its Inference-Header-Content-Length, if any."""
+    async def _read_infer_body(self, scope: Scope, receive: Receive) -> _InferBody:
+        """The body of an infer call, with the headers that go with it (one pass)."""
         header_length: int | None = None
+        api_key: bytes | None = None
+        authorization: bytes | None = None
         for key, value in scope["headers"]:
             if key == b"content-length":
                 self._check_declared_length(value)
@@ -212,7 +219,11 @@ class HttpFrontend:
                         where="the Inference-Header-Content-Length header",
                     )
                 header_length = int(value)
-        return await self._receive_body(receive), header_length
+            elif key == b"x-api-key":
+                api_key = value
+            elif key == b"authorization":
+                authorization = value
+        return await self._receive_body(receive), header_length, api_key, authorization
 
     def _check_declared_length(self, value: bytes) -> None:
         if value.isdigit() and int(value) > self.max_body_bytes:
@@ -256,7 +267,7 @@ class HttpFrontend:
             if action == "/infer":
                 if method != "POST":
                     raise _route_error(method, path, 405)
-                body, header_length = await self._read_infer_body(scope, receive)
+                body, header_length, _, _ = await self._read_infer_body(scope, receive)
                 request = decode_infer_request(body, header_length, model, version)
                 return self._infer_response(await dp.infer(request))
             if method != "GET":
@@ -344,18 +355,51 @@ class HttpFrontend:
         await manager.load(model, override)
         return _Response(200)
 
-    async def _governed(self, scope: Scope, receive: Receive, call: Call) -> _Response:
-        assert self.governance is not None
-        if call.interface != "infer" or scope["method"] != "POST":
-            return await self.governance.guard(call, lambda: self._dispatch(scope, receive))
-        body, header_length = await self._read_infer_body(scope, receive)
-        model, version = call.model or "", call.version
+    async def _governed(self, scope: Scope, receive: Receive, governance: Governance) -> _Response:
+        route = model_route(scope["path"])
+        if route is None or route[2] != "/infer" or scope["method"] != "POST":
+            return await self._guarded(scope, receive, governance)
+        model, version, _ = route
+        body, header_length, api_key, authorization = await self._read_infer_body(scope, receive)
+        chain = governance.chain
+        ticket = chain.ticket(
+            "infer",
+            model,
+            version,
+            api_key.decode("latin-1") if api_key is not None else None,
+            _bearer_token(authorization) if authorization is not None else None,
+        )
+        if ticket is not None:  # the usual case: a call of a shape the chain admitted before
+            first = ticket.admit()
+            if first is not None:  # a quick path could not decide: its guard's check will
+                call = _call_from_headers(governance, scope)
+                call.principal = ticket.principal
+                try:
+                    pending = chain.admit(call, first)
+                    if pending is not None:
+                        await pending
+                except GovernanceError as error:
+                    return _rejection(governance, call, error)
+            request = decode_infer_request(body, header_length, model, version)
+            return self._infer_response(await self.dataplane.infer(request))
+
+        call = _call_from_headers(governance, scope)
 
         def decode() -> InferRequest:
             return decode_infer_request(body, header_length, model, version)
 
-        response = await self.governance.infer(call, decode, self.dataplane)
+        try:
+            response = await governance.infer(call, decode, self.dataplane)
+        except GovernanceError as error:
+            return _rejection(governance, call, error)
         return self._infer_response(response)
+
+    async def _guarded(self, scope: Scope, receive: Receive, governance: Governance) -> _Response:
+        call = _call_from_headers(governance, scope)
+        try:
+            return await governance.guard(call, lambda: self._dispatch(scope, receive))
+        except GovernanceError as error:
+            return _rejection(governance, call, error)
 
     @staticmethod
     def _infer_response(response: InferResponse) -> _Response:

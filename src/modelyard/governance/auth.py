@@ -82,12 +82,24 @@ class AuthGuard:
         return decision
 
     def check(self, call: Call) -> None:
+        error = self._refusal(call)
+        if error is not None:
+            self.rejections[error.rule or "auth/unauthenticated"] += 1
+            raise error
+
+    def quick(self, call: Call) -> None:
+        """Auth decides on the credentials, interface and model alone: once per ticket."""
+        error = self._refusal(call)
+        if error is not None:
+            raise error
+
+    def _refusal(self, call: Call) -> GovernanceError | None:
+        """None when the call may go on (and ``call.principal`` is set), else why not."""
         if call.interface in OPEN_INTERFACES:
-            return
+            return None
         secret = call.api_key or call.bearer_token
         if not secret:
-            self.rejections["auth/unauthenticated"] += 1
-            raise GovernanceError(
+            return GovernanceError(
                 f"request rejected: no credentials for interface {call.interface}",
                 code=Code.UNAUTHENTICATED,
                 rule="auth/unauthenticated",
@@ -97,8 +109,7 @@ class AuthGuard:
             )
         principal = self.config.by_digest.get(self._digest(secret))
         if principal is None:
-            self.rejections["auth/unauthenticated"] += 1
-            raise GovernanceError(
+            return GovernanceError(
                 f"request rejected: unknown API key or token for interface {call.interface}",
                 code=Code.UNAUTHENTICATED,
                 rule="auth/unauthenticated",
@@ -106,17 +117,17 @@ class AuthGuard:
                 f"{self.config.service_file} (modelyard auth hash-key KEY prints it)",
             )
         call.principal = principal.name
-        if not self._may(principal, call.interface, call.model):
-            self.rejections["auth/permission"] += 1
-            target = f" for model '{call.model}'" if call.model else ""
-            raise GovernanceError(
-                f"request rejected: principal '{principal.name}' may not call interface "
-                f"{call.interface}{target}",
-                code=Code.PERMISSION_DENIED,
-                rule="auth/permission",
-                where=f"auth.principals.{principal.name}.allow.{call.interface} in "
-                f"{self.config.service_file}" + (f" ({principal.line})" if principal.line else ""),
-            )
+        if self._may(principal, call.interface, call.model):
+            return None
+        target = f" for model '{call.model}'" if call.model else ""
+        return GovernanceError(
+            f"request rejected: principal '{principal.name}' may not call interface "
+            f"{call.interface}{target}",
+            code=Code.PERMISSION_DENIED,
+            rule="auth/permission",
+            where=f"auth.principals.{principal.name}.allow.{call.interface} in "
+            f"{self.config.service_file}" + (f" ({principal.line})" if principal.line else ""),
+        )
 
     def record(self, call: Call, latency: float, error: BaseException | None) -> None:
         return None

@@ -7,6 +7,12 @@ Each rejection is logged once as a structured event carrying the fields of
 the classic line ``Request is Degraded ... strategy: cluster-qps, code: 429,
 msg: the current limit has been reached``, and handed to ``on_rejected``
 (the instance's recent-rejection record) with its wall-clock time.
+
+A chain whose guards all learn nothing also keeps a ``Ticket`` per call shape
+(interface, model, version, credentials) it has seen: auth's decision, taken
+once, and each rate limit's quick path. A call with a ticket is admitted by
+those quick paths alone, without a ``Call``; when one of them cannot decide at
+once, the call goes through the guards from that one on, as any other call.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import structlog
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.errors import GovernanceError
-from modelyard.governance.guard import Call, Degraded, Guard
+from modelyard.governance.guard import Call, Degraded, Guard, Quick
 from modelyard.protocol.status import http_status
 
 log = structlog.get_logger("modelyard.governance")
@@ -32,6 +38,39 @@ _MESSAGES = {
     "breaker": "the circuit breaker is open",
     "auth": "the request is not authorised",
 }
+
+
+_TICKETS_MAX = 1024  # bounded: credentials and model names come from callers
+
+
+class Ticket:
+    """What is left to decide for each call of one shape the chain has admitted before."""
+
+    __slots__ = ("_chain", "_quick", "interface", "principal")
+
+    def __init__(
+        self,
+        chain: GuardChain,
+        interface: str,
+        principal: str | None,
+        quick: tuple[tuple[int, Quick], ...],
+    ) -> None:
+        self._chain = chain
+        self._quick = quick  # (index of the guard, its quick path)
+        self.interface = interface
+        self.principal = principal
+
+    def admit(self) -> int | None:
+        """None when the call is admitted; else the index of the first guard whose
+        ``check`` must decide it (``GuardChain.admit(call, first=...)``)."""
+        for index, take in self._quick:
+            if not take():
+                return index
+        chain = self._chain
+        chain.admitted += 1
+        by_interface = chain.admitted_by_interface
+        by_interface[self.interface] = by_interface.get(self.interface, 0) + 1
+        return None
 
 
 def strategy_of(rule: str | None) -> str:
@@ -53,6 +92,8 @@ class GuardChain:
         # the guards whose record() does something: breakers, adaptive concurrency
         self._learners = [g for g in guards if getattr(g, "learns_from_outcomes", True)]
         self.learns = bool(self._learners)  # any guard that learns: calls go through run()
+        self._ticketed = not self.learns and all(hasattr(g, "quick") for g in guards)
+        self._tickets: dict[tuple[str, str | None, str | None, str | None, str | None], Ticket] = {}
         self.clock = clock
         self.on_rejected = on_rejected
         self.admitted = 0
@@ -63,10 +104,38 @@ class GuardChain:
         self.rejected_by_interface: dict[str, dict[str, int]] = {}  # interface -> rule -> count
         self.fallbacks_by_interface: dict[str, dict[str, int]] = {}
 
-    def admit(self, call: Call) -> Awaitable[None] | None:
+    def admit(self, call: Call, first: int = 0) -> Awaitable[None] | None:
         """Run the guards in order: None when all admitted the call at once, else an
-        awaitable that finishes the decision. A refusal raises."""
-        return self._admit_from(call, 0)
+        awaitable that finishes the decision. A refusal raises. ``first``: the guard to
+        start from, when the call's ticket admitted it through the ones before."""
+        return self._admit_from(call, first)
+
+    def ticket(
+        self,
+        interface: str,
+        model: str | None,
+        version: str | None,
+        api_key: str | None,
+        bearer_token: str | None,
+    ) -> Ticket | None:
+        """The ticket of calls of this shape; None when they must go through ``admit``."""
+        key = (interface, model, version, api_key, bearer_token)
+        ticket = self._tickets.get(key)
+        if ticket is not None or not self._ticketed:
+            return ticket
+        call = Call("", interface, model, version, api_key=api_key, bearer_token=bearer_token)
+        quick: list[tuple[int, Quick]] = []
+        try:
+            for index, guard in enumerate(self.guards):
+                take = guard.quick(call)  # type: ignore[attr-defined]
+                if take is not None:
+                    quick.append((index, take))
+        except GovernanceError:  # refused whatever the load: check() refuses and counts it
+            return None
+        if len(self._tickets) >= _TICKETS_MAX:
+            self._tickets.clear()
+        ticket = self._tickets[key] = Ticket(self, interface, call.principal, tuple(quick))
+        return ticket
 
     def _admit_from(self, call: Call, first: int) -> Awaitable[None] | None:
         guards = self.guards

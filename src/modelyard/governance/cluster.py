@@ -44,7 +44,7 @@ from redis.exceptions import RedisError
 
 from modelyard.clock import Clock
 from modelyard.errors import GovernanceError
-from modelyard.governance.guard import Call, rejected
+from modelyard.governance.guard import Call, Quick, rejected
 from modelyard.governance.ratelimit import (
     LimitShares,
     QpsLimit,
@@ -143,7 +143,10 @@ return {granted, string.format('%.9f', wait_one), string.format('%.9f', wait_wan
 """
 
 
-CHUNK_SECONDS = 0.1
+# Half a second of traffic per chunk: a round trip costs the instance ~150-200 us of CPU
+# in redis-py, and at 0.1 s chunks those trips cost 2-4 % of a tiny model's throughput
+# (bench/RESULTS.md); the cap below still bounds what a chunk can hold near the limit.
+CHUNK_SECONDS = 0.5
 
 
 @dataclass(slots=True)
@@ -271,28 +274,56 @@ class ClusterQpsGuard:
         if iface is None:
             return None
         now = self._clock.monotonic()
-        iface.offered += 1
-        iface.window.hit(now)
         if self._fallback:
+            iface.offered += 1
+            iface.window.hit(now)
             self._check_locally(iface, call, now)
             return None
-        lease = iface.leases.get(call.model)
-        if lease is None:
-            lease = iface.leases[call.model] = _Lease()
+        lease = self._lease_of(iface, call.model)
         if lease.tokens > 0 and now < lease.expires:
-            lease.tokens -= 1
-            self.admitted += 1
-            if lease.tokens < lease.refill_below and lease.refill is None and not self._closed:
-                task = asyncio.get_running_loop().create_task(
-                    self._prefetch(iface, lease, call.model)
-                )
-                lease.refill = task
-                self._refills.add(task)
-                task.add_done_callback(self._refills.discard)
+            self._spend(iface, lease, call.model, now)
             return None
+        iface.offered += 1
+        iface.window.hit(now)
         if now < lease.denied_until:
             raise self._refusal(iface, call, lease.denied_until - now)
         return self._check_with_redis(iface, lease, call)
+
+    def quick(self, call: Call) -> Quick | None:
+        iface = self._interfaces.get(call.interface)
+        if iface is None:
+            return None
+        lease = self._lease_of(iface, call.model)
+        model = call.model
+        monotonic = self._clock.monotonic
+
+        def take() -> bool:
+            now = monotonic()
+            if self._fallback or lease.tokens <= 0 or now >= lease.expires:
+                return False  # check() decides: locally, by refusing, or with Redis
+            self._spend(iface, lease, model, now)
+            return True
+
+        return take
+
+    @staticmethod
+    def _lease_of(iface: _Interface, model: str | None) -> _Lease:
+        lease = iface.leases.get(model)
+        if lease is None:
+            lease = iface.leases[model] = _Lease()
+        return lease
+
+    def _spend(self, iface: _Interface, lease: _Lease, model: str | None, now: float) -> None:
+        """Admit one call from the lease; fetch the next chunk ahead once it runs low."""
+        iface.offered += 1
+        iface.window.hit(now)
+        lease.tokens -= 1
+        self.admitted += 1
+        if lease.tokens < lease.refill_below and lease.refill is None and not self._closed:
+            task = asyncio.get_running_loop().create_task(self._prefetch(iface, lease, model))
+            lease.refill = task
+            self._refills.add(task)
+            task.add_done_callback(self._refills.discard)
 
     def record(self, call: Call, latency: float, error: BaseException | None) -> None:
         return None

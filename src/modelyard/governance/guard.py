@@ -9,11 +9,16 @@ learn from outcomes (breakers, adaptive concurrency) also get ``record`` once
 the handler has answered; the others set ``learns_from_outcomes = False`` and
 the chain neither times the handler nor calls them back. Guards run in order:
 auth, rate limit, breaker.
+
+Guards that learn nothing may also offer ``quick``: given one call, what is
+left to decide for every call like it (same interface, model, version and
+credentials). The chain keeps that as a ``Ticket`` (see chain.py), so a
+repeated call is decided by a few counter updates instead of the whole chain.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -58,6 +63,10 @@ class Degraded(GovernanceError):
         self.fallback = fallback
 
 
+Quick = Callable[[], bool]
+"""Admit one call at once (True), or leave it to ``check`` (False) having changed nothing."""
+
+
 class Guard(Protocol):
     def check(self, call: Call) -> Awaitable[None] | None:
         """Admit the call (return None) or refuse it (raise GovernanceError); else wait."""
@@ -65,6 +74,14 @@ class Guard(Protocol):
 
     def record(self, call: Call, latency: float, error: BaseException | None) -> None:
         """Learn from the outcome of an admitted call."""
+        ...
+
+
+class QuickGuard(Guard, Protocol):
+    def quick(self, call: Call) -> Quick | None:
+        """What is left to decide per call for calls like ``call``: None when this guard
+        admits each of them with no work, else a ``Quick``. Raise GovernanceError, counting
+        nothing, when such calls are refused: they go through ``check`` every time."""
         ...
 
 

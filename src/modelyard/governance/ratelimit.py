@@ -23,7 +23,7 @@ from typing import Any
 
 from modelyard.clock import Clock
 from modelyard.errors import Code, ConfigError, GovernanceError
-from modelyard.governance.guard import Call, rejected
+from modelyard.governance.guard import Call, Quick, rejected
 
 # Tokens; absorbs float error so that a token due at time t is there at t.
 _SLACK = 1e-9
@@ -374,6 +374,24 @@ class InstanceQpsGuard:
             self.admitted += 1
             return
         raise self._refusal(shared, call, now)
+
+    def quick(self, call: Call) -> Quick | None:
+        shared = self._limits.get(call.interface)
+        if shared is None:
+            return None
+        window = self._windows[call.interface]
+        model = call.model
+        monotonic = self._clock.monotonic
+
+        def take() -> bool:
+            now = monotonic()
+            if not shared.try_take(model, 1.0, now):
+                return False  # check() counts the call and refuses it
+            window.hit(now)
+            self.admitted += 1
+            return True
+
+        return take
 
     def record(self, call: Call, latency: float, error: BaseException | None) -> None:
         return None
