@@ -1,19 +1,22 @@
 """What the guard chain costs: tiny_onnx with auth + cluster-qps in Redis vs no chain.
 
-    python bench/governance_cost.py [--seconds 2] [--rounds 8] [--servers 2]
+    python bench/governance_cost.py [--seconds 3] [--rounds 10] [--servers 3]
 
 Needs `wrk` and `redis-server`. One run starts ``--servers`` servers without a
 service file and as many with auth and a cluster-qps limit far above the
 offered load (counted in a real Redis, leased in chunks), all pinned to core 0,
-and measures each once per round with wrk on core 1, in an order that reverses
-every round (A B B A ...). The cost is read from the median of the per-round
-ratios of the two sides' mean throughput.
+with one wrk per server on core 1. By default every server is under load at
+once, so that all of them share core 0 and each moment of the VM alike; the
+cost is read from the median over rounds of the ratio of the two sides' total
+throughput. (``--no-together`` measures them one at a time in an order that
+reverses every round, A B B A ..., the method of earlier runs.)
 
-Several processes per side, because one process is not a fair sample of its
-side on a 2-core VM: two servers started alike kept throughputs 5-8 % apart
-over a whole run (A/A, 2026-11-30), more than the cost being measured. The
-report gives that spread as ``same_side_spread``; the cost means something only
-when it is well above it.
+Why: this 2-core VM has phases of several seconds in which a server needs
+~45 % more CPU per request, whatever it runs, and one process can also sit a
+few percent above or below another started alike. Measured one at a time,
+servers started alike read 2-15 % apart over a whole run; loaded together,
+0-3 %. The report gives that spread as ``same_side_spread``: the cost means
+something only when it is well above it.
 
 Two more readings come with it:
 
@@ -38,8 +41,11 @@ import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+Point = dict[str, float]
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -123,12 +129,58 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _measure(server: Server, script: Path, connections: int, seconds: float) -> dict[str, float]:
+    url = f"http://127.0.0.1:{server.port}/v2/models/tiny_onnx/infer"
+    cpu_before = _cpu_seconds(server.process.pid)
+    point = wrk(url, script, connections, seconds)
+    assert point["non_2xx"] == 0, point
+    cpu = _cpu_seconds(server.process.pid) - cpu_before
+    point["cpu_us_per_request"] = 1e6 * cpu / (point["requests_per_s"] * seconds)
+    return point
+
+
+Servers = dict[str, tuple[str, Server]]  # "chain_on/1" -> (side, server)
+
+
+def _rounds_together(servers: Servers, script: Path, args: Any) -> dict[str, list[Point]]:
+    """Every server under load at once, sharing core 0: each sees the same moment of the VM."""
+    runs: dict[str, list[Point]] = {name: [] for name in servers}
+    with ThreadPoolExecutor(len(servers)) as pool:
+        for _ in range(args.rounds + 1):  # the first round warms up
+            points = pool.map(
+                lambda server: _measure(server, script, args.connections, args.seconds),
+                [server for _, server in servers.values()],
+            )
+            for name, point in zip(servers, points, strict=True):
+                runs[name].append(point)
+    return {name: points[1:] for name, points in runs.items()}
+
+
+def _rounds_in_turn(servers: Servers, script: Path, args: Any) -> dict[str, list[Point]]:
+    """One server at a time, in an order that reverses every round (A B B A ...)."""
+    runs: dict[str, list[Point]] = {name: [] for name in servers}
+    for _, server in servers.values():
+        _measure(server, script, args.connections, 2)
+    order = list(servers.items())
+    for _ in range(args.rounds):
+        order.reverse()  # a drift over the run favours neither side
+        for name, (_, server) in order:
+            runs[name].append(_measure(server, script, args.connections, args.seconds))
+    return runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=2.0)
-    parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--servers", type=int, default=2, help="server processes per side")
-    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--servers", type=int, default=3, help="server processes per side")
+    parser.add_argument("--connections", type=int, default=8, help="per server")
+    parser.add_argument(
+        "--together",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="load every server at once (default), or one after another (--no-together)",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/out/governance_cost.json"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name, running_redis(Path(tmp_name)) as redis:
@@ -151,7 +203,7 @@ def main() -> None:
             + f'wrk.headers["x-api-key"] = "{KEY}"\n'
         )
         sides = {"chain_off": [], "chain_on": ["--service-config", str(service)]}
-        servers: dict[str, tuple[str, Server]] = {}  # "chain_on/1" -> (side, server)
+        servers: Servers = {}
         for index in range(args.servers):
             for side, extra in sides.items():
                 port = free_port()
@@ -164,23 +216,11 @@ def main() -> None:
                     "/v2/health/ready",
                 )  # fmt: skip
         try:
-            runs: dict[str, list[dict[str, float]]] = {name: [] for name in servers}
-            for _, server in servers.values():
-                url = f"http://127.0.0.1:{server.port}/v2/models/tiny_onnx/infer"
-                wrk(url, script, args.connections, 2)
-            order = list(servers.items())
-            for _ in range(args.rounds):
-                order.reverse()  # A B B A ...: a drift over the run favours neither
-                for name, (_, server) in order:
-                    url = f"http://127.0.0.1:{server.port}/v2/models/tiny_onnx/infer"
-                    cpu_before = _cpu_seconds(server.process.pid)
-                    point = wrk(url, script, args.connections, args.seconds)
-                    assert point["non_2xx"] == 0, (name, point)
-                    cpu = _cpu_seconds(server.process.pid) - cpu_before
-                    point["cpu_us_per_request"] = (
-                        1e6 * cpu / (point["requests_per_s"] * args.seconds)
-                    )
-                    runs[name].append(point)
+            runs = (
+                _rounds_together(servers, script, args)
+                if args.together
+                else _rounds_in_turn(servers, script, args)
+            )
         finally:
             for _, server in servers.values():
                 server.stop()
@@ -208,9 +248,9 @@ def main() -> None:
         for side, names in names_of.items()
     }
     chain_us = in_process["chain_on"] - in_process["chain_off"]
-    request_us = 1e6 / throughput["chain_off"]
     report = {
         "connections": args.connections,
+        "together": args.together,
         "servers_per_side": args.servers,
         "rounds": args.rounds,
         "seconds": args.seconds,
@@ -224,8 +264,8 @@ def main() -> None:
         "cost_from_served_cpu": 1 - cpu_per_request["chain_off"] / cpu_per_request["chain_on"],
         "in_process_us_per_call": in_process,
         "chain_us_per_call": chain_us,
-        "served_us_per_request_chain_off": request_us,
-        "cost_from_cpu": chain_us / request_us,
+        # the chain's own CPU as a share of what a served request costs without it
+        "cost_from_cpu": chain_us / cpu_per_request["chain_off"],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))

@@ -100,6 +100,11 @@ class _InOrder:
 
 
 INLINE_THRESHOLD_NS = 100_000
+# One execution that the OS or the VM preempted can read milliseconds. Counted as is, it
+# would move a fast model to the thread path for dozens of requests (each then paying a
+# thread hand-off); a sample counts for at most this much, which a model that is really
+# slow still crosses at once.
+_SAMPLE_CAP_NS = 4 * INLINE_THRESHOLD_NS
 _INLINE_AFTER = 16  # executions observed before inline execution may start
 _EWMA = 0.1
 
@@ -264,10 +269,11 @@ class Scheduler:
     def _observe(self, compute_ns: int) -> None:
         """Track the execution time that decides whether inline execution pays."""
         self._observed += 1
+        sample = min(compute_ns, _SAMPLE_CAP_NS)
         if self._observed == 1:
-            self._compute_ewma_ns = float(compute_ns)
+            self._compute_ewma_ns = float(sample)
         else:
-            self._compute_ewma_ns += _EWMA * (compute_ns - self._compute_ewma_ns)
+            self._compute_ewma_ns += _EWMA * (sample - self._compute_ewma_ns)
         self._inline_ok = (
             self._allow_inline
             and self._observed >= _INLINE_AFTER

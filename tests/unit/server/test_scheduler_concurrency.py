@@ -139,6 +139,32 @@ def test_a_fast_model_runs_inline_once_it_has_shown_it_is_fast() -> None:
     assert scheduler.stats.success_count == 40
 
 
+class StallingEngine(ThreadRecordingEngine):
+    """Fast, except once: the call that the OS or the VM preempted for a while."""
+
+    def __init__(self, stall_at: int) -> None:
+        super().__init__()
+        self.stall_at = stall_at
+
+    def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        if len(self.threads) == self.stall_at:
+            time.sleep(0.02)
+        return super().execute(inputs, outputs)
+
+
+def test_one_stalled_execution_does_not_move_a_fast_model_off_the_loop() -> None:
+    engine = StallingEngine(stall_at=25)
+    scheduler = make_scheduler("max_batch_size: 4 dynamic_batching {}", [engine])
+    try:
+        _sequential(scheduler, 40)
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+    main = threading.current_thread().name
+    assert engine.threads[25] == main  # the stalled call itself ran inline
+    assert engine.threads[26:] == [main] * 14  # and so did every call after it
+
+
 def test_a_slow_model_and_an_opted_out_model_never_run_inline() -> None:
     slow = ThreadRecordingEngine(delay=0.0005)
     fast = ThreadRecordingEngine()
