@@ -46,19 +46,15 @@ _TICKETS_MAX = 1024  # bounded: credentials and model names come from callers
 class Ticket:
     """What is left to decide for each call of one shape the chain has admitted before."""
 
-    __slots__ = ("_chain", "_quick", "interface", "principal")
+    __slots__ = ("_quick", "admitted", "interface", "principal")
 
     def __init__(
-        self,
-        chain: GuardChain,
-        interface: str,
-        principal: str | None,
-        quick: tuple[tuple[int, Quick], ...],
+        self, interface: str, principal: str | None, quick: tuple[tuple[int, Quick], ...]
     ) -> None:
-        self._chain = chain
         self._quick = quick  # (index of the guard, its quick path)
         self.interface = interface
         self.principal = principal
+        self.admitted = 0  # the chain adds these up when asked
 
     def admit(self) -> int | None:
         """None when the call is admitted; else the index of the first guard whose
@@ -66,10 +62,7 @@ class Ticket:
         for index, take in self._quick:
             if not take():
                 return index
-        chain = self._chain
-        chain.admitted += 1
-        by_interface = chain.admitted_by_interface
-        by_interface[self.interface] = by_interface.get(self.interface, 0) + 1
+        self.admitted += 1
         return None
 
 
@@ -96,11 +89,11 @@ class GuardChain:
         self._tickets: dict[tuple[str, str | None, str | None, str | None, str | None], Ticket] = {}
         self.clock = clock
         self.on_rejected = on_rejected
-        self.admitted = 0
         self.rejected: dict[str, int] = {}  # rule -> count
         self.fallbacks: dict[str, int] = {}
-        # the same decisions by interface, for GET /v2/modelyard/stats
-        self.admitted_by_interface: dict[str, int] = {}
+        # the same decisions by interface, for GET /v2/modelyard/stats; calls admitted
+        # through a ticket are counted on the ticket (see ``admitted_by_interface``)
+        self._admitted_by_interface: dict[str, int] = {}
         self.rejected_by_interface: dict[str, dict[str, int]] = {}  # interface -> rule -> count
         self.fallbacks_by_interface: dict[str, dict[str, int]] = {}
 
@@ -133,9 +126,28 @@ class GuardChain:
         except GovernanceError:  # refused whatever the load: check() refuses and counts it
             return None
         if len(self._tickets) >= _TICKETS_MAX:
-            self._tickets.clear()
-        ticket = self._tickets[key] = Ticket(self, interface, call.principal, tuple(quick))
+            self._fold_tickets()
+        ticket = self._tickets[key] = Ticket(interface, call.principal, tuple(quick))
         return ticket
+
+    def _fold_tickets(self) -> None:
+        """Forget every ticket, keeping what they admitted."""
+        counts = self._admitted_by_interface
+        for ticket in self._tickets.values():
+            counts[ticket.interface] = counts.get(ticket.interface, 0) + ticket.admitted
+        self._tickets.clear()
+
+    @property
+    def admitted_by_interface(self) -> dict[str, int]:
+        counts = dict(self._admitted_by_interface)
+        for ticket in self._tickets.values():
+            if ticket.admitted:
+                counts[ticket.interface] = counts.get(ticket.interface, 0) + ticket.admitted
+        return counts
+
+    @property
+    def admitted(self) -> int:
+        return sum(self.admitted_by_interface.values())
 
     def _admit_from(self, call: Call, first: int) -> Awaitable[None] | None:
         guards = self.guards
@@ -147,8 +159,7 @@ class GuardChain:
                 raise
             if pending is not None:
                 return self._admit_after(call, index, pending)
-        self.admitted += 1
-        by_interface = self.admitted_by_interface
+        by_interface = self._admitted_by_interface
         by_interface[call.interface] = by_interface.get(call.interface, 0) + 1
         return None
 
@@ -227,7 +238,7 @@ class GuardChain:
     def by_interface(self) -> dict[str, Any]:
         """Admitted by interface; rejected and fallbacks by interface, then rule."""
         return {
-            "admitted": dict(self.admitted_by_interface),
+            "admitted": self.admitted_by_interface,
             "rejected": {i: dict(r) for i, r in self.rejected_by_interface.items()},
             "fallbacks": {i: dict(r) for i, r in self.fallbacks_by_interface.items()},
         }

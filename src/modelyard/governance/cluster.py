@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -273,18 +274,15 @@ class ClusterQpsGuard:
         iface = self._interfaces.get(call.interface)
         if iface is None:
             return None
-        now = self._clock.monotonic()
-        if self._fallback:
-            iface.offered += 1
-            iface.window.hit(now)
-            self._check_locally(iface, call, now)
-            return None
         lease = self._lease_of(iface, call.model)
-        if lease.tokens > 0 and now < lease.expires:
-            self._spend(iface, lease, call.model, now)
+        if self._take(iface, lease, call.model):
             return None
+        now = self._clock.monotonic()
         iface.offered += 1
         iface.window.hit(now)
+        if self._fallback:
+            self._check_locally(iface, call, now)
+            return None
         if now < lease.denied_until:
             raise self._refusal(iface, call, lease.denied_until - now)
         return self._check_with_redis(iface, lease, call)
@@ -293,18 +291,7 @@ class ClusterQpsGuard:
         iface = self._interfaces.get(call.interface)
         if iface is None:
             return None
-        lease = self._lease_of(iface, call.model)
-        model = call.model
-        monotonic = self._clock.monotonic
-
-        def take() -> bool:
-            now = monotonic()
-            if self._fallback or lease.tokens <= 0 or now >= lease.expires:
-                return False  # check() decides: locally, by refusing, or with Redis
-            self._spend(iface, lease, model, now)
-            return True
-
-        return take
+        return functools.partial(self._take, iface, self._lease_of(iface, call.model), call.model)
 
     @staticmethod
     def _lease_of(iface: _Interface, model: str | None) -> _Lease:
@@ -313,8 +300,12 @@ class ClusterQpsGuard:
             lease = iface.leases[model] = _Lease()
         return lease
 
-    def _spend(self, iface: _Interface, lease: _Lease, model: str | None, now: float) -> None:
-        """Admit one call from the lease; fetch the next chunk ahead once it runs low."""
+    def _take(self, iface: _Interface, lease: _Lease, model: str | None) -> bool:
+        """Admit one call from the lease if it can (False: it changed nothing); fetch the
+        next chunk ahead once the lease runs low."""
+        now = self._clock.monotonic()
+        if self._fallback or lease.tokens <= 0 or now >= lease.expires:
+            return False
         iface.offered += 1
         iface.window.hit(now)
         lease.tokens -= 1
@@ -324,6 +315,7 @@ class ClusterQpsGuard:
             lease.refill = task
             self._refills.add(task)
             task.add_done_callback(self._refills.discard)
+        return True
 
     def record(self, call: Call, latency: float, error: BaseException | None) -> None:
         return None
