@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -84,8 +84,13 @@ def wait_for(driver: WebDriver, css: str, timeout: float = 30.0, text: str | Non
         elements = d.find_elements(By.CSS_SELECTOR, css)
         return bool(elements) and (text is None or any(text in e.text for e in elements))
 
+    # the console redraws its views on every poll: an element found may be gone by the time
+    # its text is read, and the next try finds the new one
+    waiting = WebDriverWait(
+        driver, timeout, poll_frequency=0.2, ignored_exceptions=[StaleElementReferenceException]
+    )
     try:
-        WebDriverWait(driver, timeout, poll_frequency=0.2).until(found)
+        waiting.until(found)
     except TimeoutException:
         screenshot(driver, "failed")
         status = driver.find_element(By.ID, "status").text

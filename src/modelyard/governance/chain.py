@@ -25,7 +25,7 @@ import structlog
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.errors import GovernanceError
-from modelyard.governance.guard import Call, Degraded, Guard, Quick
+from modelyard.governance.guard import Call, Degraded, Guard, Quick, QuickGuard
 from modelyard.protocol.status import http_status
 
 log = structlog.get_logger("modelyard.governance")
@@ -85,7 +85,10 @@ class GuardChain:
         # the guards whose record() does something: breakers, adaptive concurrency
         self._learners = [g for g in guards if getattr(g, "learns_from_outcomes", True)]
         self.learns = bool(self._learners)  # any guard that learns: calls go through run()
-        self._ticketed = not self.learns and all(hasattr(g, "quick") for g in guards)
+        # tickets need every guard to have a quick path, and none to learn from outcomes
+        quick_guards = [g for g in guards if isinstance(g, QuickGuard)]
+        every_guard_quick = len(quick_guards) == len(guards) and not self.learns
+        self._quick_guards = quick_guards if every_guard_quick else None
         self._tickets: dict[tuple[str, str | None, str | None, str | None, str | None], Ticket] = {}
         self.clock = clock
         self.on_rejected = on_rejected
@@ -114,13 +117,13 @@ class GuardChain:
         """The ticket of calls of this shape; None when they must go through ``admit``."""
         key = (interface, model, version, api_key, bearer_token)
         ticket = self._tickets.get(key)
-        if ticket is not None or not self._ticketed:
+        if ticket is not None or self._quick_guards is None:
             return ticket
         call = Call("", interface, model, version, api_key=api_key, bearer_token=bearer_token)
         quick: list[tuple[int, Quick]] = []
         try:
-            for index, guard in enumerate(self.guards):
-                take = guard.quick(call)  # type: ignore[attr-defined]
+            for index, guard in enumerate(self._quick_guards):
+                take = guard.quick(call)
                 if take is not None:
                     quick.append((index, take))
         except GovernanceError:  # refused whatever the load: check() refuses and counts it

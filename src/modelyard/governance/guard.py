@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from modelyard.errors import Code, ConfigError, GovernanceError
 
@@ -77,6 +77,7 @@ class Guard(Protocol):
         ...
 
 
+@runtime_checkable
 class QuickGuard(Guard, Protocol):
     def quick(self, call: Call) -> Quick | None:
         """What is left to decide per call for calls like ``call``: None when this guard

@@ -16,6 +16,7 @@ interface on this instance.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -368,30 +369,27 @@ class InstanceQpsGuard:
         shared = self._limits.get(call.interface)
         if shared is None:
             return
-        now = self._clock.monotonic()
-        self._windows[call.interface].hit(now)
-        if shared.try_take(call.model, 1.0, now):
-            self.admitted += 1
+        window = self._windows[call.interface]
+        if self._take(shared, window, call.model):
             return
+        now = self._clock.monotonic()
+        window.hit(now)
         raise self._refusal(shared, call, now)
 
     def quick(self, call: Call) -> Quick | None:
         shared = self._limits.get(call.interface)
         if shared is None:
             return None
-        window = self._windows[call.interface]
-        model = call.model
-        monotonic = self._clock.monotonic
+        return functools.partial(self._take, shared, self._windows[call.interface], call.model)
 
-        def take() -> bool:
-            now = monotonic()
-            if not shared.try_take(model, 1.0, now):
-                return False  # check() counts the call and refuses it
-            window.hit(now)
-            self.admitted += 1
-            return True
-
-        return take
+    def _take(self, shared: SharedLimit, window: RateWindow, model: str | None) -> bool:
+        """Admit one call if a token is there (False: it changed nothing)."""
+        now = self._clock.monotonic()
+        if not shared.try_take(model, 1.0, now):
+            return False
+        window.hit(now)
+        self.admitted += 1
+        return True
 
     def record(self, call: Call, latency: float, error: BaseException | None) -> None:
         return None

@@ -125,14 +125,19 @@ def _sequential(scheduler: Scheduler, count: int) -> None:
     asyncio.run(scenario())
 
 
-def test_a_fast_model_runs_inline_once_it_has_shown_it_is_fast() -> None:
-    engine = ThreadRecordingEngine()
+def _batching_model_called_in_turn(engine: Engine, count: int) -> Scheduler:
     scheduler = make_scheduler("max_batch_size: 4 dynamic_batching {}", [engine])
     try:
-        _sequential(scheduler, 40)
+        _sequential(scheduler, count)
     finally:
         scheduler.close()
         scheduler.join(5)
+    return scheduler
+
+
+def test_a_fast_model_runs_inline_once_it_has_shown_it_is_fast() -> None:
+    engine = ThreadRecordingEngine()
+    scheduler = _batching_model_called_in_turn(engine, 40)
     main = threading.current_thread().name
     assert all(name != main for name in engine.threads[:16])  # observed on the thread first
     assert engine.threads[-1] == main  # then inline on the event loop
@@ -154,12 +159,7 @@ class StallingEngine(ThreadRecordingEngine):
 
 def test_one_stalled_execution_does_not_move_a_fast_model_off_the_loop() -> None:
     engine = StallingEngine(stall_at=25)
-    scheduler = make_scheduler("max_batch_size: 4 dynamic_batching {}", [engine])
-    try:
-        _sequential(scheduler, 40)
-    finally:
-        scheduler.close()
-        scheduler.join(5)
+    _batching_model_called_in_turn(engine, 40)
     main = threading.current_thread().name
     assert engine.threads[25] == main  # the stalled call itself ran inline
     assert engine.threads[26:] == [main] * 14  # and so did every call after it
