@@ -9,8 +9,9 @@ engines never see individual requests.
 Execution on the event loop: for models whose executions take a few tens of
 microseconds, handing a request to a thread and its answer back costs more
 than computing it. Once a version has shown (moving average over its
-executions) that it runs under ``INLINE_THRESHOLD_NS``, the event loop executes
-it with instance 0's engine:
+executions, each counting for at most 4x the threshold so that one preempted
+execution does not tip it) that it runs under ``INLINE_THRESHOLD_NS``, the
+event loop executes it with instance 0's engine:
 
 * a request that finds the queue empty and every instance idle runs at once;
 * otherwise it is queued, and one drain callback, run on the loop's next turn,
