@@ -129,7 +129,7 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _measure(server: Server, script: Path, connections: int, seconds: float) -> dict[str, float]:
+def _measure(server: Server, script: Path, connections: int, seconds: float) -> Point:
     url = f"http://127.0.0.1:{server.port}/v2/models/tiny_onnx/infer"
     cpu_before = _cpu_seconds(server.process.pid)
     point = wrk(url, script, connections, seconds)
