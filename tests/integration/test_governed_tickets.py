@@ -8,6 +8,7 @@ gives.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -20,6 +21,7 @@ from tests.support.servers import ServerProcess, running_server
 READER_KEY = "reader-key-2"
 OTHER_KEY = "other-key-2"
 ADMIN_KEY = "admin-key-2"
+TOKEN = "bearer-token-2"
 
 SERVICE = f"""\
 service: com.example.test.tickets
@@ -35,6 +37,9 @@ auth:
     ops:
       api_keys: ["{hash_secret(ADMIN_KEY)}"]
       allow: {{admin: ["*"]}}
+    service-account:
+      bearer_tokens: ["{hash_secret(TOKEN)}"]
+      allow: {{infer: ["slow_*"]}}
 limits:
   infer:
     instance_qps: 20
@@ -52,16 +57,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     slow_double(repository)
     service_file = root / "service.yaml"
     service_file.write_text(SERVICE)
-    with running_server(
-        repository,
-        root,
-        "--model-control-mode",
-        "explicit",
-        "--load-model",
-        "*",
-        "--service-config",
-        str(service_file),
-    ) as server:
+    with running_server(repository, root, "--service-config", str(service_file)) as server:
         yield server
 
 
@@ -92,9 +88,31 @@ def test_refused_credentials_are_refused_every_time_and_counted_once_each(
     assert rejected["infer"]["auth/permission"] - infer_before.get("auth/permission", 0) == 3
 
 
+@pytest.mark.parametrize(
+    ("authorization", "status"),
+    [
+        (f"Bearer {TOKEN}", 200),
+        (f"bearer  {TOKEN}", 200),  # the scheme is case-insensitive, the token stripped
+        (f"Basic {TOKEN}", 401),  # not a bearer token: no credentials at all
+        ("Bearer wrong-token", 401),
+        ("Bearer", 401),
+    ],
+)
+def test_bearer_tokens_through_tickets(
+    server: ServerProcess, authorization: str, status: int
+) -> None:
+    with httpx.Client(base_url=f"http://{server.http_url}") as client:
+        for _ in range(2):  # the second call of a shape goes through its ticket, if it got one
+            response = client.post(INFER, json=BODY, headers={"authorization": authorization})
+            assert response.status_code == status, response.text
+            if status == 401:
+                assert "rule=auth/unauthenticated" in response.json()["error"]
+
+
 def test_a_limit_refusal_through_a_ticket_answers_and_records_as_the_chain_does(
     server: ServerProcess,
 ) -> None:
+    time.sleep(1.0)  # a full bucket, whatever the tests before took from it
     admitted_before = governance_counts(server)["admitted"]
     assert isinstance(admitted_before, dict)
     statuses = []
