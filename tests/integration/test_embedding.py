@@ -7,7 +7,6 @@ over the tokens, then L2 normalisation (what sentence-transformers does).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -138,12 +137,11 @@ def test_many_concurrent_requests_batch_and_match_torch(
     server: ServerProcess, reference: dict[str, np.ndarray]
 ) -> None:
     requests = [TEXTS[i % 7] for i in range(96)]  # the short ones: two length buckets
-    local = threading.local()
 
     def one(text: str) -> np.ndarray:
-        if not hasattr(local, "client"):
-            local.client = httpclient.InferenceServerClient(server.http_url)
-        return embed(local.client, [text])
+        # closed in its own thread: the client's gevent pool cannot be closed from another
+        with httpclient.InferenceServerClient(server.http_url) as client:
+            return embed(client, [text])
 
     before = onnx_stats(server)
     with ThreadPoolExecutor(16) as pool:

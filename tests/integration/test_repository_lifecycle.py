@@ -89,12 +89,13 @@ def test_hot_reload_under_load_fails_no_request(tmp_path: Path) -> None:
         stop = threading.Event()
 
         def load() -> None:
-            client = httpclient.InferenceServerClient(server.http_url)
-            while not stop.is_set():
-                try:
-                    versions.append(double(client).get_response()["model_version"])
-                except InferenceServerException as exc:
-                    errors.append(str(exc))
+            # closed in its own thread: the client's gevent pool cannot be closed from another
+            with httpclient.InferenceServerClient(server.http_url) as client:
+                while not stop.is_set():
+                    try:
+                        versions.append(double(client).get_response()["model_version"])
+                    except InferenceServerException as exc:
+                        errors.append(str(exc))
 
         workers = [threading.Thread(target=load) for _ in range(4)]
         for worker in workers:

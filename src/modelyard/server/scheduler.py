@@ -63,6 +63,10 @@ def _reject(future: asyncio.Future[Any], error: BaseException) -> None:
         future.set_exception(error)
 
 
+# a request and what it gets: its outputs, or the error that refused it
+_Answer = tuple[QueuedRequest, dict[str, np.ndarray] | BaseException]
+
+
 def shape_key_of(inputs: dict[str, np.ndarray]) -> tuple[Any, ...]:
     """Requests batch together only when this matches: names, item shapes, dtypes."""
     return tuple((n, a.shape[1:], a.dtype.str) for n, a in inputs.items())
@@ -221,14 +225,16 @@ class Scheduler:
                     return
                 self._executing += 1
                 self._inline_busy = True
+            answers: list[_Answer] = []
             try:
-                self._execute(self._engines[0], batch, on_loop=True)
+                answers = self._execute(self._engines[0], batch)
             except Exception as exc:  # outside the engine call: answer, and go on
-                self._fail_unanswered(batch, exc, on_loop=True)
+                answers = self._failed_around(batch, exc)
             finally:
                 with self._cond:
                     self._executing -= 1
                     self._inline_busy = False
+            self._deliver(answers, on_loop=True)
 
     def _try_inline(
         self,
@@ -317,16 +323,18 @@ class Scheduler:
             batch = self._next_batch()
             if batch is None:
                 return
+            answers: list[_Answer] = []
             try:
-                self._execute(engine, batch)
+                answers = self._execute(engine, batch)
             except Exception as exc:  # outside the engine call: answer, and keep the thread
-                self._fail_unanswered(batch, exc, on_loop=False)
+                answers = self._failed_around(batch, exc)
             finally:
                 with self._cond:
                     self._executing -= 1
                     self._cond.notify()
+            self._deliver(answers, on_loop=False)
 
-    def _fail_unanswered(self, batch: list[QueuedRequest], exc: Exception, on_loop: bool) -> None:
+    def _failed_around(self, batch: list[QueuedRequest], exc: Exception) -> list[_Answer]:
         error = ModelServerError(
             f"model '{self.model}' version {self.version} failed around its execution: "
             f"{type(exc).__name__}: {exc}",
@@ -335,11 +343,14 @@ class Scheduler:
             where="report this as a bug with the server log",
         )
         now = self._clock.monotonic_ns()
-        for request in batch:
-            if not request.payload.future.done():
-                self._finish(request, error, now, on_loop)
+        return [self._failed(request, error, now) for request in batch]
 
-    def _execute(self, engine: Engine, batch: list[QueuedRequest], on_loop: bool = False) -> None:
+    def _execute(self, engine: Engine, batch: list[QueuedRequest]) -> list[_Answer]:
+        """Run one batch; the answers, with their statistics already recorded.
+
+        The caller delivers them once the execution no longer counts as pending, so a
+        client that reads the statistics after its answer finds its request in them.
+        """
         clock = self._clock
         start_ns = clock.monotonic_ns()
         payloads: list[_Payload] = [r.payload for r in batch]
@@ -359,19 +370,19 @@ class Scheduler:
         except Exception as exc:
             error = exc if isinstance(exc, ModelyardError) else self._engine_error(exc)
             end_ns = clock.monotonic_ns()
-            for request in batch:
-                self._finish(request, error, end_ns, on_loop)
-            return
+            return [self._failed(request, error, end_ns) for request in batch]
         infer_end = clock.monotonic_ns()
         self._observe(infer_end - infer_start)
+        answers: list[_Answer]
         if len(batch) == 1:
-            self._finish(batch[0], results, infer_end, on_loop)
+            answers = [(batch[0], results)]
         else:
+            answers = []
             offset = 0
             for request, payload in zip(batch, payloads, strict=True):
                 part = {n: results[n][offset : offset + request.rows] for n in payload.outputs}
                 offset += request.rows
-                self._finish(request, part, infer_end, on_loop)
+                answers.append((request, part))
         end_ns = clock.monotonic_ns()
         self.stats.record_execution(
             [(r.enqueued_ns, start_ns) for r in batch],
@@ -382,6 +393,7 @@ class Scheduler:
             end_ns,
             int(clock.wall() * 1000),
         )
+        return answers
 
     def _check_rows(self, results: dict[str, np.ndarray], outputs: list[str], rows: int) -> None:
         for name in outputs:
@@ -407,28 +419,29 @@ class Scheduler:
             where=f"the model files of {self.model}/{self.version}",
         )
 
+    def _failed(self, request: QueuedRequest, error: BaseException, end_ns: int) -> _Answer:
+        self.stats.record_failure(failure_reason(error), end_ns - request.enqueued_ns)
+        return (request, error)
+
     def _finish(
-        self,
-        request: QueuedRequest,
-        outcome: dict[str, np.ndarray] | BaseException,
-        end_ns: int,
-        on_loop: bool = False,
+        self, request: QueuedRequest, error: BaseException, end_ns: int, on_loop: bool = False
     ) -> None:
-        payload: _Payload = request.payload
-        callback: Callable[[asyncio.Future[Any], Any], None]
-        if isinstance(outcome, BaseException):
-            self.stats.record_failure(failure_reason(outcome), end_ns - request.enqueued_ns)
-            callback = _reject
-        else:
-            callback = _resolve
-        if self._in_order is not None:
-            self._in_order.release(request.seq, callback, payload.future, outcome, payload.loop)
-            return
-        # a closed event loop (RuntimeError) means nobody waits for this answer any more
-        try:
-            if on_loop:
-                callback(payload.future, outcome)
-            else:
-                payload.loop.call_soon_threadsafe(callback, payload.future, outcome)
-        except RuntimeError:
-            pass
+        """Answer a request that never reached an engine (its timeout passed in the queue)."""
+        self._deliver([self._failed(request, error, end_ns)], on_loop)
+
+    def _deliver(self, answers: list[_Answer], on_loop: bool) -> None:
+        in_order = self._in_order
+        for request, outcome in answers:
+            payload: _Payload = request.payload
+            callback = _reject if isinstance(outcome, BaseException) else _resolve
+            if in_order is not None:
+                in_order.release(request.seq, callback, payload.future, outcome, payload.loop)
+                continue
+            # a closed event loop (RuntimeError) means nobody waits for this answer any more
+            try:
+                if on_loop:
+                    callback(payload.future, outcome)
+                else:
+                    payload.loop.call_soon_threadsafe(callback, payload.future, outcome)
+            except RuntimeError:
+                pass

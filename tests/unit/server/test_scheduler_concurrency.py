@@ -17,6 +17,7 @@ from modelyard.errors import ModelyardError
 from modelyard.server.batcher import BatchingPolicy
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.scheduler import Scheduler
+from modelyard.server.stats import VersionStats
 
 
 class AffineEngine(Engine):
@@ -308,3 +309,33 @@ def test_a_drain_left_pending_by_a_closed_loop_does_not_stall_the_next_loop() ->
         scheduler.close()
         scheduler.join(5)
     assert result["y"].tolist() == [[2.0, 2.0]]
+
+
+class _SlowToRecord(VersionStats):
+    """Statistics whose recording of an execution takes 50 ms."""
+
+    def record_execution(self, *args: Any) -> None:
+        time.sleep(0.05)
+        super().record_execution(*args)
+
+
+def test_a_caller_reads_its_own_request_in_the_statistics_once_answered() -> None:
+    slow = make_scheduler("max_batch_size: 4", [ThreadRecordingEngine(delay=0.001)])
+    fast = _fast_model_under_load(BatchRecordingEngine())  # answered by the loop's drain
+    seen: list[tuple[int, int]] = []
+
+    async def one_by_one(scheduler: Scheduler) -> None:
+        before = scheduler.stats.success_count
+        for i in range(3):
+            await scheduler.submit({"x": np.full((1, 2), i, np.float32)}, ["y"], 1)
+            seen.append((scheduler.stats.success_count - before, scheduler.pending))
+
+    try:
+        for scheduler in (slow, fast):
+            scheduler.stats = _SlowToRecord()
+            asyncio.run(one_by_one(scheduler))
+    finally:
+        for scheduler in (slow, fast):
+            scheduler.close()
+            scheduler.join(5)
+    assert seen == [(1, 0), (2, 0), (3, 0)] * 2
