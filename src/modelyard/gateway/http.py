@@ -362,13 +362,17 @@ class HttpFrontend:
         model, version, _ = route
         body, header_length, api_key, authorization = await self._read_infer_body(scope, receive)
         chain = governance.chain
-        ticket = chain.ticket(
-            "infer",
-            model,
-            version,
-            api_key.decode("latin-1") if api_key is not None else None,
-            _bearer_token(authorization) if authorization is not None else None,
-        )
+        key = (scope["path"], api_key, authorization)  # as they arrived: nothing to decode
+        ticket = chain.known_ticket(key)
+        if ticket is None:
+            ticket = chain.ticket(
+                "infer",
+                model,
+                version,
+                api_key.decode("latin-1") if api_key is not None else None,
+                _bearer_token(authorization) if authorization is not None else None,
+                key=key,
+            )
         if ticket is not None:  # the usual case: a call of a shape the chain admitted before
             first = ticket.admit()
             if first is not None:  # a quick path could not decide: its guard's check will

@@ -13,12 +13,15 @@ A chain whose guards all learn nothing also keeps a ``Ticket`` per call shape
 once, and each rate limit's quick path. A call with a ticket is admitted by
 those quick paths alone, without a ``Call``; when one of them cannot decide at
 once, the call goes through the guards from that one on, as any other call.
+A frontend may file a ticket under a key of its own (the HTTP frontend uses
+the path and the credential headers as they arrived) and find it again with
+``known_ticket``, without decoding anything.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
 import structlog
@@ -89,7 +92,9 @@ class GuardChain:
         quick_guards = [g for g in guards if isinstance(g, QuickGuard)]
         every_guard_quick = len(quick_guards) == len(guards) and not self.learns
         self._quick_guards = quick_guards if every_guard_quick else None
-        self._tickets: dict[tuple[str, str | None, str | None, str | None, str | None], Ticket] = {}
+        self._tickets: dict[Hashable, Ticket] = {}
+        # the ticket filed under a key, or None; dict.get itself, with no Python frame
+        self.known_ticket: Callable[[Hashable], Ticket | None] = self._tickets.get
         self.clock = clock
         self.on_rejected = on_rejected
         self.rejected: dict[str, int] = {}  # rule -> count
@@ -113,9 +118,14 @@ class GuardChain:
         version: str | None,
         api_key: str | None,
         bearer_token: str | None,
+        key: Hashable = None,
     ) -> Ticket | None:
-        """The ticket of calls of this shape; None when they must go through ``admit``."""
-        key = (interface, model, version, api_key, bearer_token)
+        """The ticket of calls of this shape; None when they must go through ``admit``.
+
+        ``key``: where to file it for ``known_ticket``; by default, the shape itself.
+        """
+        if key is None:
+            key = (interface, model, version, api_key, bearer_token)
         ticket = self._tickets.get(key)
         if ticket is not None or self._quick_guards is None:
             return ticket

@@ -128,3 +128,17 @@ def test_tickets_are_bounded_whatever_callers_send() -> None:
         assert ticket is not None and ticket.admit() is None
     assert len(chain._tickets) <= 1024
     assert chain.admitted == 5000
+
+
+def test_a_ticket_filed_under_a_frontend_key_is_found_by_that_key_alone() -> None:
+    chain = GuardChain([auth()])
+    raw = ("/v2/models/ranker/infer", KEY.encode(), None)  # what the HTTP frontend files under
+    assert chain.known_ticket(raw) is None
+    ticket = chain.ticket("infer", "ranker", None, KEY, None, key=raw)
+    assert ticket is not None and chain.known_ticket(raw) is ticket
+    assert ticket.admit() is None
+    assert chain.ticket("infer", "ranker", None, KEY, None) is not ticket  # the shape's own key
+    for index in range(2000):  # folding forgets keyed tickets too, and keeps their counts
+        chain.ticket("infer", "ranker", None, KEY, None, key=("other", index))
+    assert chain.known_ticket(raw) is None
+    assert chain.admitted_by_interface == {"infer": 1}
