@@ -23,7 +23,7 @@ import structlog
 
 from modelyard.clock import Clock
 from modelyard.errors import GovernanceError
-from modelyard.governance.chain import GuardChain
+from modelyard.governance.chain import AHEAD, GuardChain
 from modelyard.governance.cluster import ClusterQpsGuard
 from modelyard.governance.guard import Call
 from modelyard.governance.ratelimit import QpsLimit
@@ -211,3 +211,32 @@ def test_below_the_limit_the_next_chunk_is_fetched_before_requests_need_it(
     assert admitted == 500
     assert 3 <= trips < 500 // 20  # chunks of 20 at first, then sized by the spending rate
     assert waited <= 2, waited  # the first lease, and at most one chunk outrun
+
+
+def test_far_below_the_limit_a_ticket_admits_runs_of_calls_from_the_lease(
+    redis_server: RedisServer,
+) -> None:
+    async def scenario() -> tuple[int, int, int, int]:
+        guard = ClusterQpsGuard(
+            "ahead", {"infer": QpsLimit(100_000)}, redis_server.url, Clock(), lambda: 1, chunk=20
+        )
+        chain = GuardChain([guard])
+        call = Call(service="ahead", interface="infer", model="ranker")
+        most_credit = 0
+        for _ in range(3000):
+            ticket = chain.ticket("infer", "ranker", None, None, None)
+            assert ticket is not None
+            if ticket.admit() is not None:
+                pending = guard.check(call)
+                if pending is not None:
+                    await pending
+            most_credit = max(most_credit, ticket.credit)
+            await asyncio.sleep(0.0001)
+        admitted, credit = guard.admitted, ticket.credit
+        await guard.aclose()
+        return admitted, credit, most_credit, chain.admitted
+
+    admitted, credit, most_credit, by_tickets = asyncio.run(scenario())
+    assert most_credit == AHEAD - 1  # the lease grew past 64 runs: calls were taken 16 at a time
+    assert admitted == 3000 + credit  # the lease gave exactly the calls made and the credit
+    assert by_tickets >= 2900  # the rest waited for a lease, as check() decides them

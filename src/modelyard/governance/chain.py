@@ -13,7 +13,9 @@ A chain whose guards all learn nothing also keeps a ``Ticket`` per call shape
 once, and each rate limit's quick path. A call with a ticket is admitted by
 those quick paths alone, without a ``Call``; when one of them cannot decide at
 once, the call goes through the guards from that one on, as any other call.
-A frontend may file a ticket under a key of its own (the HTTP frontend uses
+Far from its limit, a ticket decided by one rate limit takes a run of calls'
+tokens at once and admits the next calls from that credit (``Ticket``). A
+frontend may file a ticket under a key of its own (the HTTP frontend uses
 the path and the credential headers as they arrived) and find it again with
 ``known_ticket``, without decoding anything.
 """
@@ -44,28 +46,49 @@ _MESSAGES = {
 
 
 _TICKETS_MAX = 1024  # bounded: credentials and model names come from callers
+AHEAD = 16  # calls a ticket admits at once, far from its limit
 
 
 class Ticket:
-    """What is left to decide for each call of one shape the chain has admitted before."""
+    """What is left to decide for each call of one shape the chain has admitted before.
 
-    __slots__ = ("_quick", "admitted", "interface", "principal")
+    Where one rate limit at most decides such calls, the ticket takes ``AHEAD``
+    calls' tokens at once while that limit is far from reached (``Quick``) and
+    admits the next calls from that credit: one decrement each. Near the limit
+    every call is decided on its own, exactly as ``check`` would.
+    """
+
+    __slots__ = ("_ahead", "_quick", "_taken", "credit", "interface", "principal")
 
     def __init__(
         self, interface: str, principal: str | None, quick: tuple[tuple[int, Quick], ...]
     ) -> None:
         self._quick = quick  # (index of the guard, its quick path)
+        self._ahead: Quick | None = quick[0][1] if len(quick) == 1 else None
         self.interface = interface
         self.principal = principal
-        self.admitted = 0  # the chain adds these up when asked
+        self.credit = 0  # calls admitted ahead and not made yet
+        self._taken = 0  # calls admitted, made or ahead
+
+    @property
+    def admitted(self) -> int:
+        return self._taken - self.credit
 
     def admit(self) -> int | None:
         """None when the call is admitted; else the index of the first guard whose
         ``check`` must decide it (``GuardChain.admit(call, first=...)``)."""
+        if self.credit:
+            self.credit -= 1
+            return None
+        ahead = self._ahead
+        if not self._quick or (ahead is not None and ahead(AHEAD)):
+            self._taken += AHEAD
+            self.credit = AHEAD - 1
+            return None
         for index, take in self._quick:
-            if not take():
+            if not take(1):
                 return index
-        self.admitted += 1
+        self._taken += 1
         return None
 
 

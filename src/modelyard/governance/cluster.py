@@ -300,16 +300,22 @@ class ClusterQpsGuard:
             lease = iface.leases[model] = _Lease()
         return lease
 
-    def _take(self, iface: _Interface, lease: _Lease, model: str | None) -> bool:
-        """Admit one call from the lease if it can (False: it changed nothing); fetch the
-        next chunk ahead once the lease runs low."""
+    def _take(self, iface: _Interface, lease: _Lease, model: str | None, n: int = 1) -> bool:
+        """Admit ``n`` calls from the lease if it can (False: it changed nothing); fetch the
+        next chunk once the lease runs low. More than one call only while Redis gives whole
+        chunks (far from the limit) and the lease holds them above its refill mark."""
         now = self._clock.monotonic()
-        if self._fallback or lease.tokens <= 0 or now >= lease.expires:
+        if self._fallback or now >= lease.expires:
             return False
-        iface.offered += 1
-        iface.window.hit(now)
-        lease.tokens -= 1
-        self.admitted += 1
+        if n == 1:
+            if lease.tokens < 1:
+                return False
+        elif not lease.refill_below or lease.tokens < lease.refill_below + n:
+            return False
+        iface.offered += n
+        iface.window.hit(now, n)
+        lease.tokens -= n
+        self.admitted += n
         if lease.tokens < lease.refill_below and lease.refill is None and not self._closed:
             task = asyncio.get_running_loop().create_task(self._prefetch(iface, lease, model))
             lease.refill = task

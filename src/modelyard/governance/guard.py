@@ -63,8 +63,12 @@ class Degraded(GovernanceError):
         self.fallback = fallback
 
 
-Quick = Callable[[], bool]
-"""Admit one call at once (True), or leave it to ``check`` (False) having changed nothing."""
+Quick = Callable[[int], bool]
+"""``take(n)``: admit ``n`` calls at once (True), or change nothing (False).
+
+With n = 1, False leaves the call to the guard's ``check``. With n > 1 the guard
+takes them only far from its limit, where taking n calls' tokens early refuses
+nobody; near the limit every call is decided on its own."""
 
 
 class Guard(Protocol):

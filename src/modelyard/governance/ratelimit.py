@@ -235,17 +235,20 @@ class SharedLimit:
         pool.refill(now)
         pool.add(spill)
 
-    def try_take(self, model: str | None, n: float = 1.0, now: float | None = None) -> bool:
+    def try_take(
+        self, model: str | None, n: float = 1.0, now: float | None = None, keep: float = 0.0
+    ) -> bool:
+        """Take ``n`` tokens for ``model`` if ``n + keep`` are there (``keep`` stay)."""
         self._refill(self._clock.monotonic() if now is None else now)
         pool = self._pool
         reserve = self._reserves.get(model) if model is not None else None
         if reserve is None:
-            if pool.tokens + _SLACK >= n:
+            if pool.tokens + _SLACK >= n + keep:
                 pool.tokens -= n
                 return True
             return False
         own = reserve.tokens
-        if own + pool.tokens + _SLACK < n:
+        if own + pool.tokens + _SLACK < n + keep:
             return False
         if own >= n:
             reserve.tokens = own - n
@@ -329,6 +332,10 @@ def _num(value: float) -> str:
     return f"{value:g}" if value != int(value) else str(int(value))
 
 
+# a run of n calls is taken at once only while the bucket holds this many times n tokens
+_AHEAD_HEADROOM = 64
+
+
 class InstanceQpsGuard:
     """The ``instance-qps`` guard: per-interface limits on this instance."""
 
@@ -382,13 +389,15 @@ class InstanceQpsGuard:
             return None
         return functools.partial(self._take, shared, self._windows[call.interface], call.model)
 
-    def _take(self, shared: SharedLimit, window: RateWindow, model: str | None) -> bool:
-        """Admit one call if a token is there (False: it changed nothing)."""
+    def _take(self, shared: SharedLimit, window: RateWindow, model: str | None, n: int = 1) -> bool:
+        """Admit ``n`` calls if their tokens are there (False: it changed nothing); more
+        than one only while ``_AHEAD_HEADROOM`` times as many tokens are there."""
         now = self._clock.monotonic()
-        if not shared.try_take(model, 1.0, now):
+        keep = 0.0 if n == 1 else n * (_AHEAD_HEADROOM - 1.0)
+        if not shared.try_take(model, n, now, keep):
             return False
-        window.hit(now)
-        self.admitted += 1
+        window.hit(now, n)
+        self.admitted += n
         return True
 
     def record(self, call: Call, latency: float, error: BaseException | None) -> None:

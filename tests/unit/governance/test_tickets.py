@@ -8,7 +8,7 @@ from modelyard.clock import FakeClock
 from modelyard.errors import GovernanceError
 from modelyard.governance.auth import AuthConfig, AuthGuard, Principal, hash_secret
 from modelyard.governance.breaker import BreakerGuard, BreakerRule
-from modelyard.governance.chain import GuardChain
+from modelyard.governance.chain import AHEAD, GuardChain
 from modelyard.governance.guard import Call
 from modelyard.governance.ratelimit import InstanceQpsGuard, QpsLimit
 
@@ -21,8 +21,8 @@ def auth() -> AuthGuard:
     return AuthGuard(AuthConfig(enabled=True, by_digest={hash_secret(KEY): principal}))
 
 
-def limited_chain(clock: FakeClock) -> GuardChain:
-    limit = QpsLimit(100, reserved_qps={"ranker": 40})
+def limited_chain(clock: FakeClock, qps: float = 100) -> GuardChain:
+    limit = QpsLimit(qps, reserved_qps={"ranker": 40})
     return GuardChain([auth(), InstanceQpsGuard({"infer": limit}, clock, "service.yaml")], clock)
 
 
@@ -67,6 +67,60 @@ def test_tickets_admit_and_refuse_exactly_what_the_whole_chain_does() -> None:
     # the refusal is check()'s own: the window counted every call once, quick path or not
     assert by_ticket[-1].line() == by_chain[-1].line()
     assert "instance-qps 131/s over limit 100/s" in by_ticket[-1].line()
+
+
+def test_near_a_large_limit_tickets_still_admit_exactly_what_the_whole_chain_does() -> None:
+    # two call shapes (versions) share 2,000 tokens: far from the limit each ticket takes
+    # 16 calls' worth at a time, but from 64 x 16 tokens left every call is decided alone,
+    # so no ticket holds credit that the other shape's calls would have had
+    ticketed, whole = limited_chain(FakeClock(START), 2000), limited_chain(FakeClock(START), 2000)
+    by_ticket: list[int] = []
+    by_chain: list[int] = []
+    for index in range(2010):
+        version = "1" if index % 3 else "2"
+        ticket = ticketed.ticket("infer", "ranker", version, KEY, None)
+        assert ticket is not None
+        first = ticket.admit()
+        if first is not None:
+            call = Call("shop", "infer", "ranker", version, api_key=KEY, principal="ranker")
+            with pytest.raises(GovernanceError):
+                ticketed.admit(call, first)
+            by_ticket.append(index)
+        try:
+            whole.admit(Call("shop", "infer", "ranker", version, api_key=KEY))
+        except GovernanceError:
+            by_chain.append(index)
+    assert by_ticket == by_chain == list(range(2000, 2010))
+    for chain in (ticketed, whole):
+        assert chain.admitted == chain.guards[1].admitted == 2000  # type: ignore[attr-defined]
+
+
+def test_far_from_its_limit_a_ticket_admits_calls_ahead_and_counts_only_those_made() -> None:
+    chain = limited_chain(FakeClock(START), 100_000)
+    limit = chain.guards[1]
+    assert isinstance(limit, InstanceQpsGuard)
+    ticket = chain.ticket("infer", "ranker", None, KEY, None)
+    assert ticket is not None
+    assert ticket.admit() is None
+    assert (limit.admitted, ticket.credit, chain.admitted) == (AHEAD, AHEAD - 1, 1)
+    for _ in range(AHEAD - 1):  # the credit: no guard is asked
+        assert ticket.admit() is None
+    assert (limit.admitted, ticket.credit, chain.admitted) == (AHEAD, 0, AHEAD)
+    assert ticket.admit() is None
+    assert (limit.admitted, chain.admitted) == (2 * AHEAD, AHEAD + 1)
+
+
+def test_a_ticket_decided_by_two_limits_admits_one_call_at_a_time() -> None:
+    clock = FakeClock(START)
+    limits = {"infer": QpsLimit(100_000)}
+    first = InstanceQpsGuard(limits, clock, "service.yaml")
+    second = InstanceQpsGuard(limits, clock, "service.yaml")
+    chain = GuardChain([auth(), first, second], clock)
+    ticket = chain.ticket("infer", "ranker", None, KEY, None)
+    assert ticket is not None
+    for _ in range(3):
+        assert ticket.admit() is None
+    assert (first.admitted, second.admitted, ticket.credit, chain.admitted) == (3, 3, 0, 3)
 
 
 def test_a_ticket_goes_back_to_its_quick_path_once_tokens_return() -> None:
