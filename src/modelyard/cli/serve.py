@@ -14,7 +14,12 @@ from types import FrameType
 import structlog
 import uvicorn
 
-from modelyard.cli.runtime import http_config, run_event_loop
+from modelyard.cli.runtime import (
+    DEFAULT_GIL_SWITCH_INTERVAL_US,
+    http_config,
+    run_event_loop,
+    set_gil_switch_interval,
+)
 from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
 from modelyard.discovery.publisher import Publisher, models_from_index
 from modelyard.discovery.registry import Instance
@@ -102,6 +107,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="FILE",
         help="service file with auth, rate limits and breakers; reloaded on change",
+    )
+    parser.add_argument(
+        "--gil-switch-interval-us",
+        type=int,
+        default=DEFAULT_GIL_SWITCH_INTERVAL_US,
+        metavar="US",
+        help="how long a thread may keep the GIL while another waits for it (Python's "
+        "own default is 5000); model instance threads wait for it around each batch",
     )
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
     parser.add_argument("--log-level", default="info")
@@ -356,6 +369,7 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    set_gil_switch_interval(args.gil_switch_interval_us)  # refuses a bad value first
     configure_logging(args.log_format, args.log_level)
     run_event_loop(serve(args))
     return 0
