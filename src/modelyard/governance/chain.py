@@ -141,7 +141,7 @@ class GuardChain:
         version: str | None,
         api_key: str | None,
         bearer_token: str | None,
-        key: Hashable = None,
+        key: Hashable | None = None,
     ) -> Ticket | None:
         """The ticket of calls of this shape; None when they must go through ``admit``.
 
