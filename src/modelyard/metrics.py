@@ -5,11 +5,14 @@ them, counters without a ``_total`` suffix, so existing dashboards keep
 working. prometheus_client insists on ``_total`` in a counter's TYPE line, so
 that block is written by ``triton_text``; modelyard's own histograms and
 gauges (``modelyard_*``) go through prometheus_client. Collection happens only
-when Prometheus scrapes: the request path touches no metrics library.
+when Prometheus scrapes: the request path touches no metrics library. The
+guard chain's decisions are read on the event loop, which owns them.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from socketserver import ThreadingMixIn
@@ -17,10 +20,17 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.metrics_core import HistogramMetricFamily, Metric
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 from modelyard import __version__
+from modelyard.governance.cluster import ClusterQpsGuard
+from modelyard.governance.runtime import Governance
 from modelyard.server.manager import ModelManager
 from modelyard.server.model_version import ModelVersion
 from modelyard.server.stats import Histogram
@@ -204,9 +214,92 @@ class ModelServerCollector(Collector):
         yield info
 
 
-def make_registry(manager: ModelManager) -> CollectorRegistry:
+def _governance_snapshot(governance: Governance) -> dict[str, Any]:
+    doc = governance.live_stats()
+    doc["cluster"] = [
+        (guard.in_fallback, guard.fallback_decisions)
+        for guard in governance.chain.guards
+        if isinstance(guard, ClusterQpsGuard)
+    ]
+    return doc
+
+
+class GovernanceCollector(Collector):
+    """Every decision of the guard chain: admitted, rejected by rule, fallbacks, breakers."""
+
+    def __init__(self, governance: Governance, loop: asyncio.AbstractEventLoop) -> None:
+        self.governance = governance
+        self.loop = loop
+
+    def collect(self) -> Iterator[Metric]:
+        async def snapshot() -> dict[str, Any]:
+            return _governance_snapshot(self.governance)
+
+        # the chain's counters change on the event loop: read them there
+        if self.loop.is_closed():  # the server is stopping
+            return
+        try:
+            future = asyncio.run_coroutine_threadsafe(snapshot(), self.loop)
+        except RuntimeError:  # closed since the check
+            return
+        try:
+            doc = future.result(timeout=2.0)
+        except concurrent.futures.TimeoutError:
+            future.cancel()  # a loop too busy or stopped: this scrape has no governance series
+            return
+        service = doc["service"]
+        admitted = CounterMetricFamily(
+            "modelyard_governance_admitted",
+            "Calls the guard chain admitted",
+            labels=["service", "interface"],
+        )
+        for interface, count in sorted(doc["admitted"].items()):
+            admitted.add_metric([service, interface], count)
+        yield admitted
+        for name, key, help_text in (
+            ("modelyard_governance_rejected", "rejected", "Calls the guard chain refused"),
+            ("modelyard_governance_fallbacks", "fallbacks", "Calls answered by a fallback"),
+        ):
+            family = CounterMetricFamily(name, help_text, labels=["service", "interface", "rule"])
+            for interface, by_rule in sorted(doc[key].items()):
+                for rule, count in sorted(by_rule.items()):
+                    family.add_metric([service, interface, rule], count)
+            yield family
+        breakers = GaugeMetricFamily(
+            "modelyard_breaker_state",
+            "1 for the state each circuit breaker is in",
+            labels=["service", "rule", "interface", "model", "state"],
+        )
+        for breaker in doc["breakers"]:
+            labels = [breaker["interface"] or "", breaker["model"] or "", breaker["state"]]
+            breakers.add_metric([service, breaker["rule"], *labels], 1.0)
+        yield breakers
+        in_fallback = GaugeMetricFamily(
+            "modelyard_cluster_limit_fallback",
+            "1 while Redis is unreachable and cluster-qps is enforced per instance",
+            labels=["service"],
+        )
+        decisions = CounterMetricFamily(
+            "modelyard_cluster_limit_fallback_decisions",
+            "Calls cluster-qps decided locally because Redis was unreachable",
+            labels=["service"],
+        )
+        for fallback, count in doc["cluster"]:
+            in_fallback.add_metric([service], 1.0 if fallback else 0.0)
+            decisions.add_metric([service], count)
+        yield in_fallback
+        yield decisions
+
+
+def make_registry(
+    manager: ModelManager,
+    governance: Governance | None = None,
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ModelServerCollector(manager))
+    if governance is not None and loop is not None:
+        registry.register(GovernanceCollector(governance, loop))
     return registry
 
 
@@ -214,9 +307,13 @@ def metrics_text(manager: ModelManager, registry: CollectorRegistry) -> bytes:
     return triton_text(manager).encode() + generate_latest(registry)
 
 
-def serve_metrics(manager: ModelManager, host: str, port: int) -> int:
-    """Serve /metrics from a background thread; returns the bound port."""
-    registry = make_registry(manager)
+def serve_metrics(
+    manager: ModelManager, host: str, port: int, governance: Governance | None = None
+) -> int:
+    """Serve /metrics from a background thread; returns the bound port. Call it on the
+    event loop that serves requests (it reads the guard chain's counters there)."""
+    loop = asyncio.get_running_loop() if governance is not None else None
+    registry = make_registry(manager, governance, loop)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         if environ.get("PATH_INFO") not in ("/metrics", "/"):

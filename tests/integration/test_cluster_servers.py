@@ -12,7 +12,7 @@ import httpx
 
 from tests.support.models import slow_double
 from tests.support.redis_server import running_redis
-from tests.support.servers import ServerProcess, running_server, wait_until
+from tests.support.servers import ServerProcess, running_server, scrape, wait_until
 
 LIMIT = 100
 BODY = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1.0, 2.0]}]}
@@ -82,6 +82,10 @@ def test_two_processes_share_one_cluster_limit_and_survive_a_redis_outage(
         for server in servers:
             wait_until(lambda s=server: "state=left" in s.log(), timeout=15)
             assert log_shows_fallback(server)
+            samples = scrape(server)
+            service = (("service", "com.example.test.shared"),)
+            assert samples[("modelyard_cluster_limit_fallback", service)] == 0  # back on Redis
+            assert samples[("modelyard_cluster_limit_fallback_decisions_total", service)] > 0
 
 
 def log_shows_fallback(server: ServerProcess) -> bool:

@@ -9,7 +9,7 @@ import httpx
 
 from modelyard.governance.auth import hash_secret
 from tests.support.models import failing, slow_double
-from tests.support.servers import ServerProcess, running_server
+from tests.support.servers import ServerProcess, running_server, scrape
 
 POLLER_KEY = "poller-key-1"
 CALLER_KEY = "caller-key-1"
@@ -127,6 +127,7 @@ def test_governance_block_counts_decisions_by_interface_and_rule(tmp_path: Path)
         # like /metrics, so the control plane's poll needs no key
         anonymous = client.get(f"http://{server.http_url}/v2/modelyard/stats")
         doc = stats(server, POLLER_KEY)
+        samples = scrape(server)
 
     assert statuses["failing"] == [500, 500, 503]
     ok, limited = statuses["slow_double"].count(200), statuses["slow_double"].count(429)
@@ -153,3 +154,15 @@ def test_governance_block_counts_decisions_by_interface_and_rule(tmp_path: Path)
     assert breaker["interface"] == "infer" and breaker["model"] == "failing"
     assert breaker["state"] == "open"
     assert breaker["since"] <= doc["instance"]["time"]
+
+    # the same decisions on /metrics
+    service = ("service", "com.example.test.stats")
+    infer = ("interface", "infer")
+    assert samples[("modelyard_governance_admitted_total", (infer, service))] == 2 + ok
+    for rule, count in (("breaker/failing-errors", 1), ("ratelimit/instance-qps", limited)):
+        key = ("modelyard_governance_rejected_total", (infer, ("rule", rule), service))
+        assert samples[key] == count
+    open_breaker = (infer, ("model", "failing"), ("rule", "breaker/failing-errors"), service)
+    assert samples[("modelyard_breaker_state", (*open_breaker, ("state", "open")))] == 1
+    assert not [k for k in samples if k[0].startswith("modelyard_governance_fallbacks")]
+    assert not [k for k in samples if k[0].startswith("modelyard_cluster_limit")]

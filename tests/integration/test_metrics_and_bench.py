@@ -10,18 +10,9 @@ from pathlib import Path
 import httpx
 import numpy as np
 import tritonclient.http as httpclient
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.models import slow_double
-from tests.support.servers import running_server
-
-
-def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    out = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return out
+from tests.support.servers import metric_samples, running_server
 
 
 def test_stats_and_metrics_after_a_known_sequence(tmp_path: Path) -> None:
@@ -41,7 +32,7 @@ def test_stats_and_metrics_after_a_known_sequence(tmp_path: Path) -> None:
         assert {b["batch_size"] for b in stats["batch_stats"]} == {1, 2, 3}
 
         text = httpx.get(f"http://127.0.0.1:{server.metrics_port}/metrics").text
-        samples = _samples(text)
+        samples = metric_samples(text)
         labels = (("model", "slow_double"), ("version", "1"))
         # Triton's exact names and lines, as existing dashboards query them
         tags = 'model="slow_double",version="1"'

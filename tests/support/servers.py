@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 
 def free_port() -> int:
@@ -120,3 +121,19 @@ def running_server(
         yield server
     finally:
         server.stop()
+
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def metric_samples(text: str) -> Samples:
+    """Every sample of a /metrics text, by name and sorted labels."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def scrape(server: ServerProcess) -> Samples:
+    return metric_samples(httpx.get(f"http://127.0.0.1:{server.metrics_port}/metrics").text)

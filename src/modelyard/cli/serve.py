@@ -303,7 +303,9 @@ async def serve(args: argparse.Namespace) -> None:
 
     grpc_server: GrpcServer | None = None
     metrics_port = (
-        serve_metrics(manager, args.host, args.metrics_port) if args.metrics_port >= 0 else None
+        serve_metrics(manager, args.host, args.metrics_port, governance)
+        if args.metrics_port >= 0
+        else None
     )
 
     async def announce() -> None:
