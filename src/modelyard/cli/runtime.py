@@ -17,6 +17,9 @@ from modelyard.errors import Code, ConfigError
 # MLP of bench/batching.py waited 0.66 ms before each 4.4 ms execution; at
 # 100 us, 0.34 ms, and the served rows/s rose 3-8 % (bench/RESULTS.md).
 DEFAULT_GIL_SWITCH_INTERVAL_US = 100
+# Python keeps the interval in microseconds in a C long: far larger values wrap
+# (1e14 s reads back as 0), and nothing is gained past a second
+MAX_GIL_SWITCH_INTERVAL_US = 1_000_000
 
 
 def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
@@ -31,10 +34,10 @@ def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
 
 def set_gil_switch_interval(microseconds: int) -> None:
     """How long a thread may keep the GIL while another waits for it."""
-    if microseconds <= 0:
+    if not 0 < microseconds <= MAX_GIL_SWITCH_INTERVAL_US:
         raise ConfigError(
-            f"--gil-switch-interval-us must be a positive number of microseconds, "
-            f"got {microseconds}",
+            f"--gil-switch-interval-us must be between 1 and {MAX_GIL_SWITCH_INTERVAL_US} "
+            f"microseconds, got {microseconds}",
             code=Code.INVALID_ARGUMENT,
             rule="serve/gil-switch-interval",
             where=f"modelyard serve --gil-switch-interval-us "

@@ -113,8 +113,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_GIL_SWITCH_INTERVAL_US,
         metavar="US",
-        help="how long a thread may keep the GIL while another waits for it (Python's "
-        "own default is 5000); model instance threads wait for it around each batch",
+        help="how long a thread may keep the GIL while another waits for it, 1 to 1000000 "
+        "(Python's own default is 5000); model instance threads wait for it around each batch",
     )
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
     parser.add_argument("--log-level", default="info")

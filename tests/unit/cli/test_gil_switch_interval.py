@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from modelyard.cli.main import main
-from modelyard.cli.runtime import DEFAULT_GIL_SWITCH_INTERVAL_US, set_gil_switch_interval
+from modelyard.cli.runtime import (
+    DEFAULT_GIL_SWITCH_INTERVAL_US,
+    MAX_GIL_SWITCH_INTERVAL_US,
+    set_gil_switch_interval,
+)
 from modelyard.errors import ConfigError
 
 
@@ -25,10 +29,12 @@ def test_the_interval_is_set_in_microseconds() -> None:
     assert sys.getswitchinterval() == pytest.approx(DEFAULT_GIL_SWITCH_INTERVAL_US / 1e6)
     set_gil_switch_interval(2500)
     assert sys.getswitchinterval() == pytest.approx(0.0025)
+    set_gil_switch_interval(MAX_GIL_SWITCH_INTERVAL_US)
+    assert sys.getswitchinterval() == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("value", [0, -100])
-def test_serve_refuses_an_interval_that_is_not_positive_before_starting_anything(
+@pytest.mark.parametrize("value", [0, -100, 10**12])  # 10**12 us would wrap to 0 in Python
+def test_serve_refuses_an_interval_out_of_range_before_starting_anything(
     value: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = sys.getswitchinterval()
