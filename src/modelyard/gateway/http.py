@@ -11,6 +11,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import numpy as np
 import orjson
 import structlog
 
@@ -19,9 +20,15 @@ from modelyard.governance.guard import Call
 from modelyard.governance.runtime import Governance, rejections
 from modelyard.protocol.repository import load_override
 from modelyard.protocol.status import http_status
-from modelyard.protocol.v2_http import HEADER_LENGTH, decode_infer_request, encode_infer_response
-from modelyard.server.dataplane import DataPlane
+from modelyard.protocol.v2_http import (
+    HEADER_LENGTH,
+    BinaryReply,
+    decode_infer_request,
+    encode_infer_response,
+)
+from modelyard.server.dataplane import DataPlane, Plan
 from modelyard.server.live_stats import live_stats
+from modelyard.server.model_version import ModelVersion
 from modelyard.types import InferRequest, InferResponse
 
 log = structlog.get_logger("modelyard.http")
@@ -39,17 +46,25 @@ _MODEL_ROUTE = re.compile(
 _REPOSITORY_ROUTE = re.compile(r"^/v2/repository/models/(?P<model>[^/]+)/(?P<action>load|unload)$")
 _JSON = [(b"content-type", b"application/json")]
 LIVE_STATS_PATH = "/v2/modelyard/stats"
+_UNSET = object()
 
 
 class _Response:
-    __slots__ = ("body", "headers", "status")
+    """A status, a body and its headers; ``sized``: the headers hold the content length."""
+
+    __slots__ = ("body", "headers", "sized", "status")
 
     def __init__(
-        self, status: int, body: bytes = b"", headers: list[tuple[bytes, bytes]] | None = None
+        self,
+        status: int,
+        body: bytes = b"",
+        headers: list[tuple[bytes, bytes]] | None = None,
+        sized: bool = False,
     ) -> None:
         self.status = status
         self.body = body
         self.headers = headers if headers is not None else (_JSON if body else [])
+        self.sized = sized
 
 
 def _json(doc: Any, status: int = 200) -> _Response:
@@ -113,7 +128,7 @@ def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
 
 
 _CALL_HEADERS = frozenset((b"x-api-key", b"authorization", b"x-request-id"))
-_InferBody = tuple[bytes, int | None, bytes | None, bytes | None]  # body, header length, key, auth
+_Headers = tuple[int | None, bytes | None, bytes | None]  # header length, api key, auth
 
 
 def _bearer_token(authorization: bytes) -> str | None:
@@ -155,6 +170,8 @@ class HttpFrontend:
         governance: Governance | None = None,
     ):
         self.dataplane = dataplane
+        # a local dataplane (not the gateway's forwarding one) answers with raw outputs
+        self._local = isinstance(dataplane, DataPlane)
         self.max_body_bytes = max_body_bytes
         self.governance = governance
 
@@ -182,7 +199,9 @@ class HttpFrontend:
                     where="report this as a bug with the server log",
                 )
             )
-        headers = [*response.headers, (b"content-length", str(len(response.body)).encode())]
+        headers = response.headers
+        if not response.sized:
+            headers = [*headers, (b"content-length", str(len(response.body)).encode())]
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
         await send({"type": "http.response.body", "body": response.body})
 
@@ -202,8 +221,8 @@ class HttpFrontend:
                 self._check_declared_length(value)
         return await self._receive_body(receive)
 
-    async def _read_infer_body(self, scope: Scope, receive: Receive) -> _InferBody:
-        """The body of an infer call, with the headers that go with it (one pass)."""
+    def _read_headers(self, scope: Scope) -> _Headers:
+        """The headers an infer call reads, in one pass; a declared body over the limit raises."""
         header_length: int | None = None
         api_key: bytes | None = None
         authorization: bytes | None = None
@@ -223,7 +242,7 @@ class HttpFrontend:
                 api_key = value
             elif key == b"authorization":
                 authorization = value
-        return await self._receive_body(receive), header_length, api_key, authorization
+        return header_length, api_key, authorization
 
     def _check_declared_length(self, value: bytes) -> None:
         if value.isdigit() and int(value) > self.max_body_bytes:
@@ -267,8 +286,11 @@ class HttpFrontend:
             if action == "/infer":
                 if method != "POST":
                     raise _route_error(method, path, 405)
-                body, header_length, _, _ = await self._read_infer_body(scope, receive)
+                header_length, _, _ = self._read_headers(scope)
+                body = await self._receive_body(receive)
                 request = decode_infer_request(body, header_length, model, version)
+                if self._local and request.layout is not None:
+                    return self._reply(request, *await dp.infer_results(request))
                 return self._infer_response(await dp.infer(request))
             if method != "GET":
                 raise _route_error(method, path, 405)
@@ -360,7 +382,8 @@ class HttpFrontend:
         if route is None or route[2] != "/infer" or scope["method"] != "POST":
             return await self._guarded(scope, receive, governance)
         model, version, _ = route
-        body, header_length, api_key, authorization = await self._read_infer_body(scope, receive)
+        header_length, api_key, authorization = self._read_headers(scope)
+        body = await self._receive_body(receive)
         chain = governance.chain
         key = (scope["path"], api_key, authorization)  # as they arrived: nothing to decode
         ticket = chain.known_ticket(key)
@@ -385,6 +408,8 @@ class HttpFrontend:
                 except GovernanceError as error:
                     return _rejection(governance, call, error)
             request = decode_infer_request(body, header_length, model, version)
+            if self._local and request.layout is not None:
+                return self._reply(request, *await self.dataplane.infer_results(request))
             return self._infer_response(await self.dataplane.infer(request))
 
         call = _call_from_headers(governance, scope)
@@ -404,6 +429,23 @@ class HttpFrontend:
             return await governance.guard(call, lambda: self._dispatch(scope, receive))
         except GovernanceError as error:
             return _rejection(governance, call, error)
+
+    def _reply(
+        self, request: InferRequest, mv: ModelVersion, plan: Plan, results: dict[str, np.ndarray]
+    ) -> _Response:
+        """The response to a request with a layout, from the plan's encoded reply if it has one."""
+        reply = plan.encodings.get("http", _UNSET)
+        if reply is _UNSET:
+            reply = plan.encodings["http"] = (
+                BinaryReply.make(mv.name, str(mv.version), request.id, plan.fixed_outputs)
+                if plan.fixed_outputs is not None
+                else None
+            )
+        if reply is not None:
+            body = reply.body(results)
+            if body is not None:
+                return _Response(200, body, reply.http_headers, sized=True)
+        return self._infer_response(DataPlane.response(mv, request, plan, results))
 
     @staticmethod
     def _infer_response(response: InferResponse) -> _Response:

@@ -9,7 +9,7 @@ layout of ``modelyard.protocol.tensors``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -80,8 +80,8 @@ def _shape(name: str, value: Any) -> tuple[int, ...]:
 
 
 # one binary input of a layout: name, datatype, shape, bytes, and, for datatypes
-# whose wire bytes are the array's bytes, the numpy dtype and element count
-_Tensor = tuple[str, str, tuple[int, ...], int, np.dtype[Any] | None, int]
+# whose wire bytes are the array's bytes, the numpy dtype
+_Tensor = tuple[str, str, tuple[int, ...], int, np.dtype[Any] | None]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -97,20 +97,38 @@ class BinaryLayout:
     tensors: tuple[_Tensor, ...]
     binary_size: int
     options: dict[str, Any]  # the header's other fields, as InferRequest keywords
+    # the same, in InferRequest's order: a request is made by position, a third of the cost
+    _fields: tuple[Any, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        fields = (*(self.options[name] for name in _OPTION_FIELDS), None, self)
+        object.__setattr__(self, "_fields", fields)
 
     def request(
         self, body: bytes, header_length: int, model: str, version: str | None
     ) -> InferRequest:
         offset = header_length
         inputs: dict[str, np.ndarray] = {}
-        for name, datatype, shape, size, dtype, count in self.tensors:
+        for name, datatype, shape, size, dtype in self.tensors:
             if dtype is None:  # BYTES, BF16: converted, not viewed
                 raw = memoryview(body)[offset : offset + size]
                 inputs[name] = decode_raw_tensor(name, datatype, shape, raw)
             else:  # sizes were checked against shapes when the layout was made
-                inputs[name] = np.frombuffer(body, dtype, count, offset).reshape(shape)
+                inputs[name] = np.ndarray(shape, dtype, body, offset)
             offset += size
-        return InferRequest(model, version, inputs, layout=self, **self.options)
+        return InferRequest(model, version, inputs, *self._fields)
+
+
+# InferRequest's fields after model, version and inputs, up to deadline and layout
+_OPTION_FIELDS = (
+    "input_datatypes",
+    "outputs",
+    "id",
+    "parameters",
+    "binary_output_default",
+    "priority",
+    "timeout_us",
+)
 
 
 # datatypes whose wire bytes are the array's bytes (little-endian)
@@ -122,8 +140,7 @@ _PLAIN_DTYPES = {
 
 
 def _layout_tensor(name: str, datatype: str, shape: tuple[int, ...], size: int) -> _Tensor:
-    dtype = _PLAIN_DTYPES.get(datatype)
-    return name, datatype, shape, size, dtype, 0 if dtype is None else size // dtype.itemsize
+    return name, datatype, shape, size, _PLAIN_DTYPES.get(datatype)
 
 
 # header bytes -> layout; bounded, because headers come from callers
@@ -246,6 +263,76 @@ def _json_data(tensor: OutputTensor) -> Any:
             for v in tensor.data.ravel()
         ]
     return np.ascontiguousarray(tensor.data).ravel()
+
+
+# an output of a fixed reply: name, numpy dtype, shape, element count, and whether the
+# array must have that very shape (else only its element count must match)
+_ReplyOutput = tuple[str, np.dtype[Any], tuple[int, ...], int, bool]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BinaryReply:
+    """The response to every request of one layout whose outputs all travel as binary data.
+
+    Its JSON header (model, version, id, each output's name, datatype, shape and size) is
+    the same every time, so it is encoded once; a response is that header and the
+    outputs' bytes, and its HTTP headers, content length included, are made once too.
+    """
+
+    header: bytes
+    outputs: tuple[_ReplyOutput, ...]
+    http_headers: list[tuple[bytes, bytes]]
+
+    @classmethod
+    def make(
+        cls,
+        model_name: str,
+        model_version: str,
+        request_id: str | None,
+        outputs: tuple[tuple[str, str, np.dtype[Any], tuple[int, ...], bool, bool], ...],
+    ) -> BinaryReply | None:
+        """The reply, or None when an output travels as JSON."""
+        entries = []
+        reply_outputs = []
+        size = 0
+        for name, datatype, dtype, shape, binary, exact in outputs:
+            if not binary:
+                return None
+            count = math.prod(shape)
+            nbytes = count * dtype.itemsize
+            entries.append(
+                {
+                    "name": name,
+                    "datatype": datatype,
+                    "shape": list(shape),
+                    "parameters": {"binary_data_size": nbytes},
+                }
+            )
+            reply_outputs.append((name, dtype, shape, count, exact))
+            size += nbytes
+        doc: dict[str, Any] = {"model_name": model_name, "model_version": model_version}
+        if request_id is not None:
+            doc["id"] = request_id
+        doc["outputs"] = entries
+        header = orjson.dumps(doc)
+        http_headers = [
+            (b"content-type", b"application/octet-stream"),
+            (b"inference-header-content-length", str(len(header)).encode()),
+            (b"content-length", str(len(header) + size).encode()),
+        ]
+        return cls(header, tuple(reply_outputs), http_headers)
+
+    def body(self, results: dict[str, np.ndarray]) -> bytes | None:
+        """The response body, or None when an array is not what the header says."""
+        parts = [self.header]
+        for name, dtype, shape, count, exact in self.outputs:
+            array = results[name]
+            if (array.shape != shape) if exact else (array.size != count):
+                return None
+            if array.dtype != dtype:
+                array = array.astype(dtype)
+            parts.append(array.tobytes())
+        return b"".join(parts)
 
 
 def encode_infer_response(response: InferResponse) -> tuple[bytes, int | None]:

@@ -9,7 +9,7 @@ so a model swap cannot fall between them.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -146,24 +146,56 @@ def classify(array: np.ndarray, top_k: int, labels: list[str] | None, batched: b
     return out if batched else out.reshape(k)
 
 
-@dataclass(frozen=True, slots=True)
-class _Plan:
+# an output whose response entry is the same for every request of a layout, but for its
+# data: name, datatype, numpy dtype, shape, binary, and whether the engine's array must have
+# that very shape (False: the config reshapes it, so only its size must match)
+FixedOutput = tuple[str, str, np.dtype[Any], tuple[int, ...], bool, bool]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Plan:
     """What validating a request decided, reused for requests of the same layout."""
 
     rows: int
     requested: list[RequestedOutput]
     output_names: list[str]
     shape_key: tuple[Any, ...]
+    # every output's entry, when each is fixed (no classification, no variable dims)
+    fixed_outputs: tuple[FixedOutput, ...] | None
+    # what frontends made of the fixed outputs (an encoded response header), by frontend
+    encodings: dict[str, Any] = field(default_factory=dict)
 
 
 _PLANS_MAX = 256  # per version; layouts come from callers
 
 
-def _plan(mv: ModelVersion, request: InferRequest) -> tuple[dict[str, np.ndarray], _Plan]:
+def _fixed_outputs(
+    mv: ModelVersion, request: InferRequest, requested: list[RequestedOutput], rows: int
+) -> tuple[FixedOutput, ...] | None:
+    spec = mv.spec
+    fixed: list[FixedOutput] = []
+    for out in requested:
+        tensor = spec.outputs[out.name]
+        if out.classification or -1 in tensor.dims or tensor.datatype in ("BYTES", "BF16"):
+            return None
+        shape = (rows, *tensor.dims) if spec.batched else tensor.dims
+        binary = request.binary_output_default if out.binary is None else out.binary
+        exact = tensor.reshape is None or math.prod(tensor.dims) == 0
+        fixed.append((out.name, tensor.datatype, tensor.dtype, shape, binary, exact))
+    return tuple(fixed)
+
+
+def _plan(mv: ModelVersion, request: InferRequest) -> tuple[dict[str, np.ndarray], Plan]:
     """Validate a request; remember the outcome when its layout can vouch for the next ones."""
     inputs, rows = _check_inputs(mv, request)
     requested = _requested(mv, request)
-    plan = _Plan(rows, requested, [o.name for o in requested], shape_key_of(inputs))
+    plan = Plan(
+        rows,
+        requested,
+        [o.name for o in requested],
+        shape_key_of(inputs),
+        _fixed_outputs(mv, request, requested, rows),
+    )
     # only where validation passed the request's own arrays through unchanged
     given = request.inputs
     if request.layout is not None and all(given.get(n) is a for n, a in inputs.items()):
@@ -224,6 +256,13 @@ class DataPlane:
     # ---- inference ------------------------------------------------------
 
     async def infer(self, request: InferRequest) -> InferResponse:
+        mv, plan, results = await self.infer_results(request)
+        return self.response(mv, request, plan, results)
+
+    async def infer_results(
+        self, request: InferRequest
+    ) -> tuple[ModelVersion, Plan, dict[str, np.ndarray]]:
+        """Run a request: the version that ran it, its plan, and the raw output arrays."""
         self.in_flight += 1
         try:
             mv = self.manager.resolve(request.model_name, request.model_version)
@@ -241,22 +280,19 @@ class DataPlane:
                 timeout_us=request.timeout_us,
                 shape_key=plan.shape_key,
             )
-            results = await future
-            return self._response(mv, request, plan.requested, results, plan.rows)
+            return mv, plan, await future
         finally:
             self.in_flight -= 1
 
-    def _response(
-        self,
-        mv: ModelVersion,
-        request: InferRequest,
-        requested: list[RequestedOutput],
-        results: dict[str, np.ndarray],
-        rows: int,
+    @staticmethod
+    def response(
+        mv: ModelVersion, request: InferRequest, plan: Plan, results: dict[str, np.ndarray]
     ) -> InferResponse:
+        """The response to a request that ``infer_results`` ran."""
         spec = mv.spec
+        rows = plan.rows
         outputs: list[OutputTensor] = []
-        for out in requested:
+        for out in plan.requested:
             tensor = spec.outputs[out.name]
             array = results[out.name]
             if tensor.reshape is not None and math.prod(tensor.dims) > 0:

@@ -352,7 +352,7 @@ class EnsembleScheduler:
                     future.exception()  # retrieved: the first step error is the answer
         end_ns = clock.monotonic_ns()
         self.stats.record_execution(
-            [(start_ns, start_ns)], rows, 0, end_ns - start_ns, 0, end_ns, int(clock.wall() * 1000)
+            [start_ns], start_ns, rows, 0, end_ns - start_ns, 0, end_ns, int(clock.wall() * 1000)
         )
         return {name: tensors[name] for name in outputs}
 

@@ -24,13 +24,23 @@ class Histogram:
     bounds: tuple[float, ...]
     counts: list[int] = field(default_factory=list)  # one per bound, plus +Inf
     total: float = 0.0
+    _bounds_ns: tuple[int, ...] = field(default=(), init=False, repr=False)  # for durations
 
     def __post_init__(self) -> None:
         self.counts = [0] * (len(self.bounds) + 1)
+        self._bounds_ns = tuple(round(b * 1e9) for b in self.bounds)
 
     def observe(self, value: float, times: int = 1) -> None:
         self.counts[bisect.bisect_left(self.bounds, value)] += times
         self.total += value * times
+
+    def observe_since(self, starts_ns: list[int], end_ns: int, starts_total_ns: int) -> None:
+        """Observe ``end_ns - start`` seconds for each start; ``starts_total_ns``: their sum."""
+        counts = self.counts
+        bounds_ns = self._bounds_ns
+        for start in starts_ns:
+            counts[bisect.bisect_left(bounds_ns, end_ns - start)] += 1
+        self.total += (end_ns * len(starts_ns) - starts_total_ns) / 1e9
 
     @property
     def count(self) -> int:
@@ -96,7 +106,8 @@ class VersionStats:
 
     def record_execution(
         self,
-        requests: list[tuple[int, int]],  # (enqueued ns, execution start ns) per request
+        enqueued_ns: list[int],  # per request of the batch
+        start_ns: int,  # the batch's execution
         rows: int,
         input_ns: int,
         infer_ns: int,
@@ -105,16 +116,14 @@ class VersionStats:
         wall_ms: int,
     ) -> None:
         compute_ns = input_ns + infer_ns + output_ns
+        n = len(enqueued_ns)
+        enqueued_total = sum(enqueued_ns)
         with self.lock:
-            for enqueued, started in requests:
-                queued = started - enqueued
-                total = end_ns - enqueued
-                self.success_count += 1
-                self.success_ns += total
-                self.request_seconds.observe(total / 1e9)
-                self.queue_ns += queued
-                self.queue_seconds.observe(queued / 1e9)
-            n = len(requests)
+            self.success_count += n
+            self.success_ns += end_ns * n - enqueued_total
+            self.queue_ns += start_ns * n - enqueued_total
+            self.request_seconds.observe_since(enqueued_ns, end_ns, enqueued_total)
+            self.queue_seconds.observe_since(enqueued_ns, start_ns, enqueued_total)
             # Triton counts compute time once per request in inference_stats
             self.compute_input_ns += input_ns * n
             self.compute_infer_ns += infer_ns * n

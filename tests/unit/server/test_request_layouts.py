@@ -46,6 +46,37 @@ def test_a_repeated_header_reuses_its_layout_and_reads_each_body() -> None:
     assert (b.binary_output_default, b.input_datatypes) == (True, {"x": "FP32"})
 
 
+def test_a_request_from_a_layout_carries_every_option_of_its_header() -> None:
+    rows = np.array([[1.0, 2.0]], dtype=np.float32)
+    header = json.dumps(
+        {
+            "id": "req-7",
+            "inputs": [
+                {"name": "x", "shape": [1, 2], "datatype": "FP32",
+                 "parameters": {"binary_data_size": rows.nbytes}},
+            ],
+            "outputs": [{"name": "y", "parameters": {"binary_data": False}}],
+            "parameters": {"priority": 2, "timeout": 1500, "binary_data_output": True},
+        }
+    ).encode()  # fmt: skip
+    body = header + rows.tobytes()
+    for _ in range(2):  # the first makes the layout, the second is made from it
+        request = decode_infer_request(body, len(header), "m", "3")
+        assert (request.model_name, request.model_version) == ("m", "3")
+        assert request.inputs["x"].tolist() == [[1.0, 2.0]]
+        assert request.input_datatypes == {"x": "FP32"}
+        assert request.outputs is not None
+        assert [(o.name, o.binary) for o in request.outputs] == [("y", False)]
+        assert request.id == "req-7"
+        assert request.parameters == {"priority": 2, "timeout": 1500, "binary_data_output": True}
+        assert (request.binary_output_default, request.priority, request.timeout_us) == (
+            True,
+            2,
+            1500,
+        )
+        assert request.deadline is None and request.layout is not None
+
+
 def test_a_known_header_with_too_few_bytes_still_gets_the_error() -> None:
     body, length = binary_body(np.array([[1.0, 2.0]], dtype=np.float32))
     decode_infer_request(body, length, "m", None)
