@@ -1,0 +1,152 @@
+"""Binary replies encoded once per request layout: the same answer as the general encoder."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from modelyard.gateway.http import HttpFrontend
+from modelyard.protocol.v2_http import BinaryReply
+from modelyard.server.dataplane import DataPlane
+from modelyard.server.manager import ControlMode, ModelManager
+from modelyard.server.repository import ModelRepository
+from tests.support.models import write_python_model
+
+# y: computed in float64, so the server casts it to FP32; r: reshaped by the config.
+# A negative first value makes y come back in a shape the config does not declare.
+SHAPES = """
+import numpy as np
+
+
+class Model:
+    def execute(self, inputs):
+        x = inputs["x"]
+        y = x.astype(np.float64) * 2
+        if x[0, 0] < 0:
+            y = y.reshape(len(x), 1, 2)
+        return {"y": y, "r": (x + 1).reshape(len(x), 1, 2)}
+"""
+
+CONFIG = """
+backend: "python"
+max_batch_size: 8
+input [{ name: "x" data_type: TYPE_FP32 dims: [ 2 ] }]
+output [
+  { name: "y" data_type: TYPE_FP32 dims: [ 2 ] },
+  { name: "r" data_type: TYPE_FP32 dims: [ 2 ] reshape { shape: [ 1, 2 ] } }
+]
+"""
+
+
+def _request(rows: np.ndarray, binary_output: bool) -> tuple[bytes, int]:
+    header = json.dumps(
+        {
+            "id": "call-1",
+            "inputs": [
+                {"name": "x", "shape": list(rows.shape), "datatype": "FP32",
+                 "parameters": {"binary_data_size": rows.nbytes}},
+            ],
+            "parameters": {"binary_data_output": binary_output},
+        }
+    ).encode()  # fmt: skip
+    return header + rows.astype("<f4").tobytes(), len(header)
+
+
+def _call(app: HttpFrontend, body: bytes, header_length: int) -> tuple[dict[str, Any], bytes]:
+    """POST an infer call to the ASGI app: the response's headers and body."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v2/models/shapes/infer",
+        "headers": [
+            (b"inference-header-content-length", str(header_length).encode()),
+            (b"content-length", str(len(body)).encode()),
+        ],
+    }
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 200, sent[1]["body"]
+    return dict(sent[0]["headers"]), sent[1]["body"]
+
+
+def _outputs(headers: dict[bytes, bytes], body: bytes) -> dict[str, tuple[list[int], list[Any]]]:
+    """Each output's shape and values, whether it travelled as binary data or as JSON."""
+    assert int(headers[b"content-length"]) == len(body)
+    length = headers.get(b"inference-header-content-length")
+    doc = json.loads(body[: int(length)] if length else body)
+    offset = int(length) if length else 0
+    outputs = {}
+    for out in doc["outputs"]:
+        if "data" in out:
+            outputs[out["name"]] = (out["shape"], out["data"])
+            continue
+        size = out["parameters"]["binary_data_size"]
+        values = np.frombuffer(body[offset : offset + size], "<f4").tolist()
+        outputs[out["name"]] = (out["shape"], values)
+        offset += size
+    assert offset in (0, len(body))
+    assert (doc["model_name"], doc["id"]) == ("shapes", "call-1")
+    return outputs
+
+
+def _served(tmp_path: Path, scenario: Any) -> None:
+    write_python_model(tmp_path, "shapes", SHAPES, CONFIG)
+
+    async def run() -> None:
+        dp = DataPlane(ModelManager(ModelRepository(tmp_path), ControlMode.NONE))
+        await dp.manager.start()
+        try:
+            await asyncio.to_thread(scenario, HttpFrontend(dp), dp)
+        finally:
+            await dp.manager.stop()
+
+    asyncio.run(run())
+
+
+def test_a_binary_reply_answers_as_the_general_encoder_does(tmp_path: Path) -> None:
+    rows = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
+    expected = {"y": ([2, 2], [2.0, 4.0, 6.0, 8.0]), "r": ([2, 2], [2.0, 3.0, 4.0, 5.0])}
+
+    def scenario(app: HttpFrontend, dp: DataPlane) -> None:
+        as_json = _outputs(*_call(app, *_request(rows, binary_output=False)))
+        assert as_json == expected  # the general encoder, JSON data
+        for _ in range(2):  # the first call encodes the reply, the second reuses it
+            assert _outputs(*_call(app, *_request(rows, binary_output=True))) == expected
+        plans = dp.manager.resolve("shapes", None).plans.values()
+        replies = [plan.encodings["http"] for plan in plans]
+        assert sum(isinstance(r, BinaryReply) for r in replies) == 1
+        assert replies.count(None) == 1  # the JSON layout has none
+
+    _served(tmp_path, scenario)
+
+
+def test_an_output_unlike_its_reply_gets_the_general_encoder(tmp_path: Path) -> None:
+    odd = np.array([[-1.0, 2.0]], dtype=np.float32)  # y comes back as [1, 1, 2]
+    even = np.array([[1.0, 2.0]], dtype=np.float32)
+
+    def scenario(app: HttpFrontend, dp: DataPlane) -> None:
+        assert _outputs(*_call(app, *_request(even, binary_output=True)))["y"] == (
+            [1, 2],
+            [2.0, 4.0],
+        )
+        assert _outputs(*_call(app, *_request(odd, binary_output=True))) == {
+            "y": ([1, 1, 2], [-2.0, 4.0]),
+            "r": ([1, 2], [0.0, 3.0]),
+        }
+        assert _outputs(*_call(app, *_request(even, binary_output=True)))["y"] == (
+            [1, 2],
+            [2.0, 4.0],
+        )
+
+    _served(tmp_path, scenario)
