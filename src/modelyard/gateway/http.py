@@ -128,6 +128,9 @@ def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
 
 
 _CALL_HEADERS = frozenset((b"x-api-key", b"authorization", b"x-request-id"))
+_READ_HEADERS = frozenset(
+    (b"content-length", b"inference-header-content-length", b"x-api-key", b"authorization")
+)
 _Headers = tuple[int | None, bytes | None, bytes | None]  # header length, api key, auth
 
 
@@ -227,6 +230,8 @@ class HttpFrontend:
         api_key: bytes | None = None
         authorization: bytes | None = None
         for key, value in scope["headers"]:
+            if key not in _READ_HEADERS:
+                continue
             if key == b"content-length":
                 self._check_declared_length(value)
             elif key == b"inference-header-content-length":

@@ -152,7 +152,11 @@ _LAYOUT_HEADER_MAX = 4096
 def decode_infer_request(
     body: bytes, header_length: int | None, model: str, version: str | None
 ) -> InferRequest:
-    if header_length is not None and 0 <= header_length <= min(len(body), _LAYOUT_HEADER_MAX):
+    if (
+        header_length is not None
+        and 0 <= header_length <= _LAYOUT_HEADER_MAX
+        and header_length <= len(body)
+    ):
         header_bytes = body[:header_length]
         layout = _LAYOUTS.get(header_bytes)
         if layout is not None and layout.binary_size == len(body) - header_length:

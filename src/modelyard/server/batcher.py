@@ -179,9 +179,10 @@ class RequestQueue:
         self._seq += 1
         queue.append(request)
         self.size += 1
-        for t in (request.deadline_ns, request.client_deadline_ns):
-            if t is not None and (self._next_expiry_ns is None or t < self._next_expiry_ns):
-                self._next_expiry_ns = t
+        if timeout_ns or request.client_deadline_ns is not None:  # the usual request has neither
+            for t in (request.deadline_ns, request.client_deadline_ns):
+                if t is not None and (self._next_expiry_ns is None or t < self._next_expiry_ns):
+                    self._next_expiry_ns = t
 
     def expire(self, now_ns: int) -> list[Expired]:
         """Drop or delay requests whose time in queue is up."""
