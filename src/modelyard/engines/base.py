@@ -66,6 +66,9 @@ class Engine(ABC):
     default_filenames: ClassVar[tuple[str, ...]]
     #: whether load() fills input and output specs from the model file
     describes_signature: ClassVar[bool] = False
+    #: whether execute() computes on the thread that calls it, so that thread's CPU time is
+    #: the execution's cost (False: it may wait on other threads or a device)
+    computes_on_caller: bool = False
 
     @abstractmethod
     def load(self, ctx: LoadContext) -> Signature | None:

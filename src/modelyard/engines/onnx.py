@@ -72,6 +72,7 @@ class OnnxRuntimeEngine(Engine):
         )
         self._threads = (intra, inter)
         self._providers = choose_providers(ctx)
+        self.computes_on_caller = self._providers == ["CPUExecutionProvider"]
         device_id = ctx.device.split(":", 1)[1] if ctx.device.startswith("cuda:") else "0"
         providers: list[Any] = [
             (p, {"device_id": device_id}) if p in _GPU_PROVIDERS else p for p in self._providers

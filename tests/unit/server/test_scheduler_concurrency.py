@@ -166,6 +166,26 @@ def test_one_stalled_execution_does_not_move_a_fast_model_off_the_loop() -> None
     assert engine.threads[26:] == [main] * 14  # and so did every call after it
 
 
+class WaitingEngine(ThreadRecordingEngine):
+    """Computes for a moment, then waits 2 ms without the CPU (as for the GIL, or a device)."""
+
+    def __init__(self, computes_on_caller: bool) -> None:
+        super().__init__(delay=0.002)
+        self.computes_on_caller = computes_on_caller
+
+
+def test_an_engine_computing_on_its_thread_is_timed_by_that_threads_cpu() -> None:
+    # on the thread path, a fast engine's wall time can be mostly waiting for the GIL;
+    # an engine that computes on the calling thread is judged by its CPU time there
+    on_caller = WaitingEngine(computes_on_caller=True)
+    elsewhere = WaitingEngine(computes_on_caller=False)
+    _batching_model_called_in_turn(on_caller, 24)
+    _batching_model_called_in_turn(elsewhere, 24)
+    main = threading.current_thread().name
+    assert main not in on_caller.threads[:16] and main in on_caller.threads
+    assert main not in elsewhere.threads  # its 2 ms may be a device's: never on the loop
+
+
 def test_a_slow_model_and_an_opted_out_model_never_run_inline() -> None:
     slow = ThreadRecordingEngine(delay=0.0005)
     fast = ThreadRecordingEngine()
