@@ -21,7 +21,11 @@ Every point is taken once per round and the rounds interleave the things a
 ratio compares (bare endpoint and served model; batching on and off; served
 and in-process), so each ratio compares points taken seconds apart: this VM's
 speed drifts by tens of percent over minutes. Reported: the median point, and
-the median of the per-round ratios.
+the median of the per-round ratios. The overhead-bound ratio and the batching
+tax at concurrency 1 compare two cheap points, so they are also measured in
+pairs taken back to back, 1 s each, 3 pairs per round, in alternating order;
+their headline figures are the medians of those pairs (the per-round ratios
+stay in the JSON report).
 """
 
 from __future__ import annotations
@@ -163,6 +167,18 @@ def stats(port: int, model: str) -> tuple[int, int, int]:
     return int(row["inference_count"]), int(row["execution_count"]), int(infer_ns)
 
 
+def paired_ratios(
+    top: tuple[str, Path], bottom: tuple[str, Path], connections: int, pairs: int
+) -> list[float]:
+    """req/s of ``top`` over ``bottom``, each pair taken back to back, 1 s per point."""
+    ratios = []
+    for i in range(pairs):
+        order = (bottom, top) if i % 2 == 0 else (top, bottom)
+        rate = {target: wrk(*target, connections, 1)["requests_per_s"] for target in order}
+        ratios.append(rate[top] / rate[bottom])
+    return ratios
+
+
 def _median_point(points: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(p[key] for p in points) for key in points[0]}
 
@@ -230,6 +246,12 @@ def main() -> None:
                             executions = max(1, after[1] - before[1])
                             point["mean_batch_rows"] = (after[0] - before[0]) / executions
                         points[target].setdefault(f"c{c}", []).append(point)
+            pairs = 3 * rounds
+            overhead = paired_ratios(targets["tiny_onnx"], targets["bare"], 64, pairs)
+            tax = {
+                model: paired_ratios(targets[model], targets[f"{model}_nobatch"], 1, pairs)
+                for model in ("tiny_onnx", "mlp_onnx")
+            }
         finally:
             server.stop()
             bare.stop()
@@ -244,12 +266,13 @@ def main() -> None:
                 for a, b in zip(points[top][c], points[bottom][c], strict=True)
             ]
 
-        overhead = ratios("tiny_onnx", "bare", "c64")
         report["overhead_bound_ratio"] = statistics.median(overhead)
-        report["overhead_bound_ratio_per_round"] = overhead
-        report["batching_tax_c1"] = {
-            model: statistics.median(ratios(model, f"{model}_nobatch", "c1"))
-            for model in ("tiny_onnx", "mlp_onnx")
+        report["overhead_bound_ratio_pairs"] = overhead
+        report["overhead_bound_ratio_per_round"] = ratios("tiny_onnx", "bare", "c64")
+        report["batching_tax_c1"] = {model: statistics.median(v) for model, v in tax.items()}
+        report["batching_tax_c1_pairs"] = tax
+        report["batching_tax_c1_per_round"] = {
+            model: ratios(model, f"{model}_nobatch", "c1") for model in ("tiny_onnx", "mlp_onnx")
         }
 
         # 2. compute-bound: the server's event loop off the compute core; each round
