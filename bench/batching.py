@@ -22,10 +22,10 @@ ratio compares (bare endpoint and served model; batching on and off; served
 and in-process), so each ratio compares points taken seconds apart: this VM's
 speed drifts by tens of percent over minutes. Reported: the median point, and
 the median of the per-round ratios. The overhead-bound ratio and the batching
-tax at concurrency 1 compare two cheap points, so they are also measured in
-pairs taken back to back, 1 s each, 3 pairs per round, in alternating order;
-their headline figures are the medians of those pairs (the per-round ratios
-stay in the JSON report).
+tax at concurrency 1 compare two cheap points, so after the rounds they are
+also measured in 3 x rounds pairs of points taken back to back, 1 s each, in
+alternating order; their headline figures are the medians of those pairs (the
+per-round ratios stay in the JSON report).
 """
 
 from __future__ import annotations

@@ -160,7 +160,8 @@ class Plan:
     requested: list[RequestedOutput]
     output_names: list[str]
     shape_key: tuple[Any, ...]
-    # every output's entry, when each is fixed (no classification, no variable dims)
+    # every output's entry, when the plan is kept for its layout and each entry is fixed
+    # (no classification, no variable dims, no BYTES or BF16)
     fixed_outputs: tuple[FixedOutput, ...] | None
     # what frontends made of the fixed outputs (an encoded response header), by frontend
     encodings: dict[str, Any] = field(default_factory=dict)
@@ -189,16 +190,17 @@ def _plan(mv: ModelVersion, request: InferRequest) -> tuple[dict[str, np.ndarray
     """Validate a request; remember the outcome when its layout can vouch for the next ones."""
     inputs, rows = _check_inputs(mv, request)
     requested = _requested(mv, request)
+    # only where validation passed the request's own arrays through unchanged
+    given = request.inputs
+    kept = request.layout is not None and all(given.get(n) is a for n, a in inputs.items())
     plan = Plan(
         rows,
         requested,
         [o.name for o in requested],
         shape_key_of(inputs),
-        _fixed_outputs(mv, request, requested, rows),
+        _fixed_outputs(mv, request, requested, rows) if kept else None,
     )
-    # only where validation passed the request's own arrays through unchanged
-    given = request.inputs
-    if request.layout is not None and all(given.get(n) is a for n, a in inputs.items()):
+    if kept:
         if len(mv.plans) >= _PLANS_MAX:
             mv.plans.clear()
         mv.plans[request.layout] = plan

@@ -150,3 +150,39 @@ def test_an_output_unlike_its_reply_gets_the_general_encoder(tmp_path: Path) -> 
         )
 
     _served(tmp_path, scenario)
+
+
+RESHAPED_INPUT = """
+class Model:
+    def execute(self, inputs):
+        x = inputs["x"]
+        return {"y": x.reshape(len(x), 2) * 2, "r": x + 1}
+"""
+
+
+def test_a_layout_whose_inputs_are_reshaped_is_answered_without_a_kept_plan(
+    tmp_path: Path,
+) -> None:
+    write_python_model(
+        tmp_path,
+        "shapes",
+        RESHAPED_INPUT,
+        CONFIG.replace("dims: [ 2 ] }]", "dims: [ 2 ] reshape { shape: [ 1, 2 ] } }]", 1),
+    )
+    rows = np.array([[1.0, 2.0]], dtype=np.float32)
+
+    async def run() -> None:
+        dp = DataPlane(ModelManager(ModelRepository(tmp_path), ControlMode.NONE))
+        await dp.manager.start()
+        try:
+            app = HttpFrontend(dp)
+            for _ in range(2):
+                outputs = await asyncio.to_thread(
+                    lambda: _outputs(*_call(app, *_request(rows, binary_output=True)))
+                )
+                assert outputs == {"y": ([1, 2], [2.0, 4.0]), "r": ([1, 2], [2.0, 3.0])}
+            assert dp.manager.resolve("shapes", None).plans == {}  # validation reshaped x
+        finally:
+            await dp.manager.stop()
+
+    asyncio.run(run())
