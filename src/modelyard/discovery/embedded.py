@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -93,7 +94,7 @@ class _Database:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA busy_timeout = 5000")
-            db.execute("PRAGMA journal_mode = WAL")
+            _to_wal(db)
             db.execute("PRAGMA synchronous = NORMAL")
             with _write(db):
                 for statement in _SCHEMA.split(";"):
@@ -101,6 +102,26 @@ class _Database:
                         db.execute(statement)
             self._db = db
         return self._db
+
+
+_WAL_TRIES = 50
+
+
+def _to_wal(db: sqlite3.Connection) -> None:
+    """Switch the file to WAL, retrying for up to about 5 s.
+
+    While another connection is writing to a file still in rollback mode (a process
+    creating the schema of a new registry), SQLite refuses the switch at once instead of
+    waiting its busy timeout.
+    """
+    for attempt in range(_WAL_TRIES):
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == _WAL_TRIES - 1:
+                raise
+            time.sleep(0.1)
 
 
 class EmbeddedRegistry(Registry):
