@@ -32,7 +32,6 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,16 +51,6 @@ class _Payload:
     outputs: list[str]
     future: asyncio.Future[dict[str, np.ndarray]]
     loop: asyncio.AbstractEventLoop
-
-
-def _resolve(future: asyncio.Future[Any], result: Any) -> None:
-    if not future.done():
-        future.set_result(result)
-
-
-def _reject(future: asyncio.Future[Any], error: BaseException) -> None:
-    if not future.done():
-        future.set_exception(error)
 
 
 def _settle(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:
@@ -115,19 +104,19 @@ class _InOrder:
 
     def __init__(self) -> None:
         self._next = 0
-        self._held: dict[int, tuple[Callable[..., None], Any, Any, asyncio.AbstractEventLoop]] = {}
+        self._held: dict[int, tuple[asyncio.Future[Any], Any, asyncio.AbstractEventLoop]] = {}
         self._lock = threading.Lock()
 
     def release(
-        self, seq: int, callback: Callable[..., None], future: Any, value: Any, loop: Any
+        self, seq: int, future: asyncio.Future[Any], outcome: Any, loop: asyncio.AbstractEventLoop
     ) -> None:
         with self._lock:
-            self._held[seq] = (callback, future, value, loop)
+            self._held[seq] = (future, outcome, loop)
             while self._next in self._held:
-                cb, fut, val, lp = self._held.pop(self._next)
+                fut, out, lp = self._held.pop(self._next)
                 self._next += 1
-                with contextlib.suppress(RuntimeError):
-                    lp.call_soon_threadsafe(cb, fut, val)
+                with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
+                    lp.call_soon_threadsafe(_settle, [(fut, out)])
 
 
 INLINE_THRESHOLD_NS = 100_000
@@ -474,8 +463,7 @@ class Scheduler:
         if in_order is not None:
             for request, outcome in answers:
                 payload: _Payload = request.payload
-                callback = _reject if isinstance(outcome, BaseException) else _resolve
-                in_order.release(request.seq, callback, payload.future, outcome, payload.loop)
+                in_order.release(request.seq, payload.future, outcome, payload.loop)
             return
         if on_loop:  # the futures' own loop, running: settled in place
             _settle([(request.payload.future, outcome) for request, outcome in answers])

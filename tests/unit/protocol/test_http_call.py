@@ -71,3 +71,26 @@ def test_a_streamed_body_over_the_limit_is_refused_whatever_its_chunks() -> None
         assert status == 413, chunks
         assert "over the limit of 10 bytes" in body
         assert "rule=protocol/max-body-size" in body
+
+
+def test_a_header_length_that_is_no_integer_is_refused_with_its_rule() -> None:
+    app = http.HttpFrontend(None)  # type: ignore[arg-type]  # refused before any model is asked
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    for value in (b"12x", b"-5", b""):
+        sent.clear()
+        request = {
+            "type": "http",
+            **scope("/v2/models/m/infer", (b"inference-header-content-length", value)),
+        }
+        asyncio.run(app(request, receive, send))
+        assert sent[0]["status"] == 400, value
+        body = sent[1]["body"].decode()
+        assert "inference-header-content-length must be an integer" in body
+        assert "rule=protocol/binary-header" in body
