@@ -22,9 +22,11 @@ from modelyard.protocol.repository import load_override
 from modelyard.protocol.status import http_status
 from modelyard.protocol.v2_http import (
     HEADER_LENGTH,
+    BinaryLayout,
     BinaryReply,
     decode_infer_request,
     encode_infer_response,
+    known_layout,
 )
 from modelyard.server.dataplane import DataPlane, Plan
 from modelyard.server.live_stats import live_stats
@@ -185,10 +187,16 @@ class HttpFrontend:
         if scope["type"] != "http":
             return
         try:
-            if self.governance is None:
-                response = await self._dispatch(scope, receive)
-            else:
+            if self.governance is not None:
                 response = await self._governed(scope, receive, self.governance)
+            else:
+                route = model_route(scope["path"])
+                if route is not None and route[2] == "/infer" and scope["method"] == "POST":
+                    header_length, _, _ = self._read_headers(scope)
+                    body = await self._receive_body(receive)
+                    response = await self._infer(body, header_length, route[0], route[1])
+                else:
+                    response = await self._dispatch(scope, receive)
         except ModelyardError as error:
             response = _error_response(error)
             log.warning("request_failed", path=scope["path"], **error.fields())
@@ -293,10 +301,7 @@ class HttpFrontend:
                     raise _route_error(method, path, 405)
                 header_length, _, _ = self._read_headers(scope)
                 body = await self._receive_body(receive)
-                request = decode_infer_request(body, header_length, model, version)
-                if self._local and request.layout is not None:
-                    return self._reply(request, *await dp.infer_results(request))
-                return self._infer_response(await dp.infer(request))
+                return await self._infer(body, header_length, model, version)
             if method != "GET":
                 raise _route_error(method, path, 405)
             if action is None:
@@ -412,10 +417,7 @@ class HttpFrontend:
                         await pending
                 except GovernanceError as error:
                     return _rejection(governance, call, error)
-            request = decode_infer_request(body, header_length, model, version)
-            if self._local and request.layout is not None:
-                return self._reply(request, *await self.dataplane.infer_results(request))
-            return self._infer_response(await self.dataplane.infer(request))
+            return await self._infer(body, header_length, model, version)
 
         call = _call_from_headers(governance, scope)
 
@@ -435,21 +437,50 @@ class HttpFrontend:
         except GovernanceError as error:
             return _rejection(governance, call, error)
 
-    def _reply(
-        self, request: InferRequest, mv: ModelVersion, plan: Plan, results: dict[str, np.ndarray]
+    async def _infer(
+        self, body: bytes, header_length: int | None, model: str, version: str | None
     ) -> _Response:
-        """The response to a request with a layout, from the plan's encoded reply if it has one."""
+        """The response to an infer call whose body has been read."""
+        dp = self.dataplane
+        if self._local and header_length is not None:
+            # the usual call repeats a header seen before: its arrays go straight to the
+            # plan the dataplane kept for it, and its answer into the reply kept on that plan
+            layout = known_layout(body, header_length)
+            if layout is not None:
+                inputs = layout.inputs(body, header_length)
+                ran = await dp.infer_layout(
+                    model, version, layout, inputs, layout.priority, layout.timeout_us
+                )
+                if ran is not None:
+                    return self._reply(*ran, layout, body, header_length)
+        request = decode_infer_request(body, header_length, model, version)
+        layout = request.layout
+        if not self._local or not isinstance(layout, BinaryLayout) or header_length is None:
+            return self._infer_response(await dp.infer(request))
+        return self._reply(*await dp.infer_results(request), layout, body, header_length)
+
+    def _reply(
+        self,
+        mv: ModelVersion,
+        plan: Plan,
+        results: dict[str, np.ndarray],
+        layout: BinaryLayout,
+        body: bytes,
+        header_length: int,
+    ) -> _Response:
+        """The response to a request of a layout, from the reply encoded once for its plan."""
         reply = plan.encodings.get("http", _UNSET)
-        if reply is _UNSET:
+        if reply is _UNSET:  # the plan's first response: encode its reply, if it can have one
             reply = plan.encodings["http"] = (
-                BinaryReply.make(mv.name, str(mv.version), request.id, plan.fixed_outputs)
+                BinaryReply.make(mv.name, str(mv.version), layout.options["id"], plan.fixed_outputs)
                 if plan.fixed_outputs is not None
                 else None
             )
         if reply is not None:
-            body = reply.body(results)
-            if body is not None:
-                return _Response(200, body, reply.http_headers, sized=True)
+            data = reply.body(results)
+            if data is not None:
+                return _Response(200, data, reply.http_headers, sized=True)
+        request = layout.request(body, header_length, mv.name, str(mv.version))
         return self._infer_response(DataPlane.response(mv, request, plan, results))
 
     @staticmethod

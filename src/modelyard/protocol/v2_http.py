@@ -97,16 +97,19 @@ class BinaryLayout:
     tensors: tuple[_Tensor, ...]
     binary_size: int
     options: dict[str, Any]  # the header's other fields, as InferRequest keywords
-    # the same, in InferRequest's order: a request is made by position, a third of the cost
+    priority: int = field(init=False)
+    timeout_us: int = field(init=False)
+    # the options in InferRequest's order: a request is made by position, a third of the cost
     _fields: tuple[Any, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "priority", self.options["priority"])
+        object.__setattr__(self, "timeout_us", self.options["timeout_us"])
         fields = (*(self.options[name] for name in _OPTION_FIELDS), None, self)
         object.__setattr__(self, "_fields", fields)
 
-    def request(
-        self, body: bytes, header_length: int, model: str, version: str | None
-    ) -> InferRequest:
+    def inputs(self, body: bytes, header_length: int) -> dict[str, np.ndarray]:
+        """The request's input arrays: views of the body where the datatype allows."""
         offset = header_length
         inputs: dict[str, np.ndarray] = {}
         for name, datatype, shape, size, dtype in self.tensors:
@@ -116,7 +119,12 @@ class BinaryLayout:
             else:  # sizes were checked against shapes when the layout was made
                 inputs[name] = np.ndarray(shape, dtype, body, offset)
             offset += size
-        return InferRequest(model, version, inputs, *self._fields)
+        return inputs
+
+    def request(
+        self, body: bytes, header_length: int, model: str, version: str | None
+    ) -> InferRequest:
+        return InferRequest(model, version, self.inputs(body, header_length), *self._fields)
 
 
 # InferRequest's fields after model, version and inputs, up to deadline and layout
@@ -149,18 +157,22 @@ _LAYOUTS_MAX = 1024
 _LAYOUT_HEADER_MAX = 4096
 
 
+def known_layout(body: bytes, header_length: int | None) -> BinaryLayout | None:
+    """The layout of a request whose JSON header was seen before, if its binary data fits it."""
+    if header_length is None or not 0 <= header_length <= _LAYOUT_HEADER_MAX:
+        return None
+    layout = _LAYOUTS.get(body[:header_length])
+    if layout is not None and layout.binary_size == len(body) - header_length:
+        return layout
+    return None
+
+
 def decode_infer_request(
     body: bytes, header_length: int | None, model: str, version: str | None
 ) -> InferRequest:
-    if (
-        header_length is not None
-        and 0 <= header_length <= _LAYOUT_HEADER_MAX
-        and header_length <= len(body)
-    ):
-        header_bytes = body[:header_length]
-        layout = _LAYOUTS.get(header_bytes)
-        if layout is not None and layout.binary_size == len(body) - header_length:
-            return layout.request(body, header_length, model, version)
+    layout = known_layout(body, header_length)
+    if layout is not None:
+        return layout.request(body, header_length, model, version)  # type: ignore[arg-type]
     if header_length is not None:
         if header_length < 0 or header_length > len(body):
             raise _bad(

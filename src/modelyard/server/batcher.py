@@ -23,6 +23,7 @@ The queue is not thread-safe; the scheduler calls it under its lock.
 
 from __future__ import annotations
 
+import operator
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -142,47 +143,53 @@ class RequestQueue:
         timeout_us: int = 0,
     ) -> None:
         """Queue a request, or raise at once if its level's queue is full."""
-        level = priority if 1 <= priority <= self.policy.priority_levels else 0
-        if priority and not level:
-            raise ModelServerError(
-                f"priority {priority} is outside 1..{self.policy.priority_levels} for model "
-                f"'{self.model}'",
-                code=Code.INVALID_ARGUMENT,
-                rule="model-server/priority",
-                where=f"dynamic_batching.priority_levels in {self.model}/config.pbtxt",
-            )
-        level = level or self.policy.default_priority
-        policy = self.policy.policies[level - 1]
+        policies = self.policy.policies
+        if priority:
+            if not 1 <= priority <= len(policies):
+                raise ModelServerError(
+                    f"priority {priority} is outside 1..{self.policy.priority_levels} for model "
+                    f"'{self.model}'",
+                    code=Code.INVALID_ARGUMENT,
+                    rule="model-server/priority",
+                    where=f"dynamic_batching.priority_levels in {self.model}/config.pbtxt",
+                )
+            level = priority
+        else:
+            level = self.policy.default_priority
+        policy = policies[level - 1]
         queue = self._levels[level - 1]
         if policy.max_queue_size and len(queue) >= policy.max_queue_size:
-            setting = (
-                f"dynamic_batching.priority_queue_policy[{level}].max_queue_size"
-                if self.policy.priority_levels > 1
-                else "dynamic_batching.default_queue_policy.max_queue_size"
-            )
-            raise ModelServerError(
-                f"queue of model '{self.model}' version {self.version} is full "
-                f"({len(queue)}/{policy.max_queue_size} requests at priority {level})",
-                code=Code.UNAVAILABLE,
-                rule="model-server/queue-full",
-                where=f"{setting} in {self.model}/config.pbtxt (or modelyard serve "
-                "--max-queue-size), or add instances (instance_group.count)",
-                retry_after=0.05,
-            )
-        timeout_ns = policy.default_timeout_ns
-        if timeout_us and policy.allow_timeout_override:
-            timeout_ns = timeout_us * 1000
+            raise self._full(level, len(queue), policy.max_queue_size)
         request.level = level
         request.enqueued_ns = now_ns
-        request.deadline_ns = now_ns + timeout_ns if timeout_ns else None
         request.seq = self._seq
         self._seq += 1
         queue.append(request)
         self.size += 1
+        timeout_ns = policy.default_timeout_ns
+        if timeout_us and policy.allow_timeout_override:
+            timeout_ns = timeout_us * 1000
         if timeout_ns or request.client_deadline_ns is not None:  # the usual request has neither
+            request.deadline_ns = now_ns + timeout_ns if timeout_ns else None
             for t in (request.deadline_ns, request.client_deadline_ns):
                 if t is not None and (self._next_expiry_ns is None or t < self._next_expiry_ns):
                     self._next_expiry_ns = t
+
+    def _full(self, level: int, queued: int, limit: int) -> ModelServerError:
+        setting = (
+            f"dynamic_batching.priority_queue_policy[{level}].max_queue_size"
+            if self.policy.priority_levels > 1
+            else "dynamic_batching.default_queue_policy.max_queue_size"
+        )
+        return ModelServerError(
+            f"queue of model '{self.model}' version {self.version} is full "
+            f"({queued}/{limit} requests at priority {level})",
+            code=Code.UNAVAILABLE,
+            rule="model-server/queue-full",
+            where=f"{setting} in {self.model}/config.pbtxt (or modelyard serve "
+            "--max-queue-size), or add instances (instance_group.count)",
+            retry_after=0.05,
+        )
 
     def expire(self, now_ns: int) -> list[Expired]:
         """Drop or delay requests whose time in queue is up."""
@@ -307,10 +314,11 @@ class RequestQueue:
         count = len(chosen)
         for queue in self._ordered():  # the usual case: the head of one queue
             if queue and queue[0] is chosen[0]:
-                if count <= len(queue) and all(queue[i] is chosen[i] for i in range(1, count)):
-                    for _ in range(count):
-                        queue.popleft()
-                    return chosen
+                if count <= len(queue):
+                    popped = [queue.popleft() for _ in range(count)]
+                    if all(map(operator.is_, popped, chosen)):
+                        return chosen
+                    queue.extendleft(reversed(popped))  # not a prefix: put them back
                 break
         ids = {id(r) for r in chosen}
         for index, queue in enumerate(self._levels):

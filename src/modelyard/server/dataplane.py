@@ -265,26 +265,54 @@ class DataPlane:
         self, request: InferRequest
     ) -> tuple[ModelVersion, Plan, dict[str, np.ndarray]]:
         """Run a request: the version that ran it, its plan, and the raw output arrays."""
+        mv = self.manager.resolve(request.model_name, request.model_version)
+        plan = mv.plans.get(request.layout) if request.layout is not None else None
+        if plan is None:
+            inputs, plan = _plan(mv, request)
+        else:
+            inputs = request.inputs
         self.in_flight += 1
         try:
-            mv = self.manager.resolve(request.model_name, request.model_version)
-            plan = mv.plans.get(request.layout) if request.layout is not None else None
-            if plan is None:
-                inputs, plan = _plan(mv, request)
-            else:
-                inputs = request.inputs
-            future = mv.scheduler.submit(
+            results = await mv.scheduler.submit(
                 inputs,
                 plan.output_names,
                 plan.rows,
-                client_deadline=request.deadline,
-                priority=request.priority,
-                timeout_us=request.timeout_us,
-                shape_key=plan.shape_key,
+                request.deadline,
+                request.priority,
+                request.timeout_us,
+                plan.shape_key,
             )
-            return mv, plan, await future
         finally:
             self.in_flight -= 1
+        return mv, plan, results
+
+    async def infer_layout(
+        self,
+        name: str,
+        version: str | None,
+        layout: object,
+        inputs: dict[str, np.ndarray],
+        priority: int = 0,
+        timeout_us: int = 0,
+    ) -> tuple[ModelVersion, Plan, dict[str, np.ndarray]] | None:
+        """``infer_results`` for the inputs of a layout whose plan the version kept; else None.
+
+        A frontend that knows a request's layout calls this first, with no ``InferRequest``
+        made: the layout already passed validation. None: the plan is not there (the
+        layout's first request, or a new version), and the request takes ``infer_results``.
+        """
+        mv = self.manager.resolve(name, version)
+        plan = mv.plans.get(layout)
+        if plan is None:
+            return None
+        self.in_flight += 1
+        try:
+            results = await mv.scheduler.submit(
+                inputs, plan.output_names, plan.rows, None, priority, timeout_us, plan.shape_key
+            )
+        finally:
+            self.in_flight -= 1
+        return mv, plan, results
 
     @staticmethod
     def response(

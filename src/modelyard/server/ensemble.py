@@ -285,7 +285,6 @@ class EnsembleScheduler:
         inputs: dict[str, np.ndarray],
         outputs: list[str],
         rows: int,
-        *,
         client_deadline: float | None = None,
         priority: int = 0,
         timeout_us: int = 0,
