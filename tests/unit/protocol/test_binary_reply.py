@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from modelyard.gateway.http import HttpFrontend
-from modelyard.protocol.v2_http import BinaryReply
+from modelyard.protocol.v2_http import BinaryLayout, BinaryReply
 from modelyard.server.dataplane import DataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.server.repository import ModelRepository
@@ -186,3 +186,30 @@ def test_a_layout_whose_inputs_are_reshaped_is_answered_without_a_kept_plan(
             await dp.manager.stop()
 
     asyncio.run(run())
+
+
+def test_repeated_calls_of_a_layout_make_no_request_and_get_their_own_rows(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    made: list[int] = []
+    request_of = BinaryLayout.request
+
+    def counted(layout: BinaryLayout, *args: Any) -> Any:
+        made.append(1)
+        return request_of(layout, *args)
+
+    monkeypatch.setattr(BinaryLayout, "request", counted)
+
+    def scenario(app: HttpFrontend, dp: DataPlane) -> None:
+        for binary_output in (True, False):
+            made.clear()
+            for i in range(4):
+                rows = np.array([[i, 10.0 * i]], dtype=np.float32)
+                outputs = _outputs(*_call(app, *_request(rows, binary_output)))
+                assert outputs["y"] == ([1, 2], [2.0 * i, 20.0 * i])
+            if binary_output:  # the first call made the layout's request, no later one did
+                assert made == [1]
+            else:  # a JSON reply is encoded from a request: the first call's decode made
+                assert len(made) == 1 + 4  # one more, to find the layout
+
+    _served(tmp_path, scenario)

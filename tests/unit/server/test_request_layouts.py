@@ -184,3 +184,48 @@ def test_a_refused_layout_is_refused_every_time(tmp_path: Path) -> None:
             await dp.manager.stop()
 
     asyncio.run(scenario())
+
+
+def test_a_kept_plan_runs_a_layouts_inputs_with_no_request_made(tmp_path: Path) -> None:
+    model_dir = slow_double(tmp_path)
+    rows = np.arange(6, dtype=np.float32).reshape(3, 2)
+    body, length = binary_body(rows)
+    other, _ = binary_body(rows + 10)
+
+    async def scenario() -> None:
+        dp = DataPlane(ModelManager(ModelRepository(tmp_path), ControlMode.EXPLICIT))
+        await dp.manager.start()
+        try:
+            await dp.manager.load("slow_double")
+            request = decode_infer_request(body, length, "slow_double", None)
+            layout = v2_http.known_layout(other, length)
+            assert layout is not None and layout is request.layout
+            inputs = layout.inputs(other, length)
+            # the version has validated nothing of this layout yet: the caller must ask
+            assert await dp.infer_layout("slow_double", None, layout, inputs) is None
+            await dp.infer(request)
+            ran = await dp.infer_layout("slow_double", None, layout, inputs)
+            assert ran is not None
+            mv, plan, results = ran
+            assert mv.plans[layout] is plan and plan.rows == 3
+            assert results["y"].tolist() == ((rows + 10) * 2 + 1000).tolist()
+            assert dp.in_flight == 0
+
+            config = model_dir / "config.pbtxt"
+            config.write_text(config.read_text().replace("max_batch_size: 16", "max_batch_size: 2"))
+            await dp.manager.load("slow_double")  # a new version: its own checks first
+            assert await dp.infer_layout("slow_double", None, layout, inputs) is None
+        finally:
+            await dp.manager.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_known_layout_needs_its_header_and_its_binary_size() -> None:
+    body, length = binary_body(np.array([[1.0, 2.0]], dtype=np.float32))
+    decode_infer_request(body, length, "m", None)
+    assert v2_http.known_layout(body, length) is not None
+    assert v2_http.known_layout(body + b"\0\0\0\0", length) is None  # more data than it says
+    assert v2_http.known_layout(body[:-4], length) is None
+    assert v2_http.known_layout(body, None) is None
+    assert v2_http.known_layout(body, -1) is None
