@@ -72,7 +72,8 @@ class OnnxRuntimeEngine(Engine):
         )
         self._threads = (intra, inter)
         self._providers = choose_providers(ctx)
-        self.computes_on_caller = self._providers == ["CPUExecutionProvider"]
+        # with more than one intra-op thread, the session computes on its pool as well
+        self.computes_on_caller = self._providers == ["CPUExecutionProvider"] and intra == 1
         device_id = ctx.device.split(":", 1)[1] if ctx.device.startswith("cuda:") else "0"
         providers: list[Any] = [
             (p, {"device_id": device_id}) if p in _GPU_PROVIDERS else p for p in self._providers

@@ -617,3 +617,18 @@ def test_torchscript_freeze_keeps_outputs(tmp_path: Path) -> None:
         )
         outputs[freeze] = engine.execute({"INPUT__0": x}, ["OUTPUT__0"])["OUTPUT__0"]
     np.testing.assert_allclose(outputs["true"], outputs["false"], rtol=1e-5, atol=1e-6)
+
+
+def test_an_onnx_session_computes_on_its_caller_only_with_one_intra_op_thread(
+    tmp_path: Path,
+) -> None:
+    case = _onnx(tmp_path)
+    engine, _ = _load(case)
+    assert engine.computes_on_caller  # the default: one thread, the caller's
+    engine.unload()
+    case.config.parameters["intra_op_thread_count"].string_value = "2"
+    engine, _ = _load(case)
+    assert not engine.computes_on_caller  # its pool computes too: the caller's CPU time is short
+    batch = {name: array[:3] for name, array in case.inputs.items()}
+    _assert_same(case, engine.execute(batch, list(case.reference(batch))), case.reference(batch), 3)
+    engine.unload()
