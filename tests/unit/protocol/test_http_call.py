@@ -94,3 +94,23 @@ def test_a_header_length_that_is_no_integer_is_refused_with_its_rule() -> None:
         body = sent[1]["body"].decode()
         assert "inference-header-content-length must be an integer" in body
         assert "rule=protocol/binary-header" in body
+
+
+def test_an_infer_route_called_with_another_method_is_refused_with_its_rule() -> None:
+    app = http.HttpFrontend(None)  # type: ignore[arg-type]  # refused before any model is asked
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    for method in ("GET", "PUT", "DELETE"):
+        sent.clear()
+        request = {"type": "http", **scope("/v2/models/m/versions/1/infer"), "method": method}
+        asyncio.run(app(request, receive, send))
+        assert sent[0]["status"] == 501, method  # as every route answers a method it lacks
+        body = sent[1]["body"].decode()
+        assert f"no route for {method} /v2/models/m/versions/1/infer" in body
+        assert "rule=protocol/route" in body

@@ -229,3 +229,5 @@ def test_a_known_layout_needs_its_header_and_its_binary_size() -> None:
     assert v2_http.known_layout(body[:-4], length) is None
     assert v2_http.known_layout(body, None) is None
     assert v2_http.known_layout(body, -1) is None
+    assert v2_http.known_layout(body, len(body) + 8) is None  # a header past the body's end
+    assert v2_http.known_layout(body, length + 1) is None  # a header one byte off
