@@ -4,9 +4,9 @@
 
 ``rsgi_app`` is the same endpoint for granian's RSGI interface (bench/http_stack.py).
 
-Served exactly as modelyard serves (uvicorn, httptools, uvloop, one process,
-the same header settings), so
-served throughput divided by this one is the share modelyard keeps.
+Served exactly as modelyard serves (uvicorn, httptools, uvloop, one process, the
+same ``http_config``: header settings, keep-alive, connection limit), so served
+throughput divided by this one is the share modelyard keeps.
 """
 
 from __future__ import annotations
@@ -37,16 +37,7 @@ async def rsgi_app(scope: Any, protocol: Any) -> None:
 
 
 if __name__ == "__main__":
-    uvicorn.run(
-        app,
-        host="127.0.0.1",
-        port=int(sys.argv[1]),
-        http="httptools",
-        loop="uvloop",
-        lifespan="off",
-        access_log=False,
-        log_level="warning",
-        proxy_headers=False,
-        server_header=False,
-        date_header=False,
-    )
+    # modelyard serve's own HTTP settings and loop; 4096 is its --http-max-connections default
+    from modelyard.cli.runtime import http_config, run_event_loop
+
+    run_event_loop(uvicorn.Server(http_config(app, "127.0.0.1", int(sys.argv[1]), 4096)).serve())

@@ -8,10 +8,10 @@ engines never see individual requests.
 
 Execution on the event loop: for models whose executions take a few tens of
 microseconds, handing a request to a thread and its answer back costs more
-than computing it. Once a version has shown (moving average over its
-executions, each counting for at most 4x the threshold so that one preempted
-execution does not tip it) that it runs under ``INLINE_THRESHOLD_NS``, the
-event loop executes it with instance 0's engine:
+than computing it. Once a version has shown (the median of its last 16
+executions, so that the few that the OS preempted or the GIL held do not tip it)
+that it runs under ``INLINE_THRESHOLD_NS``, and until it runs over
+``LEAVE_INLINE_NS``, the event loop executes it with instance 0's engine:
 
 * a request that finds the queue empty and every instance idle runs at once;
 * otherwise it is queued, and one drain callback, run on the loop's next turn,
@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import threading
 import time
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -125,14 +126,18 @@ class _InOrder:
                     lp.call_soon_threadsafe(_settle, [(fut, out)])
 
 
-INLINE_THRESHOLD_NS = 100_000
-# One execution that the OS or the VM preempted can read milliseconds. Counted as is, it
-# would move a fast model to the thread path for dozens of requests (each then paying a
-# thread hand-off); a sample counts for at most this much, which a model that is really
-# slow still crosses at once.
-_SAMPLE_CAP_NS = 4 * INLINE_THRESHOLD_NS
-_INLINE_AFTER = 16  # executions observed before inline execution may start
-_EWMA = 0.1
+INLINE_THRESHOLD_NS = 100_000  # a model faster than this starts executing on the loop
+# ... and goes back to its threads once slower than this. Under load a tiny model's batches
+# read 50-130 µs on the loop, against 7-14 µs for onnxruntime alone: the loop's work
+# between two executions leaves the caches cold. With one threshold both ways, such a model
+# flipped to the thread path and back hundreds of times a minute, each time paying thread
+# hand-offs of 200-500 µs behind the busy loop. A model in between stays where it is.
+LEAVE_INLINE_NS = 4 * INLINE_THRESHOLD_NS
+# Whether a model is fast is the median of its last executions' times. A mean is moved by
+# the few executions that something else slowed (one the OS or the VM preempted can read
+# milliseconds). A model that is really slow is slow in most executions: it leaves the
+# loop after half a window of them.
+_WINDOW = 16  # executions; inline execution may start once the window is full
 
 
 class Scheduler:
@@ -167,8 +172,7 @@ class Scheduler:
         self._inline_ok = False
         self._inline_busy = False
         self._drain_loop: asyncio.AbstractEventLoop | None = None  # where a drain is pending
-        self._observed = 0
-        self._compute_ewma_ns = 0.0
+        self._samples: deque[int] = deque(maxlen=_WINDOW)  # execution times, ns
         self._threads = [
             threading.Thread(
                 target=self._run, args=(engine,), name=f"{model}-v{version}-{i}", daemon=True
@@ -303,17 +307,12 @@ class Scheduler:
 
     def _observe(self, compute_ns: int) -> None:
         """Track the execution time that decides whether inline execution pays."""
-        self._observed += 1
-        sample = min(compute_ns, _SAMPLE_CAP_NS)
-        if self._observed == 1:
-            self._compute_ewma_ns = float(sample)
-        else:
-            self._compute_ewma_ns += _EWMA * (sample - self._compute_ewma_ns)
-        self._inline_ok = (
-            self._allow_inline
-            and self._observed >= _INLINE_AFTER
-            and self._compute_ewma_ns < INLINE_THRESHOLD_NS
-        )
+        samples = self._samples
+        samples.append(compute_ns)  # from the loop and instance threads: whole under the GIL
+        if not self._allow_inline or len(samples) < _WINDOW:
+            return
+        median = sorted(samples)[_WINDOW // 2]
+        self._inline_ok = median < (LEAVE_INLINE_NS if self._inline_ok else INLINE_THRESHOLD_NS)
 
     def close(self) -> None:
         """Stop taking requests; instances finish what is queued, then stop."""

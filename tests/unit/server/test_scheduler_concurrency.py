@@ -13,6 +13,7 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelyard.clock import FakeClock
 from modelyard.engines.base import Engine, LoadContext, Signature
 from modelyard.errors import ModelyardError
 from modelyard.server import scheduler as scheduler_module
@@ -168,6 +169,51 @@ def test_one_stalled_execution_does_not_move_a_fast_model_off_the_loop() -> None
     assert engine.threads[26:] == [main] * 14  # and so did every call after it
 
 
+class ClockedEngine(ThreadRecordingEngine):
+    """Takes ``fast_us`` per execution on a fake clock, and ``slow_us`` from call ``slow_from``."""
+
+    def __init__(self, clock: FakeClock, fast_us: int, slow_us: int, slow_from: int) -> None:
+        super().__init__()
+        self.clock = clock
+        self.fast_us, self.slow_us, self.slow_from = fast_us, slow_us, slow_from
+
+    def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        slow = len(self.threads) >= self.slow_from
+        self.clock.advance((self.slow_us if slow else self.fast_us) / 1e6)
+        return super().execute(inputs, outputs)
+
+
+def _clocked_model_called_in_turn(engine: ClockedEngine, count: int) -> None:
+    config = text_format.Parse("max_batch_size: 4 dynamic_batching {}", mc.ModelConfig())
+    scheduler = Scheduler(
+        "affine", 1, [engine], BatchingPolicy.from_config(config), clock=engine.clock
+    )
+    try:
+        _sequential(scheduler, count)
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+
+
+def test_a_model_on_the_loop_stays_there_until_it_is_slower_than_the_leaving_threshold() -> None:
+    # under load a fast model's executions on the loop read a few times slower than alone
+    # (cold caches); between the two thresholds it stays where it is, not flipping back
+    engine = ClockedEngine(FakeClock(), fast_us=20, slow_us=300, slow_from=20)
+    _clocked_model_called_in_turn(engine, 60)
+    main = threading.current_thread().name
+    assert 100 < 300 < scheduler_module.LEAVE_INLINE_NS // 1000
+    assert main not in engine.threads[:16]  # observed on the thread first
+    assert engine.threads[16:] == [main] * 44  # then on the loop, through the slower calls
+
+
+def test_a_model_that_becomes_slow_leaves_the_loop_after_half_a_window() -> None:
+    engine = ClockedEngine(FakeClock(), fast_us=20, slow_us=500, slow_from=20)
+    _clocked_model_called_in_turn(engine, 50)
+    main = threading.current_thread().name
+    assert engine.threads[16:28] == [main] * 12  # the first 8 slow calls still ran inline
+    assert main not in engine.threads[28:]  # the median turned: back on the thread
+
+
 class WaitingEngine(ThreadRecordingEngine):
     """Computes for a moment, then waits 2 ms without the CPU (as for the GIL, or a device)."""
 
@@ -182,10 +228,9 @@ def test_an_engine_computing_on_its_thread_is_timed_by_that_threads_cpu(
     # on the thread path, a fast engine's wall time can be mostly waiting for the GIL;
     # an engine that computes on the calling thread is judged by its CPU time there.
     # The 2 ms wait itself costs a thread 30-160 µs of CPU on a small VM (the sleep's and
-    # the GIL's system calls), around the real 100 µs threshold; a 1 ms one (samples
-    # capped at 4 ms) keeps the test about which clock is read.
+    # the GIL's system calls), around the real 100 µs threshold; a 1 ms one keeps the
+    # test about which clock is read.
     monkeypatch.setattr(scheduler_module, "INLINE_THRESHOLD_NS", 1_000_000)
-    monkeypatch.setattr(scheduler_module, "_SAMPLE_CAP_NS", 4_000_000)
     on_caller = WaitingEngine(computes_on_caller=True)
     elsewhere = WaitingEngine(computes_on_caller=False)
     _batching_model_called_in_turn(on_caller, 24)
