@@ -31,6 +31,7 @@ class Code(StrEnum):
     UNAUTHENTICATED = "unauthenticated"
     PERMISSION_DENIED = "permission_denied"
     FAILED_PRECONDITION = "failed_precondition"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
     UNIMPLEMENTED = "unimplemented"
     INTERNAL = "internal"
 

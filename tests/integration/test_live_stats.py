@@ -64,8 +64,9 @@ def test_stats_list_each_version_with_consistent_counts(tmp_path: Path) -> None:
                 assert client.post(url, json=BODY).status_code == 200
         doc = stats(server)
         posted = httpx.post(f"http://{server.http_url}/v2/modelyard/stats")
-    assert posted.status_code == 501  # as every GET-only route answers another method
-    assert "no route for POST /v2/modelyard/stats" in posted.json()["error"]
+    assert posted.status_code == 405  # as every GET-only route answers another method
+    assert posted.headers["allow"] == "GET"
+    assert "/v2/modelyard/stats takes GET, not POST" in posted.json()["error"]
 
     assert set(doc) == {"instance", "models", "governance"}
     instance = doc["instance"]

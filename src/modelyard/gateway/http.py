@@ -73,21 +73,49 @@ def _json(doc: Any, status: int = 200) -> _Response:
     return _Response(status, orjson.dumps(doc))
 
 
+class _MethodNotAllowed(ProtocolError):
+    """A route that exists, called with a method it does not take (answered with ``Allow``)."""
+
+    def __init__(self, method: str, path: str, allow: str) -> None:
+        super().__init__(
+            f"{path} takes {allow}, not {method}",
+            code=Code.METHOD_NOT_ALLOWED,
+            rule="protocol/route",
+            where="the KServe V2 HTTP API: /v2, /v2/health/*, /v2/models/..., /v2/repository/...",
+        )
+        self.allow = allow
+
+
 def _error_response(error: ModelyardError) -> _Response:
     headers = list(_JSON)
     if error.retry_after is not None:
         headers.append((b"retry-after", str(max(1, round(error.retry_after))).encode()))
+    if isinstance(error, _MethodNotAllowed):
+        headers.append((b"allow", error.allow.encode()))
     return _Response(http_status(error.code), orjson.dumps({"error": error.line()}), headers)
 
 
-def _route_error(method: str, path: str, status: int = 404) -> ProtocolError:
+def _route_error(method: str, path: str) -> ProtocolError:
     return ProtocolError(
         f"no route for {method} {path}",
-        code=Code.NOT_FOUND if status == 404 else Code.UNIMPLEMENTED,
+        code=Code.NOT_FOUND,
         rule="protocol/route",
         where="the KServe V2 HTTP API: /v2, /v2/health/*, /v2/models/..., /v2/repository/...",
     )
 
+
+_REJECTIONS_PATH = "/v2/modelyard/rejections"
+_GET_ROUTES = frozenset(
+    {
+        "/v2",
+        "/v2/",
+        "/v2/health/live",
+        "/v2/health/ready",
+        "/v2/models/stats",
+        "/v2/modelyard/rules",
+        LIVE_STATS_PATH,
+    }
+)
 
 Route = tuple[str, str | None, str | None]  # model, version, action ("/infer", ... or None)
 _ROUTES: dict[str, Route | None] = {}
@@ -297,9 +325,9 @@ class HttpFrontend:
         if route is not None:
             model, version, action = route
             if action == "/infer":  # a POST never gets here: __call__ and _governed take it
-                raise _route_error(method, path, 405)
+                raise _MethodNotAllowed(method, path, "POST")
             if method != "GET":
-                raise _route_error(method, path, 405)
+                raise _MethodNotAllowed(method, path, "GET")
             if action is None:
                 return _json(dp.model_metadata(model, version))
             if action == "/ready":
@@ -307,6 +335,8 @@ class HttpFrontend:
             if action == "/config":
                 return _json(dp.model_config(model, version))
             return _json(dp.statistics(model, version))
+        if method != "GET" and (path in _GET_ROUTES or path.startswith(_REJECTIONS_PATH)):
+            raise _MethodNotAllowed(method, path, "GET")
         if path == "/v2/health/live":
             return _Response(200 if dp.server_live() else 400)
         if path == "/v2/health/ready":
@@ -317,7 +347,7 @@ class HttpFrontend:
             return _json(dp.statistics(None, None))
         if path == "/v2/repository/index":
             if method != "POST":
-                raise _route_error(method, path, 405)
+                raise _MethodNotAllowed(method, path, "POST")
             body = await self._read_body(scope, receive)
             doc = self._json_body(body)
             return _json(dp.manager.index(ready_only=bool(doc.get("ready", False))))
@@ -326,15 +356,13 @@ class HttpFrontend:
                 return _json({"service": None, "source": None, "rules": [], "decisions": {}})
             return _json(self.governance.rules())
         if path == LIVE_STATS_PATH:
-            if method != "GET":
-                raise _route_error(method, path, 405)
             return _json(self._live_stats())
-        if path.startswith("/v2/modelyard/rejections"):
+        if path.startswith(_REJECTIONS_PATH):
             return _json(rejections(self.governance, path))
         match = _REPOSITORY_ROUTE.match(path)
         if match is not None:
             if method != "POST":
-                raise _route_error(method, path, 405)
+                raise _MethodNotAllowed(method, path, "POST")
             body = await self._read_body(scope, receive)
             return await self._repository_action(match["model"], match["action"], body)
         raise _route_error(method, path)

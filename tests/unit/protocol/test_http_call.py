@@ -110,7 +110,43 @@ def test_an_infer_route_called_with_another_method_is_refused_with_its_rule() ->
         sent.clear()
         request = {"type": "http", **scope("/v2/models/m/versions/1/infer"), "method": method}
         asyncio.run(app(request, receive, send))
-        assert sent[0]["status"] == 501, method  # as every route answers a method it lacks
+        assert sent[0]["status"] == 405, method
+        assert (b"allow", b"POST") in sent[0]["headers"]
         body = sent[1]["body"].decode()
-        assert f"no route for {method} /v2/models/m/versions/1/infer" in body
+        assert f"/v2/models/m/versions/1/infer takes POST, not {method}" in body
         assert "rule=protocol/route" in body
+
+
+def test_a_route_called_with_a_method_it_does_not_take_gets_405_and_what_it_takes() -> None:
+    app = http.HttpFrontend(None)  # type: ignore[arg-type]  # refused before any model is asked
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    cases = [
+        ("POST", "/v2/health/live", b"GET"),
+        ("PUT", "/v2/health/ready", b"GET"),
+        ("POST", "/v2", b"GET"),
+        ("DELETE", "/v2/models/stats", b"GET"),
+        ("POST", "/v2/models/m", b"GET"),
+        ("POST", "/v2/models/m/versions/1/ready", b"GET"),
+        ("PUT", "/v2/modelyard/rejections", b"GET"),
+        ("GET", "/v2/repository/index", b"POST"),
+        ("GET", "/v2/repository/models/m/load", b"POST"),
+    ]
+    for method, path, allow in cases:
+        sent.clear()
+        asyncio.run(app({"type": "http", **scope(path), "method": method}, receive, send))
+        assert sent[0]["status"] == 405, (method, path)
+        assert (b"allow", allow) in sent[0]["headers"], (method, path)
+        line = sent[1]["body"].decode()
+        assert f"{path} takes {allow.decode()}, not {method}" in line
+        assert "rule=protocol/route" in line
+
+    sent.clear()
+    asyncio.run(app({"type": "http", **scope("/v2/nothing"), "method": "POST"}, receive, send))
+    assert sent[0]["status"] == 404  # no route at all is still not found
