@@ -12,6 +12,7 @@ Redis holds for it, so the total stays within 2 chunks per instance below it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 from collections.abc import Iterator
@@ -240,3 +241,25 @@ def test_far_below_the_limit_a_ticket_admits_runs_of_calls_from_the_lease(
     assert most_credit == AHEAD - 1  # the lease grew past 64 runs: calls were taken 16 at a time
     assert admitted == 3000 + credit  # the lease gave exactly the calls made and the credit
     assert by_tickets >= 2900  # the rest waited for a lease, as check() decides them
+
+
+def test_models_without_a_reserve_share_one_lease_whatever_names_callers_send(
+    redis_server: RedisServer,
+) -> None:
+    # the model name comes from the request path: a lease per name would grow without
+    # bound and split the pool's tokens into chunks held for names nobody calls again
+    async def scenario() -> tuple[int, int, int]:
+        guard = guards(redis_server, "names", {"infer": QpsLimit(LIMIT, reserved_qps={"a": 50})})[0]
+        for model in [f"m{i}" for i in range(500)] + ["a"]:
+            with contextlib.suppress(GovernanceError):  # past the limit: refused, as it should
+                pending = guard.check(Call(service="names", interface="infer", model=model))
+                if pending is not None:
+                    await pending
+        leases = guard._interfaces["infer"].leases
+        round_trips = guard.redis_round_trips
+        await guard.aclose()
+        return len(leases), sum(1 for key in leases if key is None), round_trips
+
+    leases, pooled, round_trips = asyncio.run(scenario())
+    assert (leases, pooled) == (2, 1)  # the pool's, and the reserved model's
+    assert round_trips < 100  # chunks of the one pooled lease, not one fetch per name

@@ -9,7 +9,8 @@ in the keys ``modelyard:rl:{<service>:<interface>}:pool`` and ``...:m:<model>``
 Instances lease tokens in chunks: the script grants min(chunk, whole tokens
 available) and the guard spends them locally until they run out or the lease
 is ``lease_ttl`` old; expired tokens are dropped, so leasing can under-admit by
-up to one chunk per instance and model, and since every token comes from the
+up to one chunk per instance and reserve (the models without one share the pool's
+lease), and since every token comes from the
 script the cluster never admits more than limit x t + burst. (The tokens left
 when a chunk fetched ahead arrives, at most half a chunk, live on with it.) A chunk is
 ``lease_chunk`` tokens, or ``CHUNK_SECONDS`` of the rate at which this
@@ -295,9 +296,12 @@ class ClusterQpsGuard:
 
     @staticmethod
     def _lease_of(iface: _Interface, model: str | None) -> _Lease:
-        lease = iface.leases.get(model)
+        # a model without a reserve draws on the pool as every other one does: they share
+        # one lease, so model names (callers choose them) split neither memory nor the pool
+        key = model if model in iface.reserve_index else None
+        lease = iface.leases.get(key)
         if lease is None:
-            lease = iface.leases[model] = _Lease()
+            lease = iface.leases[key] = _Lease()
         return lease
 
     def _take(self, iface: _Interface, lease: _Lease, model: str | None, n: int = 1) -> bool:
