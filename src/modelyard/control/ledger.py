@@ -85,8 +85,9 @@ class Ledger:
     instances: int
     gpu_instances: int
     cards_by_group: dict[str, int] = field(default_factory=dict)
-    cpu_by_quota: dict[str, tuple[float, float]] = field(default_factory=dict)  # used, hard
-    memory_by_quota: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # used, hard (None: not limited)
+    cpu_by_quota: dict[str, tuple[float, float | None]] = field(default_factory=dict)
+    memory_by_quota: dict[str, tuple[float, float | None]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """What ``platform ledger --json`` prints and the control API answers."""
@@ -300,7 +301,7 @@ def validate(
         ("QUOTA_MEMORY_EXCEEDED", "memory_gb", "GB", ledger.memory_by_quota),
     ):
         for quota_name, (used, hard) in by_quota.items():
-            if hard and used > hard:  # 0 (or absent): not limited
+            if hard is not None and used > hard:  # None: the quota states no limit
                 add(
                     Finding(
                         code,

@@ -3,7 +3,7 @@
     quotas:
       search-gpu:
         owner: {org: search, project: ranker}
-        cpu_cores: 256
+        cpu_cores: 256                                  # left out: not limited; 0: none
         memory_gb: 1024
         cards: {dc1: {A30-24G: 8}, dc2: {A30-24G: 8}}   # hard counts per DC and GPU model
     queues:                                             # where, never how many
@@ -76,8 +76,8 @@ class InstanceSpec:
 class Quota:
     name: str
     owner: dict[str, str]
-    cpu_cores: float
-    memory_gb: float
+    cpu_cores: float | None  # None: not limited (0 allows none)
+    memory_gb: float | None
     cards: dict[str, dict[str, int]]  # data centre -> GPU model -> hard count
 
 
@@ -155,6 +155,16 @@ def _integer(doc: LocatedDocument, path: tuple[str | int, ...], value: Any, defa
     return value
 
 
+def _limit(doc: LocatedDocument, path: tuple[str | int, ...], value: Any) -> float | None:
+    """A quota's hard limit: absent is no limit, and 0 allows nothing."""
+    if value is None:
+        return None
+    limit = _number(doc, path, value)
+    if limit < 0:
+        raise doc.error(path, f"a quota cannot be negative, got {value!r}", "platform/spec")
+    return limit
+
+
 def _number(doc: LocatedDocument, path: tuple[str | int, ...], value: Any) -> float:
     if value is None:
         return 0.0
@@ -205,8 +215,8 @@ def parse_platform_spec(text: str, filename: str = "platform.yaml") -> PlatformS
         quotas[name] = Quota(
             name,
             {str(k): str(v) for k, v in _mapping(doc, (*path, "owner"), raw.get("owner")).items()},
-            _number(doc, (*path, "cpu_cores"), raw.get("cpu_cores")),
-            _number(doc, (*path, "memory_gb"), raw.get("memory_gb")),
+            _limit(doc, (*path, "cpu_cores"), raw.get("cpu_cores")),
+            _limit(doc, (*path, "memory_gb"), raw.get("memory_gb")),
             cards,
         )
     queues = {}

@@ -98,6 +98,8 @@ BROKEN = [
     ("unknown quota", ("quota: search-gpu", "quota: nope"), "QUOTA_UNKNOWN"),
     ("CPU cores exceeded", ("cpu_cores: 256", "cpu_cores: 8"), "QUOTA_CPU_EXCEEDED"),
     ("memory exceeded", ("memory_gb: 1024", "memory_gb: 32"), "QUOTA_MEMORY_EXCEEDED"),
+    ("a CPU quota of 0 allows none", ("cpu_cores: 256", "cpu_cores: 0"), "QUOTA_CPU_EXCEEDED"),
+    ("a memory quota of 0", ("memory_gb: 1024", "memory_gb: 0"), "QUOTA_MEMORY_EXCEEDED"),
 ]
 
 
@@ -152,3 +154,18 @@ def test_spec_file_errors_name_the_platform_rule_with_file_line() -> None:
     assert "unknown group field 'autoscalling'" in unknown.value.line()
     line = unknown.value.line()
     assert "rule=platform/spec" in line and "change: fix platform.yaml:24" in line
+
+
+def test_a_quota_without_cpu_or_memory_limits_neither_and_a_negative_one_is_refused() -> None:
+    unlimited = BASE.replace("    cpu_cores: 256\n", "").replace("    memory_gb: 1024\n", "")
+    spec = parse_platform_spec(unlimited)
+    assert (spec.quotas["search-gpu"].cpu_cores, spec.quotas["search-gpu"].memory_gb) == (
+        None,
+        None,
+    )
+    assert validate(spec) == []
+    assert build_ledger(spec).cpu_by_quota == {"search-gpu": (2 * 8 + 6 * 16, None)}
+    with pytest.raises(ConfigError) as negative:
+        parse_platform_spec(BASE.replace("cpu_cores: 256", "cpu_cores: -1"), "platform.yaml")
+    line = negative.value.line()
+    assert "a quota cannot be negative, got -1" in line and "platform.yaml:4" in line
