@@ -45,8 +45,14 @@ def test_remembered_paths_stay_bounded() -> None:
     assert http.model_route("/v2/models/stats") is None
 
 
-def _answer(app: http.HttpFrontend, chunks: list[bytes]) -> tuple[int, str]:
-    """Drive the ASGI app with a body that arrives in ``chunks``, without Content-Length."""
+def _answer(
+    app: http.HttpFrontend,
+    chunks: list[bytes],
+    path: str = "/v2/repository/index",
+    *headers: tuple[bytes, bytes],
+    method: str = "POST",
+) -> tuple[int, list[tuple[bytes, bytes]], str]:
+    """Drive the ASGI app with a body that arrives in ``chunks``: status, headers, body."""
     messages = [
         {"type": "http.request", "body": chunk, "more_body": i < len(chunks) - 1}
         for i, chunk in enumerate(chunks)
@@ -59,15 +65,15 @@ def _answer(app: http.HttpFrontend, chunks: list[bytes]) -> tuple[int, str]:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    request = {"type": "http", **scope("/v2/repository/index")}
+    request = {"type": "http", **scope(path, *headers), "method": method}
     asyncio.run(app(request, receive, send))
-    return sent[0]["status"], sent[1]["body"].decode()
+    return sent[0]["status"], sent[0]["headers"], sent[1]["body"].decode()
 
 
 def test_a_streamed_body_over_the_limit_is_refused_whatever_its_chunks() -> None:
     app = http.HttpFrontend(None, max_body_bytes=10)  # type: ignore[arg-type]
     for chunks in ([b"x" * 11], [b"x" * 6, b"x" * 5], [b"{}", b"", b" " * 9]):
-        status, body = _answer(app, chunks)
+        status, _, body = _answer(app, chunks)
         assert status == 413, chunks
         assert "over the limit of 10 bytes" in body
         assert "rule=protocol/max-body-size" in body
@@ -75,58 +81,27 @@ def test_a_streamed_body_over_the_limit_is_refused_whatever_its_chunks() -> None
 
 def test_a_header_length_that_is_no_integer_is_refused_with_its_rule() -> None:
     app = http.HttpFrontend(None)  # type: ignore[arg-type]  # refused before any model is asked
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"{}", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
     for value in (b"12x", b"-5", b""):
-        sent.clear()
-        request = {
-            "type": "http",
-            **scope("/v2/models/m/infer", (b"inference-header-content-length", value)),
-        }
-        asyncio.run(app(request, receive, send))
-        assert sent[0]["status"] == 400, value
-        body = sent[1]["body"].decode()
+        header = (b"inference-header-content-length", value)
+        status, _, body = _answer(app, [b"{}"], "/v2/models/m/infer", header)
+        assert status == 400, value
         assert "inference-header-content-length must be an integer" in body
         assert "rule=protocol/binary-header" in body
 
 
 def test_an_infer_route_called_with_another_method_is_refused_with_its_rule() -> None:
     app = http.HttpFrontend(None)  # type: ignore[arg-type]  # refused before any model is asked
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
     for method in ("GET", "PUT", "DELETE"):
-        sent.clear()
-        request = {"type": "http", **scope("/v2/models/m/versions/1/infer"), "method": method}
-        asyncio.run(app(request, receive, send))
-        assert sent[0]["status"] == 405, method
-        assert (b"allow", b"POST") in sent[0]["headers"]
-        body = sent[1]["body"].decode()
+        path = "/v2/models/m/versions/1/infer"
+        status, headers, body = _answer(app, [b""], path, method=method)
+        assert status == 405, method
+        assert (b"allow", b"POST") in headers
         assert f"/v2/models/m/versions/1/infer takes POST, not {method}" in body
         assert "rule=protocol/route" in body
 
 
 def test_a_route_called_with_a_method_it_does_not_take_gets_405_and_what_it_takes() -> None:
     app = http.HttpFrontend(None)  # type: ignore[arg-type]  # refused before any model is asked
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
     cases = [
         ("POST", "/v2/health/live", b"GET"),
         ("PUT", "/v2/health/ready", b"GET"),
@@ -139,14 +114,10 @@ def test_a_route_called_with_a_method_it_does_not_take_gets_405_and_what_it_take
         ("GET", "/v2/repository/models/m/load", b"POST"),
     ]
     for method, path, allow in cases:
-        sent.clear()
-        asyncio.run(app({"type": "http", **scope(path), "method": method}, receive, send))
-        assert sent[0]["status"] == 405, (method, path)
-        assert (b"allow", allow) in sent[0]["headers"], (method, path)
-        line = sent[1]["body"].decode()
+        status, headers, line = _answer(app, [b""], path, method=method)
+        assert status == 405, (method, path)
+        assert (b"allow", allow) in headers, (method, path)
         assert f"{path} takes {allow.decode()}, not {method}" in line
         assert "rule=protocol/route" in line
-
-    sent.clear()
-    asyncio.run(app({"type": "http", **scope("/v2/nothing"), "method": "POST"}, receive, send))
-    assert sent[0]["status"] == 404  # no route at all is still not found
+    status, _, _ = _answer(app, [b""], "/v2/nothing")
+    assert status == 404  # no route at all is still not found
