@@ -116,18 +116,24 @@ def onnx_stats(server: ServerProcess) -> dict[str, Any]:
     return stats
 
 
+@pytest.fixture
+def client(server: ServerProcess) -> Iterator[httpclient.InferenceServerClient]:
+    # closed when the test ends: one left to the collector may be closed from another
+    # thread later, where its gevent pool cannot be, and fail whichever test runs then
+    with httpclient.InferenceServerClient(server.http_url) as triton:
+        yield triton
+
+
 def test_texts_one_per_request_match_torch(
-    server: ServerProcess, reference: dict[str, np.ndarray]
+    client: httpclient.InferenceServerClient, reference: dict[str, np.ndarray]
 ) -> None:
-    client = httpclient.InferenceServerClient(server.http_url)
     for text in TEXTS:
         assert_close([text], embed(client, [text]), reference)
 
 
 def test_texts_in_one_request_match_torch(
-    server: ServerProcess, reference: dict[str, np.ndarray]
+    client: httpclient.InferenceServerClient, reference: dict[str, np.ndarray]
 ) -> None:
-    client = httpclient.InferenceServerClient(server.http_url)
     assert_close(TEXTS, embed(client, TEXTS), reference)  # padded together to 256 tokens
     short = TEXTS[:7]
     assert_close(short, embed(client, short), reference)
@@ -154,8 +160,9 @@ def test_many_concurrent_requests_batch_and_match_torch(
     assert executions < len(requests)  # requests of one length bucket shared batches
 
 
-def test_the_classifier_names_the_topic_of_held_out_sentences(server: ServerProcess) -> None:
-    client = httpclient.InferenceServerClient(server.http_url)
+def test_the_classifier_names_the_topic_of_held_out_sentences(
+    client: httpclient.InferenceServerClient,
+) -> None:
     texts = list(HELD_OUT)
     item = httpclient.InferInput("TEXT", [len(texts), 1], "BYTES")
     item.set_data_from_numpy(np.array([[t.encode()] for t in texts], dtype=object))

@@ -64,9 +64,11 @@ def test_stats_list_each_version_with_consistent_counts(tmp_path: Path) -> None:
                 assert client.post(url, json=BODY).status_code == 200
         doc = stats(server)
         posted = httpx.post(f"http://{server.http_url}/v2/modelyard/stats")
+        headed = httpx.head(f"http://{server.http_url}/v2/modelyard/stats")
+    assert (headed.status_code, headed.content) == (200, b"")  # HEAD reads as GET does
     assert posted.status_code == 405  # as every GET-only route answers another method
-    assert posted.headers["allow"] == "GET"
-    assert "/v2/modelyard/stats takes GET, not POST" in posted.json()["error"]
+    assert posted.headers["allow"] == "GET, HEAD"
+    assert "/v2/modelyard/stats takes GET or HEAD, not POST" in posted.json()["error"]
 
     assert set(doc) == {"instance", "models", "governance"}
     instance = doc["instance"]

@@ -18,8 +18,10 @@ from tests.support.servers import metric_samples, running_server
 def test_stats_and_metrics_after_a_known_sequence(tmp_path: Path) -> None:
     repository = tmp_path / "models"
     slow_double(repository)
-    with running_server(repository, tmp_path) as server:
-        client = httpclient.InferenceServerClient(server.http_url)
+    with (
+        running_server(repository, tmp_path) as server,
+        httpclient.InferenceServerClient(server.http_url) as client,  # closed on this thread
+    ):
         for rows in (1, 2, 3):
             x = httpclient.InferInput("x", [rows, 2], "FP32")
             x.set_data_from_numpy(np.ones((rows, 2), np.float32))

@@ -28,10 +28,14 @@ def double(client: httpclient.InferenceServerClient, version: str = "") -> httpc
 def test_explicit_mode_load_unload_and_config_override(tmp_path: Path) -> None:
     repository = tmp_path / "models"
     slow_double(repository, versions=(1, 2))
-    with running_server(
-        repository, tmp_path, "--model-control-mode", "explicit", wait_ready=False
-    ) as server:
-        client = httpclient.InferenceServerClient(server.http_url)
+    # the client is closed here: one left to the collector may be closed from another
+    # thread later, where its gevent pool cannot be, and fail whichever test runs then
+    with (
+        running_server(
+            repository, tmp_path, "--model-control-mode", "explicit", wait_ready=False
+        ) as server,
+        httpclient.InferenceServerClient(server.http_url) as client,
+    ):
         assert client.get_model_repository_index() == [{"name": "slow_double"}]
         assert not client.is_model_ready("slow_double")
 

@@ -76,14 +76,14 @@ def _json(doc: Any, status: int = 200) -> _Response:
 class _MethodNotAllowed(ProtocolError):
     """A route that exists, called with a method it does not take (answered with ``Allow``)."""
 
-    def __init__(self, method: str, path: str, allow: str) -> None:
+    def __init__(self, method: str, path: str, allowed: tuple[str, ...]) -> None:
         super().__init__(
-            f"{path} takes {allow}, not {method}",
+            f"{path} takes {' or '.join(allowed)}, not {method}",
             code=Code.METHOD_NOT_ALLOWED,
             rule="protocol/route",
             where="the KServe V2 HTTP API: /v2, /v2/health/*, /v2/models/..., /v2/repository/...",
         )
-        self.allow = allow
+        self.allow = ", ".join(allowed)
 
 
 def _error_response(error: ModelyardError) -> _Response:
@@ -104,6 +104,8 @@ def _route_error(method: str, path: str) -> ProtocolError:
     )
 
 
+_GET = ("GET", "HEAD")  # a route that is read answers HEAD too: uvicorn leaves out the body
+_POST = ("POST",)
 _REJECTIONS_PATH = "/v2/modelyard/rejections"
 _GET_ROUTES = frozenset(
     {
@@ -325,9 +327,9 @@ class HttpFrontend:
         if route is not None:
             model, version, action = route
             if action == "/infer":  # a POST never gets here: __call__ and _governed take it
-                raise _MethodNotAllowed(method, path, "POST")
-            if method != "GET":
-                raise _MethodNotAllowed(method, path, "GET")
+                raise _MethodNotAllowed(method, path, _POST)
+            if method not in _GET:
+                raise _MethodNotAllowed(method, path, _GET)
             if action is None:
                 return _json(dp.model_metadata(model, version))
             if action == "/ready":
@@ -335,8 +337,8 @@ class HttpFrontend:
             if action == "/config":
                 return _json(dp.model_config(model, version))
             return _json(dp.statistics(model, version))
-        if method != "GET" and (path in _GET_ROUTES or path.startswith(_REJECTIONS_PATH)):
-            raise _MethodNotAllowed(method, path, "GET")
+        if method not in _GET and (path in _GET_ROUTES or path.startswith(_REJECTIONS_PATH)):
+            raise _MethodNotAllowed(method, path, _GET)
         if path == "/v2/health/live":
             return _Response(200 if dp.server_live() else 400)
         if path == "/v2/health/ready":
@@ -347,7 +349,7 @@ class HttpFrontend:
             return _json(dp.statistics(None, None))
         if path == "/v2/repository/index":
             if method != "POST":
-                raise _MethodNotAllowed(method, path, "POST")
+                raise _MethodNotAllowed(method, path, _POST)
             body = await self._read_body(scope, receive)
             doc = self._json_body(body)
             return _json(dp.manager.index(ready_only=bool(doc.get("ready", False))))
@@ -362,7 +364,7 @@ class HttpFrontend:
         match = _REPOSITORY_ROUTE.match(path)
         if match is not None:
             if method != "POST":
-                raise _MethodNotAllowed(method, path, "POST")
+                raise _MethodNotAllowed(method, path, _POST)
             body = await self._read_body(scope, receive)
             return await self._repository_action(match["model"], match["action"], body)
         raise _route_error(method, path)

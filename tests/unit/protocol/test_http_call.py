@@ -103,13 +103,13 @@ def test_an_infer_route_called_with_another_method_is_refused_with_its_rule() ->
 def test_a_route_called_with_a_method_it_does_not_take_gets_405_and_what_it_takes() -> None:
     app = http.HttpFrontend(None)  # type: ignore[arg-type]  # refused before any model is asked
     cases = [
-        ("POST", "/v2/health/live", b"GET"),
-        ("PUT", "/v2/health/ready", b"GET"),
-        ("POST", "/v2", b"GET"),
-        ("DELETE", "/v2/models/stats", b"GET"),
-        ("POST", "/v2/models/m", b"GET"),
-        ("POST", "/v2/models/m/versions/1/ready", b"GET"),
-        ("PUT", "/v2/modelyard/rejections", b"GET"),
+        ("POST", "/v2/health/live", b"GET, HEAD"),
+        ("PUT", "/v2/health/ready", b"GET, HEAD"),
+        ("POST", "/v2", b"GET, HEAD"),
+        ("DELETE", "/v2/models/stats", b"GET, HEAD"),
+        ("POST", "/v2/models/m", b"GET, HEAD"),
+        ("POST", "/v2/models/m/versions/1/ready", b"GET, HEAD"),
+        ("PUT", "/v2/modelyard/rejections", b"GET, HEAD"),
         ("GET", "/v2/repository/index", b"POST"),
         ("GET", "/v2/repository/models/m/load", b"POST"),
     ]
@@ -117,7 +117,8 @@ def test_a_route_called_with_a_method_it_does_not_take_gets_405_and_what_it_take
         status, headers, line = _answer(app, [b""], path, method=method)
         assert status == 405, (method, path)
         assert (b"allow", allow) in headers, (method, path)
-        assert f"{path} takes {allow.decode()}, not {method}" in line
+        takes = allow.decode().replace(", ", " or ")
+        assert f"{path} takes {takes}, not {method}" in line
         assert "rule=protocol/route" in line
     status, _, _ = _answer(app, [b""], "/v2/nothing")
     assert status == 404  # no route at all is still not found

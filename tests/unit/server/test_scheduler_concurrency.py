@@ -228,9 +228,10 @@ def test_an_engine_computing_on_its_thread_is_timed_by_that_threads_cpu(
     # on the thread path, a fast engine's wall time can be mostly waiting for the GIL;
     # an engine that computes on the calling thread is judged by its CPU time there.
     # The 2 ms wait itself costs a thread 30-160 µs of CPU on a small VM (the sleep's and
-    # the GIL's system calls), around the real 100 µs threshold; a 1 ms one keeps the
-    # test about which clock is read.
+    # the GIL's system calls), around the real 100 µs threshold; a 1 ms one (leaving the
+    # loop at 4 ms) keeps the test about which clock is read.
     monkeypatch.setattr(scheduler_module, "INLINE_THRESHOLD_NS", 1_000_000)
+    monkeypatch.setattr(scheduler_module, "LEAVE_INLINE_NS", 4_000_000)
     on_caller = WaitingEngine(computes_on_caller=True)
     elsewhere = WaitingEngine(computes_on_caller=False)
     _batching_model_called_in_turn(on_caller, 24)
