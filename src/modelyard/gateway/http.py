@@ -77,11 +77,12 @@ class _MethodNotAllowed(ProtocolError):
     """A route that exists, called with a method it does not take (answered with ``Allow``)."""
 
     def __init__(self, method: str, path: str, allowed: tuple[str, ...]) -> None:
+        takes = " or ".join(allowed)
         super().__init__(
-            f"{path} takes {' or '.join(allowed)}, not {method}",
+            f"{path} takes {takes}, not {method}",
             code=Code.METHOD_NOT_ALLOWED,
             rule="protocol/route",
-            where="the KServe V2 HTTP API: /v2, /v2/health/*, /v2/models/..., /v2/repository/...",
+            where=f"the client's call: send {takes} {path}",
         )
         self.allow = ", ".join(allowed)
 
@@ -122,6 +123,17 @@ _GET_ROUTES = frozenset(
 Route = tuple[str, str | None, str | None]  # model, version, action ("/infer", ... or None)
 _ROUTES: dict[str, Route | None] = {}
 _ROUTES_MAX = 4096  # bounded: paths come from callers
+
+
+def _allowed_methods(path: str, route: Route | None) -> tuple[str, ...] | None:
+    """The methods a V2 path takes (``route``: its ``model_route``); None: no such route."""
+    if route is not None:
+        return _POST if route[2] == "/infer" else _GET
+    if path in _GET_ROUTES or path.startswith(_REJECTIONS_PATH):
+        return _GET
+    if path == "/v2/repository/index" or _REPOSITORY_ROUTE.match(path):
+        return _POST
+    return None
 
 
 def model_route(path: str) -> Route | None:
@@ -324,12 +336,13 @@ class HttpFrontend:
         path: str = scope["path"]
         dp = self.dataplane
         route = model_route(path)
+        allowed = _allowed_methods(path, route)
+        if allowed is None:
+            raise _route_error(method, path)
+        if method not in allowed:  # an infer call gets here only so: __call__ takes its POST
+            raise _MethodNotAllowed(method, path, allowed)
         if route is not None:
             model, version, action = route
-            if action == "/infer":  # a POST never gets here: __call__ and _governed take it
-                raise _MethodNotAllowed(method, path, _POST)
-            if method not in _GET:
-                raise _MethodNotAllowed(method, path, _GET)
             if action is None:
                 return _json(dp.model_metadata(model, version))
             if action == "/ready":
@@ -337,8 +350,6 @@ class HttpFrontend:
             if action == "/config":
                 return _json(dp.model_config(model, version))
             return _json(dp.statistics(model, version))
-        if method not in _GET and (path in _GET_ROUTES or path.startswith(_REJECTIONS_PATH)):
-            raise _MethodNotAllowed(method, path, _GET)
         if path == "/v2/health/live":
             return _Response(200 if dp.server_live() else 400)
         if path == "/v2/health/ready":
@@ -348,8 +359,6 @@ class HttpFrontend:
         if path == "/v2/models/stats":
             return _json(dp.statistics(None, None))
         if path == "/v2/repository/index":
-            if method != "POST":
-                raise _MethodNotAllowed(method, path, _POST)
             body = await self._read_body(scope, receive)
             doc = self._json_body(body)
             return _json(dp.manager.index(ready_only=bool(doc.get("ready", False))))
@@ -362,12 +371,10 @@ class HttpFrontend:
         if path.startswith(_REJECTIONS_PATH):
             return _json(rejections(self.governance, path))
         match = _REPOSITORY_ROUTE.match(path)
-        if match is not None:
-            if method != "POST":
-                raise _MethodNotAllowed(method, path, _POST)
-            body = await self._read_body(scope, receive)
-            return await self._repository_action(match["model"], match["action"], body)
-        raise _route_error(method, path)
+        if match is None:  # _allowed_methods lets no other path through
+            raise _route_error(method, path)
+        body = await self._read_body(scope, receive)
+        return await self._repository_action(match["model"], match["action"], body)
 
     def _live_stats(self) -> dict[str, Any]:
         if not isinstance(self.dataplane, DataPlane):  # the gateway's ForwardingDataPlane

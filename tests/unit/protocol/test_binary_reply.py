@@ -12,8 +12,8 @@ import numpy as np
 from modelyard.gateway.http import HttpFrontend
 from modelyard.protocol.v2_http import BinaryLayout, BinaryReply
 from modelyard.server.dataplane import DataPlane
-from modelyard.server.manager import ControlMode, ModelManager
-from modelyard.server.repository import ModelRepository
+from modelyard.server.manager import ControlMode
+from tests.support.dataplane import running_dataplane
 from tests.support.models import write_python_model
 
 # y: computed in float64, so the server casts it to FP32; r: reshaped by the config.
@@ -104,12 +104,8 @@ def _served(tmp_path: Path, scenario: Any) -> None:
     write_python_model(tmp_path, "shapes", SHAPES, CONFIG)
 
     async def run() -> None:
-        dp = DataPlane(ModelManager(ModelRepository(tmp_path), ControlMode.NONE))
-        await dp.manager.start()
-        try:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
             await asyncio.to_thread(scenario, HttpFrontend(dp), dp)
-        finally:
-            await dp.manager.stop()
 
     asyncio.run(run())
 
@@ -172,9 +168,7 @@ def test_a_layout_whose_inputs_are_reshaped_is_answered_without_a_kept_plan(
     rows = np.array([[1.0, 2.0]], dtype=np.float32)
 
     async def run() -> None:
-        dp = DataPlane(ModelManager(ModelRepository(tmp_path), ControlMode.NONE))
-        await dp.manager.start()
-        try:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
             app = HttpFrontend(dp)
             for _ in range(2):
                 outputs = await asyncio.to_thread(
@@ -182,8 +176,6 @@ def test_a_layout_whose_inputs_are_reshaped_is_answered_without_a_kept_plan(
                 )
                 assert outputs == {"y": ([1, 2], [2.0, 4.0]), "r": ([1, 2], [2.0, 3.0])}
             assert dp.manager.resolve("shapes", None).plans == {}  # validation reshaped x
-        finally:
-            await dp.manager.stop()
 
     asyncio.run(run())
 

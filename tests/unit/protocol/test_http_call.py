@@ -119,6 +119,7 @@ def test_a_route_called_with_a_method_it_does_not_take_gets_405_and_what_it_take
         assert (b"allow", allow) in headers, (method, path)
         takes = allow.decode().replace(", ", " or ")
         assert f"{path} takes {takes}, not {method}" in line
+        assert f"change: the client's call: send {takes} {path}" in line
         assert "rule=protocol/route" in line
     status, _, _ = _answer(app, [b""], "/v2/nothing")
     assert status == 404  # no route at all is still not found

@@ -12,9 +12,8 @@ import pytest
 from modelyard.errors import ModelyardError, ProtocolError
 from modelyard.protocol import v2_http
 from modelyard.protocol.v2_http import decode_infer_request
-from modelyard.server.dataplane import DataPlane
-from modelyard.server.manager import ControlMode, ModelManager
-from modelyard.server.repository import ModelRepository
+from modelyard.server.manager import ControlMode
+from tests.support.dataplane import running_dataplane
 from tests.support.models import slow_double
 
 
@@ -137,6 +136,12 @@ def test_remembered_layouts_stay_bounded() -> None:
         assert len(v2_http._LAYOUTS) <= v2_http._LAYOUTS_MAX
 
 
+def _shrink_batches(model_dir: Path) -> None:
+    """A new config for the next load: batches of 2 rows, so 3-row requests are refused."""
+    config = model_dir / "config.pbtxt"
+    config.write_text(config.read_text().replace("max_batch_size: 16", "max_batch_size: 2"))
+
+
 def test_a_validated_layout_is_rechecked_by_a_reloaded_version(tmp_path: Path) -> None:
     model_dir = slow_double(tmp_path)
     three_rows = np.arange(6, dtype=np.float32).reshape(3, 2)
@@ -144,9 +149,7 @@ def test_a_validated_layout_is_rechecked_by_a_reloaded_version(tmp_path: Path) -
     other, _ = binary_body(three_rows + 10)
 
     async def scenario() -> None:
-        dp = DataPlane(ModelManager(ModelRepository(tmp_path), ControlMode.EXPLICIT))
-        await dp.manager.start()
-        try:
+        async with running_dataplane(tmp_path, ControlMode.EXPLICIT) as dp:
             await dp.manager.load("slow_double")
             first = await dp.infer(decode_infer_request(body, length, "slow_double", None))
             again = await dp.infer(decode_infer_request(other, length, "slow_double", None))
@@ -154,15 +157,12 @@ def test_a_validated_layout_is_rechecked_by_a_reloaded_version(tmp_path: Path) -
             assert again.outputs[0].data.tolist() == ((three_rows + 10) * 2 + 1000).tolist()
             assert len(dp.manager.resolve("slow_double", None).plans) == 1
 
-            config = model_dir / "config.pbtxt"
-            config.write_text(config.read_text().replace("max_batch_size: 16", "max_batch_size: 2"))
+            _shrink_batches(model_dir)
             await dp.manager.load("slow_double")
             with pytest.raises(ModelyardError) as refused:
                 await dp.infer(decode_infer_request(body, length, "slow_double", None))
             assert "rule=model-server/max-batch-size" in refused.value.line()
             assert dp.manager.resolve("slow_double", None).plans == {}
-        finally:
-            await dp.manager.stop()
 
     asyncio.run(scenario())
 
@@ -172,16 +172,12 @@ def test_a_refused_layout_is_refused_every_time(tmp_path: Path) -> None:
     body, length = binary_body(np.zeros((1, 3), dtype=np.float32))  # x is [-1, 2]
 
     async def scenario() -> None:
-        dp = DataPlane(ModelManager(ModelRepository(tmp_path), ControlMode.NONE))
-        await dp.manager.start()
-        try:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
             for _ in range(2):
                 with pytest.raises(ModelyardError) as refused:
                     await dp.infer(decode_infer_request(body, length, "slow_double", None))
                 assert "has shape [1, 3], expected [-1, 2]" in refused.value.line()
             assert dp.manager.resolve("slow_double", None).plans == {}
-        finally:
-            await dp.manager.stop()
 
     asyncio.run(scenario())
 
@@ -193,9 +189,7 @@ def test_a_kept_plan_runs_a_layouts_inputs_with_no_request_made(tmp_path: Path) 
     other, _ = binary_body(rows + 10)
 
     async def scenario() -> None:
-        dp = DataPlane(ModelManager(ModelRepository(tmp_path), ControlMode.EXPLICIT))
-        await dp.manager.start()
-        try:
+        async with running_dataplane(tmp_path, ControlMode.EXPLICIT) as dp:
             await dp.manager.load("slow_double")
             request = decode_infer_request(body, length, "slow_double", None)
             layout = v2_http.known_layout(other, length)
@@ -211,12 +205,9 @@ def test_a_kept_plan_runs_a_layouts_inputs_with_no_request_made(tmp_path: Path) 
             assert results["y"].tolist() == ((rows + 10) * 2 + 1000).tolist()
             assert dp.in_flight == 0
 
-            config = model_dir / "config.pbtxt"
-            config.write_text(config.read_text().replace("max_batch_size: 16", "max_batch_size: 2"))
+            _shrink_batches(model_dir)
             await dp.manager.load("slow_double")  # a new version: its own checks first
             assert await dp.infer_layout("slow_double", None, layout, inputs) is None
-        finally:
-            await dp.manager.stop()
 
     asyncio.run(scenario())
 

@@ -1,0 +1,21 @@
+"""A dataplane over a model repository, in-process: its manager started, and stopped after."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from modelyard.server.dataplane import DataPlane
+from modelyard.server.manager import ControlMode, ModelManager
+from modelyard.server.repository import ModelRepository
+
+
+@contextlib.asynccontextmanager
+async def running_dataplane(repository: Path, mode: ControlMode) -> AsyncIterator[DataPlane]:
+    dp = DataPlane(ModelManager(ModelRepository(repository), mode))
+    await dp.manager.start()
+    try:
+        yield dp
+    finally:
+        await dp.manager.stop()
