@@ -7,6 +7,7 @@ the overhead measured on small models (see bench/RESULTS.md).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -172,10 +173,35 @@ def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
 
 
 _CALL_HEADERS = frozenset((b"x-api-key", b"authorization", b"x-request-id"))
-_READ_HEADERS = frozenset(
-    (b"content-length", b"inference-header-content-length", b"x-api-key", b"authorization")
-)
-_Headers = tuple[int | None, bytes | None, bytes | None]  # header length, api key, auth
+_CREDENTIALS = frozenset((b"x-api-key", b"authorization"))
+
+
+def _header_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+    """The Inference-Header-Content-Length of a request, if it has one."""
+    for key, value in headers:
+        if key == b"inference-header-content-length":
+            if not value.isdigit():
+                raise ProtocolError(
+                    f"{HEADER_LENGTH} must be an integer",
+                    code=Code.INVALID_ARGUMENT,
+                    rule="protocol/binary-header",
+                    where="the Inference-Header-Content-Length header",
+                )
+            return int(value)
+    return None
+
+
+def _credentials(headers: list[tuple[bytes, bytes]]) -> tuple[bytes | None, bytes | None]:
+    """The X-API-Key and Authorization headers, as they arrived."""
+    api_key: bytes | None = None
+    authorization: bytes | None = None
+    for key, value in headers:
+        if key in _CREDENTIALS:
+            if key == b"x-api-key":
+                api_key = value
+            else:
+                authorization = value
+    return api_key, authorization
 
 
 def _bearer_token(authorization: bytes) -> str | None:
@@ -229,16 +255,24 @@ class HttpFrontend:
         if scope["type"] != "http":
             return
         try:
+            route = model_route(scope["path"])
             if self.governance is not None:
-                response = await self._governed(scope, receive, self.governance)
-            else:
-                route = model_route(scope["path"])
-                if route is not None and route[2] == "/infer" and scope["method"] == "POST":
-                    header_length, _, _ = self._read_headers(scope)
-                    body = await self._receive_body(receive)
-                    response = await self._infer(body, header_length, route[0], route[1])
+                response = await self._governed(scope, receive, self.governance, route)
+            elif route is not None and route[2] == "/infer" and scope["method"] == "POST":
+                # the hot path, written out here: each coroutine awaited costs per request
+                header_length = _header_length(scope["headers"])
+                message = await receive()
+                body = message.get("body", b"")
+                if message.get("more_body") or len(body) > self.max_body_bytes:
+                    body = await self._rest_of_body(scope, receive, body)
+                submitted = self._submit_known(body, header_length, route[0], route[1])
+                if submitted is not None:
+                    mv, plan, future, layout = submitted
+                    response = self._reply(mv, plan, await future, layout, body, header_length)
                 else:
-                    response = await self._dispatch(scope, receive)
+                    response = await self._decode_and_infer(body, header_length, route[0], route[1])
+            else:
+                response = await self._dispatch(scope, receive)
         except ModelyardError as error:
             response = _error_response(error)
             log.warning("request_failed", path=scope["path"], **error.fields())
@@ -269,59 +303,34 @@ class HttpFrontend:
                 return
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
-        for key, value in scope["headers"]:
-            if key == b"content-length":
-                self._check_declared_length(value)
-        return await self._receive_body(receive)
-
-    def _read_headers(self, scope: Scope) -> _Headers:
-        """The headers an infer call reads, in one pass; a declared body over the limit raises."""
-        header_length: int | None = None
-        api_key: bytes | None = None
-        authorization: bytes | None = None
-        for key, value in scope["headers"]:
-            if key not in _READ_HEADERS:
-                continue
-            if key == b"content-length":
-                self._check_declared_length(value)
-            elif key == b"inference-header-content-length":
-                if not value.isdigit():
-                    raise ProtocolError(
-                        f"{HEADER_LENGTH} must be an integer",
-                        code=Code.INVALID_ARGUMENT,
-                        rule="protocol/binary-header",
-                        where="the Inference-Header-Content-Length header",
-                    )
-                header_length = int(value)
-            elif key == b"x-api-key":
-                api_key = value
-            elif key == b"authorization":
-                authorization = value
-        return header_length, api_key, authorization
-
-    def _check_declared_length(self, value: bytes) -> None:
-        if value.isdigit() and int(value) > self.max_body_bytes:
-            raise self._too_large(int(value))
-
-    async def _receive_body(self, receive: Receive) -> bytes:
-        limit = self.max_body_bytes
+        """The whole request body; one over the limit raises (the infer path inlines this)."""
         message = await receive()
         body: bytes = message.get("body", b"")
-        if len(body) > limit:
-            raise self._too_large(len(body))
-        if not message.get("more_body"):  # the usual case: the whole body in one message
-            return body
-        chunks = [body]
-        size = len(body)
-        while True:
+        if message.get("more_body") or len(body) > self.max_body_bytes:
+            body = await self._rest_of_body(scope, receive, body)
+        return body
+
+    async def _rest_of_body(self, scope: Scope, receive: Receive, first: bytes) -> bytes:
+        """The body whose first message was ``first``: refused at once when it declares a
+        length over the limit, else read on, and refused once it runs over."""
+        limit = self.max_body_bytes
+        for key, value in scope["headers"]:
+            if key == b"content-length" and value.isdigit() and int(value) > limit:
+                raise self._too_large(int(value))
+        if len(first) > limit:
+            raise self._too_large(len(first))
+        chunks = [first]
+        size = len(first)
+        more = True
+        while more:
             message = await receive()
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
                 raise self._too_large(size)
             chunks.append(chunk)
-            if not message.get("more_body"):
-                return b"".join(chunks)
+            more = message.get("more_body", False)
+        return b"".join(chunks)
 
     def _too_large(self, size: int) -> ProtocolError:
         return ProtocolError(
@@ -420,13 +429,15 @@ class HttpFrontend:
         await manager.load(model, override)
         return _Response(200)
 
-    async def _governed(self, scope: Scope, receive: Receive, governance: Governance) -> _Response:
-        route = model_route(scope["path"])
+    async def _governed(
+        self, scope: Scope, receive: Receive, governance: Governance, route: Route | None
+    ) -> _Response:
         if route is None or route[2] != "/infer" or scope["method"] != "POST":
             return await self._guarded(scope, receive, governance)
         model, version, _ = route
-        header_length, api_key, authorization = self._read_headers(scope)
-        body = await self._receive_body(receive)
+        header_length = _header_length(scope["headers"])
+        api_key, authorization = _credentials(scope["headers"])
+        body = await self._read_body(scope, receive)
         chain = governance.chain
         key = (scope["path"], api_key, authorization)  # as they arrived: nothing to decode
         ticket = chain.known_ticket(key)
@@ -474,18 +485,39 @@ class HttpFrontend:
         self, body: bytes, header_length: int | None, model: str, version: str | None
     ) -> _Response:
         """The response to an infer call whose body has been read."""
+        submitted = self._submit_known(body, header_length, model, version)
+        if submitted is not None:
+            mv, plan, future, layout = submitted
+            return self._reply(mv, plan, await future, layout, body, header_length)
+        return await self._decode_and_infer(body, header_length, model, version)
+
+    def _submit_known(
+        self, body: bytes, header_length: int | None, model: str, version: str | None
+    ) -> tuple[ModelVersion, Plan, asyncio.Future[dict[str, np.ndarray]], BinaryLayout] | None:
+        """Submit a request whose header was seen before, if its version kept a plan for it.
+
+        The usual call repeats a header: its arrays go straight to that plan, with no
+        request decoded, and its answer into the reply kept on the plan (``_reply``).
+        """
+        if not self._local or header_length is None:
+            return None
+        layout = known_layout(body, header_length)
+        if layout is None:
+            return None
+        submitted = self.dataplane.submit_layout(
+            model, version, layout, layout.inputs(body, header_length), layout.priority,
+            layout.timeout_us,
+        )  # fmt: skip
+        if submitted is None:
+            return None
+        mv, plan, future = submitted
+        return mv, plan, future, layout
+
+    async def _decode_and_infer(
+        self, body: bytes, header_length: int | None, model: str, version: str | None
+    ) -> _Response:
+        """An infer call decoded in full: a new header, or a version with no plan for it."""
         dp = self.dataplane
-        if self._local and header_length is not None:
-            # the usual call repeats a header seen before: its arrays go straight to the
-            # plan the dataplane kept for it, and its answer into the reply kept on that plan
-            layout = known_layout(body, header_length)
-            if layout is not None:
-                inputs = layout.inputs(body, header_length)
-                ran = await dp.infer_layout(
-                    model, version, layout, inputs, layout.priority, layout.timeout_us
-                )
-                if ran is not None:
-                    return self._reply(*ran, layout, body, header_length)
         request = decode_infer_request(body, header_length, model, version)
         layout = request.layout
         if not self._local or not isinstance(layout, BinaryLayout) or header_length is None:

@@ -345,7 +345,7 @@ class BinaryReply:
             array = results[name]
             if (array.shape != shape) if exact else (array.size != count):
                 return None
-            if array.dtype != dtype:
+            if array.dtype is not dtype and array.dtype != dtype:  # `is`: the usual, cheap
                 array = array.astype(dtype)
             parts.append(array.tobytes())
         return b"".join(parts)

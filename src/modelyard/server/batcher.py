@@ -127,6 +127,8 @@ class RequestQueue:
         self.version = version
         self.policy = policy
         self._levels: list[deque[QueuedRequest]] = [deque() for _ in policy.policies]
+        self._policies = policy.policies
+        self._default_level = policy.default_priority
         self._delayed: deque[QueuedRequest] = deque()
         self._seq = 0
         self._next_expiry_ns: int | None = None
@@ -143,7 +145,7 @@ class RequestQueue:
         timeout_us: int = 0,
     ) -> None:
         """Queue a request, or raise at once if its level's queue is full."""
-        policies = self.policy.policies
+        policies = self._policies
         if priority:
             if not 1 <= priority <= len(policies):
                 raise ModelServerError(
@@ -155,11 +157,12 @@ class RequestQueue:
                 )
             level = priority
         else:
-            level = self.policy.default_priority
+            level = self._default_level
         policy = policies[level - 1]
         queue = self._levels[level - 1]
-        if policy.max_queue_size and len(queue) >= policy.max_queue_size:
-            raise self._full(level, len(queue), policy.max_queue_size)
+        limit = policy.max_queue_size
+        if limit and len(queue) >= limit:
+            raise self._full(level, len(queue), limit)
         request.level = level
         request.enqueued_ns = now_ns
         request.seq = self._seq

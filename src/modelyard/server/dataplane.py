@@ -8,6 +8,7 @@ so a model swap cannot fall between them.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -212,8 +213,6 @@ class DataPlane:
         self.manager = manager
         self.clock = clock
         self.started = clock.monotonic()
-        # requests inside infer, not yet answered; only the event loop thread changes it
-        self.in_flight = 0
 
     # ---- health and metadata -------------------------------------------
 
@@ -271,22 +270,18 @@ class DataPlane:
             inputs, plan = _plan(mv, request)
         else:
             inputs = request.inputs
-        self.in_flight += 1
-        try:
-            results = await mv.scheduler.submit(
-                inputs,
-                plan.output_names,
-                plan.rows,
-                request.deadline,
-                request.priority,
-                request.timeout_us,
-                plan.shape_key,
-            )
-        finally:
-            self.in_flight -= 1
+        results = await mv.scheduler.submit(
+            inputs,
+            plan.output_names,
+            plan.rows,
+            request.deadline,
+            request.priority,
+            request.timeout_us,
+            plan.shape_key,
+        )
         return mv, plan, results
 
-    async def infer_layout(
+    def submit_layout(
         self,
         name: str,
         version: str | None,
@@ -294,25 +289,27 @@ class DataPlane:
         inputs: dict[str, np.ndarray],
         priority: int = 0,
         timeout_us: int = 0,
-    ) -> tuple[ModelVersion, Plan, dict[str, np.ndarray]] | None:
-        """``infer_results`` for the inputs of a layout whose plan the version kept; else None.
+    ) -> tuple[ModelVersion, Plan, asyncio.Future[dict[str, np.ndarray]]] | None:
+        """Queue the inputs of a layout whose plan the version kept; None: no plan kept.
 
         A frontend that knows a request's layout calls this first, with no ``InferRequest``
         made: the layout already passed validation. None: the plan is not there (the
         layout's first request, or a new version), and the request takes ``infer_results``.
+        Not a coroutine: the caller awaits the future itself, one level fewer per request.
         """
         mv = self.manager.resolve(name, version)
         plan = mv.plans.get(layout)
         if plan is None:
             return None
-        self.in_flight += 1
-        try:
-            results = await mv.scheduler.submit(
-                inputs, plan.output_names, plan.rows, None, priority, timeout_us, plan.shape_key
-            )
-        finally:
-            self.in_flight -= 1
-        return mv, plan, results
+        future = mv.scheduler.submit(
+            inputs, plan.output_names, plan.rows, None, priority, timeout_us, plan.shape_key
+        )
+        return mv, plan, future
+
+    @property
+    def in_flight(self) -> int:
+        """Requests queued or executing, in the versions served and those retiring."""
+        return sum(mv.scheduler.pending for mv in self.manager.all_versions(retiring=True))
 
     @staticmethod
     def response(

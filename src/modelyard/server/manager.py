@@ -181,14 +181,18 @@ class ModelManager:
     def ready_versions(self) -> list[ModelVersion]:
         return [r.versions[v] for r in self._models.values() for v in r.ready_desc]
 
-    def all_versions(self, name: str | None = None) -> list[ModelVersion]:
+    def all_versions(self, name: str | None = None, retiring: bool = False) -> list[ModelVersion]:
+        """The versions loaded; ``retiring``: also those finishing their last requests."""
         # list() snapshots, so the metrics thread can call this while the loop swaps
         if name is None:
             records = list(self._models.values())
         else:
             record = self._models.get(name)
             records = [record] if record is not None else []
-        return [mv for r in records for mv in list(r.versions.values())]
+        versions = [mv for r in records for mv in list(r.versions.values())]
+        if retiring:
+            versions += [mv for r in records for mv in list(r.retiring)]
+        return versions
 
     # ---- repository API -------------------------------------------------
 

@@ -172,6 +172,9 @@ class Scheduler:
         self._inline_ok = False
         self._inline_busy = False
         self._drain_loop: asyncio.AbstractEventLoop | None = None  # where a drain is pending
+        # the loop that submits, while it runs in the thread that ran it last
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
         self._samples: deque[int] = deque(maxlen=_WINDOW)  # execution times, ns
         self._threads = [
             threading.Thread(
@@ -202,7 +205,11 @@ class Scheduler:
         ``shape_key``: ``shape_key_of(inputs)``, when the caller knows it already. The
         options may be given by position: the dataplane does, once per request.
         """
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None or not loop.is_running() or self._loop_thread != threading.get_ident():
+            # asyncio.get_running_loop makes a getpid system call on Python 3.11: once
+            loop = self._loop = asyncio.get_running_loop()
+            self._loop_thread = threading.get_ident()
         future: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
         loaded = self._loop_load is not None and self._loop_load.busy
         if self._inline_ok and not loaded and self._try_inline(inputs, outputs, rows, future):
@@ -413,13 +420,21 @@ class Scheduler:
         else:
             answers = []
             offset = 0
-            for request, payload in zip(batch, payloads, strict=True):
-                end = offset + request.rows
-                part = {}
-                for name in payload[1]:  # a loop, not a comprehension: no frame per request
-                    part[name] = results[name][offset:end]
-                offset = end
-                answers.append((request, part))
+            if len(outputs) == 1 and outputs is payloads[0][1]:  # the usual batch: one output
+                name = outputs[0]
+                array = results[name]
+                for request in batch:
+                    end = offset + request.rows
+                    answers.append((request, {name: array[offset:end]}))
+                    offset = end
+            else:
+                for request, payload in zip(batch, payloads, strict=True):
+                    end = offset + request.rows
+                    part = {}
+                    for name in payload[1]:  # a loop, not a comprehension: no frame per request
+                        part[name] = results[name][offset:end]
+                    offset = end
+                    answers.append((request, part))
         end_ns = clock.monotonic_ns()
         self.stats.record_execution(
             [r.enqueued_ns for r in batch],
@@ -475,7 +490,13 @@ class Scheduler:
                 in_order.release(request.seq, future, outcome, loop)
             return
         if on_loop:  # the futures' own loop, running: settled in place
-            _settle([(request.payload[2], outcome) for request, outcome in answers])
+            for request, outcome in answers:
+                future = request.payload[2]
+                if not future.done():
+                    if isinstance(outcome, BaseException):
+                        future.set_exception(outcome)
+                    else:
+                        future.set_result(outcome)
             return
         # one cross-thread call per loop and batch, not one per request
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}

@@ -79,6 +79,33 @@ def test_a_streamed_body_over_the_limit_is_refused_whatever_its_chunks() -> None
         assert "rule=protocol/max-body-size" in body
 
 
+def _refuse_declared(path: str) -> tuple[list[dict[str, Any]], int]:
+    """A body of three 4-byte messages declaring 1000 bytes, to an app that takes 10:
+    what the app sent, and how many messages it left unread."""
+    app = http.HttpFrontend(None, max_body_bytes=10)  # type: ignore[arg-type]
+    messages = [{"type": "http.request", "body": b"x" * 4, "more_body": True}] * 3
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop()
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    request = {"type": "http", **scope(path, (b"content-length", b"1000"))}
+    asyncio.run(app(request, receive, send))
+    return sent, len(messages)
+
+
+def test_a_body_that_declares_a_length_over_the_limit_is_refused_before_the_rest_is_read() -> None:
+    for path in ("/v2/repository/index", "/v2/models/m/infer"):
+        sent, unread = _refuse_declared(path)
+        assert sent[0]["status"] == 413, path
+        line = sent[1]["body"].decode()
+        assert "request body of 1000 bytes is over the limit of 10 bytes" in line
+        assert unread == 2  # only the first message was read
+
+
 def test_a_header_length_that_is_no_integer_is_refused_with_its_rule() -> None:
     app = http.HttpFrontend(None)  # type: ignore[arg-type]  # refused before any model is asked
     for value in (b"12x", b"-5", b""):

@@ -196,18 +196,20 @@ def test_a_kept_plan_runs_a_layouts_inputs_with_no_request_made(tmp_path: Path) 
             assert layout is not None and layout is request.layout
             inputs = layout.inputs(other, length)
             # the version has validated nothing of this layout yet: the caller must ask
-            assert await dp.infer_layout("slow_double", None, layout, inputs) is None
+            assert dp.submit_layout("slow_double", None, layout, inputs) is None
             await dp.infer(request)
-            ran = await dp.infer_layout("slow_double", None, layout, inputs)
-            assert ran is not None
-            mv, plan, results = ran
+            submitted = dp.submit_layout("slow_double", None, layout, inputs)
+            assert submitted is not None
+            mv, plan, future = submitted
+            assert dp.in_flight == 1  # queued or executing until its answer comes
+            results = await future
             assert mv.plans[layout] is plan and plan.rows == 3
             assert results["y"].tolist() == ((rows + 10) * 2 + 1000).tolist()
             assert dp.in_flight == 0
 
             _shrink_batches(model_dir)
             await dp.manager.load("slow_double")  # a new version: its own checks first
-            assert await dp.infer_layout("slow_double", None, layout, inputs) is None
+            assert dp.submit_layout("slow_double", None, layout, inputs) is None
 
     asyncio.run(scenario())
 
