@@ -55,13 +55,16 @@ def chromium() -> tuple[str, str]:
 
 
 @pytest.fixture
-def browser() -> Iterator[WebDriver]:
+def browser(tmp_path: Path) -> Iterator[WebDriver]:
     binary, driver_path = chromium()
     options = webdriver.ChromeOptions()
     options.binary_location = binary
     for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
         options.add_argument(flag)
     options.add_argument("--window-size=1400,1000")
+    # a profile of its own under the test's directory: left to chromium, one per run stays
+    # behind in the system's temporary directory
+    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
     driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
     try:
         yield driver

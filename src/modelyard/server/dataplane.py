@@ -308,7 +308,10 @@ class DataPlane:
 
     @property
     def in_flight(self) -> int:
-        """Requests queued or executing, in the versions served and those retiring."""
+        """Requests queued or executing, in the versions served and those retiring.
+
+        An ensemble's request counts in the ensemble and in the step it is at.
+        """
         return sum(mv.scheduler.pending for mv in self.manager.all_versions(retiring=True))
 
     @staticmethod
