@@ -76,6 +76,7 @@ def test_new_version_takes_over_while_the_old_one_finishes_in_flight(tmp_path: P
                 dp.manager.resolve("slow_double", "1")
             assert unloading.value.code is Code.UNAVAILABLE
             assert "version 1 is unloading" in unloading.value.line()
+            assert dp.in_flight == 1  # the retiring version's request counts until answered
             after = await dp.infer(request())
             before = await in_flight
             assert before.model_version == "1"
