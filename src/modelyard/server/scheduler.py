@@ -495,13 +495,7 @@ class Scheduler:
                 in_order.release(request.seq, future, outcome, loop)
             return
         if on_loop:  # the futures' own loop, running: settled in place
-            for request, outcome in answers:
-                future = request.payload[2]
-                if not future.done():
-                    if isinstance(outcome, BaseException):
-                        future.set_exception(outcome)
-                    else:
-                        future.set_result(outcome)
+            _settle([(request.payload[2], outcome) for request, outcome in answers])
             return
         # one cross-thread call per loop and batch, not one per request
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
