@@ -127,8 +127,6 @@ class RequestQueue:
         self.version = version
         self.policy = policy
         self._levels: list[deque[QueuedRequest]] = [deque() for _ in policy.policies]
-        self._policies = policy.policies
-        self._default_level = policy.default_priority
         self._delayed: deque[QueuedRequest] = deque()
         self._seq = 0
         self._next_expiry_ns: int | None = None
@@ -145,7 +143,7 @@ class RequestQueue:
         timeout_us: int = 0,
     ) -> None:
         """Queue a request, or raise at once if its level's queue is full."""
-        policies = self._policies
+        policies = self.policy.policies
         if priority:
             if not 1 <= priority <= len(policies):
                 raise ModelServerError(
@@ -157,7 +155,7 @@ class RequestQueue:
                 )
             level = priority
         else:
-            level = self._default_level
+            level = self.policy.default_priority
         policy = policies[level - 1]
         queue = self._levels[level - 1]
         limit = policy.max_queue_size

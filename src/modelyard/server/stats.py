@@ -122,12 +122,8 @@ class VersionStats:
             self.success_count += n
             self.success_ns += end_ns * n - enqueued_total
             self.queue_ns += start_ns * n - enqueued_total
-            if n == 1:
-                self.request_seconds.observe((end_ns - enqueued_ns[0]) / 1e9)
-                self.queue_seconds.observe((start_ns - enqueued_ns[0]) / 1e9)
-            else:
-                self.request_seconds.observe_since(enqueued_ns, end_ns, enqueued_total)
-                self.queue_seconds.observe_since(enqueued_ns, start_ns, enqueued_total)
+            self.request_seconds.observe_since(enqueued_ns, end_ns, enqueued_total)
+            self.queue_seconds.observe_since(enqueued_ns, start_ns, enqueued_total)
             # Triton counts compute time once per request in inference_stats
             self.compute_input_ns += input_ns * n
             self.compute_infer_ns += infer_ns * n
