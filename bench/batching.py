@@ -179,6 +179,38 @@ def paired_ratios(
     return ratios
 
 
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def cpu_times() -> list[int]:
+    """The machine's CPU time so far, by kind (/proc/stat); [] where there is none."""
+    try:
+        with open("/proc/stat") as stat:
+            return [int(field) for field in stat.readline().split()[1:]]
+    except OSError:
+        return []
+
+
+def steal_share(before: list[int], after: list[int]) -> float | None:
+    """The share of CPU time the hypervisor gave to other guests between two readings.
+
+    A contended host slows the served process, with its several threads and larger
+    working set, more than the bare endpoint: the ratios read lower when this is not ~0.
+    """
+    if len(before) < 8 or len(after) < 8:
+        return None
+    spent = [a - b for a, b in zip(after, before, strict=True)]
+    return spent[7] / max(1, sum(spent[:8]))  # user .. steal; guest time is inside user
+
+
 def _median_point(points: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(p[key] for p in points) for key in points[0]}
 
@@ -191,11 +223,12 @@ def main() -> None:
     args = parser.parse_args()
     seconds, rounds = args.seconds, args.rounds
     report: dict[str, Any] = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cpus, Python "
+        "machine": f"{platform.machine()} ({cpu_model()}), {os.cpu_count()} cpus, Python "
         f"{platform.python_version()}; server on core 0, wrk on core 1",
         "seconds_per_point": seconds,
         "rounds": rounds,
     }
+    times_before = cpu_times()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         repository = tmp / "models"
@@ -328,6 +361,7 @@ def main() -> None:
         {"served_rows_per_s": p["requests_per_s"] * 16, **e, "engine_busy": p["engine_busy"]}
         for p, e in zip(served_points, alone, strict=True)
     ]
+    report["steal_share"] = steal_share(times_before, cpu_times())
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))

@@ -12,9 +12,15 @@ from __future__ import annotations
 import asyncio
 
 INTERVAL_S = 0.001
-# measured on 2 vCPUs with tiny_onnx: 0.5 ms beat 0.2 ms and 2 ms at concurrency 16
-# and 64 (2 ms kept requests inline too long and lost 25 % to missed batching)
-BUSY_LAG_S = 0.0005
+# Busy once the smoothed lag passes BUSY_LAG_S; idle again only once it falls under
+# IDLE_LAG_S. Batching shortens the loop's turns, and with it the lag: with one threshold
+# both ways (0.5 ms until 2026-12), a loop at concurrency 16 read idle again as soon as
+# its requests batched, ran them inline one by one, read busy, and so on. Measured with
+# tiny_onnx on 2 vCPUs (bench/RESULTS.md, "Tenth session"): 0.2 ms / 0.05 ms served
+# 1.3 times the requests of 0.5 ms at concurrency 16, the same at 1 and 64. An idle
+# loop, or one at concurrency 1, fires its timer within a few tens of microseconds.
+BUSY_LAG_S = 0.0002
+IDLE_LAG_S = 0.00005
 _SMOOTHING = 0.2
 
 
@@ -42,7 +48,10 @@ class LoopLoad:
 
     def _tick(self) -> None:
         assert self._loop is not None
-        lag = max(0.0, self._loop.time() - self._expected)
-        self.lag_s += _SMOOTHING * (lag - self.lag_s)
-        self.busy = self.lag_s > BUSY_LAG_S
+        self.observe(max(0.0, self._loop.time() - self._expected))
         self._schedule()
+
+    def observe(self, lag_s: float) -> None:
+        """Take one reading of how late the timer fired."""
+        self.lag_s += _SMOOTHING * (lag_s - self.lag_s)
+        self.busy = self.lag_s > (IDLE_LAG_S if self.busy else BUSY_LAG_S)
