@@ -37,7 +37,11 @@ async def rsgi_app(scope: Any, protocol: Any) -> None:
 
 
 if __name__ == "__main__":
-    # modelyard serve's own HTTP settings and loop; 4096 is its --http-max-connections default
+    # modelyard serve's own HTTP settings, connection bounds and loop; "plain": uvicorn's
+    # own httptools protocol instead of modelyard's bounded one, to measure what it costs
     from modelyard.cli.runtime import http_config, run_event_loop
 
-    run_event_loop(uvicorn.Server(http_config(app, "127.0.0.1", int(sys.argv[1]), 4096)).serve())
+    config = http_config(app, "127.0.0.1", int(sys.argv[1]))
+    if sys.argv[2:] == ["plain"]:
+        config.http = "httptools"
+    run_event_loop(uvicorn.Server(config).serve())

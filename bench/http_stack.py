@@ -5,7 +5,10 @@
 Needs `wrk` and granian (`pip install granian`; in the `bench` extra). Each
 candidate serves `bare_asgi.py`'s endpoint (read the body, answer a constant)
 from one process pinned to core 0; wrk runs on core 1 and sends the binary
-tiny_onnx request of `batching.py`. Rounds interleave the candidates. The
+tiny_onnx request of `batching.py`. Rounds interleave the candidates. The first
+candidate is modelyard's stack as served (its bounded connection protocol,
+`gateway/http_connections.py`); the second is the same with uvicorn's own
+httptools protocol, so the pair says what the connection bounds cost. The
 stack's floor bounds what any application on it can reach: modelyard serves
 on the candidate with the best floor at the concurrencies it is judged at.
 """
@@ -39,6 +42,9 @@ def candidates(port: int) -> dict[str, list[str]]:
     return {
         "uvicorn+httptools+uvloop (ASGI)": [
             sys.executable, str(ROOT / "bench" / "bare_asgi.py"), str(port)
+        ],
+        "the same, uvicorn's own unbounded protocol": [
+            sys.executable, str(ROOT / "bench" / "bare_asgi.py"), str(port), "plain"
         ],
         "granian (ASGI)": [*granian, "--interface", "asgi", "bare_asgi:app"],
         "granian (RSGI)": [*granian, "--interface", "rsgi", "bare_asgi:rsgi_app"],

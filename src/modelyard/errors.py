@@ -18,13 +18,37 @@ no web or gRPC library on purpose.
 
 from __future__ import annotations
 
+import math
+import re
 from enum import StrEnum
+
+# how much of a caller-given name an error line shows, and of any detail: a line goes into
+# a gRPC trailer, whose size the client bounds (8 KiB by default)
+SHOWN_NAME_CHARS = 200
+DETAIL_CHARS = 2000
+
+
+def shown(name: str, limit: int = SHOWN_NAME_CHARS) -> str:
+    """A caller-given name as an error line echoes it: cut to ``limit`` characters."""
+    return name if len(name) <= limit else f"{name[:limit]}… ({len(name)} characters)"
+
+
+# an absolute path (a library's source file, a model directory), unless quoted: onnxruntime
+# names graph nodes '/encoder/layer.0/Add'
+_PATH = re.compile(r"(?<![\w'\"/])/(?:[\w.+-]+/)+[\w.+-]*(?::\d+)?")
+
+
+def without_paths(text: str) -> str:
+    """An engine's message for a caller: the build and model paths in it left out."""
+    return _PATH.sub("…", text)
 
 
 class Code(StrEnum):
     INVALID_ARGUMENT = "invalid_argument"
     NOT_FOUND = "not_found"
     PAYLOAD_TOO_LARGE = "payload_too_large"
+    HEADERS_TOO_LARGE = "headers_too_large"
+    REQUEST_TIMEOUT = "request_timeout"
     UNAVAILABLE = "unavailable"
     RESOURCE_EXHAUSTED = "resource_exhausted"
     DEADLINE_EXCEEDED = "deadline_exceeded"
@@ -36,8 +60,24 @@ class Code(StrEnum):
     INTERNAL = "internal"
 
 
+def retry_after_seconds(seconds: float) -> float:
+    """The retry-after an error line advertises: ``seconds`` rounded up to the hundredth, at
+    least 0.01 (a line never says 0.00 s while its header says 1)."""
+    if not math.isfinite(seconds):
+        return seconds
+    return max(0.01, math.ceil(round(seconds * 100, 6)) / 100)
+
+
+def retry_after_header(seconds: float) -> str:
+    """The Retry-After (and RateLimit-Reset) value for the same advice: whole seconds
+    (RFC 9110), the line's value rounded up, so the header is never sooner than the line."""
+    return str(math.ceil(retry_after_seconds(seconds)))
+
+
 class ModelyardError(Exception):
     layer = "modelyard"
+    # the headers of an instance's reply that carried this error, for a gateway to pass on
+    reply_headers: tuple[tuple[str, str], ...] = ()
 
     def __init__(
         self,
@@ -56,13 +96,14 @@ class ModelyardError(Exception):
         self.retry_after = retry_after
 
     def line(self) -> str:
-        parts = [f"[{self.layer}] {self.detail}"]
+        detail = shown(self.detail, DETAIL_CHARS)
+        parts = [f"[{self.layer}] {detail}"]
         if self.rule:
             parts.append(f"rule={self.rule}")
         if self.where:
             parts.append(f"change: {self.where}")
         if self.retry_after is not None:
-            parts.append(f"retry after {self.retry_after:.2f}s")
+            parts.append(f"retry after {retry_after_seconds(self.retry_after):.2f}s")
         return "; ".join(parts)
 
     def fields(self) -> dict[str, object]:

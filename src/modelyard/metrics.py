@@ -29,6 +29,7 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 
 from modelyard import __version__
+from modelyard.errors import Code, ConfigError
 from modelyard.governance.cluster import ClusterQpsGuard
 from modelyard.governance.runtime import Governance
 from modelyard.server.manager import ModelManager
@@ -325,7 +326,17 @@ def serve_metrics(
         )
         return [body]
 
-    server = make_server(host, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
+    try:
+        server = make_server(host, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
+    except OSError as exc:
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        raise ConfigError(
+            f"cannot listen for metrics on {address}: {exc.strerror or exc}",
+            code=Code.UNAVAILABLE,
+            rule="config/metrics-port",
+            where="modelyard serve --metrics-port (another process may hold it; -1 turns "
+            "metrics off)",
+        ) from None
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     return int(server.server_port)
 

@@ -1,7 +1,9 @@
-"""Two real server processes share one cluster-qps limit counted in a real Redis."""
+"""Two real server processes share one cluster-qps limit: counted in a real Redis, or
+divided by the live instances their registry shows while Redis is down."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import Counter
@@ -9,10 +11,12 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
+import pytest
 
+from modelyard.discovery import open_registry
 from tests.support.models import slow_double
 from tests.support.redis_server import running_redis
-from tests.support.servers import ServerProcess, running_server, scrape, wait_until
+from tests.support.servers import ServerProcess, free_port, running_server, scrape, wait_until
 
 LIMIT = 100
 BODY = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1.0, 2.0]}]}
@@ -91,3 +95,70 @@ def test_two_processes_share_one_cluster_limit_and_survive_a_redis_outage(
 def log_shows_fallback(server: ServerProcess) -> bool:
     log = server.log()
     return "cluster_limit_fallback" in log and "state=entered" in log
+
+
+def live_entries(registry_url: str, service: str) -> int:
+    async def resolve() -> int:
+        registry = open_registry(registry_url)
+        try:
+            return len((await registry.resolve(service)).instances)
+        finally:
+            await registry.aclose()
+
+    return asyncio.run(resolve())
+
+
+def refusal_lines(server: ServerProcess, calls: int = 40) -> set[str]:
+    lines = set()
+    with httpx.Client() as client:
+        for _ in range(calls):
+            url = f"http://{server.http_url}/v2/models/slow_double/infer"
+            response = client.post(url, json=BODY)
+            if response.status_code == 429:
+                lines.add(response.json()["error"])
+    return lines
+
+
+@pytest.mark.slow
+def test_without_redis_each_instance_enforces_its_share_of_the_live_instances(
+    tmp_path: Path,
+) -> None:
+    limit = 30
+    service_name = "com.example.test.split"
+    repository = tmp_path / "models"
+    slow_double(repository)
+    registry = f"embedded://{tmp_path / 'registry.db'}"
+    service = tmp_path / "service.yaml"
+    service.write_text(  # nothing listens on the Redis port: Redis is down throughout
+        f"service: {service_name}\n"
+        f"limits:\n  infer:\n    cluster_qps: {limit}\n    burst_seconds: 1\n"
+        f'cluster:\n  redis_url: "redis://127.0.0.1:{free_port()}/0"\n'
+    )
+    flags = ("--service-config", str(service), "--service", service_name, "--group", "g")
+    with ExitStack() as stack:
+        servers = [
+            stack.enter_context(
+                running_server(repository, tmp_path, *flags, "--registry", registry)
+            )
+            for _ in range(2)
+        ]
+        wait_until(lambda: live_entries(registry, service_name) == 2, timeout=10)
+        # each follows the registry: its refusals say it holds one share of two
+        for server in servers:
+            wait_until(
+                lambda s=server: any("1 of 2 live instances" in line for line in refusal_lines(s)),
+                timeout=10,
+            )
+        hammer(servers, 1.5, Counter())  # spend the buckets' burst
+
+        seconds = 4.0
+        statuses: Counter[int] = Counter()
+        hammer(servers, seconds, statuses)
+        admitted = statuses[200]
+        assert set(statuses) <= {200, 429}, statuses
+        assert statuses[429] > admitted  # the load was well above the limit
+        # limit / 2 on each, not the whole limit on each (which admitted ~2x)
+        assert admitted <= 1.1 * limit * seconds, statuses
+        assert admitted >= 0.8 * limit * seconds, statuses
+        for server in servers:
+            assert "live_instances" in server.log()

@@ -7,7 +7,9 @@ embedded registry file it can read (by the test, as self-registration would).
 from __future__ import annotations
 
 import asyncio
+import math
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -185,3 +187,47 @@ def test_triton_clients_infer_through_the_gateway_and_survive_a_killed_instance(
                     worker.join(30)
             assert failures == []
     asyncio.run(registry.aclose())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["http", "grpc"])
+def test_a_rejection_passes_through_the_gateway_whole(tmp_path: Path, transport: str) -> None:
+    repository = tmp_path / "models"
+    slow_double(repository)
+    service = tmp_path / "service.yaml"
+    service.write_text(
+        f"service: {SERVICE}\nlimits:\n  infer:\n    instance_qps: 1\n    burst_seconds: 1\n"
+    )
+    registry_url = f"embedded://{tmp_path / 'registry.db'}"
+    registry = open_registry(registry_url)
+    body = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}]}
+    with running_server(repository, tmp_path, "--service-config", str(service)) as instance:
+        register(registry, instance)
+        # one try: the client would otherwise wait out the retry-after and try again
+        extra = ("--transport", transport, "--max-attempts", "1")
+        with running_gateway(registry_url, tmp_path, *extra) as gateway:
+            url = f"http://{gateway.http_url}/v2/models/{MODEL}/infer"
+            for _ in range(10):
+                forwarded = httpx.post(url, json=body)
+                if forwarded.status_code == 429:
+                    break
+            direct = httpx.post(f"http://{instance.http_url}/v2/models/{MODEL}/infer", json=body)
+            # the id the instance recorded the rejection under, which explain looks up there
+            request_id = forwarded.headers.get("x-request-id", "none")
+            rejections = f"http://{instance.http_url}/v2/modelyard/rejections/{request_id}"
+            recorded = httpx.get(rejections)
+    asyncio.run(registry.aclose())
+    assert recorded.status_code == 200, recorded.text
+    assert forwarded.status_code == direct.status_code == 429
+    line = forwarded.json()["error"]
+    assert line.startswith("[governance] ") and "; rule=ratelimit/instance-qps; " in line
+    match = re.search(r"; retry after (\d+\.\d\d)s$", line)
+    assert match is not None and float(match[1]) > 0
+    headers = forwarded.headers
+    assert headers["retry-after"] == str(math.ceil(float(match[1])))  # the line's, rounded up
+    assert headers["ratelimit-limit"] == "1" and headers["ratelimit-remaining"] == "0"
+    assert headers["ratelimit-reset"] == headers["retry-after"]
+    assert headers["ratelimit-policy"] == '1;w=1;name="instance_qps"'
+    assert headers.get_list("retry-after") == [headers["retry-after"]]  # said once
+    framing = {"content-type", "content-length", "date", "server"}
+    assert set(direct.headers) - framing <= set(headers)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
 import numpy as np
+import pytest
 import tritonclient.http as httpclient
 
 from tests.support.models import slow_double
@@ -77,3 +79,23 @@ def test_bench_writes_its_report_and_plot(tmp_path: Path) -> None:
             assert step["p50_ms"] <= step["p99_ms"] <= step["p99_9_ms"]
         assert (out / "run.png").read_bytes()[:4] == b"\x89PNG"
         assert "concurrency" in completed.stdout
+
+
+@pytest.mark.slow
+def test_a_metrics_port_in_use_ends_serve_with_an_error_line(tmp_path: Path) -> None:
+    repository = tmp_path / "models"
+    slow_double(repository)
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "modelyard.cli.main", "serve", "--model-repository",
+             str(repository), "--http-port", "0", "--grpc-port", "-1",
+             "--metrics-port", str(port)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert result.returncode != 0
+    assert f"[config] cannot listen for metrics on 127.0.0.1:{port}" in result.stderr
+    assert "rule=config/metrics-port; change: modelyard serve --metrics-port" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -13,7 +13,13 @@ from typing import Any, cast
 import structlog
 import uvicorn
 
-from modelyard.cli.runtime import http_config, run_event_loop
+from modelyard.cli.runtime import (
+    add_http_arguments,
+    connection_limits,
+    http_config,
+    listen_http,
+    run_event_loop,
+)
 from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
 from modelyard.gateway.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
 from modelyard.gateway.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
@@ -57,12 +63,7 @@ def add_gateway_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--http-max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
     parser.add_argument("--grpc-max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES)
-    parser.add_argument(
-        "--http-max-connections",
-        type=int,
-        default=4096,
-        help="concurrent HTTP connections and requests before answering 503",
-    )
+    add_http_arguments(parser)
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
     parser.add_argument("--log-level", default="info")
 
@@ -86,10 +87,11 @@ async def gateway(args: argparse.Namespace) -> None:
     # the front doors need only the DataPlane calls ForwardingDataPlane has
     dataplane = cast(DataPlane, forwarding)
     app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes)
-    config = http_config(app, args.host, args.http_port, args.http_max_connections)
+    config = http_config(app, args.host, args.http_port, connection_limits(args))
     server = uvicorn.Server(config)
     grpc_server: GrpcServer | None = None
     try:
+        http_socket = listen_http(args.host, args.http_port)
         await forwarding.start()
         freeze_startup_objects()
         if args.grpc_port >= 0:
@@ -108,7 +110,7 @@ async def gateway(args: argparse.Namespace) -> None:
             instances=len(client.instances()),
             models=sorted({row["name"] for row in forwarding.manager.index(ready_only=True)}),
         )
-        await server.serve()
+        await server.serve([http_socket])
     finally:
         if grpc_server is not None:
             await grpc_server.stop()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import resource
+import socket
 import sys
 from collections.abc import Coroutine
 from typing import Any
@@ -10,6 +13,15 @@ from typing import Any
 import uvicorn
 
 from modelyard.errors import Code, ConfigError
+from modelyard.gateway.http_connections import (
+    DEFAULT_BODY_TIMEOUT_S,
+    DEFAULT_HEADER_TIMEOUT_S,
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_HEADER_BYTES,
+    BoundedHttpProtocol,
+    ConnectionLimits,
+)
 
 # A model's instance thread takes the GIL around each batch (assembling it, and
 # again for onnxruntime's outputs) while the event loop, busy with requests,
@@ -46,19 +58,101 @@ def set_gil_switch_interval(microseconds: int) -> None:
     sys.setswitchinterval(microseconds / 1e6)
 
 
-def http_config(app: Any, host: str, port: int, max_connections: int) -> uvicorn.Config:
-    """uvicorn as modelyard serves V2: httptools, our loop, no per-request extras."""
+def add_http_arguments(parser: argparse.ArgumentParser) -> None:
+    """The HTTP port's bounds on connections, shared by every command that serves HTTP."""
+    parser.add_argument(
+        "--http-max-connections",
+        type=int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help="open HTTP connections before a new one is answered 503 and closed",
+    )
+    parser.add_argument(
+        "--http-idle-timeout",
+        type=float,
+        default=DEFAULT_IDLE_TIMEOUT_S,
+        metavar="S",
+        help="seconds a connection may wait for its next request before it is closed",
+    )
+    parser.add_argument(
+        "--http-header-timeout",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT_S,
+        metavar="S",
+        help="seconds from a request's first byte to the end of its headers (408 past it)",
+    )
+    parser.add_argument(
+        "--http-body-timeout",
+        type=float,
+        default=DEFAULT_BODY_TIMEOUT_S,
+        metavar="S",
+        help="seconds from a request's headers to the end of its body (408 past it)",
+    )
+    parser.add_argument(
+        "--http-max-header-bytes",
+        type=int,
+        default=DEFAULT_MAX_HEADER_BYTES,
+        metavar="N",
+        help="largest request line and header block (431 past it)",
+    )
+
+
+def connection_limits(args: argparse.Namespace) -> ConnectionLimits:
+    return ConnectionLimits(
+        max_connections=args.http_max_connections,
+        idle_timeout_s=args.http_idle_timeout,
+        header_timeout_s=args.http_header_timeout,
+        body_timeout_s=args.http_body_timeout,
+        max_header_bytes=args.http_max_header_bytes,
+    )
+
+
+def raise_open_file_limit(connections: int) -> None:
+    """Let the process hold ``connections`` sockets and its own files (up to the hard limit)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = connections + 1024  # model files, registry, gRPC, logs
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
+def listen_http(host: str, port: int) -> socket.socket:
+    """The HTTP port's socket, bound here so a port in use gets its error line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        raise ConfigError(
+            f"cannot listen for HTTP on {address}: {exc.strerror or exc}",
+            code=Code.UNAVAILABLE,
+            rule="config/http-port",
+            where="--http-port (another process may hold it)",
+        ) from None
+    return sock
+
+
+def http_config(
+    app: Any, host: str, port: int, limits: ConnectionLimits | None = None
+) -> uvicorn.Config:
+    """uvicorn as modelyard serves V2: httptools bounded by ``limits``, our loop, no extras."""
+    limits = limits or ConnectionLimits()
+    raise_open_file_limit(limits.max_connections)
     return uvicorn.Config(
         app,
         host=host,
         port=port,
-        http="httptools",
+        http=BoundedHttpProtocol.with_limits(limits),
+        ws="none",
         loop="none",
         lifespan="off",
         access_log=False,
         log_level="warning",
-        timeout_keep_alive=30,
-        limit_concurrency=max_connections,
+        timeout_keep_alive=limits.idle_timeout_s,  # type: ignore[arg-type]  # a float serves
         proxy_headers=False,
         server_header=False,
         date_header=False,

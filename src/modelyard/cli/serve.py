@@ -16,11 +16,15 @@ import uvicorn
 
 from modelyard.cli.runtime import (
     DEFAULT_GIL_SWITCH_INTERVAL_US,
+    add_http_arguments,
+    connection_limits,
     http_config,
+    listen_http,
     run_event_loop,
     set_gil_switch_interval,
 )
 from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
+from modelyard.discovery.live_count import LiveInstanceCount
 from modelyard.discovery.publisher import Publisher, models_from_index
 from modelyard.discovery.registry import Instance
 from modelyard.discovery.rules_store import open_rules_store
@@ -89,12 +93,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=1000,
         help="queue cap per model version when its config sets none (0: unbounded)",
     )
-    parser.add_argument(
-        "--http-max-connections",
-        type=int,
-        default=4096,
-        help="concurrent HTTP connections and requests before answering 503",
-    )
+    add_http_arguments(parser)
     parser.add_argument(
         "--memory-budget",
         default=None,
@@ -254,7 +253,10 @@ async def serve(args: argparse.Namespace) -> None:
             rule="discovery/group",
             where="pass --group GROUP (where it runs and who owns it)",
         )
+    limits = connection_limits(args)
     registry = open_registry(args.registry) if args.service else None
+    # a registry handle of its own: the publisher closes its handle when it deregisters
+    live = LiveInstanceCount(open_registry(args.registry), args.service) if args.service else None
     rules_source = RulesSource(args.rules_source)
     rules_store = (
         open_rules_store(args.registry)
@@ -280,11 +282,12 @@ async def serve(args: argparse.Namespace) -> None:
         rules_source=rules_source,
         store=rules_store,
         registry_url=args.registry if args.service else None,
+        live_instances=live.count if live is not None else lambda: 1,
     )
     app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes, governance=governance)
     await manager.start()
     freeze_startup_objects()
-    config = http_config(app, args.host, args.http_port, args.http_max_connections)
+    config = http_config(app, args.host, args.http_port, limits)
 
     async def deregister() -> None:
         if publisher is not None:
@@ -302,11 +305,7 @@ async def serve(args: argparse.Namespace) -> None:
         )
 
     grpc_server: GrpcServer | None = None
-    metrics_port = (
-        serve_metrics(manager, args.host, args.metrics_port, governance)
-        if args.metrics_port >= 0
-        else None
-    )
+    metrics_port: int | None = None
 
     async def announce() -> None:
         nonlocal publisher
@@ -325,6 +324,8 @@ async def serve(args: argparse.Namespace) -> None:
         )
         if registry is not None:
             template = _advertised_instance(args, port, grpc_server.port if grpc_server else None)
+            if live is not None:
+                live.own_id = template.instance_id
             publisher = Publisher(
                 registry,
                 lambda: replace(
@@ -340,6 +341,11 @@ async def serve(args: argparse.Namespace) -> None:
     announcer: asyncio.Task[None] | None = None
     watcher: asyncio.Task[None] | None = None
     try:
+        http_socket = listen_http(args.host, args.http_port)
+        if live is not None:
+            live.start()
+        if args.metrics_port >= 0:
+            metrics_port = serve_metrics(manager, args.host, args.metrics_port, governance)
         if args.grpc_port >= 0:
             grpc_server = await start_grpc_server(
                 dataplane,
@@ -351,7 +357,7 @@ async def serve(args: argparse.Namespace) -> None:
         announcer = asyncio.create_task(announce())
         if governance is not None:
             watcher = asyncio.create_task(governance.watch(store=rules_store))
-        await server.serve()
+        await server.serve([http_socket])
     finally:
         if announcer is not None:
             announcer.cancel()
@@ -361,6 +367,8 @@ async def serve(args: argparse.Namespace) -> None:
             await registry.aclose()
         if watcher is not None:
             watcher.cancel()
+        if live is not None:
+            await live.aclose()
         if governance is not None:
             await governance.aclose()
         if rules_store is not None:

@@ -9,7 +9,9 @@ Every failure leaves a transport as a ``ModelyardError``, in one place each
 
 - an instance's answer keeps its error line: ``[layer] detail; rule=...``
   becomes the same layer's class with the same fields, so ``str(error)`` is the
-  line the server wrote and a gateway forwards it unchanged;
+  line the server wrote and a gateway forwards it unchanged, with the headers
+  (or trailing metadata) the instance sent along (``reply_headers``:
+  retry-after, ratelimit-*, x-request-id);
 - no answer becomes a ``ClientError``: UNAVAILABLE (rule ``client/connection``)
   when the instance could not be reached or dropped the connection,
   DEADLINE_EXCEEDED (rule ``client/deadline``) when the time ran out.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -122,7 +125,38 @@ def _retry_after_header(value: str | None) -> float | None:
         return None
 
 
-def error_from_http(status: int, body: bytes, retry_after: str | None) -> ModelyardError:
+# how a reply was framed, not what it said: a gateway's own reply sets these itself
+_NOT_RELAYED = frozenset(
+    (
+        "content-type",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "date",
+        "server",
+        "inference-header-content-length",
+    )
+)
+
+
+def _relayed(pairs: Iterable[tuple[str, Any]]) -> tuple[tuple[str, str], ...]:
+    """The reply's headers or trailing metadata a forwarding gateway passes on, lower-cased."""
+    kept = []
+    for key, value in pairs:
+        name = str(key).lower()
+        if name in _NOT_RELAYED or name.startswith("grpc-") or name.endswith("-bin"):
+            continue
+        kept.append((name, str(value)))
+    return tuple(kept)
+
+
+def error_from_http(
+    status: int,
+    body: bytes,
+    retry_after: str | None,
+    headers: Mapping[str, str] | None = None,
+) -> ModelyardError:
     code = _HTTP_CODES.get(status)
     if code is None:
         code = Code.UNAVAILABLE if status in (502, 504) else Code.INTERNAL
@@ -135,7 +169,10 @@ def error_from_http(status: int, body: bytes, retry_after: str | None) -> Modely
         line = body[:500].decode("utf-8", "replace")
     if not line:
         line = f"HTTP {status} without an error message"
-    return error_from_line(line, code, _retry_after_header(retry_after), f"http/{status}")
+    error = error_from_line(line, code, _retry_after_header(retry_after), f"http/{status}")
+    if headers is not None:
+        error.reply_headers = _relayed(headers.items())
+    return error
 
 
 def error_from_grpc(error: grpc.aio.AioRpcError, address: str, timeout: float) -> ModelyardError:
@@ -149,12 +186,15 @@ def error_from_grpc(error: grpc.aio.AioRpcError, address: str, timeout: float) -
             return deadline_error(address, timeout)
     code = _GRPC_CODES.get(status.name, Code.INTERNAL)
     retry_after: str | None = None
-    for key, value in error.trailing_metadata() or ():
+    trailing = tuple(error.trailing_metadata() or ())
+    for key, value in trailing:
         if key == "retry-after":
             retry_after = str(value)
     if code is Code.RESOURCE_EXHAUSTED and details.startswith("[protocol]"):
         code = Code.PAYLOAD_TOO_LARGE
-    return error_from_line(details, code, _retry_after_header(retry_after), f"grpc/{status.name}")
+    parsed = error_from_line(details, code, _retry_after_header(retry_after), f"grpc/{status.name}")
+    parsed.reply_headers = _relayed(trailing)
+    return parsed
 
 
 def connection_error(address: str, why: str) -> ClientError:
@@ -443,7 +483,7 @@ class HttpTransport(Transport):
         }
         status, payload, reply_headers = await self._send("POST", url, timeout, body, headers)
         if status != 200:
-            raise error_from_http(status, payload, reply_headers.get("Retry-After"))
+            raise error_from_http(status, payload, reply_headers.get("Retry-After"), reply_headers)
         length = reply_headers.get("Inference-Header-Content-Length")
         try:
             return decode_http_response(payload, int(length) if length else None, request)
@@ -478,7 +518,7 @@ class HttpTransport(Transport):
     async def _get_json(self, path: str, timeout: float) -> dict[str, Any]:
         status, payload, headers = await self._send("GET", self._base + path, timeout)
         if status != 200:
-            raise error_from_http(status, payload, headers.get("Retry-After"))
+            raise error_from_http(status, payload, headers.get("Retry-After"), headers)
         try:
             doc = orjson.loads(payload)
         except orjson.JSONDecodeError as exc:

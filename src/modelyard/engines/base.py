@@ -78,6 +78,15 @@ class Engine(ABC):
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
         """Run one stacked batch; return the named outputs, rows in = rows out."""
 
+    def refuses_input(self, error: Exception) -> bool:
+        """Whether an exception from ``execute`` says the inputs' values were bad (NaN into
+        a model that takes none, a token id past the vocabulary), not that the engine failed.
+
+        The server answers such a request 400 / INVALID_ARGUMENT with the engine's message,
+        and executes the other requests of its batch again without it.
+        """
+        return False
+
     def unload(self) -> None:  # noqa: B027 - most engines only drop references
         """Release the engine's resources. Called once; the object is not reused."""
 

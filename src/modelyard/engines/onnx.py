@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 import structlog
+from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
 from modelyard.engines.base import Engine, LoadContext, Signature, TensorSpec
 from modelyard.errors import Code, EngineError
@@ -117,6 +118,14 @@ class OnnxRuntimeEngine(Engine):
         results = self._session.run(outputs, feed)
         return dict(zip(outputs, results, strict=True))
 
+    def refuses_input(self, error: Exception) -> bool:
+        # INVALID_ARGUMENT: a feed or a kernel refused the data (a Gather index past the
+        # vocabulary); FAIL: a kernel's check failed on it (inputs that do not broadcast), unless
+        # memory ran out; and BYTES inputs that are not UTF-8, which this engine decodes
+        if isinstance(error, (_InvalidArgument, UnicodeDecodeError)):
+            return True
+        return isinstance(error, _Fail) and "allocate" not in str(error)
+
     def unload(self) -> None:
         self._session = None
 
@@ -129,6 +138,8 @@ class OnnxRuntimeEngine(Engine):
 
 
 _GPU_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
+_InvalidArgument = ort_errors.InvalidArgument
+_Fail = ort_errors.Fail
 
 # Triton's execution accelerator names -> onnxruntime providers
 _ACCELERATORS = {

@@ -15,7 +15,12 @@ its own, so two models or two instances never share module state, and calls:
 
 When the model batches (``max_batch_size > 0``), every output must have as many
 rows as the inputs. Exceptions raised by user code become EngineError with
-their message. BYTES tensors are numpy object arrays of ``bytes``.
+their message; a UnicodeDecodeError from ``execute`` (BYTES that are not the
+text the model decodes) answers the request 400, the caller's error, and any
+other exception 500: the model's own fault, which breakers count. A model that
+finds its inputs bad raises ``modelyard.errors.EngineError`` with
+``code=Code.INVALID_ARGUMENT`` (any ``ModelyardError`` passes through as raised).
+BYTES tensors are numpy object arrays of ``bytes``.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import numpy as np
 from google.protobuf import json_format
 
 from modelyard.engines.base import Engine, LoadContext, Signature
-from modelyard.errors import Code, EngineError
+from modelyard.errors import Code, EngineError, ModelyardError, without_paths
 
 _module_ids = itertools.count()
 
@@ -110,6 +115,8 @@ class PythonEngine(Engine):
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
         try:
             returned = self._model.execute(inputs)
+        except ModelyardError:
+            raise  # the model said what went wrong, and whose fault it is
         except Exception as exc:
             raise self._user_error("execute", exc) from exc
         if not isinstance(returned, dict):
@@ -130,6 +137,10 @@ class PythonEngine(Engine):
             result[name] = array
         return result
 
+    def refuses_input(self, error: Exception) -> bool:
+        # only what is surely the caller's: any other exception may be the model's own bug
+        return isinstance(error, UnicodeDecodeError)
+
     def unload(self) -> None:
         model, self._model = self._model, None
         try:
@@ -144,6 +155,14 @@ class PythonEngine(Engine):
         sys.modules.pop(self._module_name, None)
 
     def _user_error(self, step: str, exc: Exception) -> EngineError:
+        if step == "execute" and self.refuses_input(exc):  # the caller's error, not the model's
+            return EngineError(
+                f"execute refused the request's values: {type(exc).__name__}: "
+                f"{without_paths(str(exc))}",
+                code=Code.INVALID_ARGUMENT,
+                rule="engine/python",
+                where=self._where,
+            )
         return EngineError(
             f"{step} failed: {type(exc).__name__}: {exc}",
             code=Code.INTERNAL,

@@ -16,18 +16,19 @@ disagree, and the server must answer what the library answers. A classifier
 without ``predict_proba`` has only ``label``.
 
 Loading. ``model.skops`` is loaded with ``skops.io``, which refuses types it
-does not know. Besides skops' own trusted list, this engine trusts classes
-defined in sklearn, numpy and scipy, except the ones skops names as unsafe to
-trust (tree node storage that scikit-learn indexes without bounds checks: a
-crafted file can crash the process). Functions, other packages' types and those
-unsafe types load only from a trusted repository. ``model.joblib`` and
+does not know. Without trust this engine adds to skops' own trusted list only
+``_HELPER_TYPES``, named one by one: pure-Python state that fitted estimators
+hold and ``predict`` never reads. Whole packages are not trusted: numpy alone
+has ``numpy.memmap``, whose constructor opens (and with mode ``w+`` truncates)
+any path a crafted file names. Everything else, tree node storage that
+scikit-learn indexes without bounds checks included, loads only from a
+trusted repository. ``model.joblib`` and
 ``model.pkl`` are pickles, which can run arbitrary code while loading: they load
 only from a trusted repository (``--trusted-repository`` or ``--trust-model``).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -39,48 +40,16 @@ from modelyard.engines import tabular
 from modelyard.engines.base import Engine, LoadContext, Signature
 from modelyard.errors import Code, EngineError
 
-_TRUSTED_PACKAGES = frozenset({"sklearn", "numpy", "scipy"})
-
-# Types skops 0.16 refuses on purpose (skops.io.exceptions.UNTRUSTED_TYPE_REASONS).
-_UNSAFE_TYPES = frozenset(
+# Types skops does not trust that fitted estimators need, beyond the estimators
+# themselves (skops trusts those): MLP*'s solver state, kept after fit.
+_HELPER_TYPES = frozenset(
     {
-        "sklearn.tree._tree.Tree",
-        "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
+        "sklearn.neural_network._stochastic_optimizers.AdamOptimizer",
+        "sklearn.neural_network._stochastic_optimizers.SGDOptimizer",
     }
 )
-try:
-    from skops.io.exceptions import UNTRUSTED_TYPE_REASONS
-
-    _UNSAFE_TYPES = _UNSAFE_TYPES | frozenset(UNTRUSTED_TYPE_REASONS)
-except ImportError:  # older skops has no such table
-    pass
 
 _PICKLE_SUFFIXES = (".joblib", ".pkl")
-
-
-def _resolve(qualified_name: str) -> Any:
-    """The object a dotted name refers to, importing the longest module prefix."""
-    parts = qualified_name.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        try:
-            for attr in parts[cut:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            return None
-        return obj
-    return None
-
-
-def _trusted_by_default(qualified_name: str) -> bool:
-    if qualified_name in _UNSAFE_TYPES:
-        return False
-    if qualified_name.split(".")[0] not in _TRUSTED_PACKAGES:
-        return False
-    return isinstance(_resolve(qualified_name), type)
 
 
 class SklearnEngine(Engine):
@@ -153,7 +122,7 @@ class SklearnEngine(Engine):
 
             return self._guarded(ctx, lambda: joblib.load(path))
         untrusted = self._guarded(ctx, lambda: sio.get_untrusted_types(file=path))
-        refused = [t for t in untrusted if not _trusted_by_default(t)]
+        refused = [t for t in untrusted if t not in _HELPER_TYPES]
         if refused and not ctx.trusted:
             raise EngineError(
                 f"{path.name} holds types that skops does not trust: {', '.join(refused)}",
@@ -193,6 +162,11 @@ class SklearnEngine(Engine):
                 prediction = np.asarray(self._model.predict(x), dtype=np.float32)
                 result[name] = prediction.reshape(len(x), -1)
         return result
+
+    def refuses_input(self, error: Exception) -> bool:
+        # sklearn's input checks (NaN, inf, a value past float32) raise ValueError; the
+        # dataplane has checked shapes and dtypes already
+        return isinstance(error, ValueError)
 
     def unload(self) -> None:
         self._model = None

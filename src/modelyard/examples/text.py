@@ -93,10 +93,20 @@ _POOLING_MODEL = '''"""Mean pooling over the attention mask, then L2 normalisati
 
 import numpy as np
 
+from modelyard.errors import Code, EngineError
+
 
 class Model:
     def execute(self, inputs):
         hidden = inputs["last_hidden_state"].astype(np.float32, copy=False)
+        if inputs["attention_mask"].shape != hidden.shape[:2]:
+            raise EngineError(
+                f"attention_mask of shape {list(inputs['attention_mask'].shape)} does not "
+                f"match last_hidden_state's tokens {list(hidden.shape[:2])}",
+                code=Code.INVALID_ARGUMENT,
+                rule="engine/python",
+                where="the request: one attention_mask value per token",
+            )
         mask = inputs["attention_mask"].astype(np.float32)[:, :, None]
         mean = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
         norms = np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)

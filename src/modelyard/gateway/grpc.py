@@ -31,6 +31,8 @@ from modelyard.errors import (
     ModelServerError,
     ModelyardError,
     ProtocolError,
+    retry_after_header,
+    shown,
 )
 from modelyard.governance.guard import Call
 from modelyard.governance.runtime import Governance
@@ -59,9 +61,12 @@ def status_code(error: ModelyardError) -> grpc.StatusCode:
 
 
 def trailing_metadata(error: ModelyardError) -> tuple[tuple[str, str], ...]:
+    relayed = error.reply_headers  # an instance's, on an error the gateway forwarded
     if error.retry_after is None or status_code(error) not in _RETRYABLE:
-        return ()
-    return (("retry-after", str(max(1, round(error.retry_after)))),)
+        return relayed
+    if any(key == "retry-after" for key, _ in relayed):
+        return relayed
+    return (("retry-after", retry_after_header(error.retry_after)), *relayed)
 
 
 def _internal(exc: Exception) -> ModelServerError:
@@ -85,7 +90,7 @@ def _unimplemented(rpc: str, feature: str, where: str) -> ProtocolError:
     )
 
 
-# the governed Call of the ModelInfer being answered (grpc contexts take no attributes)
+# the governed Call of the RPC being answered (grpc contexts take no attributes)
 _CURRENT_CALL: ContextVar[Call] = ContextVar("modelyard_call")
 
 _INTERFACES = {
@@ -151,8 +156,8 @@ def _rpc(
             if governance is None:
                 return await method(self, request, context)
             call = governed_call(governance, name, request, context)
+            _CURRENT_CALL.set(call)
             if name == "ModelInfer":  # governs itself, to answer with a fallback
-                _CURRENT_CALL.set(call)
                 return await method(self, request, context)
             return await governance.guard(call, lambda: method(self, request, context))
         except grpc.aio.AbortError:
@@ -221,7 +226,14 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     @_rpc
     async def ModelStatistics(self, request: pb.ModelStatisticsRequest, context: Context) -> Any:
         doc = self.dataplane.statistics(request.name or None, request.version or None)
+        visible = self._visible()
+        if visible is not None:
+            doc["model_stats"] = [s for s in doc["model_stats"] if visible(s["name"])]
         return json_format.ParseDict(doc, pb.ModelStatisticsResponse(), ignore_unknown_fields=True)
+
+    def _visible(self) -> Callable[[str], bool] | None:
+        """The models the governed RPC being answered may list; None: all."""
+        return None if self.governance is None else self.governance.visible(_CURRENT_CALL.get())
 
     # ---- inference ------------------------------------------------------
 
@@ -306,6 +318,9 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     @_rpc
     async def RepositoryIndex(self, request: pb.RepositoryIndexRequest, context: Context) -> Any:
         rows = self.dataplane.manager.index(ready_only=request.ready)
+        visible = self._visible()
+        if visible is not None:
+            rows = [row for row in rows if visible(row["name"])]
         return json_format.ParseDict(
             {"models": rows}, pb.RepositoryIndexResponse(), ignore_unknown_fields=True
         )
@@ -316,7 +331,13 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     ) -> Any:
         params = {key: parameter_value(value) for key, value in request.parameters.items()}
         override = load_override(request.model_name, params)
-        await self.dataplane.manager.load(request.model_name, override)
+        authorize = None
+        if self.governance is not None and isinstance(self.dataplane, DataPlane):
+            authorize = self.governance.authorize_load(_CURRENT_CALL.get())
+        if authorize is None:
+            await self.dataplane.manager.load(request.model_name, override)
+        else:
+            await self.dataplane.manager.load(request.model_name, override, authorize)
         return pb.RepositoryModelLoadResponse()
 
     @_rpc
@@ -400,7 +421,9 @@ class HealthService(health_aio.HealthServicer):
     ) -> health_pb2.HealthCheckResponse:
         status = self.status(request.service)
         if status is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service '{request.service}'")
+            await context.abort(
+                grpc.StatusCode.NOT_FOUND, f"unknown service '{shown(request.service)}'"
+            )
         return health_pb2.HealthCheckResponse(status=status)
 
     async def Watch(self, request: health_pb2.HealthCheckRequest, context: Context) -> None:
@@ -476,7 +499,7 @@ async def start_grpc_server(
             "this machine's",
             code=Code.UNAVAILABLE,
             rule="config/grpc-port",
-            where="modelyard serve --grpc-port (another process may hold it; -1 turns gRPC off)",
+            where="--grpc-port (another process may hold it; -1 turns gRPC off)",
         ) from None
     await server.start()
     await health.sync()

@@ -16,7 +16,15 @@ import numpy as np
 import orjson
 import structlog
 
-from modelyard.errors import Code, GovernanceError, ModelServerError, ModelyardError, ProtocolError
+from modelyard.errors import (
+    Code,
+    GovernanceError,
+    ModelServerError,
+    ModelyardError,
+    ProtocolError,
+    retry_after_header,
+    shown,
+)
 from modelyard.governance.guard import Call
 from modelyard.governance.runtime import Governance, rejections
 from modelyard.protocol.repository import load_override
@@ -90,8 +98,14 @@ class _MethodNotAllowed(ProtocolError):
 
 def _error_response(error: ModelyardError) -> _Response:
     headers = list(_JSON)
-    if error.retry_after is not None:
-        headers.append((b"retry-after", str(max(1, round(error.retry_after))).encode()))
+    # an instance's rejection that the gateway forwarded keeps every header it came with
+    relayed = [
+        (k.encode("latin-1", "replace"), v.encode("latin-1", "replace"))
+        for k, v in error.reply_headers
+    ]
+    if error.retry_after is not None and not any(k == b"retry-after" for k, _ in relayed):
+        headers.append((b"retry-after", retry_after_header(error.retry_after).encode()))
+    headers += relayed
     if isinstance(error, _MethodNotAllowed):
         headers.append((b"allow", error.allow.encode()))
     return _Response(http_status(error.code), orjson.dumps({"error": error.line()}), headers)
@@ -99,7 +113,7 @@ def _error_response(error: ModelyardError) -> _Response:
 
 def _route_error(method: str, path: str) -> ProtocolError:
     return ProtocolError(
-        f"no route for {method} {path}",
+        f"no route for {shown(method, 20)} {shown(path)}",
         code=Code.NOT_FOUND,
         rule="protocol/route",
         where="the KServe V2 HTTP API: /v2, /v2/health/*, /v2/models/..., /v2/repository/...",
@@ -124,6 +138,7 @@ _GET_ROUTES = frozenset(
 Route = tuple[str, str | None, str | None]  # model, version, action ("/infer", ... or None)
 _ROUTES: dict[str, Route | None] = {}
 _ROUTES_MAX = 4096  # bounded: paths come from callers
+_ROUTE_PATH_CHARS = 512  # longer paths are classified anew each time, never kept
 
 
 def _allowed_methods(path: str, route: Route | None) -> tuple[str, ...] | None:
@@ -147,6 +162,8 @@ def model_route(path: str) -> Route | None:
     route = None
     if match is not None and match["model"] != "stats":
         route = (match["model"], match["version"], match["action"])
+    if len(path) > _ROUTE_PATH_CHARS:
+        return route
     if len(_ROUTES) >= _ROUTES_MAX:
         _ROUTES.clear()
     _ROUTES[path] = route
@@ -180,9 +197,9 @@ def _header_length(headers: list[tuple[bytes, bytes]]) -> int | None:
     """The Inference-Header-Content-Length of a request, if it has one."""
     for key, value in headers:
         if key == b"inference-header-content-length":
-            if not value.isdigit():
+            if len(value) > 18 or not value.isdigit():  # int() of 4,301 digits raises
                 raise ProtocolError(
-                    f"{HEADER_LENGTH} must be an integer",
+                    f"{HEADER_LENGTH} must be an integer of at most 18 digits",
                     code=Code.INVALID_ARGUMENT,
                     rule="protocol/binary-header",
                     where="the Inference-Header-Content-Length header",
@@ -340,7 +357,10 @@ class HttpFrontend:
             where="modelyard serve --http-max-body-bytes",
         )
 
-    async def _dispatch(self, scope: Scope, receive: Receive) -> _Response:
+    async def _dispatch(
+        self, scope: Scope, receive: Receive, call: Call | None = None
+    ) -> _Response:
+        """Answer a route; ``call``: what governance admitted it as (None: ungoverned)."""
         method: str = scope["method"]
         path: str = scope["path"]
         dp = self.dataplane
@@ -366,11 +386,17 @@ class HttpFrontend:
         if path in ("/v2", "/v2/"):
             return _json(dp.server_metadata())
         if path == "/v2/models/stats":
-            return _json(dp.statistics(None, None))
+            stats = dp.statistics(None, None)
+            visible = self._visible(call)
+            if visible is not None:
+                stats["model_stats"] = [s for s in stats["model_stats"] if visible(s["name"])]
+            return _json(stats)
         if path == "/v2/repository/index":
             body = await self._read_body(scope, receive)
             doc = self._json_body(body)
-            return _json(dp.manager.index(ready_only=bool(doc.get("ready", False))))
+            rows = dp.manager.index(ready_only=bool(doc.get("ready", False)))
+            visible = self._visible(call)
+            return _json(rows if visible is None else [r for r in rows if visible(r["name"])])
         if path == "/v2/modelyard/rules":
             if self.governance is None:
                 return _json({"service": None, "source": None, "rules": [], "decisions": {}})
@@ -383,7 +409,11 @@ class HttpFrontend:
         if match is None:  # _allowed_methods lets no other path through
             raise _route_error(method, path)
         body = await self._read_body(scope, receive)
-        return await self._repository_action(match["model"], match["action"], body)
+        return await self._repository_action(match["model"], match["action"], body, call)
+
+    def _visible(self, call: Call | None) -> Callable[[str], bool] | None:
+        """The models a listing shows the caller; None: all (no governance)."""
+        return None if self.governance is None or call is None else self.governance.visible(call)
 
     def _live_stats(self) -> dict[str, Any]:
         if not isinstance(self.dataplane, DataPlane):  # the gateway's ForwardingDataPlane
@@ -418,7 +448,9 @@ class HttpFrontend:
             )
         return doc
 
-    async def _repository_action(self, model: str, action: str, body: bytes) -> _Response:
+    async def _repository_action(
+        self, model: str, action: str, body: bytes, call: Call | None = None
+    ) -> _Response:
         doc = self._json_body(body)
         params = doc.get("parameters") or {}
         manager = self.dataplane.manager
@@ -426,7 +458,13 @@ class HttpFrontend:
             await manager.unload(model)
             return _Response(200)
         override = load_override(model, params)
-        await manager.load(model, override)
+        authorize = None
+        if self.governance is not None and call is not None and self._local:
+            authorize = self.governance.authorize_load(call)
+        if authorize is None:
+            await manager.load(model, override)
+        else:
+            await manager.load(model, override, authorize)
         return _Response(200)
 
     async def _governed(
@@ -477,7 +515,7 @@ class HttpFrontend:
     async def _guarded(self, scope: Scope, receive: Receive, governance: Governance) -> _Response:
         call = _call_from_headers(governance, scope)
         try:
-            return await governance.guard(call, lambda: self._dispatch(scope, receive))
+            return await governance.guard(call, lambda: self._dispatch(scope, receive, call))
         except GovernanceError as error:
             return _rejection(governance, call, error)
 

@@ -50,6 +50,26 @@ class AuthConfig:
     by_digest: dict[str, Principal] = field(default_factory=dict)
     service_file: str = "service.yaml"
 
+    def principal(self, name: str | None) -> Principal | None:
+        """The principal of that name (auth sets ``Call.principal`` to it), if any."""
+        return next((p for p in self.by_digest.values() if p.name == name), None)
+
+
+def permission_denied(
+    principal: Principal, interface: str, model: str | None, service_file: str, through: str = ""
+) -> GovernanceError:
+    """The refusal of a call the principal may not make; ``through``: how the call names
+    ``model`` when it is not the model called (an ensemble step of a loaded config)."""
+    target = f" for model '{model}'" if model else ""
+    return GovernanceError(
+        f"request rejected: principal '{principal.name}' may not call interface "
+        f"{interface}{target}{through}",
+        code=Code.PERMISSION_DENIED,
+        rule="auth/permission",
+        where=f"auth.principals.{principal.name}.allow.{interface} in "
+        f"{service_file}" + (f" ({principal.line})" if principal.line else ""),
+    )
+
 
 _CACHE_SIZE = 1024
 
@@ -119,15 +139,7 @@ class AuthGuard:
         call.principal = principal.name
         if self._may(principal, call.interface, call.model):
             return None
-        target = f" for model '{call.model}'" if call.model else ""
-        return GovernanceError(
-            f"request rejected: principal '{principal.name}' may not call interface "
-            f"{call.interface}{target}",
-            code=Code.PERMISSION_DENIED,
-            rule="auth/permission",
-            where=f"auth.principals.{principal.name}.allow.{call.interface} in "
-            f"{self.config.service_file}" + (f" ({principal.line})" if principal.line else ""),
-        )
+        return permission_denied(principal, call.interface, call.model, self.config.service_file)
 
     def record(self, call: Call, latency: float, error: BaseException | None) -> None:
         return None

@@ -31,8 +31,14 @@ import structlog
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.discovery.rules_store import RulesRevision, RulesStore
-from modelyard.errors import Code, ConfigError, GovernanceError, ModelyardError
-from modelyard.governance.auth import AuthGuard
+from modelyard.errors import (
+    Code,
+    ConfigError,
+    GovernanceError,
+    ModelyardError,
+    retry_after_header,
+)
+from modelyard.governance.auth import AuthGuard, Principal, permission_denied
 from modelyard.governance.breaker import BreakerGuard, BreakerRule
 from modelyard.governance.chain import GuardChain
 from modelyard.governance.cluster import ClusterQpsGuard
@@ -339,6 +345,34 @@ class Governance:
             }
             return response
 
+    def visible(self, call: Call) -> Callable[[str], bool] | None:
+        """Which models an admitted call may see in a listing (statistics, the index): those
+        its principal may name on the call's interface. None: all of them, auth is off."""
+        auth = self.config.auth
+        if not auth.enabled:
+            return None
+        principal = auth.principal(call.principal)
+        if principal is None:
+            return lambda model: False
+        return lambda model: principal.may(call.interface, model)
+
+    def authorize_load(self, call: Call) -> Callable[[list[str]], None] | None:
+        """For an admitted load of ``call.model``: refuses (PERMISSION_DENIED) unless the
+        principal may infer on every model the loaded config reaches, since whoever infers
+        on the loaded model reads their outputs. None: auth is off."""
+        auth = self.config.auth
+        if not auth.enabled:
+            return None
+
+        def authorize(models: list[str]) -> None:
+            principal = auth.principal(call.principal) or Principal(call.principal or "?", {})
+            for model in models:
+                if not principal.may("infer", model):
+                    through = f", which the config of '{call.model}' reaches as an ensemble step"
+                    raise permission_denied(principal, "infer", model, auth.service_file, through)
+
+        return authorize
+
     def rate_limit_headers(self, call: Call, error: ModelyardError) -> dict[str, str]:
         """IETF RateLimit-* fields for a rate-limit rejection."""
         if not isinstance(error, GovernanceError) or not (error.rule or "").startswith(
@@ -347,8 +381,8 @@ class Governance:
             return {}
         key = "cluster_qps" if error.rule == "ratelimit/cluster-qps" else "instance_qps"
         limit = (self.config.limits.get(call.interface) or {}).get(key)
-        reset = max(1, round(error.retry_after or 1))
-        headers = {"RateLimit-Remaining": "0", "RateLimit-Reset": str(reset)}
+        reset = retry_after_header(1.0 if error.retry_after is None else error.retry_after)
+        headers = {"RateLimit-Remaining": "0", "RateLimit-Reset": reset}
         if limit is not None:
             headers["RateLimit-Limit"] = f"{limit:g}"
             headers["RateLimit-Policy"] = f'{limit:g};w=1;name="{key}"'
@@ -563,12 +597,14 @@ async def open_governance(
     rules_source: RulesSource,
     store: RulesStore | None,
     registry_url: str | None,
+    live_instances: Callable[[], int] = lambda: 1,
 ) -> Governance | None:
     """The governance of a serving instance, with the central revision current at start.
 
     None when nothing could ever be enforced: no service file, and no service
     whose central rules could apply. A store that cannot be read at start is
-    logged; the follower picks the rules up once it answers.
+    logged; the follower picks the rules up once it answers. ``live_instances`` counts the
+    service's instances in the registry, this one included (cluster-qps divides by it).
     """
     uses_central = (
         service is not None and store is not None and rules_source is not RulesSource.LOCAL
@@ -594,7 +630,11 @@ async def open_governance(
             where="make 'service:' in the file and --service name the same service",
         )
     governance = Governance(
-        local, service_file, rules_source=rules_source, registry_url=registry_url
+        local,
+        service_file,
+        rules_source=rules_source,
+        registry_url=registry_url,
+        live_instances=live_instances,
     )
     if uses_central:
         assert store is not None

@@ -12,14 +12,36 @@ import struct
 
 import numpy as np
 
-from modelyard.errors import Code, ProtocolError
+from modelyard.errors import Code, ProtocolError, shown
 from modelyard.types import V2_TO_NUMPY, OutputTensor, element_size
 
 WHERE = "the request body (KServe V2 inference request)"
 
+# numpy 1's limit (NPY_MAXDIMS); KServe V2 and Triton name none
+MAX_DIMS = 32
+# the product of a shape's non-zero dims: numpy refuses an array, even an empty one, whose
+# size in bytes would not fit its index type; far past any body a server takes
+MAX_ELEMENTS = 2**40
+
 
 def bad_request(detail: str, rule: str = "protocol/v2-request") -> ProtocolError:
     return ProtocolError(detail, code=Code.INVALID_ARGUMENT, rule=rule, where=WHERE)
+
+
+def check_shape(name: str, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape of non-negative dims that numpy can make an array of, or a refusal."""
+    if len(shape) > MAX_DIMS:
+        raise bad_request(
+            f"input '{shown(name)}': shape has {len(shape)} dims, over the limit of {MAX_DIMS}",
+            "protocol/tensor-shape",
+        )
+    if math.prod(d or 1 for d in shape) > MAX_ELEMENTS:
+        raise bad_request(
+            f"input '{shown(name)}': shape {shown(str(list(shape)))} is over {MAX_ELEMENTS} "
+            "elements",
+            "protocol/tensor-shape",
+        )
+    return shape
 
 
 def deserialize_bytes(raw: bytes | memoryview, count: int, name: str) -> np.ndarray:
@@ -29,16 +51,20 @@ def deserialize_bytes(raw: bytes | memoryview, count: int, name: str) -> np.ndar
     total = len(view)
     while offset < total:
         if offset + 4 > total:
-            raise bad_request(f"input '{name}': truncated BYTES element length at byte {offset}")
+            raise bad_request(
+                f"input '{shown(name)}': truncated BYTES element length at byte {offset}"
+            )
         (length,) = struct.unpack_from("<I", view, offset)
         offset += 4
         if offset + length > total:
-            raise bad_request(f"input '{name}': BYTES element of {length} bytes runs past the data")
+            raise bad_request(
+                f"input '{shown(name)}': BYTES element of {length} bytes runs past the data"
+            )
         items.append(bytes(view[offset : offset + length]))
         offset += length
     if len(items) != count:
         raise bad_request(
-            f"input '{name}': {len(items)} BYTES elements for a shape of {count} elements"
+            f"input '{shown(name)}': {len(items)} BYTES elements for a shape of {count} elements"
         )
     array = np.empty(count, dtype=object)
     array[:] = items
@@ -75,7 +101,7 @@ def decode_raw_tensor(
     expected = count * element_size(datatype)
     if len(raw) != expected:
         raise bad_request(
-            f"input '{name}': binary data is {len(raw)} bytes but shape {list(shape)} of "
+            f"input '{shown(name)}': binary data is {len(raw)} bytes but shape {list(shape)} of "
             f"{datatype} needs {expected}"
         )
     if datatype == "BF16":

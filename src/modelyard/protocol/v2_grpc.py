@@ -16,8 +16,13 @@ from typing import Any
 import numpy as np
 from tritonclient.grpc import service_pb2 as pb
 
-from modelyard.errors import Code, ProtocolError
-from modelyard.protocol.tensors import bad_request, decode_raw_tensor, encode_raw_tensor
+from modelyard.errors import Code, ProtocolError, shown
+from modelyard.protocol.tensors import (
+    bad_request,
+    check_shape,
+    decode_raw_tensor,
+    encode_raw_tensor,
+)
 from modelyard.types import V2_TO_NUMPY, InferRequest, InferResponse, OutputTensor, RequestedOutput
 
 # V2 datatype -> (InferTensorContents field, numpy dtype the field holds); FP16 and
@@ -47,7 +52,7 @@ def parameter_value(parameter: Any) -> Any:
 
 def _shared_memory_refused(name: str) -> ProtocolError:
     return ProtocolError(
-        f"tensor '{name}' names a shared memory region; shared memory is not supported",
+        f"tensor '{shown(name)}' names a shared memory region; shared memory is not supported",
         code=Code.UNIMPLEMENTED,
         rule="protocol/shared-memory",
         where="send the tensor in raw_input_contents",
@@ -58,16 +63,19 @@ def _decode_typed(name: str, datatype: str, shape: tuple[int, ...], tensor: Any)
     contents = tensor.contents
     entry = _CONTENTS.get(datatype)
     if entry is None:
-        raise bad_request(f"input '{name}': {datatype} data must be sent in raw_input_contents")
+        raise bad_request(
+            f"input '{shown(name)}': {datatype} data must be sent in raw_input_contents"
+        )
     field, wide = entry
     for other in _CONTENT_FIELDS:
         if other != field and len(getattr(contents, other)):
-            raise bad_request(f"input '{name}': data is not valid {datatype}")
+            raise bad_request(f"input '{shown(name)}': data is not valid {datatype}")
     values = getattr(contents, field)
     count = math.prod(shape)
     if len(values) != count:
         raise bad_request(
-            f"input '{name}': {len(values)} values given for shape {list(shape)} ({count} values)"
+            f"input '{shown(name)}': {len(values)} values given for shape {list(shape)} "
+            f"({count} values)"
         )
     if wide is None:
         array = np.empty(count, dtype=object)
@@ -79,7 +87,7 @@ def _decode_typed(name: str, datatype: str, shape: tuple[int, ...], tensor: Any)
     if dtype != wide:
         narrow = array.astype(dtype)
         if not np.array_equal(narrow, array):
-            raise bad_request(f"input '{name}': data is not valid {datatype}")
+            raise bad_request(f"input '{shown(name)}': data is not valid {datatype}")
         array = narrow
     return array.reshape(shape)
 
@@ -98,19 +106,24 @@ def decode_infer_request(message: pb.ModelInferRequest) -> InferRequest:
     for index, tensor in enumerate(message.inputs):
         name = tensor.name
         if name in inputs:
-            raise bad_request(f"input '{name}' is given twice")
+            raise bad_request(f"input '{shown(name)}' is given twice")
         datatype = tensor.datatype
         if datatype not in V2_TO_NUMPY:
-            raise bad_request(f"input '{name}': unknown datatype {datatype!r}")
+            raise bad_request(
+                f"input '{shown(name)}': unknown datatype {shown(repr(datatype), 40)}"
+            )
         if tensor.parameters and "shared_memory_region" in tensor.parameters:
             raise _shared_memory_refused(name)
         shape = tuple(tensor.shape)
         if any(d < 0 for d in shape):
-            raise bad_request(f"input '{name}': shape must be a list of non-negative integers")
+            raise bad_request(
+                f"input '{shown(name)}': shape must be a list of non-negative integers"
+            )
+        check_shape(name, shape)
         if raw:
             if tensor.HasField("contents"):
                 raise bad_request(
-                    f"input '{name}' has both contents and raw_input_contents; send one"
+                    f"input '{shown(name)}' has both contents and raw_input_contents; send one"
                 )
             inputs[name] = decode_raw_tensor(name, datatype, shape, raw[index])
         else:
@@ -145,22 +158,29 @@ def decode_infer_request(message: pb.ModelInferRequest) -> InferRequest:
 
 def _decode_outputs(message: pb.ModelInferRequest) -> list[RequestedOutput]:
     outputs = []
+    names: set[str] = set()
     for output in message.outputs:
+        name = output.name
+        if name in names:  # or a model's one output, asked for 20,000 times, runs as many
+            raise bad_request(f"output '{shown(name)}' is requested twice")
+        names.add(name)
         binary: bool | None = None
         classification = 0
         if output.parameters:
             params = output.parameters
             if "shared_memory_region" in params:
-                raise _shared_memory_refused(output.name)
+                raise _shared_memory_refused(name)
             if "binary_data" in params:
-                binary = bool(parameter_value(params["binary_data"]))
+                binary = parameter_value(params["binary_data"])
+                if not isinstance(binary, bool):
+                    raise bad_request(f"output '{shown(name)}': binary_data must be a bool_param")
             if "classification" in params:
                 classification = parameter_value(params["classification"])
-                if not isinstance(classification, int) or classification < 0:
+                if type(classification) is not int or classification < 0:  # not a bool either
                     raise bad_request(
-                        f"output '{output.name}': classification must be a non-negative integer"
+                        f"output '{shown(name)}': classification must be a non-negative integer"
                     )
-        outputs.append(RequestedOutput(output.name, binary, classification))
+        outputs.append(RequestedOutput(name, binary, classification))
     return outputs
 
 

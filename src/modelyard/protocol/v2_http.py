@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 import orjson
 
+from modelyard.errors import shown
 from modelyard.protocol.tensors import bad_request as _bad
-from modelyard.protocol.tensors import decode_raw_tensor, encode_raw_tensor
+from modelyard.protocol.tensors import check_shape, decode_raw_tensor, encode_raw_tensor
 from modelyard.types import V2_TO_NUMPY, InferRequest, InferResponse, OutputTensor, RequestedOutput
 
 HEADER_LENGTH = "inference-header-content-length"
@@ -43,17 +44,18 @@ def _decode_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) ->
     count = math.prod(shape)
     if len(flat) != count:
         raise _bad(
-            f"input '{name}': {len(flat)} values given for shape {list(shape)} ({count} values)"
+            f"input '{shown(name)}': {len(flat)} values given for shape {list(shape)} "
+            f"({count} values)"
         )
     if datatype == "BYTES":
         if not all(isinstance(v, str) for v in flat):
-            raise _bad(f"input '{name}': BYTES data must be strings")
+            raise _bad(f"input '{shown(name)}': BYTES data must be strings")
         array = np.empty(count, dtype=object)
         array[:] = [v.encode("utf-8") for v in flat]
         return array.reshape(shape)
     dtype = V2_TO_NUMPY[datatype]
     assert dtype is not None
-    invalid = _bad(f"input '{name}': data is not valid {datatype}")
+    invalid = _bad(f"input '{shown(name)}': data is not valid {datatype}")
     if datatype == "BOOL":
         if not all(isinstance(v, bool) for v in flat):
             raise invalid
@@ -68,15 +70,19 @@ def _decode_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) ->
         return np.array(flat, dtype=dtype).reshape(shape)
     if not all(type(v) in (int, float) for v in flat):
         raise invalid
-    return np.asarray(flat, dtype=dtype).reshape(shape)
+    with np.errstate(over="ignore"):  # JSON has no inf: one here is a value past the type's range
+        array = np.asarray(flat, dtype=dtype)
+    if not np.isfinite(array).all():
+        raise _bad(f"input '{shown(name)}': a value is out of the range of {datatype}")
+    return array.reshape(shape)
 
 
 def _shape(name: str, value: Any) -> tuple[int, ...]:
     if not isinstance(value, list) or not all(
         isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value
     ):
-        raise _bad(f"input '{name}': shape must be a list of non-negative integers")
-    return tuple(value)
+        raise _bad(f"input '{shown(name)}': shape must be a list of non-negative integers")
+    return check_shape(name, tuple(value))
 
 
 # one binary input of a layout: name, datatype, shape, bytes, and, for datatypes
@@ -200,18 +206,22 @@ def decode_infer_request(
             raise _bad("each input needs a 'name'")
         name = item["name"]
         if name in inputs:
-            raise _bad(f"input '{name}' is given twice")
+            raise _bad(f"input '{shown(name)}' is given twice")
         datatype = item.get("datatype")
-        if datatype not in V2_TO_NUMPY:
-            raise _bad(f"input '{name}': unknown datatype {datatype!r}")
+        if not isinstance(datatype, str) or datatype not in V2_TO_NUMPY:
+            raise _bad(f"input '{shown(name)}': unknown datatype {shown(repr(datatype), 40)}")
         shape = _shape(name, item.get("shape"))
         params = item.get("parameters") or {}
         size = params.get("binary_data_size") if isinstance(params, dict) else None
         if size is not None:
-            if not isinstance(size, int) or size < 0 or offset + size > len(binary):
+            if (
+                type(size) is not int  # not a bool either
+                or size < 0
+                or offset + size > len(binary)
+            ):
                 raise _bad(
-                    f"input '{name}': binary_data_size {size} runs past the "
-                    f"{len(binary)} bytes of binary data"
+                    f"input '{shown(name)}': binary_data_size {shown(repr(size), 40)} runs past "
+                    f"the {len(binary)} bytes of binary data"
                 )
             inputs[name] = decode_raw_tensor(name, datatype, shape, binary[offset : offset + size])
             binary_inputs.append((name, datatype, shape, size))
@@ -219,7 +229,7 @@ def decode_infer_request(
         elif "data" in item:
             inputs[name] = _decode_json(name, datatype, shape, item["data"])
         else:
-            raise _bad(f"input '{name}' has neither 'data' nor binary_data_size")
+            raise _bad(f"input '{shown(name)}' has neither 'data' nor binary_data_size")
         datatypes[name] = datatype
     if offset != len(binary):
         raise _bad(f"{len(binary) - offset} bytes of binary data belong to no input")
@@ -230,14 +240,17 @@ def decode_infer_request(
     request_id = doc.get("id")
     timeout = params.get("timeout", 0)
     priority = params.get("priority", 0)
-    if not isinstance(timeout, int) or timeout < 0 or not isinstance(priority, int):
+    if type(timeout) is not int or timeout < 0 or type(priority) is not int or priority < 0:
         raise _bad("'timeout' and 'priority' parameters must be non-negative integers")
+    binary_output = params.get("binary_data_output", False)
+    if not isinstance(binary_output, bool):
+        raise _bad("the 'binary_data_output' parameter must be true or false")
     options = {
         "input_datatypes": datatypes,
         "outputs": outputs,
         "id": request_id if isinstance(request_id, str) else None,
         "parameters": params,
-        "binary_output_default": bool(params.get("binary_data_output", False)),
+        "binary_output_default": binary_output,
         "priority": priority,
         "timeout_us": timeout,
     }
@@ -258,17 +271,24 @@ def _decode_outputs(raw: Any) -> list[RequestedOutput] | None:
     if not isinstance(raw, list):
         raise _bad("'outputs' must be a list")
     outputs = []
+    names: set[str] = set()
     for item in raw:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise _bad("each requested output needs a 'name'")
+        name = item["name"]
+        if name in names:  # or a model's one output, asked for 20,000 times, runs as many
+            raise _bad(f"output '{shown(name)}' is requested twice")
+        names.add(name)
         params = item.get("parameters") or {}
+        if not isinstance(params, dict):
+            raise _bad(f"output '{shown(name)}': 'parameters' must be an object")
         binary = params.get("binary_data")
+        if binary is not None and not isinstance(binary, bool):
+            raise _bad(f"output '{shown(name)}': binary_data must be true or false")
         classification = params.get("classification", 0)
-        if not isinstance(classification, int) or classification < 0:
-            raise _bad(f"output '{item['name']}': classification must be a non-negative integer")
-        outputs.append(
-            RequestedOutput(item["name"], None if binary is None else bool(binary), classification)
-        )
+        if type(classification) is not int or classification < 0:  # not a bool either
+            raise _bad(f"output '{shown(name)}': classification must be a non-negative integer")
+        outputs.append(RequestedOutput(name, binary, classification))
     return outputs
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from modelyard import __version__
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.config import ModelSpec, config_to_json
-from modelyard.errors import Code, ModelServerError
+from modelyard.errors import Code, ModelServerError, shown
 from modelyard.server.manager import ModelManager
 from modelyard.server.model_version import ModelVersion
 from modelyard.server.scheduler import shape_key_of
@@ -54,7 +54,7 @@ def _check_inputs(mv: ModelVersion, request: InferRequest) -> tuple[dict[str, np
         if input_name not in spec.inputs:
             raise _invalid(
                 name,
-                f"unexpected input '{input_name}' (expects {', '.join(spec.inputs)})",
+                f"unexpected input '{shown(input_name)}' (expects {', '.join(spec.inputs)})",
                 where,
             )
     rows = 1
@@ -114,12 +114,19 @@ def _requested(mv: ModelVersion, request: InferRequest) -> list[RequestedOutput]
     spec = mv.spec
     if request.outputs is None:
         return [RequestedOutput(name) for name in spec.outputs]
+    where = f"GET /v2/models/{mv.name}/config shows the outputs"
+    if len(request.outputs) > len(spec.outputs):  # the decoders refuse a name given twice
+        raise _invalid(
+            mv.name,
+            f"{len(request.outputs)} outputs requested, and the model has {len(spec.outputs)}",
+            where,
+        )
     for out in request.outputs:
         if out.name not in spec.outputs:
             raise _invalid(
                 mv.name,
-                f"unknown output '{out.name}' (has {', '.join(spec.outputs)})",
-                f"GET /v2/models/{mv.name}/config shows the outputs",
+                f"unknown output '{shown(out.name)}' (has {', '.join(spec.outputs)})",
+                where,
             )
         if out.classification and spec.outputs[out.name].datatype in ("BYTES", "BOOL"):
             raise _invalid(

@@ -409,6 +409,15 @@ def load_ensemble_version(
     )
 
 
+def reached_models(config: mc.ModelConfig) -> list[str]:
+    """The other models a request to this config's model can reach: its ensemble steps.
+
+    Read whatever the backend says, so a config cannot hide steps behind one; a model
+    that calls other models from its own code (BLS) would list them here too.
+    """
+    return sorted({step.model_name for step in config.ensemble_scheduling.step} - {config.name})
+
+
 def step_models(model_dir: Path) -> list[str]:
     """The models an ensemble's config names as steps; [] for any other model."""
     try:

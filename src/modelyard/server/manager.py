@@ -17,7 +17,8 @@ requests at once and is unloaded after its queue drains.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -29,8 +30,15 @@ from tritonclient.grpc import model_config_pb2 as mc
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.config import read_model_config, select_versions, validate_version_policy
 from modelyard.engines import backend_for
-from modelyard.errors import Code, ConfigError, ModelServerError, ModelyardError
-from modelyard.server.ensemble import ENSEMBLE, load_ensemble_version, load_order
+from modelyard.errors import (
+    Code,
+    ConfigError,
+    ModelServerError,
+    ModelyardError,
+    shown,
+    without_paths,
+)
+from modelyard.server.ensemble import ENSEMBLE, load_ensemble_version, load_order, reached_models
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.memory import check_budget, collect_frozen_garbage, estimate_bytes
 from modelyard.server.model_version import (
@@ -42,6 +50,9 @@ from modelyard.server.model_version import (
 from modelyard.server.repository import ModelFingerprint, ModelRepository
 
 log = structlog.get_logger("modelyard.server")
+
+Authorize = Callable[[list[str]], None]
+"""Raises unless the caller of a load may use each model the loaded config reaches."""
 
 
 class ControlMode(StrEnum):
@@ -131,7 +142,7 @@ class ModelManager:
         record = self._models.get(name)
         if record is None or record.unloaded or (not record.versions and not record.retiring):
             raise ModelServerError(
-                f"unknown model '{name}'",
+                f"unknown model '{shown(name)}'",
                 code=Code.NOT_FOUND,
                 rule="model-server/unknown-model",
                 where="GET /v2/repository/index lists the models; load it first"
@@ -148,7 +159,9 @@ class ModelManager:
                 where="GET /v2/repository/index shows each version's state and reason",
                 retry_after=1.0,
             )
-        number = int(version) if version.isdigit() else -1
+        # ASCII digits only ("²".isdigit() is true), and few: int() of 4,301 digits raises
+        digits = version.isascii() and version.isdigit() and len(version) < 19
+        number = int(version) if digits else -1
         mv = record.versions.get(number)
         if mv is not None and mv.state is VersionState.READY:
             return mv
@@ -160,7 +173,7 @@ class ModelManager:
                 where="send the request without a version, or to a ready version",
             )
         raise ModelServerError(
-            f"unknown version {version} of model '{name}' (ready: "
+            f"unknown version {shown(version, 40)} of model '{name}' (ready: "
             f"{', '.join(map(str, record.ready_desc)) or 'none'})",
             code=Code.NOT_FOUND,
             rule="model-server/unknown-version",
@@ -212,7 +225,7 @@ class ModelManager:
                         "name": name,
                         "version": str(v),
                         "state": str(mv.state),
-                        "reason": mv.reason,
+                        "reason": _still_serving(record, v) or mv.reason,
                         "memory_bytes": mv.memory_bytes,
                         "device_memory_bytes": mv.device_memory_bytes,
                     }
@@ -227,7 +240,7 @@ class ModelManager:
                     }
                 )
             for v, reason in sorted(list(record.failures.items())):
-                if v not in record.versions:
+                if v not in record.versions and not (v == 0 and record.versions):
                     row: dict[str, Any] = {"name": name, "state": "UNAVAILABLE", "reason": reason}
                     if v:
                         row["version"] = str(v)
@@ -248,9 +261,24 @@ class ModelManager:
                 where="serve with --model-control-mode explicit",
             )
 
-    async def load(self, name: str, override: mc.ModelConfig | None = None) -> None:
+    async def load(
+        self,
+        name: str,
+        override: mc.ModelConfig | None = None,
+        authorize: Authorize | None = None,
+    ) -> None:
+        """Load (or reload) a model for the repository API: raises if any version failed,
+        naming no path outside the repository (the log keeps them); what served before a
+        failed load serves on."""
         self._refuse_unless_explicit("load")
-        await self._load(name, override)
+        try:
+            await self._load(name, override, authorize)
+        except ModelyardError as exc:
+            public = self._public(exc)
+            if public is exc:
+                raise
+            log.warning("model_load_failed", model=name, **exc.fields())
+            raise public from exc
 
     async def unload(self, name: str) -> None:
         self._refuse_unless_explicit("unload")
@@ -261,26 +289,45 @@ class ModelManager:
     def _lock(self, name: str) -> asyncio.Lock:
         return self._locks.setdefault(name, asyncio.Lock())
 
+    def _public(self, error: ModelyardError) -> ModelyardError:
+        """``error`` as a caller sees it: paths relative to the repository, others left out."""
+        detail = without_paths(self._relative(error.detail))
+        where = self._relative(error.where) if error.where else error.where
+        if detail == error.detail and where == error.where:
+            return error
+        public = type(error).__new__(type(error))
+        public.__dict__.update(error.__dict__)
+        Exception.__init__(public, detail)
+        public.detail, public.where = detail, where
+        return public
+
+    def _relative(self, text: str) -> str:
+        root = str(self.repository.root)
+        for prefix in {root, os.path.realpath(root)}:
+            if os.path.isabs(prefix):
+                text = text.replace(prefix.rstrip(os.sep) + os.sep, "")
+        return text
+
     def _trusted(self, name: str) -> bool:
         return self._trusted_repository or name in self._trusted_models
 
-    async def _load(self, name: str, override: mc.ModelConfig | None) -> None:
+    async def _load(
+        self, name: str, override: mc.ModelConfig | None, authorize: Authorize | None = None
+    ) -> None:
+        if self.repository.model_dir(name) is None:
+            raise _not_in_repository(name)  # before taking a lock: unknown names keep nothing
         async with self._lock(name):
-            await self._load_locked(name, override)
+            await self._load_locked(name, override, authorize)
 
-    async def _load_locked(self, name: str, override: mc.ModelConfig | None) -> None:
+    async def _load_locked(
+        self, name: str, override: mc.ModelConfig | None, authorize: Authorize | None = None
+    ) -> None:
         loop = asyncio.get_running_loop()
         model_dir = self.repository.model_dir(name)
         if model_dir is None:
-            raise ModelServerError(
-                f"model '{name}' is not in the model repository",
-                code=Code.NOT_FOUND,
-                rule="model-server/unknown-model",
-                where="add the model directory to the repository",
-            )
-        record = self._models.setdefault(name, ModelRecord(name))
-        record.unloaded = False
+            raise _not_in_repository(name)
         fingerprint = await loop.run_in_executor(None, self.repository.fingerprint, model_dir)
+        record = self._models.get(name) or ModelRecord(name)
         try:
             if override is not None:
                 base = override
@@ -300,10 +347,12 @@ class ModelManager:
                     where=f"backend or platform in {name}/config.pbtxt",
                 )
         except ModelyardError as exc:
-            record.failures = {0: exc.line()}
-            record.fingerprint = fingerprint
-            self._retire(record, list(record.versions))
+            self._failed(name, record, fingerprint, exc)
             raise
+        if authorize is not None:
+            authorize(reached_models(base))  # refused: nothing changes, not even the record
+        self._models[name] = record
+        record.unloaded = False
         wanted = select_versions(base, available)
         if not wanted:
             error = ModelServerError(
@@ -313,9 +362,7 @@ class ModelManager:
                 rule="model-server/no-versions",
                 where=f"add {name}/<version>/ or change version_policy",
             )
-            record.failures = {0: error.line()}
-            record.fingerprint = fingerprint
-            self._retire(record, list(record.versions))
+            self._failed(name, record, fingerprint, error)
             raise error
         previous = record.fingerprint
         config_changed = (
@@ -359,7 +406,7 @@ class ModelManager:
                         ),
                     )
             except ModelyardError as exc:
-                record.failures[v] = exc.line()
+                record.failures[v] = self._public(exc).line()
                 errors.append(exc)
                 log.error("model_version_load_failed", model=name, version=v, **exc.fields())
                 continue
@@ -368,7 +415,7 @@ class ModelManager:
                     self._check_memory(name, v, model_dir, base, loaded[v])
                 except ModelyardError as exc:
                     await loop.run_in_executor(None, loaded.pop(v).drain_and_unload)
-                    record.failures[v] = exc.line()
+                    record.failures[v] = self._public(exc).line()
                     errors.append(exc)
                     log.error("model_version_load_failed", model=name, version=v, **exc.fields())
                     continue
@@ -385,8 +432,17 @@ class ModelManager:
                 record.failures.pop(v)
         record.fingerprint = fingerprint
         record.refresh()
-        if errors and not record.ready_desc:
+        if errors:  # the versions that loaded serve, and so does what a failed one replaced
             raise errors[0]
+
+    def _failed(
+        self, name: str, record: ModelRecord, fingerprint: ModelFingerprint, error: ModelyardError
+    ) -> None:
+        """A config that cannot load: recorded, and the versions it would replace serve on."""
+        self._models[name] = record
+        record.unloaded = False
+        record.failures = {0: self._public(error).line()}
+        record.fingerprint = fingerprint
 
     def held_memory(self) -> list[tuple[str, int, int]]:
         """(model, version, bytes) of every version that holds memory now."""
@@ -473,6 +529,7 @@ class ModelManager:
                 async with self._lock(name):
                     self._unload(name)
                     self._models.pop(name, None)
+                self._locks.pop(name, None)
 
     async def _poll_forever(self) -> None:
         while True:
@@ -481,3 +538,18 @@ class ModelManager:
                 await self.poll_once()
             except Exception:  # a scan error must never stop polling
                 log.exception("repository_poll_failed")
+
+
+def _not_in_repository(name: str) -> ModelServerError:
+    return ModelServerError(
+        f"model '{shown(name)}' is not in the model repository",
+        code=Code.NOT_FOUND,
+        rule="model-server/unknown-model",
+        where="add the model directory to the repository",
+    )
+
+
+def _still_serving(record: ModelRecord, version: int) -> str:
+    """The reason a serving version shows when its model's last load failed, else ''."""
+    failure = record.failures.get(version) or record.failures.get(0)
+    return f"serving what loaded before; the last load failed: {failure}" if failure else ""

@@ -40,7 +40,7 @@ import numpy as np
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import Engine
-from modelyard.errors import Code, EngineError, ModelServerError, ModelyardError
+from modelyard.errors import Code, EngineError, ModelServerError, ModelyardError, without_paths
 from modelyard.server.batcher import BatchingPolicy, QueuedRequest, RequestQueue
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.stats import VersionStats
@@ -298,7 +298,7 @@ class Scheduler:
             results = self._engines[0].execute(inputs, outputs)
             self._check_rows(results, outputs, rows)
         except Exception as exc:
-            error = exc if isinstance(exc, ModelyardError) else self._engine_error(exc)
+            error = self._engine_error(self._engines[0], exc)
             self.stats.record_failure(failure_reason(error), clock.monotonic_ns() - start_ns)
             future.set_exception(error)
         else:
@@ -355,7 +355,10 @@ class Scheduler:
                 wake = decision if decision is not None else expiry
                 if wake is not None and expiry is not None:
                     wake = min(wake, expiry)
-                self._cond.wait(None if wake is None else max(0.0, (wake - now) / 1e9) + 1e-4)
+                # at most an hour: a caller's timeout of centuries overflows the wait and would
+                # end the thread
+                wait_s = None if wake is None else min(max(0.0, (wake - now) / 1e9), 3600.0)
+                self._cond.wait(None if wait_s is None else wait_s + 1e-4)
 
     def _run(self, engine: Engine) -> None:
         while True:
@@ -414,7 +417,11 @@ class Scheduler:
             results = engine.execute(inputs, outputs)
             self._check_rows(results, outputs, total_rows)
         except Exception as exc:
-            error = exc if isinstance(exc, ModelyardError) else self._engine_error(exc)
+            error = self._engine_error(engine, exc)
+            if len(batch) > 1 and error.code is Code.INVALID_ARGUMENT:
+                # one request's values failed the batch: each runs again alone, so only the
+                # requests at fault fail
+                return [answer for one in batch for answer in self._execute(engine, [one], on_loop)]
             end_ns = clock.monotonic_ns()
             return [self._failed(request, error, end_ns) for request in batch]
         infer_end = clock.monotonic_ns()
@@ -468,7 +475,19 @@ class Scheduler:
                     rule="engine/contract",
                 )
 
-    def _engine_error(self, exc: Exception) -> EngineError:
+    def _engine_error(self, engine: Engine, exc: Exception) -> ModelyardError:
+        """What an exception from an engine's execute() means for the requests it ran."""
+        if isinstance(exc, ModelyardError):
+            return exc
+        if engine.refuses_input(exc):
+            return EngineError(
+                f"model '{self.model}' version {self.version} refused the request's values: "
+                f"{type(exc).__name__}: {without_paths(str(exc)).strip()}",
+                code=Code.INVALID_ARGUMENT,
+                rule="engine/input-values",
+                where=f"the request's input values (GET /v2/models/{self.model}/config shows "
+                "the inputs)",
+            )
         return EngineError(
             f"model '{self.model}' version {self.version} failed to execute: "
             f"{type(exc).__name__}: {exc}",

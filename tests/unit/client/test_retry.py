@@ -16,6 +16,7 @@ from modelyard.client.transport import (
 )
 from modelyard.clock import FakeClock
 from modelyard.errors import Code, EngineError, GovernanceError, ModelServerError, ProtocolError
+from modelyard.gateway.http import _error_response
 
 QUEUE_FULL = ModelServerError(
     "queue of model 'm' version 1 is full", code=Code.UNAVAILABLE, retry_after=0.05
@@ -145,3 +146,38 @@ def test_grpc_statuses_lead_to_the_same_decisions(
     assert RetryPolicy().decide(error, attempts=1, remaining=1.0).action is action
     if details.startswith("["):
         assert error.line() == details
+
+
+def test_a_forwarded_rejection_keeps_the_instance_headers_and_one_retry_after() -> None:
+    rejection = GovernanceError(
+        "rate limited", code=Code.RESOURCE_EXHAUSTED, rule="ratelimit/instance-qps"
+    )
+    rejection.retry_after = 0.003  # a few ms to the next token: the line never says 0.00
+    assert rejection.line().endswith("; retry after 0.01s")
+    sent = {
+        "Content-Type": "application/json",
+        "Content-Length": "99",
+        "Retry-After": "1",
+        "RateLimit-Reset": "1",
+        "RateLimit-Limit": "5",
+        "X-Request-Id": "abc",
+    }
+    parsed = error_from_http(429, orjson.dumps({"error": rejection.line()}), "1", sent)
+    assert parsed.line() == rejection.line()
+    assert parsed.reply_headers == (
+        ("retry-after", "1"),
+        ("ratelimit-reset", "1"),
+        ("ratelimit-limit", "5"),
+        ("x-request-id", "abc"),
+    )
+    response = _error_response(parsed)
+    names = [key for key, _ in response.headers]
+    assert names.count(b"retry-after") == 1 and names.count(b"content-type") == 1
+    assert (b"x-request-id", b"abc") in response.headers
+    assert (b"ratelimit-limit", b"5") in response.headers
+
+    # the header is the line's value rounded up, never below it
+    for seconds, line, header in [(0.0, "0.01", "1"), (1.004, "1.01", "2"), (2.6, "2.60", "3")]:
+        own = GovernanceError("x", code=Code.RESOURCE_EXHAUSTED, retry_after=seconds)
+        assert own.line().endswith(f"retry after {line}s")
+        assert (b"retry-after", header.encode()) in _error_response(own).headers

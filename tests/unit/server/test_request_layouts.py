@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from modelyard.errors import ModelyardError, ProtocolError
+from modelyard.errors import Code, ModelyardError, ProtocolError
 from modelyard.protocol import v2_http
 from modelyard.protocol.v2_http import decode_infer_request
 from modelyard.server.manager import ControlMode
+from modelyard.types import RequestedOutput
 from tests.support.dataplane import running_dataplane
 from tests.support.models import slow_double
 
@@ -224,3 +225,26 @@ def test_a_known_layout_needs_its_header_and_its_binary_size() -> None:
     assert v2_http.known_layout(body, -1) is None
     assert v2_http.known_layout(body, len(body) + 8) is None  # a header past the body's end
     assert v2_http.known_layout(body, length + 1) is None  # a header one byte off
+
+
+def test_names_and_versions_no_model_has_are_404s_with_short_lines(tmp_path: Path) -> None:
+    slow_double(tmp_path)
+    body, length = binary_body(np.zeros((1, 2), dtype=np.float32))
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            # "²".isdigit() is true and int() refuses it; int() of 4,301 digits raises too
+            for version in ("²", "٣", "9" * 4301, "1" * 19, "abc"):
+                with pytest.raises(ModelyardError) as refused:
+                    dp.manager.resolve("slow_double", version)
+                assert refused.value.code is Code.NOT_FOUND, version
+                assert len(refused.value.line()) < 1_000
+            with pytest.raises(ModelyardError) as unknown:
+                dp.manager.resolve("m" * 100_000, None)
+            assert unknown.value.code is Code.NOT_FOUND and len(unknown.value.line()) < 1_000
+            request = decode_infer_request(body, length, "slow_double", None)
+            request.outputs = [RequestedOutput(f"o{i}") for i in range(3)]
+            with pytest.raises(ModelyardError, match="3 outputs requested, and the model has"):
+                await dp.infer(request)
+
+    asyncio.run(scenario())

@@ -15,7 +15,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.clock import FakeClock
 from modelyard.engines.base import Engine, LoadContext, Signature
-from modelyard.errors import ModelyardError
+from modelyard.errors import Code, ModelyardError
 from modelyard.server import scheduler as scheduler_module
 from modelyard.server.batcher import BatchingPolicy
 from modelyard.server.loop_load import LoopLoad
@@ -414,3 +414,85 @@ def test_a_caller_reads_its_own_request_in_the_statistics_once_answered() -> Non
             scheduler.close()
             scheduler.join(5)
     assert seen == [(1, 0), (2, 0), (3, 0)] * 2
+
+
+def test_a_timeout_of_centuries_does_not_end_the_instance_thread() -> None:
+    policy = "default_queue_policy { allow_timeout_override: true }"
+    config = f"max_batch_size: 8 dynamic_batching {{ {policy} }}"
+    scheduler = make_scheduler(config, [AffineEngine()])
+    scheduler._inline_busy = True  # the loop executes: the thread waits on the queue's deadline
+    try:
+
+        async def queued() -> dict[str, np.ndarray]:
+            future = scheduler.submit({"x": np.ones((1, 2), np.float32)}, ["y"], 1, None, 0, 2**62)
+            await asyncio.sleep(0.05)  # the thread waits out a wait of 146,000 years, capped
+            assert all(thread.is_alive() for thread in scheduler._threads)
+            with scheduler._lock:
+                scheduler._inline_busy = False
+                scheduler._cond.notify_all()
+            return await asyncio.wait_for(future, 5)
+
+        assert asyncio.run(queued())["y"].tolist() == [[4.0, 4.0]]
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+
+
+class PickyEngine(AffineEngine):
+    """Refuses negative values as sklearn refuses NaN: a ValueError, which means bad input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused_rows: list[int] = []
+
+    def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        if (inputs["x"] < 0).any():
+            self.refused_rows.append(len(inputs["x"]))
+            raise ValueError("Input X contains a negative value")
+        return super().execute(inputs, outputs)
+
+    def refuses_input(self, error: Exception) -> bool:
+        return isinstance(error, ValueError)
+
+
+def test_a_request_with_bad_values_fails_alone_with_400_and_its_batch_runs_without_it() -> None:
+    engine = PickyEngine()
+    scheduler = make_scheduler("max_batch_size: 32 dynamic_batching {}", [engine])
+    try:
+
+        async def burst() -> list[Any]:
+            futures = [
+                scheduler.submit(
+                    {"x": np.full((1, 2), -1.0 if i == 5 else i, np.float32)}, ["y"], 1
+                )
+                for i in range(12)
+            ]
+            return list(await asyncio.gather(*futures, return_exceptions=True))
+
+        results = asyncio.run(burst())
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+    error = results[5]
+    assert isinstance(error, ModelyardError) and error.code is Code.INVALID_ARGUMENT
+    assert error.rule == "engine/input-values"
+    assert "refused the request's values: ValueError: Input X contains a negative" in error.line()
+    for i, result in enumerate(results):
+        if i != 5:
+            assert result["y"].tolist() == [[4.0 * i, 4.0 * i]], i
+    assert engine.refused_rows[0] > 1 and engine.refused_rows[-1] == 1  # a batch, then alone
+
+
+def test_other_engine_exceptions_stay_internal_errors() -> None:
+    scheduler = make_scheduler("max_batch_size: 4", [PickyEngine()])
+    try:
+
+        async def one() -> None:
+            await scheduler.submit({"z": np.ones((1, 2), np.float32)}, ["y"], 1)
+
+        with pytest.raises(ModelyardError) as info:
+            asyncio.run(one())
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+    assert info.value.code is Code.INTERNAL and info.value.rule == "engine/execute"
