@@ -18,7 +18,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 from modelyard.governance.auth import hash_secret
-from tests.support.models import slow_double, write_python_model
+from tests.support.models import ENSEMBLE_OVER_OTHER, XY_TENSORS, slow_double, times_ten
 from tests.support.servers import ServerProcess, running_server
 
 SCOPED_KEY = "scoped-key-1"
@@ -37,38 +37,6 @@ auth:
       allow: {{admin: ["*"], infer: ["*"], metadata: ["*"]}}
 """
 
-TIMES_TEN = """
-class Model:
-    def execute(self, inputs):
-        return {"y": inputs["x"] * 10}
-"""
-
-XY = """
-backend: "python"
-max_batch_size: 16
-input [{ name: "x" data_type: TYPE_FP32 dims: [ 2 ] }]
-output [{ name: "y" data_type: TYPE_FP32 dims: [ 2 ] }]
-"""
-
-TENSORS = {
-    "max_batch_size": 16,
-    "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [2]}],
-    "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": [2]}],
-}
-ENSEMBLE_OVER_OTHER = {
-    "platform": "ensemble",
-    **TENSORS,
-    "ensemble_scheduling": {
-        "step": [
-            {
-                "model_name": "other",
-                "model_version": -1,
-                "input_map": {"x": "x"},
-                "output_map": {"y": "y"},
-            }
-        ]
-    },
-}
 BODY = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1.0, 2.0]}]}
 ABSOLUTE = re.compile(r"(?<![\w.])/(?:tmp|home|root|work|private|var)/")
 
@@ -78,8 +46,8 @@ def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPro
     root = tmp_path_factory.mktemp("scoped")
     repository = root / "models"
     slow_double(repository)
-    write_python_model(repository, "other", TIMES_TEN, XY)
-    write_python_model(repository, "alias", TIMES_TEN, XY)
+    times_ten(repository, "other")
+    times_ten(repository, "alias")
     service_file = root / "service.yaml"
     service_file.write_text(SERVICE)
     with running_server(
@@ -176,7 +144,7 @@ def test_a_failed_load_is_an_error_without_paths_and_the_old_version_serves_on(
     scoped: tuple[ServerProcess, Path],
 ) -> None:
     server, root = scoped
-    pickle = {"backend": "python", "default_model_filename": "model.pkl", **TENSORS}
+    pickle = {"backend": "python", "default_model_filename": "model.pkl", **XY_TENSORS}
     failed = post(server, "/v2/repository/models/slow_double/load", load_body(pickle), OPS_KEY)
     assert failed.status_code == 400
     line = failed.json()["error"]

@@ -103,3 +103,48 @@ def failing(repository: Path) -> Path:
         output [{ name: "y" data_type: TYPE_FP32 dims: [ 1 ] }]
         """,
     )
+
+
+TIMES_TEN = """
+class Model:
+    def execute(self, inputs):
+        return {"y": inputs["x"] * 10}
+"""
+
+
+def times_ten(repository: Path, name: str) -> Path:
+    """A batching python model x -> y = 10 x, FP32 dims [2] (slow_double's tensors)."""
+    return write_python_model(
+        repository,
+        name,
+        TIMES_TEN,
+        """
+        backend: "python"
+        max_batch_size: 16
+        input [{ name: "x" data_type: TYPE_FP32 dims: [ 2 ] }]
+        output [{ name: "y" data_type: TYPE_FP32 dims: [ 2 ] }]
+        """,
+    )
+
+
+# the tensors of slow_double and times_ten, as a JSON config
+XY_TENSORS = {
+    "max_batch_size": 16,
+    "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [2]}],
+    "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": [2]}],
+}
+# a JSON config override that turns a model into an ensemble whose one step is "other"
+ENSEMBLE_OVER_OTHER = {
+    "platform": "ensemble",
+    **XY_TENSORS,
+    "ensemble_scheduling": {
+        "step": [
+            {
+                "model_name": "other",
+                "model_version": -1,
+                "input_map": {"x": "x"},
+                "output_map": {"y": "y"},
+            }
+        ]
+    },
+}

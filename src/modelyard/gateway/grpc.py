@@ -332,12 +332,9 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         params = {key: parameter_value(value) for key, value in request.parameters.items()}
         override = load_override(request.model_name, params)
         authorize = None
-        if self.governance is not None and isinstance(self.dataplane, DataPlane):
+        if self.governance is not None:
             authorize = self.governance.authorize_load(_CURRENT_CALL.get())
-        if authorize is None:
-            await self.dataplane.manager.load(request.model_name, override)
-        else:
-            await self.dataplane.manager.load(request.model_name, override, authorize)
+        await self.dataplane.manager.load(request.model_name, override, authorize)
         return pb.RepositoryModelLoadResponse()
 
     @_rpc

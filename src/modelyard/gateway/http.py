@@ -459,12 +459,9 @@ class HttpFrontend:
             return _Response(200)
         override = load_override(model, params)
         authorize = None
-        if self.governance is not None and call is not None and self._local:
+        if self.governance is not None and call is not None:
             authorize = self.governance.authorize_load(call)
-        if authorize is None:
-            await manager.load(model, override)
-        else:
-            await manager.load(model, override, authorize)
+        await manager.load(model, override, authorize)
         return _Response(200)
 
     async def _governed(

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from modelyard.errors import shown
+from modelyard.errors import ProtocolError, shown
 from modelyard.protocol.tensors import bad_request as _bad
 from modelyard.protocol.tensors import check_shape, decode_raw_tensor, encode_raw_tensor
 from modelyard.types import V2_TO_NUMPY, InferRequest, InferResponse, OutputTensor, RequestedOutput
@@ -55,10 +55,9 @@ def _decode_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) ->
         return array.reshape(shape)
     dtype = V2_TO_NUMPY[datatype]
     assert dtype is not None
-    invalid = _bad(f"input '{shown(name)}': data is not valid {datatype}")
     if datatype == "BOOL":
         if not all(isinstance(v, bool) for v in flat):
-            raise invalid
+            raise _invalid_data(name, datatype)
         return np.asarray(flat, dtype=dtype).reshape(shape)
     if dtype.kind in "iu":
         # integers only, and in range: numpy would otherwise wrap 1000 into an INT8
@@ -66,15 +65,25 @@ def _decode_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) ->
         if flat and (
             not all(type(v) is int for v in flat) or min(flat) < info.min or max(flat) > info.max
         ):
-            raise invalid
+            raise _invalid_data(name, datatype)
         return np.array(flat, dtype=dtype).reshape(shape)
     if not all(type(v) in (int, float) for v in flat):
-        raise invalid
-    with np.errstate(over="ignore"):  # JSON has no inf: one here is a value past the type's range
-        array = np.asarray(flat, dtype=dtype)
-    if not np.isfinite(array).all():
+        raise _invalid_data(name, datatype)
+    # orjson parses only finite doubles; one past a narrower type's range would become inf
+    largest = _FLOAT_MAX.get(datatype)
+    if largest is not None and flat and (min(flat) < -largest or max(flat) > largest):
         raise _bad(f"input '{shown(name)}': a value is out of the range of {datatype}")
-    return array.reshape(shape)
+    return np.asarray(flat, dtype=dtype).reshape(shape)
+
+
+_FLOAT_MAX = {
+    t: float(np.finfo(np.float16 if t == "FP16" else np.float32).max)
+    for t in ("FP16", "FP32", "BF16")
+}
+
+
+def _invalid_data(name: str, datatype: str) -> ProtocolError:
+    return _bad(f"input '{shown(name)}': data is not valid {datatype}")
 
 
 def _shape(name: str, value: Any) -> tuple[int, ...]:

@@ -114,19 +114,18 @@ def _requested(mv: ModelVersion, request: InferRequest) -> list[RequestedOutput]
     spec = mv.spec
     if request.outputs is None:
         return [RequestedOutput(name) for name in spec.outputs]
-    where = f"GET /v2/models/{mv.name}/config shows the outputs"
     if len(request.outputs) > len(spec.outputs):  # the decoders refuse a name given twice
         raise _invalid(
             mv.name,
             f"{len(request.outputs)} outputs requested, and the model has {len(spec.outputs)}",
-            where,
+            f"GET /v2/models/{mv.name}/config shows the outputs",
         )
     for out in request.outputs:
         if out.name not in spec.outputs:
             raise _invalid(
                 mv.name,
                 f"unknown output '{shown(out.name)}' (has {', '.join(spec.outputs)})",
-                where,
+                f"GET /v2/models/{mv.name}/config shows the outputs",
             )
         if out.classification and spec.outputs[out.name].datatype in ("BYTES", "BOOL"):
             raise _invalid(

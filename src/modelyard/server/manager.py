@@ -17,6 +17,7 @@ requests at once and is unloaded after its queue drains.
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -295,9 +296,8 @@ class ModelManager:
         where = self._relative(error.where) if error.where else error.where
         if detail == error.detail and where == error.where:
             return error
-        public = type(error).__new__(type(error))
-        public.__dict__.update(error.__dict__)
-        Exception.__init__(public, detail)
+        public = copy.copy(error)
+        public.args = (detail,)
         public.detail, public.where = detail, where
         return public
 

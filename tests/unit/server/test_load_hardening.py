@@ -22,38 +22,7 @@ from modelyard.server.dataplane import DataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.server.repository import ModelRepository
 from modelyard.types import InferRequest
-from tests.support.models import slow_double, write_python_model
-
-TIMES_TEN = """
-class Model:
-    def execute(self, inputs):
-        return {"y": inputs["x"] * 10}
-"""
-
-XY = """
-backend: "python"
-max_batch_size: 16
-input [{ name: "x" data_type: TYPE_FP32 dims: [ 2 ] }]
-output [{ name: "y" data_type: TYPE_FP32 dims: [ 2 ] }]
-"""
-
-# slow_double's config replaced by an ensemble whose one step is another model
-ENSEMBLE_OVER_OTHER = {
-    "platform": "ensemble",
-    "max_batch_size": 16,
-    "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [2]}],
-    "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": [2]}],
-    "ensemble_scheduling": {
-        "step": [
-            {
-                "model_name": "other",
-                "model_version": -1,
-                "input_map": {"x": "x"},
-                "output_map": {"y": "y"},
-            }
-        ]
-    },
-}
+from tests.support.models import ENSEMBLE_OVER_OTHER, slow_double, times_ten
 
 ENSEMBLE_PBTXT = """
 platform: "ensemble"
@@ -77,7 +46,7 @@ def run(coro_fn: Callable[[], Awaitable[Any]]) -> Any:
 def repository(tmp_path: Path) -> Path:
     repo = tmp_path / "models"
     slow_double(repo)
-    write_python_model(repo, "other", TIMES_TEN, XY)
+    times_ten(repo, "other")
     return repo
 
 
