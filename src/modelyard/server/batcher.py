@@ -8,9 +8,12 @@ arrives. It knows Triton's ``dynamic_batching`` settings:
 * ``max_batch_size`` and ``preferred_batch_size``: a batch never exceeds the
   former and is cut at the largest preferred size it can reach;
 * ``max_queue_delay_microseconds``: how long a request may wait for partners.
-  modelyard spends it only while another instance of the model is executing:
-  an idle model runs a lone request at once, so batching costs nothing at low
-  load, and under load batches grow while instances are busy;
+  modelyard spends it only when partners are due: while another instance of
+  the model is executing, or when the last batch answered had more rows than
+  are queued now (its callers, in a closed loop, send their next requests:
+  the queue waits for as many rows as it answered, up to the delay from that
+  answer). A lone request after a lone answer, or after a quiet spell longer
+  than the delay, runs at once, so batching costs nothing at low load;
 * ``priority_levels`` / ``default_priority_level``: level 1 is served first;
 * queue policies (default and per priority): ``max_queue_size`` rejects at
   once when full; ``default_timeout_microseconds`` (overridable per request
@@ -31,6 +34,9 @@ from typing import Any
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.errors import Code, ModelServerError
+
+_ROWS = operator.attrgetter("rows")
+_GAP_SMOOTHING = 8  # the gap between arrivals is a moving average over about 8 of them
 
 REJECT = mc.ModelQueuePolicy.TimeoutAction.REJECT
 DELAY = mc.ModelQueuePolicy.TimeoutAction.DELAY
@@ -131,6 +137,14 @@ class RequestQueue:
         self._seq = 0
         self._next_expiry_ns: int | None = None
         self.size = 0
+        self.rows = 0  # queued rows, every shape
+        # the rows of the last batch answered, and when: their callers are due back
+        self._returning_rows = 0
+        self._answered_ns = 0
+        # when the last request came, and the usual gap between requests that came to a
+        # queue already holding some: the pace at which a batch's partners arrive
+        self._last_add_ns = 0
+        self._gap_ns = 0
 
     def __len__(self) -> int:
         return self.size
@@ -166,7 +180,12 @@ class RequestQueue:
         request.seq = self._seq
         self._seq += 1
         queue.append(request)
+        if self.size:
+            gap = now_ns - self._last_add_ns
+            self._gap_ns += (gap - self._gap_ns) // _GAP_SMOOTHING if self._gap_ns else gap
+        self._last_add_ns = now_ns
         self.size += 1
+        self.rows += request.rows
         timeout_ns = policy.default_timeout_ns
         if timeout_us and policy.allow_timeout_override:
             timeout_ns = timeout_us * 1000
@@ -225,6 +244,7 @@ class RequestQueue:
                     keep.append(request)
             self._delayed = keep
         self.size -= len(dropped)
+        self.rows -= sum(expired.request.rows for expired in dropped)
         self._next_expiry_ns = self.next_deadline_ns()
         return dropped
 
@@ -261,8 +281,44 @@ class RequestQueue:
         ]
         return min(times) if times else None
 
-    def take(self, now_ns: int, executing: int) -> list[QueuedRequest] | int | None:
-        """A batch to run now, else the time (ns) to look again, else None (queue empty)."""
+    def answered(self, rows: int, now_ns: int) -> None:
+        """A batch of ``rows`` rows was answered at ``now_ns``.
+
+        Closed-loop callers (the usual client: a thread or connection that sends its next
+        request once answered) come back: ``take`` waits up to the delay for as many rows.
+        On a core shared by the event loop and the instance, running whatever is queued the
+        moment the instance is free ran each execution before the loop had read the
+        requests waiting in its sockets (a 32-row load formed batches of 4.8 rows).
+        """
+        self._returning_rows = rows
+        self._answered_ns = now_ns
+
+    def worth_a_look(self, request: QueuedRequest) -> bool:
+        """Whether a waiting instance should look at the queue now that ``request`` came.
+
+        Otherwise it sleeps on to the time ``take`` gave it: waking it for every request
+        of a batch it waits for costs a thread switch and the GIL each time.
+        """
+        policy = self.policy
+        rows = self.rows
+        return (
+            self.size == 1
+            or rows - request.rows < self._returning_rows <= rows  # the callers are back
+            or rows >= policy.max_batch_size
+            or not policy.batching
+            or policy.max_queue_delay_ns == 0
+            or request.deadline_ns is not None
+            or request.client_deadline_ns is not None
+        )
+
+    def take(
+        self, now_ns: int, executing: int, hold: bool = True
+    ) -> list[QueuedRequest] | int | None:
+        """A batch to run now, else the time (ns) to look again, else None (queue empty).
+
+        ``hold``: wait for the callers of the last batch answered (False: only while
+        another instance executes, for a caller that runs what it takes at once).
+        """
         head: QueuedRequest | None = None
         for queue in self._ordered():
             if queue:
@@ -287,14 +343,16 @@ class RequestQueue:
                 rows += request.rows
             if rows >= limit:
                 break
-        waited = now_ns - head.enqueued_ns
-        if (
-            rows < target
-            and executing > 0
-            and policy.max_queue_delay_ns > 0
-            and waited < policy.max_queue_delay_ns
-        ):
-            return head.enqueued_ns + policy.max_queue_delay_ns
+        delay = policy.max_queue_delay_ns
+        if rows < target and delay > 0 and now_ns - head.enqueued_ns < delay:
+            if executing > 0:
+                return head.enqueued_ns + delay
+            if hold:
+                if rows < self._returning_rows and now_ns - self._answered_ns < delay:
+                    return min(head.enqueued_ns, self._answered_ns) + delay
+                # partners still arriving at their usual pace: wait for the next one
+                if self._returning_rows > 1 and now_ns - self._last_add_ns < 2 * self._gap_ns:
+                    return min(self._last_add_ns + 2 * self._gap_ns, head.enqueued_ns + delay)
         if policy.preferred and rows > policy.preferred[0]:
             chosen = self._cut_to_preferred(chosen)
         return self._remove(chosen)
@@ -312,6 +370,7 @@ class RequestQueue:
 
     def _remove(self, chosen: list[QueuedRequest]) -> list[QueuedRequest]:
         self.size -= len(chosen)
+        self.rows -= sum(map(_ROWS, chosen))
         count = len(chosen)
         for queue in self._ordered():  # the usual case: the head of one queue
             if queue and queue[0] is chosen[0]:
@@ -334,4 +393,5 @@ class RequestQueue:
         for queue in self._ordered():
             queue.clear()
         self.size = 0
+        self.rows = 0
         return everything

@@ -243,7 +243,8 @@ class Scheduler:
                 self.stats.record_failure(failure_reason(error), 0)
                 raise
             if not self._inline_ok:
-                self._cond.notify()
+                if self._queue.worth_a_look(request):
+                    self._cond.notify()
                 return future
         if self._drain_loop is not loop:  # none scheduled, or on a loop that has gone
             self._drain_loop = loop
@@ -262,7 +263,7 @@ class Scheduler:
                 now = clock.monotonic_ns()
                 for expired in self._queue.expire(now):
                     self._finish(expired.request, expired.error, now, on_loop=True)
-                batch = self._queue.take(now, 0)
+                batch = self._queue.take(now, 0, hold=False)
                 if not isinstance(batch, list):
                     return
                 self._executing += 1
@@ -373,6 +374,7 @@ class Scheduler:
             finally:
                 with self._lock:
                     self._executing -= 1
+                    self._queue.answered(sum(map(_ROWS, batch)), self._clock.monotonic_ns())
                     self._cond.notify()
             self._deliver(answers, on_loop=False)
 
