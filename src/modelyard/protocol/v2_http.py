@@ -48,7 +48,7 @@ def _decode_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) ->
             f"({count} values)"
         )
     if datatype == "BYTES":
-        if not all(isinstance(v, str) for v in flat):
+        if not set(map(type, flat)) <= _STR:
             raise _bad(f"input '{shown(name)}': BYTES data must be strings")
         array = np.empty(count, dtype=object)
         array[:] = [v.encode("utf-8") for v in flat]
@@ -56,18 +56,19 @@ def _decode_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) ->
     dtype = V2_TO_NUMPY[datatype]
     assert dtype is not None
     if datatype == "BOOL":
-        if not all(isinstance(v, bool) for v in flat):
+        if not set(map(type, flat)) <= _BOOL:
             raise _invalid_data(name, datatype)
         return np.asarray(flat, dtype=dtype).reshape(shape)
     if dtype.kind in "iu":
         # integers only, and in range: numpy would otherwise wrap 1000 into an INT8
         info = np.iinfo(dtype)
         if flat and (
-            not all(type(v) is int for v in flat) or min(flat) < info.min or max(flat) > info.max
+            not set(map(type, flat)) <= _INT or min(flat) < info.min or max(flat) > info.max
         ):
             raise _invalid_data(name, datatype)
         return np.array(flat, dtype=dtype).reshape(shape)
-    if not all(type(v) in (int, float) for v in flat):
+    # the values' types in one C-level pass: a generator over them cost 19 µs for 256 values
+    if not set(map(type, flat)) <= _NUMBER:
         raise _invalid_data(name, datatype)
     # orjson parses only finite doubles; one past a narrower type's range would become inf
     largest = _FLOAT_MAX.get(datatype)
@@ -76,6 +77,10 @@ def _decode_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) ->
     return np.asarray(flat, dtype=dtype).reshape(shape)
 
 
+_STR = frozenset((str,))
+_BOOL = frozenset((bool,))
+_INT = frozenset((int,))
+_NUMBER = frozenset((int, float))
 _FLOAT_MAX = {
     t: float(np.finfo(np.float16 if t == "FP16" else np.float32).max)
     for t in ("FP16", "FP32", "BF16")

@@ -12,6 +12,15 @@ from __future__ import annotations
 from tritonclient.grpc import model_config_pb2 as mc
 
 
+def asks_for_gpus(config: mc.ModelConfig) -> bool:
+    """Whether any instance group of ``config`` is KIND_GPU.
+
+    Only such a config looks for GPUs: that imports torch (about 1.5 s and 150 MB), which
+    a repository of CPU models never needs.
+    """
+    return any(g.kind == mc.ModelInstanceGroup.Kind.KIND_GPU for g in config.instance_group)
+
+
 def visible_gpus() -> list[int]:
     try:
         import torch

@@ -16,7 +16,12 @@ from modelyard.config import ModelSpec, compile_spec, complete_config
 from modelyard.engines import PLATFORMS, Engine, LoadContext, Signature, engine_class
 from modelyard.errors import Code, ModelServerError, ModelyardError
 from modelyard.server.batcher import BatchingPolicy
-from modelyard.server.hardware import device_memory_used, placements, visible_gpus
+from modelyard.server.hardware import (
+    asks_for_gpus,
+    device_memory_used,
+    placements,
+    visible_gpus,
+)
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.memory import process_rss_bytes
 from modelyard.server.scheduler import Scheduler
@@ -95,7 +100,7 @@ def _find_artifact(
 
 def instance_devices(model: str, version: int, config: mc.ModelConfig) -> list[str]:
     """The device of each instance, from instance_group and the GPUs this host has."""
-    placed = placements(config, visible_gpus())
+    placed = placements(config, visible_gpus() if asks_for_gpus(config) else [])
     if isinstance(placed, str):
         raise _load_error(
             model,

@@ -8,7 +8,7 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.server.hardware import placements, visible_gpus
+from modelyard.server.hardware import asks_for_gpus, placements, visible_gpus
 
 
 def config(text: str) -> mc.ModelConfig:
@@ -36,6 +36,12 @@ def test_gpu_requests_a_host_cannot_meet_are_explained() -> None:
     assert "asks for GPUs [3]" in str(
         placements(config("instance_group [{ kind: KIND_GPU gpus: [3] }]"), [0])
     )
+
+
+def test_only_a_config_with_a_gpu_group_looks_for_gpus() -> None:
+    assert not asks_for_gpus(config(""))
+    assert not asks_for_gpus(config("instance_group [{ count: 2 kind: KIND_CPU }]"))
+    assert asks_for_gpus(config("instance_group [{ kind: KIND_CPU }, { kind: KIND_GPU }]"))
 
 
 @pytest.mark.gpu
