@@ -1,0 +1,131 @@
+"""What the connection bounds cost a served model: the same server with and without them.
+
+    python bench/connection_bounds.py [--pairs 20] [--seconds 2] [--conc 64]
+                                      [--out bench/out/connection_bounds.json]
+
+Needs `wrk` (Debian package). Two `modelyard serve` processes of this checkout
+serve the example tiny_onnx (one-row binary requests, batching on, as in
+`batching.py`), both pinned to core 0: one as shipped (`BoundedHttpProtocol`,
+`gateway/http_connections.py`), one with uvicorn's own httptools protocol in its
+place (this script's launcher swaps it in; nothing else differs). wrk (one
+thread, core 1) drives one server at a time, in pairs of points taken back to
+back in alternating order; the report is the median of the pairs' ratios
+(bounded / unbounded), the overhead-bound throughput the bounds keep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from batching import (  # noqa: E402
+    CONFIGS,
+    LUA,
+    Server,
+    binary_request,
+    cpu_model,
+    cpu_times,
+    steal_share,
+    wrk,
+)
+
+from modelyard.examples.build import build_tiny_onnx, example_inputs  # noqa: E402
+from tests.support.servers import free_port  # noqa: E402
+
+# `modelyard serve` with uvicorn's own protocol where modelyard's bounded one would be
+UNBOUNDED_SERVE = """
+import sys
+import modelyard.cli.serve as serve
+from modelyard.cli.main import main
+
+shipped = serve.http_config
+
+def unbounded(*args, **kwargs):
+    config = shipped(*args, **kwargs)
+    config.http = "httptools"
+    return config
+
+serve.http_config = unbounded
+sys.argv = ["modelyard", *sys.argv[1:]]
+main()
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pairs", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--conc", type=int, default=64)
+    parser.add_argument("--out", type=Path, default=Path("bench/out/connection_bounds.json"))
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("needs wrk (apt-get install wrk)")
+    work = Path(tempfile.mkdtemp(prefix="connection-bounds-"))
+    repo = work / "repo"
+    build_tiny_onnx(repo, seed=0)
+    source, config = CONFIGS["tiny_onnx"]
+    (repo / source / "config.pbtxt").write_text(config)
+    body, header_length = binary_request("input", example_inputs("tiny_onnx", 1)["input"])
+    (work / "body.bin").write_bytes(body)
+    script = work / "request.lua"
+    script.write_text(LUA.format(body=work / "body.bin", header_length=header_length))
+    serve_args = ["serve", "--model-repository", str(repo), "--grpc-port", "-1",
+                  "--metrics-port", "-1"]  # fmt: skip
+    ports = {"bounded": free_port(), "unbounded": free_port()}
+    commands = {
+        "bounded": [sys.executable, "-m", "modelyard.cli.main", *serve_args],
+        "unbounded": [sys.executable, "-c", UNBOUNDED_SERVE, *serve_args],
+    }
+    servers = {
+        name: Server([*commands[name], "--http-port", str(port)], port, "/v2/health/ready")
+        for name, port in ports.items()
+    }
+    url = {
+        name: f"http://127.0.0.1:{port}/v2/models/tiny_onnx/infer" for name, port in ports.items()
+    }
+    ratios: list[float] = []
+    points: dict[str, list[float]] = {"bounded": [], "unbounded": []}
+    before = cpu_times()
+    try:
+        for name in servers:
+            wrk(url[name], script, 16, 1)  # warm-up
+        for i in range(args.pairs):
+            order = ("bounded", "unbounded") if i % 2 else ("unbounded", "bounded")
+            rate = {}
+            for name in order:
+                rate[name] = wrk(url[name], script, args.conc, args.seconds)["requests_per_s"]
+                points[name].append(rate[name])
+            ratios.append(rate["bounded"] / rate["unbounded"])
+    finally:
+        for server in servers.values():
+            server.stop()
+    report = {
+        "cpu": cpu_model(),
+        "steal_share": steal_share(before, cpu_times()),
+        "concurrency": args.conc,
+        "median_ratio": statistics.median(ratios),
+        "ratios": ratios,
+        "requests_per_s": points,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1))
+    print(
+        f"bounded / unbounded at c={args.conc}: median {report['median_ratio']:.3f} over "
+        f"{len(ratios)} pairs (range {min(ratios):.3f}-{max(ratios):.3f}); medians "
+        f"{statistics.median(points['bounded']):,.0f} and "
+        f"{statistics.median(points['unbounded']):,.0f} req/s"
+    )
+    print(f"-> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
