@@ -138,7 +138,14 @@ print(n * {batch} / {seconds})
 
 
 class Server:
-    def __init__(self, command: list[str], port: int, ready_path: str, cores: str = "0") -> None:
+    def __init__(
+        self,
+        command: list[str],
+        port: int,
+        ready_path: str,
+        cores: str = "0",
+        timeout: float = 120,
+    ) -> None:
         self.port = port
         self.process = subprocess.Popen(
             ["taskset", "-c", cores, *command],
@@ -152,7 +159,7 @@ class Server:
             except httpx.HTTPError:
                 return False
 
-        wait_until(up, timeout=120)
+        wait_until(up, timeout=timeout)
 
     def stop(self) -> None:
         self.process.terminate()

@@ -10,7 +10,11 @@ serve the example tiny_onnx (one-row binary requests, batching on, as in
 place (this script's launcher swaps it in; nothing else differs). wrk (one
 thread, core 1) drives one server at a time, in pairs of points taken back to
 back in alternating order; the report is the median of the pairs' ratios
-(bounded / unbounded), the overhead-bound throughput the bounds keep.
+(bounded / unbounded), the overhead-bound throughput the bounds keep. On a
+noisy host, `--callgrind` runs both under valgrind and counts the instructions
+each spends per served request under the same load instead: exact, and only
+the process's own work (valgrind slows it about 50 times, so its timers fire
+that much more often per request, in both alike).
 """
 
 from __future__ import annotations
@@ -19,9 +23,13 @@ import argparse
 import json
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -60,16 +68,73 @@ main()
 """
 
 
+def served_requests(port: int) -> int:
+    doc = httpx.get(f"http://127.0.0.1:{port}/v2/models/tiny_onnx/stats").json()
+    return int(doc["model_stats"][0]["inference_count"])
+
+
+def timed_pairs(url: dict[str, str], script: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """req/s of each server, in pairs of points taken back to back in alternating order."""
+    ratios: list[float] = []
+    points: dict[str, list[float]] = {"bounded": [], "unbounded": []}
+    for i in range(args.pairs):
+        order = ("bounded", "unbounded") if i % 2 else ("unbounded", "bounded")
+        rate = {}
+        for name in order:
+            rate[name] = wrk(url[name], script, args.conc, args.seconds)["requests_per_s"]
+            points[name].append(rate[name])
+        ratios.append(rate["bounded"] / rate["unbounded"])
+    print(
+        f"bounded / unbounded at c={args.conc}: median {statistics.median(ratios):.3f} over "
+        f"{len(ratios)} pairs (range {min(ratios):.3f}-{max(ratios):.3f}); medians "
+        f"{statistics.median(points['bounded']):,.0f} and "
+        f"{statistics.median(points['unbounded']):,.0f} req/s"
+    )
+    return {"median_ratio": statistics.median(ratios), "ratios": ratios, "requests_per_s": points}
+
+
+def counted_instructions(
+    servers: dict[str, Server], url: dict[str, str], script: Path, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Instructions per served request of each server (callgrind, counting only under load)."""
+    per_request = {}
+    for name, server in servers.items():
+        pid = str(server.process.pid)
+        before = served_requests(server.port)
+        subprocess.run(["callgrind_control", "-i", "on", pid], check=True, capture_output=True)
+        wrk(url[name], script, args.conc, args.seconds)
+        subprocess.run(["callgrind_control", "-i", "off", pid], check=True, capture_output=True)
+        requests = served_requests(server.port) - before
+        subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True)
+        dumps = sorted(Path(args.work).glob(f"callgrind.{name}.*"))
+        total = 0
+        for line in dumps[-1].read_text().splitlines():
+            if line.startswith(("summary:", "totals:")):
+                total = int(line.split()[1])
+        per_request[name] = {"requests": requests, "instructions": total / max(1, requests)}
+        print(f"{name}: {requests} requests, {total / max(1, requests):,.0f} instructions each")
+    extra = per_request["bounded"]["instructions"] - per_request["unbounded"]["instructions"]
+    share = extra / per_request["unbounded"]["instructions"]
+    print(f"the bounds add {extra:,.0f} instructions a request: {100 * share:.2f} %")
+    return {"per_request": per_request, "extra_per_request": extra, "extra_share": share}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pairs", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--conc", type=int, default=64)
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="count instructions per request under valgrind instead of timing (slow, exact)",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/out/connection_bounds.json"))
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("needs wrk (apt-get install wrk)")
     work = Path(tempfile.mkdtemp(prefix="connection-bounds-"))
+    args.work = work
     repo = work / "repo"
     build_tiny_onnx(repo, seed=0)
     source, config = CONFIGS["tiny_onnx"]
@@ -85,26 +150,32 @@ def main() -> None:
         "bounded": [sys.executable, "-m", "modelyard.cli.main", *serve_args],
         "unbounded": [sys.executable, "-c", UNBOUNDED_SERVE, *serve_args],
     }
+    if args.callgrind:
+        commands = {
+            name: ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                   f"--callgrind-out-file={work}/callgrind.{name}.%p", *command]
+            for name, command in commands.items()
+        }  # fmt: skip
     servers = {
-        name: Server([*commands[name], "--http-port", str(port)], port, "/v2/health/ready")
+        name: Server(
+            [*commands[name], "--http-port", str(port)],
+            port,
+            "/v2/health/ready",
+            timeout=900 if args.callgrind else 120,
+        )
         for name, port in ports.items()
     }
     url = {
         name: f"http://127.0.0.1:{port}/v2/models/tiny_onnx/infer" for name, port in ports.items()
     }
-    ratios: list[float] = []
-    points: dict[str, list[float]] = {"bounded": [], "unbounded": []}
     before = cpu_times()
     try:
         for name in servers:
-            wrk(url[name], script, 16, 1)  # warm-up
-        for i in range(args.pairs):
-            order = ("bounded", "unbounded") if i % 2 else ("unbounded", "bounded")
-            rate = {}
-            for name in order:
-                rate[name] = wrk(url[name], script, args.conc, args.seconds)["requests_per_s"]
-                points[name].append(rate[name])
-            ratios.append(rate["bounded"] / rate["unbounded"])
+            wrk(url[name], script, 16, 3 if args.callgrind else 1)  # warm-up
+        if args.callgrind:
+            result = counted_instructions(servers, url, script, args)
+        else:
+            result = timed_pairs(url, script, args)
     finally:
         for server in servers.values():
             server.stop()
@@ -112,18 +183,10 @@ def main() -> None:
         "cpu": cpu_model(),
         "steal_share": steal_share(before, cpu_times()),
         "concurrency": args.conc,
-        "median_ratio": statistics.median(ratios),
-        "ratios": ratios,
-        "requests_per_s": points,
+        **result,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1))
-    print(
-        f"bounded / unbounded at c={args.conc}: median {report['median_ratio']:.3f} over "
-        f"{len(ratios)} pairs (range {min(ratios):.3f}-{max(ratios):.3f}); medians "
-        f"{statistics.median(points['bounded']):,.0f} and "
-        f"{statistics.median(points['unbounded']):,.0f} req/s"
-    )
     print(f"-> {args.out}")
 
 
