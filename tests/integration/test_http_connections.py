@@ -160,6 +160,18 @@ def test_a_header_block_just_under_the_limit_is_served(server: ServerProcess) ->
     assert response.status_code == 200
 
 
+def test_pipelined_requests_get_whole_answers_in_order(server: ServerProcess) -> None:
+    sock = _connect(server)
+    request = INFER + b"content-length: " + str(len(BODY)).encode() + b"\r\n\r\n" + BODY
+    health = b"GET /v2/health/live HTTP/1.1\r\nhost: test\r\n\r\n"
+    sock.sendall(request + health + request)  # three requests in one segment
+    heads = [_response(sock) for _ in range(3)]
+    assert all(head.startswith(b"HTTP/1.1 200") for head in heads)
+    assert b"content-type: application/json" in heads[0] and b"application/json" in heads[2]
+    assert b"content-length: 0" in heads[1]
+    sock.close()
+
+
 def test_a_malformed_request_gets_400_with_the_error_line(server: ServerProcess) -> None:
     with _connect(server) as sock:
         sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
