@@ -60,9 +60,9 @@ def add_ops_arguments(commands: Any) -> None:
         ("start", "reserve the surge, start canaries of the new versions"),
         ("move", "move a model into this group (the spec binds it here): canaries, then weights"),
         ("step", "move the canaries' traffic share"),
-        ("promote", "100 % new: replace the old instances"),
+        ("promote", "100 %% new: replace the old instances"),
         ("pause", "hold the release where it is"),
-        ("abort", "stop the canaries: back to 0 %"),
+        ("abort", "stop the canaries: back to 0 %%"),
         ("rollback", "back to a recorded group revision"),
         ("history", "the group's event record"),
     ):

@@ -12,11 +12,12 @@ model; ``reserved`` holds surge cards of releases in progress.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from modelyard.control.spec import InstanceSpec, PlatformSpec, Template
+from modelyard.control.spec import InstanceSpec, PlatformSpec, Service, Template
 
 # (quota, data centre, GPU model) -> cards
 Reservations = dict[tuple[str, str, str], int]
@@ -194,6 +195,7 @@ def validate(
     add = findings.append
     for service in spec.services.values():
         spath = ("services", service.name)
+        _check_service_names(spec, findings, spath, service)
         if service.quota not in spec.quotas:
             add(
                 Finding(
@@ -239,6 +241,16 @@ def validate(
                 )
         for group in service.groups.values():
             gpath = (*spath, "groups", group.name)
+            for model in group.models:
+                if model not in service.models:
+                    add(
+                        Finding(
+                            "GROUP_FOREIGN_MODEL",
+                            f"group {group.name} binds {model}, which is not among the models "
+                            f"of {service.name} ({', '.join(service.models) or 'none'})",
+                            spec.where(*gpath, "models"),
+                        )
+                    )
             _check_autoscaling(spec, findings, gpath, group.autoscaling, group.templates)
             for template in group.templates.values():
                 tpath = (*gpath, "templates", template.name)
@@ -335,6 +347,26 @@ def _check_template(
                 spec.where(*tpath, "spec"),
             )
         )
+    elif template.spec.cpu_cores == 0 or template.spec.memory_gb == 0:
+        add(
+            Finding(
+                "SPEC_EMPTY",
+                f"spec '{template.spec_text}' gives an instance "
+                f"{template.spec.cpu_cores} CPU cores and {template.spec.memory_gb} GB of "
+                "memory: it needs some of each",
+                spec.where(*tpath, "spec"),
+            )
+        )
+    elif template.spec.gpu_model is not None and template.spec.cards == 0:
+        add(
+            Finding(
+                "SPEC_EMPTY",
+                f"spec '{template.spec_text}' names {template.spec.gpu_model} with 0 cards: "
+                f"write {template.spec.cpu_cores}C/{template.spec.memory_gb}G for a CPU-only "
+                "instance, or at least 1 card",
+                spec.where(*tpath, "spec"),
+            )
+        )
     if template.replicas < 0:
         add(
             Finding(
@@ -427,3 +459,41 @@ def _check_autoscaling(
                     limit=high,
                 )
             )
+
+
+# a service's name is a reverse-DNS key: com.example.search.ranker
+_SERVICE_NAME = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$")
+
+
+def _check_service_names(
+    spec: PlatformSpec, findings: list[Finding], spath: tuple[str, ...], service: Service
+) -> None:
+    if not _SERVICE_NAME.match(service.name):
+        findings.append(
+            Finding(
+                "SERVICE_NAME_INVALID",
+                f"service name '{service.name}' is not a reverse-DNS key "
+                "(lowercase labels joined by dots, such as com.example.search.ranker)",
+                spec.where(*spath),
+            )
+        )
+    if not service.interfaces:
+        findings.append(
+            Finding(
+                "SERVICE_NO_INTERFACES",
+                f"service {service.name} declares no interfaces",
+                spec.where(*spath),
+                hint="list what callers use, such as [infer, metadata]",
+            )
+        )
+    seen: set[str] = set()
+    for interface in service.interfaces:
+        if interface in seen:
+            findings.append(
+                Finding(
+                    "INTERFACE_DUPLICATE",
+                    f"service {service.name} declares interface {interface} twice",
+                    spec.where(*spath, "interfaces"),
+                )
+            )
+        seen.add(interface)

@@ -100,6 +100,21 @@ BROKEN = [
     ("memory exceeded", ("memory_gb: 1024", "memory_gb: 32"), "QUOTA_MEMORY_EXCEEDED"),
     ("a CPU quota of 0 allows none", ("cpu_cores: 256", "cpu_cores: 0"), "QUOTA_CPU_EXCEEDED"),
     ("a memory quota of 0", ("memory_gb: 1024", "memory_gb: 0"), "QUOTA_MEMORY_EXCEEDED"),
+    ("an instance with no CPU", ("8C/32G", "0C/1G"), "SPEC_EMPTY"),
+    ("an instance with no memory", ("8C/32G", "8C/0G"), "SPEC_EMPTY"),
+    ("a GPU model with no cards", ("A30-24G*1", "A30-24G*0"), "SPEC_EMPTY"),
+    (
+        "a group model the service does not have",
+        ("models: [ranker]\n", "models: [ranker, reranker]\n"),
+        "GROUP_FOREIGN_MODEL",
+    ),
+    ("a service with no interfaces", ("[infer, metadata]", "[]"), "SERVICE_NO_INTERFACES"),
+    ("an interface twice", ("[infer, metadata]", "[infer, infer]"), "INTERFACE_DUPLICATE"),
+    (
+        "a service name that is not reverse-DNS",
+        ("com.example.search.ranker:", "Ranker_Service:"),
+        "SERVICE_NAME_INVALID",
+    ),
 ]
 
 
