@@ -33,6 +33,17 @@ def test_validate_and_ledger_on_the_example_spec(tmp_path: Path) -> None:
     )
 
 
+def test_render_refuses_a_spec_that_fails_validate_with_the_same_codes(tmp_path: Path) -> None:
+    rendered = modelyard("platform", "render", "kubernetes", "-f", str(EXAMPLE))
+    assert rendered.returncode == 0 and "kind: Deployment" in rendered.stdout
+    broken = tmp_path / "platform.yaml"
+    broken.write_text(EXAMPLE.read_text().replace("replicas: 3,", "replicas: 5,"))
+    result = modelyard("platform", "render", "kubernetes", "-f", str(broken))
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "QUOTA_EXCEEDED" in result.stderr and "nothing rendered" in result.stderr
+
+
 def test_autoscale_explain_names_the_bound(tmp_path: Path) -> None:
     trace = tmp_path / "trace.csv"
     trace.write_text("".join(f"{t},{40 if t < 30 else 400}\n" for t in range(1, 61)))

@@ -144,6 +144,12 @@ def run_platform(args: argparse.Namespace) -> int:
     if command == "ledger":
         return _ledger(spec, args.json)
     if command == "render":
+        findings = validate(spec)
+        if findings:  # a spec that breaks the ledger's rules is never deployed
+            for finding in findings:
+                print(finding.line(), file=sys.stderr)
+            print(f"{len(findings)} broken rule(s): nothing rendered", file=sys.stderr)
+            return 1
         manifests = render(spec, image=args.image, registry_url=args.registry)
         yaml.safe_dump_all(manifests, sys.stdout, sort_keys=False)
         return 0

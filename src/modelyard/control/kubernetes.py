@@ -9,6 +9,7 @@ queue, so callers find it by service name and model.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
@@ -21,6 +22,21 @@ def _dns(text: str) -> str:
     """An RFC 1123 name: lower case, digits and '-', at most 63 characters."""
     name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
     return name[:63].rstrip("-")
+
+
+def _object_name(service: str, group: str, template: str, data_center: str) -> str:
+    """A Deployment's and Service's name: readable, DNS-safe and unique for its identity.
+
+    The whole service name goes in (``com.teama.ranker`` and ``com.teamb.ranker`` must not
+    share a Deployment), and a hash of the exact identity follows it: folding names into
+    DNS labels can make two identities read the same, and a long one is cut.
+    """
+    identity = "\0".join((service, group, template, data_center)).encode()
+    digest = hashlib.sha256(identity).hexdigest()[:8]
+    readable = _dns(f"{service}-{group}-{template}-{data_center}")[:54].rstrip("-")
+    if not readable[:1].isalpha():  # a Service's name must begin with a letter
+        readable = f"m-{readable}"[:54].rstrip("-")
+    return f"{readable}-{digest}"
 
 
 def render(
@@ -38,7 +54,7 @@ def render(
                     continue
                 for dc, queue_name in sorted(template.queues.items()):
                     queue = spec.queues.get(queue_name)
-                    name = _dns(f"{service.name.split('.')[-1]}-{group.name}-{template.name}-{dc}")
+                    name = _object_name(service.name, group.name, template.name, dc)
                     labels = {
                         f"{LABEL}/service": _dns(service.name),
                         f"{LABEL}/group": _dns(group.name),

@@ -12,8 +12,10 @@ arrives. It knows Triton's ``dynamic_batching`` settings:
   the model is executing, or when the last batch answered had more rows than
   are queued now (its callers, in a closed loop, send their next requests:
   the queue waits for as many rows as it answered, up to the delay from that
-  answer). A lone request after a lone answer, or after a quiet spell longer
-  than the delay, runs at once, so batching costs nothing at low load;
+  answer), and, after a batch with partners, while requests still arrive at
+  the pace its partners came at. A lone request after a lone answer, or after
+  a quiet spell longer than the delay, runs at once, so batching costs nothing
+  at low load;
 * ``priority_levels`` / ``default_priority_level``: level 1 is served first;
 * queue policies (default and per priority): ``max_queue_size`` rejects at
   once when full; ``default_timeout_microseconds`` (overridable per request
@@ -304,7 +306,7 @@ class RequestQueue:
         return (
             self.size == 1
             or rows - request.rows < self._returning_rows <= rows  # the callers are back
-            or rows >= policy.max_batch_size
+            or rows >= (policy.preferred[-1] if policy.preferred else policy.max_batch_size)
             or not policy.batching
             or policy.max_queue_delay_ns == 0
             or request.deadline_ns is not None
