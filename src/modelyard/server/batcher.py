@@ -350,7 +350,9 @@ class RequestQueue:
             if executing > 0:
                 return head.enqueued_ns + delay
             if hold:
-                if rows < self._returning_rows and now_ns - self._answered_ns < delay:
+                # the callers are back when as many rows are queued, of any shape: a
+                # batch of one shape must not wait for rows of its shape that may not come
+                if self.rows < self._returning_rows and now_ns - self._answered_ns < delay:
                     return min(head.enqueued_ns, self._answered_ns) + delay
                 # partners still arriving at their usual pace: wait for the next one
                 if self._returning_rows > 1 and now_ns - self._last_add_ns < 2 * self._gap_ns:

@@ -79,6 +79,16 @@ def test_after_a_lone_answer_the_pace_of_arrivals_holds_nothing() -> None:
     assert isinstance(batch, list) and len(batch) == 2
 
 
+def test_callers_back_with_other_shapes_release_the_head_at_once() -> None:
+    queue = queue_of()
+    queue.answered(2, now_ns=0)
+    other = (("x", (128,), "<f4"),)
+    queue.add(req("a"), now_ns=10 * US)
+    queue.add(QueuedRequest(rows=1, shape_key=other, enqueued_ns=0, payload="b"), now_ns=10 * US)
+    batch = queue.take(now_ns=10 * US, executing=0)
+    assert isinstance(batch, list) and [r.payload for r in batch] == ["a"]
+
+
 def test_a_held_request_runs_once_the_delay_from_the_answer_is_spent() -> None:
     queue = queue_of()
     queue.answered(8, now_ns=0)
