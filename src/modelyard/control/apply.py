@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import getpass
 import hashlib
 import json
 import os
@@ -142,7 +143,15 @@ ACTOR: ContextVar[str | None] = ContextVar("modelyard_actor", default=None)
 
 
 def actor() -> str:
-    return ACTOR.get() or os.environ.get("MODELYARD_ACTOR") or os.environ.get("USER") or "unknown"
+    return ACTOR.get() or os.environ.get("MODELYARD_ACTOR") or _login_name()
+
+
+def _login_name() -> str:
+    """The user at this terminal: $USER is often unset in containers and under sudo -i."""
+    try:
+        return getpass.getuser()  # LOGNAME, USER, ..., then the password database
+    except (KeyError, OSError):  # a uid with no passwd entry
+        return f"uid {os.getuid()}"
 
 
 def slot_of(instance: LaunchedInstance) -> Slot:
