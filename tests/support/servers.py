@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,16 +22,31 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
+# Ports for servers the tests start come from below Linux's ephemeral range (32768-60999 by
+# default): a port the kernel hands out with bind(0) can be taken, before the server binds
+# it, as the local port of any outgoing connection, or be handed to a server started at the
+# same moment in another thread. None is handed out twice in one test run.
+_PORTS = range(20000, 32000)
+_handed_out: set[int] = set()
+_handing_out = threading.Lock()
+
+
 def free_ports(count: int) -> list[int]:
-    """Distinct free ports: every socket stays bound until all are picked."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+    """Distinct ports free now and not handed out before in this test run."""
+    picked: list[int] = []
+    with _handing_out:
+        while len(picked) < count:
+            port = random.choice(_PORTS)
+            if port in _handed_out:
+                continue
+            with socket.socket() as probe:
+                try:
+                    probe.bind(("127.0.0.1", port))
+                except OSError:  # in use by something else
+                    continue
+            _handed_out.add(port)
+            picked.append(port)
+    return picked
 
 
 class ServerProcess:
