@@ -78,8 +78,11 @@ def read_model_config(model_dir: Path) -> mc.ModelConfig:
 
 
 def config_to_json(config: mc.ModelConfig) -> dict[str, Any]:
-    """The config as Triton's model config endpoint shows it."""
-    out: dict[str, Any] = json_format.MessageToDict(config, preserving_proto_field_name=True)
+    """The config as Triton's model config endpoint shows it: fields at their default value
+    too (``max_batch_size: 0``, enum defaults, empty lists), which clients read."""
+    out: dict[str, Any] = json_format.MessageToDict(
+        config, preserving_proto_field_name=True, including_default_value_fields=True
+    )
     return out
 
 

@@ -44,6 +44,9 @@ log = structlog.get_logger("modelyard.serve")
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-repository", type=Path, required=True, metavar="DIR")
+    parser.add_argument(
+        "--id", default="modelyard", help="the server's name in its metadata (as tritonserver's)"
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--http-port", type=int, default=8000)
     parser.add_argument(
@@ -275,7 +278,7 @@ async def serve(args: argparse.Namespace) -> None:
         default_max_queue_size=args.max_queue_size,
         memory_budget=parse_size(args.memory_budget) if args.memory_budget else None,
     )
-    dataplane = DataPlane(manager)
+    dataplane = DataPlane(manager, server_id=args.id)
     governance = await open_governance(
         args.service_config,
         args.service,

@@ -215,10 +215,13 @@ def _plan(mv: ModelVersion, request: InferRequest) -> tuple[dict[str, np.ndarray
 
 
 class DataPlane:
-    def __init__(self, manager: ModelManager, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self, manager: ModelManager, clock: Clock = SYSTEM_CLOCK, server_id: str = "modelyard"
+    ) -> None:
         self.manager = manager
         self.clock = clock
         self.started = clock.monotonic()
+        self.server_id = server_id  # the name server metadata gives (tritonserver's --id)
 
     # ---- health and metadata -------------------------------------------
 
@@ -229,7 +232,7 @@ class DataPlane:
         return self.manager.is_ready()
 
     def server_metadata(self) -> dict[str, Any]:
-        return {"name": "modelyard", "version": __version__, "extensions": EXTENSIONS}
+        return {"name": self.server_id, "version": __version__, "extensions": EXTENSIONS}
 
     def model_ready(self, name: str, version: str | None) -> bool:
         try:
