@@ -73,14 +73,24 @@ NO_BATCHING = {
 
 SERVED = ("tiny_onnx", "tiny_onnx_nobatch", "mlp_onnx", "mlp_onnx_nobatch")
 
-LUA = """
-local f = io.open("{body}", "rb")
-wrk.method = "POST"
-wrk.body = f:read("*all")
-f:close()
-wrk.headers["Content-Type"] = "application/octet-stream"
-wrk.headers["Inference-Header-Content-Length"] = "{header_length}"
-"""
+
+def post_script(body: Path, headers: dict[str, str]) -> str:
+    """A wrk script that POSTs the bytes of ``body`` with ``headers``."""
+    lines = [f'local f = io.open("{body}", "rb")', 'wrk.method = "POST"']
+    lines += ['wrk.body = f:read("*all")', "f:close()"]
+    lines += [f'wrk.headers["{name}"] = "{value}"' for name, value in headers.items()]
+    return "\n".join(lines) + "\n"
+
+
+def binary_script(body: Path, header_length: int) -> str:
+    """The wrk script of a V2 binary request (``binary_request``) stored in ``body``."""
+    return post_script(
+        body,
+        {
+            "Content-Type": "application/octet-stream",
+            "Inference-Header-Content-Length": str(header_length),
+        },
+    )
 
 
 def binary_request(name: str, array: np.ndarray) -> tuple[bytes, int]:
@@ -250,7 +260,7 @@ def main() -> None:
             body, header_length = binary_request("input", inputs["input"])
             (tmp / f"{model}.bin").write_bytes(body)
             script = tmp / f"{model}.lua"
-            script.write_text(LUA.format(body=tmp / f"{model}.bin", header_length=header_length))
+            script.write_text(binary_script(tmp / f"{model}.bin", header_length))
             scripts[model] = script
 
         # 1 and 3: the stack's floor and modelyard, both up on core 0 (the one not

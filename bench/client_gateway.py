@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from batching import LUA, binary_request, wrk  # noqa: E402
+from batching import binary_request, binary_script, wrk  # noqa: E402
 
 from modelyard.client import Client  # noqa: E402
 from modelyard.examples.build import build_tiny_onnx, example_inputs  # noqa: E402
@@ -136,7 +136,7 @@ def main() -> None:
             body, header_length = binary_request("input", x.astype(np.float32))
             (tmp / "body.bin").write_bytes(body)
             script = tmp / "req.lua"
-            script.write_text(LUA.format(body=tmp / "body.bin", header_length=header_length))
+            script.write_text(binary_script(tmp / "body.bin", header_length))
             throughput = {}
             for name, port in (("direct", http), ("gateway", gw_http), ("direct_again", http)):
                 url = f"http://127.0.0.1:{port}/v2/models/tiny_onnx/infer"

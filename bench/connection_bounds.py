@@ -37,9 +37,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from batching import (  # noqa: E402
     CONFIGS,
-    LUA,
     Server,
     binary_request,
+    binary_script,
     cpu_model,
     cpu_times,
     steal_share,
@@ -94,7 +94,11 @@ def timed_pairs(url: dict[str, str], script: Path, args: argparse.Namespace) -> 
 
 
 def counted_instructions(
-    servers: dict[str, Server], url: dict[str, str], script: Path, args: argparse.Namespace
+    servers: dict[str, Server],
+    url: dict[str, str],
+    script: Path,
+    work: Path,
+    args: argparse.Namespace,
 ) -> dict[str, Any]:
     """Instructions per served request of each server (callgrind, counting only under load)."""
     per_request = {}
@@ -106,7 +110,7 @@ def counted_instructions(
         subprocess.run(["callgrind_control", "-i", "off", pid], check=True, capture_output=True)
         requests = served_requests(server.port) - before
         subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True)
-        dumps = sorted(Path(args.work).glob(f"callgrind.{name}.*"))
+        dumps = sorted(work.glob(f"callgrind.{name}.*"))
         total = 0
         for line in dumps[-1].read_text().splitlines():
             if line.startswith(("summary:", "totals:")):
@@ -134,7 +138,6 @@ def main() -> None:
     if shutil.which("wrk") is None:
         sys.exit("needs wrk (apt-get install wrk)")
     work = Path(tempfile.mkdtemp(prefix="connection-bounds-"))
-    args.work = work
     repo = work / "repo"
     build_tiny_onnx(repo, seed=0)
     source, config = CONFIGS["tiny_onnx"]
@@ -142,7 +145,7 @@ def main() -> None:
     body, header_length = binary_request("input", example_inputs("tiny_onnx", 1)["input"])
     (work / "body.bin").write_bytes(body)
     script = work / "request.lua"
-    script.write_text(LUA.format(body=work / "body.bin", header_length=header_length))
+    script.write_text(binary_script(work / "body.bin", header_length))
     serve_args = ["serve", "--model-repository", str(repo), "--grpc-port", "-1",
                   "--metrics-port", "-1"]  # fmt: skip
     ports = {"bounded": free_port(), "unbounded": free_port()}
@@ -173,7 +176,7 @@ def main() -> None:
         for name in servers:
             wrk(url[name], script, 16, 3 if args.callgrind else 1)  # warm-up
         if args.callgrind:
-            result = counted_instructions(servers, url, script, args)
+            result = counted_instructions(servers, url, script, work, args)
         else:
             result = timed_pairs(url, script, args)
     finally:

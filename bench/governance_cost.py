@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from batching import LUA, Server, binary_request, wrk  # noqa: E402
+from batching import Server, binary_request, binary_script, wrk  # noqa: E402
 
 from modelyard.examples.build import build_example_repository, example_inputs  # noqa: E402
 from modelyard.gateway.http import HttpFrontend  # noqa: E402
@@ -199,8 +199,7 @@ def main() -> None:
         (tmp / "body.bin").write_bytes(body)
         script = tmp / "req.lua"
         script.write_text(
-            LUA.format(body=tmp / "body.bin", header_length=header_length)
-            + f'wrk.headers["x-api-key"] = "{KEY}"\n'
+            binary_script(tmp / "body.bin", header_length) + f'wrk.headers["x-api-key"] = "{KEY}"\n'
         )
         sides = {"chain_off": [], "chain_on": ["--service-config", str(service)]}
         servers: Servers = {}

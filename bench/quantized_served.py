@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from batching import LUA, Server, binary_request, wrk  # noqa: E402
+from batching import Server, binary_request, binary_script, wrk  # noqa: E402
 
 from modelyard.examples.build import build_mlp_onnx, example_inputs  # noqa: E402
 from modelyard.optimize.quantize import write_variant  # noqa: E402
@@ -46,7 +46,7 @@ def main() -> None:
         body, header_length = binary_request("input", example_inputs("mlp_onnx", 16)["input"])
         (tmp / "body.bin").write_bytes(body)
         script = tmp / "req.lua"
-        script.write_text(LUA.format(body=tmp / "body.bin", header_length=header_length))
+        script.write_text(binary_script(tmp / "body.bin", header_length))
         port = free_port()
         server = Server(
             [

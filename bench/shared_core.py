@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from batching import Server, cpu_model, cpu_times, steal_share, wrk  # noqa: E402
+from batching import Server, cpu_model, cpu_times, post_script, steal_share, wrk  # noqa: E402
 
 from modelyard.examples.build import build_mlp_onnx  # noqa: E402
 from tests.support.servers import free_port  # noqa: E402
@@ -41,14 +41,6 @@ output [{ name: "output" data_type: TYPE_FP32 dims: [10] }]
 dynamic_batching { max_queue_delay_microseconds: 5000 }
 instance_group [{ count: 1 kind: KIND_CPU }]
 parameters { key: "intra_op_thread_count" value: { string_value: "1" } }
-"""
-
-JSON_LUA = """
-local f = io.open("{body}", "rb")
-wrk.method = "POST"
-wrk.body = f:read("*all")
-f:close()
-wrk.headers["Content-Type"] = "application/json"
 """
 
 
@@ -86,7 +78,7 @@ def main() -> None:
         )
     )  # fmt: skip
     script = work / "post.lua"
-    script.write_text(JSON_LUA.replace("{body}", str(body)))
+    script.write_text(post_script(body, {"Content-Type": "application/json"}))
     port = free_port()
     server = Server(
         [sys.executable, "-m", "modelyard.cli.main", "serve", "--model-repository", str(repo),

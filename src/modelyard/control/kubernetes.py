@@ -33,9 +33,9 @@ def _object_name(service: str, group: str, template: str, data_center: str) -> s
     """
     identity = "\0".join((service, group, template, data_center)).encode()
     digest = hashlib.sha256(identity).hexdigest()[:8]
+    # begins with a letter, as a Service's name must: validate holds service names to
+    # reverse-DNS keys, and render takes only a spec that passes it
     readable = _dns(f"{service}-{group}-{template}-{data_center}")[:54].rstrip("-")
-    if not readable[:1].isalpha():  # a Service's name must begin with a letter
-        readable = f"m-{readable}"[:54].rstrip("-")
     return f"{readable}-{digest}"
 
 

@@ -195,7 +195,7 @@ def validate(
     add = findings.append
     for service in spec.services.values():
         spath = ("services", service.name)
-        _check_service_names(spec, findings, spath, service)
+        _check_service_declaration(spec, findings, spath, service)
         if service.quota not in spec.quotas:
             add(
                 Finding(
@@ -465,7 +465,7 @@ def _check_autoscaling(
 _SERVICE_NAME = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$")
 
 
-def _check_service_names(
+def _check_service_declaration(
     spec: PlatformSpec, findings: list[Finding], spath: tuple[str, ...], service: Service
 ) -> None:
     if not _SERVICE_NAME.match(service.name):

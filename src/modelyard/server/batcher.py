@@ -71,6 +71,12 @@ class BatchingPolicy:
     priority_levels: int = 1
     default_priority: int = 1
     policies: tuple[QueuePolicy, ...] = (QueuePolicy(),)  # index: priority level - 1
+    # the rows a batch aims at: the largest preferred size, else max_batch_size
+    target: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        target = self.preferred[-1] if self.preferred else self.max_batch_size
+        object.__setattr__(self, "target", target)
 
     @classmethod
     def from_config(cls, config: mc.ModelConfig, default_max_queue_size: int = 0) -> BatchingPolicy:
@@ -306,7 +312,7 @@ class RequestQueue:
         return (
             self.size == 1
             or rows - request.rows < self._returning_rows <= rows  # the callers are back
-            or rows >= (policy.preferred[-1] if policy.preferred else policy.max_batch_size)
+            or rows >= policy.target
             or not policy.batching
             or policy.max_queue_delay_ns == 0
             or request.deadline_ns is not None
@@ -332,7 +338,7 @@ class RequestQueue:
         if not policy.batching:
             return self._remove([head])
         limit = policy.max_batch_size
-        target = policy.preferred[-1] if policy.preferred else limit
+        target = policy.target
         chosen: list[QueuedRequest] = []
         rows = 0
         for queue in self._ordered():

@@ -115,6 +115,11 @@ BROKEN = [
         ("com.example.search.ranker:", "Ranker_Service:"),
         "SERVICE_NAME_INVALID",
     ),
+    (
+        "a service name of one label",
+        ("com.example.search.ranker:", "ranker:"),
+        "SERVICE_NAME_INVALID",
+    ),
 ]
 
 
