@@ -57,7 +57,7 @@ from modelyard.examples.build import build_example_repository, example_inputs  #
 from modelyard.gateway.http import HttpFrontend  # noqa: E402
 from modelyard.governance.auth import hash_secret  # noqa: E402
 from modelyard.governance.runtime import RulesSource, open_governance  # noqa: E402
-from modelyard.server.dataplane import DataPlane  # noqa: E402
+from modelyard.server.dataplane import LocalDataPlane  # noqa: E402
 from modelyard.types import InferRequest, InferResponse  # noqa: E402
 from tests.support.redis_server import running_redis  # noqa: E402
 from tests.support.servers import free_port  # noqa: E402
@@ -65,7 +65,7 @@ from tests.support.servers import free_port  # noqa: E402
 KEY = "bench-key"
 
 
-class _AnsweringDataPlane(DataPlane):
+class _AnsweringDataPlane(LocalDataPlane):
     """Answers every request at once: what is left to time is the front door."""
 
     def __init__(self) -> None:
@@ -73,6 +73,9 @@ class _AnsweringDataPlane(DataPlane):
 
     async def infer(self, request: InferRequest) -> InferResponse:
         return InferResponse(model_name=request.model_name, model_version="1", outputs=[])
+
+    def lane(self, request: InferRequest) -> None:
+        return None
 
 
 async def _in_process_us(service: Path, body: bytes, header_length: int) -> dict[str, float]:

@@ -82,9 +82,6 @@ class InferRequest:
     priority: int = 0
     timeout_us: int = 0
     deadline: float | None = None  # clock seconds after which the result is useless
-    # requests with the same layout (same names, datatypes, shapes and options)
-    # validate alike: the dataplane remembers its checks per layout
-    layout: object | None = None
 
 
 @dataclass(slots=True)

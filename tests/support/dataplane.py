@@ -6,14 +6,14 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from modelyard.server.dataplane import DataPlane
+from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.server.repository import ModelRepository
 
 
 @contextlib.asynccontextmanager
-async def running_dataplane(repository: Path, mode: ControlMode) -> AsyncIterator[DataPlane]:
-    dp = DataPlane(ModelManager(ModelRepository(repository), mode))
+async def running_dataplane(repository: Path, mode: ControlMode) -> AsyncIterator[LocalDataPlane]:
+    dp = LocalDataPlane(ModelManager(ModelRepository(repository), mode))
     await dp.manager.start()
     try:
         yield dp

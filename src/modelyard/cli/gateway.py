@@ -8,7 +8,7 @@ failover. It serves no model itself.
 from __future__ import annotations
 
 import argparse
-from typing import Any, cast
+from typing import Any
 
 import structlog
 import uvicorn
@@ -20,11 +20,11 @@ from modelyard.cli.runtime import (
     listen_http,
     run_event_loop,
 )
+from modelyard.dataplane import DataPlane
 from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
 from modelyard.gateway.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
 from modelyard.gateway.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
 from modelyard.logging import configure_logging
-from modelyard.server.dataplane import DataPlane
 from modelyard.server.memory import freeze_startup_objects
 
 log = structlog.get_logger("modelyard.gateway")
@@ -84,8 +84,7 @@ async def gateway(args: argparse.Namespace) -> None:
         **options,
     )
     forwarding = ForwardingDataPlane(client)
-    # the front doors need only the DataPlane calls ForwardingDataPlane has
-    dataplane = cast(DataPlane, forwarding)
+    dataplane: DataPlane = forwarding
     app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes)
     config = http_config(app, args.host, args.http_port, connection_limits(args))
     server = uvicorn.Server(config)

@@ -34,7 +34,7 @@ from modelyard.gateway.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
 from modelyard.governance.runtime import RulesSource, open_governance
 from modelyard.logging import configure_logging
 from modelyard.metrics import serve_metrics
-from modelyard.server.dataplane import DataPlane
+from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.server.memory import freeze_startup_objects, parse_size
 from modelyard.server.repository import ModelRepository
@@ -278,7 +278,7 @@ async def serve(args: argparse.Namespace) -> None:
         default_max_queue_size=args.max_queue_size,
         memory_budget=parse_size(args.memory_budget) if args.memory_budget else None,
     )
-    dataplane = DataPlane(manager, server_id=args.id)
+    dataplane = LocalDataPlane(manager, server_id=args.id)
     governance = await open_governance(
         args.service_config,
         args.service,

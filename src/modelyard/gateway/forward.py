@@ -1,9 +1,9 @@
 """The gateway's dataplane: the V2 front doors' calls, answered by forwarding through the client.
 
-``ForwardingDataPlane`` has the methods ``HttpFrontend`` and ``start_grpc_server``
-call on a ``DataPlane``, so both front doors run unchanged in front of a whole
-service: callers without the SDK (curl, tritonclient, perf_analyzer) get
-discovery, balancing, ejection and retries too.
+``ForwardingDataPlane`` implements ``modelyard.dataplane.DataPlane``, so both
+front doors run unchanged in front of a whole service: callers without the SDK
+(curl, tritonclient, perf_analyzer) get discovery, balancing, ejection and
+retries too.
 
 ``infer`` forwards. The other calls are synchronous in the front doors, so they
 are answered from what the gateway already knows: readiness and the repository
@@ -196,7 +196,7 @@ class ForwardingDataPlane:
             retry_after=self.refresh_interval,
         )
 
-    # ---- the DataPlane calls the front doors make -------------------------
+    # ---- the DataPlane contract ------------------------------------------
 
     def server_live(self) -> bool:
         return True
@@ -228,5 +228,17 @@ class ForwardingDataPlane:
                 raise self.client.no_instance_error(name, version or None)
         return {"model_stats": rows}
 
+    def live_stats(self, governance: dict[str, Any] | None) -> dict[str, Any]:
+        raise ClientError(
+            "the gateway keeps no live statistics of its own",
+            code=Code.UNIMPLEMENTED,
+            rule="gateway/live-stats",
+            where="GET /v2/modelyard/stats on each instance of the service (modelyard serve)",
+        )
+
     async def infer(self, request: InferRequest) -> InferResponse:
         return await self.client.infer_request(request)
+
+    def lane(self, request: InferRequest) -> None:
+        """None: each request is forwarded whole; an instance validates it."""
+        return None

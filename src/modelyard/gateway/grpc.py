@@ -24,6 +24,7 @@ from grpc_health.v1.health import aio as health_aio
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 
+from modelyard.dataplane import DataPlane
 from modelyard.errors import (
     Code,
     ConfigError,
@@ -39,7 +40,6 @@ from modelyard.governance.runtime import Governance
 from modelyard.protocol.repository import load_override
 from modelyard.protocol.status import grpc_status_name
 from modelyard.protocol.v2_grpc import decode_infer_request, encode_infer_response, parameter_value
-from modelyard.server.dataplane import DataPlane
 from modelyard.types import InferRequest
 
 log = structlog.get_logger("modelyard.grpc")

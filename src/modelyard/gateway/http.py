@@ -7,15 +7,15 @@ the overhead measured on small models (see bench/RESULTS.md).
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
 import numpy as np
 import orjson
 import structlog
 
+from modelyard.dataplane import DataPlane
 from modelyard.errors import (
     Code,
     GovernanceError,
@@ -25,21 +25,18 @@ from modelyard.errors import (
     retry_after_header,
     shown,
 )
+from modelyard.gateway.http_lane import HttpLane, HttpLanes
+from modelyard.governance.chain import Ticket
 from modelyard.governance.guard import Call
 from modelyard.governance.runtime import Governance, rejections
 from modelyard.protocol.repository import load_override
 from modelyard.protocol.status import http_status
 from modelyard.protocol.v2_http import (
     HEADER_LENGTH,
-    BinaryLayout,
-    BinaryReply,
     decode_infer_request,
+    decode_with_layout,
     encode_infer_response,
-    known_layout,
 )
-from modelyard.server.dataplane import DataPlane, Plan
-from modelyard.server.live_stats import live_stats
-from modelyard.server.model_version import ModelVersion
 from modelyard.types import InferRequest, InferResponse
 
 log = structlog.get_logger("modelyard.http")
@@ -57,7 +54,6 @@ _MODEL_ROUTE = re.compile(
 _REPOSITORY_ROUTE = re.compile(r"^/v2/repository/models/(?P<model>[^/]+)/(?P<action>load|unload)$")
 _JSON = [(b"content-type", b"application/json")]
 LIVE_STATS_PATH = "/v2/modelyard/stats"
-_UNSET = object()
 
 
 class _Response:
@@ -252,6 +248,8 @@ def _rejection(governance: Governance, call: Call, error: GovernanceError) -> _R
 
 
 class HttpFrontend:
+    """The V2 HTTP API of a data plane: an infer call takes its lane or the general path."""
+
     def __init__(
         self,
         dataplane: DataPlane,
@@ -260,10 +258,9 @@ class HttpFrontend:
         governance: Governance | None = None,
     ):
         self.dataplane = dataplane
-        # a local dataplane (not the gateway's forwarding one) answers with raw outputs
-        self._local = isinstance(dataplane, DataPlane)
         self.max_body_bytes = max_body_bytes
         self.governance = governance
+        self.lanes = HttpLanes()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -273,21 +270,38 @@ class HttpFrontend:
             return
         try:
             route = model_route(scope["path"])
-            if self.governance is not None:
-                response = await self._governed(scope, receive, self.governance, route)
-            elif route is not None and route[2] == "/infer" and scope["method"] == "POST":
-                # the hot path, written out here: each coroutine awaited costs per request
-                header_length = _header_length(scope["headers"])
+            if route is not None and route[2] == "/infer" and scope["method"] == "POST":
+                # the fast lane, written out here: each coroutine awaited costs per request
+                headers = scope["headers"]
+                header_length = _header_length(headers)
+                governance = self.governance
+                api_key, authorization = (
+                    (None, None) if governance is None else _credentials(headers)
+                )
                 message = await receive()
                 body = message.get("body", b"")
                 if message.get("more_body") or len(body) > self.max_body_bytes:
                     body = await self._rest_of_body(scope, receive, body)
-                submitted = self._submit_known(body, header_length, route[0], route[1])
-                if submitted is not None:
-                    mv, plan, future, layout = submitted
-                    response = self._reply(mv, plan, await future, layout, body, header_length)
+                chain = None if governance is None else governance.chain
+                lane = self.lanes.find(
+                    scope["path"], body, header_length, api_key, authorization, chain
+                )
+                if lane is None:
+                    response = await self._infer(
+                        scope, body, header_length, route, api_key, authorization
+                    )
                 else:
-                    response = await self._decode_and_infer(body, header_length, route[0], route[1])
+                    ticket = lane.ticket
+                    first = None if ticket is None else ticket.admit()
+                    refused = None
+                    if first is not None:  # a quick path could not decide: its guard's check will
+                        refused = await self._admit_rest(scope, ticket, first)  # type: ignore[arg-type]
+                    if refused is None:
+                        response = self._lane_reply(lane, await lane.submit(body), body)
+                    else:
+                        response = refused
+            elif self.governance is not None:
+                response = await self._guarded(scope, receive, self.governance)
             else:
                 response = await self._dispatch(scope, receive)
         except ModelyardError as error:
@@ -402,7 +416,8 @@ class HttpFrontend:
                 return _json({"service": None, "source": None, "rules": [], "decisions": {}})
             return _json(self.governance.rules())
         if path == LIVE_STATS_PATH:
-            return _json(self._live_stats())
+            governance = self.governance.live_stats() if self.governance is not None else None
+            return _json(dp.live_stats(governance))
         if path.startswith(_REJECTIONS_PATH):
             return _json(rejections(self.governance, path))
         match = _REPOSITORY_ROUTE.match(path)
@@ -414,17 +429,6 @@ class HttpFrontend:
     def _visible(self, call: Call | None) -> Callable[[str], bool] | None:
         """The models a listing shows the caller; None: all (no governance)."""
         return None if self.governance is None or call is None else self.governance.visible(call)
-
-    def _live_stats(self) -> dict[str, Any]:
-        if not isinstance(self.dataplane, DataPlane):  # the gateway's ForwardingDataPlane
-            raise ProtocolError(
-                "the gateway keeps no live statistics of its own",
-                code=Code.UNIMPLEMENTED,
-                rule="gateway/live-stats",
-                where=f"GET {LIVE_STATS_PATH} on each instance of the service (modelyard serve)",
-            )
-        governance = self.governance.live_stats() if self.governance is not None else None
-        return live_stats(self.dataplane, governance)
 
     @staticmethod
     def _json_body(body: bytes) -> dict[str, Any]:
@@ -464,41 +468,88 @@ class HttpFrontend:
         await manager.load(model, override, authorize)
         return _Response(200)
 
-    async def _governed(
-        self, scope: Scope, receive: Receive, governance: Governance, route: Route | None
-    ) -> _Response:
-        if route is None or route[2] != "/infer" or scope["method"] != "POST":
-            return await self._guarded(scope, receive, governance)
-        model, version, _ = route
-        header_length = _header_length(scope["headers"])
-        api_key, authorization = _credentials(scope["headers"])
-        body = await self._read_body(scope, receive)
-        chain = governance.chain
-        key = (scope["path"], api_key, authorization)  # as they arrived: nothing to decode
-        ticket = chain.known_ticket(key)
-        if ticket is None:
-            ticket = chain.ticket(
-                "infer",
-                model,
-                version,
-                api_key.decode("latin-1") if api_key is not None else None,
-                _bearer_token(authorization) if authorization is not None else None,
-                key=key,
-            )
-        if ticket is not None:  # the usual case: a call of a shape the chain admitted before
-            first = ticket.admit()
-            if first is not None:  # a quick path could not decide: its guard's check will
-                call = _call_from_headers(governance, scope)
-                call.principal = ticket.principal
-                try:
-                    pending = chain.admit(call, first)
-                    if pending is not None:
-                        await pending
-                except GovernanceError as error:
-                    return _rejection(governance, call, error)
-            return await self._infer(body, header_length, model, version)
-
+    async def _guarded(self, scope: Scope, receive: Receive, governance: Governance) -> _Response:
         call = _call_from_headers(governance, scope)
+        try:
+            return await governance.guard(call, lambda: self._dispatch(scope, receive, call))
+        except GovernanceError as error:
+            return _rejection(governance, call, error)
+
+    async def _admit_rest(self, scope: Scope, ticket: Ticket, first: int) -> _Response | None:
+        """Admit a call through the guards from ``first`` on; their refusal, or None."""
+        governance = self.governance
+        assert governance is not None
+        call = _call_from_headers(governance, scope)
+        call.principal = ticket.principal
+        try:
+            pending = governance.chain.admit(call, first)
+            if pending is not None:
+                await pending
+        except GovernanceError as error:
+            return _rejection(governance, call, error)
+        return None
+
+    async def _infer(
+        self,
+        scope: Scope,
+        body: bytes,
+        header_length: int | None,
+        route: Route,
+        api_key: bytes | None,
+        authorization: bytes | None,
+    ) -> _Response:
+        """The general path of an infer call: governed, decoded and validated in full.
+
+        A request whose inputs all travel as binary data leaves its lane behind for the
+        next request of its shape.
+        """
+        model, version, _ = route
+        governance = self.governance
+        chain = None
+        ticket_key: Hashable | None = None
+        if governance is not None:
+            chain = governance.chain
+            ticket_key = (scope["path"], api_key, authorization)  # as they arrived
+            ticket = chain.known_ticket(ticket_key)
+            if ticket is None:
+                ticket = chain.ticket(
+                    "infer",
+                    model,
+                    version,
+                    api_key.decode("latin-1") if api_key is not None else None,
+                    _bearer_token(authorization) if authorization is not None else None,
+                    key=ticket_key,
+                )
+            if ticket is None:  # a guard learns from outcomes: the chain runs around the call
+                return await self._infer_governed(scope, governance, body, header_length, route)
+            first = ticket.admit()
+            if first is not None:
+                refused = await self._admit_rest(scope, ticket, first)
+                if refused is not None:
+                    return refused
+        request, layout = decode_with_layout(body, header_length, model, version)
+        target = self.dataplane.lane(request)
+        if target is None:  # a data plane that keeps no lanes (the gateway's)
+            return self._infer_response(await self.dataplane.infer(request))
+        results = await target.submit(
+            request.inputs, request.priority, request.timeout_us, request.deadline
+        )
+        if layout is None or header_length is None:
+            return self._infer_response(target.response(request, results))
+        lane = HttpLane.make(target, layout, header_length, chain, ticket_key)
+        self.lanes.keep(scope["path"], body, api_key, authorization, lane)
+        return self._lane_reply(lane, results, body)
+
+    async def _infer_governed(
+        self,
+        scope: Scope,
+        governance: Governance,
+        body: bytes,
+        header_length: int | None,
+        route: Route,
+    ) -> _Response:
+        call = _call_from_headers(governance, scope)
+        model, version, _ = route
 
         def decode() -> InferRequest:
             return decode_infer_request(body, header_length, model, version)
@@ -509,79 +560,13 @@ class HttpFrontend:
             return _rejection(governance, call, error)
         return self._infer_response(response)
 
-    async def _guarded(self, scope: Scope, receive: Receive, governance: Governance) -> _Response:
-        call = _call_from_headers(governance, scope)
-        try:
-            return await governance.guard(call, lambda: self._dispatch(scope, receive, call))
-        except GovernanceError as error:
-            return _rejection(governance, call, error)
-
-    async def _infer(
-        self, body: bytes, header_length: int | None, model: str, version: str | None
-    ) -> _Response:
-        """The response to an infer call whose body has been read."""
-        submitted = self._submit_known(body, header_length, model, version)
-        if submitted is not None:
-            mv, plan, future, layout = submitted
-            return self._reply(mv, plan, await future, layout, body, header_length)
-        return await self._decode_and_infer(body, header_length, model, version)
-
-    def _submit_known(
-        self, body: bytes, header_length: int | None, model: str, version: str | None
-    ) -> tuple[ModelVersion, Plan, asyncio.Future[dict[str, np.ndarray]], BinaryLayout] | None:
-        """Submit a request whose header was seen before, if its version kept a plan for it.
-
-        The usual call repeats a header: its arrays go straight to that plan, with no
-        request decoded, and its answer into the reply kept on the plan (``_reply``).
-        """
-        if not self._local or header_length is None:
-            return None
-        layout = known_layout(body, header_length)
-        if layout is None:
-            return None
-        submitted = self.dataplane.submit_layout(
-            model, version, layout, layout.inputs(body, header_length), layout.priority,
-            layout.timeout_us,
-        )  # fmt: skip
-        if submitted is None:
-            return None
-        mv, plan, future = submitted
-        return mv, plan, future, layout
-
-    async def _decode_and_infer(
-        self, body: bytes, header_length: int | None, model: str, version: str | None
-    ) -> _Response:
-        """An infer call decoded in full: a new header, or a version with no plan for it."""
-        dp = self.dataplane
-        request = decode_infer_request(body, header_length, model, version)
-        layout = request.layout
-        if not self._local or not isinstance(layout, BinaryLayout) or header_length is None:
-            return self._infer_response(await dp.infer(request))
-        return self._reply(*await dp.infer_results(request), layout, body, header_length)
-
-    def _reply(
-        self,
-        mv: ModelVersion,
-        plan: Plan,
-        results: dict[str, np.ndarray],
-        layout: BinaryLayout,
-        body: bytes,
-        header_length: int,
-    ) -> _Response:
-        """The response to a request of a layout, from the reply encoded once for its plan."""
-        reply = plan.encodings.get("http", _UNSET)
-        if reply is _UNSET:  # the plan's first response: encode its reply, if it can have one
-            reply = plan.encodings["http"] = (
-                BinaryReply.make(mv.name, str(mv.version), layout.options["id"], plan.fixed_outputs)
-                if plan.fixed_outputs is not None
-                else None
-            )
-        if reply is not None:
-            data = reply.body(results)
-            if data is not None:
-                return _Response(200, data, reply.http_headers, sized=True)
-        request = layout.request(body, header_length, mv.name, str(mv.version))
-        return self._infer_response(DataPlane.response(mv, request, plan, results))
+    def _lane_reply(self, lane: HttpLane, results: dict[str, np.ndarray], body: bytes) -> _Response:
+        """The response to a request of a lane, from the reply encoded once for it."""
+        reply = lane.reply
+        data = None if reply is None else reply.body(results)
+        if data is not None:
+            return _Response(200, data, reply.http_headers, sized=True)  # type: ignore[union-attr]
+        return self._infer_response(lane.target.response(lane.request(body), results))
 
     @staticmethod
     def _infer_response(response: InferResponse) -> _Response:

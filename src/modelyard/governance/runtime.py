@@ -30,6 +30,7 @@ import numpy as np
 import structlog
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
+from modelyard.dataplane import DataPlane
 from modelyard.discovery.rules_store import RulesRevision, RulesStore
 from modelyard.errors import (
     Code,
@@ -54,7 +55,6 @@ from modelyard.governance.service_config import (
     parse_rules_document,
     read_service_config,
 )
-from modelyard.server.dataplane import DataPlane
 from modelyard.types import InferRequest, InferResponse, OutputTensor, numpy_dtype
 
 log = structlog.get_logger("modelyard.governance")

@@ -111,7 +111,6 @@ class BinaryLayout:
     Clients repeat the same header bytes for every request of a given shape
     (tritonclient, perf_analyzer, wrk scripts), so the header is parsed and
     checked once and later requests only slice their tensors out of the body.
-    Compared by identity: the dataplane keys its validated plans on it.
     """
 
     tensors: tuple[_Tensor, ...]
@@ -119,14 +118,14 @@ class BinaryLayout:
     options: dict[str, Any]  # the header's other fields, as InferRequest keywords
     priority: int = field(init=False)
     timeout_us: int = field(init=False)
-    # the options in InferRequest's order: a request is made by position, a third of the cost
-    _fields: tuple[Any, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "priority", self.options["priority"])
         object.__setattr__(self, "timeout_us", self.options["timeout_us"])
-        fields = (*(self.options[name] for name in _OPTION_FIELDS), None, self)
-        object.__setattr__(self, "_fields", fields)
+
+    def fits(self, body: bytes, header_length: int) -> bool:
+        """Whether a body with this header carries exactly the binary data it declares."""
+        return self.binary_size == len(body) - header_length
 
     def inputs(self, body: bytes, header_length: int) -> dict[str, np.ndarray]:
         """The request's input arrays: views of the body where the datatype allows."""
@@ -144,19 +143,7 @@ class BinaryLayout:
     def request(
         self, body: bytes, header_length: int, model: str, version: str | None
     ) -> InferRequest:
-        return InferRequest(model, version, self.inputs(body, header_length), *self._fields)
-
-
-# InferRequest's fields after model, version and inputs, up to deadline and layout
-_OPTION_FIELDS = (
-    "input_datatypes",
-    "outputs",
-    "id",
-    "parameters",
-    "binary_output_default",
-    "priority",
-    "timeout_us",
-)
+        return InferRequest(model, version, self.inputs(body, header_length), **self.options)
 
 
 # datatypes whose wire bytes are the array's bytes (little-endian)
@@ -182,7 +169,7 @@ def known_layout(body: bytes, header_length: int | None) -> BinaryLayout | None:
     if header_length is None or not 0 <= header_length <= _LAYOUT_HEADER_MAX:
         return None
     layout = _LAYOUTS.get(body[:header_length])
-    if layout is not None and layout.binary_size == len(body) - header_length:
+    if layout is not None and layout.fits(body, header_length):
         return layout
     return None
 
@@ -190,9 +177,17 @@ def known_layout(body: bytes, header_length: int | None) -> BinaryLayout | None:
 def decode_infer_request(
     body: bytes, header_length: int | None, model: str, version: str | None
 ) -> InferRequest:
-    layout = known_layout(body, header_length)
-    if layout is not None:
-        return layout.request(body, header_length, model, version)  # type: ignore[arg-type]
+    return decode_with_layout(body, header_length, model, version)[0]
+
+
+def decode_with_layout(
+    body: bytes, header_length: int | None, model: str, version: str | None
+) -> tuple[InferRequest, BinaryLayout | None]:
+    """The request, and its layout when every input travels as binary data."""
+    if header_length is not None:
+        layout = known_layout(body, header_length)
+        if layout is not None:
+            return layout.request(body, header_length, model, version), layout
     if header_length is not None:
         if header_length < 0 or header_length > len(body):
             raise _bad(
@@ -275,8 +270,8 @@ def decode_infer_request(
             if len(_LAYOUTS) >= _LAYOUTS_MAX:
                 _LAYOUTS.clear()
             _LAYOUTS[bytes(header)] = layout
-        return layout.request(body, header_length, model, version)
-    return InferRequest(model, version, inputs, **options)
+        return layout.request(body, header_length, model, version), layout
+    return InferRequest(model, version, inputs, **options), None
 
 
 def _decode_outputs(raw: Any) -> list[RequestedOutput] | None:

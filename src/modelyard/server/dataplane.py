@@ -1,16 +1,19 @@
-"""The dataplane: protocol-neutral operations that HTTP and gRPC both call.
+"""An instance's data plane (``modelyard.dataplane.DataPlane``): its model server answers.
 
-``infer`` validates a decoded request against the model's completed config,
-queues it on the version's scheduler and builds the response, including the
+``lane`` validates a decoded request against the model's completed config and
+gives the ``VersionLane`` of its shape; ``infer`` queues the request on the
+version's scheduler through it and builds the response, including the
 classification extension. Everything from routing to queueing is synchronous,
-so a model swap cannot fall between them.
+so a model swap cannot fall between them. A front door that recognises a
+request's shape without decoding it keeps the lane and submits later requests
+of that shape straight to it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,7 +21,9 @@ import numpy as np
 from modelyard import __version__
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.config import ModelSpec, config_to_json
+from modelyard.dataplane import FixedOutput
 from modelyard.errors import Code, ModelServerError, shown
+from modelyard.server.live_stats import live_stats
 from modelyard.server.manager import ModelManager
 from modelyard.server.model_version import ModelVersion
 from modelyard.server.scheduler import shape_key_of
@@ -45,7 +50,10 @@ def _invalid(model: str, detail: str, where: str) -> ModelServerError:
     )
 
 
-def _check_inputs(mv: ModelVersion, request: InferRequest) -> tuple[dict[str, np.ndarray], int]:
+def _check_inputs(
+    mv: ModelVersion, request: InferRequest
+) -> tuple[dict[str, np.ndarray], int, tuple[tuple[str, tuple[int, ...]], ...]]:
+    """The inputs as the engine takes them, the rows, and the reshapes made."""
     spec: ModelSpec = mv.spec
     name = mv.name
     where = f"GET /v2/models/{name}/config shows the expected inputs"
@@ -60,6 +68,7 @@ def _check_inputs(mv: ModelVersion, request: InferRequest) -> tuple[dict[str, np
     rows = 1
     batch: int | None = None
     prepared: dict[str, np.ndarray] = {}
+    reshapes: list[tuple[str, tuple[int, ...]]] = []
     for tensor in spec.inputs.values():
         array = inputs.get(tensor.name)
         if array is None:
@@ -104,10 +113,11 @@ def _check_inputs(mv: ModelVersion, request: InferRequest) -> tuple[dict[str, np
         if tensor.reshape is not None:
             lead = (shape[0],) if spec.batched else ()
             array = array.reshape(lead + tensor.reshape)
+            reshapes.append((tensor.name, array.shape))
         prepared[tensor.name] = array
     if spec.batched and batch is not None:
         rows = batch
-    return prepared, rows
+    return prepared, rows, tuple(reshapes)
 
 
 def _requested(mv: ModelVersion, request: InferRequest) -> list[RequestedOutput]:
@@ -153,28 +163,79 @@ def classify(array: np.ndarray, top_k: int, labels: list[str] | None, batched: b
     return out if batched else out.reshape(k)
 
 
-# an output whose response entry is the same for every request of a layout, but for its
-# data: name, datatype, numpy dtype, shape, binary, and whether the engine's array must have
-# that very shape (False: the config reshapes it, so only its size must match)
-FixedOutput = tuple[str, str, np.dtype[Any], tuple[int, ...], bool, bool]
+@dataclass(slots=True, eq=False)
+class VersionLane:
+    """What validating a request decided, for every request of the same shape (``InferLane``).
 
+    ``reshapes``: the inputs the config reshapes, and to what; the lane's requests all
+    have the same shapes, so each input's new shape is fixed too.
+    """
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Plan:
-    """What validating a request decided, reused for requests of the same layout."""
-
+    manager: ModelManager
+    asked_version: str | None  # as the request named it: None follows the latest
+    version: ModelVersion
     rows: int
     requested: list[RequestedOutput]
     output_names: list[str]
     shape_key: tuple[Any, ...]
-    # every output's entry, when the plan is kept for its layout and each entry is fixed
-    # (no classification, no variable dims, no BYTES or BF16)
+    reshapes: tuple[tuple[str, tuple[int, ...]], ...]
     fixed_outputs: tuple[FixedOutput, ...] | None
-    # what frontends made of the fixed outputs (an encoded response header), by frontend
-    encodings: dict[str, Any] = field(default_factory=dict)
+    model_name: str = ""
+    model_version: str = ""
 
+    def __post_init__(self) -> None:
+        self.model_name = self.version.name
+        self.model_version = str(self.version.version)
 
-_PLANS_MAX = 256  # per version; layouts come from callers
+    def is_current(self) -> bool:
+        try:
+            return self.manager.resolve(self.model_name, self.asked_version) is self.version
+        except ModelServerError:
+            return False
+
+    def submit(
+        self,
+        inputs: dict[str, np.ndarray],
+        priority: int = 0,
+        timeout_us: int = 0,
+        deadline: float | None = None,
+    ) -> asyncio.Future[dict[str, np.ndarray]]:
+        if self.reshapes:
+            inputs = dict(inputs)
+            for name, shape in self.reshapes:
+                if name in inputs:
+                    inputs[name] = inputs[name].reshape(shape)
+        return self.version.scheduler.submit(
+            inputs, self.output_names, self.rows, deadline, priority, timeout_us, self.shape_key
+        )
+
+    def response(self, request: InferRequest, results: dict[str, np.ndarray]) -> InferResponse:
+        mv = self.version
+        spec = mv.spec
+        rows = self.rows
+        outputs: list[OutputTensor] = []
+        for out in self.requested:
+            tensor = spec.outputs[out.name]
+            array = results[out.name]
+            if tensor.reshape is not None and math.prod(tensor.dims) > 0:
+                lead = (rows,) if spec.batched else ()
+                array = array.reshape(lead + tensor.dims)
+            binary = request.binary_output_default if out.binary is None else out.binary
+            if out.classification:
+                labels = mv.labels.get(out.name)
+                array = classify(array, out.classification, labels, spec.batched)
+                outputs.append(OutputTensor(out.name, "BYTES", array, binary))
+                continue
+            datatype = tensor.datatype
+            if datatype != "BYTES" and datatype != "BF16" and array.dtype != tensor.dtype:
+                array = array.astype(tensor.dtype, copy=False)
+            outputs.append(OutputTensor(out.name, datatype, array, binary))
+        return InferResponse(
+            model_name=self.model_name,
+            model_version=self.model_version,
+            outputs=outputs,
+            id=request.id,
+        )
 
 
 def _fixed_outputs(
@@ -193,28 +254,9 @@ def _fixed_outputs(
     return tuple(fixed)
 
 
-def _plan(mv: ModelVersion, request: InferRequest) -> tuple[dict[str, np.ndarray], Plan]:
-    """Validate a request; remember the outcome when its layout can vouch for the next ones."""
-    inputs, rows = _check_inputs(mv, request)
-    requested = _requested(mv, request)
-    # only where validation passed the request's own arrays through unchanged
-    given = request.inputs
-    kept = request.layout is not None and all(given.get(n) is a for n, a in inputs.items())
-    plan = Plan(
-        rows,
-        requested,
-        [o.name for o in requested],
-        shape_key_of(inputs),
-        _fixed_outputs(mv, request, requested, rows) if kept else None,
-    )
-    if kept:
-        if len(mv.plans) >= _PLANS_MAX:
-            mv.plans.clear()
-        mv.plans[request.layout] = plan
-    return inputs, plan
+class LocalDataPlane:
+    """The data plane of an instance: its own model server answers."""
 
-
-class DataPlane:
     def __init__(
         self, manager: ModelManager, clock: Clock = SYSTEM_CLOCK, server_id: str = "modelyard"
     ) -> None:
@@ -266,54 +308,28 @@ class DataPlane:
     # ---- inference ------------------------------------------------------
 
     async def infer(self, request: InferRequest) -> InferResponse:
-        mv, plan, results = await self.infer_results(request)
-        return self.response(mv, request, plan, results)
+        lane = self.lane(request)
+        results = await lane.submit(
+            request.inputs, request.priority, request.timeout_us, request.deadline
+        )
+        return lane.response(request, results)
 
-    async def infer_results(
-        self, request: InferRequest
-    ) -> tuple[ModelVersion, Plan, dict[str, np.ndarray]]:
-        """Run a request: the version that ran it, its plan, and the raw output arrays."""
+    def lane(self, request: InferRequest) -> VersionLane:
+        """Resolve and validate ``request``: the lane of every request of its shape."""
         mv = self.manager.resolve(request.model_name, request.model_version)
-        plan = mv.plans.get(request.layout) if request.layout is not None else None
-        if plan is None:
-            inputs, plan = _plan(mv, request)
-        else:
-            inputs = request.inputs
-        results = await mv.scheduler.submit(
-            inputs,
-            plan.output_names,
-            plan.rows,
-            request.deadline,
-            request.priority,
-            request.timeout_us,
-            plan.shape_key,
+        prepared, rows, reshapes = _check_inputs(mv, request)
+        requested = _requested(mv, request)
+        return VersionLane(
+            self.manager,
+            request.model_version,
+            mv,
+            rows,
+            requested,
+            [o.name for o in requested],
+            shape_key_of(prepared),
+            reshapes,
+            _fixed_outputs(mv, request, requested, rows),
         )
-        return mv, plan, results
-
-    def submit_layout(
-        self,
-        name: str,
-        version: str | None,
-        layout: object,
-        inputs: dict[str, np.ndarray],
-        priority: int = 0,
-        timeout_us: int = 0,
-    ) -> tuple[ModelVersion, Plan, asyncio.Future[dict[str, np.ndarray]]] | None:
-        """Queue the inputs of a layout whose plan the version kept; None: no plan kept.
-
-        A frontend that knows a request's layout calls this first, with no ``InferRequest``
-        made: the layout already passed validation. None: the plan is not there (the
-        layout's first request, or a new version), and the request takes ``infer_results``.
-        Not a coroutine: the caller awaits the future itself, one level fewer per request.
-        """
-        mv = self.manager.resolve(name, version)
-        plan = mv.plans.get(layout)
-        if plan is None:
-            return None
-        future = mv.scheduler.submit(
-            inputs, plan.output_names, plan.rows, None, priority, timeout_us, plan.shape_key
-        )
-        return mv, plan, future
 
     @property
     def in_flight(self) -> int:
@@ -323,36 +339,8 @@ class DataPlane:
         """
         return sum(mv.scheduler.pending for mv in self.manager.all_versions(retiring=True))
 
-    @staticmethod
-    def response(
-        mv: ModelVersion, request: InferRequest, plan: Plan, results: dict[str, np.ndarray]
-    ) -> InferResponse:
-        """The response to a request that ``infer_results`` ran."""
-        spec = mv.spec
-        rows = plan.rows
-        outputs: list[OutputTensor] = []
-        for out in plan.requested:
-            tensor = spec.outputs[out.name]
-            array = results[out.name]
-            if tensor.reshape is not None and math.prod(tensor.dims) > 0:
-                lead = (rows,) if spec.batched else ()
-                array = array.reshape(lead + tensor.dims)
-            binary = request.binary_output_default if out.binary is None else out.binary
-            if out.classification:
-                labels = mv.labels.get(out.name)
-                array = classify(array, out.classification, labels, spec.batched)
-                outputs.append(OutputTensor(out.name, "BYTES", array, binary))
-                continue
-            datatype = tensor.datatype
-            if datatype != "BYTES" and datatype != "BF16" and array.dtype != tensor.dtype:
-                array = array.astype(tensor.dtype, copy=False)
-            outputs.append(OutputTensor(out.name, datatype, array, binary))
-        return InferResponse(
-            model_name=mv.name,
-            model_version=str(mv.version),
-            outputs=outputs,
-            id=request.id,
-        )
+    def live_stats(self, governance: dict[str, Any] | None) -> dict[str, Any]:
+        return live_stats(self, governance)
 
     # ---- statistics -----------------------------------------------------
 

@@ -10,11 +10,13 @@ places it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from modelyard.server.dataplane import DataPlane
 from modelyard.server.model_version import ModelVersion
 from modelyard.server.stats import Histogram
+
+if TYPE_CHECKING:
+    from modelyard.server.dataplane import LocalDataPlane
 
 
 def _histogram(hist: Histogram) -> dict[str, list[Any]]:
@@ -46,7 +48,7 @@ def _version(mv: ModelVersion) -> dict[str, Any]:
     }
 
 
-def live_stats(dataplane: DataPlane, governance: dict[str, Any] | None) -> dict[str, Any]:
+def live_stats(dataplane: LocalDataPlane, governance: dict[str, Any] | None) -> dict[str, Any]:
     """The whole document; ``governance`` is ``Governance.live_stats()``, or None without one."""
     clock = dataplane.clock
     versions = sorted(dataplane.manager.all_versions(), key=lambda mv: (mv.name, mv.version))

@@ -55,8 +55,6 @@ class ModelVersion:
     devices: list[str] = field(default_factory=lambda: ["cpu"])
     state: VersionState = VersionState.READY
     reason: str = ""
-    # request layout -> validated plan (server/dataplane.py); only the event loop touches it
-    plans: dict[object, Any] = field(default_factory=dict)
 
     def drain_and_unload(self, timeout: float | None = None) -> None:
         """Finish queued requests, then release the engines (blocking: run off the loop)."""

@@ -11,14 +11,18 @@ microseconds, handing a request to a thread and its answer back costs more
 than computing it. Once a version has shown (the median of its last 16
 executions, so that the few that the OS preempted or the GIL held do not tip it)
 that it runs under ``INLINE_THRESHOLD_NS``, and until it runs over
-``LEAVE_INLINE_NS``, the event loop executes it with instance 0's engine:
+``LEAVE_INLINE_NS``, the event loop executes it with instance 0's engine.
+``Scheduler.execution`` names the strategy a request takes (``Execution``):
 
-* a request that finds the queue empty and every instance idle runs at once;
-* otherwise it is queued, and one drain callback, run on the loop's next turn,
-  executes everything queued by then in batches (``RequestQueue.take`` with no
-  instance busy, so no queue delay is spent). Requests to batching models queue
-  this way while the loop is busy (``LoopLoad``), so that under load the
-  requests that arrive in one turn of the loop share one execution.
+* ``RUN_NOW``: a request that finds the queue empty and every instance idle runs
+  at once;
+* ``DRAIN_ON_LOOP``: otherwise it is queued, and one drain callback, run on the
+  loop's next turn, executes everything queued by then in batches
+  (``RequestQueue.take`` with no instance busy, so no queue delay is spent).
+  Requests to batching models queue this way while the loop is busy
+  (``LoopLoad``), so that under load the requests that arrive in one turn of the
+  loop share one execution;
+* ``INSTANCE_THREADS``: a slower model's requests are queued for its threads.
 
 No thread hand-off or lock wake-up is paid per request on that path (nor a
 cross-thread callback, unless ``preserve_ordering`` releases answers in
@@ -34,7 +38,8 @@ import operator
 import threading
 import time
 from collections import deque
-from typing import Any
+from enum import StrEnum
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -45,14 +50,17 @@ from modelyard.server.batcher import BatchingPolicy, QueuedRequest, RequestQueue
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.stats import VersionStats
 
-# what a queued request carries for the scheduler: inputs, output names, future, its loop;
-# a tuple, made once per request for a tenth of a dataclass's cost
-_Payload = tuple[
-    dict[str, np.ndarray],
-    list[str],
-    "asyncio.Future[dict[str, np.ndarray]]",
-    asyncio.AbstractEventLoop,
-]
+
+class Pending(NamedTuple):
+    """What a queued request carries for the scheduler (``QueuedRequest.payload``).
+
+    A named tuple: made once per request, for a fraction of a dataclass's cost.
+    """
+
+    inputs: dict[str, np.ndarray]
+    outputs: list[str]
+    future: asyncio.Future[dict[str, np.ndarray]]
+    loop: asyncio.AbstractEventLoop
 
 
 def _settle(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:
@@ -131,6 +139,19 @@ class _InOrder:
                     lp.call_soon_threadsafe(_settle, [(fut, out)])
 
 
+class Execution(StrEnum):
+    """The scheduler's execution strategies; ``Scheduler.execution`` picks one per request."""
+
+    # a slow version: instance threads take batches from the queue (``RequestQueue.take``)
+    INSTANCE_THREADS = "instance-threads"
+    # a fast version on an idle loop: run at once on the loop, if nothing is queued or
+    # executing; else as DRAIN_ON_LOOP
+    RUN_NOW = "run-now"
+    # a fast version on a busy loop: queued, and run in batches by one drain callback on
+    # the loop's next turn, with what arrived in between
+    DRAIN_ON_LOOP = "drain-on-loop"
+
+
 INLINE_THRESHOLD_NS = 100_000  # a model faster than this starts executing on the loop
 # ... and goes back to its threads once slower than this. Under load a tiny model's batches
 # read 50-130 µs on the loop, against 7-14 µs for onnxruntime alone: the loop's work
@@ -191,6 +212,15 @@ class Scheduler:
             thread.start()
 
     @property
+    def execution(self) -> Execution:
+        """How a request submitted now runs."""
+        if not self._inline_ok:
+            return Execution.INSTANCE_THREADS
+        if self._loop_load is not None and self._loop_load.busy:
+            return Execution.DRAIN_ON_LOOP
+        return Execution.RUN_NOW
+
+    @property
     def pending(self) -> int:
         """Requests queued or executing (nv_inference_pending_request_count)."""
         return len(self._queue) + self._executing
@@ -216,8 +246,8 @@ class Scheduler:
             loop = self._loop = asyncio.get_running_loop()
             self._loop_thread = threading.get_ident()
         future: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
-        loaded = self._loop_load is not None and self._loop_load.busy
-        if self._inline_ok and not loaded and self._try_inline(inputs, outputs, rows, future):
+        execution = self.execution
+        if execution is Execution.RUN_NOW and self._try_inline(inputs, outputs, rows, future):
             return future
         request = QueuedRequest(  # by position: a third of the cost of keywords, per request
             rows,
@@ -227,7 +257,7 @@ class Scheduler:
             int(client_deadline * 1e9) if client_deadline else None,
             1,  # level: set by the queue
             0,  # seq: set by the queue
-            (inputs, outputs, future, loop),
+            Pending(inputs, outputs, future, loop),
         )
         with self._lock:
             if self._closed:
@@ -242,10 +272,11 @@ class Scheduler:
             except ModelServerError as error:
                 self.stats.record_failure(failure_reason(error), 0)
                 raise
-            if not self._inline_ok:
+            if execution is Execution.INSTANCE_THREADS:
                 if self._queue.worth_a_look(request):
                     self._cond.notify()
                 return future
+        # RUN_NOW that found the instances busy, or DRAIN_ON_LOOP
         if self._drain_loop is not loop:  # none scheduled, or on a loop that has gone
             self._drain_loop = loop
             loop.call_soon(self._drain)
@@ -397,16 +428,17 @@ class Scheduler:
         """
         clock = self._clock
         start_ns = clock.monotonic_ns()
-        payloads: list[_Payload] = list(map(_PAYLOAD, batch))  # map: no bytecode per request
-        outputs = payloads[0][1]
-        for payload in payloads:  # requests of one plan share its list of names
-            if payload[1] is not outputs:
-                outputs = sorted({name for p in payloads for name in p[1]})
+        payloads: list[Pending] = list(map(_PAYLOAD, batch))  # map: no bytecode per request
+        outputs = payloads[0].outputs
+        for payload in payloads:  # requests of one lane share its list of names
+            if payload.outputs is not outputs:
+                outputs = sorted({name for p in payloads for name in p.outputs})
                 break
         if len(batch) == 1:
-            inputs = payloads[0][0]
+            inputs = payloads[0].inputs
         else:
-            inputs = {name: stack_rows([p[0][name] for p in payloads]) for name in payloads[0][0]}
+            names = payloads[0].inputs
+            inputs = {name: stack_rows([p.inputs[name] for p in payloads]) for name in names}
         total_rows = sum(map(_ROWS, batch))
         # on an instance thread, an engine that computes on it is timed by the thread's CPU
         # time too: its wall time there also counts waits for the GIL behind a busy event
@@ -434,7 +466,7 @@ class Scheduler:
         else:
             answers = []
             offset = 0
-            if len(outputs) == 1 and outputs is payloads[0][1]:  # the usual batch: one output
+            if len(outputs) == 1 and outputs is payloads[0].outputs:  # the usual: one output
                 name = outputs[0]
                 array = results[name]
                 for request in batch:
@@ -445,7 +477,7 @@ class Scheduler:
                 for request, payload in zip(batch, payloads, strict=True):
                     end = offset + request.rows
                     part = {}
-                    for name in payload[1]:  # a loop, not a comprehension: no frame per request
+                    for name in payload.outputs:  # a loop, not a comprehension: no frame each
                         part[name] = results[name][offset:end]
                     offset = end
                     answers.append((request, part))
@@ -512,17 +544,17 @@ class Scheduler:
         in_order = self._in_order
         if in_order is not None:
             for request, outcome in answers:
-                _, _, future, loop = request.payload
-                in_order.release(request.seq, future, outcome, loop)
+                pending = request.payload
+                in_order.release(request.seq, pending.future, outcome, pending.loop)
             return
         if on_loop:  # the futures' own loop, running: settled in place
-            _settle([(request.payload[2], outcome) for request, outcome in answers])
+            _settle([(request.payload.future, outcome) for request, outcome in answers])
             return
         # one cross-thread call per loop and batch, not one per request
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
         for request, outcome in answers:
-            _, _, future, loop = request.payload
-            by_loop.setdefault(loop, []).append((future, outcome))
+            pending = request.payload
+            by_loop.setdefault(pending.loop, []).append((pending.future, outcome))
         for loop, settled in by_loop.items():
             # a closed event loop means nobody waits for these answers any more
             with contextlib.suppress(RuntimeError):

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from modelyard.cli.main import build_parser
-from modelyard.server.dataplane import DataPlane
+from modelyard.server.dataplane import LocalDataPlane
 
 
 def test_id_names_the_server_in_its_metadata() -> None:
     args = build_parser().parse_args(["serve", "--model-repository", "models", "--id", "edge-7"])
     assert args.id == "edge-7"
-    assert DataPlane(None, server_id=args.id).server_metadata()["name"] == "edge-7"  # type: ignore[arg-type]
+    assert LocalDataPlane(None, server_id=args.id).server_metadata()["name"] == "edge-7"  # type: ignore[arg-type]
     default = build_parser().parse_args(["serve", "--model-repository", "models"])
-    assert DataPlane(None, server_id=default.id).server_metadata()["name"] == "modelyard"  # type: ignore[arg-type]
+    assert LocalDataPlane(None, server_id=default.id).server_metadata()["name"] == "modelyard"  # type: ignore[arg-type]

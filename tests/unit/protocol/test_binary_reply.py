@@ -11,7 +11,7 @@ import numpy as np
 
 from modelyard.gateway.http import HttpFrontend
 from modelyard.protocol.v2_http import BinaryLayout, BinaryReply
-from modelyard.server.dataplane import DataPlane
+from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode
 from tests.support.dataplane import running_dataplane
 from tests.support.models import write_python_model
@@ -114,15 +114,15 @@ def test_a_binary_reply_answers_as_the_general_encoder_does(tmp_path: Path) -> N
     rows = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
     expected = {"y": ([2, 2], [2.0, 4.0, 6.0, 8.0]), "r": ([2, 2], [2.0, 3.0, 4.0, 5.0])}
 
-    def scenario(app: HttpFrontend, dp: DataPlane) -> None:
+    def scenario(app: HttpFrontend, dp: LocalDataPlane) -> None:
         as_json = _outputs(*_call(app, *_request(rows, binary_output=False)))
         assert as_json == expected  # the general encoder, JSON data
         for _ in range(2):  # the first call encodes the reply, the second reuses it
             assert _outputs(*_call(app, *_request(rows, binary_output=True))) == expected
-        plans = dp.manager.resolve("shapes", None).plans.values()
-        replies = [plan.encodings["http"] for plan in plans]
+        # each header left a lane; only the one whose outputs are binary has a reply
+        replies = [lane.reply for lane in app.lanes._lanes.values()]
         assert sum(isinstance(r, BinaryReply) for r in replies) == 1
-        assert replies.count(None) == 1  # the JSON layout has none
+        assert replies.count(None) == 1
 
     _served(tmp_path, scenario)
 
@@ -131,7 +131,7 @@ def test_an_output_unlike_its_reply_gets_the_general_encoder(tmp_path: Path) -> 
     odd = np.array([[-1.0, 2.0]], dtype=np.float32)  # y comes back as [1, 1, 2]
     even = np.array([[1.0, 2.0]], dtype=np.float32)
 
-    def scenario(app: HttpFrontend, dp: DataPlane) -> None:
+    def scenario(app: HttpFrontend, dp: LocalDataPlane) -> None:
         assert _outputs(*_call(app, *_request(even, binary_output=True)))["y"] == (
             [1, 2],
             [2.0, 4.0],
@@ -156,9 +156,7 @@ class Model:
 """
 
 
-def test_a_layout_whose_inputs_are_reshaped_is_answered_without_a_kept_plan(
-    tmp_path: Path,
-) -> None:
+def test_a_layout_whose_inputs_are_reshaped_takes_its_lane(tmp_path: Path) -> None:
     write_python_model(
         tmp_path,
         "shapes",
@@ -170,12 +168,16 @@ def test_a_layout_whose_inputs_are_reshaped_is_answered_without_a_kept_plan(
     async def run() -> None:
         async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
             app = HttpFrontend(dp)
-            for _ in range(2):
+            for i in range(3):  # the lane reshapes each request's x as validation did
+                x = rows + i
                 outputs = await asyncio.to_thread(
-                    lambda: _outputs(*_call(app, *_request(rows, binary_output=True)))
+                    lambda x=x: _outputs(*_call(app, *_request(x, binary_output=True)))
                 )
-                assert outputs == {"y": ([1, 2], [2.0, 4.0]), "r": ([1, 2], [2.0, 3.0])}
-            assert dp.manager.resolve("shapes", None).plans == {}  # validation reshaped x
+                assert outputs == {
+                    "y": ([1, 2], (x * 2).ravel().tolist()),
+                    "r": ([1, 2], (x + 1).ravel().tolist()),
+                }
+            assert len(app.lanes) == 1
 
     asyncio.run(run())
 
@@ -192,7 +194,7 @@ def test_repeated_calls_of_a_layout_make_no_request_and_get_their_own_rows(
 
     monkeypatch.setattr(BinaryLayout, "request", counted)
 
-    def scenario(app: HttpFrontend, dp: DataPlane) -> None:
+    def scenario(app: HttpFrontend, dp: LocalDataPlane) -> None:
         for binary_output in (True, False):
             made.clear()
             for i in range(4):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from modelyard.errors import ModelyardError
-from modelyard.server.dataplane import DataPlane
+from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.ensemble import load_order
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.server.repository import ModelRepository
@@ -149,9 +149,9 @@ def request(model: str, rows: list[list[float]]) -> InferRequest:
     )
 
 
-def run(scenario: Callable[[DataPlane], Awaitable[Any]], repo: Path, **kw: Any) -> Any:
+def run(scenario: Callable[[LocalDataPlane], Awaitable[Any]], repo: Path, **kw: Any) -> Any:
     async def main() -> Any:
-        dp = DataPlane(ModelManager(ModelRepository(repo), **kw))
+        dp = LocalDataPlane(ModelManager(ModelRepository(repo), **kw))
         await dp.manager.start()
         try:
             return await scenario(dp)
@@ -164,7 +164,7 @@ def run(scenario: Callable[[DataPlane], Awaitable[Any]], repo: Path, **kw: Any) 
 def test_an_ensemble_runs_each_step_through_its_own_scheduler(tmp_path: Path) -> None:
     diamond(tmp_path)
 
-    async def scenario(dp: DataPlane) -> None:
+    async def scenario(dp: LocalDataPlane) -> None:
         response = await dp.infer(request("diamond", [[1.0, 2.0], [3.0, 4.0]]))
         assert response.model_name == "diamond" and response.model_version == "1"
         assert response.outputs[0].name == "OUT"
@@ -225,7 +225,7 @@ def test_steps_whose_inputs_are_ready_run_at_the_same_time(tmp_path: Path) -> No
         ],
     )
 
-    async def scenario(dp: DataPlane) -> None:
+    async def scenario(dp: LocalDataPlane) -> None:
         response = await dp.infer(request("meeting", [[1.0, 2.0]]))
         assert response.outputs[0].data.tolist() == [[2.0, 4.0]]
 
@@ -243,7 +243,7 @@ def test_a_failing_step_returns_that_models_own_error_line(tmp_path: Path) -> No
         max_batch_size=4,
     )
 
-    async def scenario(dp: DataPlane) -> tuple[str, str]:
+    async def scenario(dp: LocalDataPlane) -> tuple[str, str]:
         with pytest.raises(ModelyardError) as direct:
             await dp.infer(
                 InferRequest("failing", None, {"x": np.ones((1, 1), np.float32)}, {"x": "FP32"})
@@ -310,7 +310,7 @@ def test_wiring_errors_are_rejected_at_load_with_the_error_line(
 ) -> None:
     _wiring(tmp_path, case)
 
-    async def scenario(dp: DataPlane) -> None:
+    async def scenario(dp: LocalDataPlane) -> None:
         with pytest.raises(ModelyardError) as refused:
             await dp.manager.load("wired")
         line = refused.value.line()
@@ -339,7 +339,7 @@ def test_ensembles_load_after_their_step_models_and_take_new_versions(tmp_path: 
     order = load_order(ModelRepository(tmp_path).model_names(), lambda n: tmp_path / n)
     assert order.index("a_nested") > order.index("a_diamond") > order.index("add_version")
 
-    async def scenario(dp: DataPlane) -> None:
+    async def scenario(dp: LocalDataPlane) -> None:
         first = await dp.infer(request("a_nested", [[1.0, 2.0]]))
         assert first.outputs[0].data.tolist() == [[8.0, 14.0]]  # 2 * ((x + 1) + 2x)
         shutil.copytree(tmp_path / "add_version" / "1", tmp_path / "add_version" / "2")
@@ -353,7 +353,7 @@ def test_ensembles_load_after_their_step_models_and_take_new_versions(tmp_path: 
 def test_an_unloaded_step_model_fails_requests_with_its_routing_error(tmp_path: Path) -> None:
     diamond(tmp_path)
 
-    async def scenario(dp: DataPlane) -> None:
+    async def scenario(dp: LocalDataPlane) -> None:
         await dp.manager.unload("double")
         with pytest.raises(ModelyardError) as gone:
             await dp.infer(request("diamond", [[1.0, 2.0]]))

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import orjson
 import pytest
 
+from modelyard.client import AsyncClient
 from modelyard.errors import ModelyardError
+from modelyard.gateway.forward import ForwardingDataPlane
 from modelyard.gateway.http import HttpFrontend
-from modelyard.server.dataplane import DataPlane
+from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.live_stats import live_stats
 from modelyard.server.manager import ModelManager
 from modelyard.server.repository import ModelRepository
@@ -34,7 +35,7 @@ def test_in_flight_counts_requests_inside_infer_and_returns_to_zero(tmp_path: Pa
     slow_double(tmp_path, delay=0.3)
 
     async def scenario() -> None:
-        dp = DataPlane(ModelManager(ModelRepository(tmp_path)))
+        dp = LocalDataPlane(ModelManager(ModelRepository(tmp_path)))
         await dp.manager.start()
         try:
             assert live_stats(dp, None)["instance"]["in_flight"] == 0
@@ -66,7 +67,8 @@ def test_in_flight_counts_requests_inside_infer_and_returns_to_zero(tmp_path: Pa
 
 
 def test_the_gateway_keeps_no_live_stats_of_its_own() -> None:
-    forwarding = cast(DataPlane, SimpleNamespace())  # not a DataPlane: no counters
+    # never started: the stats call must answer without reaching an instance
+    forwarding = ForwardingDataPlane(AsyncClient("test.svc", "etcd://127.0.0.1:1"))
     app = HttpFrontend(forwarding)
     sent: list[dict[str, Any]] = []
 

@@ -18,7 +18,7 @@ from modelyard.governance.auth import AuthConfig, Principal
 from modelyard.governance.guard import Call
 from modelyard.governance.runtime import Governance
 from modelyard.governance.service_config import empty_service_config
-from modelyard.server.dataplane import DataPlane
+from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.server.repository import ModelRepository
 from modelyard.types import InferRequest
@@ -70,7 +70,7 @@ def test_unknown_names_sent_to_load_are_not_retained(tmp_path: Path) -> None:
     repo = repository(tmp_path)
 
     async def scenario() -> None:
-        dp = DataPlane(manager(repo))
+        dp = LocalDataPlane(manager(repo))
         await dp.manager.start()
         frontend = http_frontend.HttpFrontend(dp)
         try:
@@ -130,7 +130,7 @@ def test_a_failed_reload_is_an_error_and_the_old_version_serves_on(tmp_path: Pat
     x = np.ones((1, 4), dtype=np.float32)
 
     async def scenario() -> None:
-        dp = DataPlane(manager(repo))
+        dp = LocalDataPlane(manager(repo))
         await dp.manager.start()
         try:
             await dp.manager.load("iris_sklearn")
@@ -173,7 +173,7 @@ def test_load_errors_and_index_reasons_carry_no_absolute_path(
     doc = {"max_batch_size": 16, **doc}
 
     async def scenario() -> None:
-        dp = DataPlane(manager(repo))
+        dp = LocalDataPlane(manager(repo))
         await dp.manager.start()
         try:
             await dp.manager.load("slow_double")
@@ -196,7 +196,7 @@ def test_a_broken_config_on_disk_names_the_file_inside_the_repository(tmp_path: 
     (repo / "other" / "config.pbtxt").write_text('backend: "python"\nmax_batch_size: "four"\n')
 
     async def scenario() -> None:
-        dp = DataPlane(manager(repo))
+        dp = LocalDataPlane(manager(repo))
         await dp.manager.start()
         try:
             with pytest.raises(ModelyardError) as failed:
@@ -226,7 +226,7 @@ def test_a_load_that_reaches_a_model_the_caller_may_not_use_is_refused(tmp_path:
     assert authorize is not None
 
     async def scenario() -> None:
-        dp = DataPlane(manager(repo))
+        dp = LocalDataPlane(manager(repo))
         await dp.manager.start()
         try:
             await dp.manager.load("slow_double", authorize=authorize)  # reaches nothing else
@@ -261,7 +261,7 @@ def test_an_ensemble_on_disk_is_checked_too(tmp_path: Path) -> None:
     governance, call = _governance({"admin": ("*",), "infer": ("slow_double",)})
 
     async def scenario() -> None:
-        dp = DataPlane(manager(repo))
+        dp = LocalDataPlane(manager(repo))
         await dp.manager.start()
         try:
             with pytest.raises(GovernanceError) as refused:

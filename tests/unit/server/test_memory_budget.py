@@ -10,7 +10,7 @@ import pytest
 
 from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.examples.build import build_mlp_onnx, build_tiny_onnx, example_inputs
-from modelyard.server.dataplane import DataPlane
+from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.server.memory import parse_size
 from modelyard.server.repository import ModelRepository
@@ -35,7 +35,7 @@ def test_a_load_over_the_budget_is_refused_and_the_others_keep_serving(tmp_path:
         manager = ModelManager(
             ModelRepository(tmp_path), ControlMode.EXPLICIT, memory_budget=1 << 30
         )
-        dp = DataPlane(manager)
+        dp = LocalDataPlane(manager)
         await manager.start()
         try:
             await manager.load("tiny_onnx")
@@ -66,7 +66,7 @@ def test_each_version_reports_its_footprint(tmp_path: Path) -> None:
 
     async def scenario() -> None:
         manager = ModelManager(ModelRepository(tmp_path))
-        dp = DataPlane(manager)
+        dp = LocalDataPlane(manager)
         await manager.start()
         try:
             row = next(r for r in manager.index() if r.get("version") == "1")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from modelyard.errors import Code, ModelyardError
-from modelyard.server.dataplane import DataPlane
+from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.server.repository import ModelRepository
 from modelyard.types import InferRequest
@@ -33,8 +33,8 @@ def request(version: str | None = None, timeout_us: int = 0) -> InferRequest:
     )
 
 
-def make(repo: Path, mode: ControlMode = ControlMode.NONE, **kw: Any) -> DataPlane:
-    return DataPlane(ModelManager(ModelRepository(repo), mode, **kw))
+def make(repo: Path, mode: ControlMode = ControlMode.NONE, **kw: Any) -> LocalDataPlane:
+    return LocalDataPlane(ModelManager(ModelRepository(repo), mode, **kw))
 
 
 def test_unversioned_requests_go_to_the_highest_ready_version(tmp_path: Path) -> None:

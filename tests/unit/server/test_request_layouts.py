@@ -1,4 +1,4 @@
-"""Binary requests that repeat their JSON header: parsed once, validated once per version."""
+"""Binary requests that repeat their JSON header: parsed once; a version's lane validated once."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from modelyard.errors import Code, ModelyardError, ProtocolError
 from modelyard.protocol import v2_http
-from modelyard.protocol.v2_http import decode_infer_request
+from modelyard.protocol.v2_http import decode_infer_request, decode_with_layout
 from modelyard.server.manager import ControlMode
 from modelyard.types import RequestedOutput
 from tests.support.dataplane import running_dataplane
@@ -38,9 +38,9 @@ def binary_body(rows: np.ndarray, name: str = "x") -> tuple[bytes, int]:
 def test_a_repeated_header_reuses_its_layout_and_reads_each_body() -> None:
     first, length = binary_body(np.array([[1.0, 2.0]], dtype=np.float32))
     second, _ = binary_body(np.array([[5.0, 7.0]], dtype=np.float32))
-    a = decode_infer_request(first, length, "m", None)
-    b = decode_infer_request(second, length, "m", None)
-    assert a.layout is not None and b.layout is a.layout
+    a, layout_a = decode_with_layout(first, length, "m", None)
+    b, layout_b = decode_with_layout(second, length, "m", None)
+    assert layout_a is not None and layout_b is layout_a
     assert a.inputs["x"].tolist() == [[1.0, 2.0]]
     assert b.inputs["x"].tolist() == [[5.0, 7.0]]
     assert (b.binary_output_default, b.input_datatypes) == (True, {"x": "FP32"})
@@ -61,7 +61,7 @@ def test_a_request_from_a_layout_carries_every_option_of_its_header() -> None:
     ).encode()  # fmt: skip
     body = header + rows.tobytes()
     for _ in range(2):  # the first makes the layout, the second is made from it
-        request = decode_infer_request(body, len(header), "m", "3")
+        request, layout = decode_with_layout(body, len(header), "m", "3")
         assert (request.model_name, request.model_version) == ("m", "3")
         assert request.inputs["x"].tolist() == [[1.0, 2.0]]
         assert request.input_datatypes == {"x": "FP32"}
@@ -74,7 +74,7 @@ def test_a_request_from_a_layout_carries_every_option_of_its_header() -> None:
             2,
             1500,
         )
-        assert request.deadline is None and request.layout is not None
+        assert request.deadline is None and layout is not None
 
 
 def test_a_known_header_with_too_few_bytes_still_gets_the_error() -> None:
@@ -101,9 +101,9 @@ def test_a_repeated_bytes_header_decodes_each_body_and_refuses_a_broken_one() ->
 
     first, length = body(b"ab", b"cd")
     second, _ = body(b"xy", b"zw")
-    a = decode_infer_request(first, length, "m", None)
-    b = decode_infer_request(second, length, "m", None)
-    assert b.layout is a.layout is not None
+    _, layout_a = decode_with_layout(first, length, "m", None)
+    b, layout_b = decode_with_layout(second, length, "m", None)
+    assert layout_b is layout_a is not None
     assert b.inputs["text"].tolist() == [b"xy", b"zw"]
     broken = second[:length] + (9).to_bytes(4, "little") + second[length + 4 :]
     with pytest.raises(ProtocolError) as error:
@@ -114,7 +114,7 @@ def test_a_repeated_bytes_header_decodes_each_body_and_refuses_a_broken_one() ->
 
 def test_json_data_and_broken_headers_leave_no_layout() -> None:
     doc = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1.0, 2.0]}]}
-    assert decode_infer_request(json.dumps(doc).encode(), None, "m", None).layout is None
+    assert decode_with_layout(json.dumps(doc).encode(), None, "m", None)[1] is None
     header = json.dumps(
         {
             "inputs": [
@@ -152,18 +152,19 @@ def test_a_validated_layout_is_rechecked_by_a_reloaded_version(tmp_path: Path) -
     async def scenario() -> None:
         async with running_dataplane(tmp_path, ControlMode.EXPLICIT) as dp:
             await dp.manager.load("slow_double")
-            first = await dp.infer(decode_infer_request(body, length, "slow_double", None))
-            again = await dp.infer(decode_infer_request(other, length, "slow_double", None))
-            assert first.outputs[0].data.tolist() == (three_rows * 2 + 1000).tolist()
-            assert again.outputs[0].data.tolist() == ((three_rows + 10) * 2 + 1000).tolist()
-            assert len(dp.manager.resolve("slow_double", None).plans) == 1
+            lane = dp.lane(decode_infer_request(body, length, "slow_double", None))
+            first = await lane.submit(decode_infer_request(body, length, "m", None).inputs)
+            again = await lane.submit(decode_infer_request(other, length, "m", None).inputs)
+            assert first["y"].tolist() == (three_rows * 2 + 1000).tolist()
+            assert again["y"].tolist() == ((three_rows + 10) * 2 + 1000).tolist()
+            assert lane.is_current()
 
             _shrink_batches(model_dir)
             await dp.manager.load("slow_double")
+            assert not lane.is_current()  # a front door drops it, and validates anew
             with pytest.raises(ModelyardError) as refused:
-                await dp.infer(decode_infer_request(body, length, "slow_double", None))
+                dp.lane(decode_infer_request(body, length, "slow_double", None))
             assert "rule=model-server/max-batch-size" in refused.value.line()
-            assert dp.manager.resolve("slow_double", None).plans == {}
 
     asyncio.run(scenario())
 
@@ -178,13 +179,12 @@ def test_a_refused_layout_is_refused_every_time(tmp_path: Path) -> None:
                 with pytest.raises(ModelyardError) as refused:
                     await dp.infer(decode_infer_request(body, length, "slow_double", None))
                 assert "has shape [1, 3], expected [-1, 2]" in refused.value.line()
-            assert dp.manager.resolve("slow_double", None).plans == {}
 
     asyncio.run(scenario())
 
 
-def test_a_kept_plan_runs_a_layouts_inputs_with_no_request_made(tmp_path: Path) -> None:
-    model_dir = slow_double(tmp_path)
+def test_a_lane_runs_inputs_of_its_shape_and_counts_them_in_flight(tmp_path: Path) -> None:
+    slow_double(tmp_path)
     rows = np.arange(6, dtype=np.float32).reshape(3, 2)
     body, length = binary_body(rows)
     other, _ = binary_body(rows + 10)
@@ -192,25 +192,18 @@ def test_a_kept_plan_runs_a_layouts_inputs_with_no_request_made(tmp_path: Path) 
     async def scenario() -> None:
         async with running_dataplane(tmp_path, ControlMode.EXPLICIT) as dp:
             await dp.manager.load("slow_double")
-            request = decode_infer_request(body, length, "slow_double", None)
+            lane = dp.lane(decode_infer_request(body, length, "slow_double", None))
+            assert (lane.model_name, lane.model_version, lane.rows) == ("slow_double", "1", 3)
             layout = v2_http.known_layout(other, length)
-            assert layout is not None and layout is request.layout
-            inputs = layout.inputs(other, length)
-            # the version has validated nothing of this layout yet: the caller must ask
-            assert dp.submit_layout("slow_double", None, layout, inputs) is None
-            await dp.infer(request)
-            submitted = dp.submit_layout("slow_double", None, layout, inputs)
-            assert submitted is not None
-            mv, plan, future = submitted
+            assert layout is not None
+            future = lane.submit(layout.inputs(other, length))
             assert dp.in_flight == 1  # queued or executing until its answer comes
             results = await future
-            assert mv.plans[layout] is plan and plan.rows == 3
             assert results["y"].tolist() == ((rows + 10) * 2 + 1000).tolist()
             assert dp.in_flight == 0
 
-            _shrink_batches(model_dir)
-            await dp.manager.load("slow_double")  # a new version: its own checks first
-            assert dp.submit_layout("slow_double", None, layout, inputs) is None
+            await dp.manager.unload("slow_double")
+            assert not lane.is_current()
 
     asyncio.run(scenario())
 

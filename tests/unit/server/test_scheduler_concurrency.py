@@ -19,7 +19,7 @@ from modelyard.errors import Code, ModelyardError
 from modelyard.server import scheduler as scheduler_module
 from modelyard.server.batcher import BatchingPolicy
 from modelyard.server.loop_load import LoopLoad
-from modelyard.server.scheduler import Scheduler
+from modelyard.server.scheduler import Execution, Scheduler
 from modelyard.server.stats import VersionStats
 
 
@@ -263,6 +263,7 @@ def test_a_slow_model_and_an_opted_out_model_never_run_inline() -> None:
             scheduler.join(5)
     main = threading.current_thread().name
     assert main not in slow.threads and main not in fast.threads
+    assert all(s.execution is Execution.INSTANCE_THREADS for s in schedulers)
 
 
 class BatchRecordingEngine(ThreadRecordingEngine):
@@ -287,8 +288,11 @@ def _fast_model_under_load(engine: Engine) -> Scheduler:
     """A batching scheduler that has shown it is fast, on a loop that reads busy."""
     config = text_format.Parse("max_batch_size: 8 dynamic_batching {}", mc.ModelConfig())
     scheduler = Scheduler("affine", 1, [engine], BatchingPolicy.from_config(config))
+    assert scheduler.execution is Execution.INSTANCE_THREADS  # nothing shown yet
     _sequential(scheduler, 20)  # shows it is fast: it runs on the event loop from here on
+    assert scheduler.execution is Execution.RUN_NOW
     scheduler._loop_load = _BusyLoop()  # requests queue for the drain
+    assert scheduler.execution is Execution.DRAIN_ON_LOOP
     return scheduler
 
 

@@ -1,0 +1,95 @@
+"""The data plane's contract: what the front doors and governance call.
+
+Two data planes implement it: an instance's own (``server.dataplane.LocalDataPlane``,
+which runs models) and the gateway's (``gateway.forward.ForwardingDataPlane``,
+which forwards to a service's instances). The front doors and governance know
+only this contract, so neither reaches into the model server, and neither asks
+which data plane it was given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+
+from modelyard.clock import Clock
+from modelyard.types import InferRequest, InferResponse
+
+# an output whose response entry is the same for every request of a lane, but for its data:
+# name, datatype, numpy dtype, shape, binary, and whether the engine's array must have that
+# very shape (False: the config reshapes it, so only its size must match)
+FixedOutput = tuple[str, str, np.dtype[Any], tuple[int, ...], bool, bool]
+
+
+class InferLane(Protocol):
+    """Requests of one validated shape on one model version: validated once, then submitted.
+
+    A front door keeps a lane for a request shape it can recognise without decoding
+    (the binary header's bytes), and drops it once ``is_current`` turns false.
+    """
+
+    model_name: str
+    model_version: str
+    # every output's entry, when each is the same for every request of the lane (no
+    # classification, no variable dims, no BYTES or BF16); None otherwise
+    fixed_outputs: tuple[FixedOutput, ...] | None
+
+    def is_current(self) -> bool:
+        """Whether the lane's model name still resolves to its version."""
+        ...
+
+    def submit(
+        self, inputs: dict[str, np.ndarray], priority: int, timeout_us: int, deadline: float | None
+    ) -> asyncio.Future[dict[str, np.ndarray]]:
+        """Queue a request of the lane's shape; the future holds the raw output arrays."""
+        ...
+
+    def response(self, request: InferRequest, results: dict[str, np.ndarray]) -> InferResponse:
+        """The response to ``request`` (of this lane), from its raw output arrays."""
+        ...
+
+
+class Repository(Protocol):
+    """The repository calls the front doors make (``POST /v2/repository/...``)."""
+
+    def index(self, ready_only: bool = False) -> list[dict[str, Any]]: ...
+
+    def is_ready(self) -> bool: ...
+
+    async def load(
+        self, name: str, override: Any = None, authorize: Callable[[list[str]], None] | None = None
+    ) -> None: ...
+
+    async def unload(self, name: str) -> None: ...
+
+
+class DataPlane(Protocol):
+    clock: Clock
+    manager: Repository
+
+    def server_live(self) -> bool: ...
+
+    def server_ready(self) -> bool: ...
+
+    def server_metadata(self) -> dict[str, Any]: ...
+
+    def model_ready(self, name: str, version: str | None) -> bool: ...
+
+    def model_metadata(self, name: str, version: str | None) -> dict[str, Any]: ...
+
+    def model_config(self, name: str, version: str | None) -> dict[str, Any]: ...
+
+    def statistics(self, name: str | None, version: str | None) -> dict[str, Any]: ...
+
+    def live_stats(self, governance: dict[str, Any] | None) -> dict[str, Any]:
+        """``GET /v2/modelyard/stats``; ``governance``: ``Governance.live_stats()``, or None."""
+        ...
+
+    async def infer(self, request: InferRequest) -> InferResponse: ...
+
+    def lane(self, request: InferRequest) -> InferLane | None:
+        """Validate ``request`` and give its lane; None: this data plane keeps no lanes."""
+        ...

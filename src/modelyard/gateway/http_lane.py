@@ -1,0 +1,126 @@
+"""The HTTP front door's fast lane: one compiled object per request shape.
+
+Clients repeat a request's JSON header byte for byte (tritonclient, perf_analyzer,
+load generators), and with it the route and the credentials. An ``HttpLane``, kept
+under the path, the header's bytes and the credentials as they arrived, holds
+everything those decide: the binary layout that slices the body into arrays, the
+data plane's ``InferLane`` (the version, and what validating the shape decided),
+the governance ticket's key, and the reply whose JSON header and HTTP headers are
+encoded once. A request that finds its lane is sliced, admitted, queued and
+answered with nothing decoded or validated. Every other request takes the general
+path, which makes the lane for the next one of its shape.
+
+A lane is dropped when its version is no longer what its name resolves to (a new
+version, an unload) or when the governance chain that admitted its caller has been
+replaced (a rule change): the general path then decides afresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+import numpy as np
+
+from modelyard.dataplane import InferLane
+from modelyard.governance.chain import GuardChain, Ticket
+from modelyard.protocol.v2_http import BinaryLayout, BinaryReply
+from modelyard.types import InferRequest
+
+_LANES_MAX = 1024  # bounded: header bytes and credentials come from callers
+_LANE_HEADER_MAX = 4096  # longer headers are decoded each time, never kept
+
+LaneKey = tuple[str, bytes, bytes | None, bytes | None]  # path, header, X-API-Key, Authorization
+
+
+@dataclass(slots=True, eq=False)
+class HttpLane:
+    target: InferLane
+    layout: BinaryLayout
+    header_length: int
+    # the governance chain and the ticket it admits the caller by (None: ungoverned), and
+    # where the chain files that ticket
+    chain: GuardChain | None
+    ticket: Ticket | None
+    ticket_key: Hashable | None
+    reply: BinaryReply | None  # None: an output travels as JSON, so each reply is encoded
+
+    @classmethod
+    def make(
+        cls,
+        target: InferLane,
+        layout: BinaryLayout,
+        header_length: int,
+        chain: GuardChain | None,
+        ticket_key: Hashable | None,
+    ) -> HttpLane:
+        fixed = target.fixed_outputs
+        reply = None
+        if fixed is not None:
+            request_id = layout.options["id"]
+            reply = BinaryReply.make(target.model_name, target.model_version, request_id, fixed)
+        ticket = chain.known_ticket(ticket_key) if chain is not None else None
+        return cls(target, layout, header_length, chain, ticket, ticket_key, reply)
+
+    def submit(self, body: bytes) -> asyncio.Future[dict[str, np.ndarray]]:
+        layout = self.layout
+        inputs = layout.inputs(body, self.header_length)
+        return self.target.submit(inputs, layout.priority, layout.timeout_us, None)
+
+    def request(self, body: bytes) -> InferRequest:
+        """The request in full, for a reply that cannot be the one encoded once."""
+        target = self.target
+        return self.layout.request(
+            body, self.header_length, target.model_name, target.model_version
+        )
+
+
+class HttpLanes:
+    """The lanes of one front door, by path, header bytes and credentials."""
+
+    def __init__(self) -> None:
+        self._lanes: dict[LaneKey, HttpLane] = {}
+
+    def __len__(self) -> int:
+        return len(self._lanes)
+
+    def find(
+        self,
+        path: str,
+        body: bytes,
+        header_length: int | None,
+        api_key: bytes | None,
+        authorization: bytes | None,
+        chain: GuardChain | None,
+    ) -> HttpLane | None:
+        """The lane of this request, if one is kept and still holds."""
+        if header_length is None or not 0 <= header_length <= _LANE_HEADER_MAX:
+            return None
+        key = (path, body[:header_length], api_key, authorization)
+        lane = self._lanes.get(key)
+        if lane is None or not lane.layout.fits(body, header_length):
+            return None
+        if (
+            lane.chain is not chain
+            # the chain forgets its tickets when it holds too many; the lane follows
+            or (chain is not None and chain.known_ticket(lane.ticket_key) is not lane.ticket)
+            or not lane.target.is_current()
+        ):
+            del self._lanes[key]
+            return None
+        return lane
+
+    def keep(
+        self,
+        path: str,
+        body: bytes,
+        api_key: bytes | None,
+        authorization: bytes | None,
+        lane: HttpLane,
+    ) -> None:
+        if lane.header_length > _LANE_HEADER_MAX:
+            return
+        if len(self._lanes) >= _LANES_MAX:
+            self._lanes.clear()
+        self._lanes[(path, body[: lane.header_length], api_key, authorization)] = lane

@@ -1,0 +1,191 @@
+"""The HTTP front door's lanes: a repeated binary header runs validated once, and no longer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from modelyard.clock import FakeClock
+from modelyard.discovery.rules_store import RulesRevision
+from modelyard.gateway import http_lane
+from modelyard.gateway.http import HttpFrontend
+from modelyard.governance.auth import hash_secret
+from modelyard.governance.runtime import Governance, RulesSource
+from modelyard.governance.service_config import parse_service_config
+from modelyard.server.dataplane import LocalDataPlane
+from modelyard.server.manager import ControlMode
+from tests.support.dataplane import running_dataplane
+from tests.support.models import slow_double
+
+SERVICE = "com.example.lanes"
+KEYS = ("ranker-key", "search-key")
+SERVICE_FILE = f"""\
+service: {SERVICE}
+auth:
+  enabled: true
+  principals:
+    ranker: {{api_keys: ["{hash_secret("ranker-key")}"], allow: {{infer: [slow_double]}}}}
+    search: {{api_keys: ["{hash_secret("search-key")}"], allow: {{infer: [slow_double]}}}}
+"""
+
+
+def binary_request(rows: np.ndarray, request_id: str = "r") -> tuple[bytes, int]:
+    header = json.dumps(
+        {
+            "id": request_id,
+            "inputs": [
+                {"name": "x", "shape": list(rows.shape), "datatype": "FP32",
+                 "parameters": {"binary_data_size": rows.nbytes}},
+            ],
+            "parameters": {"binary_data_output": True},
+        }
+    ).encode()  # fmt: skip
+    return header + rows.astype("<f4").tobytes(), len(header)
+
+
+async def post(
+    app: HttpFrontend, body: bytes, header_length: int, api_key: str | None = None
+) -> tuple[int, bytes]:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    headers = [(b"inference-header-content-length", str(header_length).encode())]
+    if api_key is not None:
+        headers.append((b"x-api-key", api_key.encode()))
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v2/models/slow_double/infer",
+        "headers": headers,
+    }
+    await app(scope, receive, send)
+    return sent[0]["status"], sent[1]["body"]
+
+
+def y_of(body: bytes, header_length: int) -> list[list[float]]:
+    doc = orjson.loads(body[:header_length])
+    rows = doc["outputs"][0]["shape"][0]
+    return np.frombuffer(body[header_length:], "<f4").reshape(rows, 2).tolist()
+
+
+def reply_y(status_body: tuple[int, bytes]) -> list[list[float]]:
+    status, body = status_body
+    assert status == 200, body
+    header = body[: body.index(b"}]}") + 3]  # one output: its entry ends the header
+    return y_of(body, len(header))
+
+
+def counting_lanes(dp: LocalDataPlane) -> list[int]:
+    """Count the validations: each general-path request asks the data plane for its lane."""
+    made: list[int] = []
+    make = dp.lane
+
+    def lane(request: Any) -> Any:
+        made.append(1)
+        return make(request)
+
+    dp.lane = lane  # type: ignore[method-assign]
+    return made
+
+
+def test_a_repeated_header_is_validated_once_and_each_request_gets_its_rows(
+    tmp_path: Path,
+) -> None:
+    slow_double(tmp_path)
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            app = HttpFrontend(dp)
+            made = counting_lanes(dp)
+            for i in range(5):
+                rows = np.array([[i, 2.0 * i]], dtype=np.float32)
+                assert reply_y(await post(app, *binary_request(rows))) == (rows * 2 + 1000).tolist()
+            assert made == [1] and len(app.lanes) == 1
+
+    asyncio.run(scenario())
+
+
+def test_a_new_version_drops_the_lane_and_its_checks_apply(tmp_path: Path) -> None:
+    model_dir = slow_double(tmp_path)
+    rows = np.arange(6, dtype=np.float32).reshape(3, 2)
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.EXPLICIT) as dp:
+            await dp.manager.load("slow_double")
+            app = HttpFrontend(dp)
+            for _ in range(2):
+                assert reply_y(await post(app, *binary_request(rows))) == (rows * 2 + 1000).tolist()
+            assert len(app.lanes) == 1
+            config = model_dir / "config.pbtxt"
+            config.write_text(config.read_text().replace("max_batch_size: 16", "max_batch_size: 2"))
+            await dp.manager.load("slow_double")
+            status, body = await post(app, *binary_request(rows))
+            assert status == 400
+            assert "rule=model-server/max-batch-size" in orjson.loads(body)["error"]
+            assert len(app.lanes) == 0
+
+            await dp.manager.unload("slow_double")
+            status, body = await post(app, *binary_request(rows[:2]))
+            assert status == 404 and "unknown model 'slow_double'" in orjson.loads(body)["error"]
+
+    asyncio.run(scenario())
+
+
+def test_lanes_stay_bounded_when_every_header_differs(tmp_path: Path, monkeypatch: Any) -> None:
+    slow_double(tmp_path)
+    monkeypatch.setattr(http_lane, "_LANES_MAX", 8)
+    rows = np.ones((1, 2), dtype=np.float32)
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            app = HttpFrontend(dp)
+            for i in range(30):
+                assert reply_y(await post(app, *binary_request(rows, f"id-{i}"))) == [[1002, 1002]]
+                assert len(app.lanes) <= 8
+
+    asyncio.run(scenario())
+
+
+def test_each_caller_has_its_lane_and_a_rule_change_drops_them(tmp_path: Path) -> None:
+    slow_double(tmp_path)
+    rows = np.ones((1, 2), dtype=np.float32)
+
+    async def scenario() -> None:
+        governance = Governance(
+            parse_service_config(SERVICE_FILE), rules_source=RulesSource.AUTO, clock=FakeClock()
+        )
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            app = HttpFrontend(dp, governance=governance)
+            made = counting_lanes(dp)
+            for _ in range(3):
+                for key in KEYS:
+                    assert reply_y(await post(app, *binary_request(rows), key)) == [[1002, 1002]]
+            assert len(made) == 2 and len(app.lanes) == 2  # one lane per caller
+
+            status, body = await post(app, *binary_request(rows), "stolen-key")
+            assert status == 401 and "rule=auth/" in orjson.loads(body)["error"]
+
+            # central rules that let one call a second through: the lanes go, the limit holds
+            limit = "limits: {infer: {instance_qps: 1}}\n"
+            assert await governance.apply_central(
+                RulesRevision(SERVICE, 1, limit, "alice@host", 1001.0, "test", "")
+            )
+            statuses = [(await post(app, *binary_request(rows), "ranker-key"))[0] for _ in range(4)]
+            assert statuses.count(429) >= 2, statuses
+            assert len(made) == 3  # validated again under the new chain
+            # the other caller's lane goes at its next call, refused or not
+            await post(app, *binary_request(rows), "search-key")
+            lanes = list(app.lanes._lanes.values())
+            assert len(lanes) == 1 and lanes[0].chain is governance.chain
+
+    asyncio.run(scenario())
