@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 
 from modelyard.clock import Clock
 from modelyard.types import InferRequest, InferResponse
@@ -42,12 +43,16 @@ class InferLane(Protocol):
         ...
 
     def submit(
-        self, inputs: dict[str, np.ndarray], priority: int, timeout_us: int, deadline: float | None
-    ) -> asyncio.Future[dict[str, np.ndarray]]:
+        self,
+        inputs: dict[str, NDArray[Any]],
+        priority: int,
+        timeout_us: int,
+        deadline: float | None,
+    ) -> asyncio.Future[dict[str, NDArray[Any]]]:
         """Queue a request of the lane's shape; the future holds the raw output arrays."""
         ...
 
-    def response(self, request: InferRequest, results: dict[str, np.ndarray]) -> InferResponse:
+    def response(self, request: InferRequest, results: dict[str, NDArray[Any]]) -> InferResponse:
         """The response to ``request`` (of this lane), from its raw output arrays."""
         ...
 
@@ -67,8 +72,11 @@ class Repository(Protocol):
 
 
 class DataPlane(Protocol):
-    clock: Clock
-    manager: Repository
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def manager(self) -> Repository: ...
 
     def server_live(self) -> bool: ...
 

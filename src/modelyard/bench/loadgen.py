@@ -90,8 +90,8 @@ class _Client:
             import tritonclient.grpc as proto
             import tritonclient.grpc.aio as aio
         else:
-            import tritonclient.http as proto  # type: ignore[no-redef]
-            import tritonclient.http.aio as aio  # type: ignore[no-redef]
+            import tritonclient.http as proto
+            import tritonclient.http.aio as aio
         self._proto = proto
         self.client = aio.InferenceServerClient(target.url)
         self.inputs: list[Any] = []

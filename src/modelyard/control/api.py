@@ -80,14 +80,14 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
             405: f"{request.path} does not take {request.method}",
             413: f"the request body is over {MAX_BODY_BYTES} bytes",
         }.get(exc.status, f"no route for {request.method} {request.path}")
-        error = ConfigError(
+        refusal = ConfigError(
             detail,
             code=Code.NOT_FOUND,
             rule="platform/route",
             where="the routes and their methods are in docs/control-api.md; a group is "
             "SERVICE/GROUP",
         )
-        return web.json_response({"error": error.line()}, status=exc.status)
+        return web.json_response({"error": refusal.line()}, status=exc.status)
     except ModelyardError as error:
         return _error(error)
     except Exception as exc:

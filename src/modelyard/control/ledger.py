@@ -156,13 +156,13 @@ def build_ledger(
                 used[(quota, instance.data_center, instance.spec.gpu_model)] += instance.cards
         by_group[f"{instance.service}/{instance.group}"] += instance.cards
     keys = set(used) | set(reserved)
-    for quota in spec.quotas.values():
-        for dc, models in quota.cards.items():
-            keys |= {(quota.name, dc, gpu) for gpu in models}
+    for declared in spec.quotas.values():
+        for dc, models in declared.cards.items():
+            keys |= {(declared.name, dc, gpu) for gpu in models}
     rows = []
     for quota_name, dc, gpu in sorted(keys):
-        quota = spec.quotas.get(quota_name)
-        hard = quota.cards.get(dc, {}).get(gpu, 0) if quota else 0
+        stated = spec.quotas.get(quota_name)
+        hard = stated.cards.get(dc, {}).get(gpu, 0) if stated else 0
         rows.append(
             LedgerRow(
                 quota_name,
@@ -312,14 +312,14 @@ def validate(
         ("QUOTA_CPU_EXCEEDED", "cpu_cores", "CPU cores", ledger.cpu_by_quota),
         ("QUOTA_MEMORY_EXCEEDED", "memory_gb", "GB", ledger.memory_by_quota),
     ):
-        for quota_name, (used, hard) in by_quota.items():
-            if hard is not None and used > hard:  # None: the quota states no limit
+        for quota_name, (amount, hard) in by_quota.items():
+            if hard is not None and amount > hard:  # None: the quota states no limit
                 add(
                     Finding(
                         code,
                         f"quota {quota_name} holds {hard:g} {unit}",
                         spec.where("quotas", quota_name, field_name),
-                        requested=used,
+                        requested=amount,
                         limit=hard,
                         hint="expand the quota first",
                     )

@@ -93,7 +93,7 @@ def history(directory: Path, key: str) -> list[dict[str, Any]]:
 
 def _group(spec: PlatformSpec, key: str) -> None:
     service, _, group = key.partition("/")
-    if group not in (spec.services.get(service).groups if service in spec.services else {}):
+    if service not in spec.services or group not in spec.services[service].groups:
         raise ReleaseError(f"no group {key} in {spec.document.filename}")
 
 

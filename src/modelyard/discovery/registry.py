@@ -41,7 +41,7 @@ class Instance:
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Instance:
-        return cls(**{k: v for k, v in doc.items() if k in cls.__slots__})  # type: ignore[attr-defined]
+        return cls(**{k: v for k, v in doc.items() if k in cls.__slots__})
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
+from numpy.typing import NDArray
 from tritonclient.grpc import model_config_pb2 as mc
 
 
@@ -53,7 +53,7 @@ class LoadContext:
 
     def parameter(self, key: str, default: str | None = None) -> str | None:
         if key in self.config.parameters:
-            return self.config.parameters[key].string_value
+            return str(self.config.parameters[key].string_value)
         return default
 
 
@@ -75,7 +75,9 @@ class Engine(ABC):
         """Load the model; return what the file says of its tensors, if it says anything."""
 
     @abstractmethod
-    def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+    def execute(
+        self, inputs: dict[str, NDArray[Any]], outputs: list[str]
+    ) -> dict[str, NDArray[Any]]:
         """Run one stacked batch; return the named outputs, rows in = rows out."""
 
     def refuses_input(self, error: Exception) -> bool:

@@ -351,6 +351,9 @@ def build_breast_cancer_torch(target: Path, seed: int) -> str:
     import torch
 
     class BreastCancerNet(torch.nn.Module):
+        mean: torch.Tensor  # buffers, registered below
+        std: torch.Tensor
+
         def __init__(self, mean: torch.Tensor, std: torch.Tensor) -> None:
             super().__init__()
             self.register_buffer("mean", mean)

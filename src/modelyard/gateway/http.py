@@ -292,10 +292,11 @@ class HttpFrontend:
                     )
                 else:
                     ticket = lane.ticket
-                    first = None if ticket is None else ticket.admit()
                     refused = None
-                    if first is not None:  # a quick path could not decide: its guard's check will
-                        refused = await self._admit_rest(scope, ticket, first)  # type: ignore[arg-type]
+                    if ticket is not None:
+                        first = ticket.admit()
+                        if first is not None:  # a quick path could not decide: a guard will
+                            refused = await self._admit_rest(scope, ticket, first)
                     if refused is None:
                         response = self._lane_reply(lane, await lane.submit(body), body)
                     else:
@@ -563,9 +564,10 @@ class HttpFrontend:
     def _lane_reply(self, lane: HttpLane, results: dict[str, np.ndarray], body: bytes) -> _Response:
         """The response to a request of a lane, from the reply encoded once for it."""
         reply = lane.reply
-        data = None if reply is None else reply.body(results)
-        if data is not None:
-            return _Response(200, data, reply.http_headers, sized=True)  # type: ignore[union-attr]
+        if reply is not None:
+            data = reply.body(results)
+            if data is not None:
+                return _Response(200, data, reply.http_headers, sized=True)
         return self._infer_response(lane.target.response(lane.request(body), results))
 
     @staticmethod

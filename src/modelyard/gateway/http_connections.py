@@ -154,6 +154,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._refusal: ModelyardError | None = None
         self._refused = False
 
+    # uvicorn's own override narrows asyncio.Protocol's BaseTransport the same way
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._sweeper.wake(self.loop)

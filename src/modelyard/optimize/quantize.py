@@ -105,7 +105,7 @@ def convert(source: Path, target: Path, to: str, calibration: dict[str, np.ndarr
         quantize_static(
             str(prepared),
             str(target),
-            _Calibration(calibration),  # type: ignore[arg-type]
+            _Calibration(calibration),
             activation_type=QuantType.QUInt8,
             weight_type=QuantType.QInt8,
             extra_options=extra_options,

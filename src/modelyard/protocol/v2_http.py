@@ -25,7 +25,7 @@ HEADER_LENGTH = "inference-header-content-length"
 
 def _flatten(data: Any) -> list[Any]:
     if not data or not isinstance(data[0], list):
-        return data  # type: ignore[no-any-return]
+        return data
     flat: list[Any] = []
     stack = [data]
     while stack:
@@ -254,7 +254,7 @@ def decode_with_layout(
     binary_output = params.get("binary_data_output", False)
     if not isinstance(binary_output, bool):
         raise _bad("the 'binary_data_output' parameter must be true or false")
-    options = {
+    options: dict[str, Any] = {
         "input_datatypes": datatypes,
         "outputs": outputs,
         "id": request_id if isinstance(request_id, str) else None,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -392,19 +393,18 @@ class ModelManager:
                     )
                 else:
                     self._check_memory(name, v, model_dir, base, None)
-                    loaded[v] = await loop.run_in_executor(
-                        None,
-                        lambda v=v: load_model_version(
-                            model_dir,
-                            v,
-                            base,
-                            backend,
-                            trusted=self._trusted(name),
-                            default_max_queue_size=self._default_max_queue_size,
-                            clock=self._clock,
-                            loop_load=self.loop_load,
-                        ),
+                    load = functools.partial(
+                        load_model_version,
+                        model_dir,
+                        v,
+                        base,
+                        backend,
+                        trusted=self._trusted(name),
+                        default_max_queue_size=self._default_max_queue_size,
+                        clock=self._clock,
+                        loop_load=self.loop_load,
                     )
+                    loaded[v] = await loop.run_in_executor(None, load)
             except ModelyardError as exc:
                 record.failures[v] = self._public(exc).line()
                 errors.append(exc)

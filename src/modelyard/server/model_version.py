@@ -80,8 +80,10 @@ def _load_error(model: str, version: int, detail: str, where: str) -> ModelServe
 def _find_artifact(
     model: str, version: int, version_dir: Path, config: mc.ModelConfig, cls: type[Engine]
 ) -> Path:
-    names = (config.default_model_filename,) if config.default_model_filename else ()
-    names = names or cls.default_filenames
+    names: tuple[str, ...] = (
+        (config.default_model_filename,) if config.default_model_filename else ()
+    )
+    names = names or tuple(cls.default_filenames)
     for filename in names:
         if "/" in filename or filename in ("", ".", ".."):
             continue

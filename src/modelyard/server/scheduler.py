@@ -98,7 +98,7 @@ def stack_rows(arrays: list[np.ndarray]) -> np.ndarray:
     first = arrays[0]
     if not first.dtype.hasobject:  # an object array's buffer holds pointers
         try:
-            joined = bytearray().join(arrays)
+            joined = bytearray().join(arrays)  # type: ignore[arg-type]  # numpy's stubs omit __buffer__
         except TypeError:  # a strided view has no contiguous buffer
             pass
         else:
