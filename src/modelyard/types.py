@@ -83,6 +83,23 @@ class InferRequest:
     timeout_us: int = 0
     deadline: float | None = None  # clock seconds after which the result is useless
 
+    def binary_outputs(self) -> tuple[dict[str, bool], bool]:
+        """Whether each named output was asked for as binary data, and the default."""
+        default = self.binary_output_default
+        if self.outputs is None:
+            return {}, default
+        return {o.name: default if o.binary is None else o.binary for o in self.outputs}, default
+
+    def forwarded_parameters(self) -> dict[str, Any]:
+        """The request's parameters as a client sends them on: priority and timeout in."""
+        params = dict(self.parameters)
+        params.pop("binary_data_output", None)
+        if self.priority and "priority" not in params:
+            params["priority"] = self.priority
+        if self.timeout_us and "timeout" not in params:
+            params["timeout"] = self.timeout_us
+        return params
+
 
 @dataclass(slots=True)
 class OutputTensor:

@@ -6,11 +6,19 @@ from pathlib import Path
 import pytest
 
 from modelyard.examples.build import build_example_repository
+from tests.support.etcd_server import EtcdServer, running_etcd
 from tests.support.models import bytes_echo
 from tests.support.servers import ServerProcess, running_server
 
 MAX_BODY_BYTES = 1_000_000
 MAX_MESSAGE_BYTES = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdServer]:
+    """A real etcd-server on a free loopback port, one per test module."""
+    with running_etcd(tmp_path_factory.mktemp("etcd")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

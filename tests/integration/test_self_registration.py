@@ -14,14 +14,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from modelyard.discovery import Instance, open_registry
-from tests.support.etcd_server import EtcdServer, running_etcd
+from tests.support.etcd_server import EtcdServer
 from tests.support.models import bytes_echo, slow_double
 from tests.support.servers import ServerProcess, running_server, wait_until
 
@@ -38,12 +37,6 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     slow_double(repository, delay=DELAY)
     bytes_echo(repository)
     return repository
-
-
-@pytest.fixture(scope="module")
-def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdServer]:
-    with running_etcd(tmp_path_factory.mktemp("etcd")) as server:
-        yield server
 
 
 @pytest.fixture(params=["embedded", "etcd"])

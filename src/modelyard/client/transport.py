@@ -27,7 +27,6 @@ from urllib.parse import quote
 
 import aiohttp
 import grpc
-import numpy as np
 import orjson
 from google.protobuf import json_format
 from tritonclient.grpc import service_pb2 as pb
@@ -43,16 +42,9 @@ from modelyard.errors import (
     ModelyardError,
     ProtocolError,
 )
+from modelyard.protocol import v2_grpc, v2_http
 from modelyard.protocol.status import STATUS
-from modelyard.protocol.tensors import decode_raw_tensor, fp32_to_bf16, serialize_bytes
-from modelyard.protocol.v2_grpc import parameter_value
-from modelyard.types import (
-    NUMPY_TO_V2,
-    InferRequest,
-    InferResponse,
-    OutputTensor,
-    numpy_dtype,
-)
+from modelyard.types import InferRequest, InferResponse
 
 DEFAULT_HTTP_POOL_SIZE = 256
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -224,199 +216,6 @@ def malformed_response(address: str, why: str) -> ClientError:
     )
 
 
-# ---- tensors ----------------------------------------------------------------
-
-
-def _tensor(name: str, value: Any, datatypes: dict[str, str]) -> tuple[str, np.ndarray, bytes]:
-    array = value if isinstance(value, np.ndarray) else np.asarray(value)
-    datatype = datatypes.get(name)
-    if datatype is None:
-        if array.dtype.kind in "OSU":
-            datatype = "BYTES"
-        else:
-            if array.dtype.byteorder == ">":
-                array = array.astype(array.dtype.newbyteorder("<"))
-            datatype = NUMPY_TO_V2.get(array.dtype)
-            if datatype is None:
-                raise ProtocolError(
-                    f"input '{name}' has numpy dtype {array.dtype}, which no V2 datatype holds",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="client/input-dtype",
-                    where="convert the array to a bool, integer, float or bytes dtype",
-                )
-    if datatype == "BYTES":
-        raw = serialize_bytes(array)
-    elif datatype == "BF16":
-        raw = fp32_to_bf16(array)
-    else:
-        raw = np.ascontiguousarray(array).tobytes()
-    return datatype, array, raw
-
-
-def _binary_flags(request: InferRequest) -> tuple[dict[str, bool], bool]:
-    default = request.binary_output_default
-    if request.outputs is None:
-        return {}, default
-    return {o.name: default if o.binary is None else o.binary for o in request.outputs}, default
-
-
-def _forwarded_parameters(request: InferRequest) -> dict[str, Any]:
-    params = dict(request.parameters)
-    params.pop("binary_data_output", None)
-    if request.priority and "priority" not in params:
-        params["priority"] = request.priority
-    if request.timeout_us and "timeout" not in params:
-        params["timeout"] = request.timeout_us
-    return params
-
-
-def _from_json(datatype: str, shape: list[int], data: Any) -> np.ndarray:
-    if datatype == "BYTES":
-        array = np.empty(len(data), dtype=object)
-        array[:] = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in data]
-        return array.reshape(shape)
-    return np.asarray(data, dtype=numpy_dtype(datatype)).reshape(shape)
-
-
-# ---- HTTP codec ---------------------------------------------------------------
-
-
-def encode_http_request(request: InferRequest) -> tuple[bytes, int]:
-    """The body of a binary-tensor V2 request, and the length of its JSON header."""
-    inputs = []
-    blobs = []
-    for name, value in request.inputs.items():
-        datatype, array, raw = _tensor(name, value, request.input_datatypes)
-        inputs.append(
-            {
-                "name": name,
-                "datatype": datatype,
-                "shape": list(array.shape),
-                "parameters": {"binary_data_size": len(raw)},
-            }
-        )
-        blobs.append(raw)
-    params = _forwarded_parameters(request)
-    params["binary_data_output"] = True
-    doc: dict[str, Any] = {"inputs": inputs, "parameters": params}
-    if request.id is not None:
-        doc["id"] = request.id
-    if request.outputs is not None:
-        outputs = []
-        for out in request.outputs:
-            out_params: dict[str, Any] = {"binary_data": True}
-            if out.classification:
-                out_params["classification"] = out.classification
-            outputs.append({"name": out.name, "parameters": out_params})
-        doc["outputs"] = outputs
-    header = orjson.dumps(doc)
-    return header + b"".join(blobs), len(header)
-
-
-def decode_http_response(
-    body: bytes, header_length: int | None, request: InferRequest
-) -> InferResponse:
-    view = memoryview(body)
-    header = view[:header_length] if header_length is not None else view
-    doc = orjson.loads(header)
-    offset = header_length or 0
-    flags, default = _binary_flags(request)
-    outputs = []
-    for out in doc.get("outputs") or ():
-        name = out["name"]
-        datatype = out["datatype"]
-        shape = out["shape"]
-        size = (out.get("parameters") or {}).get("binary_data_size")
-        if size is not None:
-            data = decode_raw_tensor(name, datatype, tuple(shape), view[offset : offset + size])
-            offset += size
-        else:
-            data = _from_json(datatype, shape, out.get("data") or [])
-        outputs.append(OutputTensor(name, datatype, data, flags.get(name, default)))
-    return InferResponse(
-        model_name=doc.get("model_name", request.model_name),
-        model_version=str(doc.get("model_version", "")),
-        outputs=outputs,
-        id=doc.get("id"),
-        parameters=doc.get("parameters") or {},
-    )
-
-
-# ---- gRPC codec ---------------------------------------------------------------
-
-
-def _set_parameter(parameter: Any, value: Any) -> None:
-    if isinstance(value, bool):
-        parameter.bool_param = value
-    elif isinstance(value, int):
-        parameter.int64_param = value
-    elif isinstance(value, float):
-        parameter.double_param = value
-    else:
-        parameter.string_param = str(value)
-
-
-def encode_grpc_request(request: InferRequest) -> pb.ModelInferRequest:
-    message = pb.ModelInferRequest(
-        model_name=request.model_name, model_version=request.model_version or ""
-    )
-    if request.id is not None:
-        message.id = request.id
-    for name, value in request.inputs.items():
-        datatype, array, raw = _tensor(name, value, request.input_datatypes)
-        tensor = message.inputs.add()
-        tensor.name = name
-        tensor.datatype = datatype
-        tensor.shape.extend(array.shape)
-        message.raw_input_contents.append(raw)
-    for out in request.outputs or ():
-        requested = message.outputs.add()
-        requested.name = out.name
-        if out.classification:
-            requested.parameters["classification"].int64_param = out.classification
-    for key, value in _forwarded_parameters(request).items():
-        _set_parameter(message.parameters[key], value)
-    return message
-
-
-_TYPED_FIELDS = {
-    "BOOL": "bool_contents",
-    "INT8": "int_contents",
-    "INT16": "int_contents",
-    "INT32": "int_contents",
-    "INT64": "int64_contents",
-    "UINT8": "uint_contents",
-    "UINT16": "uint_contents",
-    "UINT32": "uint_contents",
-    "UINT64": "uint64_contents",
-    "FP32": "fp32_contents",
-    "FP64": "fp64_contents",
-    "BYTES": "bytes_contents",
-}
-
-
-def decode_grpc_response(reply: pb.ModelInferResponse, request: InferRequest) -> InferResponse:
-    raw = reply.raw_output_contents
-    flags, default = _binary_flags(request)
-    outputs = []
-    for index, out in enumerate(reply.outputs):
-        shape = tuple(out.shape)
-        if raw:
-            data = decode_raw_tensor(out.name, out.datatype, shape, raw[index])
-        else:
-            values = list(getattr(out.contents, _TYPED_FIELDS[out.datatype]))
-            data = _from_json(out.datatype, list(shape), values)
-        outputs.append(OutputTensor(out.name, out.datatype, data, flags.get(out.name, default)))
-    parameters = {key: parameter_value(value) for key, value in reply.parameters.items()}
-    return InferResponse(
-        model_name=reply.model_name,
-        model_version=reply.model_version,
-        outputs=outputs,
-        id=reply.id or None,
-        parameters=parameters,
-    )
-
-
 # ---- transports -------------------------------------------------------------
 
 
@@ -475,7 +274,7 @@ class HttpTransport(Transport):
         return url
 
     async def infer(self, request: InferRequest, timeout: float) -> InferResponse:
-        body, header_length = encode_http_request(request)
+        body, header_length = v2_http.encode_infer_request(request)
         url = self._infer_url(request.model_name, request.model_version)
         headers = {
             "Content-Type": "application/octet-stream",
@@ -486,7 +285,7 @@ class HttpTransport(Transport):
             raise error_from_http(status, payload, reply_headers.get("Retry-After"), reply_headers)
         length = reply_headers.get("Inference-Header-Content-Length")
         try:
-            return decode_http_response(payload, int(length) if length else None, request)
+            return v2_http.decode_infer_response(payload, int(length) if length else None, request)
         except (ValueError, KeyError, TypeError, ModelyardError) as exc:
             raise malformed_response(self.address, str(exc)) from exc
 
@@ -566,9 +365,10 @@ class GrpcTransport(Transport):
             raise error_from_grpc(exc, self.address, timeout) from None
 
     async def infer(self, request: InferRequest, timeout: float) -> InferResponse:
-        reply = await self._unary(self._stub.ModelInfer, encode_grpc_request(request), timeout)
+        message = v2_grpc.encode_infer_request(request)
+        reply = await self._unary(self._stub.ModelInfer, message, timeout)
         try:
-            return decode_grpc_response(reply, request)
+            return v2_grpc.decode_infer_response(reply, request)
         except (ValueError, KeyError, TypeError, ModelyardError) as exc:
             raise malformed_response(self.address, str(exc)) from exc
 

@@ -32,6 +32,7 @@ from modelyard.governance.auth import AuthConfig, AuthGuard
 from modelyard.governance.explain import Context, explain, parse_line, sections_from_rows
 from modelyard.governance.guard import Call
 from modelyard.governance.rules_document import load_rules
+from modelyard.protocol.json_body import json_object
 from modelyard.protocol.status import http_status
 
 log = structlog.get_logger("modelyard.control")
@@ -458,22 +459,16 @@ async def _release(request: web.Request) -> web.Response:
     key = _group_key(plane, request)
     body: dict[str, Any] = {}
     if request.can_read_body:
-        try:
-            body = await request.json()
-        except ValueError:
-            raise ConfigError(
-                "the request body is not JSON",
-                code=Code.INVALID_ARGUMENT,
-                rule="platform/api",
-                where='send a JSON object, e.g. {"percent": 50}',
-            ) from None
-        if not isinstance(body, dict):
-            raise ConfigError(
-                "the request body must be a JSON object",
+
+        def refuse(detail: str) -> ConfigError:
+            return ConfigError(
+                detail,
                 code=Code.INVALID_ARGUMENT,
                 rule="platform/api",
                 where='send a JSON object, e.g. {"percent": 50}',
             )
+
+        body = json_object(await request.read(), "the request body", refuse)
     principal = request.get("principal") or "anonymous"
     ACTOR.set(f"{principal} via the control API ({request.remote})")
     try:

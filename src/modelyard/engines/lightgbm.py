@@ -1,14 +1,8 @@
 """LightGBM engine (``model.txt``): a Booster saved with ``save_model``.
 
-Conventions shared by the sklearn, xgboost and lightgbm engines:
-
-* one input, FP32, dims ``[n_features]``; its name is whatever the config
-  gives it (``input`` when the config is auto-completed);
-* classifiers have two outputs: ``label``, the predicted class (INT64, dims
-  ``[1]``), and ``probabilities`` (FP32, dims ``[n_classes]``, labelled with the
-  classes);
-* regressors have one output: ``prediction`` (FP32, dims ``[1]``);
-* the model batches: the signature has a leading -1 on every tensor.
+Its tensors follow the tabular conventions (``engines/tabular.py``): one FP32
+input; ``label`` and ``probabilities`` for a classifier, ``prediction`` for a
+regressor; batched.
 
 A Booster does not keep the labels it was trained on: classes are 0 .. n-1, as
 LGBMClassifier encodes them. The objective decides the kind of model:
@@ -31,7 +25,7 @@ import lightgbm as lgb
 import numpy as np
 
 from modelyard.engines import tabular
-from modelyard.engines.base import Engine, LoadContext, Signature
+from modelyard.engines.base import LoadContext
 from modelyard.errors import Code, EngineError
 
 _REGRESSION = frozenset(
@@ -52,22 +46,13 @@ _REGRESSION = frozenset(
 _MULTICLASS = frozenset({"multiclass", "multiclassova"})
 
 
-class LightGBMEngine(Engine):
+class LightGBMEngine(tabular.BoosterEngine):
     name = "lightgbm"
     extra = "lightgbm"
     default_filenames = ("model.txt",)
-    describes_signature = True
+    threads_parameter = "num_threads"
 
-    def __init__(self) -> None:
-        self._booster: lgb.Booster | None = None
-        self._input = "input"
-        self._objective = ""
-        self._threads = 1
-
-    def load(self, ctx: LoadContext) -> Signature:
-        rule = f"engine/{self.name}"
-        where = f"the file {ctx.artifact.name} of model '{ctx.config.name}'"
-        self._threads = int(ctx.parameter("num_threads", "1") or 1)
+    def open(self, ctx: LoadContext, rule: str, where: str) -> tuple[Any, str, int, int]:
         try:
             booster = lgb.Booster(model_file=str(ctx.artifact))
         except lgb.basic.LightGBMError as exc:
@@ -86,41 +71,16 @@ class LightGBMEngine(Engine):
         elif objective in _REGRESSION:
             n_classes = 0
         else:
-            raise EngineError(
-                f"objective '{objective}' is not supported (binary, multiclass, "
-                "multiclassova or a regression objective)",
-                code=Code.INVALID_ARGUMENT,
-                rule=rule,
-                where=where,
-            )
-        classes = [str(c) for c in range(n_classes)] if n_classes else None
-        self._input = tabular.input_name(ctx)
-        self._objective = objective
-        self._booster = booster
-        return tabular.signature(ctx, rule, booster.num_feature(), classes)
+            supported = "binary, multiclass, multiclassova or a regression objective"
+            raise tabular.unsupported_objective(objective, supported, rule, where)
+        return booster, objective, booster.num_feature(), n_classes
 
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
-        assert self._booster is not None
         x = inputs[self._input]
         raw = np.asarray(self._booster.predict(x, num_threads=self._threads))
         if self._objective in _REGRESSION:
             prediction = raw.astype(np.float32).reshape(len(x), 1)
             return {name: prediction for name in outputs}
         if self._objective == "binary":
-            p = raw.reshape(-1)
-            probabilities = np.stack([1 - p, p], axis=1)
-            label = (p > 0.5).astype(np.int64)
-        else:
-            probabilities = raw.reshape(len(x), -1)
-            label = probabilities.argmax(axis=1).astype(np.int64)
-        result = {
-            "label": label.reshape(-1, 1),
-            "probabilities": probabilities.astype(np.float32),
-        }
-        return {name: result[name] for name in outputs}
-
-    def unload(self) -> None:
-        self._booster = None
-
-    def describe(self) -> dict[str, Any]:
-        return {"num_threads": self._threads, "objective": self._objective}
+            return tabular.classified(tabular.two_classes(raw), outputs)
+        return tabular.classified(raw.reshape(len(x), -1), outputs)

@@ -35,7 +35,7 @@ from modelyard.errors import (
     retry_after_header,
     shown,
 )
-from modelyard.governance.guard import Call
+from modelyard.governance.guard import CALL_HEADERS, Call
 from modelyard.governance.runtime import Governance
 from modelyard.protocol.repository import load_override
 from modelyard.protocol.status import grpc_status_name
@@ -114,12 +114,8 @@ def governed_call(governance: Governance, rpc: str, request: Any, context: Conte
     version = getattr(request, "model_version", "") or getattr(request, "version", "") or None
     call = Call(governance.service, _INTERFACES.get(rpc, "admin"), model, version)
     for key, value in context.invocation_metadata() or ():
-        if key == "x-api-key":
-            call.api_key = str(value)
-        elif key == "authorization" and str(value)[:7].lower() == "bearer ":
-            call.bearer_token = str(value)[7:].strip()
-        elif key == "x-request-id":
-            call.request_id = str(value)
+        if key in CALL_HEADERS:
+            call.take_header(key, str(value))
     return call
 
 
@@ -344,43 +340,30 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         await self.dataplane.manager.unload(request.model_name)
         return pb.RepositoryModelUnloadResponse()
 
-    # ---- not supported --------------------------------------------------
 
-    @_rpc
-    async def SystemSharedMemoryStatus(self, request: Any, context: Context) -> Any:
-        raise _unimplemented("SystemSharedMemoryStatus", "shared memory", _SHARED_MEMORY)
+# the RPCs of GRPCInferenceService modelyard does not serve: what each is, and what to use
+_UNSUPPORTED = {
+    "SystemSharedMemoryStatus": ("shared memory", _SHARED_MEMORY),
+    "SystemSharedMemoryRegister": ("shared memory", _SHARED_MEMORY),
+    "SystemSharedMemoryUnregister": ("shared memory", _SHARED_MEMORY),
+    "CudaSharedMemoryStatus": ("CUDA shared memory", _SHARED_MEMORY),
+    "CudaSharedMemoryRegister": ("CUDA shared memory", _SHARED_MEMORY),
+    "CudaSharedMemoryUnregister": ("CUDA shared memory", _SHARED_MEMORY),
+    "TraceSetting": ("request tracing", "ModelStatistics has per-model queue and compute times"),
+    "LogSettings": ("runtime log settings", "modelyard serve --log-level"),
+}
 
-    @_rpc
-    async def SystemSharedMemoryRegister(self, request: Any, context: Context) -> Any:
-        raise _unimplemented("SystemSharedMemoryRegister", "shared memory", _SHARED_MEMORY)
 
-    @_rpc
-    async def SystemSharedMemoryUnregister(self, request: Any, context: Context) -> Any:
-        raise _unimplemented("SystemSharedMemoryUnregister", "shared memory", _SHARED_MEMORY)
+def _unsupported_rpc(name: str, feature: str, instead: str) -> Callable[..., Awaitable[Any]]:
+    async def unsupported(self: Any, request: Any, context: Context) -> Any:
+        raise _unimplemented(name, feature, instead)
 
-    @_rpc
-    async def CudaSharedMemoryStatus(self, request: Any, context: Context) -> Any:
-        raise _unimplemented("CudaSharedMemoryStatus", "CUDA shared memory", _SHARED_MEMORY)
+    unsupported.__name__ = unsupported.__qualname__ = name
+    return _rpc(unsupported)
 
-    @_rpc
-    async def CudaSharedMemoryRegister(self, request: Any, context: Context) -> Any:
-        raise _unimplemented("CudaSharedMemoryRegister", "CUDA shared memory", _SHARED_MEMORY)
 
-    @_rpc
-    async def CudaSharedMemoryUnregister(self, request: Any, context: Context) -> Any:
-        raise _unimplemented("CudaSharedMemoryUnregister", "CUDA shared memory", _SHARED_MEMORY)
-
-    @_rpc
-    async def TraceSetting(self, request: Any, context: Context) -> Any:
-        raise _unimplemented(
-            "TraceSetting",
-            "request tracing",
-            "ModelStatistics has per-model queue and compute times",
-        )
-
-    @_rpc
-    async def LogSettings(self, request: Any, context: Context) -> Any:
-        raise _unimplemented("LogSettings", "runtime log settings", "modelyard serve --log-level")
+for _name, (_feature, _instead) in _UNSUPPORTED.items():
+    setattr(InferenceService, _name, _unsupported_rpc(_name, _feature, _instead))
 
 
 class HealthService(health_aio.HealthServicer):

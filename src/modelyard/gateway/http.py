@@ -27,8 +27,9 @@ from modelyard.errors import (
 )
 from modelyard.gateway.http_lane import HttpLane, HttpLanes
 from modelyard.governance.chain import Ticket
-from modelyard.governance.guard import Call
+from modelyard.governance.guard import CALL_HEADERS, Call, bearer_token
 from modelyard.governance.runtime import Governance, rejections
+from modelyard.protocol.json_body import json_object
 from modelyard.protocol.repository import load_override
 from modelyard.protocol.status import http_status
 from modelyard.protocol.v2_http import (
@@ -105,6 +106,12 @@ def _error_response(error: ModelyardError) -> _Response:
     if isinstance(error, _MethodNotAllowed):
         headers.append((b"allow", error.allow.encode()))
     return _Response(http_status(error.code), orjson.dumps({"error": error.line()}), headers)
+
+
+def _bad_json(detail: str) -> ProtocolError:
+    return ProtocolError(
+        detail, code=Code.INVALID_ARGUMENT, rule="protocol/json", where="the request body"
+    )
 
 
 def _route_error(method: str, path: str) -> ProtocolError:
@@ -185,7 +192,7 @@ def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
     return "metadata", None, None
 
 
-_CALL_HEADERS = frozenset((b"x-api-key", b"authorization", b"x-request-id"))
+_CALL_HEADERS = frozenset(name.encode() for name in CALL_HEADERS)
 _CREDENTIALS = frozenset((b"x-api-key", b"authorization"))
 
 
@@ -217,23 +224,12 @@ def _credentials(headers: list[tuple[bytes, bytes]]) -> tuple[bytes | None, byte
     return api_key, authorization
 
 
-def _bearer_token(authorization: bytes) -> str | None:
-    text = authorization.decode("latin-1")
-    return text[7:].strip() if text[:7].lower() == "bearer " else None
-
-
 def _call_from_headers(governance: Governance, scope: Scope) -> Call:
     interface, model, version = classify(scope["method"], scope["path"])
     call = Call(governance.service, interface, model, version)
     for key, value in scope["headers"]:
-        if key not in _CALL_HEADERS:
-            continue
-        if key == b"x-api-key":
-            call.api_key = value.decode("latin-1")
-        elif key == b"authorization":
-            call.bearer_token = _bearer_token(value)
-        else:
-            call.request_id = value.decode("latin-1")
+        if key in _CALL_HEADERS:
+            call.take_header(key.decode("latin-1"), value.decode("latin-1"))
     return call
 
 
@@ -435,23 +431,7 @@ class HttpFrontend:
     def _json_body(body: bytes) -> dict[str, Any]:
         if not body.strip():
             return {}
-        try:
-            doc = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            raise ProtocolError(
-                f"malformed JSON: {exc}",
-                code=Code.INVALID_ARGUMENT,
-                rule="protocol/json",
-                where="the request body",
-            ) from None
-        if not isinstance(doc, dict):
-            raise ProtocolError(
-                "request body must be a JSON object",
-                code=Code.INVALID_ARGUMENT,
-                rule="protocol/json",
-                where="the request body",
-            )
-        return doc
+        return json_object(body, "the request body", _bad_json)
 
     async def _repository_action(
         self, model: str, action: str, body: bytes, call: Call | None = None
@@ -518,7 +498,9 @@ class HttpFrontend:
                     model,
                     version,
                     api_key.decode("latin-1") if api_key is not None else None,
-                    _bearer_token(authorization) if authorization is not None else None,
+                    bearer_token(authorization.decode("latin-1"))
+                    if authorization is not None
+                    else None,
                     key=ticket_key,
                 )
             if ticket is None:  # a guard learns from outcomes: the chain runs around the call

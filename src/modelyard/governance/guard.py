@@ -39,6 +39,25 @@ class Call:
     principal: str | None = None  # set by auth once it admits the call
     notes: dict[str, Any] = field(default_factory=dict)  # guards' own per-call state
 
+    def take_header(self, name: str, value: str) -> None:
+        """Note what one HTTP header or gRPC metadata entry (lower-case ``name``) says of
+        the caller: its API key, its bearer token, its request id."""
+        if name == "x-api-key":
+            self.api_key = value
+        elif name == "authorization":
+            self.bearer_token = bearer_token(value)
+        elif name == "x-request-id":
+            self.request_id = value
+
+
+# the headers (metadata keys) that ``Call.take_header`` reads
+CALL_HEADERS = frozenset(("x-api-key", "authorization", "x-request-id"))
+
+
+def bearer_token(authorization: str) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` value; None for another scheme."""
+    return authorization[7:].strip() if authorization[:7].lower() == "bearer " else None
+
 
 @dataclass(frozen=True, slots=True)
 class Fallback:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import Any
 
 import numpy as np
 
 from modelyard.errors import Code, ProtocolError, shown
-from modelyard.types import V2_TO_NUMPY, OutputTensor, element_size
+from modelyard.types import NUMPY_TO_V2, V2_TO_NUMPY, OutputTensor, element_size, numpy_dtype
 
 WHERE = "the request body (KServe V2 inference request)"
 
@@ -117,3 +118,40 @@ def encode_raw_tensor(tensor: OutputTensor) -> bytes:
     if tensor.datatype == "BF16":
         return fp32_to_bf16(tensor.data)
     return np.ascontiguousarray(tensor.data).tobytes()
+
+
+def wire_tensor(name: str, value: Any, datatypes: dict[str, str]) -> tuple[str, np.ndarray, bytes]:
+    """A caller's input as it travels: its datatype (``datatypes`` or the array's), the
+    array, and its bytes in the binary layout above."""
+    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    datatype = datatypes.get(name)
+    if datatype is None:
+        if array.dtype.kind in "OSU":
+            datatype = "BYTES"
+        else:
+            if array.dtype.byteorder == ">":
+                array = array.astype(array.dtype.newbyteorder("<"))
+            datatype = NUMPY_TO_V2.get(array.dtype)
+            if datatype is None:
+                raise ProtocolError(
+                    f"input '{name}' has numpy dtype {array.dtype}, which no V2 datatype holds",
+                    code=Code.INVALID_ARGUMENT,
+                    rule="client/input-dtype",
+                    where="convert the array to a bool, integer, float or bytes dtype",
+                )
+    if datatype == "BYTES":
+        raw = serialize_bytes(array)
+    elif datatype == "BF16":
+        raw = fp32_to_bf16(array)
+    else:
+        raw = np.ascontiguousarray(array).tobytes()
+    return datatype, array, raw
+
+
+def from_values(datatype: str, shape: list[int], data: Any) -> np.ndarray:
+    """An answer's tensor from its values as a list (JSON data, typed gRPC contents)."""
+    if datatype == "BYTES":
+        array = np.empty(len(data), dtype=object)
+        array[:] = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in data]
+        return array.reshape(shape)
+    return np.asarray(data, dtype=numpy_dtype(datatype)).reshape(shape)

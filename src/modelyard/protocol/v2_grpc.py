@@ -22,6 +22,8 @@ from modelyard.protocol.tensors import (
     check_shape,
     decode_raw_tensor,
     encode_raw_tensor,
+    from_values,
+    wire_tensor,
 )
 from modelyard.types import V2_TO_NUMPY, InferRequest, InferResponse, OutputTensor, RequestedOutput
 
@@ -42,6 +44,8 @@ _CONTENTS: dict[str, tuple[str, np.dtype[Any] | None]] = {
     "BYTES": ("bytes_contents", None),
 }
 _CONTENT_FIELDS = sorted({field for field, _ in _CONTENTS.values()})
+# V2 datatype -> the InferTensorContents field that holds its values
+TYPED_CONTENTS = {datatype: field for datatype, (field, _) in _CONTENTS.items()}
 
 
 def parameter_value(parameter: Any) -> Any:
@@ -203,7 +207,7 @@ def encode_infer_response(response: InferResponse) -> pb.ModelInferResponse:
         if not typed:
             message.raw_output_contents.append(encode_raw_tensor(tensor))
             continue
-        field = getattr(out.contents, _CONTENTS[tensor.datatype][0])
+        field = getattr(out.contents, TYPED_CONTENTS[tensor.datatype])
         if tensor.datatype == "BYTES":
             field.extend(
                 v if isinstance(v, bytes) else str(v).encode("utf-8") for v in tensor.data.ravel()
@@ -211,11 +215,11 @@ def encode_infer_response(response: InferResponse) -> pb.ModelInferResponse:
         else:
             field.extend(tensor.data.ravel().tolist())
     for key, value in response.parameters.items():
-        _set_parameter(message.parameters[key], value)
+        set_parameter(message.parameters[key], value)
     return message
 
 
-def _set_parameter(parameter: Any, value: Any) -> None:
+def set_parameter(parameter: Any, value: Any) -> None:
     if isinstance(value, bool):
         parameter.bool_param = value
     elif isinstance(value, int):
@@ -224,3 +228,53 @@ def _set_parameter(parameter: Any, value: Any) -> None:
         parameter.double_param = value
     else:
         parameter.string_param = str(value)
+
+
+# ---- the client's direction: a request out, its response back -----------------------
+
+
+def encode_infer_request(request: InferRequest) -> pb.ModelInferRequest:
+    """A V2 gRPC request with every input in ``raw_input_contents``."""
+    message = pb.ModelInferRequest(
+        model_name=request.model_name, model_version=request.model_version or ""
+    )
+    if request.id is not None:
+        message.id = request.id
+    for name, value in request.inputs.items():
+        datatype, array, raw = wire_tensor(name, value, request.input_datatypes)
+        tensor = message.inputs.add()
+        tensor.name = name
+        tensor.datatype = datatype
+        tensor.shape.extend(array.shape)
+        message.raw_input_contents.append(raw)
+    for out in request.outputs or ():
+        requested = message.outputs.add()
+        requested.name = out.name
+        if out.classification:
+            requested.parameters["classification"].int64_param = out.classification
+    for key, value in request.forwarded_parameters().items():
+        set_parameter(message.parameters[key], value)
+    return message
+
+
+def decode_infer_response(reply: pb.ModelInferResponse, request: InferRequest) -> InferResponse:
+    """The response to ``request``; each output's ``binary`` is what the request asked."""
+    raw = reply.raw_output_contents
+    flags, default = request.binary_outputs()
+    outputs = []
+    for index, out in enumerate(reply.outputs):
+        shape = tuple(out.shape)
+        if raw:
+            data = decode_raw_tensor(out.name, out.datatype, shape, raw[index])
+        else:
+            values = list(getattr(out.contents, TYPED_CONTENTS[out.datatype]))
+            data = from_values(out.datatype, list(shape), values)
+        outputs.append(OutputTensor(out.name, out.datatype, data, flags.get(out.name, default)))
+    parameters = {key: parameter_value(value) for key, value in reply.parameters.items()}
+    return InferResponse(
+        model_name=reply.model_name,
+        model_version=reply.model_version,
+        outputs=outputs,
+        id=reply.id or None,
+        parameters=parameters,
+    )

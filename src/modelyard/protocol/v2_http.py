@@ -16,8 +16,15 @@ import numpy as np
 import orjson
 
 from modelyard.errors import ProtocolError, shown
+from modelyard.protocol.json_body import json_object
 from modelyard.protocol.tensors import bad_request as _bad
-from modelyard.protocol.tensors import check_shape, decode_raw_tensor, encode_raw_tensor
+from modelyard.protocol.tensors import (
+    check_shape,
+    decode_raw_tensor,
+    encode_raw_tensor,
+    from_values,
+    wire_tensor,
+)
 from modelyard.types import V2_TO_NUMPY, InferRequest, InferResponse, OutputTensor, RequestedOutput
 
 HEADER_LENGTH = "inference-header-content-length"
@@ -197,12 +204,7 @@ def decode_with_layout(
         header, binary = body[:header_length], memoryview(body)[header_length:]
     else:
         header, binary = body, memoryview(b"")
-    try:
-        doc = orjson.loads(header)
-    except orjson.JSONDecodeError as exc:
-        raise _bad(f"malformed JSON in inference request: {exc}", "protocol/json") from None
-    if not isinstance(doc, dict):
-        raise _bad("inference request must be a JSON object", "protocol/json")
+    doc = json_object(header, "inference request", lambda detail: _bad(detail, "protocol/json"))
     raw_inputs = doc.get("inputs")
     if not isinstance(raw_inputs, list) or not raw_inputs:
         raise _bad("inference request needs a non-empty 'inputs' list")
@@ -410,3 +412,68 @@ def encode_infer_response(response: InferResponse) -> tuple[bytes, int | None]:
     if not blobs:
         return header, None
     return header + b"".join(blobs), len(header)
+
+
+# ---- the client's direction: a request out, its response back -----------------------
+
+
+def encode_infer_request(request: InferRequest) -> tuple[bytes, int]:
+    """The body of a binary-tensor V2 request, and the length of its JSON header."""
+    inputs = []
+    blobs = []
+    for name, value in request.inputs.items():
+        datatype, array, raw = wire_tensor(name, value, request.input_datatypes)
+        inputs.append(
+            {
+                "name": name,
+                "datatype": datatype,
+                "shape": list(array.shape),
+                "parameters": {"binary_data_size": len(raw)},
+            }
+        )
+        blobs.append(raw)
+    params = request.forwarded_parameters()
+    params["binary_data_output"] = True
+    doc: dict[str, Any] = {"inputs": inputs, "parameters": params}
+    if request.id is not None:
+        doc["id"] = request.id
+    if request.outputs is not None:
+        outputs = []
+        for out in request.outputs:
+            out_params: dict[str, Any] = {"binary_data": True}
+            if out.classification:
+                out_params["classification"] = out.classification
+            outputs.append({"name": out.name, "parameters": out_params})
+        doc["outputs"] = outputs
+    header = orjson.dumps(doc)
+    return header + b"".join(blobs), len(header)
+
+
+def decode_infer_response(
+    body: bytes, header_length: int | None, request: InferRequest
+) -> InferResponse:
+    """The response to ``request``; each output's ``binary`` is what the request asked."""
+    view = memoryview(body)
+    header = view[:header_length] if header_length is not None else view
+    doc = orjson.loads(header)
+    offset = header_length or 0
+    flags, default = request.binary_outputs()
+    outputs = []
+    for out in doc.get("outputs") or ():
+        name = out["name"]
+        datatype = out["datatype"]
+        shape = out["shape"]
+        size = (out.get("parameters") or {}).get("binary_data_size")
+        if size is not None:
+            data = decode_raw_tensor(name, datatype, tuple(shape), view[offset : offset + size])
+            offset += size
+        else:
+            data = from_values(datatype, shape, out.get("data") or [])
+        outputs.append(OutputTensor(name, datatype, data, flags.get(name, default)))
+    return InferResponse(
+        model_name=doc.get("model_name", request.model_name),
+        model_version=str(doc.get("model_version", "")),
+        outputs=outputs,
+        id=doc.get("id"),
+        parameters=doc.get("parameters") or {},
+    )

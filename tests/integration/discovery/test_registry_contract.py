@@ -13,7 +13,7 @@ import sys
 import textwrap
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,12 +35,6 @@ class Backend:
     name: str
     open: Callable[[], Registry]  # a fresh client, as another process would hold
     elapse: Callable[[float], Awaitable[None]]  # let time pass for TTLs
-
-
-@pytest.fixture(scope="module")
-def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdServer]:
-    with running_etcd(tmp_path_factory.mktemp("etcd")) as server:
-        yield server
 
 
 @pytest.fixture(params=["embedded", "etcd"])

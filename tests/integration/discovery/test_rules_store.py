@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +18,7 @@ from modelyard.discovery.rules_store import (
     open_rules_store,
 )
 from modelyard.governance.rules_document import commit_change, load_rules, set_key
-from tests.support.etcd_server import EtcdServer, running_etcd
+from tests.support.etcd_server import EtcdServer
 
 WAIT = 5.0
 BREAKER = {"interface": "infer", "kind": "error_count", "threshold": 3}
@@ -28,12 +28,6 @@ BREAKER = {"interface": "infer", "kind": "error_count", "threshold": 3}
 class Backend:
     name: str
     open: Callable[[], RulesStore]  # a fresh client, as another process would hold
-
-
-@pytest.fixture(scope="module")
-def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdServer]:
-    with running_etcd(tmp_path_factory.mktemp("etcd")) as server:
-        yield server
 
 
 @pytest.fixture(params=["embedded", "etcd"])

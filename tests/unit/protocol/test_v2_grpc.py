@@ -13,7 +13,11 @@ from tritonclient.grpc import service_pb2 as pb
 from modelyard.errors import Code, ModelServerError, ProtocolError
 from modelyard.gateway.grpc import status_code, trailing_metadata
 from modelyard.protocol.status import STATUS
-from modelyard.protocol.v2_grpc import decode_infer_request, encode_infer_response
+from modelyard.protocol.v2_grpc import (
+    TYPED_CONTENTS,
+    decode_infer_request,
+    encode_infer_response,
+)
 from modelyard.types import InferResponse, OutputTensor
 
 NUMERIC = {
@@ -29,20 +33,6 @@ NUMERIC = {
     "FP16": np.array([[-1.5, 0.0, 65504.0]], dtype=np.float16),
     "FP32": np.array([[-1.5, 0.25, 3.4e38]], dtype=np.float32),
     "FP64": np.array([[-1.5, 0.125, 1e308]], dtype=np.float64),
-}
-
-CONTENTS = {
-    "BOOL": "bool_contents",
-    "INT8": "int_contents",
-    "INT16": "int_contents",
-    "INT32": "int_contents",
-    "INT64": "int64_contents",
-    "UINT8": "uint_contents",
-    "UINT16": "uint_contents",
-    "UINT32": "uint_contents",
-    "UINT64": "uint64_contents",
-    "FP32": "fp32_contents",
-    "FP64": "fp64_contents",
 }
 
 
@@ -87,7 +77,7 @@ def test_typed_contents_decode_like_raw_ones(datatype: str) -> None:
     array = NUMERIC[datatype]
     request = pb.ModelInferRequest(model_name="m")
     tensor = request.inputs.add(name="x", datatype=datatype, shape=list(array.shape))
-    getattr(tensor.contents, CONTENTS[datatype]).extend(array.ravel().tolist())
+    getattr(tensor.contents, TYPED_CONTENTS[datatype]).extend(array.ravel().tolist())
     decoded = decode_infer_request(request).inputs["x"]
     np.testing.assert_array_equal(decoded, array)
     assert decoded.dtype == array.dtype

@@ -1,0 +1,95 @@
+"""Both directions of each codec: what a client encodes, the server decodes, and back.
+
+Every V2 datatype, over HTTP and gRPC, with outputs as binary data and as JSON data
+(HTTP) or typed contents (gRPC).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from modelyard.protocol import v2_grpc, v2_http
+from modelyard.types import InferRequest, InferResponse, OutputTensor, RequestedOutput
+
+ARRAYS = {
+    "BOOL": np.array([[True, False, True]]),
+    "INT8": np.array([[-128, 0, 127]], dtype=np.int8),
+    "INT16": np.array([[-32768, 1, 32767]], dtype=np.int16),
+    "INT32": np.array([[-(2**31), 2, 2**31 - 1]], dtype=np.int32),
+    "INT64": np.array([[-(2**63), 3, 2**63 - 1]], dtype=np.int64),
+    "UINT8": np.array([[0, 4, 255]], dtype=np.uint8),
+    "UINT16": np.array([[0, 5, 65535]], dtype=np.uint16),
+    "UINT32": np.array([[0, 6, 2**32 - 1]], dtype=np.uint32),
+    "UINT64": np.array([[0, 7, 2**64 - 1]], dtype=np.uint64),
+    "FP16": np.array([[-1.5, 0.0, 65504.0]], dtype=np.float16),
+    "FP32": np.array([[-1.5, 0.25, 3.4e38]], dtype=np.float32),
+    "FP64": np.array([[-1.5, 0.125, 1e308]], dtype=np.float64),
+    "BF16": np.array([[1.0, -2.5, 3.140625]], dtype=np.float32),  # exact in BF16
+    "BYTES": np.array([[b"a", b"", "gr\u00f6\u00dfe".encode()]], dtype=object),
+}
+
+
+def request_of(datatype: str, binary_output: bool) -> InferRequest:
+    return InferRequest(
+        model_name="m",
+        model_version="2",
+        inputs={"x": ARRAYS[datatype]},
+        input_datatypes={"x": datatype},
+        outputs=[RequestedOutput("y", binary_output)],
+        id="call-9",
+        parameters={"priority": 1},
+        binary_output_default=binary_output,
+        priority=1,
+        timeout_us=2500,
+    )
+
+
+def response_of(datatype: str, binary: bool) -> InferResponse:
+    output = OutputTensor("y", datatype, ARRAYS[datatype], binary)
+    return InferResponse("m", "2", [output], id="call-9", parameters={"degraded": True})
+
+
+def assert_same_request(decoded: InferRequest, sent: InferRequest) -> None:
+    assert (decoded.model_name, decoded.id) == ("m", "call-9")
+    assert decoded.input_datatypes == sent.input_datatypes
+    assert (decoded.priority, decoded.timeout_us) == (1, 2500)
+    np.testing.assert_array_equal(decoded.inputs["x"], sent.inputs["x"])
+    assert decoded.inputs["x"].dtype == sent.inputs["x"].dtype
+    assert decoded.outputs is not None and [o.name for o in decoded.outputs] == ["y"]
+
+
+def assert_same_response(decoded: InferResponse, sent: InferResponse, binary: bool) -> None:
+    assert (decoded.model_name, decoded.model_version, decoded.id) == ("m", "2", "call-9")
+    assert decoded.parameters == {"degraded": True}
+    [out] = decoded.outputs
+    expected = sent.outputs[0]
+    assert (out.name, out.datatype, out.binary) == ("y", expected.datatype, binary)
+    np.testing.assert_array_equal(out.data, expected.data)
+    assert out.data.dtype == expected.data.dtype
+
+
+@pytest.mark.parametrize("datatype", sorted(ARRAYS))
+def test_http_requests_and_responses_round_trip(datatype: str) -> None:
+    sent = request_of(datatype, binary_output=True)
+    body, header_length = v2_http.encode_infer_request(sent)
+    assert_same_request(v2_http.decode_infer_request(body, header_length, "m", "2"), sent)
+    for binary in (True, False):  # binary data, then JSON data
+        answer = response_of(datatype, binary)
+        payload, json_length = v2_http.encode_infer_response(answer)
+        assert (json_length is not None) == binary
+        decoded = v2_http.decode_infer_response(payload, json_length, request_of(datatype, binary))
+        assert_same_response(decoded, answer, binary)
+
+
+@pytest.mark.parametrize("datatype", sorted(ARRAYS))
+def test_grpc_requests_and_responses_round_trip(datatype: str) -> None:
+    sent = request_of(datatype, binary_output=True)
+    assert_same_request(v2_grpc.decode_infer_request(v2_grpc.encode_infer_request(sent)), sent)
+    for binary in (True, False):  # raw contents, then typed contents where the type has them
+        answer = response_of(datatype, binary)
+        message = v2_grpc.encode_infer_response(answer)
+        typed = not binary and datatype in v2_grpc.TYPED_CONTENTS
+        assert (not message.raw_output_contents) == typed
+        decoded = v2_grpc.decode_infer_response(message, request_of(datatype, binary))
+        assert_same_response(decoded, answer, binary)
