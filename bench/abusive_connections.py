@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from batching import Server, binary_request, binary_script, wrk  # noqa: E402
 
 from modelyard.examples.build import build_example_repository, example_inputs  # noqa: E402
+from modelyard.processes import serve_command  # noqa: E402
 from tests.support.servers import free_port  # noqa: E402
 
 HEAD = b"POST /v2/models/tiny_onnx/infer HTTP/1.1\r\nhost: bench\r\n"
@@ -221,10 +222,8 @@ def main() -> None:
         script.write_text(binary_script(tmp / "body.bin", header_length))
         port = free_port()
         server = Server(
-            [sys.executable, "-m", "modelyard.cli.main", "serve", "--model-repository",
-             str(repository), "--http-port", str(port), "--grpc-port", "-1",
-             "--metrics-port", "-1", "--model-control-mode", "explicit",
-             "--load-model", "tiny_onnx"],
+            serve_command(repository, http_port=port, model_control_mode="explicit",
+                          load_model=["tiny_onnx"]),
             port,
             "/v2/health/ready",
         )  # fmt: skip

@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from modelyard.examples.build import build_example_repository, example_inputs  # noqa: E402
+from modelyard.processes import serve_command  # noqa: E402
 from tests.support.servers import free_port, wait_until  # noqa: E402
 
 _TINY = (
@@ -271,10 +272,8 @@ def main() -> None:
             [sys.executable, str(ROOT / "bench" / "bare_asgi.py"), str(bare_port)], bare_port, "/"
         )
         server = Server(
-            [sys.executable, "-m", "modelyard.cli.main", "serve", "--model-repository",
-             str(repository), "--http-port", str(port), "--grpc-port", "-1",
-             "--metrics-port", "-1", "--model-control-mode", "explicit",
-             *[arg for model in SERVED for arg in ("--load-model", model)]],
+            serve_command(repository, http_port=port, model_control_mode="explicit",
+                          load_model=list(SERVED)),
             port,
             "/v2/health/ready",
         )  # fmt: skip
@@ -329,10 +328,8 @@ def main() -> None:
         # serves, then runs onnxruntime alone at the batch size that round formed
         port = free_port()
         server = Server(
-            [sys.executable, "-m", "modelyard.cli.main", "serve", "--model-repository",
-             str(repository), "--http-port", str(port), "--grpc-port", "-1",
-             "--metrics-port", "-1", "--model-control-mode", "explicit",
-             "--load-model", "mlp_onnx"],
+            serve_command(repository, http_port=port, model_control_mode="explicit",
+                          load_model=["mlp_onnx"]),
             port,
             "/v2/health/ready",
             cores="0,1",

@@ -33,6 +33,7 @@ from batching import binary_request, binary_script, wrk  # noqa: E402
 
 from modelyard.client import Client  # noqa: E402
 from modelyard.examples.build import build_tiny_onnx, example_inputs  # noqa: E402
+from modelyard.processes import serve_command  # noqa: E402
 from tests.support.servers import free_ports, wait_until  # noqa: E402
 
 SERVICE = "com.example.bench.tiny"
@@ -74,22 +75,15 @@ def main() -> None:
                 "taskset",
                 "-c",
                 "0",
-                *common,
-                "serve",
-                "--model-repository",
-                str(repository),
-                "--http-port",
-                str(http),
-                "--grpc-port",
-                str(grpc),
-                "--metrics-port",
-                str(metrics),
-                "--service",
-                SERVICE,
-                "--group",
-                "cpu",
-                "--registry",
-                registry,
+                *serve_command(
+                    repository,
+                    http_port=http,
+                    grpc_port=grpc,
+                    metrics_port=metrics,
+                    service=SERVICE,
+                    group="cpu",
+                    registry=registry,
+                ),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

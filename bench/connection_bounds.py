@@ -47,6 +47,7 @@ from batching import (  # noqa: E402
 )
 
 from modelyard.examples.build import build_tiny_onnx, example_inputs  # noqa: E402
+from modelyard.processes import serve_command  # noqa: E402
 from tests.support.servers import free_port  # noqa: E402
 
 # `modelyard serve` with uvicorn's own protocol where modelyard's bounded one would be
@@ -146,13 +147,11 @@ def main() -> None:
     (work / "body.bin").write_bytes(body)
     script = work / "request.lua"
     script.write_text(binary_script(work / "body.bin", header_length))
-    serve_args = ["serve", "--model-repository", str(repo), "--grpc-port", "-1",
-                  "--metrics-port", "-1"]  # fmt: skip
     ports = {"bounded": free_port(), "unbounded": free_port()}
-    commands = {
-        "bounded": [sys.executable, "-m", "modelyard.cli.main", *serve_args],
-        "unbounded": [sys.executable, "-c", UNBOUNDED_SERVE, *serve_args],
-    }
+    commands = {name: serve_command(repo, http_port=port) for name, port in ports.items()}
+    # the same arguments, to a launcher that swaps in uvicorn's own protocol
+    unbounded = commands["unbounded"]
+    commands["unbounded"] = [sys.executable, "-c", UNBOUNDED_SERVE, *unbounded[3:]]
     if args.callgrind:
         commands = {
             name: ["valgrind", "--tool=callgrind", "--instr-atstart=no",
@@ -161,7 +160,7 @@ def main() -> None:
         }  # fmt: skip
     servers = {
         name: Server(
-            [*commands[name], "--http-port", str(port)],
+            commands[name],
             port,
             "/v2/health/ready",
             timeout=900 if args.callgrind else 120,

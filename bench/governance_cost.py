@@ -57,6 +57,7 @@ from modelyard.examples.build import build_example_repository, example_inputs  #
 from modelyard.gateway.http import HttpFrontend  # noqa: E402
 from modelyard.governance.auth import hash_secret  # noqa: E402
 from modelyard.governance.runtime import RulesSource, open_governance  # noqa: E402
+from modelyard.processes import serve_command  # noqa: E402
 from modelyard.server.dataplane import LocalDataPlane  # noqa: E402
 from modelyard.types import InferRequest, InferResponse  # noqa: E402
 from tests.support.redis_server import running_redis  # noqa: E402
@@ -210,10 +211,8 @@ def main() -> None:
             for side, extra in sides.items():
                 port = free_port()
                 servers[f"{side}/{index}"] = side, Server(
-                    [sys.executable, "-m", "modelyard.cli.main", "serve", "--model-repository",
-                     str(repository), "--http-port", str(port), "--grpc-port", "-1",
-                     "--metrics-port", "-1", "--model-control-mode", "explicit",
-                     "--load-model", "tiny_onnx", *extra],
+                    [*serve_command(repository, http_port=port, model_control_mode="explicit",
+                                    load_model=["tiny_onnx"]), *extra],
                     port,
                     "/v2/health/ready",
                 )  # fmt: skip

@@ -26,6 +26,7 @@ from batching import Server, binary_request, binary_script, wrk  # noqa: E402
 from modelyard.examples.build import build_mlp_onnx, example_inputs  # noqa: E402
 from modelyard.optimize.quantize import write_variant  # noqa: E402
 from modelyard.optimize.report import accuracy_report  # noqa: E402
+from modelyard.processes import serve_command  # noqa: E402
 from tests.support.servers import free_port  # noqa: E402
 
 
@@ -49,20 +50,7 @@ def main() -> None:
         script.write_text(binary_script(tmp / "body.bin", header_length))
         port = free_port()
         server = Server(
-            [
-                sys.executable,
-                "-m",
-                "modelyard.cli.main",
-                "serve",
-                "--model-repository",
-                str(repository),
-                "--http-port",
-                str(port),
-                "--grpc-port",
-                "-1",
-                "--metrics-port",
-                "-1",
-            ],
+            serve_command(repository, http_port=port),
             port,
             "/v2/health/ready",
         )

@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from batching import Server, cpu_model, cpu_times, post_script, steal_share, wrk  # noqa: E402
 
 from modelyard.examples.build import build_mlp_onnx  # noqa: E402
+from modelyard.processes import serve_command  # noqa: E402
 from tests.support.servers import free_port  # noqa: E402
 
 CONFIG = """platform: "onnxruntime_onnx"
@@ -81,8 +82,7 @@ def main() -> None:
     script.write_text(post_script(body, {"Content-Type": "application/json"}))
     port = free_port()
     server = Server(
-        [sys.executable, "-m", "modelyard.cli.main", "serve", "--model-repository", str(repo),
-         "--http-port", str(port), "--grpc-port", "-1", "--metrics-port", "-1"],
+        serve_command(repo, http_port=port),
         port, "/v2/models/mlp_onnx/ready",
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}/v2/models/mlp_onnx/infer"

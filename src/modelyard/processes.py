@@ -1,10 +1,13 @@
-"""Child processes' plumbing: a free loopback port, and waiting for one to answer 200."""
+"""Child processes' plumbing: a ``modelyard serve`` command line, a free loopback port, and
+waiting for a child to answer 200."""
 
 from __future__ import annotations
 
 import socket
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import httpx
 
@@ -28,3 +31,47 @@ def wait_for_200(url: str, alive: Callable[[], bool], timeout: float) -> str:
             pass
         time.sleep(0.05)
     return "timeout"
+
+
+FlagValue = str | int | float | Path | Sequence[str]
+
+
+def serve_command(
+    repository: str | Path,
+    *,
+    http_port: int,
+    grpc_port: int = -1,
+    metrics_port: int = -1,
+    **flags: FlagValue,
+) -> list[str]:
+    """The command line of a ``modelyard serve`` child on this interpreter.
+
+    Each keyword is a flag (``model_control_mode="explicit"`` is
+    ``--model-control-mode explicit``); a sequence repeats it (``load_model=["a", "b"]``);
+    ``True`` is a flag without a value. The front doors a caller does not ask for are off
+    (-1).
+    """
+    command = [
+        sys.executable,
+        "-m",
+        "modelyard.cli.main",
+        "serve",
+        "--model-repository",
+        str(repository),
+        "--http-port",
+        str(http_port),
+        "--grpc-port",
+        str(grpc_port),
+        "--metrics-port",
+        str(metrics_port),
+    ]
+    for name, value in flags.items():
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            command.append(flag)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                command += [flag, str(item)]
+        else:
+            command += [flag, str(value)]
+    return command

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from modelyard.processes import serve_command
 from tests.support.servers import ServerProcess, running_server
 
 pytestmark = pytest.mark.slow
@@ -219,8 +220,7 @@ def test_connections_past_the_limit_get_503_and_the_rest_are_served(server: Serv
 
 def test_a_limit_that_is_not_positive_is_refused_at_start(example_repository: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "modelyard.cli.main", "serve", "--model-repository",
-         str(example_repository), "--http-header-timeout", "0", "--metrics-port", "-1"],
+        serve_command(example_repository, http_port=0, http_header_timeout=0),
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode != 0

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
+from modelyard.processes import serve_command
 from tests.support.models import slow_double
 from tests.support.servers import metric_samples, running_server
 
@@ -90,9 +91,7 @@ def test_a_metrics_port_in_use_ends_serve_with_an_error_line(tmp_path: Path) -> 
         held.listen()
         port = held.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "-m", "modelyard.cli.main", "serve", "--model-repository",
-             str(repository), "--http-port", "0", "--grpc-port", "-1",
-             "--metrics-port", str(port)],
+            serve_command(repository, http_port=0, metrics_port=port),
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
     assert result.returncode != 0

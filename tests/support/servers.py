@@ -7,7 +7,6 @@ import random
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +15,8 @@ from pathlib import Path
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
+
+from modelyard.processes import serve_command
 
 
 def free_port() -> int:
@@ -104,18 +105,9 @@ def running_server(
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "modelyard.cli.main",
-                "serve",
-                "--model-repository",
-                str(repository),
-                "--http-port",
-                str(port),
-                "--grpc-port",
-                str(grpc_port),
-                "--metrics-port",
-                str(metrics_port),
+                *serve_command(
+                    repository, http_port=port, grpc_port=grpc_port, metrics_port=metrics_port
+                ),
                 *extra,
             ],
             stdout=log_file,

@@ -8,6 +8,7 @@ failover. It serves no model itself.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import Any
 
 import structlog
@@ -74,25 +75,27 @@ async def gateway(args: argparse.Namespace) -> None:
     from modelyard.gateway.forward import ForwardingDataPlane
 
     options: dict[str, Any] = {"timeout": args.timeout} if args.timeout is not None else {}
-    registry = open_registry(args.registry)
-    client = AsyncClient(
-        args.service,
-        registry,
-        transport=args.transport,
-        max_attempts=args.max_attempts,
-        max_message_bytes=args.grpc_max_message_bytes,
-        **options,
-    )
-    forwarding = ForwardingDataPlane(client)
-    dataplane: DataPlane = forwarding
-    app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes)
-    config = http_config(app, args.host, args.http_port, connection_limits(args))
-    server = uvicorn.Server(config)
-    grpc_server: GrpcServer | None = None
-    try:
+    async with contextlib.AsyncExitStack() as parts:
+        registry = open_registry(args.registry)
+        parts.push_async_callback(registry.aclose)
+        client = AsyncClient(
+            args.service,
+            registry,
+            transport=args.transport,
+            max_attempts=args.max_attempts,
+            max_message_bytes=args.grpc_max_message_bytes,
+            **options,
+        )
+        forwarding = ForwardingDataPlane(client)
+        dataplane: DataPlane = forwarding
+        app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes)
+        config = http_config(app, args.host, args.http_port, connection_limits(args))
+        server = uvicorn.Server(config)
         http_socket = listen_http(args.host, args.http_port)
+        parts.push_async_callback(forwarding.aclose)  # also after a failed start
         await forwarding.start()
         freeze_startup_objects()
+        grpc_server: GrpcServer | None = None
         if args.grpc_port >= 0:
             grpc_server = await start_grpc_server(
                 dataplane,
@@ -100,6 +103,7 @@ async def gateway(args: argparse.Namespace) -> None:
                 args.grpc_port,
                 max_message_bytes=args.grpc_max_message_bytes,
             )
+            parts.push_async_callback(grpc_server.stop)
         log.info(
             "gateway_ready",
             service=args.service,
@@ -110,11 +114,6 @@ async def gateway(args: argparse.Namespace) -> None:
             models=sorted({row["name"] for row in forwarding.manager.index(ready_only=True)}),
         )
         await server.serve([http_socket])
-    finally:
-        if grpc_server is not None:
-            await grpc_server.stop()
-        await forwarding.aclose()
-        await registry.aclose()
 
 
 def run_gateway(args: argparse.Namespace) -> int:

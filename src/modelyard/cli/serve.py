@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import ipaddress
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import structlog
 import uvicorn
@@ -26,7 +28,7 @@ from modelyard.cli.runtime import (
 from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
 from modelyard.discovery.live_count import LiveInstanceCount
 from modelyard.discovery.publisher import Publisher, models_from_index
-from modelyard.discovery.registry import Instance
+from modelyard.discovery.registry import Instance, Registry
 from modelyard.discovery.rules_store import open_rules_store
 from modelyard.errors import Code, ConfigError
 from modelyard.gateway.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
@@ -194,6 +196,12 @@ class _Server(uvicorn.Server):
         self._before_exit = before_exit
         self._loop: asyncio.AbstractEventLoop | None = None
         self._exiting: asyncio.Task[None] | None = None
+        self.up = asyncio.Event()  # set once the server listens
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self.up.set()
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
@@ -249,6 +257,7 @@ def _current_weight(path: Path | None, default: float) -> float:
 
 
 async def serve(args: argparse.Namespace) -> None:
+    """Run one instance until a signal: each part, once started, is stopped in reverse order."""
     if args.service and not args.group:
         raise ConfigError(
             f"--service {args.service} needs --group",
@@ -257,76 +266,104 @@ async def serve(args: argparse.Namespace) -> None:
             where="pass --group GROUP (where it runs and who owns it)",
         )
     limits = connection_limits(args)
-    registry = open_registry(args.registry) if args.service else None
-    # a registry handle of its own: the publisher closes its handle when it deregisters
-    live = LiveInstanceCount(open_registry(args.registry), args.service) if args.service else None
     rules_source = RulesSource(args.rules_source)
-    rules_store = (
-        open_rules_store(args.registry)
-        if args.service and rules_source is not RulesSource.LOCAL
-        else None
-    )
-    publisher: Publisher | None = None
-    repository = ModelRepository(args.model_repository.resolve())
-    manager = ModelManager(
-        repository,
-        ControlMode(args.model_control_mode),
-        poll_secs=args.repository_poll_secs,
-        startup_models=args.load_model,
-        trusted_repository=args.trusted_repository,
-        trusted_models=args.trust_model,
-        default_max_queue_size=args.max_queue_size,
-        memory_budget=parse_size(args.memory_budget) if args.memory_budget else None,
-    )
-    dataplane = LocalDataPlane(manager, server_id=args.id)
-    governance = await open_governance(
-        args.service_config,
-        args.service,
-        rules_source=rules_source,
-        store=rules_store,
-        registry_url=args.registry if args.service else None,
-        live_instances=live.count if live is not None else lambda: 1,
-    )
-    app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes, governance=governance)
-    await manager.start()
-    freeze_startup_objects()
-    config = http_config(app, args.host, args.http_port, limits)
+    async with contextlib.AsyncExitStack() as parts:
+        registry: Registry | None = None
+        live: LiveInstanceCount | None = None
+        publisher: Publisher | None = None
+        if args.service:
+            registry = open_registry(args.registry)
 
-    async def deregister() -> None:
-        if publisher is not None:
-            await publisher.stop()
-            # keep answering while callers' registry views drop this instance
-            await asyncio.sleep(args.deregister_grace)
+            async def close_registry() -> None:
+                if publisher is None:  # else the publisher closes it when it deregisters
+                    await registry.aclose()
 
-    server = _Server(config, before_exit=deregister)
-    auth_on = governance is not None and governance.config.auth.enabled
-    if not _is_loopback(args.host) and not auth_on:
-        log.warning(
-            "listening_beyond_loopback_without_auth",
-            host=args.host,
-            hint="anyone who can reach this address can infer, load and unload models",
+            parts.push_async_callback(close_registry)
+            # a registry handle of its own: the publisher closes its handle when it deregisters
+            live = LiveInstanceCount(open_registry(args.registry), args.service)
+            parts.push_async_callback(live.aclose)
+        rules_store = None
+        if args.service and rules_source is not RulesSource.LOCAL:
+            rules_store = open_rules_store(args.registry)
+            parts.push_async_callback(rules_store.aclose)
+        manager = ModelManager(
+            ModelRepository(args.model_repository.resolve()),
+            ControlMode(args.model_control_mode),
+            poll_secs=args.repository_poll_secs,
+            startup_models=args.load_model,
+            trusted_repository=args.trusted_repository,
+            trusted_models=args.trust_model,
+            default_max_queue_size=args.max_queue_size,
+            memory_budget=parse_size(args.memory_budget) if args.memory_budget else None,
         )
-
-    grpc_server: GrpcServer | None = None
-    metrics_port: int | None = None
-
-    async def announce() -> None:
-        nonlocal publisher
-        while not server.started:
-            await asyncio.sleep(0.05)
-        ports = [s.getsockname()[1] for srv in server.servers for s in srv.sockets]
-        port = ports[0] if ports else args.http_port
-        log.info(
-            "server_ready",
-            http=f"http://{args.host}:{port}",
-            grpc=f"{args.host}:{grpc_server.port}" if grpc_server else None,
-            metrics=f"http://{args.host}:{metrics_port}/metrics" if metrics_port else None,
-            models=[f"{mv.name}/{mv.version}" for mv in manager.ready_versions()],
-            ready=manager.is_ready(),
-            service=governance.service if governance else None,
+        dataplane = LocalDataPlane(manager, server_id=args.id)
+        governance = await open_governance(
+            args.service_config,
+            args.service,
+            rules_source=rules_source,
+            store=rules_store,
+            registry_url=args.registry if args.service else None,
+            live_instances=live.count if live is not None else lambda: 1,
         )
-        if registry is not None:
-            template = _advertised_instance(args, port, grpc_server.port if grpc_server else None)
+        if governance is not None:
+            parts.push_async_callback(governance.aclose)
+        app = HttpFrontend(
+            dataplane, max_body_bytes=args.http_max_body_bytes, governance=governance
+        )
+        await manager.start()
+        parts.push_async_callback(manager.stop)
+        freeze_startup_objects()
+
+        async def deregister() -> None:
+            if publisher is not None:
+                await publisher.stop()
+                # keep answering while callers' registry views drop this instance
+                await asyncio.sleep(args.deregister_grace)
+
+        server = _Server(http_config(app, args.host, args.http_port, limits), deregister)
+        auth_on = governance is not None and governance.config.auth.enabled
+        if not _is_loopback(args.host) and not auth_on:
+            log.warning(
+                "listening_beyond_loopback_without_auth",
+                host=args.host,
+                hint="anyone who can reach this address can infer, load and unload models",
+            )
+        http_socket = listen_http(args.host, args.http_port)
+        if live is not None:
+            live.start()
+        metrics_port = None
+        if args.metrics_port >= 0:
+            metrics_port = serve_metrics(manager, args.host, args.metrics_port, governance)
+        grpc_server: GrpcServer | None = None
+        if args.grpc_port >= 0:
+            grpc_server = await start_grpc_server(
+                dataplane,
+                args.host,
+                args.grpc_port,
+                max_message_bytes=args.grpc_max_message_bytes,
+                governance=governance,
+            )
+            parts.push_async_callback(grpc_server.stop)
+
+        async def announce() -> None:
+            """Once HTTP listens: say so, and publish the instance in the registry."""
+            nonlocal publisher
+            await server.up.wait()
+            ports = [s.getsockname()[1] for srv in server.servers for s in srv.sockets]
+            port = ports[0] if ports else args.http_port
+            grpc_port = grpc_server.port if grpc_server else None
+            log.info(
+                "server_ready",
+                http=f"http://{args.host}:{port}",
+                grpc=f"{args.host}:{grpc_port}" if grpc_port else None,
+                metrics=f"http://{args.host}:{metrics_port}/metrics" if metrics_port else None,
+                models=[f"{mv.name}/{mv.version}" for mv in manager.ready_versions()],
+                ready=manager.is_ready(),
+                service=governance.service if governance else None,
+            )
+            if registry is None:
+                return
+            template = _advertised_instance(args, port, grpc_port)
             if live is not None:
                 live.own_id = template.instance_id
             publisher = Publisher(
@@ -339,46 +376,19 @@ async def serve(args: argparse.Namespace) -> None:
                 manager.is_ready,
                 ttl=args.registry_ttl,
             )
+            parts.push_async_callback(publisher.stop)  # the first to go: deregistration
             publisher.start()
 
-    announcer: asyncio.Task[None] | None = None
-    watcher: asyncio.Task[None] | None = None
-    try:
-        http_socket = listen_http(args.host, args.http_port)
-        if live is not None:
-            live.start()
-        if args.metrics_port >= 0:
-            metrics_port = serve_metrics(manager, args.host, args.metrics_port, governance)
-        if args.grpc_port >= 0:
-            grpc_server = await start_grpc_server(
-                dataplane,
-                args.host,
-                args.grpc_port,
-                max_message_bytes=args.grpc_max_message_bytes,
-                governance=governance,
-            )
-        announcer = asyncio.create_task(announce())
+        _background(parts, announce())
         if governance is not None:
-            watcher = asyncio.create_task(governance.watch(store=rules_store))
+            _background(parts, governance.watch(store=rules_store))
         await server.serve([http_socket])
-    finally:
-        if announcer is not None:
-            announcer.cancel()
-        if publisher is not None:
-            await publisher.stop()
-        elif registry is not None:
-            await registry.aclose()
-        if watcher is not None:
-            watcher.cancel()
-        if live is not None:
-            await live.aclose()
-        if governance is not None:
-            await governance.aclose()
-        if rules_store is not None:
-            await rules_store.aclose()
-        if grpc_server is not None:
-            await grpc_server.stop()
-        await manager.stop()
+
+
+def _background(parts: contextlib.AsyncExitStack, work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` beside the server, cancelled when ``parts`` closes."""
+    task = asyncio.create_task(work)
+    parts.callback(task.cancel)
 
 
 def run_serve(args: argparse.Namespace) -> int:

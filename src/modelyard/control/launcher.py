@@ -16,14 +16,13 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from modelyard.errors import Code, ConfigError
-from modelyard.processes import free_port, wait_for_200
+from modelyard.processes import free_port, serve_command, wait_for_200
 
 _VERSION_POLICY = re.compile(r"version_policy\s*:?\s*\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
 
@@ -160,42 +159,21 @@ class LocalLauncher:
         logs = self.state_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         log_path = logs / f"{safe_name(instance.name)}.log"
-        command = [
-            sys.executable,
-            "-m",
-            "modelyard.cli.main",
-            "serve",
-            "--model-repository",
-            str(self.repository_for(instance.pins)),
-            "--http-port",
-            str(instance.http_port),
-            "--grpc-port",
-            "-1",
-            "--metrics-port",
-            "-1",
-            "--model-control-mode",
-            "explicit",
-            "--service",
-            instance.service,
-            "--group",
-            instance.group,
-            "--registry",
-            self.registry_url,
-            "--data-center",
-            instance.data_center,
-            "--queue",
-            instance.queue,
-            "--spec",
-            instance.spec,
-            "--weight",
-            str(instance.weight),
-            "--weight-file",
-            str(self.weight_file(instance.name)),
-            "--instance-id",
-            instance.name,
-        ]
-        for model in instance.loads:
-            command += ["--load-model", model]
+        command = serve_command(
+            self.repository_for(instance.pins),
+            http_port=instance.http_port,
+            model_control_mode="explicit",
+            service=instance.service,
+            group=instance.group,
+            registry=self.registry_url,
+            data_center=instance.data_center,
+            queue=instance.queue,
+            spec=instance.spec,
+            weight=instance.weight,
+            weight_file=self.weight_file(instance.name),
+            instance_id=instance.name,
+            load_model=list(instance.loads),
+        )
         with log_path.open("ab") as log_file:
             process = subprocess.Popen(
                 command,

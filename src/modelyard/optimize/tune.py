@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ from modelyard.bench.loadgen import Step, Target, WorkerPool
 from modelyard.bench.report import summarize
 from modelyard.config import read_model_config
 from modelyard.errors import Code, ConfigError
-from modelyard.processes import free_port, wait_for_200
+from modelyard.processes import free_port, serve_command, wait_for_200
 from modelyard.server.repository import ModelRepository
 
 
@@ -72,24 +71,9 @@ def _serve(repository: Path, model: str, workdir: Path) -> tuple[subprocess.Pope
     port = free_port()
     log = (workdir / f"serve-{port}.log").open("wb")
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "modelyard.cli.main",
-            "serve",
-            "--model-repository",
-            str(repository),
-            "--http-port",
-            str(port),
-            "--grpc-port",
-            "-1",
-            "--metrics-port",
-            "-1",
-            "--model-control-mode",
-            "explicit",
-            "--load-model",
-            model,
-        ],
+        serve_command(
+            repository, http_port=port, model_control_mode="explicit", load_model=[model]
+        ),
         stdout=log,
         stderr=subprocess.STDOUT,
     )

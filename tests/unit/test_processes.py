@@ -1,0 +1,29 @@
+"""``serve_command``: the one builder of a ``modelyard serve`` child's command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from modelyard.cli.main import build_parser
+from modelyard.processes import serve_command
+
+
+def test_a_serve_command_parses_as_the_cli_reads_it(tmp_path: Path) -> None:
+    command = serve_command(
+        tmp_path,
+        http_port=8123,
+        grpc_port=8124,
+        model_control_mode="explicit",
+        load_model=["a", "b"],
+        weight=2.5,
+        weight_file=tmp_path / "weight",
+        trusted_repository=True,
+    )
+    assert command[:4] == [sys.executable, "-m", "modelyard.cli.main", "serve"]
+    args = build_parser().parse_args(command[3:])
+    assert args.model_repository == tmp_path
+    assert (args.http_port, args.grpc_port, args.metrics_port) == (8123, 8124, -1)
+    assert args.model_control_mode == "explicit" and args.load_model == ["a", "b"]
+    assert args.weight == 2.5 and args.weight_file == tmp_path / "weight"
+    assert args.trusted_repository is True
