@@ -16,12 +16,12 @@ import json
 import os
 import socket
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from modelyard.discovery import DEFAULT_REGISTRY_URL
 from modelyard.discovery.rules_store import RulesStore, open_rules_store
@@ -83,18 +83,20 @@ def run_rules(args: argparse.Namespace) -> int:
 
 
 def _live_rules(args: argparse.Namespace) -> int:
-    request = urllib.request.Request(f"http://{args.url}/v2/modelyard/rules")
-    if args.api_key:
-        request.add_header("x-api-key", args.api_key)
+    headers = {"x-api-key": args.api_key} if args.api_key else {}
     try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            doc = json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        print(json.loads(error.read() or b"{}").get("error", str(error)), file=sys.stderr)
-        return 1
-    except OSError as error:
+        response = httpx.get(f"http://{args.url}/v2/modelyard/rules", headers=headers, timeout=5)
+    except httpx.HTTPError as error:
         print(f"cannot reach {args.url}: {error}", file=sys.stderr)
         return 1
+    if response.status_code != 200:
+        try:
+            line = response.json().get("error", response.reason_phrase)
+        except ValueError:
+            line = f"{response.status_code} {response.reason_phrase}"
+        print(line, file=sys.stderr)
+        return 1
+    doc = response.json()
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
