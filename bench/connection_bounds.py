@@ -6,7 +6,7 @@
 Needs `wrk` (Debian package). Two `modelyard serve` processes of this checkout
 serve the example tiny_onnx (one-row binary requests, batching on, as in
 `batching.py`), both pinned to core 0: one as shipped (`BoundedHttpProtocol`,
-`gateway/http_connections.py`), one with uvicorn's own httptools protocol in its
+`frontdoors/http_connections.py`), one with uvicorn's own httptools protocol in its
 place (this script's launcher swaps it in; nothing else differs). wrk (one
 thread, core 1) drives one server at a time, in pairs of points taken back to
 back in alternating order; the report is the median of the pairs' ratios

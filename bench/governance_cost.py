@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from batching import Server, binary_request, binary_script, wrk  # noqa: E402
 
 from modelyard.examples.build import build_example_repository, example_inputs  # noqa: E402
-from modelyard.gateway.http import HttpFrontend  # noqa: E402
+from modelyard.frontdoors.http import HttpFrontend  # noqa: E402
 from modelyard.governance.auth import hash_secret  # noqa: E402
 from modelyard.governance.runtime import RulesSource, open_governance  # noqa: E402
 from modelyard.processes import serve_command  # noqa: E402

@@ -7,7 +7,7 @@ candidate serves `bare_asgi.py`'s endpoint (read the body, answer a constant)
 from one process pinned to core 0; wrk runs on core 1 and sends the binary
 tiny_onnx request of `batching.py`. Rounds interleave the candidates. The first
 candidate is modelyard's stack as served (its bounded connection protocol,
-`gateway/http_connections.py`); the second is the same with uvicorn's own
+`frontdoors/http_connections.py`); the second is the same with uvicorn's own
 httptools protocol, so the pair says what the connection bounds cost. The
 stack's floor bounds what any application on it can reach: modelyard serves
 on the candidate with the best floor at the concurrencies it is judged at.

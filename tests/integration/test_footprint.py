@@ -21,7 +21,7 @@ LOAD_AND_LIST = """
 import asyncio, json, sys
 from pathlib import Path
 from modelyard.server.manager import ControlMode, ModelManager
-from modelyard.server.repository import ModelRepository
+from modelyard.modelfiles.repository import ModelRepository
 
 async def main():
     manager = ModelManager(ModelRepository(Path(sys.argv[1])), ControlMode.NONE)

@@ -23,9 +23,9 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
-from modelyard.config import parse_json_config
 from modelyard.engines import LoadContext, engine_class
 from modelyard.examples.build import MODEL_NAMES, example_inputs
+from modelyard.modelfiles.config import parse_json_config
 from tests.integration.conftest import MAX_BODY_BYTES, MAX_MESSAGE_BYTES
 from tests.support.servers import ServerProcess
 

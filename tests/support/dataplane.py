@@ -6,9 +6,9 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
-from modelyard.server.repository import ModelRepository
 
 
 @contextlib.asynccontextmanager

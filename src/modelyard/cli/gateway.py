@@ -23,10 +23,10 @@ from modelyard.cli.runtime import (
 )
 from modelyard.dataplane import DataPlane
 from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
-from modelyard.gateway.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
-from modelyard.gateway.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
+from modelyard.frontdoors.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
+from modelyard.frontdoors.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
+from modelyard.hardware.memory import freeze_startup_objects
 from modelyard.logging import configure_logging
-from modelyard.server.memory import freeze_startup_objects
 
 log = structlog.get_logger("modelyard.gateway")
 

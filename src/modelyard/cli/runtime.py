@@ -13,7 +13,7 @@ from typing import Any
 import uvicorn
 
 from modelyard.errors import Code, ConfigError
-from modelyard.gateway.http_connections import (
+from modelyard.frontdoors.http_connections import (
     DEFAULT_BODY_TIMEOUT_S,
     DEFAULT_HEADER_TIMEOUT_S,
     DEFAULT_IDLE_TIMEOUT_S,

@@ -31,15 +31,15 @@ from modelyard.discovery.publisher import Publisher, models_from_index
 from modelyard.discovery.registry import Instance, Registry
 from modelyard.discovery.rules_store import open_rules_store
 from modelyard.errors import Code, ConfigError
-from modelyard.gateway.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
-from modelyard.gateway.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
+from modelyard.frontdoors.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
+from modelyard.frontdoors.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
 from modelyard.governance.runtime import RulesSource, open_governance
+from modelyard.hardware.memory import freeze_startup_objects, parse_size
 from modelyard.logging import configure_logging
 from modelyard.metrics import serve_metrics
+from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
-from modelyard.server.memory import freeze_startup_objects, parse_size
-from modelyard.server.repository import ModelRepository
 
 log = structlog.get_logger("modelyard.serve")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from google.protobuf import text_format
 
-from modelyard.config import read_model_config
 from modelyard.errors import Code, ConfigError
+from modelyard.modelfiles.config import read_model_config
 from modelyard.optimize.tune import candidate_config, recommend, sweep, write_plot
 
 

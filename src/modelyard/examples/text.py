@@ -38,8 +38,8 @@ import numpy as np
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.config import read_model_config
 from modelyard.engines import Engine, LoadContext, backend_for, engine_class
+from modelyard.modelfiles.config import read_model_config
 
 TOKENIZER = "minilm_tokenizer"
 ENCODER = "minilm_onnx"

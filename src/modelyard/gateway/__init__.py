@@ -1,1 +1,1 @@
-"""(2) The front doors: HTTP and gRPC servers and the guard chain."""
+"""(1) The forwarding gateway: the V2 front doors in front of a whole service, through the SDK."""

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from modelyard.errors import Code, ConfigError
-from modelyard.server.repository import ModelRepository
+from modelyard.modelfiles.repository import ModelRepository
 
 TARGETS = ("fp16", "int8-dynamic", "int8-static")
 

@@ -24,10 +24,10 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.bench.loadgen import Step, Target, WorkerPool
 from modelyard.bench.report import summarize
-from modelyard.config import read_model_config
 from modelyard.errors import Code, ConfigError
+from modelyard.modelfiles.config import read_model_config
+from modelyard.modelfiles.repository import ModelRepository
 from modelyard.processes import free_port, serve_command, wait_for_200
-from modelyard.server.repository import ModelRepository
 
 
 @dataclass(frozen=True, slots=True)

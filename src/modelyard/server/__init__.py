@@ -1,1 +1,1 @@
-"""(3) The model server: repository, lifecycle, scheduling, dataplane."""
+"""(3) The model server: lifecycle, scheduling, batching, the instance's data plane."""

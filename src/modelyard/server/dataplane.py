@@ -20,9 +20,9 @@ import numpy as np
 
 from modelyard import __version__
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.config import ModelSpec, config_to_json
 from modelyard.dataplane import FixedOutput
 from modelyard.errors import Code, ModelServerError, shown
+from modelyard.modelfiles.config import ModelSpec, config_to_json
 from modelyard.server.live_stats import live_stats
 from modelyard.server.manager import ModelManager
 from modelyard.server.model_version import ModelVersion

@@ -34,8 +34,8 @@ import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.config import ModelSpec, TensorConfig, compile_spec, read_model_config
 from modelyard.errors import Code, ModelServerError, ModelyardError
+from modelyard.modelfiles.config import ModelSpec, TensorConfig, compile_spec, read_model_config
 from modelyard.server.model_version import ModelVersion, _read_labels
 from modelyard.server.scheduler import failure_reason
 from modelyard.server.stats import VersionStats

@@ -30,7 +30,6 @@ import structlog
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.config import read_model_config, select_versions, validate_version_policy
 from modelyard.engines import backend_for
 from modelyard.errors import (
     Code,
@@ -40,16 +39,17 @@ from modelyard.errors import (
     shown,
     without_paths,
 )
+from modelyard.hardware.memory import check_budget, collect_frozen_garbage, estimate_bytes
+from modelyard.modelfiles.config import read_model_config, select_versions, validate_version_policy
+from modelyard.modelfiles.repository import ModelFingerprint, ModelRepository
 from modelyard.server.ensemble import ENSEMBLE, load_ensemble_version, load_order, reached_models
 from modelyard.server.loop_load import LoopLoad
-from modelyard.server.memory import check_budget, collect_frozen_garbage, estimate_bytes
 from modelyard.server.model_version import (
     ModelVersion,
     VersionState,
     instance_count,
     load_model_version,
 )
-from modelyard.server.repository import ModelFingerprint, ModelRepository
 
 log = structlog.get_logger("modelyard.server")
 

@@ -12,18 +12,18 @@ import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.config import ModelSpec, compile_spec, complete_config
 from modelyard.engines import PLATFORMS, Engine, LoadContext, Signature, engine_class
 from modelyard.errors import Code, ModelServerError, ModelyardError
-from modelyard.server.batcher import BatchingPolicy
-from modelyard.server.hardware import (
+from modelyard.hardware.memory import process_rss_bytes
+from modelyard.hardware.placement import (
     asks_for_gpus,
     device_memory_used,
     placements,
     visible_gpus,
 )
+from modelyard.modelfiles.config import ModelSpec, compile_spec, complete_config
+from modelyard.server.batcher import BatchingPolicy
 from modelyard.server.loop_load import LoopLoad
-from modelyard.server.memory import process_rss_bytes
 from modelyard.server.scheduler import Scheduler
 from modelyard.types import CONFIG_TO_V2, numpy_dtype
 

@@ -16,7 +16,7 @@ from modelyard.client.transport import (
 )
 from modelyard.clock import FakeClock
 from modelyard.errors import Code, EngineError, GovernanceError, ModelServerError, ProtocolError
-from modelyard.gateway.http import _error_response
+from modelyard.frontdoors.http import _error_response
 
 QUEUE_FULL = ModelServerError(
     "queue of model 'm' version 1 is full", code=Code.UNAVAILABLE, retry_after=0.05

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from modelyard.config import parse_model_config
 from modelyard.control.launcher import LocalLauncher
+from modelyard.modelfiles.config import parse_model_config
 
 
 def test_a_pinned_model_serves_only_that_version_with_or_without_a_config(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from modelyard.config import compile_spec, read_model_config
 from modelyard.examples.build import (
     DIGIT_LABELS,
     MODEL_NAMES,
@@ -16,6 +15,7 @@ from modelyard.examples.build import (
     example_inputs,
     example_targets,
 )
+from modelyard.modelfiles.config import compile_spec, read_model_config
 
 pytestmark = pytest.mark.slow  # the build trains eight models (~10 s on 2 cores)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from modelyard.gateway.http import HttpFrontend
+from modelyard.frontdoors.http import HttpFrontend
 from modelyard.protocol.v2_http import BinaryLayout, BinaryReply
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode

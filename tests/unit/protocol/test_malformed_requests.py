@@ -10,7 +10,7 @@ import pytest
 from tritonclient.grpc import service_pb2 as pb
 
 from modelyard.errors import Code, ModelServerError, ProtocolError, shown, without_paths
-from modelyard.gateway import http
+from modelyard.frontdoors import http
 from modelyard.protocol import v2_grpc, v2_http
 from modelyard.protocol.tensors import MAX_DIMS
 

@@ -11,7 +11,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2 as pb
 
 from modelyard.errors import Code, ModelServerError, ProtocolError
-from modelyard.gateway.grpc import status_code, trailing_metadata
+from modelyard.frontdoors.grpc import status_code, trailing_metadata
 from modelyard.protocol.status import STATUS
 from modelyard.protocol.v2_grpc import (
     TYPED_CONTENTS,

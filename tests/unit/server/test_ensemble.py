@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from modelyard.errors import ModelyardError
+from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.ensemble import load_order
 from modelyard.server.manager import ControlMode, ModelManager
-from modelyard.server.repository import ModelRepository
 from modelyard.types import InferRequest
 from tests.support.models import failing, write_python_model
 

@@ -12,12 +12,12 @@ import pytest
 
 from modelyard.client import AsyncClient
 from modelyard.errors import ModelyardError
+from modelyard.frontdoors.http import HttpFrontend
 from modelyard.gateway.forward import ForwardingDataPlane
-from modelyard.gateway.http import HttpFrontend
+from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.live_stats import live_stats
 from modelyard.server.manager import ModelManager
-from modelyard.server.repository import ModelRepository
 from modelyard.types import InferRequest
 from tests.support.models import slow_double
 

@@ -11,16 +11,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from modelyard.config import parse_json_config
 from modelyard.errors import Code, GovernanceError, ModelyardError
-from modelyard.gateway import http as http_frontend
+from modelyard.frontdoors import http as http_frontend
 from modelyard.governance.auth import AuthConfig, Principal
 from modelyard.governance.guard import Call
 from modelyard.governance.runtime import Governance
 from modelyard.governance.service_config import empty_service_config
+from modelyard.modelfiles.config import parse_json_config
+from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
-from modelyard.server.repository import ModelRepository
 from modelyard.types import InferRequest
 from tests.support.models import ENSEMBLE_OVER_OTHER, slow_double, times_ten
 

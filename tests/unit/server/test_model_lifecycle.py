@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from modelyard.errors import Code, ModelyardError
+from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
-from modelyard.server.repository import ModelRepository
 from modelyard.types import InferRequest
 from tests.support.models import failing, slow_double
 

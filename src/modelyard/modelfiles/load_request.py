@@ -7,8 +7,8 @@ from typing import Any
 import orjson
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.config import parse_json_config
 from modelyard.errors import Code, ProtocolError
+from modelyard.modelfiles.config import parse_json_config
 
 
 def load_override(model: str, params: dict[str, Any]) -> mc.ModelConfig | None:

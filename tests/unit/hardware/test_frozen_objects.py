@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from modelyard.server.memory import collect_frozen_garbage, freeze_startup_objects
+from modelyard.hardware.memory import collect_frozen_garbage, freeze_startup_objects
 
 
 class _Node:

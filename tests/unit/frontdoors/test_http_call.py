@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from modelyard.gateway import http
+from modelyard.frontdoors import http
 
 
 class _Service:

@@ -12,8 +12,8 @@ import orjson
 
 from modelyard.clock import FakeClock
 from modelyard.discovery.rules_store import RulesRevision
-from modelyard.gateway import http_lane
-from modelyard.gateway.http import HttpFrontend
+from modelyard.frontdoors import http_lane
+from modelyard.frontdoors.http import HttpFrontend
 from modelyard.governance.auth import hash_secret
 from modelyard.governance.runtime import Governance, RulesSource
 from modelyard.governance.service_config import parse_service_config

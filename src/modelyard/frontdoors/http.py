@@ -25,12 +25,12 @@ from modelyard.errors import (
     retry_after_header,
     shown,
 )
-from modelyard.gateway.http_lane import HttpLane, HttpLanes
+from modelyard.frontdoors.http_lane import HttpLane, HttpLanes
 from modelyard.governance.chain import Ticket
 from modelyard.governance.guard import CALL_HEADERS, Call, bearer_token
 from modelyard.governance.runtime import Governance, rejections
+from modelyard.modelfiles.load_request import load_override
 from modelyard.protocol.json_body import json_object
-from modelyard.protocol.repository import load_override
 from modelyard.protocol.status import http_status
 from modelyard.protocol.v2_http import (
     HEADER_LENGTH,

@@ -37,7 +37,7 @@ from modelyard.errors import (
 )
 from modelyard.governance.guard import CALL_HEADERS, Call
 from modelyard.governance.runtime import Governance
-from modelyard.protocol.repository import load_override
+from modelyard.modelfiles.load_request import load_override
 from modelyard.protocol.status import grpc_status_name
 from modelyard.protocol.v2_grpc import decode_infer_request, encode_infer_response, parameter_value
 from modelyard.types import InferRequest

@@ -10,10 +10,10 @@ import pytest
 
 from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.examples.build import build_mlp_onnx, build_tiny_onnx, example_inputs
+from modelyard.hardware.memory import parse_size
+from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
-from modelyard.server.memory import parse_size
-from modelyard.server.repository import ModelRepository
 from modelyard.types import InferRequest
 
 

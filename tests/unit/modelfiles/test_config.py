@@ -5,7 +5,7 @@ from __future__ import annotations
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.config import config_to_json
+from modelyard.modelfiles.config import config_to_json
 
 
 def test_the_config_json_shows_fields_at_their_default_value() -> None:

@@ -8,7 +8,7 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.server.hardware import asks_for_gpus, placements, visible_gpus
+from modelyard.hardware.placement import asks_for_gpus, placements, visible_gpus
 
 
 def config(text: str) -> mc.ModelConfig:
@@ -51,8 +51,8 @@ def test_a_gpu_instance_reports_its_device_memory(tmp_path: Path) -> None:
     import asyncio
 
     from modelyard.examples.build import build_mlp_onnx
+    from modelyard.modelfiles.repository import ModelRepository
     from modelyard.server.manager import ModelManager
-    from modelyard.server.repository import ModelRepository
 
     build_mlp_onnx(tmp_path, seed=0)
     path = tmp_path / "mlp_onnx" / "config.pbtxt"
