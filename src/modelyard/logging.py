@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 
 import structlog
 
 
-def configure_logging(fmt: str = "console", level: str = "info") -> None:
+def configure_logging(fmt: str = "console", level: str = "info", file: Path | None = None) -> None:
+    """Where and how events are written: stderr, or appended to ``file``."""
     renderer: structlog.types.Processor
     if fmt == "json":
         renderer = structlog.processors.JSONRenderer()
@@ -24,6 +26,8 @@ def configure_logging(fmt: str = "console", level: str = "info") -> None:
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping()[level.upper()]
         ),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(
+            sys.stderr if file is None else file.open("a", buffering=1)
+        ),
         cache_logger_on_first_use=True,
     )

@@ -22,7 +22,7 @@ def test_a_serve_command_parses_as_the_cli_reads_it(tmp_path: Path) -> None:
     )
     assert command[:4] == [sys.executable, "-m", "modelyard.cli.main", "serve"]
     args = build_parser().parse_args(command[3:])
-    assert args.model_repository == tmp_path
+    assert args.model_repository == [tmp_path]
     assert (args.http_port, args.grpc_port, args.metrics_port) == (8123, 8124, -1)
     assert args.model_control_mode == "explicit" and args.load_model == ["a", "b"]
     assert args.weight == 2.5 and args.weight_file == tmp_path / "weight"

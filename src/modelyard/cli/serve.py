@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import ipaddress
+import math
 import socket
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
@@ -25,6 +27,7 @@ from modelyard.cli.runtime import (
     run_event_loop,
     set_gil_switch_interval,
 )
+from modelyard.cli.triton_flags import add_triton_arguments, apply_triton_flags
 from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
 from modelyard.discovery.live_count import LiveInstanceCount
 from modelyard.discovery.publisher import Publisher, models_from_index
@@ -45,7 +48,13 @@ log = structlog.get_logger("modelyard.serve")
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model-repository", type=Path, required=True, metavar="DIR")
+    parser.add_argument(
+        "--model-repository",
+        action="append",
+        type=Path,
+        metavar="DIR",
+        help="a Triton model repository; repeatable (model names unique across them)",
+    )
     parser.add_argument(
         "--id", default="modelyard", help="the server's name in its metadata (as tritonserver's)"
     )
@@ -120,8 +129,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="how long a thread may keep the GIL while another waits for it, 1 to 1000000 "
         "(Python's own default is 5000); model instance threads wait for it around each batch",
     )
-    parser.add_argument("--log-format", choices=["console", "json"], default="console")
+    parser.add_argument(
+        "--log-format",
+        choices=["console", "json", "default", "ISO8601"],
+        default="console",
+        help="console or json; tritonserver's default and ISO8601 are console lines",
+    )
     parser.add_argument("--log-level", default="info")
+    add_triton_arguments(parser)
     discovery = parser.add_argument_group(
         "discovery (registers this instance when --service is set)"
     )
@@ -287,7 +302,7 @@ async def serve(args: argparse.Namespace) -> None:
             rules_store = open_rules_store(args.registry)
             parts.push_async_callback(rules_store.aclose)
         manager = ModelManager(
-            ModelRepository(args.model_repository.resolve()),
+            ModelRepository([path.resolve() for path in args.model_repository]),
             ControlMode(args.model_control_mode),
             poll_secs=args.repository_poll_secs,
             startup_models=args.load_model,
@@ -295,6 +310,8 @@ async def serve(args: argparse.Namespace) -> None:
             trusted_models=args.trust_model,
             default_max_queue_size=args.max_queue_size,
             memory_budget=parse_size(args.memory_budget) if args.memory_budget else None,
+            strict_readiness=args.strict_readiness,
+            load_threads=args.model_load_thread_count,
         )
         dataplane = LocalDataPlane(manager, server_id=args.id)
         governance = await open_governance(
@@ -312,6 +329,8 @@ async def serve(args: argparse.Namespace) -> None:
         )
         await manager.start()
         parts.push_async_callback(manager.stop)
+        if args.exit_on_error:
+            _exit_on_failed_loads(manager)
         freeze_startup_objects()
 
         async def deregister() -> None:
@@ -320,30 +339,40 @@ async def serve(args: argparse.Namespace) -> None:
                 # keep answering while callers' registry views drop this instance
                 await asyncio.sleep(args.deregister_grace)
 
-        server = _Server(http_config(app, args.host, args.http_port, limits), deregister)
+        http_host = args.http_address or args.host
+        grpc_host = args.grpc_address or args.host
+        metrics_host = args.metrics_address or args.host
+        config = http_config(app, http_host, args.http_port, limits)
+        if args.exit_timeout_secs is not None:
+            config.timeout_graceful_shutdown = math.ceil(args.exit_timeout_secs)
+        server = _Server(config, deregister)
         auth_on = governance is not None and governance.config.auth.enabled
-        if not _is_loopback(args.host) and not auth_on:
-            log.warning(
-                "listening_beyond_loopback_without_auth",
-                host=args.host,
-                hint="anyone who can reach this address can infer, load and unload models",
-            )
-        http_socket = listen_http(args.host, args.http_port)
+        for host in {http_host, grpc_host}:
+            if not _is_loopback(host) and not auth_on:
+                log.warning(
+                    "listening_beyond_loopback_without_auth",
+                    host=host,
+                    hint="anyone who can reach this address can infer, load and unload models",
+                )
+        http_socket = listen_http(http_host, args.http_port)
         if live is not None:
             live.start()
         metrics_port = None
         if args.metrics_port >= 0:
-            metrics_port = serve_metrics(manager, args.host, args.metrics_port, governance)
+            metrics_port = serve_metrics(manager, metrics_host, args.metrics_port, governance)
         grpc_server: GrpcServer | None = None
         if args.grpc_port >= 0:
             grpc_server = await start_grpc_server(
                 dataplane,
-                args.host,
+                grpc_host,
                 args.grpc_port,
                 max_message_bytes=args.grpc_max_message_bytes,
                 governance=governance,
             )
-            parts.push_async_callback(grpc_server.stop)
+            grace = args.exit_timeout_secs
+            parts.push_async_callback(
+                grpc_server.stop if grace is None else functools.partial(grpc_server.stop, grace)
+            )
 
         async def announce() -> None:
             """Once HTTP listens: say so, and publish the instance in the registry."""
@@ -354,9 +383,9 @@ async def serve(args: argparse.Namespace) -> None:
             grpc_port = grpc_server.port if grpc_server else None
             log.info(
                 "server_ready",
-                http=f"http://{args.host}:{port}",
-                grpc=f"{args.host}:{grpc_port}" if grpc_port else None,
-                metrics=f"http://{args.host}:{metrics_port}/metrics" if metrics_port else None,
+                http=f"http://{http_host}:{port}",
+                grpc=f"{grpc_host}:{grpc_port}" if grpc_port else None,
+                metrics=f"http://{metrics_host}:{metrics_port}/metrics" if metrics_port else None,
                 models=[f"{mv.name}/{mv.version}" for mv in manager.ready_versions()],
                 ready=manager.is_ready(),
                 service=governance.service if governance else None,
@@ -391,8 +420,24 @@ def _background(parts: contextlib.AsyncExitStack, work: Coroutine[Any, Any, None
     parts.callback(task.cancel)
 
 
+def _exit_on_failed_loads(manager: ModelManager) -> None:
+    """tritonserver's --exit-on-error: a model that failed to load at start ends the server."""
+    failed = [row for row in manager.index() if row.get("state") == "UNAVAILABLE"]
+    if failed:
+        reasons = "; ".join(f"{row['name']}: {row.get('reason', '')}" for row in failed)
+        raise ConfigError(
+            f"failed to load {len(failed)} model(s) at start: {reasons}",
+            code=Code.INVALID_ARGUMENT,
+            rule="serve/exit-on-error",
+            where="fix the models, or modelyard serve --exit-on-error false",
+        )
+
+
 def run_serve(args: argparse.Namespace) -> int:
     set_gil_switch_interval(args.gil_switch_interval_us)  # refuses a bad value first
-    configure_logging(args.log_format, args.log_level)
+    not_applied = apply_triton_flags(args)
+    configure_logging(args.log_format, args.log_level, args.log_file)
+    for flag, reason in not_applied:
+        log.warning("triton_flag_not_applied", flag=flag, reason=reason)
     run_event_loop(serve(args))
     return 0

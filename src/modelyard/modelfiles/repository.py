@@ -3,8 +3,11 @@
     <root>/<model>/config.pbtxt          optional
     <root>/<model>/<version>/<file>      version: a positive integer
 
+Several roots are served together, as tritonserver serves several
+``--model-repository``: a model's name must be unique across them (a name found
+in two roots at start is refused; one added later is served from the first root).
 Names that come from requests are only ever compared against the names read
-from the directory listing; they are never joined into a path.
+from the directory listings; they are never joined into a path.
 """
 
 from __future__ import annotations
@@ -40,31 +43,48 @@ def _files_signature(directory: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(sorted(entries))
 
 
+def _listed(root: Path) -> list[str]:
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    return sorted(e.name for e in entries if e.is_dir() and _MODEL_NAME.match(e.name) is not None)
+
+
 class ModelRepository:
-    def __init__(self, root: Path) -> None:
-        if not root.is_dir():
-            raise ConfigError(
-                f"model repository {root} is not a directory",
-                code=Code.INVALID_ARGUMENT,
-                rule="config/model-repository",
-                where="--model-repository",
-            )
-        self.root = root
+    def __init__(self, root: Path | list[Path]) -> None:
+        roots = root if isinstance(root, list) else [root]
+        for path in roots:
+            if not path.is_dir():
+                raise ConfigError(
+                    f"model repository {path} is not a directory",
+                    code=Code.INVALID_ARGUMENT,
+                    rule="config/model-repository",
+                    where="--model-repository",
+                )
+        seen: dict[str, Path] = {}
+        for path in roots:
+            for name in _listed(path):
+                if name in seen:
+                    raise ConfigError(
+                        f"model '{name}' is in two repositories, {seen[name]} and {path}; "
+                        "a name must be unique across them",
+                        code=Code.INVALID_ARGUMENT,
+                        rule="config/model-repository",
+                        where=f"rename or remove one of {seen[name] / name} and {path / name}",
+                    )
+                seen[name] = path
+        self.roots = roots
 
     def model_names(self) -> list[str]:
-        try:
-            entries = list(os.scandir(self.root))
-        except OSError:
-            return []
-        return sorted(
-            e.name for e in entries if e.is_dir() and _MODEL_NAME.match(e.name) is not None
-        )
+        return sorted({name for root in self.roots for name in _listed(root)})
 
     def model_dir(self, name: str) -> Path | None:
-        """The directory of a model named in a request, if the repository lists it."""
-        for listed in self.model_names():
-            if listed == name:
-                return self.root / listed
+        """The directory of a model named in a request, if a repository lists it."""
+        for root in self.roots:
+            for listed in _listed(root):
+                if listed == name:
+                    return root / listed
         return None
 
     @staticmethod

@@ -21,6 +21,7 @@ import copy
 import functools
 import os
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -93,8 +94,19 @@ class ModelManager:
         default_max_queue_size: int = 0,
         memory_budget: int | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        strict_readiness: bool = True,
+        load_threads: int | None = None,
     ) -> None:
         self.repository = repository
+        # False: ready once started, whatever the models' states (tritonserver's
+        # --strict-readiness false)
+        self.strict_readiness = strict_readiness
+        # None: loads share the loop's default executor
+        self._load_executor = (
+            ThreadPoolExecutor(load_threads, thread_name_prefix="model-load")
+            if load_threads
+            else None
+        )
         self.mode = mode
         self.poll_secs = poll_secs
         self._startup_models = list(startup_models)
@@ -137,6 +149,8 @@ class ModelManager:
             self._retire(record, list(record.versions))
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
+        if self._load_executor is not None:
+            self._load_executor.shutdown(wait=False, cancel_futures=True)
 
     # ---- routing (hot path, event loop thread) --------------------------
 
@@ -186,6 +200,8 @@ class ModelManager:
         """Strict readiness, as Triton's default: started and every loaded model healthy."""
         if not self.started:
             return False
+        if not self.strict_readiness:
+            return True
         for record in self._models.values():
             if record.unloaded:
                 continue
@@ -303,10 +319,10 @@ class ModelManager:
         return public
 
     def _relative(self, text: str) -> str:
-        root = str(self.repository.root)
-        for prefix in {root, os.path.realpath(root)}:
-            if os.path.isabs(prefix):
-                text = text.replace(prefix.rstrip(os.sep) + os.sep, "")
+        for root in map(str, self.repository.roots):
+            for prefix in {root, os.path.realpath(root)}:
+                if os.path.isabs(prefix):
+                    text = text.replace(prefix.rstrip(os.sep) + os.sep, "")
         return text
 
     def _trusted(self, name: str) -> bool:
@@ -404,7 +420,7 @@ class ModelManager:
                         clock=self._clock,
                         loop_load=self.loop_load,
                     )
-                    loaded[v] = await loop.run_in_executor(None, load)
+                    loaded[v] = await loop.run_in_executor(self._load_executor, load)
             except ModelyardError as exc:
                 record.failures[v] = self._public(exc).line()
                 errors.append(exc)

@@ -164,6 +164,25 @@ def test_a_broken_model_shows_its_reason_and_the_others_keep_serving(tmp_path: P
     run(scenario)
 
 
+def test_without_strict_readiness_a_broken_model_leaves_the_server_ready(tmp_path: Path) -> None:
+    slow_double(tmp_path)
+    (tmp_path / "broken" / "1").mkdir(parents=True)
+    (tmp_path / "broken" / "1" / "model.onnx").write_bytes(b"not an onnx file")
+
+    async def scenario() -> None:
+        dp = make(tmp_path, strict_readiness=False, load_threads=2)
+        assert not dp.server_ready()  # not started yet
+        await dp.manager.start()
+        try:
+            assert dp.server_ready()  # --strict-readiness false: up is ready
+            assert not dp.model_ready("broken", None)
+            assert (await dp.infer(request())).outputs[0].data.tolist() == [[1002.0, 1004.0]]
+        finally:
+            await dp.manager.stop()
+
+    run(scenario)
+
+
 def test_a_request_whose_timeout_passed_in_queue_is_dropped_not_computed(tmp_path: Path) -> None:
     slow_double(tmp_path, delay=0.3)
 

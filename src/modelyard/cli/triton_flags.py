@@ -1,0 +1,194 @@
+"""tritonserver's command line on ``modelyard serve``: what each of its flags does here.
+
+A Triton user swaps ``tritonserver`` for ``modelyard serve`` and keeps the flags. Each
+flag is one of three kinds:
+
+* applied: it sets what it sets in Triton (several repositories, an address per front
+  door, turning a front door off, log levels and file, readiness, start-up errors,
+  the shutdown timeout, the threads that load models);
+* accepted and logged as not applied, with the reason: tuning that has no counterpart
+  here (CUDA and pinned memory pools, thread counts of parts modelyard does not have);
+* refused with an error line when what it asks for is not served (TLS, a response
+  cache, Triton's rate limiter, namespacing, header forwarding, tracing), so that no
+  one believes it is on. At its "off" value each of those is accepted.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from modelyard.errors import Code, ConfigError
+
+_TRUE = frozenset(("true", "on", "1", "yes"))
+_FALSE = frozenset(("false", "off", "0", "no"))
+
+
+def triton_bool(text: str) -> bool:
+    """A boolean as tritonserver reads one: true/on/1/yes or false/off/0/no."""
+    value = text.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+# flags that tune what modelyard has no counterpart of: accepted, logged with the reason
+NOT_APPLICABLE = {
+    "--pinned-memory-pool-byte-size": "engines allocate their own host memory",
+    "--cuda-memory-pool-byte-size": "engines allocate their own device memory",
+    "--buffer-manager-thread-count": "inputs are viewed in place, not copied by a pool",
+    "--http-thread-count": "one event loop serves HTTP; model instances have their threads",
+    "--backend-directory": "engines are Python modules of modelyard (modelyard.engines)",
+    "--backend-config": "engine settings come from each config.pbtxt's parameters",
+    "--host-policy": "placement follows each config's instance_group",
+    "--min-supported-compute-capability": "TensorRT plans check their GPU when they load",
+    "--metrics-interval-ms": "metrics are read from the counters at each scrape",
+    "--allow-gpu-metrics": "GPU series are exported where a GPU exists",
+    "--allow-cpu-metrics": "the CPU series are not exported yet",
+    "--model-load-retry-count": "a failed load is answered with its error line at once",
+    "--grpc-keepalive-time": "gRPC keepalive follows the grpc library's defaults",
+    "--strict-model-config": "configs are completed from the model files where they can be",
+    "--disable-auto-complete-config": "configs are completed from the model files where they "
+    "can be",
+}
+
+# flags whose "on" value asks for something modelyard does not serve: refused unless off.
+# flag -> (is it off?, what to do instead)
+_REFUSED_UNLESS_OFF = {
+    "--grpc-use-ssl": (lambda v: not triton_bool(v), "terminate TLS in front of modelyard"),
+    "--grpc-use-ssl-mutual": (lambda v: not triton_bool(v), "terminate TLS in front of modelyard"),
+    "--response-cache-byte-size": (lambda v: v.strip() in ("0", ""), "leave the cache off"),
+    "--cache-config": (lambda v: False, "leave the response cache off"),
+    "--rate-limit": (lambda v: v.strip().lower() == "off", "use --service-config limits"),
+    "--rate-limit-resource": (lambda v: False, "use --service-config limits"),
+    "--model-namespacing": (lambda v: not triton_bool(v), "give models unique names"),
+    "--model-config-name": (lambda v: v.strip() in ("", "config"), "use config.pbtxt"),
+    "--http-header-forward-pattern": (lambda v: False, "pass values as request parameters"),
+    "--grpc-header-forward-pattern": (lambda v: False, "pass values as request parameters"),
+    "--trace-config": (lambda v: v.strip() in ("mode=triton,level=OFF", "level=OFF"), "omit it"),
+    "--trace-file": (lambda v: False, "omit it"),
+    "--metrics-config": (lambda v: v.strip() == "summary_latencies=false", "omit it"),
+}
+
+
+def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
+    triton = parser.add_argument_group(
+        "tritonserver flags (applied as Triton does; see docs/triton-flags.md)"
+    )
+    triton.add_argument(
+        "--model-store",
+        dest="model_repository",
+        action="append",
+        type=Path,
+        metavar="DIR",
+        help="tritonserver's older name of --model-repository",
+    )
+    triton.add_argument("--http-address", default=None, help="HTTP address (default: --host)")
+    triton.add_argument("--grpc-address", default=None, help="gRPC address (default: --host)")
+    triton.add_argument("--metrics-address", default=None, help="metrics address (default: --host)")
+    for front in ("http", "grpc", "metrics"):
+        triton.add_argument(
+            f"--allow-{front}",
+            type=triton_bool,
+            default=True,
+            metavar="BOOL",
+            help=f"false: no {front} front door",
+        )
+    triton.add_argument(
+        "--strict-readiness",
+        type=triton_bool,
+        default=True,
+        metavar="BOOL",
+        help="true: ready once every model is ready; false: ready once the server is up",
+    )
+    triton.add_argument(
+        "--exit-on-error",
+        type=triton_bool,
+        default=False,
+        metavar="BOOL",
+        help="true: exit if a model fails to load at start (Triton's default is true)",
+    )
+    triton.add_argument(
+        "--exit-timeout-secs",
+        type=float,
+        default=None,
+        metavar="SECS",
+        help="how long a shutdown waits for requests in flight",
+    )
+    triton.add_argument(
+        "--model-load-thread-count",
+        type=int,
+        default=None,
+        metavar="N",
+        help="threads that load models at once",
+    )
+    triton.add_argument("--log-verbose", type=int, default=0, metavar="LEVEL")
+    for level in ("info", "warning", "error"):
+        triton.add_argument(f"--log-{level}", type=triton_bool, default=True, metavar="BOOL")
+    triton.add_argument("--log-file", type=Path, default=None, metavar="FILE")
+    for flag in (*NOT_APPLICABLE, *_REFUSED_UNLESS_OFF):
+        triton.add_argument(flag, action="append", default=None, metavar="VALUE")
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Map the tritonserver flags given onto ``args``; the ones not applied, with why.
+
+    Refuses (ConfigError) a flag that asks for something modelyard does not serve.
+    """
+    if not args.model_repository:
+        raise ConfigError(
+            "no model repository given",
+            code=Code.INVALID_ARGUMENT,
+            rule="config/model-repository",
+            where="modelyard serve --model-repository DIR (repeatable, as tritonserver's)",
+        )
+    for flag, (is_off, instead) in _REFUSED_UNLESS_OFF.items():
+        for value in getattr(args, _dest(flag)) or ():
+            if not is_off(value):
+                raise ConfigError(
+                    f"tritonserver's {flag}={value} asks for what modelyard does not serve",
+                    code=Code.INVALID_ARGUMENT,
+                    rule="serve/triton-flag",
+                    where=f"modelyard serve without {flag} ({instead})",
+                )
+    if not args.allow_http:
+        raise ConfigError(
+            "--allow-http false: modelyard serves its control calls over HTTP, so HTTP "
+            "cannot be turned off",
+            code=Code.INVALID_ARGUMENT,
+            rule="serve/triton-flag",
+            where="modelyard serve without --allow-http, or a firewall on --http-port",
+        )
+    if not args.allow_grpc:
+        args.grpc_port = -1
+    if not args.allow_metrics:
+        args.metrics_port = -1
+    if args.exit_timeout_secs is not None and args.exit_timeout_secs < 0:
+        raise ConfigError(
+            f"--exit-timeout-secs must not be negative, got {args.exit_timeout_secs:g}",
+            code=Code.INVALID_ARGUMENT,
+            rule="serve/triton-flag",
+            where="modelyard serve --exit-timeout-secs",
+        )
+    if args.model_load_thread_count is not None and args.model_load_thread_count < 1:
+        raise ConfigError(
+            f"--model-load-thread-count must be at least 1, got {args.model_load_thread_count}",
+            code=Code.INVALID_ARGUMENT,
+            rule="serve/triton-flag",
+            where="modelyard serve --model-load-thread-count",
+        )
+    if args.log_format in ("default", "ISO8601"):  # Triton's formats: one line per event
+        args.log_format = "console"
+    if args.log_verbose > 0:
+        args.log_level = "debug"
+    elif not args.log_info:
+        args.log_level = "warning" if args.log_warning else "error"
+    if not args.log_error and not args.log_warning and not args.log_info:
+        args.log_level = "critical"
+    return [(flag, reason) for flag, reason in NOT_APPLICABLE.items() if getattr(args, _dest(flag))]

@@ -1,0 +1,96 @@
+"""tritonserver's command line on ``modelyard serve``: applied, not applicable, or refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from modelyard.cli.main import build_parser
+from modelyard.cli.triton_flags import apply_triton_flags
+from modelyard.errors import ConfigError
+
+
+def parsed(*flags: str) -> tuple[object, list[tuple[str, str]]]:
+    args = build_parser().parse_args(["serve", *flags])
+    return args, apply_triton_flags(args)
+
+
+def test_both_repository_flags_add_up_and_one_is_needed(tmp_path: Path) -> None:
+    args, _ = parsed("--model-store", str(tmp_path / "a"), "--model-repository", str(tmp_path))
+    assert args.model_repository == [tmp_path / "a", tmp_path]  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError) as missing:
+        parsed("--http-port", "8000")
+    assert "rule=config/model-repository" in missing.value.line()
+
+
+def test_front_doors_turn_off_and_take_their_own_addresses(tmp_path: Path) -> None:
+    args, _ = parsed(
+        "--model-repository", str(tmp_path), "--allow-grpc=false", "--allow-metrics", "off",
+        "--http-address", "0.0.0.0", "--grpc-address=::1",
+    )  # fmt: skip
+    assert (args.grpc_port, args.metrics_port) == (-1, -1)  # type: ignore[attr-defined]
+    assert (args.http_address, args.grpc_address) == ("0.0.0.0", "::1")  # type: ignore[attr-defined]
+    with pytest.raises(SystemExit):  # argparse's own answer to a bool it cannot read
+        parsed("--model-repository", str(tmp_path), "--allow-grpc=maybe")
+    with pytest.raises(ConfigError) as no_http:
+        parsed("--model-repository", str(tmp_path), "--allow-http=false")
+    assert "rule=serve/triton-flag" in no_http.value.line()
+
+
+@pytest.mark.parametrize(
+    ("flags", "level"),
+    [
+        ((), "info"),
+        (("--log-verbose=1",), "debug"),
+        (("--log-info=false",), "warning"),
+        (("--log-info=false", "--log-warning=false"), "error"),
+        (("--log-info=false", "--log-warning=false", "--log-error=false"), "critical"),
+    ],
+)
+def test_tritons_log_flags_set_the_level(
+    tmp_path: Path, flags: tuple[str, ...], level: str
+) -> None:
+    args, _ = parsed("--model-repository", str(tmp_path), "--log-format=ISO8601", *flags)
+    assert args.log_level == level and args.log_format == "console"  # type: ignore[attr-defined]
+
+
+def test_tuning_without_a_counterpart_is_accepted_and_named(tmp_path: Path) -> None:
+    _, not_applied = parsed(
+        "--model-repository", str(tmp_path), "--pinned-memory-pool-byte-size=268435456",
+        "--cuda-memory-pool-byte-size", "0:67108864", "--backend-config=onnxruntime,x=1",
+    )  # fmt: skip
+    flags = dict(not_applied)
+    assert set(flags) == {
+        "--pinned-memory-pool-byte-size",
+        "--cuda-memory-pool-byte-size",
+        "--backend-config",
+    }
+    assert all(reason for reason in flags.values())
+
+
+@pytest.mark.parametrize(
+    ("flag", "off", "on"),
+    [
+        ("--grpc-use-ssl", "false", "true"),
+        ("--response-cache-byte-size", "0", "1048576"),
+        ("--rate-limit", "off", "execution_count"),
+        ("--model-namespacing", "false", "true"),
+        ("--trace-config", "level=OFF", "mode=opentelemetry"),
+    ],
+)
+def test_what_is_not_served_is_refused_unless_off(
+    tmp_path: Path, flag: str, off: str, on: str
+) -> None:
+    parsed("--model-repository", str(tmp_path), f"{flag}={off}")
+    with pytest.raises(ConfigError) as refused:
+        parsed("--model-repository", str(tmp_path), f"{flag}={on}")
+    line = refused.value.line()
+    assert f"{flag}={on}" in line and "rule=serve/triton-flag" in line
+
+
+def test_bad_numbers_are_refused(tmp_path: Path) -> None:
+    for flag in ("--exit-timeout-secs=-1", "--model-load-thread-count=0"):
+        with pytest.raises(ConfigError) as refused:
+            parsed("--model-repository", str(tmp_path), flag)
+        assert "rule=serve/triton-flag" in refused.value.line()
