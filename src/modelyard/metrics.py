@@ -32,6 +32,7 @@ from modelyard import __version__
 from modelyard.errors import Code, ConfigError
 from modelyard.governance.cluster import ClusterQpsGuard
 from modelyard.governance.runtime import Governance
+from modelyard.hardware.host_metrics import HostCollector
 from modelyard.server.manager import ModelManager
 from modelyard.server.model_version import ModelVersion
 from modelyard.server.stats import Histogram
@@ -296,9 +297,12 @@ def make_registry(
     manager: ModelManager,
     governance: Governance | None = None,
     loop: asyncio.AbstractEventLoop | None = None,
+    cpu_metrics: bool = True,
 ) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ModelServerCollector(manager))
+    if cpu_metrics:
+        registry.register(HostCollector())
     if governance is not None and loop is not None:
         registry.register(GovernanceCollector(governance, loop))
     return registry
@@ -309,12 +313,17 @@ def metrics_text(manager: ModelManager, registry: CollectorRegistry) -> bytes:
 
 
 def serve_metrics(
-    manager: ModelManager, host: str, port: int, governance: Governance | None = None
+    manager: ModelManager,
+    host: str,
+    port: int,
+    governance: Governance | None = None,
+    cpu_metrics: bool = True,
 ) -> int:
     """Serve /metrics from a background thread; returns the bound port. Call it on the
-    event loop that serves requests (it reads the guard chain's counters there)."""
+    event loop that serves requests (it reads the guard chain's counters there).
+    ``cpu_metrics``: the host's CPU series (tritonserver's --allow-cpu-metrics)."""
     loop = asyncio.get_running_loop() if governance is not None else None
-    registry = make_registry(manager, governance, loop)
+    registry = make_registry(manager, governance, loop, cpu_metrics)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         if environ.get("PATH_INFO") not in ("/metrics", "/"):

@@ -54,6 +54,11 @@ def test_stats_and_metrics_after_a_known_sequence(tmp_path: Path) -> None:
         assert samples[("modelyard_batch_size_bucket", bucket)] == 2
         assert samples[("modelyard_queue_duration_seconds_count", labels)] == 3
         assert samples[("modelyard_request_duration_seconds_count", labels)] == 3
+        # the host's CPU series, as Triton exports them without a GPU
+        assert "# TYPE nv_cpu_utilization gauge" in text
+        assert 0.0 <= samples[("nv_cpu_utilization", ())] <= 1.0
+        total = samples[("nv_cpu_memory_total_bytes", ())]
+        assert 0 < samples[("nv_cpu_memory_used_bytes", ())] < total
 
 
 def test_bench_writes_its_report_and_plot(tmp_path: Path) -> None:

@@ -359,7 +359,9 @@ async def serve(args: argparse.Namespace) -> None:
             live.start()
         metrics_port = None
         if args.metrics_port >= 0:
-            metrics_port = serve_metrics(manager, metrics_host, args.metrics_port, governance)
+            metrics_port = serve_metrics(
+                manager, metrics_host, args.metrics_port, governance, args.allow_cpu_metrics
+            )
         grpc_server: GrpcServer | None = None
         if args.grpc_port >= 0:
             grpc_server = await start_grpc_server(

@@ -46,7 +46,6 @@ NOT_APPLICABLE = {
     "--min-supported-compute-capability": "TensorRT plans check their GPU when they load",
     "--metrics-interval-ms": "metrics are read from the counters at each scrape",
     "--allow-gpu-metrics": "GPU series are exported where a GPU exists",
-    "--allow-cpu-metrics": "the CPU series are not exported yet",
     "--model-load-retry-count": "a failed load is answered with its error line at once",
     "--grpc-keepalive-time": "gRPC keepalive follows the grpc library's defaults",
     "--strict-model-config": "configs are completed from the model files where they can be",
@@ -88,6 +87,13 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
     triton.add_argument("--http-address", default=None, help="HTTP address (default: --host)")
     triton.add_argument("--grpc-address", default=None, help="gRPC address (default: --host)")
     triton.add_argument("--metrics-address", default=None, help="metrics address (default: --host)")
+    triton.add_argument(
+        "--allow-cpu-metrics",
+        type=triton_bool,
+        default=True,
+        metavar="BOOL",
+        help="false: no nv_cpu_* series",
+    )
     for front in ("http", "grpc", "metrics"):
         triton.add_argument(
             f"--allow-{front}",
