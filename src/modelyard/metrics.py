@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from socketserver import ThreadingMixIn
 from typing import Any
@@ -101,13 +102,37 @@ def _histogram(
     return family
 
 
-def triton_metrics(manager: ModelManager) -> Iterator[Metric]:
+_TRITON_SUMMARIES = {
+    "request": ("nv_inference_request_summary_us", "Summary of inference request duration"),
+    "queue": ("nv_inference_queue_summary_us", "Summary of inference queuing duration"),
+    "compute_input": (
+        "nv_inference_compute_input_summary_us",
+        "Summary of compute input duration",
+    ),
+    "compute_infer": (
+        "nv_inference_compute_infer_summary_us",
+        "Summary of compute inference duration",
+    ),
+    "compute_output": (
+        "nv_inference_compute_output_summary_us",
+        "Summary of inference compute output duration",
+    ),
+}
+_LATENCY_COUNTERS = frozenset(
+    name for name, _, _ in _TRITON_COUNTERS if name.endswith("_duration_us")
+)
+
+
+def triton_metrics(manager: ModelManager, counter_latencies: bool = True) -> Iterator[Metric]:
     versions = manager.all_versions()
     for name, doc, read in _TRITON_COUNTERS:
+        if not counter_latencies and name in _LATENCY_COUNTERS:
+            continue
         metric = Metric(name, doc, "counter")
         for mv in versions:
             metric.add_sample(name, _labels(mv), float(read(mv)))
         yield metric
+    yield from _summaries(versions)
     failures = Metric(
         "nv_inference_request_failure", "Number of failed inference requests", "counter"
     )
@@ -132,14 +157,38 @@ def triton_metrics(manager: ModelManager) -> Iterator[Metric]:
     yield pending
 
 
+def _summaries(versions: list[ModelVersion]) -> Iterator[Metric]:
+    """Triton's latency summaries of the versions that keep them (summary_latencies=true)."""
+    kept = [mv for mv in versions if mv.scheduler.stats.summaries is not None]
+    if not kept:
+        return
+    now_ns = time.monotonic_ns()
+    for key, (name, doc) in _TRITON_SUMMARIES.items():
+        metric = Metric(name, f"{doc} in microseconds", "summary")
+        for mv in kept:
+            stats = mv.scheduler.stats
+            summaries = stats.summaries
+            assert summaries is not None
+            labels = _labels(mv)
+            with stats.lock:
+                series = summaries.series[key]
+                values = series.quantiles(now_ns, summaries.quantiles)
+                count, total = series.count, series.sum
+            for quantile, value in zip(summaries.quantiles, values, strict=True):
+                metric.add_sample(name, {**labels, "quantile": repr(quantile)}, value)
+            metric.add_sample(f"{name}_count", labels, float(count))
+            metric.add_sample(f"{name}_sum", labels, total)
+        yield metric
+
+
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def triton_text(manager: ModelManager) -> str:
+def triton_text(manager: ModelManager, counter_latencies: bool = True) -> str:
     """The nv_inference_* block in Prometheus text format, names exactly as Triton's."""
     lines: list[str] = []
-    for metric in triton_metrics(manager):
+    for metric in triton_metrics(manager, counter_latencies):
         lines.append(f"# HELP {metric.name} {metric.documentation}")
         lines.append(f"# TYPE {metric.name} {metric.type}")
         for sample in metric.samples:
@@ -308,8 +357,10 @@ def make_registry(
     return registry
 
 
-def metrics_text(manager: ModelManager, registry: CollectorRegistry) -> bytes:
-    return triton_text(manager).encode() + generate_latest(registry)
+def metrics_text(
+    manager: ModelManager, registry: CollectorRegistry, counter_latencies: bool = True
+) -> bytes:
+    return triton_text(manager, counter_latencies).encode() + generate_latest(registry)
 
 
 def serve_metrics(
@@ -318,10 +369,12 @@ def serve_metrics(
     port: int,
     governance: Governance | None = None,
     cpu_metrics: bool = True,
+    counter_latencies: bool = True,
 ) -> int:
     """Serve /metrics from a background thread; returns the bound port. Call it on the
     event loop that serves requests (it reads the guard chain's counters there).
-    ``cpu_metrics``: the host's CPU series (tritonserver's --allow-cpu-metrics)."""
+    ``cpu_metrics``: the host's CPU series (tritonserver's --allow-cpu-metrics);
+    ``counter_latencies``: the nv_inference_*_duration_us counters (--metrics-config)."""
     loop = asyncio.get_running_loop() if governance is not None else None
     registry = make_registry(manager, governance, loop, cpu_metrics)
 
@@ -329,7 +382,7 @@ def serve_metrics(
         if environ.get("PATH_INFO") not in ("/metrics", "/"):
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [b"only /metrics is served here\n"]
-        body = metrics_text(manager, registry)
+        body = metrics_text(manager, registry, counter_latencies)
         start_response(
             "200 OK", [("Content-Type", CONTENT_TYPE_LATEST), ("Content-Length", str(len(body)))]
         )

@@ -22,7 +22,9 @@ def test_stats_and_metrics_after_a_known_sequence(tmp_path: Path) -> None:
     repository = tmp_path / "models"
     slow_double(repository)
     with (
-        running_server(repository, tmp_path) as server,
+        running_server(
+            repository, tmp_path, "--metrics-config", "summary_latencies=true"
+        ) as server,
         httpclient.InferenceServerClient(server.http_url) as client,  # closed on this thread
     ):
         for rows in (1, 2, 3):
@@ -54,6 +56,17 @@ def test_stats_and_metrics_after_a_known_sequence(tmp_path: Path) -> None:
         assert samples[("modelyard_batch_size_bucket", bucket)] == 2
         assert samples[("modelyard_queue_duration_seconds_count", labels)] == 3
         assert samples[("modelyard_request_duration_seconds_count", labels)] == 3
+        # Triton's summaries (--metrics-config summary_latencies=true): count and sum as the
+        # counters' (which prometheus_client's parser names with _total), and the quantiles
+        # of the last minute
+        assert "# TYPE nv_inference_request_summary_us summary" in text
+        assert samples[("nv_inference_request_summary_us_count", labels)] == 3
+        request_us = samples[("nv_inference_request_duration_us_total", labels)]
+        assert samples[("nv_inference_request_summary_us_sum", labels)] == pytest.approx(request_us)
+        queue_us = samples[("nv_inference_queue_duration_us_total", labels)]
+        assert samples[("nv_inference_queue_summary_us_sum", labels)] == pytest.approx(queue_us)
+        median = tuple(sorted((*labels, ("quantile", "0.5"))))
+        assert 0 < samples[("nv_inference_compute_infer_summary_us", median)] <= request_us
         # the host's CPU series, as Triton exports them without a GPU
         assert "# TYPE nv_cpu_utilization gauge" in text
         assert 0.0 <= samples[("nv_cpu_utilization", ())] <= 1.0

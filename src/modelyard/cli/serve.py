@@ -312,6 +312,7 @@ async def serve(args: argparse.Namespace) -> None:
             memory_budget=parse_size(args.memory_budget) if args.memory_budget else None,
             strict_readiness=args.strict_readiness,
             load_threads=args.model_load_thread_count,
+            summary_quantiles=args.summary_quantiles,
         )
         dataplane = LocalDataPlane(manager, server_id=args.id)
         governance = await open_governance(
@@ -360,7 +361,12 @@ async def serve(args: argparse.Namespace) -> None:
         metrics_port = None
         if args.metrics_port >= 0:
             metrics_port = serve_metrics(
-                manager, metrics_host, args.metrics_port, governance, args.allow_cpu_metrics
+                manager,
+                metrics_host,
+                args.metrics_port,
+                governance,
+                cpu_metrics=args.allow_cpu_metrics,
+                counter_latencies=args.counter_latencies,
             )
         grpc_server: GrpcServer | None = None
         if args.grpc_port >= 0:

@@ -19,6 +19,7 @@ import argparse
 from pathlib import Path
 
 from modelyard.errors import Code, ConfigError
+from modelyard.server.stats import DEFAULT_QUANTILES
 
 _TRUE = frozenset(("true", "on", "1", "yes"))
 _FALSE = frozenset(("false", "off", "0", "no"))
@@ -68,7 +69,6 @@ _REFUSED_UNLESS_OFF = {
     "--grpc-header-forward-pattern": (lambda v: False, "pass values as request parameters"),
     "--trace-config": (lambda v: v.strip() in ("mode=triton,level=OFF", "level=OFF"), "omit it"),
     "--trace-file": (lambda v: False, "omit it"),
-    "--metrics-config": (lambda v: v.strip() == "summary_latencies=false", "omit it"),
 }
 
 
@@ -130,12 +130,54 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="threads that load models at once",
     )
+    triton.add_argument(
+        "--metrics-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="summary_latencies=true, counter_latencies=false, "
+        "summary_quantiles=0.5:0.05,0.9:0.01,...; repeatable",
+    )
     triton.add_argument("--log-verbose", type=int, default=0, metavar="LEVEL")
     for level in ("info", "warning", "error"):
         triton.add_argument(f"--log-{level}", type=triton_bool, default=True, metavar="BOOL")
     triton.add_argument("--log-file", type=Path, default=None, metavar="FILE")
     for flag in (*NOT_APPLICABLE, *_REFUSED_UNLESS_OFF):
         triton.add_argument(flag, action="append", default=None, metavar="VALUE")
+
+
+def _metrics_config_error(entry: str, detail: str) -> ConfigError:
+    return ConfigError(
+        f"--metrics-config {entry}: {detail}",
+        code=Code.INVALID_ARGUMENT,
+        rule="serve/triton-flag",
+        where="modelyard serve --metrics-config summary_latencies=true|false, "
+        "counter_latencies=true|false or summary_quantiles=Q:E,...",
+    )
+
+
+def _apply_metrics_config(args: argparse.Namespace) -> None:
+    """``args.summary_quantiles`` (None: no summaries) and ``args.counter_latencies``."""
+    summaries = False
+    quantiles: tuple[float, ...] = DEFAULT_QUANTILES
+    args.counter_latencies = True
+    for entry in args.metrics_config:
+        key, _, value = entry.partition("=")
+        try:
+            if key == "summary_latencies":
+                summaries = triton_bool(value)
+            elif key == "counter_latencies":
+                args.counter_latencies = triton_bool(value)
+            elif key == "summary_quantiles":
+                pairs = [item.partition(":")[0] for item in value.strip('"').split(",")]
+                quantiles = tuple(float(q) for q in pairs)
+                if not quantiles or not all(0.0 <= q <= 1.0 for q in quantiles):
+                    raise ValueError("each quantile must be within 0 and 1")
+            else:
+                raise _metrics_config_error(entry, f"unknown key '{key}'")
+        except (argparse.ArgumentTypeError, ValueError) as exc:
+            raise _metrics_config_error(entry, str(exc)) from None
+    args.summary_quantiles = quantiles if summaries else None
 
 
 def _dest(flag: str) -> str:
@@ -189,6 +231,7 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
             rule="serve/triton-flag",
             where="modelyard serve --model-load-thread-count",
         )
+    _apply_metrics_config(args)
     if args.log_format in ("default", "ISO8601"):  # Triton's formats: one line per event
         args.log_format = "console"
     if args.log_verbose > 0:

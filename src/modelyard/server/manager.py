@@ -51,6 +51,7 @@ from modelyard.server.model_version import (
     instance_count,
     load_model_version,
 )
+from modelyard.server.stats import LatencySummaries
 
 log = structlog.get_logger("modelyard.server")
 
@@ -96,11 +97,14 @@ class ModelManager:
         clock: Clock = SYSTEM_CLOCK,
         strict_readiness: bool = True,
         load_threads: int | None = None,
+        summary_quantiles: tuple[float, ...] | None = None,
     ) -> None:
         self.repository = repository
         # False: ready once started, whatever the models' states (tritonserver's
         # --strict-readiness false)
         self.strict_readiness = strict_readiness
+        # each version keeps Triton's latency summaries at these quantiles; None: none kept
+        self.summary_quantiles = summary_quantiles
         # None: loads share the loop's default executor
         self._load_executor = (
             ThreadPoolExecutor(load_threads, thread_name_prefix="model-load")
@@ -436,6 +440,8 @@ class ModelManager:
                     log.error("model_version_load_failed", model=name, version=v, **exc.fields())
                     continue
             record.failures.pop(v, None)
+            if self.summary_quantiles is not None:
+                loaded[v].scheduler.stats.summaries = LatencySummaries(self.summary_quantiles)
             log.info(
                 "model_version_ready", model=name, version=v, memory_bytes=loaded[v].memory_bytes
             )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+from collections import deque
 from dataclasses import dataclass, field, replace
 
 # upper bounds, seconds, for request, queue and compute time histograms
@@ -61,6 +62,66 @@ class Histogram:
         return buckets
 
 
+# Triton's default summary quantiles (--metrics-config summary_quantiles)
+DEFAULT_QUANTILES = (0.5, 0.9, 0.95, 0.99, 0.999)
+SUMMARY_WINDOW_S = 60.0  # quantiles are over the last minute, as prometheus-cpp's default
+SUMMARY_SAMPLES_MAX = 65_536  # per series: the window is bounded in memory too
+
+
+class SlidingSummary:
+    """A summary's window of recent values for its quantiles, and its all-time count and sum."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.sum = 0.0
+        self._recent: deque[tuple[int, float]] = deque(maxlen=SUMMARY_SAMPLES_MAX)
+
+    def observe(self, now_ns: int, value: float, times: int = 1) -> None:
+        self.count += times
+        self.sum += value * times
+        self._recent.extend((now_ns, value) for _ in range(times))
+
+    def quantiles(self, now_ns: int, quantiles: tuple[float, ...]) -> list[float]:
+        """Each quantile of the values of the last ``SUMMARY_WINDOW_S``; NaN when none."""
+        horizon = now_ns - int(SUMMARY_WINDOW_S * 1e9)
+        recent = self._recent
+        while recent and recent[0][0] < horizon:
+            recent.popleft()
+        values = sorted(value for _, value in recent)
+        if not values:
+            return [float("nan")] * len(quantiles)
+        last = len(values) - 1
+        return [values[min(last, int(q * len(values)))] for q in quantiles]
+
+
+class LatencySummaries:
+    """Triton's latency summaries (``nv_inference_*_summary_us``), in microseconds."""
+
+    SERIES = ("request", "queue", "compute_input", "compute_infer", "compute_output")
+
+    def __init__(self, quantiles: tuple[float, ...] = DEFAULT_QUANTILES) -> None:
+        self.quantiles = quantiles
+        self.series = {name: SlidingSummary() for name in self.SERIES}
+
+    def record(
+        self,
+        enqueued_ns: list[int],
+        start_ns: int,
+        end_ns: int,
+        input_ns: int,
+        infer_ns: int,
+        output_ns: int,
+    ) -> None:
+        series = self.series
+        for enqueued in enqueued_ns:
+            series["request"].observe(end_ns, (end_ns - enqueued) / 1000)
+            series["queue"].observe(end_ns, (start_ns - enqueued) / 1000)
+        n = len(enqueued_ns)
+        series["compute_input"].observe(end_ns, input_ns / 1000, n)
+        series["compute_infer"].observe(end_ns, infer_ns / 1000, n)
+        series["compute_output"].observe(end_ns, output_ns / 1000, n)
+
+
 @dataclass(slots=True)
 class VersionStats:
     success_count: int = 0
@@ -82,6 +143,8 @@ class VersionStats:
     queue_seconds: Histogram = field(default_factory=lambda: Histogram(TIME_BUCKETS))
     compute_seconds: Histogram = field(default_factory=lambda: Histogram(TIME_BUCKETS))
     batch_size: Histogram = field(default_factory=lambda: Histogram(BATCH_BUCKETS))
+    # Triton's summaries, kept only when asked for (--metrics-config summary_latencies=true)
+    summaries: LatencySummaries | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def snapshot(self) -> VersionStats:
@@ -138,3 +201,5 @@ class VersionStats:
             entry[1] += input_ns
             entry[2] += infer_ns
             entry[3] += output_ns
+            if self.summaries is not None:
+                self.summaries.record(enqueued_ns, start_ns, end_ns, input_ns, infer_ns, output_ns)

@@ -94,3 +94,19 @@ def test_bad_numbers_are_refused(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as refused:
             parsed("--model-repository", str(tmp_path), flag)
         assert "rule=serve/triton-flag" in refused.value.line()
+
+
+def test_metrics_config_turns_summaries_on_and_counters_off(tmp_path: Path) -> None:
+    args, _ = parsed("--model-repository", str(tmp_path))
+    assert args.summary_quantiles is None and args.counter_latencies  # type: ignore[attr-defined]
+    args, _ = parsed(
+        "--model-repository", str(tmp_path), "--metrics-config", "summary_latencies=true",
+        "--metrics-config=summary_quantiles=0.5:0.05,0.99:0.001",
+        "--metrics-config", "counter_latencies=false",
+    )  # fmt: skip
+    assert args.summary_quantiles == (0.5, 0.99)  # type: ignore[attr-defined]
+    assert args.counter_latencies is False  # type: ignore[attr-defined]
+    for entry in ("colour=blue", "summary_latencies=maybe", "summary_quantiles=2:0.1"):
+        with pytest.raises(ConfigError) as refused:
+            parsed("--model-repository", str(tmp_path), "--metrics-config", entry)
+        assert f"--metrics-config {entry}" in refused.value.line()
