@@ -1,33 +1,149 @@
-"""Structured logging: one event per line, console or JSON."""
+"""Structured logging: one event per line, console or JSON; Triton's log settings, live.
+
+``SETTINGS`` holds what is logged, as Triton's logging extension names it: info,
+warnings and errors are switched on and off each on its own, debug events follow
+``log_verbose_level`` > 0, and the format is a console line (Triton's ``default``
+and ``ISO8601``) or JSON. It is a processor of every logger, so a change through
+``GET``/``POST /v2/logging`` or gRPC ``LogSettings`` applies at once, also to
+loggers already in use. The file is chosen at start (``--log-file``): a request
+never names a path.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
+from typing import Any, TextIO
 
 import structlog
+
+from modelyard.errors import Code, ProtocolError
+
+_ORDER = ("debug", "info", "warning", "error", "critical")
+_FORMATS = ("default", "ISO8601", "json")
+
+
+def _bad_setting(detail: str) -> ProtocolError:
+    return ProtocolError(
+        detail,
+        code=Code.INVALID_ARGUMENT,
+        rule="protocol/log-settings",
+        where="the logging settings: log_info, log_warnings, log_errors (true or false), "
+        "log_verbose_level (an integer >= 0), log_format (default, ISO8601 or json)",
+    )
+
+
+class LogSettings:
+    """What is logged and how; a structlog processor that drops the events switched off."""
+
+    def __init__(self) -> None:
+        self.info = True
+        self.warnings = True
+        self.errors = True
+        self.verbose = 0
+        self.format = "default"
+        self.file: Path | None = None
+        self._console = structlog.dev.ConsoleRenderer(colors=False)
+        self._json = structlog.processors.JSONRenderer()
+
+    def from_level(self, level: str) -> None:
+        """Every level from ``level`` up on, as ``--log-level`` says it."""
+        name = level.lower()
+        if name == "warn":
+            name = "warning"
+        if name not in _ORDER:
+            raise ValueError(f"unknown log level {level!r} (one of {', '.join(_ORDER)})")
+        on = set(_ORDER[_ORDER.index(name) :])
+        self.verbose = 1 if "debug" in on else 0
+        self.info, self.warnings, self.errors = "info" in on, "warning" in on, "error" in on
+
+    def as_triton(self) -> dict[str, Any]:
+        """The settings as Triton's logging extension answers them."""
+        return {
+            "log_file": str(self.file) if self.file is not None else "",
+            "log_info": self.info,
+            "log_warnings": self.warnings,
+            "log_errors": self.errors,
+            "log_verbose_level": self.verbose,
+            "log_format": self.format,
+        }
+
+    def update(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """Apply the settings given (Triton's names), all or none; the settings after."""
+        changes: dict[str, Any] = {}
+        for name, value in settings.items():
+            if name in ("log_info", "log_warnings", "log_errors"):
+                if not isinstance(value, bool):
+                    raise _bad_setting(f"{name} must be true or false, got {value!r:.40}")
+            elif name == "log_verbose_level":
+                if type(value) is not int or value < 0:
+                    raise _bad_setting(
+                        f"log_verbose_level must be an integer >= 0, got {value!r:.40}"
+                    )
+            elif name == "log_format":
+                if value not in _FORMATS:
+                    raise _bad_setting(
+                        f"log_format must be default, ISO8601 or json, got {value!r:.40}"
+                    )
+            elif name == "log_file":
+                if value != self.as_triton()["log_file"]:
+                    raise ProtocolError(
+                        "log_file cannot be changed by a request: a request never names a path",
+                        code=Code.INVALID_ARGUMENT,
+                        rule="protocol/log-settings",
+                        where="modelyard serve --log-file FILE, at start",
+                    )
+            else:
+                raise _bad_setting(f"unknown log setting {name!r:.60}")
+            changes[name] = value
+        self.info = changes.get("log_info", self.info)
+        self.warnings = changes.get("log_warnings", self.warnings)
+        self.errors = changes.get("log_errors", self.errors)
+        self.verbose = changes.get("log_verbose_level", self.verbose)
+        self.format = changes.get("log_format", self.format)
+        return self.as_triton()
+
+    def __call__(
+        self, logger: Any, method_name: str, event_dict: MutableMapping[str, Any]
+    ) -> MutableMapping[str, Any]:
+        if method_name in ("error", "exception", "critical"):
+            on = self.errors or method_name == "critical"
+        elif method_name in ("warning", "warn"):
+            on = self.warnings
+        elif method_name == "info":
+            on = self.info
+        else:
+            on = self.verbose > 0
+        if not on:
+            raise structlog.DropEvent
+        return event_dict
+
+    def render(self, logger: Any, method_name: str, event_dict: MutableMapping[str, Any]) -> str:
+        renderer = self._json if self.format == "json" else self._console
+        return str(renderer(logger, method_name, event_dict))
+
+
+SETTINGS = LogSettings()
 
 
 def configure_logging(fmt: str = "console", level: str = "info", file: Path | None = None) -> None:
     """Where and how events are written: stderr, or appended to ``file``."""
-    renderer: structlog.types.Processor
-    if fmt == "json":
-        renderer = structlog.processors.JSONRenderer()
-    else:
-        renderer = structlog.dev.ConsoleRenderer(colors=False)
+    SETTINGS.from_level(level)
+    SETTINGS.format = "json" if fmt == "json" else "default"
+    SETTINGS.file = file
+    sink: TextIO = sys.stderr if file is None else file.open("a", buffering=1)
     structlog.configure(
         processors=[
+            SETTINGS,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
-            renderer,
+            SETTINGS.render,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(
-            logging.getLevelNamesMapping()[level.upper()]
-        ),
-        logger_factory=structlog.PrintLoggerFactory(
-            sys.stderr if file is None else file.open("a", buffering=1)
-        ),
+        # every level reaches SETTINGS, which decides: its switches change while serving
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
+        logger_factory=structlog.PrintLoggerFactory(sink),
         cache_logger_on_first_use=True,
     )

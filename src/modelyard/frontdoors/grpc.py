@@ -37,6 +37,7 @@ from modelyard.errors import (
 )
 from modelyard.governance.guard import CALL_HEADERS, Call
 from modelyard.governance.runtime import Governance
+from modelyard.logging import SETTINGS
 from modelyard.modelfiles.load_request import load_override
 from modelyard.protocol.status import grpc_status_name
 from modelyard.protocol.v2_grpc import decode_infer_request, encode_infer_response, parameter_value
@@ -105,6 +106,7 @@ _INTERFACES = {
     "RepositoryIndex": "admin",
     "RepositoryModelLoad": "admin",
     "RepositoryModelUnload": "admin",
+    "LogSettings": "admin",
 }
 
 
@@ -312,6 +314,21 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     # ---- repository -----------------------------------------------------
 
     @_rpc
+    async def LogSettings(self, request: pb.LogSettingsRequest, context: Context) -> Any:
+        changes = {name: parameter_value(value) for name, value in request.settings.items()}
+        settings = SETTINGS.update(changes) if changes else SETTINGS.as_triton()
+        response = pb.LogSettingsResponse()
+        for name, value in settings.items():
+            entry = response.settings[name]
+            if isinstance(value, bool):
+                entry.bool_param = value
+            elif isinstance(value, int):
+                entry.uint32_param = value
+            else:
+                entry.string_param = value
+        return response
+
+    @_rpc
     async def RepositoryIndex(self, request: pb.RepositoryIndexRequest, context: Context) -> Any:
         rows = self.dataplane.manager.index(ready_only=request.ready)
         visible = self._visible()
@@ -350,7 +367,6 @@ _UNSUPPORTED = {
     "CudaSharedMemoryRegister": ("CUDA shared memory", _SHARED_MEMORY),
     "CudaSharedMemoryUnregister": ("CUDA shared memory", _SHARED_MEMORY),
     "TraceSetting": ("request tracing", "ModelStatistics has per-model queue and compute times"),
-    "LogSettings": ("runtime log settings", "modelyard serve --log-level"),
 }
 
 

@@ -29,6 +29,7 @@ from modelyard.frontdoors.http_lane import HttpLane, HttpLanes
 from modelyard.governance.chain import Ticket
 from modelyard.governance.guard import CALL_HEADERS, Call, bearer_token
 from modelyard.governance.runtime import Governance, rejections
+from modelyard.logging import SETTINGS
 from modelyard.modelfiles.load_request import load_override
 from modelyard.protocol.json_body import json_object
 from modelyard.protocol.status import http_status
@@ -119,12 +120,15 @@ def _route_error(method: str, path: str) -> ProtocolError:
         f"no route for {shown(method, 20)} {shown(path)}",
         code=Code.NOT_FOUND,
         rule="protocol/route",
-        where="the KServe V2 HTTP API: /v2, /v2/health/*, /v2/models/..., /v2/repository/...",
+        where="the KServe V2 HTTP API: /v2, /v2/health/*, /v2/models/..., /v2/repository/..., "
+        "/v2/logging",
     )
 
 
 _GET = ("GET", "HEAD")  # a route that is read answers HEAD too: uvicorn leaves out the body
 _POST = ("POST",)
+_GET_OR_POST = ("GET", "HEAD", "POST")
+LOGGING_PATH = "/v2/logging"
 _REJECTIONS_PATH = "/v2/modelyard/rejections"
 _GET_ROUTES = frozenset(
     {
@@ -150,6 +154,8 @@ def _allowed_methods(path: str, route: Route | None) -> tuple[str, ...] | None:
         return _POST if route[2] == "/infer" else _GET
     if path in _GET_ROUTES or path.startswith(_REJECTIONS_PATH):
         return _GET
+    if path == LOGGING_PATH:
+        return _GET_OR_POST
     if path == "/v2/repository/index" or _REPOSITORY_ROUTE.match(path):
         return _POST
     return None
@@ -184,6 +190,8 @@ def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
         return interface, model, version
     if path == LIVE_STATS_PATH:  # the control plane's poll: monitoring, like /metrics
         return "health", None, None
+    if path == LOGGING_PATH:  # the process's log settings: an operator's business
+        return "admin", None, None
     if path.startswith("/v2/repository/") or path.startswith("/v2/modelyard/"):
         match = _REPOSITORY_ROUTE.match(path)
         return "admin", match["model"] if match else None, None
@@ -408,6 +416,11 @@ class HttpFrontend:
             rows = dp.manager.index(ready_only=bool(doc.get("ready", False)))
             visible = self._visible(call)
             return _json(rows if visible is None else [r for r in rows if visible(r["name"])])
+        if path == LOGGING_PATH:
+            if method == "POST":
+                body = await self._read_body(scope, receive)
+                return _json(SETTINGS.update(self._json_body(body)))
+            return _json(SETTINGS.as_triton())
         if path == "/v2/modelyard/rules":
             if self.governance is None:
                 return _json({"service": None, "source": None, "rules": [], "decisions": {}})

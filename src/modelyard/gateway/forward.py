@@ -37,6 +37,7 @@ EXTENSIONS = [
     "binary_tensor_data",
     "parameters",
     "statistics",
+    "logging",
 ]
 REFRESH_SECS = 1.0
 FETCH_TIMEOUT_SECS = 5.0

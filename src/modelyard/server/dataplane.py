@@ -38,6 +38,7 @@ EXTENSIONS = [
     "binary_tensor_data",
     "parameters",
     "statistics",
+    "logging",
 ]
 
 

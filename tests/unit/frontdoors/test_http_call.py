@@ -42,6 +42,7 @@ def test_remembered_paths_stay_bounded() -> None:
         assert http.model_route(f"/v2/models/m{i}/versions/2/infer") == (f"m{i}", "2", "/infer")
     assert len(http._ROUTES) <= http._ROUTES_MAX
     assert http.classify("GET", "/v2/health/ready") == ("health", None, None)
+    assert http.classify("POST", "/v2/logging") == ("admin", None, None)  # an operator's call
     assert http.model_route("/v2/models/stats") is None
 
 

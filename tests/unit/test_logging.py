@@ -1,0 +1,75 @@
+"""Triton's log settings: independent switches, validated all or none, applied live."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import structlog
+
+from modelyard.errors import ProtocolError
+from modelyard.logging import LogSettings
+
+
+def logged(settings: LogSettings, method: str) -> bool:
+    try:
+        settings(None, method, {"event": "x"})
+    except structlog.DropEvent:
+        return False
+    return True
+
+
+def test_a_level_turns_on_itself_and_every_level_above() -> None:
+    settings = LogSettings()
+    settings.from_level("warning")
+    assert [logged(settings, m) for m in ("debug", "info", "warning", "error")] == [
+        False, False, True, True,
+    ]  # fmt: skip
+    assert settings.as_triton()["log_verbose_level"] == 0
+    settings.from_level("debug")
+    assert logged(settings, "debug") and settings.as_triton()["log_verbose_level"] == 1
+
+
+def test_triton_switches_are_independent_and_apply_at_once() -> None:
+    settings = LogSettings()
+    after = settings.update({"log_info": False, "log_verbose_level": 2, "log_format": "ISO8601"})
+    assert after == {
+        "log_file": "",
+        "log_info": False,
+        "log_warnings": True,
+        "log_errors": True,
+        "log_verbose_level": 2,
+        "log_format": "ISO8601",
+    }
+    assert not logged(settings, "info") and logged(settings, "debug")
+    assert logged(settings, "warning")
+    settings.update({"log_errors": False})
+    assert not logged(settings, "error") and logged(settings, "critical")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"log_info": "yes"},
+        {"log_verbose_level": -1},
+        {"log_verbose_level": True},
+        {"log_format": "xml"},
+        {"log_colour": True},
+        {"log_info": False, "log_file": "/etc/passwd"},  # no path from a request
+    ],
+)
+def test_a_bad_setting_is_refused_and_nothing_changes(change: dict[str, object]) -> None:
+    settings = LogSettings()
+    before = settings.as_triton()
+    with pytest.raises(ProtocolError) as refused:
+        settings.update(change)
+    assert "rule=protocol/log-settings" in refused.value.line()
+    assert settings.as_triton() == before
+
+
+def test_the_log_file_given_at_start_is_reported_and_kept(tmp_path: Path) -> None:
+    settings = LogSettings()
+    settings.file = tmp_path / "server.log"
+    assert settings.update({"log_file": str(tmp_path / "server.log")})["log_file"] == str(
+        tmp_path / "server.log"
+    )
