@@ -74,6 +74,12 @@ def retry_after_header(seconds: float) -> str:
     return str(math.ceil(retry_after_seconds(seconds)))
 
 
+# the beginnings of Triton's own messages that clients and scripts match on (tritonclient's
+# examples test ``message.startswith("Request for unknown model")``): a line whose detail
+# begins so starts with it, and its rule names the layer
+TRITON_WORDING = ("Request for unknown model: ", "failed to load '")
+
+
 class ModelyardError(Exception):
     layer = "modelyard"
     # the headers of an instance's reply that carried this error, for a gateway to pass on
@@ -97,7 +103,7 @@ class ModelyardError(Exception):
 
     def line(self) -> str:
         detail = shown(self.detail, DETAIL_CHARS)
-        parts = [f"[{self.layer}] {detail}"]
+        parts = [detail if detail.startswith(TRITON_WORDING) else f"[{self.layer}] {detail}"]
         if self.rule:
             parts.append(f"rule={self.rule}")
         if self.where:

@@ -30,6 +30,7 @@ import pytest
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 
+from modelyard.errors import TRITON_WORDING
 from modelyard.examples.build import build_iris_sklearn, build_tiny_onnx
 from modelyard.examples.text import build_minilm_models
 from tests.support.servers import ServerProcess, running_server
@@ -41,7 +42,9 @@ HTTP_REQUESTS = 10_000
 GRPC_REQUESTS = 1_500
 VALID_EVERY = 20  # one valid request in this many
 HTTP_WORKERS = 8
-ERROR_LINE = re.compile(r"^\[[a-z-]+\] .+; rule=[a-z0-9/_.-]+(; |$)", re.DOTALL)
+# "[layer] detail; rule=...", or Triton's own wording first where clients match on it
+_BEGINNING = "|".join(map(re.escape, TRITON_WORDING))
+ERROR_LINE = re.compile(rf"^(\[[a-z-]+\] |{_BEGINNING}).+; rule=[a-z0-9/_.-]+(; |$)", re.DOTALL)
 VOCABULARY = 30522  # all-MiniLM-L6-v2's
 
 # the values a field of the wrong type gets

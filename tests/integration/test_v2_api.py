@@ -337,13 +337,19 @@ def _body(**overrides: Any) -> dict[str, Any]:
 
 
 BAD_REQUESTS = [
-    ("unknown model", "/v2/models/nope/infer", _body(), 404, "[model-server] unknown model 'nope'"),
+    (
+        "unknown model",
+        "/v2/models/nope/infer",
+        _body(),
+        404,
+        "Request for unknown model: 'nope' is not found",
+    ),
     (
         "unknown version",
         "/v2/models/digits_onnx/versions/7/infer",
         _body(),
         404,
-        "unknown version 7 of model 'digits_onnx'",
+        "Request for unknown model: 'digits_onnx' version 7 is not found",
     ),
     (
         "bad input name",
@@ -588,3 +594,17 @@ def test_bad_requests_give_the_same_status_class_and_line_over_http_and_grpc(
         http_status, http_line = send_bad(server, stub, "http", path, body)
         grpc_status, grpc_line = send_bad(server, stub, "grpc", path, body)
         assert (GRPC_STATUS[http_status], http_line) == (grpc_status, grpc_line), name  # type: ignore[index]
+
+
+def test_an_unknown_model_is_reported_in_tritons_words(server: ServerProcess) -> None:
+    """tritonclient's examples test ``ex.message().startswith("Request for unknown model")``."""
+    expected = "Request for unknown model: 'wrong_model_name' is not found"
+    with httpclient.InferenceServerClient(server.http_url) as http_client:
+        with pytest.raises(InferenceServerException) as over_http:
+            http_client.get_model_metadata("wrong_model_name")
+    assert over_http.value.message().startswith(expected)
+    assert "rule=model-server/unknown-model" in over_http.value.message()
+    with grpcclient.InferenceServerClient(server.grpc_url) as grpc_client:
+        with pytest.raises(InferenceServerException) as over_grpc:
+            grpc_client.get_model_metadata("wrong_model_name")
+    assert over_grpc.value.message().startswith(expected)

@@ -60,8 +60,9 @@ class ClientError(ModelyardError):
 
 # ---- errors -----------------------------------------------------------------
 
+# "[layer] detail; rule=...", or Triton's wording first: "detail; rule=layer/..."
 _LINE = re.compile(
-    r"^\[(?P<layer>[a-z-]+)\] (?P<detail>.*?)(?:; rule=(?P<rule>[^;]*))?"
+    r"^(?:\[(?P<layer>[a-z-]+)\] )?(?P<detail>.*?)(?:; rule=(?P<rule>[^;]*))?"
     r"(?:; change: (?P<where>.*?))?(?:; retry after (?P<retry>[0-9.]+)s)?$",
     re.DOTALL,
 )
@@ -92,9 +93,10 @@ def error_from_line(
 ) -> ModelyardError:
     """The error an instance described in its error line, as the class of its layer."""
     match = _LINE.match(line)
-    if match is None:  # not modelyard's line: a proxy, or a plain Triton
+    if match is None or not (match["layer"] or match["rule"]):  # a proxy's, or a plain Triton's
         return ModelServerError(line or "no error message", code=code, rule=fallback_rule)
-    cls = _LAYERS.get(match["layer"], ModelServerError)
+    layer = match["layer"] or match["rule"].partition("/")[0]
+    cls = _LAYERS.get(layer, ModelServerError)
     retry = match["retry"]
     error = cls(
         match["detail"],
@@ -103,8 +105,8 @@ def error_from_line(
         where=match["where"],
         retry_after=float(retry) if retry else retry_after,
     )
-    if match["layer"] != cls.layer:
-        error.layer = match["layer"]  # a layer this client does not know: keep the line
+    if layer != cls.layer:
+        error.layer = layer  # a layer this client does not know: keep the line
     return error
 
 

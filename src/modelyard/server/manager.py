@@ -162,7 +162,7 @@ class ModelManager:
         record = self._models.get(name)
         if record is None or record.unloaded or (not record.versions and not record.retiring):
             raise ModelServerError(
-                f"unknown model '{shown(name)}'",
+                f"Request for unknown model: '{shown(name)}' is not found",
                 code=Code.NOT_FOUND,
                 rule="model-server/unknown-model",
                 where="GET /v2/repository/index lists the models; load it first"
@@ -173,7 +173,7 @@ class ModelManager:
             if record.ready_desc:
                 return record.versions[record.ready_desc[0]]
             raise ModelServerError(
-                f"model '{name}' has no ready version",
+                f"Request for unknown model: '{name}' has no available versions",
                 code=Code.UNAVAILABLE,
                 rule="model-server/no-ready-version",
                 where="GET /v2/repository/index shows each version's state and reason",
@@ -187,14 +187,15 @@ class ModelManager:
             return mv
         if mv is not None or any(r.version == number for r in record.retiring):
             raise ModelServerError(
-                f"model '{name}' version {version} is unloading",
+                f"Request for unknown model: '{name}' version {version} is not at ready state "
+                "(unloading)",
                 code=Code.UNAVAILABLE,
                 rule="model-server/version-unloading",
                 where="send the request without a version, or to a ready version",
             )
         raise ModelServerError(
-            f"unknown version {shown(version, 40)} of model '{name}' (ready: "
-            f"{', '.join(map(str, record.ready_desc)) or 'none'})",
+            f"Request for unknown model: '{name}' version {shown(version, 40)} is not found "
+            f"(ready: {', '.join(map(str, record.ready_desc)) or 'none'})",
             code=Code.NOT_FOUND,
             rule="model-server/unknown-version",
             where="version_policy in the model's config.pbtxt decides which versions load",
@@ -516,7 +517,7 @@ class ModelManager:
         if record is None:
             if self.repository.model_dir(name) is None:
                 raise ModelServerError(
-                    f"unknown model '{name}'",
+                    f"Request for unknown model: '{shown(name)}' is not found",
                     code=Code.NOT_FOUND,
                     rule="model-server/unknown-model",
                     where="GET /v2/repository/index lists the models",
@@ -564,7 +565,7 @@ class ModelManager:
 
 def _not_in_repository(name: str) -> ModelServerError:
     return ModelServerError(
-        f"model '{shown(name)}' is not in the model repository",
+        f"failed to load '{shown(name)}': no such model in the model repository",
         code=Code.NOT_FOUND,
         rule="model-server/unknown-model",
         where="add the model directory to the repository",

@@ -70,7 +70,7 @@ class ModelVersion:
 
 def _load_error(model: str, version: int, detail: str, where: str) -> ModelServerError:
     return ModelServerError(
-        f"model '{model}' version {version} failed to load: {detail}",
+        f"failed to load '{model}' version {version}: {detail}",
         code=Code.INVALID_ARGUMENT,
         rule="model-server/load",
         where=where,

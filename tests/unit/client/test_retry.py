@@ -118,6 +118,18 @@ def test_an_instance_error_line_comes_back_as_its_layer_with_its_fields() -> Non
     assert parsed.line() == RATE_LIMITED.line()
     assert RetryPolicy().decide(parsed, attempts=1, remaining=1.0).action is Action.WAIT_AND_RETRY
 
+    # Triton's wording first (clients match on it): the layer is the rule's
+    unknown = ModelServerError(
+        "Request for unknown model: 'm' is not found",
+        code=Code.NOT_FOUND,
+        rule="model-server/unknown-model",
+        where="GET /v2/repository/index lists the models",
+    )
+    assert unknown.line().startswith("Request for unknown model: 'm' is not found; rule=")
+    back = error_from_http(404, orjson.dumps({"error": unknown.line()}), retry_after=None)
+    assert isinstance(back, ModelServerError) and back.line() == unknown.line()
+    assert (back.code, back.rule, back.detail) == (Code.NOT_FOUND, unknown.rule, unknown.detail)
+
     plain = error_from_http(502, b"<html>bad gateway</html>", retry_after=None)
     assert isinstance(plain, ModelServerError)
     assert (plain.code, plain.rule) == (Code.UNAVAILABLE, "http/502")

@@ -357,6 +357,6 @@ def test_an_unloaded_step_model_fails_requests_with_its_routing_error(tmp_path: 
         await dp.manager.unload("double")
         with pytest.raises(ModelyardError) as gone:
             await dp.infer(request("diamond", [[1.0, 2.0]]))
-        assert gone.value.line().startswith("[model-server] unknown model 'double'")
+        assert gone.value.line().startswith("Request for unknown model: 'double' is not found")
 
     run(scenario, tmp_path, mode=ControlMode.EXPLICIT, startup_models=["*"])

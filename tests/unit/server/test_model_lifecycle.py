@@ -54,7 +54,9 @@ def test_unversioned_requests_go_to_the_highest_ready_version(tmp_path: Path) ->
             with pytest.raises(ModelyardError) as missing:
                 dp.manager.resolve("slow_double", "2")
             assert missing.value.code is Code.NOT_FOUND
-            assert "unknown version 2 of model 'slow_double' (ready: 3, 1)" in missing.value.line()
+            assert missing.value.line().startswith(
+                "Request for unknown model: 'slow_double' version 2 is not found (ready: 3, 1); "
+            )
         finally:
             await dp.manager.stop()
 
@@ -75,7 +77,9 @@ def test_new_version_takes_over_while_the_old_one_finishes_in_flight(tmp_path: P
             with pytest.raises(ModelyardError) as unloading:
                 dp.manager.resolve("slow_double", "1")
             assert unloading.value.code is Code.UNAVAILABLE
-            assert "version 1 is unloading" in unloading.value.line()
+            assert "'slow_double' version 1 is not at ready state (unloading)" in (
+                unloading.value.line()
+            )
             assert dp.in_flight == 1  # the retiring version's request counts until answered
             after = await dp.infer(request())
             before = await in_flight
