@@ -599,12 +599,16 @@ def test_bad_requests_give_the_same_status_class_and_line_over_http_and_grpc(
 def test_an_unknown_model_is_reported_in_tritons_words(server: ServerProcess) -> None:
     """tritonclient's examples test ``ex.message().startswith("Request for unknown model")``."""
     expected = "Request for unknown model: 'wrong_model_name' is not found"
-    with httpclient.InferenceServerClient(server.http_url) as http_client:
-        with pytest.raises(InferenceServerException) as over_http:
-            http_client.get_model_metadata("wrong_model_name")
+    with (
+        httpclient.InferenceServerClient(server.http_url) as http_client,
+        pytest.raises(InferenceServerException) as over_http,
+    ):
+        http_client.get_model_metadata("wrong_model_name")
     assert over_http.value.message().startswith(expected)
     assert "rule=model-server/unknown-model" in over_http.value.message()
-    with grpcclient.InferenceServerClient(server.grpc_url) as grpc_client:
-        with pytest.raises(InferenceServerException) as over_grpc:
-            grpc_client.get_model_metadata("wrong_model_name")
+    with (
+        grpcclient.InferenceServerClient(server.grpc_url) as grpc_client,
+        pytest.raises(InferenceServerException) as over_grpc,
+    ):
+        grpc_client.get_model_metadata("wrong_model_name")
     assert over_grpc.value.message().startswith(expected)

@@ -9,6 +9,7 @@ completed config into the plain values the hot path reads.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,77 @@ def parse_model_config(text: str, origin: str = "<config>") -> mc.ModelConfig:
         if ":" in message and message.split(":", 1)[0].strip().isdigit():
             message = message.split(" : ", 1)[-1]
         raise _config_error(origin, message, line) from None
+    refuse_unserved_fields(config, origin, text)
     return config
+
+
+# config fields that ask for what modelyard does not serve yet: each is refused at load,
+# with what to do, rather than loaded and ignored. field -> (is it set?, what to do)
+_UNSERVED: dict[str, tuple[Any, str]] = {
+    "sequence_batching": (
+        lambda c: c.HasField("sequence_batching"),
+        "sequence batching (stateful models) is not served yet; remove sequence_batching, "
+        "or serve the model with tritonserver",
+    ),
+    "model_transaction_policy": (
+        lambda c: c.model_transaction_policy.decoupled,
+        "decoupled models (many responses per request) are not served yet; set decoupled: "
+        "false, or serve the model with tritonserver",
+    ),
+    "response_cache": (
+        lambda c: c.response_cache.enable,
+        "the response cache is not served yet; set enable: false",
+    ),
+    "batch_input": (
+        lambda c: len(c.batch_input) > 0,
+        "batch inputs (ragged batching) are not served yet; remove batch_input",
+    ),
+    "batch_output": (
+        lambda c: len(c.batch_output) > 0,
+        "batch outputs are not served yet; remove batch_output",
+    ),
+    "model_repository_agents": (
+        lambda c: len(c.model_repository_agents.agents) > 0,
+        "repository agents are not run; remove model_repository_agents",
+    ),
+    "model_operations": (
+        lambda c: len(c.model_operations.op_library_filename) > 0,
+        "custom operation libraries are not loaded; remove model_operations",
+    ),
+    "rate_limiter": (
+        lambda c: any(g.HasField("rate_limiter") for g in c.instance_group),
+        "Triton's rate limiter is not served; remove instance_group's rate_limiter (the "
+        "service file's limits govern request rates)",
+    ),
+    "secondary_devices": (
+        lambda c: any(len(g.secondary_devices) > 0 for g in c.instance_group),
+        "secondary devices are not placed; remove instance_group's secondary_devices",
+    ),
+    "passive": (
+        lambda c: any(g.passive for g in c.instance_group),
+        "passive instances are not served; remove passive: true",
+    ),
+}
+
+
+def refuse_unserved_fields(config: mc.ModelConfig, origin: str, text: str = "") -> None:
+    """Refuse a config that sets a field modelyard does not serve, naming it and its line."""
+    for field, (is_set, instead) in _UNSERVED.items():
+        if is_set(config):
+            line = next(
+                (
+                    number
+                    for number, content in enumerate(text.splitlines(), 1)
+                    if re.match(rf"\s*{field}\b", content)
+                ),
+                None,
+            )
+            raise ConfigError(
+                f"invalid model config {origin}{f':{line}' if line else ''}: {field} is not served",
+                code=Code.INVALID_ARGUMENT,
+                rule="config/unserved-field",
+                where=instead,
+            )
 
 
 def parse_json_config(document: dict[str, Any], origin: str = "<config>") -> mc.ModelConfig:
@@ -57,6 +128,7 @@ def parse_json_config(document: dict[str, Any], origin: str = "<config>") -> mc.
         json_format.ParseDict(document, config)
     except json_format.ParseError as exc:
         raise _config_error(origin, str(exc)) from None
+    refuse_unserved_fields(config, origin)
     return config
 
 

@@ -1,11 +1,13 @@
-"""The model config as Triton's config endpoint prints it."""
+"""The model config as Triton's config endpoint prints it, and the fields not served."""
 
 from __future__ import annotations
 
+import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.modelfiles.config import config_to_json
+from modelyard.errors import ConfigError
+from modelyard.modelfiles.config import config_to_json, parse_json_config, parse_model_config
 
 
 def test_the_config_json_shows_fields_at_their_default_value() -> None:
@@ -20,3 +22,36 @@ def test_the_config_json_shows_fields_at_their_default_value() -> None:
     assert doc["input"][0]["is_shape_tensor"] is False
     assert doc["output"] == []
     assert doc["name"] == "m" and doc["input"][0]["dims"] == ["4"]
+
+
+@pytest.mark.parametrize(
+    ("field", "text"),
+    [
+        ("sequence_batching", "sequence_batching {\n  max_sequence_idle_microseconds: 5000000\n}"),
+        ("model_transaction_policy", "model_transaction_policy {\n  decoupled: true\n}"),
+        ("response_cache", "response_cache {\n  enable: true\n}"),
+        ("batch_input", 'batch_input [{ kind: BATCH_ELEMENT_COUNT target_name: "n" }]'),
+        ("rate_limiter", "instance_group [{ count: 1 rate_limiter { priority: 1 } }]"),
+        ("passive", "instance_group [{\n  count: 1\n  passive: true\n}]"),
+    ],
+)
+def test_a_field_that_is_not_served_is_refused_with_its_line(field: str, text: str) -> None:
+    config_text = 'backend: "python"\nmax_batch_size: 4\n' + text + "\n"
+    with pytest.raises(ConfigError) as refused:
+        parse_model_config(config_text, "m/config.pbtxt")
+    line = refused.value.line()
+    assert f"{field} is not served" in line and "rule=config/unserved-field" in line
+    lines = config_text.splitlines()
+    named = next((n for n, c in enumerate(lines, 1) if c.lstrip().startswith(field)), None)
+    if named is not None:  # the field opens a line of its own: the line is named
+        assert f"m/config.pbtxt:{named}: {field}" in line
+    override = config_to_json(parse_model_config('backend: "python"\n'))
+    with pytest.raises(ConfigError):  # a load request's override is refused alike
+        parse_json_config({**override, "sequence_batching": {}})
+
+
+def test_the_off_values_of_those_fields_load() -> None:
+    parse_model_config(
+        'backend: "python"\nmodel_transaction_policy { decoupled: false }\n'
+        "response_cache { enable: false }\n"
+    )
