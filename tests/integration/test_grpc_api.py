@@ -78,8 +78,7 @@ def test_shared_memory_and_trace_rpcs_are_unimplemented_with_an_error_line(
         lambda: client.register_system_shared_memory("region", "/key", 64),
         client.get_cuda_shared_memory_status,
         client.get_trace_settings,
-        lambda: client.update_log_settings({"log_verbose_level": 1}),
-    ]
+    ]  # LogSettings is served: tests/integration/test_log_settings.py
     for call in calls:
         with pytest.raises(InferenceServerException) as refused:
             call()

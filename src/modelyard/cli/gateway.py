@@ -66,7 +66,9 @@ def add_gateway_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grpc-max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES)
     add_http_arguments(parser)
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
-    parser.add_argument("--log-level", default="info")
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"]
+    )
 
 
 async def gateway(args: argparse.Namespace) -> None:

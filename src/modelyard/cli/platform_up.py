@@ -56,7 +56,9 @@ def add_up_arguments(parser: argparse.ArgumentParser) -> None:
         help="leave the instances running on exit (platform down stops them)",
     )
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
-    parser.add_argument("--log-level", default="info")
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"]
+    )
 
 
 def run_up(args: argparse.Namespace, banner: Any = None) -> int:

@@ -135,7 +135,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default="console",
         help="console or json; tritonserver's default and ISO8601 are console lines",
     )
-    parser.add_argument("--log-level", default="info")
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"]
+    )
     add_triton_arguments(parser)
     discovery = parser.add_argument_group(
         "discovery (registers this instance when --service is set)"

@@ -65,7 +65,7 @@ class Histogram:
 # Triton's default summary quantiles (--metrics-config summary_quantiles)
 DEFAULT_QUANTILES = (0.5, 0.9, 0.95, 0.99, 0.999)
 SUMMARY_WINDOW_S = 60.0  # quantiles are over the last minute, as prometheus-cpp's default
-SUMMARY_SAMPLES_MAX = 65_536  # per series: the window is bounded in memory too
+SUMMARY_SAMPLES_MAX = 8192  # per series: the window is bounded in memory too (~1 MB)
 
 
 class SlidingSummary:
