@@ -166,5 +166,5 @@ def test_a_failed_load_is_an_error_without_paths_and_the_old_version_serves_on(
     rows = post(server, "/v2/repository/index", {}, OPS_KEY).json()
     (row,) = [r for r in rows if r["name"] == "slow_double"]
     assert row["state"] == "READY"
-    assert "the last load failed: [model-server] model 'slow_double' version 1" in row["reason"]
+    assert "the last load failed: failed to load 'slow_double' version 1: " in row["reason"]
     assert not ABSOLUTE.search(json.dumps(rows))

@@ -34,6 +34,7 @@ from tritonclient.grpc import service_pb2_grpc
 
 from modelyard.discovery import RegistryError
 from modelyard.errors import (
+    TRITON_WORDING,
     Code,
     ConfigError,
     EngineError,
@@ -172,7 +173,7 @@ def error_from_http(
 def error_from_grpc(error: grpc.aio.AioRpcError, address: str, timeout: float) -> ModelyardError:
     status = error.code()
     details = error.details() or ""
-    if not details.startswith("["):
+    if not details.startswith(("[", *TRITON_WORDING)):
         # no error line: gRPC itself ended the call (connection lost, server shutting down)
         if status in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
             return connection_error(address, f"{status.name}: {details}")

@@ -133,6 +133,8 @@ def parse_line(text: str) -> ParsedLine:
     if rule_at >= 0:
         tail = rest[rule_at + len("; rule=") :]
         rest = rest[:rule_at]
+        if not parsed.layer:  # Triton's wording first: the rule names the layer
+            parsed.layer = tail.partition("/")[0]
         rule, sep, where = tail.partition("; change: ")
         parsed.rule = rule.strip()
         parsed.where = where.strip() if sep else None

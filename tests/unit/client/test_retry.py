@@ -25,6 +25,12 @@ RATE_LIMITED = GovernanceError(
     "request rejected: 100 qps", code=Code.RESOURCE_EXHAUSTED, rule="limit/x", retry_after=0.2
 )
 UNKNOWN_MODEL = ModelServerError("unknown model 'm'", code=Code.NOT_FOUND)
+NO_VERSION = ModelServerError(  # Triton's wording first, as the instance words it
+    "Request for unknown model: 'm' has no available versions",
+    code=Code.UNAVAILABLE,
+    rule="model-server/no-ready-version",
+    retry_after=1.0,
+)
 BAD_INPUT = ModelServerError("missing input 'x' for model 'm'", code=Code.INVALID_ARGUMENT)
 MODEL_FAILED = EngineError("the model refuses negative input", code=Code.INTERNAL)
 TOO_LARGE = ProtocolError("request body too large", code=Code.PAYLOAD_TOO_LARGE)
@@ -149,6 +155,7 @@ def rpc_error(code: grpc.StatusCode, details: str) -> grpc.aio.AioRpcError:
         (grpc.StatusCode.RESOURCE_EXHAUSTED, TOO_LARGE.line(), Action.FAIL),
         (grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded", Action.FAIL),
         (grpc.StatusCode.INTERNAL, MODEL_FAILED.line(), Action.FAIL),
+        (grpc.StatusCode.UNAVAILABLE, NO_VERSION.line(), Action.RETRY_ELSEWHERE),
     ],
 )
 def test_grpc_statuses_lead_to_the_same_decisions(
@@ -156,8 +163,8 @@ def test_grpc_statuses_lead_to_the_same_decisions(
 ) -> None:
     error = error_from_grpc(rpc_error(code, details), "127.0.0.1:1", timeout=1.0)
     assert RetryPolicy().decide(error, attempts=1, remaining=1.0).action is action
-    if details.startswith("["):
-        assert error.line() == details
+    if "; rule=" in details:  # an instance's line comes back as it was, as its layer's error
+        assert error.line() == details and error.rule == details.split("; rule=")[1].split(";")[0]
 
 
 def test_a_forwarded_rejection_keeps_the_instance_headers_and_one_retry_after() -> None:

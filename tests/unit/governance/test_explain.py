@@ -185,3 +185,13 @@ def test_the_rejection_record_is_bounded_and_finds_the_latest_by_request_id() ->
     assert reused.get("a") == {"request_id": "a", "n": 2}  # evicting the older one kept it
     with pytest.raises(ValueError):
         RejectionLog(capacity=0)
+
+
+def test_a_line_in_tritons_words_is_read_with_the_layer_its_rule_names() -> None:
+    parsed = parse_line(
+        "Request for unknown model: 'm' is not found; rule=model-server/unknown-model; "
+        "change: GET /v2/repository/index lists the models"
+    )
+    assert (parsed.layer, parsed.rule) == ("model-server", "model-server/unknown-model")
+    assert parsed.detail == "Request for unknown model: 'm' is not found"
+    assert parsed.where == "GET /v2/repository/index lists the models"
