@@ -296,15 +296,15 @@ class HttpFrontend:
                     )
                 else:
                     ticket = lane.ticket
-                    refused = None
-                    if ticket is not None:
-                        first = ticket.admit()
-                        if first is not None:  # a quick path could not decide: a guard will
-                            refused = await self._admit_rest(scope, ticket, first)
-                    if refused is None:
+                    first = None if ticket is None else ticket.admit()
+                    if first is None:  # admitted: routing and queueing with no await between
                         response = self._lane_reply(lane, await lane.submit(body), body)
-                    else:
-                        response = refused
+                    else:  # a quick path could not decide: a guard will, awaited
+                        assert ticket is not None
+                        refused = await self._admit_rest(scope, ticket, first)
+                        response = refused or await self._run_admitted(
+                            scope, body, header_length, route, api_key, authorization
+                        )
             elif self.governance is not None:
                 response = await self._guarded(scope, receive, self.governance)
             else:
@@ -523,6 +523,24 @@ class HttpFrontend:
                 refused = await self._admit_rest(scope, ticket, first)
                 if refused is not None:
                     return refused
+        return await self._run_admitted(scope, body, header_length, route, api_key, authorization)
+
+    async def _run_admitted(
+        self,
+        scope: Scope,
+        body: bytes,
+        header_length: int | None,
+        route: Route,
+        api_key: bytes | None,
+        authorization: bytes | None,
+    ) -> _Response:
+        """An admitted infer call, decoded, validated and routed now; it leaves its lane.
+
+        Routed only now: an admission that awaited may have let a new version in.
+        """
+        model, version, _ = route
+        chain = None if self.governance is None else self.governance.chain
+        ticket_key = None if chain is None else (scope["path"], api_key, authorization)
         request, layout = decode_with_layout(body, header_length, model, version)
         target = self.dataplane.lane(request)
         if target is None:  # a data plane that keeps no lanes (the gateway's)
