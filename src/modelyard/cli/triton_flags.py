@@ -146,12 +146,14 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
         triton.add_argument(flag, action="append", default=None, metavar="VALUE")
 
 
+def _flag_error(detail: str, where: str) -> ConfigError:
+    return ConfigError(detail, code=Code.INVALID_ARGUMENT, rule="serve/triton-flag", where=where)
+
+
 def _metrics_config_error(entry: str, detail: str) -> ConfigError:
-    return ConfigError(
+    return _flag_error(
         f"--metrics-config {entry}: {detail}",
-        code=Code.INVALID_ARGUMENT,
-        rule="serve/triton-flag",
-        where="modelyard serve --metrics-config summary_latencies=true|false, "
+        "modelyard serve --metrics-config summary_latencies=true|false, "
         "counter_latencies=true|false or summary_quantiles=Q:E,...",
     )
 
@@ -199,37 +201,29 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
     for flag, (is_off, instead) in _REFUSED_UNLESS_OFF.items():
         for value in getattr(args, _dest(flag)) or ():
             if not is_off(value):
-                raise ConfigError(
+                raise _flag_error(
                     f"tritonserver's {flag}={value} asks for what modelyard does not serve",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="serve/triton-flag",
-                    where=f"modelyard serve without {flag} ({instead})",
+                    f"modelyard serve without {flag} ({instead})",
                 )
     if not args.allow_http:
-        raise ConfigError(
+        raise _flag_error(
             "--allow-http false: modelyard serves its control calls over HTTP, so HTTP "
             "cannot be turned off",
-            code=Code.INVALID_ARGUMENT,
-            rule="serve/triton-flag",
-            where="modelyard serve without --allow-http, or a firewall on --http-port",
+            "modelyard serve without --allow-http, or a firewall on --http-port",
         )
     if not args.allow_grpc:
         args.grpc_port = -1
     if not args.allow_metrics:
         args.metrics_port = -1
     if args.exit_timeout_secs is not None and args.exit_timeout_secs < 0:
-        raise ConfigError(
+        raise _flag_error(
             f"--exit-timeout-secs must not be negative, got {args.exit_timeout_secs:g}",
-            code=Code.INVALID_ARGUMENT,
-            rule="serve/triton-flag",
-            where="modelyard serve --exit-timeout-secs",
+            "modelyard serve --exit-timeout-secs",
         )
     if args.model_load_thread_count is not None and args.model_load_thread_count < 1:
-        raise ConfigError(
+        raise _flag_error(
             f"--model-load-thread-count must be at least 1, got {args.model_load_thread_count}",
-            code=Code.INVALID_ARGUMENT,
-            rule="serve/triton-flag",
-            where="modelyard serve --model-load-thread-count",
+            "modelyard serve --model-load-thread-count",
         )
     _apply_metrics_config(args)
     if args.log_format in ("default", "ISO8601"):  # Triton's formats: one line per event

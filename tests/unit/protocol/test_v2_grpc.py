@@ -19,21 +19,7 @@ from modelyard.protocol.v2_grpc import (
     encode_infer_response,
 )
 from modelyard.types import InferResponse, OutputTensor
-
-NUMERIC = {
-    "BOOL": np.array([[True, False, True]]),
-    "INT8": np.array([[-128, 0, 127]], dtype=np.int8),
-    "INT16": np.array([[-32768, 1, 32767]], dtype=np.int16),
-    "INT32": np.array([[-(2**31), 2, 2**31 - 1]], dtype=np.int32),
-    "INT64": np.array([[-(2**63), 3, 2**63 - 1]], dtype=np.int64),
-    "UINT8": np.array([[0, 4, 255]], dtype=np.uint8),
-    "UINT16": np.array([[0, 5, 65535]], dtype=np.uint16),
-    "UINT32": np.array([[0, 6, 2**32 - 1]], dtype=np.uint32),
-    "UINT64": np.array([[0, 7, 2**64 - 1]], dtype=np.uint64),
-    "FP16": np.array([[-1.5, 0.0, 65504.0]], dtype=np.float16),
-    "FP32": np.array([[-1.5, 0.25, 3.4e38]], dtype=np.float32),
-    "FP64": np.array([[-1.5, 0.125, 1e308]], dtype=np.float64),
-}
+from tests.support.datatypes import NUMERIC
 
 
 def client_request(arrays: dict[str, tuple[str, np.ndarray]]) -> pb.ModelInferRequest:
