@@ -5,14 +5,15 @@ load generators), and with it the route and the credentials. An ``HttpLane``, ke
 under the path, the header's bytes and the credentials as they arrived, holds
 everything those decide: the binary layout that slices the body into arrays, the
 data plane's ``InferLane`` (the version, and what validating the shape decided),
-the governance ticket's key, and the reply whose JSON header and HTTP headers are
-encoded once. A request that finds its lane is sliced, admitted, queued and
-answered with nothing decoded or validated. Every other request takes the general
-path, which makes the lane for the next one of its shape.
+the governance ticket that admits the caller, and the reply whose JSON header and
+HTTP headers are encoded once. A request that finds its lane is sliced, admitted,
+queued and answered with nothing decoded or validated. Every other request takes
+the general path, which makes the lane for the next one of its shape.
 
 A lane is dropped when its version is no longer what its name resolves to (a new
-version, an unload) or when the governance chain that admitted its caller has been
-replaced (a rule change): the general path then decides afresh.
+version, an unload), when the governance chain that admitted its caller has been
+replaced (a rule change) or has forgotten the ticket: the general path then decides
+afresh. A request whose admission must await a guard is routed afresh after it.
 """
 
 from __future__ import annotations
