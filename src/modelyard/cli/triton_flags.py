@@ -200,7 +200,11 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
         )
     for flag, (is_off, instead) in _REFUSED_UNLESS_OFF.items():
         for value in getattr(args, _dest(flag)) or ():
-            if not is_off(value):
+            try:
+                off = is_off(value)
+            except argparse.ArgumentTypeError:  # neither true nor false: not off either
+                off = False
+            if not off:
                 raise _flag_error(
                     f"tritonserver's {flag}={value} asks for what modelyard does not serve",
                     f"modelyard serve without {flag} ({instead})",

@@ -73,6 +73,7 @@ def test_tuning_without_a_counterpart_is_accepted_and_named(tmp_path: Path) -> N
     ("flag", "off", "on"),
     [
         ("--grpc-use-ssl", "false", "true"),
+        ("--grpc-use-ssl", "off", "maybe"),
         ("--response-cache-byte-size", "0", "1048576"),
         ("--rate-limit", "off", "execution_count"),
         ("--model-namespacing", "false", "true"),
