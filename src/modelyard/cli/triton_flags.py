@@ -94,7 +94,14 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="BOOL",
         help="false: no nv_cpu_* series",
     )
-    for front in ("http", "grpc", "metrics"):
+    triton.add_argument(
+        "--allow-http",
+        type=triton_bool,
+        default=True,
+        metavar="BOOL",
+        help="true only: the repository and health calls are HTTP here",
+    )
+    for front in ("grpc", "metrics"):
         triton.add_argument(
             f"--allow-{front}",
             type=triton_bool,
