@@ -143,6 +143,16 @@ class ModelServerError(ModelyardError):
     layer = "model-server"
 
 
+def internal_error(exc: Exception) -> ModelServerError:
+    """A front door's answer to an exception no layer described: a bug, reported as one."""
+    return ModelServerError(
+        f"internal error: {type(exc).__name__}: {exc}",
+        code=Code.INTERNAL,
+        rule="model-server/internal",
+        where="report this as a bug with the server log",
+    )
+
+
 class EngineError(ModelyardError):
     layer = "engine"
 

@@ -59,3 +59,11 @@ def test_log_settings_are_read_and_changed_live_over_http_and_grpc(tmp_path: Pat
         assert bad.value.code() == grpc_module.StatusCode.INVALID_ARGUMENT
         assert "log_info must be true or false" in bad.value.details()
         assert not (tmp_path / "elsewhere.log").exists()
+
+        for garbage, detail in ((b"{not json", "malformed JSON"), (b"[1, 2]", "JSON object")):
+            answer = httpx.post(f"http://{server.http_url}/v2/logging", content=garbage)
+            assert answer.status_code == 400
+            line = answer.json()["error"]
+            assert line.startswith("[protocol] ") and detail in line
+            assert "rule=protocol/json" in line
+        assert http.get_log_settings()["log_verbose_level"] == 1  # nothing changed

@@ -29,9 +29,9 @@ from modelyard.errors import (
     Code,
     ConfigError,
     GovernanceError,
-    ModelServerError,
     ModelyardError,
     ProtocolError,
+    internal_error,
     retry_after_header,
     shown,
 )
@@ -68,15 +68,6 @@ def trailing_metadata(error: ModelyardError) -> tuple[tuple[str, str], ...]:
     if any(key == "retry-after" for key, _ in relayed):
         return relayed
     return (("retry-after", retry_after_header(error.retry_after)), *relayed)
-
-
-def _internal(exc: Exception) -> ModelServerError:
-    return ModelServerError(
-        f"internal error: {type(exc).__name__}: {exc}",
-        code=Code.INTERNAL,
-        rule="model-server/internal",
-        where="report this as a bug with the server log",
-    )
 
 
 _SHARED_MEMORY = "send tensors in raw_input_contents"
@@ -164,7 +155,7 @@ def _rpc(
             await _abort(context, name, error, governance_metadata(governance, call, error))
         except Exception as exc:
             log.exception("rpc_crashed", rpc=name)
-            await _abort(context, name, _internal(exc))
+            await _abort(context, name, internal_error(exc))
         raise AssertionError("context.abort returned")  # pragma: no cover
 
     return wrapper
@@ -302,7 +293,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             failed = error
         except Exception as exc:
             log.exception("rpc_crashed", rpc="ModelStreamInfer")
-            failed = _internal(exc)
+            failed = internal_error(exc)
         log.warning("rpc_failed", rpc="ModelStreamInfer", **failed.fields())
         return pb.ModelStreamInferResponse(
             error_message=failed.line(),

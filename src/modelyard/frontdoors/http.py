@@ -19,9 +19,9 @@ from modelyard.dataplane import DataPlane
 from modelyard.errors import (
     Code,
     GovernanceError,
-    ModelServerError,
     ModelyardError,
     ProtocolError,
+    internal_error,
     retry_after_header,
     shown,
 )
@@ -314,14 +314,7 @@ class HttpFrontend:
             log.warning("request_failed", path=scope["path"], **error.fields())
         except Exception as exc:
             log.exception("request_crashed", path=scope["path"])
-            response = _error_response(
-                ModelServerError(
-                    f"internal error: {type(exc).__name__}: {exc}",
-                    code=Code.INTERNAL,
-                    rule="model-server/internal",
-                    where="report this as a bug with the server log",
-                )
-            )
+            response = _error_response(internal_error(exc))
         headers = response.headers
         if not response.sized:
             headers = [*headers, (b"content-length", str(len(response.body)).encode())]
