@@ -67,6 +67,7 @@ class RequestedOutput:
     name: str
     binary: bool | None = None  # None: follow the request-level default
     classification: int = 0  # top-k for the classification extension
+    shared_memory: Any = None  # protocol.shared_memory.TensorSlice: written there, not sent
 
 
 @dataclass(slots=True)
@@ -107,6 +108,7 @@ class OutputTensor:
     datatype: str
     data: np.ndarray
     binary: bool = False
+    in_shared_memory: bool = False  # written into the region the request named: not sent
 
 
 @dataclass(slots=True)

@@ -70,15 +70,12 @@ def test_a_bad_request_on_a_stream_gets_its_error_line_and_the_stream_goes_on(
     assert error is None and result.get_response().id == "after"
 
 
-def test_shared_memory_and_trace_rpcs_are_unimplemented_with_an_error_line(
+def test_the_trace_rpc_is_unimplemented_with_an_error_line(
     client: grpcclient.InferenceServerClient,
 ) -> None:
     calls = [
-        client.get_system_shared_memory_status,
-        lambda: client.register_system_shared_memory("region", "/key", 64),
-        client.get_cuda_shared_memory_status,
         client.get_trace_settings,
-    ]  # LogSettings is served: tests/integration/test_log_settings.py
+    ]  # LogSettings is served (test_log_settings.py), shared memory too (test_shared_memory.py)
     for call in calls:
         with pytest.raises(InferenceServerException) as refused:
             call()

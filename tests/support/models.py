@@ -148,3 +148,43 @@ ENSEMBLE_OVER_OTHER = {
         ]
     },
 }
+
+
+def simple_add_sub(repository: Path, name: str = "simple", datatype: str = "INT32") -> Path:
+    """Triton's example model ``simple`` as ONNX: OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 =
+    INPUT0 - INPUT1, each [batch, 16], as its client examples call it."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    element = {"INT32": TensorProto.INT32, "FP32": TensorProto.FLOAT}[datatype]
+
+    def tensor(tensor_name: str) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(tensor_name, element, ["batch", 16])
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("Add", ["INPUT0", "INPUT1"], ["OUTPUT0"]),
+            helper.make_node("Sub", ["INPUT0", "INPUT1"], ["OUTPUT1"]),
+        ],
+        name,
+        [tensor("INPUT0"), tensor("INPUT1")],
+        [tensor("OUTPUT0"), tensor("OUTPUT1")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    model_dir = repository / name
+    (model_dir / "1").mkdir(parents=True, exist_ok=True)
+    onnx.save(model, model_dir / "1" / "model.onnx")
+    tensors = "\n".join(
+        f'{kind} {{ name: "{tensor_name}" data_type: TYPE_{datatype} dims: [ 16 ] }}'
+        for kind, tensor_name in (
+            ("input", "INPUT0"),
+            ("input", "INPUT1"),
+            ("output", "OUTPUT0"),
+            ("output", "OUTPUT1"),
+        )
+    )
+    (model_dir / "config.pbtxt").write_text(
+        f'name: "{name}"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n{tensors}\n'
+    )
+    return model_dir

@@ -41,6 +41,7 @@ from modelyard.hardware.memory import freeze_startup_objects, parse_size
 from modelyard.logging import configure_logging
 from modelyard.metrics import serve_metrics
 from modelyard.modelfiles.repository import ModelRepository
+from modelyard.protocol.shared_memory import SystemSharedMemory
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 
@@ -327,8 +328,13 @@ async def serve(args: argparse.Namespace) -> None:
         )
         if governance is not None:
             parts.push_async_callback(governance.aclose)
+        shared_memory = SystemSharedMemory(allowed=args.allow_client_shm)
+        parts.callback(shared_memory.close)
         app = HttpFrontend(
-            dataplane, max_body_bytes=args.http_max_body_bytes, governance=governance
+            dataplane,
+            max_body_bytes=args.http_max_body_bytes,
+            governance=governance,
+            shared_memory=shared_memory,
         )
         await manager.start()
         parts.push_async_callback(manager.stop)
@@ -378,6 +384,7 @@ async def serve(args: argparse.Namespace) -> None:
                 args.grpc_port,
                 max_message_bytes=args.grpc_max_message_bytes,
                 governance=governance,
+                shared_memory=shared_memory,
             )
             grace = args.exit_timeout_secs
             parts.push_async_callback(

@@ -110,6 +110,14 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
             help=f"false: no {front} front door",
         )
     triton.add_argument(
+        "--allow-client-shm",
+        type=triton_bool,
+        default=False,
+        metavar="BOOL",
+        help="true: clients may register system shared memory regions and name them in "
+        "requests (off by default, as in Triton)",
+    )
+    triton.add_argument(
         "--strict-readiness",
         type=triton_bool,
         default=True,

@@ -39,6 +39,7 @@ from modelyard.governance.guard import CALL_HEADERS, Call
 from modelyard.governance.runtime import Governance
 from modelyard.logging import SETTINGS
 from modelyard.modelfiles.load_request import load_override
+from modelyard.protocol.shared_memory import SystemSharedMemory, cuda_unavailable, place_outputs
 from modelyard.protocol.status import grpc_status_name
 from modelyard.protocol.v2_grpc import decode_infer_request, encode_infer_response, parameter_value
 from modelyard.types import InferRequest
@@ -68,9 +69,6 @@ def trailing_metadata(error: ModelyardError) -> tuple[tuple[str, str], ...]:
     if any(key == "retry-after" for key, _ in relayed):
         return relayed
     return (("retry-after", retry_after_header(error.retry_after)), *relayed)
-
-
-_SHARED_MEMORY = "send tensors in raw_input_contents"
 
 
 def _unimplemented(rpc: str, feature: str, where: str) -> ProtocolError:
@@ -167,9 +165,15 @@ def _deadline(dataplane: DataPlane, context: Context) -> float | None:
 
 
 class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
-    def __init__(self, dataplane: DataPlane, governance: Governance | None = None) -> None:
+    def __init__(
+        self,
+        dataplane: DataPlane,
+        governance: Governance | None = None,
+        shared_memory: SystemSharedMemory | None = None,
+    ) -> None:
         self.dataplane = dataplane
         self.governance = governance
+        self.shared_memory = shared_memory or SystemSharedMemory(allowed=False)
 
     # ---- health and metadata -------------------------------------------
 
@@ -229,10 +233,12 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     @_rpc
     async def ModelInfer(self, request: pb.ModelInferRequest, context: Context) -> Any:
         deadline = _deadline(self.dataplane, context)
+        decoded: list[InferRequest] = []
 
         def decode() -> InferRequest:
-            infer_request = decode_infer_request(request)
+            infer_request = decode_infer_request(request, self.shared_memory)
             infer_request.deadline = deadline
+            decoded.append(infer_request)
             return infer_request
 
         if self.governance is None:
@@ -240,6 +246,8 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         else:
             call = _CURRENT_CALL.get()
             response = await self.governance.infer(call, decode, self.dataplane)
+        if decoded:
+            place_outputs(decoded[0], response)
         return encode_infer_response(response)
 
     async def ModelStreamInfer(
@@ -277,9 +285,12 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     async def _stream_one(
         self, message: pb.ModelInferRequest, deadline: float | None, context: Context
     ) -> pb.ModelStreamInferResponse:
+        decoded: list[InferRequest] = []
+
         def decode() -> InferRequest:
-            request = decode_infer_request(message)
+            request = decode_infer_request(message, self.shared_memory)
             request.deadline = deadline
+            decoded.append(request)
             return request
 
         try:
@@ -288,6 +299,8 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             else:
                 call = governed_call(self.governance, "ModelInfer", message, context)
                 response = await self.governance.infer(call, decode, self.dataplane)
+            if decoded:
+                place_outputs(decoded[0], response)
             return pb.ModelStreamInferResponse(infer_response=encode_infer_response(response))
         except ModelyardError as error:
             failed = error
@@ -348,15 +361,54 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         await self.dataplane.manager.unload(request.model_name)
         return pb.RepositoryModelUnloadResponse()
 
+    # ---- shared memory ----------------------------------------------------
+
+    @_rpc
+    async def SystemSharedMemoryStatus(
+        self, request: pb.SystemSharedMemoryStatusRequest, context: Context
+    ) -> Any:
+        response = pb.SystemSharedMemoryStatusResponse()
+        for region in self.shared_memory.status(request.name or None):
+            response.regions[region["name"]].CopyFrom(
+                pb.SystemSharedMemoryStatusResponse.RegionStatus(**region)
+            )
+        return response
+
+    @_rpc
+    async def SystemSharedMemoryRegister(
+        self, request: pb.SystemSharedMemoryRegisterRequest, context: Context
+    ) -> Any:
+        self.shared_memory.register(request.name, request.key, request.offset, request.byte_size)
+        return pb.SystemSharedMemoryRegisterResponse()
+
+    @_rpc
+    async def SystemSharedMemoryUnregister(
+        self, request: pb.SystemSharedMemoryUnregisterRequest, context: Context
+    ) -> Any:
+        self.shared_memory.unregister(request.name or None)
+        return pb.SystemSharedMemoryUnregisterResponse()
+
+    @_rpc
+    async def CudaSharedMemoryStatus(
+        self, request: pb.CudaSharedMemoryStatusRequest, context: Context
+    ) -> Any:
+        return pb.CudaSharedMemoryStatusResponse()  # no GPU: no CUDA regions
+
+    @_rpc
+    async def CudaSharedMemoryRegister(
+        self, request: pb.CudaSharedMemoryRegisterRequest, context: Context
+    ) -> Any:
+        raise cuda_unavailable(request.name)
+
+    @_rpc
+    async def CudaSharedMemoryUnregister(
+        self, request: pb.CudaSharedMemoryUnregisterRequest, context: Context
+    ) -> Any:
+        return pb.CudaSharedMemoryUnregisterResponse()
+
 
 # the RPCs of GRPCInferenceService modelyard does not serve: what each is, and what to use
 _UNSUPPORTED = {
-    "SystemSharedMemoryStatus": ("shared memory", _SHARED_MEMORY),
-    "SystemSharedMemoryRegister": ("shared memory", _SHARED_MEMORY),
-    "SystemSharedMemoryUnregister": ("shared memory", _SHARED_MEMORY),
-    "CudaSharedMemoryStatus": ("CUDA shared memory", _SHARED_MEMORY),
-    "CudaSharedMemoryRegister": ("CUDA shared memory", _SHARED_MEMORY),
-    "CudaSharedMemoryUnregister": ("CUDA shared memory", _SHARED_MEMORY),
     "TraceSetting": ("request tracing", "ModelStatistics has per-model queue and compute times"),
 }
 
@@ -469,11 +521,12 @@ async def start_grpc_server(
     *,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     governance: Governance | None = None,
+    shared_memory: SystemSharedMemory | None = None,
 ) -> GrpcServer:
     """Start serving on ``host:port`` (0: any free port) in the running event loop."""
     server = grpc.aio.server(options=server_options(max_message_bytes))
     service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(
-        InferenceService(dataplane, governance), server
+        InferenceService(dataplane, governance, shared_memory), server
     )
     health = HealthService(dataplane)
     health_pb2_grpc.add_HealthServicer_to_server(health, server)

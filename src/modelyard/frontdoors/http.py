@@ -32,6 +32,7 @@ from modelyard.governance.runtime import Governance, rejections
 from modelyard.logging import SETTINGS
 from modelyard.modelfiles.load_request import load_override
 from modelyard.protocol.json_body import json_object
+from modelyard.protocol.shared_memory import SystemSharedMemory, cuda_unavailable, place_outputs
 from modelyard.protocol.status import http_status
 from modelyard.protocol.v2_http import (
     HEADER_LENGTH,
@@ -54,6 +55,10 @@ _MODEL_ROUTE = re.compile(
     r"(?P<action>/infer|/ready|/config|/stats)?/?$"
 )
 _REPOSITORY_ROUTE = re.compile(r"^/v2/repository/models/(?P<model>[^/]+)/(?P<action>load|unload)$")
+_SHARED_MEMORY_ROUTE = re.compile(
+    r"^/v2/(?P<kind>system|cuda)sharedmemory(?:/region/(?P<region>[^/]+))?"
+    r"/(?P<action>status|register|unregister)$"
+)
 _JSON = [(b"content-type", b"application/json")]
 LIVE_STATS_PATH = "/v2/modelyard/stats"
 
@@ -121,7 +126,7 @@ def _route_error(method: str, path: str) -> ProtocolError:
         code=Code.NOT_FOUND,
         rule="protocol/route",
         where="the KServe V2 HTTP API: /v2, /v2/health/*, /v2/models/..., /v2/repository/..., "
-        "/v2/logging",
+        "/v2/systemsharedmemory/..., /v2/logging",
     )
 
 
@@ -158,6 +163,9 @@ def _allowed_methods(path: str, route: Route | None) -> tuple[str, ...] | None:
         return _GET_OR_POST
     if path == "/v2/repository/index" or _REPOSITORY_ROUTE.match(path):
         return _POST
+    match = _SHARED_MEMORY_ROUTE.match(path)
+    if match is not None:
+        return _GET if match["action"] == "status" else _POST
     return None
 
 
@@ -191,6 +199,8 @@ def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
     if path == LIVE_STATS_PATH:  # the control plane's poll: monitoring, like /metrics
         return "health", None, None
     if path == LOGGING_PATH:  # the process's log settings: an operator's business
+        return "admin", None, None
+    if _SHARED_MEMORY_ROUTE.match(path):  # maps the host's memory objects into the server
         return "admin", None, None
     if path.startswith("/v2/repository/") or path.startswith("/v2/modelyard/"):
         match = _REPOSITORY_ROUTE.match(path)
@@ -260,10 +270,12 @@ class HttpFrontend:
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         governance: Governance | None = None,
+        shared_memory: SystemSharedMemory | None = None,
     ):
         self.dataplane = dataplane
         self.max_body_bytes = max_body_bytes
         self.governance = governance
+        self.shared_memory = shared_memory or SystemSharedMemory(allowed=False)
         self.lanes = HttpLanes()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -423,6 +435,12 @@ class HttpFrontend:
             return _json(dp.live_stats(governance))
         if path.startswith(_REJECTIONS_PATH):
             return _json(rejections(self.governance, path))
+        shared = _SHARED_MEMORY_ROUTE.match(path)
+        if shared is not None:
+            body = await self._read_body(scope, receive)
+            return self._shared_memory_action(
+                shared["kind"], shared["region"], shared["action"], body
+            )
         match = _REPOSITORY_ROUTE.match(path)
         if match is None:  # _allowed_methods lets no other path through
             raise _route_error(method, path)
@@ -438,6 +456,31 @@ class HttpFrontend:
         if not body.strip():
             return {}
         return json_object(body, "the request body", _bad_json)
+
+    def _shared_memory_action(
+        self, kind: str, region: str | None, action: str, body: bytes
+    ) -> _Response:
+        """Triton's shared-memory extension. CUDA regions: none here, this server has no GPU."""
+        if kind == "cuda":
+            if action == "register":
+                raise cuda_unavailable(region or "")
+            return _json([]) if action == "status" else _Response(200)
+        regions = self.shared_memory
+        if action == "status":
+            return _json(regions.status(region))
+        if action == "unregister":
+            regions.unregister(region)
+            return _Response(200)
+        if region is None:  # the route matched register without a region: refused
+            raise ProtocolError(
+                "'region name' is necessary to register system shared memory region",
+                code=Code.INVALID_ARGUMENT,
+                rule="protocol/shared-memory",
+                where="POST /v2/systemsharedmemory/region/NAME/register",
+            )
+        doc = self._json_body(body)
+        regions.register(region, doc.get("key"), doc.get("offset", 0), doc.get("byte_size"))
+        return _Response(200)
 
     async def _repository_action(
         self, model: str, action: str, body: bytes, call: Call | None = None
@@ -534,15 +577,17 @@ class HttpFrontend:
         model, version, _ = route
         chain = None if self.governance is None else self.governance.chain
         ticket_key = None if chain is None else (scope["path"], api_key, authorization)
-        request, layout = decode_with_layout(body, header_length, model, version)
+        request, layout = decode_with_layout(
+            body, header_length, model, version, self.shared_memory
+        )
         target = self.dataplane.lane(request)
         if target is None:  # a data plane that keeps no lanes (the gateway's)
-            return self._infer_response(await self.dataplane.infer(request))
+            return self._infer_response(await self.dataplane.infer(request), request)
         results = await target.submit(
             request.inputs, request.priority, request.timeout_us, request.deadline
         )
         if layout is None or header_length is None:
-            return self._infer_response(target.response(request, results))
+            return self._infer_response(target.response(request, results), request)
         lane = HttpLane.make(target, layout, header_length, chain, ticket_key)
         self.lanes.keep(scope["path"], body, api_key, authorization, lane)
         return self._lane_reply(lane, results, body)
@@ -557,15 +602,18 @@ class HttpFrontend:
     ) -> _Response:
         call = _call_from_headers(governance, scope)
         model, version, _ = route
+        decoded: list[InferRequest] = []
 
         def decode() -> InferRequest:
-            return decode_infer_request(body, header_length, model, version)
+            request = decode_infer_request(body, header_length, model, version, self.shared_memory)
+            decoded.append(request)
+            return request
 
         try:
             response = await governance.infer(call, decode, self.dataplane)
         except GovernanceError as error:
             return _rejection(governance, call, error)
-        return self._infer_response(response)
+        return self._infer_response(response, decoded[0] if decoded else None)
 
     def _lane_reply(self, lane: HttpLane, results: dict[str, np.ndarray], body: bytes) -> _Response:
         """The response to a request of a lane, from the reply encoded once for it."""
@@ -574,10 +622,14 @@ class HttpFrontend:
             data = reply.body(results)
             if data is not None:
                 return _Response(200, data, reply.http_headers, sized=True)
-        return self._infer_response(lane.target.response(lane.request(body), results))
+        request = lane.request(body)
+        return self._infer_response(lane.target.response(request, results), request)
 
     @staticmethod
-    def _infer_response(response: InferResponse) -> _Response:
+    def _infer_response(response: InferResponse, request: InferRequest | None) -> _Response:
+        """The encoded response; outputs the request asked for in shared memory go there."""
+        if request is not None:
+            place_outputs(request, response)
         payload, json_length = encode_infer_response(response)
         if json_length is None:
             return _Response(200, payload)

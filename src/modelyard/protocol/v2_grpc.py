@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 from tritonclient.grpc import service_pb2 as pb
 
-from modelyard.errors import Code, ProtocolError, shown
+from modelyard.errors import shown
+from modelyard.protocol.shared_memory import SystemSharedMemory, disabled
 from modelyard.protocol.tensors import (
     bad_request,
     check_shape,
@@ -54,13 +55,12 @@ def parameter_value(parameter: Any) -> Any:
     return None if choice is None else getattr(parameter, choice)
 
 
-def _shared_memory_refused(name: str) -> ProtocolError:
-    return ProtocolError(
-        f"tensor '{shown(name)}' names a shared memory region; shared memory is not supported",
-        code=Code.UNIMPLEMENTED,
-        rule="protocol/shared-memory",
-        where="send the tensor in raw_input_contents",
-    )
+def _parameters(tensor: Any) -> dict[str, Any]:
+    return {key: parameter_value(value) for key, value in tensor.parameters.items()}
+
+
+def _in_shared_memory(tensor: Any) -> bool:
+    return bool(tensor.parameters) and "shared_memory_region" in tensor.parameters
 
 
 def _decode_typed(name: str, datatype: str, shape: tuple[int, ...], tensor: Any) -> np.ndarray:
@@ -96,18 +96,24 @@ def _decode_typed(name: str, datatype: str, shape: tuple[int, ...], tensor: Any)
     return array.reshape(shape)
 
 
-def decode_infer_request(message: pb.ModelInferRequest) -> InferRequest:
+def decode_infer_request(
+    message: pb.ModelInferRequest, shared_memory: SystemSharedMemory | None = None
+) -> InferRequest:
+    """The request; ``shared_memory``: the regions its tensors may name (None: refused)."""
     if not message.inputs:
         raise bad_request("inference request needs a non-empty 'inputs' list")
     raw = message.raw_input_contents
-    if raw and len(raw) != len(message.inputs):
+    # a tensor in shared memory has no raw_input_contents entry (as tritonclient sends it)
+    sent = sum(1 for tensor in message.inputs if not _in_shared_memory(tensor))
+    if raw and len(raw) != sent:
         raise bad_request(
-            f"{len(raw)} raw_input_contents for {len(message.inputs)} inputs; send one "
-            "per input, in order, or none"
+            f"{len(raw)} raw_input_contents for {sent} inputs not in shared memory; send "
+            "one per such input, in order, or none"
         )
     inputs: dict[str, np.ndarray] = {}
     datatypes: dict[str, str] = {}
-    for index, tensor in enumerate(message.inputs):
+    index = 0
+    for tensor in message.inputs:
         name = tensor.name
         if name in inputs:
             raise bad_request(f"input '{shown(name)}' is given twice")
@@ -116,20 +122,29 @@ def decode_infer_request(message: pb.ModelInferRequest) -> InferRequest:
             raise bad_request(
                 f"input '{shown(name)}': unknown datatype {shown(repr(datatype), 40)}"
             )
-        if tensor.parameters and "shared_memory_region" in tensor.parameters:
-            raise _shared_memory_refused(name)
         shape = tuple(tensor.shape)
         if any(d < 0 for d in shape):
             raise bad_request(
                 f"input '{shown(name)}': shape must be a list of non-negative integers"
             )
         check_shape(name, shape)
-        if raw:
+        if _in_shared_memory(tensor):
+            if tensor.HasField("contents"):
+                raise bad_request(
+                    f"input '{shown(name)}' has both contents and a shared memory region; "
+                    "send one"
+                )
+            if shared_memory is None:
+                raise disabled(name)
+            region_bytes = shared_memory.read_input(name, _parameters(tensor))
+            inputs[name] = decode_raw_tensor(name, datatype, shape, region_bytes)
+        elif raw:
             if tensor.HasField("contents"):
                 raise bad_request(
                     f"input '{shown(name)}' has both contents and raw_input_contents; send one"
                 )
             inputs[name] = decode_raw_tensor(name, datatype, shape, raw[index])
+            index += 1
         else:
             inputs[name] = _decode_typed(name, datatype, shape, tensor)
         datatypes[name] = datatype
@@ -151,7 +166,7 @@ def decode_infer_request(message: pb.ModelInferRequest) -> InferRequest:
         model_version=message.model_version or None,
         inputs=inputs,
         input_datatypes=datatypes,
-        outputs=_decode_outputs(message) if message.outputs else None,
+        outputs=_decode_outputs(message, shared_memory) if message.outputs else None,
         id=message.id or None,
         parameters=params,
         binary_output_default=True,
@@ -160,7 +175,9 @@ def decode_infer_request(message: pb.ModelInferRequest) -> InferRequest:
     )
 
 
-def _decode_outputs(message: pb.ModelInferRequest) -> list[RequestedOutput]:
+def _decode_outputs(
+    message: pb.ModelInferRequest, shared_memory: SystemSharedMemory | None
+) -> list[RequestedOutput]:
     outputs = []
     names: set[str] = set()
     for output in message.outputs:
@@ -170,10 +187,21 @@ def _decode_outputs(message: pb.ModelInferRequest) -> list[RequestedOutput]:
         names.add(name)
         binary: bool | None = None
         classification = 0
+        if _in_shared_memory(output):
+            params = _parameters(output)
+            if "classification" in params or params.get("binary_data") is True:
+                raise bad_request(
+                    f"output '{shown(name)}': Output can't set both 'shared_memory_region' and "
+                    f"'{'classification' if 'classification' in params else 'binary_data'}'"
+                )
+            if shared_memory is None:
+                raise disabled(name)
+            outputs.append(
+                RequestedOutput(name, False, 0, shared_memory.tensor_slice(name, params))
+            )
+            continue
         if output.parameters:
             params = output.parameters
-            if "shared_memory_region" in params:
-                raise _shared_memory_refused(name)
             if "binary_data" in params:
                 binary = parameter_value(params["binary_data"])
                 if not isinstance(binary, bool):
@@ -189,7 +217,9 @@ def _decode_outputs(message: pb.ModelInferRequest) -> list[RequestedOutput]:
 
 
 def _typed(outputs: list[OutputTensor]) -> bool:
-    return bool(outputs) and all(not t.binary and t.datatype in _CONTENTS for t in outputs)
+    return bool(outputs) and all(
+        not t.binary and not t.in_shared_memory and t.datatype in _CONTENTS for t in outputs
+    )
 
 
 def encode_infer_response(response: InferResponse) -> pb.ModelInferResponse:
@@ -204,6 +234,9 @@ def encode_infer_response(response: InferResponse) -> pb.ModelInferResponse:
         out.name = tensor.name
         out.datatype = tensor.datatype
         out.shape.extend(tensor.data.shape)
+        if tensor.in_shared_memory:  # the client reads it from there; an entry all the same
+            message.raw_output_contents.append(b"")
+            continue
         if not typed:
             message.raw_output_contents.append(encode_raw_tensor(tensor))
             continue

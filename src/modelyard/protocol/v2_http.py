@@ -17,6 +17,7 @@ import orjson
 
 from modelyard.errors import ProtocolError, shown
 from modelyard.protocol.json_body import json_object
+from modelyard.protocol.shared_memory import SystemSharedMemory, disabled, names_region
 from modelyard.protocol.tensors import bad_request as _bad
 from modelyard.protocol.tensors import (
     check_shape,
@@ -182,15 +183,27 @@ def known_layout(body: bytes, header_length: int | None) -> BinaryLayout | None:
 
 
 def decode_infer_request(
-    body: bytes, header_length: int | None, model: str, version: str | None
+    body: bytes,
+    header_length: int | None,
+    model: str,
+    version: str | None,
+    shared_memory: SystemSharedMemory | None = None,
 ) -> InferRequest:
-    return decode_with_layout(body, header_length, model, version)[0]
+    return decode_with_layout(body, header_length, model, version, shared_memory)[0]
 
 
 def decode_with_layout(
-    body: bytes, header_length: int | None, model: str, version: str | None
+    body: bytes,
+    header_length: int | None,
+    model: str,
+    version: str | None,
+    shared_memory: SystemSharedMemory | None = None,
 ) -> tuple[InferRequest, BinaryLayout | None]:
-    """The request, and its layout when every input travels as binary data."""
+    """The request, and its layout when every input travels as binary data.
+
+    ``shared_memory``: the regions tensors may name (None: a tensor naming one is refused).
+    A request that names a region leaves no layout: the region may be gone by the next.
+    """
     if header_length is not None:
         layout = known_layout(body, header_length)
         if layout is not None:
@@ -211,6 +224,7 @@ def decode_with_layout(
     inputs: dict[str, np.ndarray] = {}
     datatypes: dict[str, str] = {}
     binary_inputs: list[tuple[str, str, tuple[int, ...], int]] = []
+    in_shared_memory = False
     offset = 0
     for item in raw_inputs:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
@@ -224,7 +238,19 @@ def decode_with_layout(
         shape = _shape(name, item.get("shape"))
         params = item.get("parameters") or {}
         size = params.get("binary_data_size") if isinstance(params, dict) else None
-        if size is not None:
+        if names_region(params):
+            if size is not None or "data" in item:
+                raise _bad(
+                    f"input '{shown(name)}': Input must set only one of the following fields: "
+                    "'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in "
+                    "'parameters'"
+                )
+            if shared_memory is None:
+                raise disabled(name)
+            raw = shared_memory.read_input(name, params)
+            inputs[name] = decode_raw_tensor(name, datatype, shape, raw)
+            in_shared_memory = True
+        elif size is not None:
             if (
                 type(size) is not int  # not a bool either
                 or size < 0
@@ -247,7 +273,9 @@ def decode_with_layout(
     params = doc.get("parameters") or {}
     if not isinstance(params, dict):
         raise _bad("'parameters' must be an object")
-    outputs = _decode_outputs(doc.get("outputs"))
+    outputs = _decode_outputs(doc.get("outputs"), shared_memory)
+    if outputs is not None and any(out.shared_memory for out in outputs):
+        in_shared_memory = True
     request_id = doc.get("id")
     timeout = params.get("timeout", 0)
     priority = params.get("priority", 0)
@@ -265,7 +293,7 @@ def decode_with_layout(
         "priority": priority,
         "timeout_us": timeout,
     }
-    if header_length is not None and len(binary_inputs) == len(inputs):
+    if header_length is not None and len(binary_inputs) == len(inputs) and not in_shared_memory:
         tensors = tuple(_layout_tensor(*item) for item in binary_inputs)
         layout = BinaryLayout(tensors, offset, options)
         if header_length <= _LAYOUT_HEADER_MAX:
@@ -276,7 +304,9 @@ def decode_with_layout(
     return InferRequest(model, version, inputs, **options), None
 
 
-def _decode_outputs(raw: Any) -> list[RequestedOutput] | None:
+def _decode_outputs(
+    raw: Any, shared_memory: SystemSharedMemory | None
+) -> list[RequestedOutput] | None:
     if raw is None:
         return None
     if not isinstance(raw, list):
@@ -299,8 +329,30 @@ def _decode_outputs(raw: Any) -> list[RequestedOutput] | None:
         classification = params.get("classification", 0)
         if type(classification) is not int or classification < 0:  # not a bool either
             raise _bad(f"output '{shown(name)}': classification must be a non-negative integer")
+        if names_region(params):
+            outputs.append(_output_in_shared_memory(name, params, binary, shared_memory))
+            continue
         outputs.append(RequestedOutput(name, binary, classification))
     return outputs
+
+
+def _output_in_shared_memory(
+    name: str, params: dict[str, Any], binary: Any, shared_memory: SystemSharedMemory | None
+) -> RequestedOutput:
+    """A requested output the server writes into a region (Triton's checks, in its words)."""
+    if "classification" in params:
+        raise _bad(
+            f"output '{shown(name)}': Output can't set both 'shared_memory_region' and "
+            "'classification'"
+        )
+    if binary:
+        raise _bad(
+            f"output '{shown(name)}': Output can't set both 'shared_memory_region' and "
+            "'binary_data'"
+        )
+    if shared_memory is None:
+        raise disabled(name)
+    return RequestedOutput(name, False, 0, shared_memory.tensor_slice(name, params))
 
 
 def _json_data(tensor: OutputTensor) -> Any:
@@ -392,7 +444,9 @@ def encode_infer_response(response: InferResponse) -> tuple[bytes, int | None]:
             "datatype": tensor.datatype,
             "shape": list(tensor.data.shape),
         }
-        if tensor.binary:
+        if tensor.in_shared_memory:  # the client reads it from there
+            pass
+        elif tensor.binary:
             blob = encode_raw_tensor(tensor)
             entry["parameters"] = {"binary_data_size": len(blob)}
             blobs.append(blob)

@@ -39,6 +39,7 @@ EXTENSIONS = [
     "parameters",
     "statistics",
     "logging",
+    "system_shared_memory",
 ]
 
 

@@ -1,0 +1,263 @@
+"""Triton's system shared-memory extension: regions a client registered, tensors in them.
+
+A client creates a POSIX shared-memory object (``shm_open``), registers a region of
+it by name, and then names the region in an input's or a requested output's
+parameters (``shared_memory_region``, ``shared_memory_offset``,
+``shared_memory_byte_size``) instead of sending the bytes. Off unless the server
+starts with ``--allow-client-shm=true``, as in Triton.
+
+An input's bytes are copied out of the region when the request is decoded and an
+output's copied in when the response is ready, each after checking the object still
+holds them: the client owns the object and may shrink it, and touching a mapped page
+past its end would kill the server (SIGBUS). A request holds the regions its outputs
+name, so a region unregistered while a request is in flight stays mapped until that
+request has written its outputs (Triton's "unregistered after in-flight requests
+complete").
+
+Only a key naming a shared-memory object is opened: one name, no directory, no
+link followed, a regular file.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+import stat
+import sys
+from typing import Any, NamedTuple
+
+from modelyard.errors import Code, ProtocolError, shown
+from modelyard.protocol.tensors import encode_raw_tensor
+from modelyard.types import InferRequest, InferResponse
+
+SHM_DIRECTORY = "/dev/shm"  # where Linux's shm_open keeps its objects
+MAX_REGIONS = 256
+MAX_NAME_CHARS = 256
+_KEY = re.compile(r"/?([A-Za-z0-9_.\-]{1,250})")
+_ALLOW = "modelyard serve --allow-client-shm=true"
+_DISABLED = (
+    "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable."
+)
+
+
+def _error(
+    detail: str, code: Code = Code.INVALID_ARGUMENT, where: str | None = None
+) -> ProtocolError:
+    return ProtocolError(
+        detail,
+        code=code,
+        rule="protocol/shared-memory",
+        where=where
+        or "the client's shared memory region, its registration or the tensor's "
+        "shared_memory_* parameters",
+    )
+
+
+def _count(value: Any, what: str) -> int:
+    if type(value) is not int or not 0 <= value < 2**63:  # not a bool either
+        raise _error(f"{what} must be a non-negative integer, not {shown(repr(value), 40)}")
+    return value
+
+
+class Region:
+    """One registered region: ``byte_size`` bytes at ``offset`` of the object ``key``."""
+
+    def __init__(self, name: str, key: str, offset: int, byte_size: int) -> None:
+        self.name = name
+        self.key = key
+        self.offset = offset
+        self.byte_size = byte_size
+        match = _KEY.fullmatch(key)
+        if match is None or match[1] in (".", ".."):
+            raise _error(
+                f"Unable to open shared memory region: '{shown(key, 80)}': a key is one "
+                "shared-memory object name (letters, digits, '_', '.', '-'), '/' only first"
+            )
+        path = os.path.join(SHM_DIRECTORY, match[1])
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise _error(
+                f"Unable to open shared memory region: '{shown(key, 80)}' ({exc.strerror})"
+            ) from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise _error(f"Invalid shared memory region: '{shown(key, 80)}'")
+            if byte_size == 0 or offset + byte_size > info.st_size:
+                raise _error(
+                    f"failed to register shared memory region '{shown(name)}': invalid args "
+                    f"(offset {offset} + byte_size {byte_size} must be within the "
+                    f"{info.st_size} bytes of '{shown(key, 80)}', and byte_size above 0)"
+                )
+            # the map keeps a descriptor of its own: it goes when the last holder lets go
+            self._map = mmap.mmap(fd, offset + byte_size, mmap.MAP_SHARED)
+        finally:
+            os.close(fd)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "key": self.key,
+            "offset": self.offset,
+            "byte_size": self.byte_size,
+        }
+
+    def _span(self, offset: int, size: int) -> int:
+        """Where ``size`` bytes at ``offset`` of the region start in the object, checked
+        against the region and against the object as it is now."""
+        if offset + size > self.byte_size:
+            raise _error(
+                f"Invalid offset + byte size for shared memory region: '{shown(self.name)}'"
+            )
+        start = self.offset + offset
+        if self._map.size() < start + size:  # the object's size now
+            raise _error(
+                f"shared memory region '{shown(self.name)}' no longer holds {size} bytes at "
+                f"offset {offset}: its object '{shown(self.key, 80)}' was made smaller"
+            )
+        return start
+
+    def read(self, offset: int, size: int) -> bytes:
+        start = self._span(offset, size)
+        return self._map[start : start + size]
+
+    def write(self, offset: int, data: bytes) -> None:
+        start = self._span(offset, len(data))
+        self._map[start : start + len(data)] = data
+
+    def close(self) -> None:
+        self._map.close()
+
+
+class TensorSlice(NamedTuple):
+    """Where one tensor of a request lives: ``byte_size`` bytes at ``offset`` of ``region``."""
+
+    region: Region
+    offset: int
+    byte_size: int
+
+
+class SystemSharedMemory:
+    """The regions clients registered with this server, by name."""
+
+    def __init__(self, allowed: bool = False) -> None:
+        self.allowed = allowed
+        self._regions: dict[str, Region] = {}
+
+    def _check_allowed(self) -> None:
+        if not self.allowed:
+            raise _error(_DISABLED, Code.UNIMPLEMENTED, _ALLOW)
+
+    def register(self, name: str, key: Any, offset: Any, byte_size: Any) -> None:
+        self._check_allowed()
+        if sys.platform != "linux":
+            raise _error("system shared memory is served on Linux only", Code.UNIMPLEMENTED)
+        if not name or len(name) > MAX_NAME_CHARS:
+            raise _error(f"a region name is 1 to {MAX_NAME_CHARS} characters")
+        if not isinstance(key, str):
+            raise _error("Shared memory register request has no 'key' field (a string)")
+        offset = _count(offset, "'offset'")
+        byte_size = _count(byte_size, "'byte_size'")
+        if name in self._regions:
+            raise _error(f"shared memory region '{shown(name)}' already in manager")
+        if len(self._regions) >= MAX_REGIONS:
+            raise _error(
+                f"{MAX_REGIONS} shared memory regions are registered already; unregister one",
+                Code.RESOURCE_EXHAUSTED,
+            )
+        self._regions[name] = Region(name, key, offset, byte_size)
+
+    def status(self, name: str | None = None) -> list[dict[str, Any]]:
+        if name is None:
+            return [region.status() for region in self._regions.values()]
+        region = self._regions.get(name)
+        if region is None:
+            raise _error(
+                f"Unable to find system shared memory region: '{shown(name)}'", Code.NOT_FOUND
+            )
+        return [region.status()]
+
+    def unregister(self, name: str | None = None) -> None:
+        """Unregister one region, or all; a name not registered is no error (as Triton).
+
+        A request in flight that names the region still holds it: it is unmapped when
+        the last such request has written its outputs.
+        """
+        self._check_allowed()
+        if name is None:
+            self._regions.clear()
+        else:
+            self._regions.pop(name, None)
+
+    def close(self) -> None:
+        for region in self._regions.values():
+            region.close()
+        self._regions.clear()
+
+    def tensor_slice(self, tensor: str, params: dict[str, Any]) -> TensorSlice:
+        """The region slice a tensor's shared_memory_* parameters name."""
+        self._check_allowed()
+        name = params.get("shared_memory_region")
+        if not isinstance(name, str):
+            raise _error(f"tensor '{shown(tensor)}': Unable to parse 'shared_memory_region'")
+        if "shared_memory_byte_size" not in params:
+            raise _error(
+                f"tensor '{shown(tensor)}': 'shared_memory_byte_size' is required with "
+                "'shared_memory_region'"
+            )
+        size = _count(params["shared_memory_byte_size"], "'shared_memory_byte_size'")
+        offset = _count(params.get("shared_memory_offset", 0), "'shared_memory_offset'")
+        region = self._regions.get(name)
+        if region is None:
+            raise _error(f"Unable to find shared memory region: '{shown(name)}'", Code.NOT_FOUND)
+        if offset >= region.byte_size:
+            raise _error(f"Invalid offset for shared memory region: '{shown(name)}'")
+        if offset + size > region.byte_size:
+            raise _error(f"Invalid offset + byte size for shared memory region: '{shown(name)}'")
+        return TensorSlice(region, offset, size)
+
+    def read_input(self, tensor: str, params: dict[str, Any]) -> bytes:
+        where = self.tensor_slice(tensor, params)
+        return where.region.read(where.offset, where.byte_size)
+
+
+def names_region(params: Any) -> bool:
+    """Whether a tensor's parameters put it in shared memory."""
+    return isinstance(params, dict) and "shared_memory_region" in params
+
+
+def disabled(tensor: str) -> ProtocolError:
+    """The answer to a tensor in shared memory where this front door keeps no regions."""
+    return _error(f"tensor '{shown(tensor)}': {_DISABLED}", Code.UNIMPLEMENTED, _ALLOW)
+
+
+def place_outputs(request: InferRequest, response: InferResponse) -> None:
+    """Write each output the request asked for in shared memory into its region."""
+    if request.outputs is None:
+        return
+    slices = {out.name: out.shared_memory for out in request.outputs if out.shared_memory}
+    if not slices:
+        return
+    for tensor in response.outputs:
+        where = slices.get(tensor.name)
+        if where is None:
+            continue
+        data = encode_raw_tensor(tensor)
+        if len(data) > where.byte_size:
+            raise _error(
+                f"shared memory size specified with the request for output '{shown(tensor.name)}' "
+                f"({where.byte_size} bytes) should be at least {len(data)} bytes to hold the "
+                "results"
+            )
+        where.region.write(where.offset, data)
+        tensor.in_shared_memory = True
+
+
+def cuda_unavailable(name: str) -> ProtocolError:
+    return _error(
+        f"failed to register CUDA shared memory region: '{shown(name)}', GPUs not supported",
+        where="this server has no GPU: register system shared memory "
+        "(/v2/systemsharedmemory) or send the tensor in the request",
+    )

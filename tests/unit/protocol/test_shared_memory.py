@@ -1,0 +1,117 @@
+"""The registry of system shared-memory regions, on real POSIX shared-memory objects."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from modelyard.errors import Code, ProtocolError
+from modelyard.protocol.shared_memory import SystemSharedMemory, place_outputs
+from modelyard.types import InferRequest, InferResponse, OutputTensor, RequestedOutput
+
+
+@pytest.fixture
+def shm_object() -> Iterator[tuple[str, Path]]:
+    """A 64-byte shared-memory object holding 0..63: its key and its path."""
+    name = f"modelyard_unit_{uuid.uuid4().hex}"
+    path = Path("/dev/shm") / name
+    path.write_bytes(bytes(range(64)))
+    yield "/" + name, path
+    path.unlink(missing_ok=True)
+
+
+def test_a_tensor_is_read_from_its_offset_within_the_region(shm_object: tuple[str, Path]) -> None:
+    key, _ = shm_object
+    regions = SystemSharedMemory(allowed=True)
+    regions.register("r", key, 16, 32)
+    params = {"shared_memory_region": "r", "shared_memory_offset": 4, "shared_memory_byte_size": 8}
+    assert regions.read_input("x", params) == bytes(range(20, 28))
+    assert regions.status() == [{"name": "r", "key": key, "offset": 16, "byte_size": 32}]
+
+
+def test_a_request_in_flight_keeps_its_region_after_unregister(
+    shm_object: tuple[str, Path],
+) -> None:
+    """Triton's semantics: unregistering is no error, the request still writes its output,
+    and the next request naming the region is refused."""
+    key, path = shm_object
+    regions = SystemSharedMemory(allowed=True)
+    regions.register("out", key, 0, 64)
+    where = regions.tensor_slice("y", {"shared_memory_region": "out", "shared_memory_byte_size": 8})
+    request = InferRequest("m", None, {}, {}, outputs=[RequestedOutput("y", False, 0, where)])
+    regions.unregister("out")
+    response = InferResponse("m", "1", [OutputTensor("y", "INT32", np.array([7, 9], np.int32))])
+    place_outputs(request, response)
+    assert response.outputs[0].in_shared_memory
+    assert path.read_bytes()[:8] == np.array([7, 9], np.int32).tobytes()
+    with pytest.raises(ProtocolError) as raised:
+        regions.tensor_slice("y", {"shared_memory_region": "out", "shared_memory_byte_size": 8})
+    assert raised.value.code is Code.NOT_FOUND
+
+
+def test_an_object_made_smaller_after_registering_is_refused_not_read(
+    shm_object: tuple[str, Path],
+) -> None:
+    """Reading a mapped page past the object's end would kill the server with SIGBUS."""
+    key, path = shm_object
+    regions = SystemSharedMemory(allowed=True)
+    regions.register("r", key, 0, 64)
+    os.truncate(path, 8)
+    params = {"shared_memory_region": "r", "shared_memory_offset": 32, "shared_memory_byte_size": 8}
+    with pytest.raises(ProtocolError) as raised:
+        regions.read_input("x", params)
+    assert "was made smaller" in str(raised.value)
+    assert raised.value.code is Code.INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize(
+    ("params", "words"),
+    [
+        ({"shared_memory_region": 3, "shared_memory_byte_size": 8}, "Unable to parse"),
+        ({"shared_memory_region": "r"}, "'shared_memory_byte_size' is required"),
+        ({"shared_memory_region": "r", "shared_memory_byte_size": -1}, "non-negative"),
+        (
+            {"shared_memory_region": "r", "shared_memory_byte_size": 8, "shared_memory_offset": 64},
+            "Invalid offset for shared memory region",
+        ),
+        ({"shared_memory_region": "r", "shared_memory_byte_size": 65}, "Invalid offset + byte"),
+    ],
+)
+def test_a_tensors_region_parameters_are_checked(
+    params: dict[str, object], words: str, shm_object: tuple[str, Path]
+) -> None:
+    key, _ = shm_object
+    regions = SystemSharedMemory(allowed=True)
+    regions.register("r", key, 0, 64)
+    with pytest.raises(ProtocolError) as raised:
+        regions.tensor_slice("x", params)
+    assert words in str(raised.value)
+
+
+def test_registering_is_refused_while_client_shared_memory_is_off(
+    shm_object: tuple[str, Path],
+) -> None:
+    key, _ = shm_object
+    regions = SystemSharedMemory()
+    with pytest.raises(ProtocolError) as raised:
+        regions.register("r", key, 0, 64)
+    assert "--allow-client-shm=true" in str(raised.value)
+    assert regions.status() == []
+
+
+def test_the_number_of_regions_is_bounded(shm_object: tuple[str, Path]) -> None:
+    key, _ = shm_object
+    regions = SystemSharedMemory(allowed=True)
+    from modelyard.protocol import shared_memory
+
+    for index in range(shared_memory.MAX_REGIONS):
+        regions.register(f"r{index}", key, 0, 8)
+    with pytest.raises(ProtocolError) as raised:
+        regions.register("one-more", key, 0, 8)
+    assert raised.value.code is Code.RESOURCE_EXHAUSTED
+    regions.close()
