@@ -155,6 +155,32 @@ def triton_metrics(manager: ModelManager, counter_latencies: bool = True) -> Ite
             "nv_inference_pending_request_count", _labels(mv), float(mv.scheduler.pending)
         )
     yield pending
+    yield from _cache_metrics(versions)
+
+
+_CACHE_METRICS = (
+    ("nv_cache_num_hits_per_model", "Number of cache hits per model", "counter",
+     lambda s: s.cache_hit_count),
+    ("nv_cache_num_misses_per_model", "Number of cache misses per model", "counter",
+     lambda s: s.cache_miss_count),
+    ("nv_cache_hit_duration_per_model", "Total cache hit duration per model, in microseconds",
+     "counter", lambda s: s.cache_hit_ns // 1000),
+    ("nv_cache_miss_duration_per_model",
+     "Total cache miss (insert+lookup) duration per model, in microseconds", "counter",
+     lambda s: s.cache_miss_ns // 1000),
+)  # fmt: skip
+
+
+def _cache_metrics(versions: list[ModelVersion]) -> Iterator[Metric]:
+    """Triton's response cache series, for the versions that use the cache."""
+    cached = [mv for mv in versions if getattr(mv.scheduler, "cache", None) is not None]
+    if not cached:
+        return
+    for name, doc, kind, read in _CACHE_METRICS:
+        metric = Metric(name, doc, kind)
+        for mv in cached:
+            metric.add_sample(name, _labels(mv), float(read(mv.scheduler.stats)))
+        yield metric
 
 
 def _summaries(versions: list[ModelVersion]) -> Iterator[Metric]:

@@ -150,7 +150,9 @@ ENSEMBLE_OVER_OTHER = {
 }
 
 
-def simple_add_sub(repository: Path, name: str = "simple", datatype: str = "INT32") -> Path:
+def simple_add_sub(
+    repository: Path, name: str = "simple", datatype: str = "INT32", extra_config: str = ""
+) -> Path:
     """Triton's example model ``simple`` as ONNX: OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 =
     INPUT0 - INPUT1, each [batch, 16], as its client examples call it."""
     import onnx
@@ -186,5 +188,6 @@ def simple_add_sub(repository: Path, name: str = "simple", datatype: str = "INT3
     )
     (model_dir / "config.pbtxt").write_text(
         f'name: "{name}"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n{tensors}\n'
+        + extra_config
     )
     return model_dir

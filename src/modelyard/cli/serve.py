@@ -44,6 +44,7 @@ from modelyard.modelfiles.repository import ModelRepository
 from modelyard.protocol.shared_memory import SystemSharedMemory
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
+from modelyard.server.response_cache import ResponseCache
 
 log = structlog.get_logger("modelyard.serve")
 
@@ -316,6 +317,9 @@ async def serve(args: argparse.Namespace) -> None:
             strict_readiness=args.strict_readiness,
             load_threads=args.model_load_thread_count,
             summary_quantiles=args.summary_quantiles,
+            response_cache=ResponseCache(args.response_cache_bytes)
+            if args.response_cache_bytes
+            else None,
         )
         dataplane = LocalDataPlane(manager, server_id=args.id)
         governance = await open_governance(

@@ -8,9 +8,9 @@ flag is one of three kinds:
   the shutdown timeout, the threads that load models);
 * accepted and logged as not applied, with the reason: tuning that has no counterpart
   here (CUDA and pinned memory pools, thread counts of parts modelyard does not have);
-* refused with an error line when what it asks for is not served (TLS, a response
-  cache, Triton's rate limiter, namespacing, header forwarding, tracing), so that no
-  one believes it is on. At its "off" value each of those is accepted.
+* refused with an error line when what it asks for is not served (TLS, Triton's
+  rate limiter, namespacing, header forwarding, tracing), so that no one believes it
+  is on. At its "off" value each of those is accepted.
 """
 
 from __future__ import annotations
@@ -59,8 +59,6 @@ NOT_APPLICABLE = {
 _REFUSED_UNLESS_OFF = {
     "--grpc-use-ssl": (lambda v: not triton_bool(v), "terminate TLS in front of modelyard"),
     "--grpc-use-ssl-mutual": (lambda v: not triton_bool(v), "terminate TLS in front of modelyard"),
-    "--response-cache-byte-size": (lambda v: v.strip() in ("0", ""), "leave the cache off"),
-    "--cache-config": (lambda v: False, "leave the response cache off"),
     "--rate-limit": (lambda v: v.strip().lower() == "off", "use --service-config limits"),
     "--rate-limit-resource": (lambda v: False, "use --service-config limits"),
     "--model-namespacing": (lambda v: not triton_bool(v), "give models unique names"),
@@ -153,6 +151,21 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
         help="summary_latencies=true, counter_latencies=false, "
         "summary_quantiles=0.5:0.05,0.9:0.01,...; repeatable",
     )
+    triton.add_argument(
+        "--cache-config",
+        action="append",
+        default=[],
+        metavar="CACHE,KEY=VALUE",
+        help="local,size=BYTES: a response cache of that many bytes for the models whose "
+        "config enables response_cache",
+    )
+    triton.add_argument(
+        "--response-cache-byte-size",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="tritonserver's older form of --cache-config local,size=BYTES",
+    )
     triton.add_argument("--log-verbose", type=int, default=0, metavar="LEVEL")
     for level in ("info", "warning", "error"):
         triton.add_argument(f"--log-{level}", type=triton_bool, default=True, metavar="BOOL")
@@ -195,6 +208,31 @@ def _apply_metrics_config(args: argparse.Namespace) -> None:
         except (argparse.ArgumentTypeError, ValueError) as exc:
             raise _metrics_config_error(entry, str(exc)) from None
     args.summary_quantiles = quantiles if summaries else None
+
+
+def _apply_cache_config(args: argparse.Namespace) -> None:
+    """``args.response_cache_bytes``: the local cache's size (None: no response cache)."""
+    size = args.response_cache_byte_size
+    for entry in args.cache_config:
+        cache, _, setting = entry.partition(",")
+        key, _, value = setting.partition("=")
+        if cache != "local":
+            raise _flag_error(
+                f"--cache-config {entry}: only the local cache is served here, not '{cache}'",
+                "modelyard serve --cache-config local,size=BYTES",
+            )
+        if key != "size" or not value.strip().isdigit():
+            raise _flag_error(
+                f"--cache-config {entry}: the local cache takes size=BYTES",
+                "modelyard serve --cache-config local,size=BYTES",
+            )
+        size = int(value)
+    if size is not None and size < 0:
+        raise _flag_error(
+            f"--response-cache-byte-size must not be negative, got {size}",
+            "modelyard serve --cache-config local,size=BYTES",
+        )
+    args.response_cache_bytes = size or None  # 0: off, as in Triton
 
 
 def _dest(flag: str) -> str:
@@ -245,6 +283,7 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
             "modelyard serve --model-load-thread-count",
         )
     _apply_metrics_config(args)
+    _apply_cache_config(args)
     if args.log_format in ("default", "ISO8601"):  # Triton's formats: one line per event
         args.log_format = "console"
     if args.log_verbose > 0:

@@ -66,8 +66,9 @@ _UNSERVED: dict[str, tuple[Any, str]] = {
         "false, or serve the model with tritonserver",
     ),
     "response_cache": (
-        lambda c: c.response_cache.enable,
-        "the response cache is not served yet; set enable: false",
+        lambda c: c.response_cache.enable and c.platform == "ensemble",
+        "an ensemble's own response cache is not served yet; enable the cache on the "
+        "models of its steps, or set enable: false",
     ),
     "batch_input": (
         lambda c: len(c.batch_input) > 0,

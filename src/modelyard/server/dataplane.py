@@ -366,6 +366,8 @@ class LocalDataPlane:
         def dur(count: int, ns: int) -> dict[str, int]:
             return {"count": count, "ns": ns}
 
+        computed = s.success_count - s.cache_hit_count  # Triton: compute counts leave hits out
+
         return {
             "name": mv.name,
             "version": str(mv.version),
@@ -379,11 +381,11 @@ class LocalDataPlane:
                 "success": dur(s.success_count, s.success_ns),
                 "fail": dur(s.fail_count, s.fail_ns),
                 "queue": dur(s.success_count, s.queue_ns),
-                "compute_input": dur(s.success_count, s.compute_input_ns),
-                "compute_infer": dur(s.success_count, s.compute_infer_ns),
-                "compute_output": dur(s.success_count, s.compute_output_ns),
-                "cache_hit": dur(0, 0),
-                "cache_miss": dur(0, 0),
+                "compute_input": dur(computed, s.compute_input_ns),
+                "compute_infer": dur(computed, s.compute_infer_ns),
+                "compute_output": dur(computed, s.compute_output_ns),
+                "cache_hit": dur(s.cache_hit_count, s.cache_hit_ns),
+                "cache_miss": dur(s.cache_miss_count, s.cache_miss_ns),
             },
             "batch_stats": [
                 {

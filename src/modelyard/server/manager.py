@@ -51,6 +51,8 @@ from modelyard.server.model_version import (
     instance_count,
     load_model_version,
 )
+from modelyard.server.response_cache import ResponseCache
+from modelyard.server.scheduler import Scheduler
 from modelyard.server.stats import LatencySummaries
 
 log = structlog.get_logger("modelyard.server")
@@ -98,8 +100,12 @@ class ModelManager:
         strict_readiness: bool = True,
         load_threads: int | None = None,
         summary_quantiles: tuple[float, ...] | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         self.repository = repository
+        # the server's response cache (--cache-config local,size=N): the models whose
+        # config enables it share it; None: no model caches
+        self.response_cache = response_cache
         # False: ready once started, whatever the models' states (tritonserver's
         # --strict-readiness false)
         self.strict_readiness = strict_readiness
@@ -333,6 +339,20 @@ class ModelManager:
     def _trusted(self, name: str) -> bool:
         return self._trusted_repository or name in self._trusted_models
 
+    def _attach_cache(self, mv: ModelVersion) -> None:
+        if not mv.config.response_cache.enable:
+            return
+        if self.response_cache is None or not isinstance(mv.scheduler, Scheduler):
+            log.warning(
+                "response_cache_not_used",
+                model=mv.name,
+                version=mv.version,
+                reason="the server has no response cache: start it with --cache-config "
+                "local,size=BYTES",
+            )
+            return
+        mv.scheduler.cache = self.response_cache
+
     async def _load(
         self, name: str, override: mc.ModelConfig | None, authorize: Authorize | None = None
     ) -> None:
@@ -443,6 +463,7 @@ class ModelManager:
             record.failures.pop(v, None)
             if self.summary_quantiles is not None:
                 loaded[v].scheduler.stats.summaries = LatencySummaries(self.summary_quantiles)
+            self._attach_cache(loaded[v])
             log.info(
                 "model_version_ready", model=name, version=v, memory_bytes=loaded[v].memory_bytes
             )

@@ -48,6 +48,7 @@ from modelyard.engines.base import Engine
 from modelyard.errors import Code, EngineError, ModelServerError, ModelyardError, without_paths
 from modelyard.server.batcher import BatchingPolicy, QueuedRequest, RequestQueue
 from modelyard.server.loop_load import LoopLoad
+from modelyard.server.response_cache import ResponseCache
 from modelyard.server.stats import VersionStats
 
 
@@ -183,6 +184,8 @@ class Scheduler:
         self.policy = policy
         self.max_batch_size = policy.max_batch_size
         self.stats = VersionStats()
+        # the server's response cache, where the model's config enables it (the manager sets it)
+        self.cache: ResponseCache | None = None
         self._clock = clock
         self._engines = engines
         self._queue = RequestQueue(model, version, policy)
@@ -240,6 +243,60 @@ class Scheduler:
         ``shape_key``: ``shape_key_of(inputs)``, when the caller knows it already. The
         options may be given by position: the dataplane does, once per request.
         """
+        if self.cache is not None:
+            return self._submit_cached(
+                self.cache, inputs, outputs, rows, client_deadline, priority, timeout_us, shape_key
+            )
+        return self._submit(inputs, outputs, rows, client_deadline, priority, timeout_us, shape_key)
+
+    def _submit_cached(
+        self,
+        cache: ResponseCache,
+        inputs: dict[str, np.ndarray],
+        outputs: list[str],
+        rows: int,
+        client_deadline: float | None,
+        priority: int,
+        timeout_us: int,
+        shape_key: tuple[Any, ...] | None,
+    ) -> asyncio.Future[dict[str, np.ndarray]]:
+        """A request answered from the response cache, or run and its results kept."""
+        clock = self._clock
+        start_ns = clock.monotonic_ns()
+        key = cache.key(self.model, self.version, inputs, outputs)
+        kept = cache.get(key)
+        if kept is not None:
+            future: asyncio.Future[dict[str, np.ndarray]] = (
+                asyncio.get_running_loop().create_future()
+            )
+            future.set_result(kept)
+            self.stats.record_cache_hit(clock.monotonic_ns() - start_ns)
+            return future
+        lookup_ns = clock.monotonic_ns() - start_ns
+        future = self._submit(
+            inputs, outputs, rows, client_deadline, priority, timeout_us, shape_key
+        )
+
+        def keep(done: asyncio.Future[dict[str, np.ndarray]]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                return
+            kept_from = clock.monotonic_ns()
+            cache.put(key, done.result())
+            self.stats.record_cache_miss(lookup_ns + clock.monotonic_ns() - kept_from)
+
+        future.add_done_callback(keep)
+        return future
+
+    def _submit(
+        self,
+        inputs: dict[str, np.ndarray],
+        outputs: list[str],
+        rows: int,
+        client_deadline: float | None,
+        priority: int,
+        timeout_us: int,
+        shape_key: tuple[Any, ...] | None,
+    ) -> asyncio.Future[dict[str, np.ndarray]]:
         loop = self._loop
         if loop is None or not loop.is_running() or self._loop_thread != threading.get_ident():
             # asyncio.get_running_loop makes a getpid system call on Python 3.11: once

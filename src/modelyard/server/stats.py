@@ -135,6 +135,12 @@ class VersionStats:
     compute_output_ns: int = 0
     inference_count: int = 0  # rows computed
     execution_count: int = 0  # engine calls
+    # the response cache: hits answered from it (counted in success_* too, as Triton's), and
+    # misses, with the time spent looking up and keeping their results
+    cache_hit_count: int = 0
+    cache_hit_ns: int = 0
+    cache_miss_count: int = 0
+    cache_miss_ns: int = 0
     last_inference_ms: int = 0
     # batch size -> [count, compute_input ns, compute_infer ns, compute_output ns]
     batch_stats: dict[int, list[int]] = field(default_factory=dict)
@@ -160,6 +166,21 @@ class VersionStats:
                 batch_size=self.batch_size.copy(),
                 lock=threading.Lock(),
             )
+
+    def record_cache_hit(self, elapsed_ns: int) -> None:
+        """A request answered from the response cache: a success, computed by nothing."""
+        with self.lock:
+            self.success_count += 1
+            self.success_ns += elapsed_ns
+            self.cache_hit_count += 1
+            self.cache_hit_ns += elapsed_ns
+            self.request_seconds.observe(elapsed_ns / 1e9)
+            self.queue_seconds.observe(0.0)
+
+    def record_cache_miss(self, elapsed_ns: int) -> None:
+        with self.lock:
+            self.cache_miss_count += 1
+            self.cache_miss_ns += elapsed_ns
 
     def record_failure(self, reason: str, elapsed_ns: int) -> None:
         with self.lock:

@@ -74,7 +74,6 @@ def test_tuning_without_a_counterpart_is_accepted_and_named(tmp_path: Path) -> N
     [
         ("--grpc-use-ssl", "false", "true"),
         ("--grpc-use-ssl", "off", "maybe"),
-        ("--response-cache-byte-size", "0", "1048576"),
         ("--rate-limit", "off", "execution_count"),
         ("--model-namespacing", "false", "true"),
         ("--trace-config", "level=OFF", "mode=opentelemetry"),
@@ -88,6 +87,21 @@ def test_what_is_not_served_is_refused_unless_off(
         parsed("--model-repository", str(tmp_path), f"{flag}={on}")
     line = refused.value.line()
     assert f"{flag}={on}" in line and "rule=serve/triton-flag" in line
+
+
+def test_the_cache_flags_size_the_local_response_cache(tmp_path: Path) -> None:
+    args, _ = parsed("--model-repository", str(tmp_path))
+    assert args.response_cache_bytes is None  # type: ignore[attr-defined]
+    args, _ = parsed("--model-repository", str(tmp_path), "--cache-config", "local,size=4096")
+    assert args.response_cache_bytes == 4096  # type: ignore[attr-defined]
+    args, _ = parsed("--model-repository", str(tmp_path), "--response-cache-byte-size=8192")
+    assert args.response_cache_bytes == 8192  # type: ignore[attr-defined]
+    args, _ = parsed("--model-repository", str(tmp_path), "--response-cache-byte-size=0")
+    assert args.response_cache_bytes is None  # type: ignore[attr-defined]
+    for entry in ("redis,host=localhost", "local,size=big", "local,capacity=10"):
+        with pytest.raises(ConfigError) as refused:
+            parsed("--model-repository", str(tmp_path), f"--cache-config={entry}")
+        assert "rule=serve/triton-flag" in refused.value.line()
 
 
 def test_bad_numbers_are_refused(tmp_path: Path) -> None:

@@ -29,7 +29,10 @@ def test_the_config_json_shows_fields_at_their_default_value() -> None:
     [
         ("sequence_batching", "sequence_batching {\n  max_sequence_idle_microseconds: 5000000\n}"),
         ("model_transaction_policy", "model_transaction_policy {\n  decoupled: true\n}"),
-        ("response_cache", "response_cache {\n  enable: true\n}"),
+        (
+            "response_cache",
+            'platform: "ensemble"\nresponse_cache {\n  enable: true\n}',
+        ),
         ("batch_input", 'batch_input [{ kind: BATCH_ELEMENT_COUNT target_name: "n" }]'),
         ("rate_limiter", "instance_group [{ count: 1 rate_limiter { priority: 1 } }]"),
         ("passive", "instance_group [{\n  count: 1\n  passive: true\n}]"),

@@ -1,0 +1,82 @@
+"""Triton's response cache: a model's results kept by a hash of the request.
+
+A request's key is a 128-bit BLAKE2b digest of the model, version, each input's
+name, datatype, shape and bytes, and the outputs asked for: a cryptographic hash,
+so no caller can craft a request whose key collides with another's and be
+answered with its results. One cache serves every model that enables it (``response_cache
+{ enable: true }``), bounded in bytes (``--cache-config local,size=N``); the
+least recently used entries go first, and a result bigger than the whole cache is
+never kept. Kept arrays are copies, read-only, so what a request was answered
+with cannot change under the next one.
+
+Used from the event loop's thread only (submits and their done callbacks run
+there), so it takes no lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections import OrderedDict
+
+import numpy as np
+
+ENTRY_OVERHEAD_BYTES = 256  # the key, the dict entry and the arrays' headers, roughly
+
+
+def _array_bytes(array: np.ndarray) -> int:
+    if array.dtype == np.object_:
+        return sum(len(item) if isinstance(item, bytes) else 64 for item in array.ravel())
+    return array.nbytes
+
+
+class ResponseCache:
+    def __init__(self, capacity_bytes: int) -> None:
+        self.capacity_bytes = capacity_bytes
+        self.used_bytes = 0
+        self._entries: OrderedDict[bytes, tuple[dict[str, np.ndarray], int]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @staticmethod
+    def key(model: str, version: int, inputs: dict[str, np.ndarray], outputs: list[str]) -> bytes:
+        digest = hashlib.blake2b(digest_size=16)
+        digest.update(f"{model}\0{version}\0".encode())
+        for name in sorted(inputs):
+            array = inputs[name]
+            digest.update(name.encode() + b"\0" + array.dtype.str.encode() + b"\0")
+            digest.update(struct.pack(f"<{array.ndim + 1}q", array.ndim, *array.shape))
+            if array.dtype == np.object_:
+                for item in array.ravel():
+                    data = item if isinstance(item, bytes) else str(item).encode()
+                    digest.update(struct.pack("<q", len(data)) + data)
+            else:
+                digest.update(np.ascontiguousarray(array).data)
+        digest.update("\0".join(sorted(outputs)).encode())
+        return digest.digest()
+
+    def get(self, key: bytes) -> dict[str, np.ndarray] | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        self._entries.move_to_end(key)
+        return dict(entry[0])
+
+    def put(self, key: bytes, results: dict[str, np.ndarray]) -> None:
+        if key in self._entries:
+            return
+        kept: dict[str, np.ndarray] = {}
+        size = ENTRY_OVERHEAD_BYTES
+        for name, array in results.items():
+            size += _array_bytes(array)
+            if size > self.capacity_bytes:
+                return  # bigger than the whole cache: never kept
+            copy = np.array(array, copy=True)
+            copy.flags.writeable = False
+            kept[name] = copy
+        while self._entries and self.used_bytes + size > self.capacity_bytes:
+            _, (_, freed) = self._entries.popitem(last=False)
+            self.used_bytes -= freed
+        self._entries[key] = (kept, size)
+        self.used_bytes += size
