@@ -65,7 +65,11 @@ class Repository(Protocol):
     def is_ready(self) -> bool: ...
 
     async def load(
-        self, name: str, override: Any = None, authorize: Callable[[list[str]], None] | None = None
+        self,
+        name: str,
+        override: Any = None,
+        authorize: Callable[[list[str]], None] | None = None,
+        files: dict[tuple[str, ...], bytes] | None = None,
     ) -> None: ...
 
     async def unload(self, name: str) -> None: ...

@@ -201,9 +201,15 @@ def test_health_service_follows_models_through_load_and_unload(tmp_path: Path) -
             with pytest.raises(InferenceServerException) as file_override:
                 client.load_model("slow_double", files={"file:1/model.py": b"import os"})
             assert file_override.value.status() == "StatusCode.INVALID_ARGUMENT"
-            assert "model file overrides in a load request are not supported" in (
-                file_override.value.message()
-            )
+            assert "file overrides need the 'config' parameter" in file_override.value.message()
+            with pytest.raises(InferenceServerException) as python_files:
+                client.load_model(
+                    "slow_double",
+                    config=json.dumps(override),
+                    files={"file:1/model.py": b"import os"},
+                )
+            assert "would run the caller's code" in python_files.value.message()
+            assert client.is_model_ready("slow_double")  # what served before serves on
 
             client.unload_model("slow_double")
             assert check("slow_double") == NOT_SERVING

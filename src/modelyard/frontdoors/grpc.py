@@ -38,7 +38,7 @@ from modelyard.errors import (
 from modelyard.governance.guard import CALL_HEADERS, Call
 from modelyard.governance.runtime import Governance
 from modelyard.logging import SETTINGS
-from modelyard.modelfiles.load_request import load_override
+from modelyard.modelfiles.load_request import load_files, load_override
 from modelyard.protocol.shared_memory import SystemSharedMemory, cuda_unavailable, place_outputs
 from modelyard.protocol.status import grpc_status_name
 from modelyard.protocol.v2_grpc import decode_infer_request, encode_infer_response, parameter_value
@@ -348,10 +348,11 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     ) -> Any:
         params = {key: parameter_value(value) for key, value in request.parameters.items()}
         override = load_override(request.model_name, params)
+        files = load_files(request.model_name, params)
         authorize = None
         if self.governance is not None:
             authorize = self.governance.authorize_load(_CURRENT_CALL.get())
-        await self.dataplane.manager.load(request.model_name, override, authorize)
+        await self.dataplane.manager.load(request.model_name, override, authorize, files)
         return pb.RepositoryModelLoadResponse()
 
     @_rpc

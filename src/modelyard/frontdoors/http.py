@@ -30,7 +30,7 @@ from modelyard.governance.chain import Ticket
 from modelyard.governance.guard import CALL_HEADERS, Call, bearer_token
 from modelyard.governance.runtime import Governance, rejections
 from modelyard.logging import SETTINGS
-from modelyard.modelfiles.load_request import load_override
+from modelyard.modelfiles.load_request import load_files, load_override
 from modelyard.protocol.json_body import json_object
 from modelyard.protocol.shared_memory import SystemSharedMemory, cuda_unavailable, place_outputs
 from modelyard.protocol.status import http_status
@@ -492,10 +492,11 @@ class HttpFrontend:
             await manager.unload(model)
             return _Response(200)
         override = load_override(model, params)
+        files = load_files(model, params)
         authorize = None
         if self.governance is not None and call is not None:
             authorize = self.governance.authorize_load(call)
-        await manager.load(model, override, authorize)
+        await manager.load(model, override, authorize, files)
         return _Response(200)
 
     async def _guarded(self, scope: Scope, receive: Receive, governance: Governance) -> _Response:

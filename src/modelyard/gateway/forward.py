@@ -78,7 +78,9 @@ class ServiceIndex:
     def is_ready(self) -> bool:
         return any(i.state == "SERVING" for i in self.client.instances())
 
-    async def load(self, name: str, override: Any = None, authorize: Any = None) -> None:
+    async def load(
+        self, name: str, override: Any = None, authorize: Any = None, files: Any = None
+    ) -> None:
         raise _use_an_instance("load")
 
     async def unload(self, name: str) -> None:

@@ -20,6 +20,7 @@ import asyncio
 import copy
 import functools
 import os
+import shutil
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -33,8 +34,10 @@ from tritonclient.grpc import model_config_pb2 as mc
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines import backend_for
 from modelyard.errors import (
+    TRITON_WORDING,
     Code,
     ConfigError,
+    GovernanceError,
     ModelServerError,
     ModelyardError,
     shown,
@@ -42,6 +45,7 @@ from modelyard.errors import (
 )
 from modelyard.hardware.memory import check_budget, collect_frozen_garbage, estimate_bytes
 from modelyard.modelfiles.config import read_model_config, select_versions, validate_version_policy
+from modelyard.modelfiles.load_request import OVERRIDE_PREFIX, write_override
 from modelyard.modelfiles.repository import ModelFingerprint, ModelRepository
 from modelyard.server.ensemble import ENSEMBLE, load_ensemble_version, load_order, reached_models
 from modelyard.server.loop_load import LoopLoad
@@ -61,6 +65,23 @@ Authorize = Callable[[list[str]], None]
 """Raises unless the caller of a load may use each model the loaded config reaches."""
 
 
+def _with_detail(error: ModelyardError, detail: str) -> ModelyardError:
+    """A copy of ``error`` that says ``detail``."""
+    twin = copy.copy(error)
+    twin.args = (detail,)
+    twin.detail = detail
+    return twin
+
+
+def _remove_override(model_dir: Path) -> None:
+    """Remove the fresh directory of a load request's files (the model dir's parent).
+
+    A loaded engine keeps what it opened: on Linux its files stay readable after this.
+    """
+    if model_dir.parent.name.startswith(OVERRIDE_PREFIX):
+        shutil.rmtree(model_dir.parent, ignore_errors=True)
+
+
 class ControlMode(StrEnum):
     NONE = "none"
     POLL = "poll"
@@ -76,6 +97,8 @@ class ModelRecord:
     retiring: list[ModelVersion] = field(default_factory=list)
     fingerprint: ModelFingerprint | None = None
     override: mc.ModelConfig | None = None
+    # the fresh directory a load request's file overrides were written into (its model dir)
+    override_dir: Path | None = None
     unloaded: bool = False
 
     def refresh(self) -> None:
@@ -157,6 +180,9 @@ class ModelManager:
             self._poll_task.cancel()
         for record in self._models.values():
             self._retire(record, list(record.versions))
+            if record.override_dir is not None:
+                _remove_override(record.override_dir)
+                record.override_dir = None
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
         if self._load_executor is not None:
@@ -295,15 +321,27 @@ class ModelManager:
         name: str,
         override: mc.ModelConfig | None = None,
         authorize: Authorize | None = None,
+        files: dict[tuple[str, ...], bytes] | None = None,
     ) -> None:
         """Load (or reload) a model for the repository API: raises if any version failed,
         naming no path outside the repository (the log keeps them); what served before a
-        failed load serves on."""
+        failed load serves on.
+
+        ``files``: a load request's file overrides; the model is loaded from a fresh
+        directory holding only them, with ``override`` as its config (as Triton does).
+        """
         self._refuse_unless_explicit("load")
         try:
+            if files:
+                await self._load_files(name, override, authorize, files)
+                return
             await self._load(name, override, authorize)
         except ModelyardError as exc:
             public = self._public(exc)
+            if not isinstance(exc, GovernanceError) and not public.detail.startswith(
+                TRITON_WORDING
+            ):  # Triton's words first, which clients match on; the rule names the layer
+                public = _with_detail(public, f"failed to load '{shown(name)}': {public.detail}")
             if public is exc:
                 raise
             log.warning("model_load_failed", model=name, **exc.fields())
@@ -324,9 +362,8 @@ class ModelManager:
         where = self._relative(error.where) if error.where else error.where
         if detail == error.detail and where == error.where:
             return error
-        public = copy.copy(error)
-        public.args = (detail,)
-        public.detail, public.where = detail, where
+        public = _with_detail(error, detail)
+        public.where = where
         return public
 
     def _relative(self, text: str) -> str:
@@ -361,11 +398,35 @@ class ModelManager:
         async with self._lock(name):
             await self._load_locked(name, override, authorize)
 
+    async def _load_files(
+        self,
+        name: str,
+        override: mc.ModelConfig | None,
+        authorize: Authorize | None,
+        files: dict[tuple[str, ...], bytes],
+    ) -> None:
+        assert override is not None  # load_override requires the config with files
+        if authorize is not None:  # before a byte is written
+            authorize(reached_models(override))
+        loop = asyncio.get_running_loop()
+        model_dir = await loop.run_in_executor(None, write_override, name, files)
+        async with self._lock(name):
+            try:
+                await self._load_locked(name, override, authorize, model_dir)
+            finally:
+                record = self._models.get(name)
+                if record is None or record.override_dir != model_dir:  # not what serves
+                    _remove_override(model_dir)
+
     async def _load_locked(
-        self, name: str, override: mc.ModelConfig | None, authorize: Authorize | None = None
+        self,
+        name: str,
+        override: mc.ModelConfig | None,
+        authorize: Authorize | None = None,
+        override_dir: Path | None = None,
     ) -> None:
         loop = asyncio.get_running_loop()
-        model_dir = self.repository.model_dir(name)
+        model_dir = override_dir or self.repository.model_dir(name)
         if model_dir is None:
             raise _not_in_repository(name)
         fingerprint = await loop.run_in_executor(None, self.repository.fingerprint, model_dir)
@@ -387,6 +448,14 @@ class ModelManager:
                     code=Code.INVALID_ARGUMENT,
                     rule="config/backend",
                     where=f"backend or platform in {name}/config.pbtxt",
+                )
+            if override_dir is not None and backend == "python":
+                raise ConfigError(
+                    f"failed to load '{name}': a python model from a load request's files "
+                    "would run the caller's code in the server",
+                    code=Code.INVALID_ARGUMENT,
+                    rule="protocol/load-file-override",
+                    where=f"put {name}/<version>/model.py in the repository, then load by name",
                 )
         except ModelyardError as exc:
             self._failed(name, record, fingerprint, exc)
@@ -440,7 +509,8 @@ class ModelManager:
                         v,
                         base,
                         backend,
-                        trusted=self._trusted(name),
+                        # files a request wrote are never the operator's trusted files
+                        trusted=self._trusted(name) and override_dir is None,
                         default_max_queue_size=self._default_max_queue_size,
                         clock=self._clock,
                         loop_load=self.loop_load,
@@ -471,6 +541,10 @@ class ModelManager:
         retire = replaced + [v for v in record.versions if v not in wanted]
         self._retire(record, retire)
         record.versions.update(loaded)
+        if loaded and record.override_dir != override_dir:  # they serve from here now
+            if record.override_dir is not None:
+                _remove_override(record.override_dir)
+            record.override_dir = override_dir
         for v in list(record.failures):
             if v and v not in wanted:
                 record.failures.pop(v)
@@ -548,6 +622,9 @@ class ModelManager:
         record.failures.clear()
         record.unloaded = True
         record.fingerprint = None
+        if record.override_dir is not None:
+            _remove_override(record.override_dir)
+            record.override_dir = None
 
     async def poll_once(self) -> None:
         loop = asyncio.get_running_loop()
