@@ -158,7 +158,9 @@ def simple_add_sub(
     import onnx
     from onnx import TensorProto, helper
 
-    element = {"INT32": TensorProto.INT32, "FP32": TensorProto.FLOAT}[datatype]
+    element = {"INT32": TensorProto.INT32, "INT8": TensorProto.INT8, "FP32": TensorProto.FLOAT}[
+        datatype
+    ]
 
     def tensor(tensor_name: str) -> onnx.ValueInfoProto:
         return helper.make_tensor_value_info(tensor_name, element, ["batch", 16])
@@ -172,7 +174,7 @@ def simple_add_sub(
         [tensor("INPUT0"), tensor("INPUT1")],
         [tensor("OUTPUT0"), tensor("OUTPUT1")],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])  # INT8 Add
     model.ir_version = 8
     model_dir = repository / name
     (model_dir / "1").mkdir(parents=True, exist_ok=True)
@@ -191,3 +193,62 @@ def simple_add_sub(
         + extra_config
     )
     return model_dir
+
+
+SIMPLE_STRING = """
+import numpy as np
+
+
+class Model:
+    def execute(self, inputs):
+        a = np.array([int(v) for v in inputs["INPUT0"].ravel()]).reshape(inputs["INPUT0"].shape)
+        b = np.array([int(v) for v in inputs["INPUT1"].ravel()]).reshape(inputs["INPUT1"].shape)
+
+        def text(values):
+            return np.array([str(v).encode() for v in values.ravel()], dtype=object).reshape(
+                values.shape
+            )
+
+        return {"OUTPUT0": text(a + b), "OUTPUT1": text(a - b)}
+"""
+
+IDENTITY = """
+class Model:
+    def execute(self, inputs):
+        return {"OUTPUT0": inputs["INPUT0"]}
+"""
+
+
+def simple_string(repository: Path) -> Path:
+    """Triton's example model ``simple_string``: decimal strings in, their sum and
+    difference out as strings, each [batch, 16]."""
+    tensors = "\n".join(
+        f'{kind} {{ name: "{name}" data_type: TYPE_STRING dims: [ 16 ] }}'
+        for kind, name in (
+            ("input", "INPUT0"),
+            ("input", "INPUT1"),
+            ("output", "OUTPUT0"),
+            ("output", "OUTPUT1"),
+        )
+    )
+    return write_python_model(
+        repository,
+        "simple_string",
+        SIMPLE_STRING,
+        f'backend: "python"\nmax_batch_size: 8\n{tensors}\n',
+    )
+
+
+def simple_identity(repository: Path) -> Path:
+    """Triton's example model ``simple_identity``: BYTES [batch, -1] in, the same out."""
+    return write_python_model(
+        repository,
+        "simple_identity",
+        IDENTITY,
+        """
+        backend: "python"
+        max_batch_size: 8
+        input [{ name: "INPUT0" data_type: TYPE_STRING dims: [ -1 ] }]
+        output [{ name: "OUTPUT0" data_type: TYPE_STRING dims: [ -1 ] }]
+        """,
+    )

@@ -25,6 +25,7 @@ from modelyard.errors import (
     retry_after_header,
     shown,
 )
+from modelyard.frontdoors.http_compression import compress, inflate, preferred_encoding
 from modelyard.frontdoors.http_lane import HttpLane, HttpLanes
 from modelyard.governance.chain import Ticket
 from modelyard.governance.guard import CALL_HEADERS, Call, bearer_token
@@ -214,32 +215,56 @@ _CALL_HEADERS = frozenset(name.encode() for name in CALL_HEADERS)
 _CREDENTIALS = frozenset((b"x-api-key", b"authorization"))
 
 
-def _header_length(headers: list[tuple[bytes, bytes]]) -> int | None:
-    """The Inference-Header-Content-Length of a request, if it has one."""
-    for key, value in headers:
-        if key == b"inference-header-content-length":
-            if len(value) > 18 or not value.isdigit():  # int() of 4,301 digits raises
-                raise ProtocolError(
-                    f"{HEADER_LENGTH} must be an integer of at most 18 digits",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="protocol/binary-header",
-                    where="the Inference-Header-Content-Length header",
-                )
-            return int(value)
-    return None
+_INFER_HEADERS = frozenset(
+    (
+        b"inference-header-content-length",
+        b"x-api-key",
+        b"authorization",
+        b"content-encoding",
+        b"accept-encoding",
+    )
+)
 
 
-def _credentials(headers: list[tuple[bytes, bytes]]) -> tuple[bytes | None, bytes | None]:
-    """The X-API-Key and Authorization headers, as they arrived."""
-    api_key: bytes | None = None
-    authorization: bytes | None = None
+def _infer_headers(
+    headers: list[tuple[bytes, bytes]],
+) -> tuple[int | None, bytes | None, bytes | None, bytes | None, bytes | None]:
+    """What an infer call's headers say, in one pass: the Inference-Header-Content-Length,
+    X-API-Key, Authorization, Content-Encoding and Accept-Encoding, as they arrived."""
+    found: dict[bytes, bytes] = {}
     for key, value in headers:
-        if key in _CREDENTIALS:
-            if key == b"x-api-key":
-                api_key = value
-            else:
-                authorization = value
-    return api_key, authorization
+        if key in _INFER_HEADERS:
+            found[key] = value
+    if not found:
+        return None, None, None, None, None
+    length = found.get(b"inference-header-content-length")
+    header_length = None
+    if length is not None:
+        if len(length) > 18 or not length.isdigit():  # int() of 4,301 digits raises
+            raise ProtocolError(
+                f"{HEADER_LENGTH} must be an integer of at most 18 digits",
+                code=Code.INVALID_ARGUMENT,
+                rule="protocol/binary-header",
+                where="the Inference-Header-Content-Length header",
+            )
+        header_length = int(length)
+    return (
+        header_length,
+        found.get(b"x-api-key"),
+        found.get(b"authorization"),
+        found.get(b"content-encoding"),
+        found.get(b"accept-encoding"),
+    )
+
+
+def _compressed(response: _Response, accept_encoding: bytes) -> _Response:
+    """A successful infer response, compressed as the caller prefers (Triton does so)."""
+    encoding = preferred_encoding(accept_encoding)
+    if encoding == "identity" or response.status != 200:
+        return response
+    headers = [(k, v) for k, v in response.headers if k != b"content-length"]
+    headers.append((b"content-encoding", encoding.encode()))
+    return _Response(200, compress(response.body, encoding), headers)
 
 
 def _call_from_headers(governance: Governance, scope: Scope) -> Call:
@@ -288,16 +313,16 @@ class HttpFrontend:
             route = model_route(scope["path"])
             if route is not None and route[2] == "/infer" and scope["method"] == "POST":
                 # the fast lane, written out here: each coroutine awaited costs per request
-                headers = scope["headers"]
-                header_length = _header_length(headers)
-                governance = self.governance
-                api_key, authorization = (
-                    (None, None) if governance is None else _credentials(headers)
+                header_length, api_key, authorization, encoding, accept = _infer_headers(
+                    scope["headers"]
                 )
+                governance = self.governance
                 message = await receive()
                 body = message.get("body", b"")
                 if message.get("more_body") or len(body) > self.max_body_bytes:
                     body = await self._rest_of_body(scope, receive, body)
+                if encoding is not None:
+                    body = inflate(body, encoding, self.max_body_bytes)
                 chain = None if governance is None else governance.chain
                 lane = self.lanes.find(
                     scope["path"], body, header_length, api_key, authorization, chain
@@ -317,6 +342,8 @@ class HttpFrontend:
                         response = refused or await self._run_admitted(
                             scope, body, header_length, route, api_key, authorization
                         )
+                if accept is not None:
+                    response = _compressed(response, accept)
             elif self.governance is not None:
                 response = await self._guarded(scope, receive, self.governance)
             else:

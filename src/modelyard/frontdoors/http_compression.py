@@ -1,0 +1,79 @@
+"""Compressed infer bodies, as Triton's HTTP front door takes and gives them.
+
+A request may come with ``Content-Encoding: gzip`` or ``deflate`` (a zlib stream,
+as the header means in HTTP); it is inflated before decoding, and never past the
+body limit: a few kilobytes that inflate to gigabytes are refused once the limit
+is reached, not after. A response is compressed when ``Accept-Encoding`` prefers
+gzip or deflate, chosen by weight as Triton chooses.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from modelyard.errors import Code, ProtocolError, shown
+
+_WBITS = {b"gzip": 31, b"deflate": 15}  # zlib's window bits: gzip header, zlib header
+_CHOICES = ("identity", "deflate", "gzip")
+
+
+def inflate(body: bytes, encoding: bytes, limit: int) -> bytes:
+    """The body a ``Content-Encoding`` compressed, at most ``limit`` bytes of it."""
+    name = encoding.strip().lower()
+    if name in (b"", b"identity"):
+        return body
+    wbits = _WBITS.get(name)
+    if wbits is None:
+        raise ProtocolError(
+            f"unsupported Content-Encoding {shown(encoding.decode('latin-1'), 40)}",
+            code=Code.INVALID_ARGUMENT,
+            rule="protocol/content-encoding",
+            where="send the body as gzip, deflate or identity",
+        )
+    inflater = zlib.decompressobj(wbits)
+    try:
+        data = inflater.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise ProtocolError(
+            f"the {name.decode()} body does not inflate: {exc}",
+            code=Code.INVALID_ARGUMENT,
+            rule="protocol/content-encoding",
+            where="the request body and its Content-Encoding",
+        ) from None
+    if len(data) > limit or inflater.unconsumed_tail:
+        raise ProtocolError(
+            f"the {name.decode()} body inflates past the limit of {limit} bytes",
+            code=Code.PAYLOAD_TOO_LARGE,
+            rule="protocol/max-body-size",
+            where="modelyard serve --http-max-body-bytes",
+        )
+    if not inflater.eof:
+        raise ProtocolError(
+            f"the {name.decode()} body ends before its stream does",
+            code=Code.INVALID_ARGUMENT,
+            rule="protocol/content-encoding",
+            where="the request body and its Content-Encoding",
+        )
+    return data
+
+
+def preferred_encoding(accept: bytes) -> str:
+    """What ``Accept-Encoding`` prefers of identity, deflate and gzip (Triton's choice)."""
+    chosen, weight = "identity", 0.0
+    for item in accept.decode("latin-1").split(",")[:32]:
+        name, _, quality = item.strip().partition(";q=")
+        try:
+            value = float(quality) if quality else 1.0
+        except ValueError:
+            continue
+        if name in _CHOICES and value > weight:
+            chosen, weight = name, value
+    return chosen
+
+
+def compress(body: bytes, encoding: str) -> bytes:
+    if encoding == "gzip":
+        packer = zlib.compressobj(6, zlib.DEFLATED, 31)
+    else:
+        packer = zlib.compressobj(6, zlib.DEFLATED, 15)
+    return packer.compress(body) + packer.flush()
