@@ -79,6 +79,10 @@ class DataPlane(Protocol):
     @property
     def clock(self) -> Clock: ...
 
+    # whether requests go on to another server (a gateway's): they carry the caller's
+    # trace context along (InferRequest.forward_headers)
+    forwards_requests: bool
+
     @property
     def manager(self) -> Repository: ...
 

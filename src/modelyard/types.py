@@ -83,6 +83,9 @@ class InferRequest:
     priority: int = 0
     timeout_us: int = 0
     deadline: float | None = None  # clock seconds after which the result is useless
+    trace: Any = None  # tracing.RequestTrace of a sampled request
+    # headers a forwarded request carries on (the W3C trace context), as name -> value
+    forward_headers: dict[str, str] | None = None
 
     def binary_outputs(self) -> tuple[dict[str, bool], bool]:
         """Whether each named output was asked for as binary data, and the default."""

@@ -231,3 +231,88 @@ def test_a_rejection_passes_through_the_gateway_whole(tmp_path: Path, transport:
     assert headers.get_list("retry-after") == [headers["retry-after"]]  # said once
     framing = {"content-type", "content-length", "date", "server"}
     assert set(direct.headers) - framing <= set(headers)
+
+
+class OtlpCollector:
+    """An OTLP/HTTP trace receiver on loopback: the spans exporters send it, decoded."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+
+        spans: list[Any] = []
+        self.spans = spans
+
+        class Receiver(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                request = ExportTraceServiceRequest.FromString(body)
+                for resource in request.resource_spans:
+                    for scope in resource.scope_spans:
+                        spans.extend(scope.spans)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+        self.url = f"127.0.0.1:{self.server.server_address[1]}/v1/traces"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["http", "grpc"])
+def test_a_callers_trace_context_reaches_the_instance_through_the_gateway(
+    tmp_path: Path, transport: str
+) -> None:
+    """The instance exports its spans over OTLP to a collector; the caller's traceparent,
+    sent to the gateway, is the parent of the instance's InferRequest span."""
+    repository = tmp_path / "models"
+    slow_double(repository)
+    registry_url = f"embedded://{tmp_path / 'registry.db'}"
+    registry = open_registry(registry_url)
+    collector = OtlpCollector()
+    trace_id = "0af7651916cd43dd8448eb211c80319c"
+    try:
+        with running_server(
+            repository,
+            tmp_path,
+            "--trace-config=mode=opentelemetry",
+            "--trace-config=level=TIMESTAMPS",
+            "--trace-config=rate=1",
+            f"--trace-config=opentelemetry,url={collector.url}",
+        ) as instance:
+            register(registry, instance)
+            with running_gateway(registry_url, tmp_path, "--transport", transport) as gateway:
+                client = httpclient.InferenceServerClient(gateway.http_url)
+                try:
+                    item = httpclient.InferInput("x", [1, 2], "FP32")
+                    item.set_data_from_numpy(X, binary_data=True)
+                    headers = {"traceparent": f"00-{trace_id}-b7ad6b7169203331-01"}
+                    result = client.infer(MODEL, [item], headers=headers, request_id="through")
+                    np.testing.assert_array_equal(result.as_numpy("y"), EXPECTED)
+                finally:
+                    client.close()
+        # the instance stopped: its exporter sent what it held
+        wait_until(lambda: any(s.name == "InferRequest" for s in collector.spans), timeout=20)
+    finally:
+        collector.close()
+    roots = [s for s in collector.spans if s.name == "InferRequest"]
+    assert len(roots) == 1
+    assert roots[0].trace_id.hex() == trace_id
+    assert roots[0].parent_span_id.hex() == "b7ad6b7169203331"
+    attributes = {a.key: a.value.string_value for a in roots[0].attributes}
+    assert attributes["triton.request_id"] == "through"
+    names = {s.name for s in collector.spans if s.trace_id.hex() == trace_id}
+    assert {"governance", "queue", "compute", "response"} <= names

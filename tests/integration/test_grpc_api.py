@@ -70,21 +70,6 @@ def test_a_bad_request_on_a_stream_gets_its_error_line_and_the_stream_goes_on(
     assert error is None and result.get_response().id == "after"
 
 
-def test_the_trace_rpc_is_unimplemented_with_an_error_line(
-    client: grpcclient.InferenceServerClient,
-) -> None:
-    calls = [
-        client.get_trace_settings,
-    ]  # LogSettings is served (test_log_settings.py), shared memory too (test_shared_memory.py)
-    for call in calls:
-        with pytest.raises(InferenceServerException) as refused:
-            call()
-        assert refused.value.status() == "StatusCode.UNIMPLEMENTED"
-        line = refused.value.message()
-        assert line.startswith("[protocol] ") and " is not supported: modelyard has no " in line
-        assert "; rule=protocol/unimplemented; change: " in line
-
-
 QUEUE_OF_ONE = """
     backend: "python"
     max_batch_size: 16

@@ -457,3 +457,32 @@ def test_a_compressed_body_that_cannot_be_read_is_refused(
         _check_add_sub(client.infer("simple", _add_sub_inputs(httpclient)))  # serves on
     finally:
         client.close()
+
+
+# ---- trace settings, as tritonclient reads and sets them ----------------------------------
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_trace_settings_through_tritonclient(triton: ServerProcess, protocol: str) -> None:
+    module: Any = grpcclient if protocol == "grpc" else httpclient
+    url = triton.grpc_url if protocol == "grpc" else triton.http_url
+    client = module.InferenceServerClient(url)
+
+    def settings(reply: Any) -> dict[str, Any]:
+        if protocol == "grpc":
+            return {name: list(value.value) for name, value in reply.settings.items()}
+        return {k: v if isinstance(v, list) else [v] for k, v in reply.items()}
+
+    try:
+        assert settings(client.get_trace_settings())["trace_level"] == ["OFF"]
+        changed = settings(client.update_trace_settings("simple", {"trace_rate": "7"}))
+        assert changed["trace_rate"] == ["7"]
+        assert settings(client.get_trace_settings("simple"))["trace_rate"] == ["7"]
+        assert settings(client.get_trace_settings())["trace_rate"] == ["1000"]
+        with pytest.raises(InferenceServerException) as refused:
+            client.update_trace_settings(settings={"trace_level": ["TIMESTAMPS"]})
+        assert "--trace-config mode=opentelemetry" in refused.value.message()
+        client.update_trace_settings("simple", {"trace_rate": None})
+        assert settings(client.get_trace_settings("simple"))["trace_rate"] == ["1000"]
+    finally:
+        client.close()

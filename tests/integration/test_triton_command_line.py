@@ -85,7 +85,5 @@ def test_a_flag_asking_for_what_is_not_served_is_refused_at_start(tmp_path: Path
         timeout=60,
     )  # fmt: skip
     assert result.returncode != 0
-    assert "--rate-limit=execution_count asks for what modelyard does not serve" in (
-        result.stderr
-    )
+    assert "--rate-limit=execution_count asks for what modelyard does not serve" in (result.stderr)
     assert "rule=serve/triton-flag" in result.stderr and "Traceback" not in result.stderr

@@ -45,6 +45,7 @@ from modelyard.protocol.shared_memory import SystemSharedMemory
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.server.response_cache import ResponseCache
+from modelyard.tracing import Tracing
 
 log = structlog.get_logger("modelyard.serve")
 
@@ -334,11 +335,14 @@ async def serve(args: argparse.Namespace) -> None:
             parts.push_async_callback(governance.aclose)
         shared_memory = SystemSharedMemory(allowed=args.allow_client_shm)
         parts.callback(shared_memory.close)
+        tracing = Tracing(**args.trace)
+        parts.callback(tracing.shutdown)  # exports what the last requests left
         app = HttpFrontend(
             dataplane,
             max_body_bytes=args.http_max_body_bytes,
             governance=governance,
             shared_memory=shared_memory,
+            tracing=tracing,
         )
         await manager.start()
         parts.push_async_callback(manager.stop)
@@ -389,6 +393,7 @@ async def serve(args: argparse.Namespace) -> None:
                 max_message_bytes=args.grpc_max_message_bytes,
                 governance=governance,
                 shared_memory=shared_memory,
+                tracing=tracing,
             )
             grace = args.exit_timeout_secs
             parts.push_async_callback(

@@ -9,17 +9,19 @@ flag is one of three kinds:
 * accepted and logged as not applied, with the reason: tuning that has no counterpart
   here (CUDA and pinned memory pools, thread counts of parts modelyard does not have);
 * refused with an error line when what it asks for is not served (TLS, Triton's
-  rate limiter, namespacing, header forwarding, tracing), so that no one believes it
-  is on. At its "off" value each of those is accepted.
+  rate limiter, namespacing, header forwarding, Triton-mode trace files), so that no
+  one believes it is on. At its "off" value each of those is accepted.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from modelyard.errors import Code, ConfigError
 from modelyard.server.stats import DEFAULT_QUANTILES
+from modelyard.tracing import LEVELS
 
 _TRUE = frozenset(("true", "on", "1", "yes"))
 _FALSE = frozenset(("false", "off", "0", "no"))
@@ -65,8 +67,7 @@ _REFUSED_UNLESS_OFF = {
     "--model-config-name": (lambda v: v.strip() in ("", "config"), "use config.pbtxt"),
     "--http-header-forward-pattern": (lambda v: False, "pass values as request parameters"),
     "--grpc-header-forward-pattern": (lambda v: False, "pass values as request parameters"),
-    "--trace-config": (lambda v: v.strip() in ("mode=triton,level=OFF", "level=OFF"), "omit it"),
-    "--trace-file": (lambda v: False, "omit it"),
+    "--trace-file": (lambda v: False, "trace through --trace-config mode=opentelemetry"),
 }
 
 
@@ -160,6 +161,14 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
         "config enables response_cache",
     )
     triton.add_argument(
+        "--trace-config",
+        action="append",
+        default=[],
+        metavar="[opentelemetry,]KEY=VALUE",
+        help="mode=opentelemetry, level=TIMESTAMPS, rate=N, count=N, "
+        "opentelemetry,url=URL, opentelemetry,resource=KEY=VALUE; repeatable",
+    )
+    triton.add_argument(
         "--response-cache-byte-size",
         type=int,
         default=None,
@@ -208,6 +217,62 @@ def _apply_metrics_config(args: argparse.Namespace) -> None:
         except (argparse.ArgumentTypeError, ValueError) as exc:
             raise _metrics_config_error(entry, str(exc)) from None
     args.summary_quantiles = quantiles if summaries else None
+
+
+def _trace_error(entry: str, detail: str) -> ConfigError:
+    return _flag_error(
+        f"--trace-config {entry}: {detail}",
+        "modelyard serve --trace-config mode=opentelemetry --trace-config level=TIMESTAMPS "
+        "(rate=N, count=N, opentelemetry,url=URL, opentelemetry,resource=KEY=VALUE)",
+    )
+
+
+def _apply_trace_config(args: argparse.Namespace) -> None:
+    """``args.trace``: the keyword arguments of ``tracing.Tracing``."""
+    trace: dict[str, Any] = {"resource": {}}
+    for entry in args.trace_config:
+        section, _, setting = entry.partition(",")
+        if "=" in section:  # no section: a global setting
+            section, setting = "", entry
+        key, _, value = setting.partition("=")
+        try:
+            if section == "opentelemetry" and key == "url":
+                trace["url"] = value if "://" in value else f"http://{value}"
+            elif section == "opentelemetry" and key == "resource":
+                name, _, attribute = value.partition("=")
+                if not name or not attribute:
+                    raise ValueError("resource takes KEY=VALUE")
+                trace["resource"][name] = attribute
+            elif section:
+                raise ValueError(f"unknown section or key '{section},{key}'")
+            elif key == "mode":
+                if value not in ("triton", "opentelemetry"):
+                    raise ValueError("mode is triton or opentelemetry")
+                trace["mode"] = value
+            elif key == "level":
+                level = value.upper()
+                if level not in LEVELS:
+                    raise ValueError(f"level is one of {', '.join(LEVELS)}")
+                levels = [lv for lv in trace.get("level", []) if lv != "OFF"]
+                trace["level"] = ["OFF"] if level == "OFF" else [*levels, level]
+            elif key in ("rate", "count"):
+                number = int(value)
+                if number < (1 if key == "rate" else -1):
+                    raise ValueError(f"{key} is out of range")
+                trace[key] = number
+            elif key == "log-frequency":
+                int(value)  # Triton-mode files only: nothing to do here
+            else:
+                raise ValueError(f"unknown key '{key}'")
+        except ValueError as exc:
+            raise _trace_error(entry, str(exc)) from None
+    if trace.get("level", ["OFF"]) != ["OFF"] and trace.get("mode") != "opentelemetry":
+        raise _flag_error(
+            "--trace-config level=" + ",".join(trace["level"]) + ": Triton-mode trace files "
+            "are not written here; traces are exported through OpenTelemetry",
+            "modelyard serve --trace-config mode=opentelemetry",
+        )
+    args.trace = trace
 
 
 def _apply_cache_config(args: argparse.Namespace) -> None:
@@ -284,6 +349,7 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
         )
     _apply_metrics_config(args)
     _apply_cache_config(args)
+    _apply_trace_config(args)
     if args.log_format in ("default", "ISO8601"):  # Triton's formats: one line per event
         args.log_format = "console"
     if args.log_verbose > 0:

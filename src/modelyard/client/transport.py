@@ -264,7 +264,9 @@ class HttpTransport(Transport):
                 limit=pool_size, keepalive_timeout=HTTP_KEEPALIVE_SECS, ttl_dns_cache=None
             ),
             cookie_jar=aiohttp.DummyCookieJar(),
+            # replies are read as sent: ask for none compressed (aiohttp would ask for gzip)
             auto_decompress=False,
+            skip_auto_headers=("Accept-Encoding",),
         )
         self._infer_urls: dict[tuple[str, str | None], str] = {}
 
@@ -283,6 +285,8 @@ class HttpTransport(Transport):
             "Content-Type": "application/octet-stream",
             "Inference-Header-Content-Length": str(header_length),
         }
+        if request.forward_headers:
+            headers.update(request.forward_headers)
         status, payload, reply_headers = await self._send("POST", url, timeout, body, headers)
         if status != 200:
             raise error_from_http(status, payload, reply_headers.get("Retry-After"), reply_headers)
@@ -359,17 +363,18 @@ class GrpcTransport(Transport):
         )
         self._stub = service_pb2_grpc.GRPCInferenceServiceStub(self._channel)
 
-    async def _unary(self, method: Any, message: Any, timeout: float) -> Any:
+    async def _unary(self, method: Any, message: Any, timeout: float, metadata: Any = None) -> Any:
         if timeout <= 0:
             raise deadline_error(self.address, timeout)
         try:
-            return await method(message, timeout=timeout)
+            return await method(message, timeout=timeout, metadata=metadata)
         except grpc.aio.AioRpcError as exc:
             raise error_from_grpc(exc, self.address, timeout) from None
 
     async def infer(self, request: InferRequest, timeout: float) -> InferResponse:
         message = v2_grpc.encode_infer_request(request)
-        reply = await self._unary(self._stub.ModelInfer, message, timeout)
+        metadata = tuple(request.forward_headers.items()) if request.forward_headers else None
+        reply = await self._unary(self._stub.ModelInfer, message, timeout, metadata)
         try:
             return v2_grpc.decode_infer_response(reply, request)
         except (ValueError, KeyError, TypeError, ModelyardError) as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -30,7 +31,6 @@ from modelyard.errors import (
     ConfigError,
     GovernanceError,
     ModelyardError,
-    ProtocolError,
     internal_error,
     retry_after_header,
     shown,
@@ -42,6 +42,7 @@ from modelyard.modelfiles.load_request import load_files, load_override
 from modelyard.protocol.shared_memory import SystemSharedMemory, cuda_unavailable, place_outputs
 from modelyard.protocol.status import grpc_status_name
 from modelyard.protocol.v2_grpc import decode_infer_request, encode_infer_response, parameter_value
+from modelyard.tracing import Tracing
 from modelyard.types import InferRequest
 
 log = structlog.get_logger("modelyard.grpc")
@@ -69,15 +70,6 @@ def trailing_metadata(error: ModelyardError) -> tuple[tuple[str, str], ...]:
     if any(key == "retry-after" for key, _ in relayed):
         return relayed
     return (("retry-after", retry_after_header(error.retry_after)), *relayed)
-
-
-def _unimplemented(rpc: str, feature: str, where: str) -> ProtocolError:
-    return ProtocolError(
-        f"{rpc} is not supported: modelyard has no {feature}",
-        code=Code.UNIMPLEMENTED,
-        rule="protocol/unimplemented",
-        where=where,
-    )
 
 
 # the governed Call of the RPC being answered (grpc contexts take no attributes)
@@ -159,6 +151,15 @@ def _rpc(
     return wrapper
 
 
+def _trace_context(context: Context) -> dict[str, str]:
+    """The W3C trace context an RPC came with (traceparent, tracestate metadata)."""
+    return {
+        key: str(value)
+        for key, value in context.invocation_metadata() or ()
+        if key in ("traceparent", "tracestate") and len(str(value)) <= 512
+    }
+
+
 def _deadline(dataplane: DataPlane, context: Context) -> float | None:
     remaining = context.time_remaining()
     return None if remaining is None else dataplane.clock.monotonic() + remaining
@@ -170,10 +171,12 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         dataplane: DataPlane,
         governance: Governance | None = None,
         shared_memory: SystemSharedMemory | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.dataplane = dataplane
         self.governance = governance
         self.shared_memory = shared_memory or SystemSharedMemory(allowed=False)
+        self.tracing = tracing or Tracing()
 
     # ---- health and metadata -------------------------------------------
 
@@ -232,23 +235,51 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
     @_rpc
     async def ModelInfer(self, request: pb.ModelInferRequest, context: Context) -> Any:
+        arrived_ns = time.monotonic_ns()
         deadline = _deadline(self.dataplane, context)
         decoded: list[InferRequest] = []
+        trace = None
+        dataplane = self.dataplane
+        context_headers = (
+            _trace_context(context) if self.tracing.on or dataplane.forwards_requests else {}
+        )
+        if self.tracing.on:
+            trace = self.tracing.begin(
+                request.model_name, request.model_version or None, request.id or None, "grpc",
+                context_headers, arrived_ns,
+            )  # fmt: skip
 
         def decode() -> InferRequest:
+            if trace is not None:
+                trace.admitted()
             infer_request = decode_infer_request(request, self.shared_memory)
             infer_request.deadline = deadline
+            infer_request.trace = trace
+            if dataplane.forwards_requests:
+                infer_request.forward_headers = (
+                    self.tracing.propagation_headers(trace) if trace else context_headers or None
+                )
             decoded.append(infer_request)
             return infer_request
 
-        if self.governance is None:
-            response = await self.dataplane.infer(decode())
-        else:
-            call = _CURRENT_CALL.get()
-            response = await self.governance.infer(call, decode, self.dataplane)
-        if decoded:
-            place_outputs(decoded[0], response)
-        return encode_infer_response(response)
+        try:
+            if self.governance is None:
+                response = await dataplane.infer(decode())
+            else:
+                call = _CURRENT_CALL.get()
+                response = await self.governance.infer(call, decode, dataplane)
+            if decoded:
+                place_outputs(decoded[0], response)
+            reply = encode_infer_response(response)
+        except ModelyardError as error:
+            if trace is not None:
+                trace.error = error.line()
+                self.tracing.finish(trace, request.model_version, time.monotonic_ns())
+            raise
+        if trace is not None:
+            trace.results_ns = time.monotonic_ns()
+            self.tracing.finish(trace, response.model_version, time.monotonic_ns())
+        return reply
 
     async def ModelStreamInfer(
         self, request_iterator: AsyncIterator[pb.ModelInferRequest], context: Context
@@ -407,23 +438,15 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     ) -> Any:
         return pb.CudaSharedMemoryUnregisterResponse()
 
-
-# the RPCs of GRPCInferenceService modelyard does not serve: what each is, and what to use
-_UNSUPPORTED = {
-    "TraceSetting": ("request tracing", "ModelStatistics has per-model queue and compute times"),
-}
-
-
-def _unsupported_rpc(name: str, feature: str, instead: str) -> Callable[..., Awaitable[Any]]:
-    async def unsupported(self: Any, request: Any, context: Context) -> Any:
-        raise _unimplemented(name, feature, instead)
-
-    unsupported.__name__ = unsupported.__qualname__ = name
-    return _rpc(unsupported)
-
-
-for _name, (_feature, _instead) in _UNSUPPORTED.items():
-    setattr(InferenceService, _name, _unsupported_rpc(_name, _feature, _instead))
+    @_rpc
+    async def TraceSetting(self, request: pb.TraceSettingRequest, context: Context) -> Any:
+        changes = {name: (list(value.value) or None) for name, value in request.settings.items()}
+        model = request.model_name or None
+        settings = self.tracing.update(changes, model) if changes else self.tracing.settings(model)
+        response = pb.TraceSettingResponse()
+        for name, value in settings.items():
+            response.settings[name].value.extend(value if isinstance(value, list) else [value])
+        return response
 
 
 class HealthService(health_aio.HealthServicer):
@@ -523,11 +546,12 @@ async def start_grpc_server(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     governance: Governance | None = None,
     shared_memory: SystemSharedMemory | None = None,
+    tracing: Tracing | None = None,
 ) -> GrpcServer:
     """Start serving on ``host:port`` (0: any free port) in the running event loop."""
     server = grpc.aio.server(options=server_options(max_message_bytes))
     service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(
-        InferenceService(dataplane, governance, shared_memory), server
+        InferenceService(dataplane, governance, shared_memory, tracing), server
     )
     health = HealthService(dataplane)
     health_pb2_grpc.add_HealthServicer_to_server(health, server)

@@ -8,6 +8,7 @@ the overhead measured on small models (see bench/RESULTS.md).
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
@@ -41,6 +42,7 @@ from modelyard.protocol.v2_http import (
     decode_with_layout,
     encode_infer_response,
 )
+from modelyard.tracing import RequestTrace, Tracing
 from modelyard.types import InferRequest, InferResponse
 
 log = structlog.get_logger("modelyard.http")
@@ -56,6 +58,7 @@ _MODEL_ROUTE = re.compile(
     r"(?P<action>/infer|/ready|/config|/stats)?/?$"
 )
 _REPOSITORY_ROUTE = re.compile(r"^/v2/repository/models/(?P<model>[^/]+)/(?P<action>load|unload)$")
+_TRACE_ROUTE = re.compile(r"^/v2(?:/models/(?P<model>[^/]+))?/trace/setting$")
 _SHARED_MEMORY_ROUTE = re.compile(
     r"^/v2/(?P<kind>system|cuda)sharedmemory(?:/region/(?P<region>[^/]+))?"
     r"/(?P<action>status|register|unregister)$"
@@ -127,7 +130,7 @@ def _route_error(method: str, path: str) -> ProtocolError:
         code=Code.NOT_FOUND,
         rule="protocol/route",
         where="the KServe V2 HTTP API: /v2, /v2/health/*, /v2/models/..., /v2/repository/..., "
-        "/v2/systemsharedmemory/..., /v2/logging",
+        "/v2/systemsharedmemory/..., /v2/logging, /v2/trace/setting",
     )
 
 
@@ -160,7 +163,7 @@ def _allowed_methods(path: str, route: Route | None) -> tuple[str, ...] | None:
         return _POST if route[2] == "/infer" else _GET
     if path in _GET_ROUTES or path.startswith(_REJECTIONS_PATH):
         return _GET
-    if path == LOGGING_PATH:
+    if path == LOGGING_PATH or _TRACE_ROUTE.match(path):
         return _GET_OR_POST
     if path == "/v2/repository/index" or _REPOSITORY_ROUTE.match(path):
         return _POST
@@ -202,6 +205,8 @@ def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
     if path == LOGGING_PATH:  # the process's log settings: an operator's business
         return "admin", None, None
     if _SHARED_MEMORY_ROUTE.match(path):  # maps the host's memory objects into the server
+        return "admin", None, None
+    if _TRACE_ROUTE.match(path):  # what the server records and exports: an operator's
         return "admin", None, None
     if path.startswith("/v2/repository/") or path.startswith("/v2/modelyard/"):
         match = _REPOSITORY_ROUTE.match(path)
@@ -257,6 +262,18 @@ def _infer_headers(
     )
 
 
+_TRACE_CONTEXT = (b"traceparent", b"tracestate")
+
+
+def _trace_context(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The W3C trace context a request came with (traceparent, tracestate)."""
+    return {
+        key.decode(): value.decode("latin-1")
+        for key, value in headers
+        if key in _TRACE_CONTEXT and len(value) <= 512
+    }
+
+
 def _compressed(response: _Response, accept_encoding: bytes) -> _Response:
     """A successful infer response, compressed as the caller prefers (Triton does so)."""
     encoding = preferred_encoding(accept_encoding)
@@ -296,11 +313,13 @@ class HttpFrontend:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         governance: Governance | None = None,
         shared_memory: SystemSharedMemory | None = None,
+        tracing: Tracing | None = None,
     ):
         self.dataplane = dataplane
         self.max_body_bytes = max_body_bytes
         self.governance = governance
         self.shared_memory = shared_memory or SystemSharedMemory(allowed=False)
+        self.tracing = tracing or Tracing()
         self.lanes = HttpLanes()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -309,9 +328,15 @@ class HttpFrontend:
             return
         if scope["type"] != "http":
             return
+        trace: RequestTrace | None = None
         try:
             route = model_route(scope["path"])
             if route is not None and route[2] == "/infer" and scope["method"] == "POST":
+                if self.tracing.on:
+                    trace = self.tracing.begin(
+                        route[0], route[1], None, "http", _trace_context(scope["headers"]),
+                        time.monotonic_ns(),
+                    )  # fmt: skip
                 # the fast lane, written out here: each coroutine awaited costs per request
                 header_length, api_key, authorization, encoding, accept = _infer_headers(
                     scope["headers"]
@@ -327,7 +352,9 @@ class HttpFrontend:
                 lane = self.lanes.find(
                     scope["path"], body, header_length, api_key, authorization, chain
                 )
-                if lane is None:
+                if trace is not None:  # a sampled request takes the general path, timed
+                    response = await self._infer_traced(scope, body, header_length, route, trace)
+                elif lane is None:
                     response = await self._infer(
                         scope, body, header_length, route, api_key, authorization
                     )
@@ -351,14 +378,22 @@ class HttpFrontend:
         except ModelyardError as error:
             response = _error_response(error)
             log.warning("request_failed", path=scope["path"], **error.fields())
+            if trace is not None:
+                trace.error = error.line()
         except Exception as exc:
             log.exception("request_crashed", path=scope["path"])
             response = _error_response(internal_error(exc))
+            if trace is not None:
+                trace.error = response.body.decode("utf-8", "replace")
         headers = response.headers
         if not response.sized:
             headers = [*headers, (b"content-length", str(len(response.body)).encode())]
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
         await send({"type": "http.response.body", "body": response.body})
+        if trace is not None:
+            if response.status != 200 and trace.error is None:
+                trace.error = response.body.decode("utf-8", "replace")
+            self.tracing.finish(trace, trace.version or "", time.monotonic_ns())
 
     @staticmethod
     async def _lifespan(receive: Receive, send: Send) -> None:
@@ -448,6 +483,12 @@ class HttpFrontend:
             rows = dp.manager.index(ready_only=bool(doc.get("ready", False)))
             visible = self._visible(call)
             return _json(rows if visible is None else [r for r in rows if visible(r["name"])])
+        traced = _TRACE_ROUTE.match(path)
+        if traced is not None:
+            if method == "POST":
+                body = await self._read_body(scope, receive)
+                return _json(self.tracing.update(self._json_body(body), traced["model"]))
+            return _json(self.tracing.settings(traced["model"]))
         if path == LOGGING_PATH:
             if method == "POST":
                 body = await self._read_body(scope, receive)
@@ -610,6 +651,7 @@ class HttpFrontend:
         )
         target = self.dataplane.lane(request)
         if target is None:  # a data plane that keeps no lanes (the gateway's)
+            request.forward_headers = _trace_context(scope["headers"]) or None
             return self._infer_response(await self.dataplane.infer(request), request)
         results = await target.submit(
             request.inputs, request.priority, request.timeout_us, request.deadline
@@ -619,6 +661,43 @@ class HttpFrontend:
         lane = HttpLane.make(target, layout, header_length, chain, ticket_key)
         self.lanes.keep(scope["path"], body, api_key, authorization, lane)
         return self._lane_reply(lane, results, body)
+
+    async def _infer_traced(
+        self,
+        scope: Scope,
+        body: bytes,
+        header_length: int | None,
+        route: Route,
+        trace: RequestTrace,
+    ) -> _Response:
+        """A sampled request: governed, decoded and run as any, its times kept for its spans."""
+        model, version, _ = route
+        dataplane = self.dataplane
+        decoded: list[InferRequest] = []
+
+        def decode() -> InferRequest:
+            trace.admitted()
+            request = decode_infer_request(body, header_length, model, version, self.shared_memory)
+            request.trace = trace
+            trace.request_id = request.id
+            if dataplane.forwards_requests:
+                request.forward_headers = self.tracing.propagation_headers(trace)
+            decoded.append(request)
+            return request
+
+        governance = self.governance
+        if governance is None:
+            response = await dataplane.infer(decode())
+        else:
+            call = _call_from_headers(governance, scope)
+            try:
+                response = await governance.infer(call, decode, dataplane)
+            except GovernanceError as error:
+                trace.error = error.line()
+                return _rejection(governance, call, error)
+        trace.results_ns = time.monotonic_ns()
+        trace.version = response.model_version
+        return self._infer_response(response, decoded[0] if decoded else None)
 
     async def _infer_governed(
         self,

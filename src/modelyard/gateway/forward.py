@@ -38,6 +38,7 @@ EXTENSIONS = [
     "parameters",
     "statistics",
     "logging",
+    "trace",
 ]
 REFRESH_SECS = 1.0
 FETCH_TIMEOUT_SECS = 5.0
@@ -92,6 +93,8 @@ def _version_key(version: str) -> tuple[int, str]:
 
 
 class ForwardingDataPlane:
+    forwards_requests = True
+
     def __init__(
         self,
         client: AsyncClient,

@@ -131,8 +131,7 @@ def decode_infer_request(
         if _in_shared_memory(tensor):
             if tensor.HasField("contents"):
                 raise bad_request(
-                    f"input '{shown(name)}' has both contents and a shared memory region; "
-                    "send one"
+                    f"input '{shown(name)}' has both contents and a shared memory region; send one"
                 )
             if shared_memory is None:
                 raise disabled(name)

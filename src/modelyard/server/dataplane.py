@@ -39,6 +39,7 @@ EXTENSIONS = [
     "parameters",
     "statistics",
     "logging",
+    "trace",
     "system_shared_memory",
 ]
 
@@ -201,6 +202,7 @@ class VersionLane:
         priority: int = 0,
         timeout_us: int = 0,
         deadline: float | None = None,
+        timing: list[int] | None = None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         if self.reshapes:
             inputs = dict(inputs)
@@ -208,7 +210,14 @@ class VersionLane:
                 if name in inputs:
                     inputs[name] = inputs[name].reshape(shape)
         return self.version.scheduler.submit(
-            inputs, self.output_names, self.rows, deadline, priority, timeout_us, self.shape_key
+            inputs,
+            self.output_names,
+            self.rows,
+            deadline,
+            priority,
+            timeout_us,
+            self.shape_key,
+            timing,
         )
 
     def response(self, request: InferRequest, results: dict[str, np.ndarray]) -> InferResponse:
@@ -258,6 +267,8 @@ def _fixed_outputs(
 
 class LocalDataPlane:
     """The data plane of an instance: its own model server answers."""
+
+    forwards_requests = False
 
     def __init__(
         self, manager: ModelManager, clock: Clock = SYSTEM_CLOCK, server_id: str = "modelyard"
@@ -311,8 +322,13 @@ class LocalDataPlane:
 
     async def infer(self, request: InferRequest) -> InferResponse:
         lane = self.lane(request)
+        trace = request.trace
         results = await lane.submit(
-            request.inputs, request.priority, request.timeout_us, request.deadline
+            request.inputs,
+            request.priority,
+            request.timeout_us,
+            request.deadline,
+            None if trace is None else trace.timing,
         )
         return lane.response(request, results)
 

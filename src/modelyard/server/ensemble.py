@@ -289,6 +289,7 @@ class EnsembleScheduler:
         priority: int = 0,
         timeout_us: int = 0,
         shape_key: tuple[Any, ...] | None = None,  # unused: an ensemble's steps batch
+        timing: list[int] | None = None,  # unused: its steps' executions are its own
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """Start one request; must be called from the event loop thread."""
         if self._closed:

@@ -62,6 +62,8 @@ class Pending(NamedTuple):
     outputs: list[str]
     future: asyncio.Future[dict[str, np.ndarray]]
     loop: asyncio.AbstractEventLoop
+    # a traced request's: enqueued, execution start, compute start and end, execution end
+    timing: list[int] | None = None
 
 
 def _settle(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:
@@ -186,6 +188,7 @@ class Scheduler:
         self.stats = VersionStats()
         # the server's response cache, where the model's config enables it (the manager sets it)
         self.cache: ResponseCache | None = None
+        self._timed = False  # whether a traced request was ever submitted
         self._clock = clock
         self._engines = engines
         self._queue = RequestQueue(model, version, policy)
@@ -237,17 +240,31 @@ class Scheduler:
         priority: int = 0,
         timeout_us: int = 0,
         shape_key: tuple[Any, ...] | None = None,
+        timing: list[int] | None = None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """Queue one request; must be called from the event loop thread.
 
         ``shape_key``: ``shape_key_of(inputs)``, when the caller knows it already. The
         options may be given by position: the dataplane does, once per request.
+        ``timing``: a traced request's list, to which its execution adds its times.
         """
+        if timing is not None:
+            self._timed = True
         if self.cache is not None:
             return self._submit_cached(
-                self.cache, inputs, outputs, rows, client_deadline, priority, timeout_us, shape_key
+                self.cache,
+                inputs,
+                outputs,
+                rows,
+                client_deadline,
+                priority,
+                timeout_us,
+                shape_key,
+                timing,
             )
-        return self._submit(inputs, outputs, rows, client_deadline, priority, timeout_us, shape_key)
+        return self._submit(
+            inputs, outputs, rows, client_deadline, priority, timeout_us, shape_key, timing
+        )
 
     def _submit_cached(
         self,
@@ -259,6 +276,7 @@ class Scheduler:
         priority: int,
         timeout_us: int,
         shape_key: tuple[Any, ...] | None,
+        timing: list[int] | None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """A request answered from the response cache, or run and its results kept."""
         clock = self._clock
@@ -296,6 +314,7 @@ class Scheduler:
         priority: int,
         timeout_us: int,
         shape_key: tuple[Any, ...] | None,
+        timing: list[int] | None = None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         loop = self._loop
         if loop is None or not loop.is_running() or self._loop_thread != threading.get_ident():
@@ -304,7 +323,9 @@ class Scheduler:
             self._loop_thread = threading.get_ident()
         future: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
         execution = self.execution
-        if execution is Execution.RUN_NOW and self._try_inline(inputs, outputs, rows, future):
+        if execution is Execution.RUN_NOW and self._try_inline(
+            inputs, outputs, rows, future, timing
+        ):
             return future
         request = QueuedRequest(  # by position: a third of the cost of keywords, per request
             rows,
@@ -314,7 +335,7 @@ class Scheduler:
             int(client_deadline * 1e9) if client_deadline else None,
             1,  # level: set by the queue
             0,  # seq: set by the queue
-            Pending(inputs, outputs, future, loop),
+            Pending(inputs, outputs, future, loop, timing),
         )
         with self._lock:
             if self._closed:
@@ -373,6 +394,7 @@ class Scheduler:
         outputs: list[str],
         rows: int,
         future: asyncio.Future[dict[str, np.ndarray]],
+        timing: list[int] | None = None,
     ) -> bool:
         if self._executing or self._queue.size:  # read unlocked: a hint, checked again below
             return False
@@ -397,6 +419,8 @@ class Scheduler:
                 [start_ns], start_ns, rows, 0, end_ns - start_ns, 0, end_ns,
                 int(clock.wall() * 1000),
             )  # fmt: skip
+            if timing is not None:
+                timing += (start_ns, start_ns, start_ns, end_ns, end_ns)
             future.set_result(results)
         finally:
             with self._lock:
@@ -549,6 +573,11 @@ class Scheduler:
             end_ns,
             int(clock.wall() * 1000),
         )
+        if self._timed:  # once any request was traced: each says its times
+            for request, payload in zip(batch, payloads, strict=True):
+                timing = payload.timing
+                if timing is not None:
+                    timing += (request.enqueued_ns, start_ns, infer_start, infer_end, end_ns)
         return answers
 
     def _check_rows(self, results: dict[str, np.ndarray], outputs: list[str], rows: int) -> None:

@@ -76,7 +76,6 @@ def test_tuning_without_a_counterpart_is_accepted_and_named(tmp_path: Path) -> N
         ("--grpc-use-ssl", "off", "maybe"),
         ("--rate-limit", "off", "execution_count"),
         ("--model-namespacing", "false", "true"),
-        ("--trace-config", "level=OFF", "mode=opentelemetry"),
     ],
 )
 def test_what_is_not_served_is_refused_unless_off(
@@ -101,6 +100,38 @@ def test_the_cache_flags_size_the_local_response_cache(tmp_path: Path) -> None:
     for entry in ("redis,host=localhost", "local,size=big", "local,capacity=10"):
         with pytest.raises(ConfigError) as refused:
             parsed("--model-repository", str(tmp_path), f"--cache-config={entry}")
+        assert "rule=serve/triton-flag" in refused.value.line()
+
+
+def test_trace_config_sets_up_opentelemetry_tracing(tmp_path: Path) -> None:
+    args, _ = parsed("--model-repository", str(tmp_path))
+    assert args.trace == {"resource": {}}  # type: ignore[attr-defined]
+    args, _ = parsed(
+        "--model-repository", str(tmp_path), "--trace-config", "mode=opentelemetry",
+        "--trace-config=level=TIMESTAMPS", "--trace-config", "rate=10",
+        "--trace-config", "count=-1",
+        "--trace-config", "opentelemetry,url=collector:4318/v1/traces",
+        "--trace-config", "opentelemetry,resource=deployment=canary",
+    )  # fmt: skip
+    assert args.trace == {  # type: ignore[attr-defined]
+        "mode": "opentelemetry",
+        "level": ["TIMESTAMPS"],
+        "rate": 10,
+        "count": -1,
+        "url": "http://collector:4318/v1/traces",
+        "resource": {"deployment": "canary"},
+    }
+    for entries in (
+        ["level=TIMESTAMPS"],  # Triton-mode files: not written here
+        ["mode=zipkin"],
+        ["mode=opentelemetry", "level=LOUD"],
+        ["rate=0"],
+        ["opentelemetry,colour=blue"],
+        ["opentelemetry,resource=nothing"],
+    ):
+        flags = [f"--trace-config={entry}" for entry in entries]
+        with pytest.raises(ConfigError) as refused:
+            parsed("--model-repository", str(tmp_path), *flags)
         assert "rule=serve/triton-flag" in refused.value.line()
 
 
