@@ -102,10 +102,10 @@ def test_names_are_echoed_cut_short() -> None:
 
 def test_a_header_length_of_4301_digits_is_a_400() -> None:
     with pytest.raises(ProtocolError) as info:
-        http._header_length([(b"inference-header-content-length", b"9" * 4301)])
+        http._infer_headers([(b"inference-header-content-length", b"9" * 4301)])
     assert info.value.code is Code.INVALID_ARGUMENT
     assert info.value.rule == "protocol/binary-header"
-    assert http._header_length([(b"inference-header-content-length", b"12")]) == 12
+    assert http._infer_headers([(b"inference-header-content-length", b"12")])[0] == 12
 
 
 def test_a_route_error_echoes_a_long_path_cut_short() -> None:
