@@ -44,6 +44,7 @@ from modelyard.modelfiles.repository import ModelRepository
 from modelyard.protocol.shared_memory import SystemSharedMemory
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
+from modelyard.server.rate_limiter import ResourceLimiter
 from modelyard.server.response_cache import ResponseCache
 from modelyard.tracing import Tracing
 
@@ -320,6 +321,9 @@ async def serve(args: argparse.Namespace) -> None:
             summary_quantiles=args.summary_quantiles,
             response_cache=ResponseCache(args.response_cache_bytes)
             if args.response_cache_bytes
+            else None,
+            rate_limiter=ResourceLimiter(args.rate_limit_resources)
+            if args.rate_limit == "execution_count"
             else None,
         )
         dataplane = LocalDataPlane(manager, server_id=args.id)

@@ -5,12 +5,13 @@ flag is one of three kinds:
 
 * applied: it sets what it sets in Triton (several repositories, an address per front
   door, turning a front door off, log levels and file, readiness, start-up errors,
-  the shutdown timeout, the threads that load models);
+  the shutdown timeout, the threads that load models, the response cache, the rate
+  limiter, tracing, client shared memory);
 * accepted and logged as not applied, with the reason: tuning that has no counterpart
   here (CUDA and pinned memory pools, thread counts of parts modelyard does not have);
-* refused with an error line when what it asks for is not served (TLS, Triton's
-  rate limiter, namespacing, header forwarding, Triton-mode trace files), so that no
-  one believes it is on. At its "off" value each of those is accepted.
+* refused with an error line when what it asks for is not served (TLS, namespacing,
+  header forwarding, Triton-mode trace files), so that no one believes it is on. At
+  its "off" value each of those is accepted.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from modelyard.errors import Code, ConfigError
+from modelyard.server.rate_limiter import parse_resource
 from modelyard.server.stats import DEFAULT_QUANTILES
 from modelyard.tracing import LEVELS
 
@@ -61,8 +63,6 @@ NOT_APPLICABLE = {
 _REFUSED_UNLESS_OFF = {
     "--grpc-use-ssl": (lambda v: not triton_bool(v), "terminate TLS in front of modelyard"),
     "--grpc-use-ssl-mutual": (lambda v: not triton_bool(v), "terminate TLS in front of modelyard"),
-    "--rate-limit": (lambda v: v.strip().lower() == "off", "use --service-config limits"),
-    "--rate-limit-resource": (lambda v: False, "use --service-config limits"),
     "--model-namespacing": (lambda v: not triton_bool(v), "give models unique names"),
     "--model-config-name": (lambda v: v.strip() in ("", "config"), "use config.pbtxt"),
     "--http-header-forward-pattern": (lambda v: False, "pass values as request parameters"),
@@ -159,6 +159,21 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="CACHE,KEY=VALUE",
         help="local,size=BYTES: a response cache of that many bytes for the models whose "
         "config enables response_cache",
+    )
+    triton.add_argument(
+        "--rate-limit",
+        choices=("off", "execution_count"),
+        default="off",
+        help="execution_count: an instance executes only while it holds the resources its "
+        "instance group's rate_limiter names",
+    )
+    triton.add_argument(
+        "--rate-limit-resource",
+        action="append",
+        default=[],
+        metavar="NAME:COUNT[:DEVICE]",
+        help="how many of a rate limiter resource there are (per device unless the config "
+        "marks it global); repeatable",
     )
     triton.add_argument(
         "--trace-config",
@@ -350,6 +365,7 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
     _apply_metrics_config(args)
     _apply_cache_config(args)
     _apply_trace_config(args)
+    args.rate_limit_resources = [parse_resource(text) for text in args.rate_limit_resource]
     if args.log_format in ("default", "ISO8601"):  # Triton's formats: one line per event
         args.log_format = "console"
     if args.log_verbose > 0:

@@ -47,7 +47,15 @@ def device_memory_used(devices: list[str]) -> int:
 
 def placements(config: mc.ModelConfig, gpus: list[int]) -> list[str] | str:
     """One device per instance ("cpu" or "cuda:N"), or the reason it cannot be placed."""
-    devices: list[str] = []
+    placed = placed_groups(config, gpus)
+    return placed if isinstance(placed, str) else [device for device, _ in placed]
+
+
+def placed_groups(
+    config: mc.ModelConfig, gpus: list[int]
+) -> list[tuple[str, mc.ModelInstanceGroup]] | str:
+    """Each instance's device and the instance group it belongs to, or why none fit."""
+    placed: list[tuple[str, mc.ModelInstanceGroup]] = []
     groups = list(config.instance_group) or [mc.ModelInstanceGroup()]
     for group in groups:
         count = group.count if group.count > 0 else 1
@@ -59,7 +67,7 @@ def placements(config: mc.ModelConfig, gpus: list[int]) -> list[str] | str:
             if missing:
                 return f"instance_group asks for GPUs {missing}; this host has {gpus}"
             # Triton places `count` instances on each listed GPU
-            devices += [f"cuda:{g}" for g in wanted for _ in range(count)]
+            placed += [(f"cuda:{g}", group) for g in wanted for _ in range(count)]
         else:
-            devices += ["cpu"] * count
-    return devices
+            placed += [("cpu", group)] * count
+    return placed

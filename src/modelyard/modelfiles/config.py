@@ -86,11 +86,6 @@ _UNSERVED: dict[str, tuple[Any, str]] = {
         lambda c: len(c.model_operations.op_library_filename) > 0,
         "custom operation libraries are not loaded; remove model_operations",
     ),
-    "rate_limiter": (
-        lambda c: any(g.HasField("rate_limiter") for g in c.instance_group),
-        "Triton's rate limiter is not served; remove instance_group's rate_limiter (the "
-        "service file's limits govern request rates)",
-    ),
     "secondary_devices": (
         lambda c: any(len(g.secondary_devices) > 0 for g in c.instance_group),
         "secondary devices are not placed; remove instance_group's secondary_devices",

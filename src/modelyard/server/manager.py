@@ -55,6 +55,7 @@ from modelyard.server.model_version import (
     instance_count,
     load_model_version,
 )
+from modelyard.server.rate_limiter import ResourceLimiter
 from modelyard.server.response_cache import ResponseCache
 from modelyard.server.scheduler import Scheduler
 from modelyard.server.stats import LatencySummaries
@@ -124,8 +125,11 @@ class ModelManager:
         load_threads: int | None = None,
         summary_quantiles: tuple[float, ...] | None = None,
         response_cache: ResponseCache | None = None,
+        rate_limiter: ResourceLimiter | None = None,
     ) -> None:
         self.repository = repository
+        # Triton's rate limiter (--rate-limit execution_count): None, off
+        self.rate_limiter = rate_limiter
         # the server's response cache (--cache-config local,size=N): the models whose
         # config enables it share it; None: no model caches
         self.response_cache = response_cache
@@ -514,6 +518,7 @@ class ModelManager:
                         default_max_queue_size=self._default_max_queue_size,
                         clock=self._clock,
                         loop_load=self.loop_load,
+                        limiter=self.rate_limiter,
                     )
                     loaded[v] = await loop.run_in_executor(self._load_executor, load)
             except ModelyardError as exc:

@@ -18,12 +18,13 @@ from modelyard.hardware.memory import process_rss_bytes
 from modelyard.hardware.placement import (
     asks_for_gpus,
     device_memory_used,
-    placements,
+    placed_groups,
     visible_gpus,
 )
 from modelyard.modelfiles.config import ModelSpec, compile_spec, complete_config
 from modelyard.server.batcher import BatchingPolicy
 from modelyard.server.loop_load import LoopLoad
+from modelyard.server.rate_limiter import ResourceLimiter, instance_needs
 from modelyard.server.scheduler import Scheduler
 from modelyard.types import CONFIG_TO_V2, numpy_dtype
 
@@ -100,7 +101,14 @@ def _find_artifact(
 
 def instance_devices(model: str, version: int, config: mc.ModelConfig) -> list[str]:
     """The device of each instance, from instance_group and the GPUs this host has."""
-    placed = placements(config, visible_gpus() if asks_for_gpus(config) else [])
+    return [device for device, _ in instance_placements(model, version, config)]
+
+
+def instance_placements(
+    model: str, version: int, config: mc.ModelConfig
+) -> list[tuple[str, mc.ModelInstanceGroup]]:
+    """Each instance's device and instance group."""
+    placed = placed_groups(config, visible_gpus() if asks_for_gpus(config) else [])
     if isinstance(placed, str):
         raise _load_error(
             model,
@@ -199,14 +207,19 @@ def load_model_version(
     default_max_queue_size: int = 0,
     clock: Clock = SYSTEM_CLOCK,
     loop_load: LoopLoad | None = None,
+    limiter: ResourceLimiter | None = None,
 ) -> ModelVersion:
-    """Load, complete, warm up: returns a READY version or raises with the reason."""
+    """Load, complete, warm up: returns a READY version or raises with the reason.
+
+    ``limiter``: the server's rate limiter (--rate-limit execution_count), or None.
+    """
     name = model_dir.name
     version_dir = model_dir / str(version)
     config = copy.deepcopy(base_config)
     cls = engine_class(backend)
     artifact = _find_artifact(name, version, version_dir, config, cls)
-    devices = instance_devices(name, version, config)
+    placed = instance_placements(name, version, config)
+    devices = [device for device, _ in placed]
     engines: list[Engine] = []
     rss_before = process_rss_bytes()
     device_before = device_memory_used(devices)
@@ -248,14 +261,21 @@ def load_model_version(
     policy = BatchingPolicy.from_config(config, default_max_queue_size)
     key = "modelyard_inline_execution"
     inline = config.parameters[key].string_value.lower() if key in config.parameters else ""
+    needs = instance_needs(placed) if limiter is not None else []
+    if any(needs):
+        assert limiter is not None
+        limiter.add(needs)
     scheduler = Scheduler(
         name,
         version,
         engines,
         policy,
         clock=clock,
-        allow_inline=inline not in ("false", "0", "no"),
+        # the event loop never waits for resources: a model that names some runs on threads
+        allow_inline=inline not in ("false", "0", "no") and not any(needs),
         loop_load=loop_load,
+        limiter=limiter if any(needs) else None,
+        needs=needs,
     )
     return ModelVersion(
         name=name,

@@ -48,6 +48,7 @@ from modelyard.engines.base import Engine
 from modelyard.errors import Code, EngineError, ModelServerError, ModelyardError, without_paths
 from modelyard.server.batcher import BatchingPolicy, QueuedRequest, RequestQueue
 from modelyard.server.loop_load import LoopLoad
+from modelyard.server.rate_limiter import InstanceNeeds, ResourceLimiter
 from modelyard.server.response_cache import ResponseCache
 from modelyard.server.stats import VersionStats
 
@@ -180,6 +181,8 @@ class Scheduler:
         clock: Clock = SYSTEM_CLOCK,
         allow_inline: bool = True,
         loop_load: LoopLoad | None = None,
+        limiter: ResourceLimiter | None = None,
+        needs: list[InstanceNeeds | None] | None = None,
     ) -> None:
         self.model = model
         self.version = version
@@ -208,9 +211,15 @@ class Scheduler:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._samples: deque[int] = deque(maxlen=_WINDOW)  # execution times, ns
+        # Triton's rate limiter: what each instance holds while it executes (None: nothing)
+        self._limiter = limiter
+        instance_needs = needs if limiter is not None and needs else [None] * len(engines)
         self._threads = [
             threading.Thread(
-                target=self._run, args=(engine,), name=f"{model}-v{version}-{i}", daemon=True
+                target=self._run,
+                args=(engine, instance_needs[i]),
+                name=f"{model}-v{version}-{i}",
+                daemon=True,
             )
             for i, engine in enumerate(engines)
         ]
@@ -473,14 +482,19 @@ class Scheduler:
                 wait_s = None if wake is None else min(max(0.0, (wake - now) / 1e9), 3600.0)
                 self._cond.wait(None if wait_s is None else wait_s + 1e-4)
 
-    def _run(self, engine: Engine) -> None:
+    def _run(self, engine: Engine, needs: InstanceNeeds | None = None) -> None:
+        limiter = self._limiter
         while True:
             batch = self._next_batch()
             if batch is None:
                 return
             answers: list[_Answer] = []
             try:
-                answers = self._execute(engine, batch, on_loop=False)
+                if limiter is not None and needs is not None:
+                    with limiter.held(needs):  # the batch waits for its resources here
+                        answers = self._execute(engine, batch, on_loop=False)
+                else:
+                    answers = self._execute(engine, batch, on_loop=False)
             except Exception as exc:  # outside the engine call: answer, and keep the thread
                 answers = self._failed_around(batch, exc)
             finally:

@@ -74,7 +74,6 @@ def test_tuning_without_a_counterpart_is_accepted_and_named(tmp_path: Path) -> N
     [
         ("--grpc-use-ssl", "false", "true"),
         ("--grpc-use-ssl", "off", "maybe"),
-        ("--rate-limit", "off", "execution_count"),
         ("--model-namespacing", "false", "true"),
     ],
 )
@@ -133,6 +132,19 @@ def test_trace_config_sets_up_opentelemetry_tracing(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as refused:
             parsed("--model-repository", str(tmp_path), *flags)
         assert "rule=serve/triton-flag" in refused.value.line()
+
+
+def test_rate_limit_resources_are_parsed_and_bad_ones_refused(tmp_path: Path) -> None:
+    args, _ = parsed(
+        "--model-repository", str(tmp_path), "--rate-limit", "execution_count",
+        "--rate-limit-resource", "R1:4", "--rate-limit-resource=R2:2:0",
+    )  # fmt: skip
+    assert args.rate_limit == "execution_count"  # type: ignore[attr-defined]
+    assert args.rate_limit_resources == [("R1", 4, None), ("R2", 2, "cuda:0")]  # type: ignore[attr-defined]
+    for text in ("R1", "R1:many", ":3", "R1:3:gpu"):
+        with pytest.raises(ConfigError) as refused:
+            parsed("--model-repository", str(tmp_path), f"--rate-limit-resource={text}")
+        assert "NAME:COUNT[:DEVICE]" in refused.value.line()
 
 
 def test_bad_numbers_are_refused(tmp_path: Path) -> None:

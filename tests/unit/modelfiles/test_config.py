@@ -34,7 +34,6 @@ def test_the_config_json_shows_fields_at_their_default_value() -> None:
             'platform: "ensemble"\nresponse_cache {\n  enable: true\n}',
         ),
         ("batch_input", 'batch_input [{ kind: BATCH_ELEMENT_COUNT target_name: "n" }]'),
-        ("rate_limiter", "instance_group [{ count: 1 rate_limiter { priority: 1 } }]"),
         ("passive", "instance_group [{\n  count: 1\n  passive: true\n}]"),
     ],
 )
