@@ -33,6 +33,7 @@ from modelyard import __version__
 from modelyard.errors import Code, ConfigError
 from modelyard.governance.cluster import ClusterQpsGuard
 from modelyard.governance.runtime import Governance
+from modelyard.hardware.gpu_metrics import gpu_collector
 from modelyard.hardware.host_metrics import HostCollector
 from modelyard.server.manager import ModelManager
 from modelyard.server.model_version import ModelVersion
@@ -373,11 +374,16 @@ def make_registry(
     governance: Governance | None = None,
     loop: asyncio.AbstractEventLoop | None = None,
     cpu_metrics: bool = True,
+    gpu_metrics: bool = False,
 ) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ModelServerCollector(manager))
     if cpu_metrics:
         registry.register(HostCollector())
+    if gpu_metrics:
+        gpus = gpu_collector()
+        if gpus is not None:
+            registry.register(gpus)
     if governance is not None and loop is not None:
         registry.register(GovernanceCollector(governance, loop))
     return registry
@@ -396,13 +402,15 @@ def serve_metrics(
     governance: Governance | None = None,
     cpu_metrics: bool = True,
     counter_latencies: bool = True,
+    gpu_metrics: bool = True,
 ) -> int:
     """Serve /metrics from a background thread; returns the bound port. Call it on the
     event loop that serves requests (it reads the guard chain's counters there).
     ``cpu_metrics``: the host's CPU series (tritonserver's --allow-cpu-metrics);
+    ``gpu_metrics``: the GPUs' series where NVML sees any (--allow-gpu-metrics);
     ``counter_latencies``: the nv_inference_*_duration_us counters (--metrics-config)."""
     loop = asyncio.get_running_loop() if governance is not None else None
-    registry = make_registry(manager, governance, loop, cpu_metrics)
+    registry = make_registry(manager, governance, loop, cpu_metrics, gpu_metrics)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         if environ.get("PATH_INFO") not in ("/metrics", "/"):

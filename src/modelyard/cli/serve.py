@@ -387,6 +387,7 @@ async def serve(args: argparse.Namespace) -> None:
                 governance,
                 cpu_metrics=args.allow_cpu_metrics,
                 counter_latencies=args.counter_latencies,
+                gpu_metrics=args.allow_gpu_metrics,
             )
         grpc_server: GrpcServer | None = None
         if args.grpc_port >= 0:

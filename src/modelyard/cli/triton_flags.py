@@ -50,7 +50,6 @@ NOT_APPLICABLE = {
     "--host-policy": "placement follows each config's instance_group",
     "--min-supported-compute-capability": "TensorRT plans check their GPU when they load",
     "--metrics-interval-ms": "metrics are read from the counters at each scrape",
-    "--allow-gpu-metrics": "GPU series are exported where a GPU exists",
     "--model-load-retry-count": "a failed load is answered with its error line at once",
     "--grpc-keepalive-time": "gRPC keepalive follows the grpc library's defaults",
     "--strict-model-config": "configs are completed from the model files where they can be",
@@ -108,6 +107,13 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
             metavar="BOOL",
             help=f"false: no {front} front door",
         )
+    triton.add_argument(
+        "--allow-gpu-metrics",
+        type=triton_bool,
+        default=True,
+        metavar="BOOL",
+        help="false: no nv_gpu_* series (exported where NVML sees a GPU)",
+    )
     triton.add_argument(
         "--allow-client-shm",
         type=triton_bool,

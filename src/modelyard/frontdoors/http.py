@@ -236,30 +236,29 @@ def _infer_headers(
 ) -> tuple[int | None, bytes | None, bytes | None, bytes | None, bytes | None]:
     """What an infer call's headers say, in one pass: the Inference-Header-Content-Length,
     X-API-Key, Authorization, Content-Encoding and Accept-Encoding, as they arrived."""
-    found: dict[bytes, bytes] = {}
+    length = api_key = authorization = encoding = accept = None
     for key, value in headers:
         if key in _INFER_HEADERS:
-            found[key] = value
-    if not found:
-        return None, None, None, None, None
-    length = found.get(b"inference-header-content-length")
-    header_length = None
-    if length is not None:
-        if len(length) > 18 or not length.isdigit():  # int() of 4,301 digits raises
-            raise ProtocolError(
-                f"{HEADER_LENGTH} must be an integer of at most 18 digits",
-                code=Code.INVALID_ARGUMENT,
-                rule="protocol/binary-header",
-                where="the Inference-Header-Content-Length header",
-            )
-        header_length = int(length)
-    return (
-        header_length,
-        found.get(b"x-api-key"),
-        found.get(b"authorization"),
-        found.get(b"content-encoding"),
-        found.get(b"accept-encoding"),
-    )
+            if key == b"inference-header-content-length":
+                length = value
+            elif key == b"x-api-key":
+                api_key = value
+            elif key == b"authorization":
+                authorization = value
+            elif key == b"content-encoding":
+                encoding = value
+            else:
+                accept = value
+    if length is None:
+        return None, api_key, authorization, encoding, accept
+    if len(length) > 18 or not length.isdigit():  # int() of 4,301 digits raises
+        raise ProtocolError(
+            f"{HEADER_LENGTH} must be an integer of at most 18 digits",
+            code=Code.INVALID_ARGUMENT,
+            rule="protocol/binary-header",
+            where="the Inference-Header-Content-Length header",
+        )
+    return int(length), api_key, authorization, encoding, accept
 
 
 _TRACE_CONTEXT = (b"traceparent", b"tracestate")
