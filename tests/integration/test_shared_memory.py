@@ -9,6 +9,7 @@ of the output region. Then what a careless or hostile caller does with regions.
 
 from __future__ import annotations
 
+import base64
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -306,7 +307,8 @@ def test_cuda_shared_memory_says_there_is_no_gpu(protocol: str, shm_server: Serv
     client = _client(protocol, shm_server)
     try:
         with pytest.raises(InferenceServerException) as raised:
-            client.register_cuda_shared_memory("c", b"\0" * 64, 0, 64)
+            # a handle as tritonclient's get_raw_handle gives it: base64 of 64 bytes
+            client.register_cuda_shared_memory("c", base64.b64encode(b"\0" * 64), 0, 64)
         assert "failed to register CUDA shared memory region: 'c', GPUs not supported" in str(
             raised.value
         )
@@ -316,3 +318,53 @@ def test_cuda_shared_memory_says_there_is_no_gpu(protocol: str, shm_server: Serv
         client.unregister_cuda_shared_memory()  # nothing to unregister: no error
     finally:
         client.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_the_cuda_shared_memory_example_adds_and_subtracts_in_device_memory(
+    protocol: str, shm_server: ServerProcess
+) -> None:
+    """tritonclient's simple_*_cudashm_client.py: both inputs in one device region, both
+    outputs in another, registered by their CUDA IPC handles."""
+    try:
+        import tritonclient.utils.cuda_shared_memory as cudashm
+
+        cudashm.get_raw_handle  # noqa: B018 (the module loads cuda-python)
+        from cuda import cudart
+
+        if cudart.cudaGetDeviceCount()[1] == 0:
+            raise RuntimeError("no CUDA device")
+    except Exception as exc:
+        pytest.skip(f"needs an NVIDIA GPU and cuda-python: {exc}")
+    module: Any = grpcclient if protocol == "grpc" else httpclient
+    client = _client(protocol, shm_server)
+    inputs_region = cudashm.create_shared_memory_region("in", INPUT_BYTES * 2, 0)
+    outputs_region = cudashm.create_shared_memory_region("out", INPUT_BYTES * 2, 0)
+    try:
+        input0 = np.arange(16, dtype=np.int32)
+        input1 = np.ones(16, dtype=np.int32)
+        cudashm.set_shared_memory_region(inputs_region, [input0, input1])
+        client.register_cuda_shared_memory(
+            "input_data", cudashm.get_raw_handle(inputs_region), 0, INPUT_BYTES * 2
+        )
+        client.register_cuda_shared_memory(
+            "output_data", cudashm.get_raw_handle(outputs_region), 0, INPUT_BYTES * 2
+        )
+        inputs = [module.InferInput(n, [1, 16], "INT32") for n in ("INPUT0", "INPUT1")]
+        inputs[0].set_shared_memory("input_data", INPUT_BYTES)
+        inputs[1].set_shared_memory("input_data", INPUT_BYTES, offset=INPUT_BYTES)
+        outputs = [module.InferRequestedOutput(n) for n in ("OUTPUT0", "OUTPUT1")]
+        outputs[0].set_shared_memory("output_data", INPUT_BYTES)
+        outputs[1].set_shared_memory("output_data", INPUT_BYTES, offset=INPUT_BYTES)
+        client.infer("simple", inputs, outputs=outputs)
+        total = cudashm.get_contents_as_numpy(outputs_region, np.int32, [1, 16])
+        np.testing.assert_array_equal(total, (input0 + input1).reshape(1, 16))
+        status = client.get_cuda_shared_memory_status()
+        names = set(status.regions) if protocol == "grpc" else {r["name"] for r in status}
+        assert names == {"input_data", "output_data"}
+    finally:
+        client.unregister_cuda_shared_memory()
+        client.close()
+        cudashm.destroy_shared_memory_region(inputs_region)
+        cudashm.destroy_shared_memory_region(outputs_region)

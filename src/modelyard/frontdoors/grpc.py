@@ -39,7 +39,7 @@ from modelyard.governance.guard import CALL_HEADERS, Call
 from modelyard.governance.runtime import Governance
 from modelyard.logging import SETTINGS
 from modelyard.modelfiles.load_request import load_files, load_override
-from modelyard.protocol.shared_memory import SystemSharedMemory, cuda_unavailable, place_outputs
+from modelyard.protocol.shared_memory import SystemSharedMemory, place_outputs
 from modelyard.protocol.status import grpc_status_name
 from modelyard.protocol.v2_grpc import decode_infer_request, encode_infer_response, parameter_value
 from modelyard.tracing import Tracing
@@ -424,18 +424,27 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     async def CudaSharedMemoryStatus(
         self, request: pb.CudaSharedMemoryStatusRequest, context: Context
     ) -> Any:
-        return pb.CudaSharedMemoryStatusResponse()  # no GPU: no CUDA regions
+        response = pb.CudaSharedMemoryStatusResponse()
+        for region in self.shared_memory.status(request.name or None, "cuda"):
+            response.regions[region["name"]].CopyFrom(
+                pb.CudaSharedMemoryStatusResponse.RegionStatus(**region)
+            )
+        return response
 
     @_rpc
     async def CudaSharedMemoryRegister(
         self, request: pb.CudaSharedMemoryRegisterRequest, context: Context
     ) -> Any:
-        raise cuda_unavailable(request.name)
+        self.shared_memory.register_cuda(
+            request.name, request.raw_handle, request.device_id, request.byte_size
+        )
+        return pb.CudaSharedMemoryRegisterResponse()
 
     @_rpc
     async def CudaSharedMemoryUnregister(
         self, request: pb.CudaSharedMemoryUnregisterRequest, context: Context
     ) -> Any:
+        self.shared_memory.unregister(request.name or None, "cuda")
         return pb.CudaSharedMemoryUnregisterResponse()
 
     @_rpc

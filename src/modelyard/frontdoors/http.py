@@ -34,7 +34,7 @@ from modelyard.governance.runtime import Governance, rejections
 from modelyard.logging import SETTINGS
 from modelyard.modelfiles.load_request import load_files, load_override
 from modelyard.protocol.json_body import json_object
-from modelyard.protocol.shared_memory import SystemSharedMemory, cuda_unavailable, place_outputs
+from modelyard.protocol.shared_memory import SystemSharedMemory, place_outputs
 from modelyard.protocol.status import http_status
 from modelyard.protocol.v2_http import (
     HEADER_LENGTH,
@@ -527,26 +527,27 @@ class HttpFrontend:
     def _shared_memory_action(
         self, kind: str, region: str | None, action: str, body: bytes
     ) -> _Response:
-        """Triton's shared-memory extension. CUDA regions: none here, this server has no GPU."""
-        if kind == "cuda":
-            if action == "register":
-                raise cuda_unavailable(region or "")
-            return _json([]) if action == "status" else _Response(200)
+        """Triton's shared-memory extension: system and CUDA regions."""
         regions = self.shared_memory
         if action == "status":
-            return _json(regions.status(region))
+            return _json(regions.status(region, kind))
         if action == "unregister":
-            regions.unregister(region)
+            regions.unregister(region, kind)
             return _Response(200)
         if region is None:  # the route matched register without a region: refused
             raise ProtocolError(
-                "'region name' is necessary to register system shared memory region",
+                f"'region name' is necessary to register {kind} shared memory region",
                 code=Code.INVALID_ARGUMENT,
                 rule="protocol/shared-memory",
-                where="POST /v2/systemsharedmemory/region/NAME/register",
+                where=f"POST /v2/{kind}sharedmemory/region/NAME/register",
             )
         doc = self._json_body(body)
-        regions.register(region, doc.get("key"), doc.get("offset", 0), doc.get("byte_size"))
+        if kind == "cuda":
+            regions.register_cuda(
+                region, doc.get("raw_handle"), doc.get("device_id", 0), doc.get("byte_size")
+            )
+        else:
+            regions.register(region, doc.get("key"), doc.get("offset", 0), doc.get("byte_size"))
         return _Response(200)
 
     async def _repository_action(

@@ -28,6 +28,7 @@ import sys
 from typing import Any, NamedTuple
 
 from modelyard.errors import Code, ProtocolError, shown
+from modelyard.protocol.cuda_shared_memory import CudaRegion, raw_handle
 from modelyard.protocol.tensors import encode_raw_tensor
 from modelyard.types import InferRequest, InferResponse
 
@@ -62,6 +63,8 @@ def _count(value: Any, what: str) -> int:
 
 class Region:
     """One registered region: ``byte_size`` bytes at ``offset`` of the object ``key``."""
+
+    kind = "system"
 
     def __init__(self, name: str, key: str, offset: int, byte_size: int) -> None:
         self.name = name
@@ -134,32 +137,27 @@ class Region:
 class TensorSlice(NamedTuple):
     """Where one tensor of a request lives: ``byte_size`` bytes at ``offset`` of ``region``."""
 
-    region: Region
+    region: Region | CudaRegion
     offset: int
     byte_size: int
 
 
 class SystemSharedMemory:
-    """The regions clients registered with this server, by name."""
+    """The regions clients registered with this server, by name: system and CUDA regions
+    share one namespace, as in Triton."""
 
     def __init__(self, allowed: bool = False) -> None:
         self.allowed = allowed
-        self._regions: dict[str, Region] = {}
+        self._regions: dict[str, Region | CudaRegion] = {}
 
     def _check_allowed(self) -> None:
         if not self.allowed:
             raise _error(_DISABLED, Code.UNIMPLEMENTED, _ALLOW)
 
-    def register(self, name: str, key: Any, offset: Any, byte_size: Any) -> None:
+    def _check_new(self, name: str) -> None:
         self._check_allowed()
-        if sys.platform != "linux":
-            raise _error("system shared memory is served on Linux only", Code.UNIMPLEMENTED)
         if not name or len(name) > MAX_NAME_CHARS:
             raise _error(f"a region name is 1 to {MAX_NAME_CHARS} characters")
-        if not isinstance(key, str):
-            raise _error("Shared memory register request has no 'key' field (a string)")
-        offset = _count(offset, "'offset'")
-        byte_size = _count(byte_size, "'byte_size'")
         if name in self._regions:
             raise _error(f"shared memory region '{shown(name)}' already in manager")
         if len(self._regions) >= MAX_REGIONS:
@@ -167,29 +165,59 @@ class SystemSharedMemory:
                 f"{MAX_REGIONS} shared memory regions are registered already; unregister one",
                 Code.RESOURCE_EXHAUSTED,
             )
+
+    def register(self, name: str, key: Any, offset: Any, byte_size: Any) -> None:
+        self._check_allowed()
+        if sys.platform != "linux":
+            raise _error("system shared memory is served on Linux only", Code.UNIMPLEMENTED)
+        if not isinstance(key, str):
+            raise _error("Shared memory register request has no 'key' field (a string)")
+        offset = _count(offset, "'offset'")
+        byte_size = _count(byte_size, "'byte_size'")
+        self._check_new(name)
         self._regions[name] = Region(name, key, offset, byte_size)
 
-    def status(self, name: str | None = None) -> list[dict[str, Any]]:
+    def register_cuda(self, name: str, handle: Any, device_id: Any, byte_size: Any) -> None:
+        self._check_allowed()
+        raw = raw_handle(handle)
+        device = _count(device_id, "'device_id'")
+        size = _count(byte_size, "'byte_size'")
+        self._check_new(name)
+        self._regions[name] = CudaRegion(name, raw, device, size)
+
+    def status(self, name: str | None = None, kind: str = "system") -> list[dict[str, Any]]:
+        """The regions of one kind ("system" or "cuda"), or the one named."""
         if name is None:
-            return [region.status() for region in self._regions.values()]
+            return [r.status() for r in self._regions.values() if r.kind == kind]
         region = self._regions.get(name)
         if region is None:
             raise _error(
-                f"Unable to find system shared memory region: '{shown(name)}'", Code.NOT_FOUND
+                f"Unable to find {'cuda' if kind == 'cuda' else 'system'} shared memory "
+                f"region: '{shown(name)}'",
+                Code.NOT_FOUND,
+            )
+        if region.kind != kind:
+            named = {"system": "system shared memory", "cuda": "CUDA shared memory"}
+            raise _error(
+                f"The region named '{shown(name)}' is registered as {named[region.kind]}, "
+                f"not {named[kind]}",
+                Code.NOT_FOUND,
             )
         return [region.status()]
 
-    def unregister(self, name: str | None = None) -> None:
-        """Unregister one region, or all; a name not registered is no error (as Triton).
+    def unregister(self, name: str | None = None, kind: str = "system") -> None:
+        """Unregister one region of a kind, or all of them; a name not registered is no
+        error (as Triton).
 
         A request in flight that names the region still holds it: it is unmapped when
         the last such request has written its outputs.
         """
         self._check_allowed()
-        if name is None:
-            self._regions.clear()
-        else:
-            self._regions.pop(name, None)
+        names = [n for n, r in self._regions.items() if r.kind == kind] if name is None else [name]
+        for each in names:
+            region = self._regions.get(each)
+            if region is not None and region.kind == kind:
+                del self._regions[each]
 
     def close(self) -> None:
         for region in self._regions.values():
@@ -253,11 +281,3 @@ def place_outputs(request: InferRequest, response: InferResponse) -> None:
             )
         where.region.write(where.offset, data)
         tensor.in_shared_memory = True
-
-
-def cuda_unavailable(name: str) -> ProtocolError:
-    return _error(
-        f"failed to register CUDA shared memory region: '{shown(name)}', GPUs not supported",
-        where="this server has no GPU: register system shared memory "
-        "(/v2/systemsharedmemory) or send the tensor in the request",
-    )
