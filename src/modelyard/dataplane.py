@@ -48,8 +48,15 @@ class InferLane(Protocol):
         priority: int,
         timeout_us: int,
         deadline: float | None,
+        timing: list[int] | None = None,
+        arrived_ns: int = 0,
     ) -> asyncio.Future[dict[str, NDArray[Any]]]:
-        """Queue a request of the lane's shape; the future holds the raw output arrays."""
+        """Queue a request of the lane's shape; the future holds the raw output arrays.
+
+        ``timing``: a traced request's list for its execution's times; ``arrived_ns``: when
+        the front door first saw the request (monotonic ns; 0: unknown), where its counted
+        time starts.
+        """
         ...
 
     def response(self, request: InferRequest, results: dict[str, NDArray[Any]]) -> InferResponse:

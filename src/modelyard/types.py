@@ -84,6 +84,7 @@ class InferRequest:
     timeout_us: int = 0
     deadline: float | None = None  # clock seconds after which the result is useless
     trace: Any = None  # tracing.RequestTrace of a sampled request
+    arrived_ns: int = 0  # monotonic ns the front door first saw it (0: unknown)
     # headers a forwarded request carries on (the W3C trace context), as name -> value
     forward_headers: dict[str, str] | None = None
 

@@ -255,6 +255,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             infer_request = decode_infer_request(request, self.shared_memory)
             infer_request.deadline = deadline
             infer_request.trace = trace
+            infer_request.arrived_ns = arrived_ns
             if dataplane.forwards_requests:
                 infer_request.forward_headers = (
                     self.tracing.propagation_headers(trace) if trace else context_headers or None

@@ -27,6 +27,7 @@ from modelyard.errors import (
     shown,
 )
 from modelyard.frontdoors.http_compression import compress, inflate, preferred_encoding
+from modelyard.frontdoors.http_connections import RECEIVED_NS
 from modelyard.frontdoors.http_lane import HttpLane, HttpLanes
 from modelyard.governance.chain import Ticket
 from modelyard.governance.guard import CALL_HEADERS, Call, bearer_token
@@ -334,7 +335,7 @@ class HttpFrontend:
                 if self.tracing.on:
                     trace = self.tracing.begin(
                         route[0], route[1], None, "http", _trace_context(scope["headers"]),
-                        time.monotonic_ns(),
+                        scope.get(RECEIVED_NS) or time.monotonic_ns(),
                     )  # fmt: skip
                 # the fast lane, written out here: each coroutine awaited costs per request
                 header_length, api_key, authorization, encoding, accept = _infer_headers(
@@ -361,7 +362,8 @@ class HttpFrontend:
                     ticket = lane.ticket
                     first = None if ticket is None else ticket.admit()
                     if first is None:  # admitted: routing and queueing with no await between
-                        response = self._lane_reply(lane, await lane.submit(body), body)
+                        arrived = scope.get(RECEIVED_NS, 0)
+                        response = self._lane_reply(lane, await lane.submit(body, arrived), body)
                     else:  # a quick path could not decide: a guard will, awaited
                         assert ticket is not None
                         refused = await self._admit_rest(scope, ticket, first)
@@ -649,12 +651,18 @@ class HttpFrontend:
         request, layout = decode_with_layout(
             body, header_length, model, version, self.shared_memory
         )
+        request.arrived_ns = scope.get(RECEIVED_NS, 0)
         target = self.dataplane.lane(request)
         if target is None:  # a data plane that keeps no lanes (the gateway's)
             request.forward_headers = _trace_context(scope["headers"]) or None
             return self._infer_response(await self.dataplane.infer(request), request)
         results = await target.submit(
-            request.inputs, request.priority, request.timeout_us, request.deadline
+            request.inputs,
+            request.priority,
+            request.timeout_us,
+            request.deadline,
+            None,
+            request.arrived_ns,
         )
         if layout is None or header_length is None:
             return self._infer_response(target.response(request, results), request)
@@ -679,6 +687,7 @@ class HttpFrontend:
             trace.admitted()
             request = decode_infer_request(body, header_length, model, version, self.shared_memory)
             request.trace = trace
+            request.arrived_ns = trace.arrived_ns
             trace.request_id = request.id
             if dataplane.forwards_requests:
                 request.forward_headers = self.tracing.propagation_headers(trace)
@@ -713,6 +722,7 @@ class HttpFrontend:
 
         def decode() -> InferRequest:
             request = decode_infer_request(body, header_length, model, version, self.shared_memory)
+            request.arrived_ns = scope.get(RECEIVED_NS, 0)
             decoded.append(request)
             return request
 

@@ -24,6 +24,7 @@ of a reset.
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -117,6 +118,9 @@ class _Refused(Exception):
     """Raised from a parser callback to stop parsing; the refusal is already chosen."""
 
 
+RECEIVED_NS = "modelyard.received_ns"  # the scope key of when a request's first bytes were read
+
+
 class BoundedHttpProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol, bounded by ``limits`` (see the module docstring).
 
@@ -191,6 +195,11 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             return
         if self._in_head and self._head_bytes > self.limits.max_header_bytes:
             self._refuse(self._header_too_large(self._head_bytes))
+
+    def on_message_begin(self) -> None:
+        HttpToolsProtocol.on_message_begin(self)
+        # when the server read the request's first bytes: its counted time starts here
+        self.scope[RECEIVED_NS] = time.monotonic_ns()  # type: ignore[literal-required]
 
     def on_headers_complete(self) -> None:
         self._in_head = False

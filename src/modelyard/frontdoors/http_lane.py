@@ -64,10 +64,12 @@ class HttpLane:
         ticket = chain.known_ticket(ticket_key) if chain is not None else None
         return cls(target, layout, header_length, chain, ticket, ticket_key, reply)
 
-    def submit(self, body: bytes) -> asyncio.Future[dict[str, np.ndarray]]:
+    def submit(self, body: bytes, arrived_ns: int = 0) -> asyncio.Future[dict[str, np.ndarray]]:
         layout = self.layout
         inputs = layout.inputs(body, self.header_length)
-        return self.target.submit(inputs, layout.priority, layout.timeout_us, None)
+        return self.target.submit(
+            inputs, layout.priority, layout.timeout_us, None, None, arrived_ns
+        )
 
     def request(self, body: bytes) -> InferRequest:
         """The request in full, for a reply that cannot be the one encoded once."""

@@ -203,6 +203,7 @@ class VersionLane:
         timeout_us: int = 0,
         deadline: float | None = None,
         timing: list[int] | None = None,
+        arrived_ns: int = 0,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         if self.reshapes:
             inputs = dict(inputs)
@@ -218,6 +219,7 @@ class VersionLane:
             timeout_us,
             self.shape_key,
             timing,
+            arrived_ns,
         )
 
     def response(self, request: InferRequest, results: dict[str, np.ndarray]) -> InferResponse:
@@ -329,6 +331,7 @@ class LocalDataPlane:
             request.timeout_us,
             request.deadline,
             None if trace is None else trace.timing,
+            request.arrived_ns,
         )
         return lane.response(request, results)
 

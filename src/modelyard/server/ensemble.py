@@ -290,6 +290,7 @@ class EnsembleScheduler:
         timeout_us: int = 0,
         shape_key: tuple[Any, ...] | None = None,  # unused: an ensemble's steps batch
         timing: list[int] | None = None,  # unused: its steps' executions are its own
+        arrived_ns: int = 0,  # unused: an ensemble's time counts from its start
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """Start one request; must be called from the event loop thread."""
         if self._closed:

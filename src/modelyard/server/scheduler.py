@@ -65,6 +65,8 @@ class Pending(NamedTuple):
     loop: asyncio.AbstractEventLoop
     # a traced request's: enqueued, execution start, compute start and end, execution end
     timing: list[int] | None = None
+    # when the front door first saw the request (0: unknown): its counted time starts there
+    arrived_ns: int = 0
 
 
 def _settle(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:
@@ -79,7 +81,6 @@ def _settle(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:
 
 _PAYLOAD = operator.attrgetter("payload")
 _ROWS = operator.attrgetter("rows")
-_ENQUEUED_NS = operator.attrgetter("enqueued_ns")
 
 # a request and what it gets: its outputs, or the error that refused it
 _Answer = tuple[QueuedRequest, dict[str, np.ndarray] | BaseException]
@@ -250,12 +251,15 @@ class Scheduler:
         timeout_us: int = 0,
         shape_key: tuple[Any, ...] | None = None,
         timing: list[int] | None = None,
+        arrived_ns: int = 0,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """Queue one request; must be called from the event loop thread.
 
         ``shape_key``: ``shape_key_of(inputs)``, when the caller knows it already. The
         options may be given by position: the dataplane does, once per request.
         ``timing``: a traced request's list, to which its execution adds its times.
+        ``arrived_ns``: when the front door first saw the request; its request and queue
+        time count from there (the waits before it was queued are the server's too).
         """
         if timing is not None:
             self._timed = True
@@ -270,10 +274,12 @@ class Scheduler:
                 timeout_us,
                 shape_key,
                 timing,
+                arrived_ns,
             )
         return self._submit(
-            inputs, outputs, rows, client_deadline, priority, timeout_us, shape_key, timing
-        )
+            inputs, outputs, rows, client_deadline, priority, timeout_us, shape_key, timing,
+            arrived_ns,
+        )  # fmt: skip
 
     def _submit_cached(
         self,
@@ -286,6 +292,7 @@ class Scheduler:
         timeout_us: int,
         shape_key: tuple[Any, ...] | None,
         timing: list[int] | None,
+        arrived_ns: int,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """A request answered from the response cache, or run and its results kept."""
         clock = self._clock
@@ -324,6 +331,7 @@ class Scheduler:
         timeout_us: int,
         shape_key: tuple[Any, ...] | None,
         timing: list[int] | None = None,
+        arrived_ns: int = 0,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         loop = self._loop
         if loop is None or not loop.is_running() or self._loop_thread != threading.get_ident():
@@ -333,7 +341,7 @@ class Scheduler:
         future: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
         execution = self.execution
         if execution is Execution.RUN_NOW and self._try_inline(
-            inputs, outputs, rows, future, timing
+            inputs, outputs, rows, future, timing, arrived_ns
         ):
             return future
         request = QueuedRequest(  # by position: a third of the cost of keywords, per request
@@ -344,7 +352,7 @@ class Scheduler:
             int(client_deadline * 1e9) if client_deadline else None,
             1,  # level: set by the queue
             0,  # seq: set by the queue
-            Pending(inputs, outputs, future, loop, timing),
+            Pending(inputs, outputs, future, loop, timing, arrived_ns),
         )
         with self._lock:
             if self._closed:
@@ -404,6 +412,7 @@ class Scheduler:
         rows: int,
         future: asyncio.Future[dict[str, np.ndarray]],
         timing: list[int] | None = None,
+        arrived_ns: int = 0,
     ) -> bool:
         if self._executing or self._queue.size:  # read unlocked: a hint, checked again below
             return False
@@ -425,8 +434,8 @@ class Scheduler:
             end_ns = clock.monotonic_ns()
             self._observe(end_ns - start_ns)
             self.stats.record_execution(
-                [start_ns], start_ns, rows, 0, end_ns - start_ns, 0, end_ns,
-                int(clock.wall() * 1000),
+                [min(arrived_ns, start_ns) or start_ns], start_ns, rows, 0, end_ns - start_ns, 0,
+                end_ns, int(clock.wall() * 1000),
             )  # fmt: skip
             if timing is not None:
                 timing += (start_ns, start_ns, start_ns, end_ns, end_ns)
@@ -578,7 +587,10 @@ class Scheduler:
                     answers.append((request, part))
         end_ns = clock.monotonic_ns()
         self.stats.record_execution(
-            list(map(_ENQUEUED_NS, batch)),
+            [
+                min(p.arrived_ns, r.enqueued_ns) or r.enqueued_ns
+                for r, p in zip(batch, payloads, strict=True)
+            ],
             start_ns,
             total_rows,
             infer_start - start_ns,
@@ -655,7 +667,19 @@ class Scheduler:
         for request, outcome in answers:
             pending = request.payload
             by_loop.setdefault(pending.loop, []).append((pending.future, outcome))
+        handed_ns = self._clock.monotonic_ns()
         for loop, settled in by_loop.items():
             # a closed event loop means nobody waits for these answers any more
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_settle, settled)
+                loop.call_soon_threadsafe(self._settle_handed, settled, handed_ns)
+
+    def _settle_handed(
+        self, settled: list[tuple[asyncio.Future[Any], Any]], handed_ns: int
+    ) -> None:
+        """Answers an instance thread handed to the event loop: the time they waited for it
+        counts as the requests' (a wait the server imposes), before they are answered."""
+        waited_ns = self._clock.monotonic_ns() - handed_ns
+        succeeded = sum(1 for _, outcome in settled if not isinstance(outcome, BaseException))
+        if succeeded and waited_ns > 0:
+            self.stats.record_wait(succeeded, waited_ns)
+        _settle(settled)
