@@ -81,9 +81,9 @@ def test_a_flag_asking_for_what_is_not_served_is_refused_at_start(tmp_path: Path
     slow_double(tmp_path)
     command = serve_command(tmp_path, http_port=0, metrics_port=-1)
     result = subprocess.run(
-        [*command, "--rate-limit=execution_count"], capture_output=True, text=True,
+        [*command, "--model-namespacing=true"], capture_output=True, text=True,
         timeout=60,
     )  # fmt: skip
     assert result.returncode != 0
-    assert "--rate-limit=execution_count asks for what modelyard does not serve" in (result.stderr)
+    assert "--model-namespacing=true asks for what modelyard does not serve" in result.stderr
     assert "rule=serve/triton-flag" in result.stderr and "Traceback" not in result.stderr

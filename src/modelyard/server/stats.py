@@ -179,10 +179,18 @@ class VersionStats:
 
     def record_wait(self, requests: int, waited_ns: int) -> None:
         """``requests`` answered requests each waited ``waited_ns`` more: for the event loop
-        to take their answers from an instance thread. Counted in request and queue time."""
+        to take their answers from an instance thread. Counted in request and queue time:
+        in the counters and in the sums of the histograms and summaries (their buckets and
+        quantiles were taken when the execution ended)."""
+        total_ns = requests * waited_ns
         with self.lock:
-            self.success_ns += requests * waited_ns
-            self.queue_ns += requests * waited_ns
+            self.success_ns += total_ns
+            self.queue_ns += total_ns
+            self.request_seconds.total += total_ns / 1e9
+            self.queue_seconds.total += total_ns / 1e9
+            if self.summaries is not None:
+                for name in ("request", "queue"):
+                    self.summaries.series[name].sum += total_ns / 1000
 
     def record_cache_miss(self, elapsed_ns: int) -> None:
         with self.lock:
