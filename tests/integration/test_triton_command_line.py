@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 
 from modelyard.processes import serve_command
-from tests.support.models import failing, slow_double, write_python_model
+from tests.support.models import failing, slow_double, times_ten, write_python_model
 from tests.support.servers import running_server
 
 ECHO = """
@@ -87,3 +87,23 @@ def test_a_flag_asking_for_what_is_not_served_is_refused_at_start(tmp_path: Path
     assert result.returncode != 0
     assert "--model-namespacing=true asks for what modelyard does not serve" in result.stderr
     assert "rule=serve/triton-flag" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_model_config_name_picks_each_models_custom_config(tmp_path: Path) -> None:
+    """tritonserver's --model-config-name: configs/NAME.pbtxt where a model has it, else
+    config.pbtxt; --http-max-input-size is --http-max-body-bytes."""
+    repository = tmp_path / "models"
+    slow_double(repository)
+    times_ten(repository, "other")
+    custom = repository / "slow_double" / "configs"
+    custom.mkdir()
+    config = (repository / "slow_double" / "config.pbtxt").read_text()
+    (custom / "h100.pbtxt").write_text(config.replace("max_batch_size: 16", "max_batch_size: 3"))
+    with running_server(
+        repository, tmp_path, "--model-config-name=h100", "--http-max-input-size=5000"
+    ) as server:
+        base = f"http://{server.http_url}/v2/models"
+        assert httpx.get(f"{base}/slow_double/config").json()["max_batch_size"] == 3
+        assert httpx.get(f"{base}/other/config").json()["max_batch_size"] == 16
+        too_big = httpx.post(f"{base}/other/infer", content=b"x" * 6000)
+        assert too_big.status_code == 413

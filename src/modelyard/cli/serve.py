@@ -308,7 +308,9 @@ async def serve(args: argparse.Namespace) -> None:
             rules_store = open_rules_store(args.registry)
             parts.push_async_callback(rules_store.aclose)
         manager = ModelManager(
-            ModelRepository([path.resolve() for path in args.model_repository]),
+            ModelRepository(
+                [path.resolve() for path in args.model_repository], args.model_config_name
+            ),
             ControlMode(args.model_control_mode),
             poll_secs=args.repository_poll_secs,
             startup_models=args.load_model,

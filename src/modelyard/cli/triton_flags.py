@@ -17,6 +17,7 @@ flag is one of three kinds:
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,6 @@ _REFUSED_UNLESS_OFF = {
     "--grpc-use-ssl": (lambda v: not triton_bool(v), "terminate TLS in front of modelyard"),
     "--grpc-use-ssl-mutual": (lambda v: not triton_bool(v), "terminate TLS in front of modelyard"),
     "--model-namespacing": (lambda v: not triton_bool(v), "give models unique names"),
-    "--model-config-name": (lambda v: v.strip() in ("", "config"), "use config.pbtxt"),
     "--http-header-forward-pattern": (lambda v: False, "pass values as request parameters"),
     "--grpc-header-forward-pattern": (lambda v: False, "pass values as request parameters"),
     "--trace-file": (lambda v: False, "trace through --trace-config mode=opentelemetry"),
@@ -165,6 +165,20 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="CACHE,KEY=VALUE",
         help="local,size=BYTES: a response cache of that many bytes for the models whose "
         "config enables response_cache",
+    )
+    triton.add_argument(
+        "--model-config-name",
+        default=None,
+        metavar="NAME",
+        help="a model with configs/NAME.pbtxt loads from it instead of config.pbtxt",
+    )
+    triton.add_argument(
+        "--http-max-input-size",
+        dest="http_max_body_bytes",
+        type=int,
+        default=argparse.SUPPRESS,
+        metavar="BYTES",
+        help="tritonserver's name of --http-max-body-bytes",
     )
     triton.add_argument(
         "--rate-limit",
@@ -372,6 +386,13 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
     _apply_cache_config(args)
     _apply_trace_config(args)
     args.rate_limit_resources = [parse_resource(text) for text in args.rate_limit_resource]
+    name = args.model_config_name
+    if name is not None and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", name):
+        raise _flag_error(
+            f"--model-config-name {name!r}: a name of letters, digits, '_', '.', '-' (it "
+            "names configs/NAME.pbtxt in each model's directory)",
+            "modelyard serve --model-config-name NAME",
+        )
     if args.log_format in ("default", "ISO8601"):  # Triton's formats: one line per event
         args.log_format = "console"
     if args.log_verbose > 0:

@@ -128,8 +128,18 @@ def parse_json_config(document: dict[str, Any], origin: str = "<config>") -> mc.
     return config
 
 
-def read_model_config(model_dir: Path) -> mc.ModelConfig:
-    path = model_dir / CONFIG_FILENAME
+def config_path(model_dir: Path, config_name: str | None = None) -> Path:
+    """The config file a model loads from: ``configs/NAME.pbtxt`` where tritonserver's
+    --model-config-name names one and the model has it, else ``config.pbtxt``."""
+    if config_name:
+        custom = model_dir / "configs" / f"{config_name}.pbtxt"
+        if custom.is_file():
+            return custom
+    return model_dir / CONFIG_FILENAME
+
+
+def read_model_config(model_dir: Path, config_name: str | None = None) -> mc.ModelConfig:
+    path = config_path(model_dir, config_name)
     config = mc.ModelConfig()
     if path.is_file():
         try:

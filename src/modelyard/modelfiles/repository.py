@@ -52,7 +52,9 @@ def _listed(root: Path) -> list[str]:
 
 
 class ModelRepository:
-    def __init__(self, root: Path | list[Path]) -> None:
+    def __init__(self, root: Path | list[Path], config_name: str | None = None) -> None:
+        # tritonserver's --model-config-name: a model with configs/NAME.pbtxt loads from it
+        self.config_name = config_name
         roots = root if isinstance(root, list) else [root]
         for path in roots:
             if not path.is_dir():
@@ -105,5 +107,8 @@ class ModelRepository:
             if entry.is_file():
                 st = entry.stat()
                 config_entries.append((entry.name, st.st_mtime_ns, st.st_size))
+        if self.config_name and (model_dir / "configs").is_dir():  # custom configs come and go
+            signature = _files_signature(model_dir / "configs")
+            config_entries += [(f"configs/{name}", mtime, size) for name, mtime, size in signature]
         versions = {v: _files_signature(model_dir / str(v)) for v in self.versions(model_dir)}
         return ModelFingerprint(tuple(config_entries), versions)

@@ -420,10 +420,10 @@ def reached_models(config: mc.ModelConfig) -> list[str]:
     return sorted({step.model_name for step in config.ensemble_scheduling.step} - {config.name})
 
 
-def step_models(model_dir: Path) -> list[str]:
+def step_models(model_dir: Path, config_name: str | None = None) -> list[str]:
     """The models an ensemble's config names as steps; [] for any other model."""
     try:
-        config = read_model_config(model_dir)
+        config = read_model_config(model_dir, config_name)
     except ModelyardError:
         return []  # the load reports the error
     if config.platform != ENSEMBLE:
@@ -431,13 +431,17 @@ def step_models(model_dir: Path) -> list[str]:
     return [step.model_name for step in config.ensemble_scheduling.step]
 
 
-def load_order(names: Iterable[str], model_dir: Callable[[str], Path | None]) -> list[str]:
+def load_order(
+    names: Iterable[str],
+    model_dir: Callable[[str], Path | None],
+    config_name: str | None = None,
+) -> list[str]:
     """``names`` with every ensemble after the models its steps use (cycles keep their order)."""
     ordered = list(names)
     deps = {}
     for name in ordered:
         path = model_dir(name)
-        deps[name] = [d for d in step_models(path) if d in ordered] if path else []
+        deps[name] = [d for d in step_models(path, config_name) if d in ordered] if path else []
     placed: list[str] = []
     visiting: set[str] = set()
 

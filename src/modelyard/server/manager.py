@@ -169,7 +169,7 @@ class ModelManager:
                 names = self.repository.model_names()
         else:
             names = self.repository.model_names()
-        for name in load_order(names, self.repository.model_dir):
+        for name in load_order(names, self.repository.model_dir, self.repository.config_name):
             try:
                 await self._load(name, None)
             except ModelyardError as exc:
@@ -440,7 +440,7 @@ class ModelManager:
                 base = override
                 base.name = name
             else:
-                base = read_model_config(model_dir)
+                base = read_model_config(model_dir, self.repository.config_name)
             validate_version_policy(base, f"{name}/config.pbtxt")
             available = self.repository.versions(model_dir)
             backend = backend_for(
@@ -635,7 +635,7 @@ class ModelManager:
         loop = asyncio.get_running_loop()
         names = set(await loop.run_in_executor(None, self.repository.model_names))
         order = await loop.run_in_executor(
-            None, load_order, sorted(names), self.repository.model_dir
+            None, load_order, sorted(names), self.repository.model_dir, self.repository.config_name
         )
         for name in order:
             record = self._models.get(name)
