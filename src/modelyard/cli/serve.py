@@ -401,6 +401,7 @@ async def serve(args: argparse.Namespace) -> None:
                 governance=governance,
                 shared_memory=shared_memory,
                 tracing=tracing,
+                tls=args.grpc_tls,
             )
             grace = args.exit_timeout_secs
             parts.push_async_callback(

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from modelyard.errors import Code, ConfigError
+from modelyard.frontdoors.grpc import GrpcTls
 from modelyard.server.rate_limiter import parse_resource
 from modelyard.server.stats import DEFAULT_QUANTILES
 from modelyard.tracing import LEVELS
@@ -61,8 +62,6 @@ NOT_APPLICABLE = {
 # flags whose "on" value asks for something modelyard does not serve: refused unless off.
 # flag -> (is it off?, what to do instead)
 _REFUSED_UNLESS_OFF = {
-    "--grpc-use-ssl": (lambda v: not triton_bool(v), "terminate TLS in front of modelyard"),
-    "--grpc-use-ssl-mutual": (lambda v: not triton_bool(v), "terminate TLS in front of modelyard"),
     "--model-namespacing": (lambda v: not triton_bool(v), "give models unique names"),
     "--http-header-forward-pattern": (lambda v: False, "pass values as request parameters"),
     "--grpc-header-forward-pattern": (lambda v: False, "pass values as request parameters"),
@@ -166,6 +165,18 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
         help="local,size=BYTES: a response cache of that many bytes for the models whose "
         "config enables response_cache",
     )
+    for name, help_text in (
+        ("--grpc-use-ssl", "true: gRPC over TLS with --grpc-server-cert and --grpc-server-key"),
+        ("--grpc-use-ssl-mutual", "true: also require a client certificate signed by "
+         "--grpc-root-cert"),
+    ):  # fmt: skip
+        triton.add_argument(name, type=triton_bool, default=False, metavar="BOOL", help=help_text)
+    for name, what in (
+        ("--grpc-server-cert", "the server's certificate chain (PEM)"),
+        ("--grpc-server-key", "the server's private key (PEM)"),
+        ("--grpc-root-cert", "the certificates that sign client certificates (PEM)"),
+    ):
+        triton.add_argument(name, type=Path, default=None, metavar="FILE", help=what)
     triton.add_argument(
         "--model-config-name",
         default=None,
@@ -310,6 +321,32 @@ def _apply_trace_config(args: argparse.Namespace) -> None:
     args.trace = trace
 
 
+def _grpc_tls(args: argparse.Namespace) -> GrpcTls | None:
+    """The gRPC front door's TLS from --grpc-use-ssl[-mutual] and its files, or None."""
+    if not args.grpc_use_ssl and not args.grpc_use_ssl_mutual:
+        return None
+    needed = ["--grpc-server-cert", "--grpc-server-key"]
+    if args.grpc_use_ssl_mutual:
+        needed.append("--grpc-root-cert")
+    asked = "--grpc-use-ssl-mutual" if args.grpc_use_ssl_mutual else "--grpc-use-ssl"
+    contents: dict[str, bytes] = {}
+    for flag in needed:
+        path = getattr(args, _dest(flag))
+        if path is None:
+            raise _flag_error(f"{flag} is needed with {asked}", f"modelyard serve {flag} FILE")
+        try:
+            contents[flag] = path.read_bytes()
+        except OSError as exc:
+            raise _flag_error(
+                f"{flag} {path}: cannot read it ({exc.strerror})", f"modelyard serve {flag} FILE"
+            ) from None
+    return GrpcTls(
+        contents["--grpc-server-cert"],
+        contents["--grpc-server-key"],
+        contents.get("--grpc-root-cert"),
+    )
+
+
 def _apply_cache_config(args: argparse.Namespace) -> None:
     """``args.response_cache_bytes``: the local cache's size (None: no response cache)."""
     size = args.response_cache_byte_size
@@ -386,6 +423,7 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
     _apply_cache_config(args)
     _apply_trace_config(args)
     args.rate_limit_resources = [parse_resource(text) for text in args.rate_limit_resource]
+    args.grpc_tls = _grpc_tls(args)
     name = args.model_config_name
     if name is not None and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", name):
         raise _flag_error(

@@ -521,6 +521,16 @@ class HealthService(health_aio.HealthServicer):
             await asyncio.sleep(interval)
 
 
+@dataclass(frozen=True)
+class GrpcTls:
+    """The server's certificate chain and key (PEM); with root certificates, a client must
+    present a certificate they signed (tritonserver's --grpc-use-ssl-mutual)."""
+
+    certificate: bytes
+    key: bytes
+    root_certificates: bytes | None = None
+
+
 def server_options(max_message_bytes: int) -> list[tuple[str, int]]:
     return [
         ("grpc.max_receive_message_length", max_message_bytes),
@@ -557,8 +567,10 @@ async def start_grpc_server(
     governance: Governance | None = None,
     shared_memory: SystemSharedMemory | None = None,
     tracing: Tracing | None = None,
+    tls: GrpcTls | None = None,
 ) -> GrpcServer:
-    """Start serving on ``host:port`` (0: any free port) in the running event loop."""
+    """Start serving on ``host:port`` (0: any free port) in the running event loop;
+    ``tls``: serve over TLS (tritonserver's --grpc-use-ssl), None: in the clear."""
     server = grpc.aio.server(options=server_options(max_message_bytes))
     service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(
         InferenceService(dataplane, governance, shared_memory, tracing), server
@@ -567,7 +579,15 @@ async def start_grpc_server(
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
-        bound = server.add_insecure_port(address)
+        if tls is None:
+            bound = server.add_insecure_port(address)
+        else:
+            credentials = grpc.ssl_server_credentials(
+                [(tls.key, tls.certificate)],
+                root_certificates=tls.root_certificates,
+                require_client_auth=tls.root_certificates is not None,
+            )
+            bound = server.add_secure_port(address, credentials)
     except RuntimeError:
         raise ConfigError(
             f"cannot listen for gRPC on {address}: the port is in use or the address is not "

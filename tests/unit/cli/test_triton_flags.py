@@ -72,9 +72,8 @@ def test_tuning_without_a_counterpart_is_accepted_and_named(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("flag", "off", "on"),
     [
-        ("--grpc-use-ssl", "false", "true"),
-        ("--grpc-use-ssl", "off", "maybe"),
         ("--model-namespacing", "false", "true"),
+        ("--model-namespacing", "off", "maybe"),
     ],
 )
 def test_what_is_not_served_is_refused_unless_off(
