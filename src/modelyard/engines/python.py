@@ -9,9 +9,18 @@ its own, so two models or two instances never share module state, and calls:
   ``model_repository``, ``model_instance_kind`` ("CPU"),
   ``model_instance_device_id`` ("0") and ``instance_index``;
 * ``execute(inputs) -> outputs``, with a dict of numpy arrays already stacked
-  along the batch axis, and returning a dict of numpy arrays. This differs from
-  Triton, whose ``execute`` takes a list of requests: the server owns batching;
+  along the batch axis, and returning a dict of numpy arrays: the server owns
+  batching;
 * ``finalize()``, if defined, on unload.
+
+A ``model.py`` written for Triton's python backend (it imports
+``triton_python_backend_utils``, which ``engines/pb_utils.py`` answers for) keeps
+Triton's API: ``execute(requests)`` gets a list of ``pb_utils`` requests and
+returns one ``InferenceResponse`` each. The server batches before the model sees
+the requests, so a batch comes as one request whose tensors hold every row; a
+response's ``TritonError`` (or a ``TritonModelException``) fails the batch with
+its message, INVALID_ARG as the caller's error (400), any other code as the
+model's (500). The model runs in the server's process, on its instance thread.
 
 When the model batches (``max_batch_size > 0``), every output must have as many
 rows as the inputs. Exceptions raised by user code become EngineError with
@@ -34,6 +43,7 @@ from typing import Any
 import numpy as np
 from google.protobuf import json_format
 
+from modelyard.engines import pb_utils
 from modelyard.engines.base import Engine, LoadContext, Signature
 from modelyard.errors import Code, EngineError, ModelyardError, without_paths
 
@@ -51,6 +61,7 @@ class PythonEngine(Engine):
         self._module_name = ""
         self._where = "model.py"
         self._batched = False
+        self._triton_api = False  # execute(requests) with pb_utils, as Triton's backend
 
     def load(self, ctx: LoadContext) -> Signature | None:
         self._where = f"model.py of model '{ctx.config.name}'"
@@ -66,8 +77,10 @@ class PythonEngine(Engine):
                 rule="engine/python",
                 where=self._where,
             )
+        self._triton_api = any(value is pb_utils for value in vars(module).values())
         args = {
-            "model_config": json_format.MessageToJson(ctx.config),
+            # field names as in the proto (max_batch_size, data_type), as Triton passes them
+            "model_config": json_format.MessageToJson(ctx.config, preserving_proto_field_name=True),
             "model_name": ctx.config.name,
             "model_version": ctx.version_dir.name,
             "model_repository": str(ctx.version_dir.parent),
@@ -105,6 +118,8 @@ class PythonEngine(Engine):
         module = importlib.util.module_from_spec(spec)
         # registered so that dataclasses, pickle and typing can find the module
         sys.modules[self._module_name] = module
+        # Triton's python-backend models import this by its Triton name
+        sys.modules.setdefault("triton_python_backend_utils", pb_utils)
         try:
             spec.loader.exec_module(module)
         except Exception as exc:
@@ -113,6 +128,8 @@ class PythonEngine(Engine):
         return module
 
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        if self._triton_api:
+            return self._check_outputs(inputs, outputs, self._execute_requests(inputs, outputs))
         try:
             returned = self._model.execute(inputs)
         except ModelyardError:
@@ -123,6 +140,53 @@ class PythonEngine(Engine):
             raise self._contract_error(
                 f"execute() returned a {type(returned).__name__}, not a dict of arrays"
             )
+        return self._check_outputs(inputs, outputs, returned)
+
+    def _execute_requests(
+        self, inputs: dict[str, np.ndarray], outputs: list[str]
+    ) -> dict[str, Any]:
+        """Triton's API: the batch as one pb_utils request; its response's tensors."""
+        request = pb_utils.InferenceRequest(
+            [pb_utils.Tensor(name, array) for name, array in inputs.items()],
+            list(outputs),
+        )
+        try:
+            responses = self._model.execute([request])
+        except pb_utils.TritonModelException as exc:
+            raise self._triton_error(pb_utils.TritonError(str(exc))) from exc
+        except ModelyardError:
+            raise
+        except Exception as exc:
+            raise self._user_error("execute", exc) from exc
+        if not isinstance(responses, list) or len(responses) != 1:
+            got = len(responses) if isinstance(responses, list) else type(responses).__name__
+            raise self._contract_error(
+                f"execute(requests) returned {got} responses for 1 request: one "
+                "pb_utils.InferenceResponse per request"
+            )
+        response = responses[0]
+        if not isinstance(response, pb_utils.InferenceResponse):
+            raise self._contract_error(
+                f"execute(requests) returned a {type(response).__name__}, not a "
+                "pb_utils.InferenceResponse"
+            )
+        error = response.error()
+        if error is not None:
+            raise self._triton_error(error)
+        return {tensor.name(): tensor.as_numpy() for tensor in response.output_tensors()}
+
+    def _triton_error(self, error: pb_utils.TritonError) -> EngineError:
+        callers = error.code() == pb_utils.TritonError.INVALID_ARG
+        return EngineError(
+            error.message(),
+            code=Code.INVALID_ARGUMENT if callers else Code.INTERNAL,
+            rule="engine/python",
+            where="the request's inputs" if callers else self._where,
+        )
+
+    def _check_outputs(
+        self, inputs: dict[str, np.ndarray], outputs: list[str], returned: dict[str, Any]
+    ) -> dict[str, np.ndarray]:
         rows = len(next(iter(inputs.values()))) if self._batched and inputs else None
         result = {}
         for name in outputs:

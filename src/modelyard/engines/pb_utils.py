@@ -1,0 +1,209 @@
+"""``triton_python_backend_utils`` for Triton python-backend models, unchanged.
+
+A ``model.py`` written for Triton imports ``triton_python_backend_utils as pb_utils``;
+the python engine makes this module answer to that name. It gives the API Triton's
+python backend documents for a model's ``execute(requests)``: ``Tensor``, the
+request's inputs and requested outputs, ``InferenceResponse`` with output tensors
+or a ``TritonError``, ``TritonModelException``, the config lookups, the type
+conversions and ``Logger``. Not here yet: BLS (``InferenceRequest.exec``), the
+response sender of decoupled models, and sequence flags beyond their constants.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import structlog
+
+from modelyard.types import CONFIG_TO_V2, V2_TO_NUMPY
+
+_log = structlog.get_logger("modelyard.python_model")
+
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+
+
+class TritonError:
+    UNKNOWN = 0
+    INTERNAL = 1
+    NOT_FOUND = 2
+    INVALID_ARG = 3
+    UNAVAILABLE = 4
+    UNSUPPORTED = 5
+    ALREADY_EXISTS = 6
+    CANCELLED = 7
+
+    def __init__(self, message: str, code: int = INTERNAL) -> None:
+        self._message = message
+        self._code = code
+
+    def message(self) -> str:
+        return self._message
+
+    def code(self) -> int:
+        return self._code
+
+
+class TritonModelException(Exception):
+    def message(self) -> str:
+        return str(self)
+
+
+class Tensor:
+    def __init__(self, name: str, array: Any) -> None:
+        if not isinstance(array, np.ndarray):
+            array = np.asarray(array)
+        self._name = name
+        self._array = array
+
+    def name(self) -> str:
+        return self._name
+
+    def as_numpy(self) -> np.ndarray:
+        return self._array
+
+    def is_cpu(self) -> bool:
+        return True
+
+    def shape(self) -> list[int]:
+        return list(self._array.shape)
+
+    def triton_dtype(self) -> str:
+        return "BYTES" if self._array.dtype == np.object_ else str(self._array.dtype)
+
+
+class InferenceRequest:
+    """The request a model's ``execute`` gets (its inputs, the outputs asked for)."""
+
+    def __init__(
+        self,
+        inputs: list[Tensor] | None = None,
+        requested_output_names: list[str] | None = None,
+        request_id: str = "",
+        correlation_id: int | str = 0,
+        parameters: dict[str, Any] | None = None,
+        model_name: str = "",
+        **_: Any,
+    ) -> None:
+        self._inputs = list(inputs or [])
+        self._requested = list(requested_output_names or [])
+        self._id = request_id
+        self._correlation_id = correlation_id
+        self._parameters = parameters or {}
+        self._model_name = model_name
+
+    def inputs(self) -> list[Tensor]:
+        return self._inputs
+
+    def requested_output_names(self) -> list[str]:
+        return self._requested
+
+    def request_id(self) -> str:
+        return self._id
+
+    def correlation_id(self) -> int | str:
+        return self._correlation_id
+
+    def parameters(self) -> str:
+        return json.dumps(self._parameters)
+
+    def flags(self) -> int:
+        return 0
+
+    def is_cancelled(self) -> bool:
+        return False
+
+    def model_name(self) -> str:
+        return self._model_name
+
+    def exec(self, *args: Any, **kwargs: Any) -> InferenceResponse:
+        raise TritonModelException(
+            "BLS (a model calling other models with InferenceRequest.exec) is not served by "
+            "modelyard yet"
+        )
+
+    async def async_exec(self, *args: Any, **kwargs: Any) -> InferenceResponse:
+        return self.exec()
+
+    def get_response_sender(self) -> Any:
+        raise TritonModelException("decoupled models are not served by modelyard yet")
+
+
+class InferenceResponse:
+    def __init__(
+        self,
+        output_tensors: list[Tensor] | None = None,
+        error: TritonError | None = None,
+        parameters: Any = None,
+    ) -> None:
+        self._outputs = list(output_tensors or [])
+        self._error = error
+
+    def output_tensors(self) -> list[Tensor]:
+        return self._outputs
+
+    def has_error(self) -> bool:
+        return self._error is not None
+
+    def error(self) -> TritonError | None:
+        return self._error
+
+
+def get_input_tensor_by_name(request: InferenceRequest, name: str) -> Tensor | None:
+    return next((t for t in request.inputs() if t.name() == name), None)
+
+
+def get_output_tensor_by_name(response: InferenceResponse, name: str) -> Tensor | None:
+    return next((t for t in response.output_tensors() if t.name() == name), None)
+
+
+def get_input_config_by_name(model_config: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((i for i in model_config.get("input", []) if i.get("name") == name), None)
+
+
+def get_output_config_by_name(model_config: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((o for o in model_config.get("output", []) if o.get("name") == name), None)
+
+
+def triton_string_to_numpy(triton_type_string: str) -> Any:
+    """``TYPE_FP32`` -> ``numpy.float32``; ``TYPE_STRING`` -> ``numpy.object_``."""
+    datatype = CONFIG_TO_V2.get(triton_type_string)
+    if datatype is None:
+        raise TritonModelException(f"unknown Triton type '{triton_type_string}'")
+    dtype = V2_TO_NUMPY[datatype]
+    return np.object_ if dtype is None else dtype.type
+
+
+class Logger:
+    """Triton's python-backend logger: messages become structured log events."""
+
+    INFO, WARNING, ERROR, VERBOSE = 0, 1, 2, 3
+
+    @staticmethod
+    def log(message: str, level: int = 0) -> None:
+        {0: _log.info, 1: _log.warning, 2: _log.error}.get(level, _log.debug)(
+            "python_model_log", message=message
+        )
+
+    @staticmethod
+    def log_info(message: str) -> None:
+        _log.info("python_model_log", message=message)
+
+    @staticmethod
+    def log_warn(message: str) -> None:
+        _log.warning("python_model_log", message=message)
+
+    @staticmethod
+    def log_error(message: str) -> None:
+        _log.error("python_model_log", message=message)
+
+    @staticmethod
+    def log_verbose(message: str) -> None:
+        _log.debug("python_model_log", message=message)
+
+
+class LogLevel:
+    INFO, WARNING, ERROR, VERBOSE = Logger.INFO, Logger.WARNING, Logger.ERROR, Logger.VERBOSE

@@ -1,0 +1,125 @@
+"""Triton python-backend models, model.py unchanged: ``TritonPythonModel`` with
+``execute(requests)`` through ``triton_python_backend_utils``, called by tritonclient."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from tests.support.models import write_python_model
+from tests.support.servers import ServerProcess, running_server
+
+# written as Triton's python-backend examples write an add/sub model
+ADD_SUB = """
+import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.model_config = model_config = json.loads(args["model_config"])
+        output0_config = pb_utils.get_output_config_by_name(model_config, "OUTPUT0")
+        output1_config = pb_utils.get_output_config_by_name(model_config, "OUTPUT1")
+        self.output0_dtype = pb_utils.triton_string_to_numpy(output0_config["data_type"])
+        self.output1_dtype = pb_utils.triton_string_to_numpy(output1_config["data_type"])
+        pb_utils.Logger.log_info("add_sub initialized")
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            in_0 = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            in_1 = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
+            if (in_1 < 0).any():
+                error = pb_utils.TritonError(
+                    "INPUT1 must not be negative", pb_utils.TritonError.INVALID_ARG
+                )
+                responses.append(pb_utils.InferenceResponse(output_tensors=[], error=error))
+                continue
+            if (in_0 == 999).any():
+                raise pb_utils.TritonModelException("999 breaks this model")
+            out_0 = pb_utils.Tensor("OUTPUT0", (in_0 + in_1).astype(self.output0_dtype))
+            out_1 = pb_utils.Tensor("OUTPUT1", (in_0 - in_1).astype(self.output1_dtype))
+            responses.append(pb_utils.InferenceResponse(output_tensors=[out_0, out_1]))
+        return responses
+
+    def finalize(self):
+        pb_utils.Logger.log_info("add_sub cleaning up")
+"""
+
+CONFIG = """
+name: "add_sub"
+backend: "python"
+max_batch_size: 8
+input [
+  { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] },
+  { name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] }
+]
+output [
+  { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] },
+  { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 4 ] }
+]
+"""
+
+
+@pytest.fixture(scope="module")
+def python_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    repository = tmp_path_factory.mktemp("python") / "models"
+    write_python_model(repository, "add_sub", ADD_SUB, CONFIG)
+    with running_server(repository, tmp_path_factory.mktemp("logs")) as process:
+        yield process
+
+
+def _call(protocol: str, server: ServerProcess, first: np.ndarray, second: np.ndarray) -> Any:
+    module: Any = grpcclient if protocol == "grpc" else httpclient
+    url = server.grpc_url if protocol == "grpc" else server.http_url
+    client = module.InferenceServerClient(url)
+    try:
+        inputs = [module.InferInput(n, list(first.shape), "FP32") for n in ("INPUT0", "INPUT1")]
+        inputs[0].set_data_from_numpy(first)
+        inputs[1].set_data_from_numpy(second)
+        return client.infer("add_sub", inputs)
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_a_triton_python_model_serves_unchanged(
+    python_server: ServerProcess, protocol: str
+) -> None:
+    first = np.random.default_rng(0).random((2, 4), dtype=np.float32)
+    second = np.ones((2, 4), dtype=np.float32)
+    result = _call(protocol, python_server, first, second)
+    np.testing.assert_allclose(result.as_numpy("OUTPUT0"), first + second)
+    np.testing.assert_allclose(result.as_numpy("OUTPUT1"), first - second)
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_a_responses_triton_error_reaches_the_caller_with_its_code(
+    python_server: ServerProcess, protocol: str
+) -> None:
+    ones = np.ones((1, 4), dtype=np.float32)
+    with pytest.raises(InferenceServerException) as refused:
+        _call(protocol, python_server, ones, -ones)
+    assert "INPUT1 must not be negative" in str(refused.value)
+    assert refused.value.status() in ("400", "StatusCode.INVALID_ARGUMENT")
+    with pytest.raises(InferenceServerException) as broken:
+        _call(protocol, python_server, np.full((1, 4), 999, dtype=np.float32), ones)
+    assert "999 breaks this model" in str(broken.value)
+    assert broken.value.status() in ("500", "StatusCode.INTERNAL")
+    result = _call(protocol, python_server, ones, ones)  # and it serves on
+    np.testing.assert_allclose(result.as_numpy("OUTPUT0"), ones * 2)
+
+
+def test_the_model_read_its_config_as_triton_passes_it(python_server: ServerProcess) -> None:
+    """args["model_config"] keeps the proto's field names (data_type, max_batch_size)."""
+    log = Path(python_server.log_path).read_text()
+    assert "add_sub initialized" in log
