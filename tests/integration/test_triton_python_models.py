@@ -70,15 +70,45 @@ output [
 """
 
 
+# the same model, its tensors declared by auto_complete_config instead of config.pbtxt
+AUTO_COMPLETED = (
+    ADD_SUB
+    + """
+
+    @staticmethod
+    def auto_complete_config(auto_complete_model_config):
+        tensors = [{"name": n, "data_type": "TYPE_FP32", "dims": [4]} for n in ("INPUT0", "INPUT1")]
+        config = auto_complete_model_config.as_dict()
+        declared = {entry["name"] for entry in config.get("input", [])}
+        for tensor in tensors:
+            if tensor["name"] not in declared:
+                auto_complete_model_config.add_input(tensor)
+        for name in ("OUTPUT0", "OUTPUT1"):
+            output = {"name": name, "data_type": "TYPE_FP32", "dims": [4]}
+            auto_complete_model_config.add_output(output)
+        auto_complete_model_config.set_max_batch_size(8)
+        auto_complete_model_config.set_dynamic_batching()
+        return auto_complete_model_config
+"""
+)
+
+
 @pytest.fixture(scope="module")
 def python_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     repository = tmp_path_factory.mktemp("python") / "models"
     write_python_model(repository, "add_sub", ADD_SUB, CONFIG)
+    write_python_model(repository, "auto_add_sub", AUTO_COMPLETED, 'backend: "python"\n')
     with running_server(repository, tmp_path_factory.mktemp("logs")) as process:
         yield process
 
 
-def _call(protocol: str, server: ServerProcess, first: np.ndarray, second: np.ndarray) -> Any:
+def _call(
+    protocol: str,
+    server: ServerProcess,
+    first: np.ndarray,
+    second: np.ndarray,
+    model: str = "add_sub",
+) -> Any:
     module: Any = grpcclient if protocol == "grpc" else httpclient
     url = server.grpc_url if protocol == "grpc" else server.http_url
     client = module.InferenceServerClient(url)
@@ -86,7 +116,7 @@ def _call(protocol: str, server: ServerProcess, first: np.ndarray, second: np.nd
         inputs = [module.InferInput(n, list(first.shape), "FP32") for n in ("INPUT0", "INPUT1")]
         inputs[0].set_data_from_numpy(first)
         inputs[1].set_data_from_numpy(second)
-        return client.infer("add_sub", inputs)
+        return client.infer(model, inputs)
     finally:
         client.close()
 
@@ -123,3 +153,19 @@ def test_the_model_read_its_config_as_triton_passes_it(python_server: ServerProc
     """args["model_config"] keeps the proto's field names (data_type, max_batch_size)."""
     log = Path(python_server.log_path).read_text()
     assert "add_sub initialized" in log
+
+
+def test_auto_complete_config_declares_the_tensors_a_config_leaves_out(
+    python_server: ServerProcess,
+) -> None:
+    client = httpclient.InferenceServerClient(python_server.http_url)
+    try:
+        config = client.get_model_config("auto_add_sub")
+    finally:
+        client.close()
+    assert config["max_batch_size"] == 8 and "dynamic_batching" in config
+    assert [i["name"] for i in config["input"]] == ["INPUT0", "INPUT1"]
+    assert [o["data_type"] for o in config["output"]] == ["TYPE_FP32", "TYPE_FP32"]
+    ones = np.ones((3, 4), dtype=np.float32)
+    result = _call("http", python_server, ones, ones, "auto_add_sub")
+    np.testing.assert_allclose(result.as_numpy("OUTPUT0"), ones * 2)

@@ -177,6 +177,47 @@ def triton_string_to_numpy(triton_type_string: str) -> Any:
     return np.object_ if dtype is None else dtype.type
 
 
+class ModelConfig:
+    """What a model's ``auto_complete_config(auto_complete_model_config)`` reads and fills:
+    the config as a dict (proto field names); additions only where the config is silent."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self._config = config
+
+    def as_dict(self) -> dict[str, Any]:
+        return self._config
+
+    def max_batch_size(self) -> int:
+        return int(self._config.get("max_batch_size", 0))
+
+    def set_max_batch_size(self, max_batch_size: int) -> None:
+        current = self.max_batch_size()
+        if current and current != max_batch_size:
+            raise TritonModelException(
+                f"configuration specified max_batch_size {current}, but in auto-complete-config "
+                f"function for model '{self._config.get('name', '')}' specified "
+                f"max_batch_size {max_batch_size}"
+            )
+        self._config["max_batch_size"] = max_batch_size
+
+    def set_dynamic_batching(self) -> None:
+        self._config.setdefault("dynamic_batching", {})
+
+    def add_input(self, tensor: dict[str, Any]) -> None:
+        self._add("input", tensor)
+
+    def add_output(self, tensor: dict[str, Any]) -> None:
+        self._add("output", tensor)
+
+    def _add(self, kind: str, tensor: dict[str, Any]) -> None:
+        if not isinstance(tensor, dict) or not isinstance(tensor.get("name"), str):
+            raise TritonModelException(f"an {kind} to add needs a 'name'")
+        entries = self._config.setdefault(kind, [])
+        if any(entry.get("name") == tensor["name"] for entry in entries):
+            return  # the config's own entry stands
+        entries.append(dict(tensor))
+
+
 class Logger:
     """Triton's python-backend logger: messages become structured log events."""
 

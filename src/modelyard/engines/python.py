@@ -78,6 +78,8 @@ class PythonEngine(Engine):
                 where=self._where,
             )
         self._triton_api = any(value is pb_utils for value in vars(module).values())
+        if self._triton_api and ctx.instance_index == 0 and hasattr(cls, "auto_complete_config"):
+            self._auto_complete(cls, ctx)
         args = {
             # field names as in the proto (max_batch_size, data_type), as Triton passes them
             "model_config": json_format.MessageToJson(ctx.config, preserving_proto_field_name=True),
@@ -105,6 +107,18 @@ class PythonEngine(Engine):
             )
         self._model = model
         return None
+
+    def _auto_complete(self, cls: type, ctx: LoadContext) -> None:
+        """Triton's ``auto_complete_config``: the model adds what its config leaves out."""
+        config = json_format.MessageToDict(ctx.config, preserving_proto_field_name=True)
+        try:
+            completed = cls.auto_complete_config(pb_utils.ModelConfig(config))  # type: ignore[attr-defined]
+            filled = completed.as_dict() if completed is not None else config
+            ctx.config.Clear()
+            json_format.ParseDict(filled, ctx.config)
+        except Exception as exc:
+            self._forget_module()
+            raise self._user_error("auto_complete_config", exc) from exc
 
     def _import(self, ctx: LoadContext) -> ModuleType:
         spec = importlib.util.spec_from_file_location(self._module_name, ctx.artifact)
