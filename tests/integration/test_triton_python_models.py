@@ -93,11 +93,50 @@ AUTO_COMPLETED = (
 )
 
 
+# BLS: one model calls another of the same server, synchronously and with async_exec
+BLS_CALLER = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
+            target = "add_sub" if (x >= 0).all() else "no_such_model"
+            call = pb_utils.InferenceRequest(
+                model_name=target,
+                requested_output_names=["OUTPUT0"],
+                inputs=[pb_utils.Tensor("INPUT0", x), pb_utils.Tensor("INPUT1", x)],
+            )
+            answer = call.exec()
+            if answer.has_error():
+                raise pb_utils.TritonModelException(answer.error().message())
+            total = pb_utils.get_output_tensor_by_name(answer, "OUTPUT0").as_numpy()
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", total)]))
+        return responses
+"""
+
+ASYNC_BLS_CALLER = BLS_CALLER.replace("def execute", "async def execute").replace(
+    "call.exec()", "await call.async_exec()"
+)
+
+BLS_CONFIG = """
+backend: "python"
+max_batch_size: 8
+input [{ name: "X" data_type: TYPE_FP32 dims: [ 4 ] }]
+output [{ name: "Y" data_type: TYPE_FP32 dims: [ 4 ] }]
+"""
+
+
 @pytest.fixture(scope="module")
 def python_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     repository = tmp_path_factory.mktemp("python") / "models"
     write_python_model(repository, "add_sub", ADD_SUB, CONFIG)
     write_python_model(repository, "auto_add_sub", AUTO_COMPLETED, 'backend: "python"\n')
+    write_python_model(repository, "bls", BLS_CALLER, BLS_CONFIG)
+    write_python_model(repository, "async_bls", ASYNC_BLS_CALLER, BLS_CONFIG)
     with running_server(repository, tmp_path_factory.mktemp("logs")) as process:
         yield process
 
@@ -169,3 +208,26 @@ def test_auto_complete_config_declares_the_tensors_a_config_leaves_out(
     ones = np.ones((3, 4), dtype=np.float32)
     result = _call("http", python_server, ones, ones, "auto_add_sub")
     np.testing.assert_allclose(result.as_numpy("OUTPUT0"), ones * 2)
+
+
+@pytest.mark.parametrize("model", ["bls", "async_bls"])
+def test_a_python_model_calls_another_model_of_the_server(
+    python_server: ServerProcess, model: str
+) -> None:
+    """Triton's BLS: InferenceRequest(...).exec() (or async_exec) runs on the callee's
+    scheduler; the callee's statistics count the call; its errors come back in the response."""
+    client = httpclient.InferenceServerClient(python_server.http_url)
+    try:
+        before = client.get_inference_statistics("add_sub")["model_stats"][0]["inference_count"]
+        x = np.arange(8, dtype=np.float32).reshape(2, 4)
+        item = httpclient.InferInput("X", [2, 4], "FP32")
+        item.set_data_from_numpy(x)
+        np.testing.assert_allclose(client.infer(model, [item]).as_numpy("Y"), x * 2)
+        after = client.get_inference_statistics("add_sub")["model_stats"][0]["inference_count"]
+        assert after - before == 2
+        item.set_data_from_numpy(-x - 1)
+        with pytest.raises(InferenceServerException) as failed:
+            client.infer(model, [item])
+        assert "Request for unknown model: 'no_such_model' is not found" in str(failed.value)
+    finally:
+        client.close()

@@ -10,6 +10,7 @@ engine object per model instance, so an engine needs no locking of its own.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -50,6 +51,9 @@ class LoadContext:
     device: str = "cpu"  # "cpu" or "cuda:N"
     trusted: bool = False  # the operator trusts this model's pickle files
     instance_index: int = 0
+    # the server's own infer, blocking, for a model that calls other models (Triton's BLS);
+    # takes and gives modelyard.types.InferRequest / InferResponse; None: not offered
+    infer: Callable[[Any], Any] | None = None
 
     def parameter(self, key: str, default: str | None = None) -> str | None:
         if key in self.config.parameters:
@@ -69,6 +73,8 @@ class Engine(ABC):
     #: whether execute() computes on the thread that calls it, so that thread's CPU time is
     #: the execution's cost (False: it may wait on other threads or a device)
     computes_on_caller: bool = False
+    #: whether execute() may run on the event loop's thread (False: it may wait on the loop)
+    runs_on_loop: bool = True
 
     @abstractmethod
     def load(self, ctx: LoadContext) -> Signature | None:

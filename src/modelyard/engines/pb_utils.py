@@ -5,13 +5,18 @@ the python engine makes this module answer to that name. It gives the API Triton
 python backend documents for a model's ``execute(requests)``: ``Tensor``, the
 request's inputs and requested outputs, ``InferenceResponse`` with output tensors
 or a ``TritonError``, ``TritonModelException``, the config lookups, the type
-conversions and ``Logger``. Not here yet: BLS (``InferenceRequest.exec``), the
-response sender of decoupled models, and sequence flags beyond their constants.
+conversions and ``Logger``; BLS, ``InferenceRequest(model_name=..., inputs=...,
+requested_output_names=...).exec()`` (and ``async_exec``), through the server's
+own schedulers. Not here yet: the response sender of decoupled models, and
+sequence flags beyond their constants.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,6 +25,15 @@ import structlog
 from modelyard.types import CONFIG_TO_V2, V2_TO_NUMPY
 
 _log = structlog.get_logger("modelyard.python_model")
+
+# the server's infer for the model executing on this thread (set around its execute)
+_calling = threading.local()
+
+
+def calling_through(infer: Callable[[Any], Any] | None) -> None:
+    """Set (or clear, with None) the server infer a BLS call on this thread goes through."""
+    _calling.infer = infer
+
 
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
@@ -80,12 +94,12 @@ class InferenceRequest:
 
     def __init__(
         self,
+        model_name: str = "",
         inputs: list[Tensor] | None = None,
         requested_output_names: list[str] | None = None,
         request_id: str = "",
         correlation_id: int | str = 0,
         parameters: dict[str, Any] | None = None,
-        model_name: str = "",
         **_: Any,
     ) -> None:
         self._inputs = list(inputs or [])
@@ -120,13 +134,44 @@ class InferenceRequest:
         return self._model_name
 
     def exec(self, *args: Any, **kwargs: Any) -> InferenceResponse:
-        raise TritonModelException(
-            "BLS (a model calling other models with InferenceRequest.exec) is not served by "
-            "modelyard yet"
+        """BLS: run this request on another model of the server, through its scheduler
+        (batched with that model's other requests); an error comes back in the response."""
+        from modelyard.errors import ModelyardError
+        from modelyard.types import InferRequest, RequestedOutput, v2_datatype
+
+        infer = getattr(_calling, "infer", None)
+        if infer is None:
+            raise TritonModelException(
+                "InferenceRequest.exec() is called only from a model's execute() on its instance"
+            )
+        arrays = {tensor.name(): tensor.as_numpy() for tensor in self._inputs}
+        request = InferRequest(
+            self._model_name,
+            str(kwargs.get("model_version", "")) or None,
+            arrays,
+            {name: v2_datatype(array) for name, array in arrays.items()},
+            outputs=[RequestedOutput(name) for name in self._requested] or None,
+            id=self._id or None,
+        )
+        try:
+            response = infer(request)
+        except ModelyardError as error:
+            code = TritonError.INVALID_ARG if error.code == "invalid_argument" else (
+                TritonError.NOT_FOUND if error.code == "not_found" else TritonError.INTERNAL
+            )  # fmt: skip
+            return InferenceResponse(error=TritonError(error.line(), code))
+        return InferenceResponse(
+            output_tensors=[Tensor(output.name, output.data) for output in response.outputs]
         )
 
     async def async_exec(self, *args: Any, **kwargs: Any) -> InferenceResponse:
-        return self.exec()
+        infer = getattr(_calling, "infer", None)
+
+        def run() -> InferenceResponse:
+            calling_through(infer)
+            return self.exec(*args, **kwargs)
+
+        return await asyncio.to_thread(run)
 
     def get_response_sender(self) -> Any:
         raise TritonModelException("decoupled models are not served by modelyard yet")

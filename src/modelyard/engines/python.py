@@ -34,7 +34,9 @@ BYTES tensors are numpy object arrays of ``bytes``.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import inspect
 import itertools
 import sys
 from types import ModuleType
@@ -62,6 +64,7 @@ class PythonEngine(Engine):
         self._where = "model.py"
         self._batched = False
         self._triton_api = False  # execute(requests) with pb_utils, as Triton's backend
+        self._infer: Any = None  # the server's infer, for BLS calls
 
     def load(self, ctx: LoadContext) -> Signature | None:
         self._where = f"model.py of model '{ctx.config.name}'"
@@ -78,6 +81,9 @@ class PythonEngine(Engine):
                 where=self._where,
             )
         self._triton_api = any(value is pb_utils for value in vars(module).values())
+        if self._triton_api:  # its BLS calls wait on the event loop: it never runs there
+            self.runs_on_loop = False
+            self._infer = ctx.infer
         if self._triton_api and ctx.instance_index == 0 and hasattr(cls, "auto_complete_config"):
             self._auto_complete(cls, ctx)
         args = {
@@ -161,17 +167,21 @@ class PythonEngine(Engine):
     ) -> dict[str, Any]:
         """Triton's API: the batch as one pb_utils request; its response's tensors."""
         request = pb_utils.InferenceRequest(
-            [pb_utils.Tensor(name, array) for name, array in inputs.items()],
-            list(outputs),
+            "", [pb_utils.Tensor(name, array) for name, array in inputs.items()], list(outputs)
         )
+        pb_utils.calling_through(self._infer)
         try:
             responses = self._model.execute([request])
+            if inspect.iscoroutine(responses):  # an async execute (awaiting async_exec)
+                responses = asyncio.run(responses)
         except pb_utils.TritonModelException as exc:
             raise self._triton_error(pb_utils.TritonError(str(exc))) from exc
         except ModelyardError:
             raise
         except Exception as exc:
             raise self._user_error("execute", exc) from exc
+        finally:
+            pb_utils.calling_through(None)
         if not isinstance(responses, list) or len(responses) != 1:
             got = len(responses) if isinstance(responses, list) else type(responses).__name__
             raise self._contract_error(

@@ -29,6 +29,8 @@ from modelyard.server.model_version import ModelVersion
 from modelyard.server.scheduler import shape_key_of
 from modelyard.types import InferRequest, InferResponse, OutputTensor, RequestedOutput
 
+BLS_TIMEOUT_S = 60.0  # the longest a model's call to another model waits
+
 EXTENSIONS = [
     "classification",
     "model_repository",
@@ -278,6 +280,7 @@ class LocalDataPlane:
         self.manager = manager
         self.clock = clock
         self.started = clock.monotonic()
+        manager.infer_from_thread = self.infer_from_thread
         self.server_id = server_id  # the name server metadata gives (tritonserver's --id)
 
     # ---- health and metadata -------------------------------------------
@@ -334,6 +337,40 @@ class LocalDataPlane:
             request.arrived_ns,
         )
         return lane.response(request, results)
+
+    def infer_from_thread(self, request: InferRequest) -> InferResponse:
+        """``infer`` for a model's own code on an instance thread (Triton's BLS): runs on the
+        event loop, through the target's scheduler, and waits for the answer here."""
+        loop = self.manager.loop
+        if loop is None or not loop.is_running():
+            raise ModelServerError(
+                "the server is not running: a model can call other models only while it serves",
+                code=Code.UNAVAILABLE,
+                rule="model-server/bls",
+            )
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:  # waiting here would stop the loop that must answer
+            raise ModelServerError(
+                "a model called another model from the event loop's thread",
+                code=Code.INTERNAL,
+                rule="model-server/bls",
+                where="report this as a bug with the server log",
+            )
+        future = asyncio.run_coroutine_threadsafe(self.infer(request), loop)
+        try:
+            return future.result(BLS_TIMEOUT_S)
+        except TimeoutError:
+            future.cancel()
+            raise ModelServerError(
+                f"a call to model '{request.model_name}' from another model's code took over "
+                f"{BLS_TIMEOUT_S:.0f} s",
+                code=Code.DEADLINE_EXCEEDED,
+                rule="model-server/bls",
+                where=f"model '{request.model_name}' (its queue and instances)",
+            ) from None
 
     def lane(self, request: InferRequest) -> VersionLane:
         """Resolve and validate ``request``: the lane of every request of its shape."""

@@ -130,6 +130,10 @@ class ModelManager:
         self.repository = repository
         # Triton's rate limiter (--rate-limit execution_count): None, off
         self.rate_limiter = rate_limiter
+        # the server's own infer, blocking, for models that call other models (BLS); the data
+        # plane that serves this manager sets it
+        self.infer_from_thread: Callable[[Any], Any] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         # the server's response cache (--cache-config local,size=N): the models whose
         # config enables it share it; None: no model caches
         self.response_cache = response_cache
@@ -162,6 +166,7 @@ class ModelManager:
     # ---- start and stop -------------------------------------------------
 
     async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
         self.loop_load.start()
         if self.mode is ControlMode.EXPLICIT:
             names = self._startup_models
@@ -519,6 +524,7 @@ class ModelManager:
                         clock=self._clock,
                         loop_load=self.loop_load,
                         limiter=self.rate_limiter,
+                        infer=self.infer_from_thread,
                     )
                     loaded[v] = await loop.run_in_executor(self._load_executor, load)
             except ModelyardError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -208,6 +209,7 @@ def load_model_version(
     clock: Clock = SYSTEM_CLOCK,
     loop_load: LoopLoad | None = None,
     limiter: ResourceLimiter | None = None,
+    infer: Callable[[Any], Any] | None = None,
 ) -> ModelVersion:
     """Load, complete, warm up: returns a READY version or raises with the reason.
 
@@ -234,6 +236,7 @@ def load_model_version(
                 device=device,
                 trusted=trusted,
                 instance_index=index,
+                infer=infer,
             )
             described = engine.load(ctx)
             engines.append(engine)
@@ -272,7 +275,9 @@ def load_model_version(
         policy,
         clock=clock,
         # the event loop never waits for resources: a model that names some runs on threads
-        allow_inline=inline not in ("false", "0", "no") and not any(needs),
+        allow_inline=inline not in ("false", "0", "no")
+        and not any(needs)
+        and all(engine.runs_on_loop for engine in engines),
         loop_load=loop_load,
         limiter=limiter if any(needs) else None,
         needs=needs,
