@@ -96,7 +96,7 @@ class Tracing:
         self.rate = rate
         self.count = count
         self.models: dict[str, ModelTraceSettings] = {}
-        self._seen: dict[str | None, int] = {}
+        self._seen: dict[str | None, int] = {}  # per owner of settings: None, the global
         self._url = url
         self._resource = resource or {}
         self._exporter = exporter
@@ -182,8 +182,9 @@ class Tracing:
         if count == 0:
             return None
         rate = settings.rate if settings and settings.rate is not None else self.rate
-        seen = self._seen.get(model, 0) + 1
-        self._seen[model] = seen
+        counter = model if settings is not None else None  # no key per name a caller sends
+        seen = self._seen.get(counter, 0) + 1
+        self._seen[counter] = seen
         if rate > 1 and seen % rate != 1:
             return None
         if count is not None and count > 0:

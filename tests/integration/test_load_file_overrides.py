@@ -176,3 +176,37 @@ def test_files_that_do_not_make_a_model_fail_to_load_and_serve_nothing(
         assert client.is_model_ready("simple")
     finally:
         client.close()
+
+
+def test_a_name_that_is_both_a_file_and_a_directory_leaves_nothing_behind(
+    explicit_server: ServerProcess,
+) -> None:
+    import tempfile
+
+    before = set(Path(tempfile.gettempdir()).glob("modelyard-load-*"))
+    response = httpx.post(
+        f"http://{explicit_server.http_url}/v2/repository/models/clash/load",
+        json={
+            "parameters": {"config": json.dumps(CONFIG), "file:1/a": "AAAA", "file:1/a/b": "AAAA"}
+        },
+    )
+    assert response.status_code == 400
+    assert "both a file and a directory" in response.json()["error"]
+    assert set(Path(tempfile.gettempdir()).glob("modelyard-load-*")) == before
+
+
+def test_model_files_that_are_code_are_refused_from_a_request(
+    explicit_server: ServerProcess,
+) -> None:
+    """TorchScript can read the server's files; a python model runs the caller's code."""
+    client = httpclient.InferenceServerClient(explicit_server.http_url)
+    config = {**CONFIG, "platform": "pytorch_libtorch"}
+    try:
+        with pytest.raises(InferenceServerException) as refused:
+            client.load_model(
+                "scripted", config=json.dumps(config), files={"file:1/model.pt": b"PK"}
+            )
+        assert "a pytorch model from a load request's files" in str(refused.value)
+        assert refused.value.status() == "400"
+    finally:
+        client.close()

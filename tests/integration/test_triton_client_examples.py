@@ -117,20 +117,21 @@ def test_simple_http_infer_client_with_compression(triton: ServerProcess, algori
         _check_add_sub(result)
     finally:
         client.close()
+    big = [1_000_000] * 128  # a reply over a kilobyte: a smaller one goes as it is
     body = {
         "inputs": [
-            {"name": n, "datatype": "INT32", "shape": [1, 16], "data": [0] * 16}
+            {"name": n, "datatype": "INT32", "shape": [8, 16], "data": big}
             for n in ("INPUT0", "INPUT1")
         ]
     }
-    answer = httpx.post(
-        f"http://{triton.http_url}/v2/models/simple/infer",
-        json=body,
-        headers={"accept-encoding": f"identity;q=0.5, {algorithm};q=0.9"},
-    )
+    url = f"http://{triton.http_url}/v2/models/simple/infer"
+    accept = {"accept-encoding": f"identity;q=0.5, {algorithm};q=0.9"}
+    answer = httpx.post(url, json=body, headers=accept)
     assert answer.status_code == 200
     assert answer.headers["content-encoding"] == algorithm  # httpx inflated it, as a client does
-    assert answer.json()["outputs"][0]["data"] == [0] * 16
+    assert answer.json()["outputs"][0]["data"] == [2_000_000] * 128
+    small = {"inputs": [{**entry, "shape": [1, 16], "data": big[:16]} for entry in body["inputs"]]}
+    assert "content-encoding" not in httpx.post(url, json=small, headers=accept).headers
 
 
 def test_simple_grpc_infer_client(triton: ServerProcess) -> None:

@@ -89,6 +89,14 @@ def test_one_request_in_rate_is_traced_while_the_count_lasts() -> None:
     assert tracing.settings()["trace_count"] == "0"
 
 
+def test_model_names_a_caller_sends_keep_no_state() -> None:
+    """Sampling counts per owner of settings: random model names grow nothing."""
+    tracing, _ = _tracing(rate=1000)
+    for index in range(500):
+        tracing.begin(f"no-such-model-{index}", None, None, "http", {}, 0)
+    assert len(tracing._seen) == 1
+
+
 def test_a_traced_http_request_leaves_a_span_per_stretch_under_the_callers_trace(
     tmp_path: Path,
 ) -> None:

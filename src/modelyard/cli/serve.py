@@ -339,7 +339,9 @@ async def serve(args: argparse.Namespace) -> None:
         )
         if governance is not None:
             parts.push_async_callback(governance.aclose)
-        shared_memory = SystemSharedMemory(allowed=args.allow_client_shm)
+        shared_memory = SystemSharedMemory(
+            allowed=args.allow_client_shm, max_request_bytes=args.http_max_body_bytes
+        )
         parts.callback(shared_memory.close)
         tracing = Tracing(**args.trace)
         parts.callback(tracing.shutdown)  # exports what the last requests left

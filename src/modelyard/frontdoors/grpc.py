@@ -91,9 +91,20 @@ _INTERFACES = {
 }
 
 
+# admin RPCs that act for the whole server, whatever names their request carries (a region)
+_SERVER_WIDE = frozenset(
+    f"{kind}SharedMemory{action}"
+    for kind in ("System", "Cuda")
+    for action in ("Status", "Register", "Unregister")
+)
+
+
 def governed_call(governance: Governance, rpc: str, request: Any, context: Context) -> Call:
     """What governance needs of an RPC: interface, model, credentials."""
-    model = getattr(request, "model_name", "") or getattr(request, "name", "") or None
+    if rpc in _SERVER_WIDE:  # of no one model: an admin of every model
+        model: str | None = "*"
+    else:
+        model = getattr(request, "model_name", "") or getattr(request, "name", "") or None
     version = getattr(request, "model_version", "") or getattr(request, "version", "") or None
     call = Call(governance.service, _INTERFACES.get(rpc, "admin"), model, version)
     for key, value in context.invocation_metadata() or ():
@@ -156,7 +167,7 @@ def _trace_context(context: Context) -> dict[str, str]:
     return {
         key: str(value)
         for key, value in context.invocation_metadata() or ()
-        if key in ("traceparent", "tracestate") and len(str(value)) <= 512
+        if key in ("traceparent", "tracestate") and len(str(value)) <= 512 and str(value).isascii()
     }
 
 

@@ -26,7 +26,12 @@ from modelyard.errors import (
     retry_after_header,
     shown,
 )
-from modelyard.frontdoors.http_compression import compress, inflate, preferred_encoding
+from modelyard.frontdoors.http_compression import (
+    MIN_COMPRESSED_BYTES,
+    compress,
+    inflate,
+    preferred_encoding,
+)
 from modelyard.frontdoors.http_connections import RECEIVED_NS
 from modelyard.frontdoors.http_lane import HttpLane, HttpLanes
 from modelyard.governance.chain import Ticket
@@ -205,10 +210,11 @@ def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
         return "health", None, None
     if path == LOGGING_PATH:  # the process's log settings: an operator's business
         return "admin", None, None
-    if _SHARED_MEMORY_ROUTE.match(path):  # maps the host's memory objects into the server
-        return "admin", None, None
-    if _TRACE_ROUTE.match(path):  # what the server records and exports: an operator's
-        return "admin", None, None
+    if _SHARED_MEMORY_ROUTE.match(path):  # maps the host's memory: an admin of every model
+        return "admin", "*", None
+    traced = _TRACE_ROUTE.match(path)
+    if traced is not None:  # what the server records: the model's admin, or every model's
+        return "admin", traced["model"] or "*", None
     if path.startswith("/v2/repository/") or path.startswith("/v2/modelyard/"):
         match = _REPOSITORY_ROUTE.match(path)
         return "admin", match["model"] if match else None, None
@@ -270,14 +276,16 @@ def _trace_context(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
     return {
         key.decode(): value.decode("latin-1")
         for key, value in headers
-        if key in _TRACE_CONTEXT and len(value) <= 512
+        if key in _TRACE_CONTEXT and len(value) <= 512 and value.isascii()
     }
 
 
 def _compressed(response: _Response, accept_encoding: bytes) -> _Response:
     """A successful infer response, compressed as the caller prefers (Triton does so)."""
+    if response.status != 200 or len(response.body) < MIN_COMPRESSED_BYTES:
+        return response
     encoding = preferred_encoding(accept_encoding)
-    if encoding == "identity" or response.status != 200:
+    if encoding == "identity":
         return response
     headers = [(k, v) for k, v in response.headers if k != b"content-length"]
     headers.append((b"content-encoding", encoding.encode()))

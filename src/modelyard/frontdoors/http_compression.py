@@ -3,8 +3,9 @@
 A request may come with ``Content-Encoding: gzip`` or ``deflate`` (a zlib stream,
 as the header means in HTTP); it is inflated before decoding, and never past the
 body limit: a few kilobytes that inflate to gigabytes are refused once the limit
-is reached, not after. A response is compressed when ``Accept-Encoding`` prefers
-gzip or deflate, chosen by weight as Triton chooses.
+is reached, not after. A response of at least a kilobyte is compressed, at
+zlib's fastest level, when ``Accept-Encoding`` prefers gzip or deflate, chosen by
+weight as Triton chooses.
 """
 
 from __future__ import annotations
@@ -71,9 +72,10 @@ def preferred_encoding(accept: bytes) -> str:
     return chosen
 
 
+MIN_COMPRESSED_BYTES = 1024  # smaller replies go as they are: the saving is not worth it
+_LEVEL = 1  # zlib's fastest: the event loop compresses, and every connection waits on it
+
+
 def compress(body: bytes, encoding: str) -> bytes:
-    if encoding == "gzip":
-        packer = zlib.compressobj(6, zlib.DEFLATED, 31)
-    else:
-        packer = zlib.compressobj(6, zlib.DEFLATED, 15)
+    packer = zlib.compressobj(_LEVEL, zlib.DEFLATED, 31 if encoding == "gzip" else 15)
     return packer.compress(body) + packer.flush()

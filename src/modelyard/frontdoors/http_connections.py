@@ -118,7 +118,7 @@ class _Refused(Exception):
     """Raised from a parser callback to stop parsing; the refusal is already chosen."""
 
 
-RECEIVED_NS = "modelyard.received_ns"  # the scope key of when a request's first bytes were read
+RECEIVED_NS = "modelyard.received_ns"  # the scope key of when a request was read in whole
 
 
 class BoundedHttpProtocol(HttpToolsProtocol):
@@ -196,10 +196,11 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         if self._in_head and self._head_bytes > self.limits.max_header_bytes:
             self._refuse(self._header_too_large(self._head_bytes))
 
-    def on_message_begin(self) -> None:
-        HttpToolsProtocol.on_message_begin(self)
-        # when the server read the request's first bytes: its counted time starts here
+    def on_message_complete(self) -> None:
+        # when the server had read the whole request: its counted time starts here (a slow
+        # upload is the caller's time, not the server's)
         self.scope[RECEIVED_NS] = time.monotonic_ns()  # type: ignore[literal-required]
+        HttpToolsProtocol.on_message_complete(self)
 
     def on_headers_complete(self) -> None:
         self._in_head = False

@@ -13,6 +13,7 @@ from __future__ import annotations
 import binascii
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -127,12 +128,21 @@ def write_override(model: str, files: dict[tuple[str, ...], bytes]) -> Path:
         )
     root = Path(tempfile.mkdtemp(prefix=OVERRIDE_PREFIX))
     model_dir = root / model
-    model_dir.mkdir()
-    for parts, content in files.items():
-        directory = model_dir.joinpath(*parts[:-1])
-        directory.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(directory / parts[-1], flags, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            out.write(content)
+    try:
+        model_dir.mkdir()
+        for parts, content in files.items():
+            directory = model_dir.joinpath(*parts[:-1])
+            directory.mkdir(parents=True, exist_ok=True)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(directory / parts[-1], flags, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(content)
+    except OSError as exc:  # one name a directory of another, or no room: nothing stays
+        shutil.rmtree(root, ignore_errors=True)
+        raise _bad(
+            f"failed to load '{shown(model)}': its files cannot be written as given "
+            f"({exc.strerror}): a name is both a file and a directory, or the disk is full",
+            "protocol/load-file-override",
+            "the load request's file: parameters",
+        ) from None
     return model_dir

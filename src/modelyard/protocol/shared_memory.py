@@ -6,13 +6,14 @@ parameters (``shared_memory_region``, ``shared_memory_offset``,
 ``shared_memory_byte_size``) instead of sending the bytes. Off unless the server
 starts with ``--allow-client-shm=true``, as in Triton.
 
-An input's bytes are copied out of the region when the request is decoded and an
-output's copied in when the response is ready, each after checking the object still
-holds them: the client owns the object and may shrink it, and touching a mapped page
-past its end would kill the server (SIGBUS). A request holds the regions its outputs
-name, so a region unregistered while a request is in flight stays mapped until that
-request has written its outputs (Triton's "unregistered after in-flight requests
-complete").
+An input's bytes are read out of the region (``pread``) when the request is decoded
+and an output's written in (``pwrite``) when the response is ready. Not mapped: the
+client owns the object and may shrink it at any moment, and touching a mapped page
+past its end would kill the server (SIGBUS), where a read comes back short and is
+refused. A request holds the regions its outputs name, so a region unregistered
+while a request is in flight stays open until that request has written its outputs
+(Triton's "unregistered after in-flight requests complete"). A request's tensors in
+shared memory count against the same limit as a request body.
 
 Only a key naming a shared-memory object is opened: one name, no directory, no
 link followed, a regular file.
@@ -20,7 +21,6 @@ link followed, a regular file.
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 import stat
@@ -79,7 +79,7 @@ class Region:
             )
         path = os.path.join(SHM_DIRECTORY, match[1])
         try:
-            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError as exc:
             raise _error(
                 f"Unable to open shared memory region: '{shown(key, 80)}' ({exc.strerror})"
@@ -94,10 +94,10 @@ class Region:
                     f"(offset {offset} + byte_size {byte_size} must be within the "
                     f"{info.st_size} bytes of '{shown(key, 80)}', and byte_size above 0)"
                 )
-            # the map keeps a descriptor of its own: it goes when the last holder lets go
-            self._map = mmap.mmap(fd, offset + byte_size, mmap.MAP_SHARED)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        self._fd = fd  # closed when the last request holding the region lets go
 
     def status(self) -> dict[str, Any]:
         return {
@@ -114,24 +114,41 @@ class Region:
             raise _error(
                 f"Invalid offset + byte size for shared memory region: '{shown(self.name)}'"
             )
-        start = self.offset + offset
-        if self._map.size() < start + size:  # the object's size now
-            raise _error(
-                f"shared memory region '{shown(self.name)}' no longer holds {size} bytes at "
-                f"offset {offset}: its object '{shown(self.key, 80)}' was made smaller"
-            )
-        return start
+        return self.offset + offset
+
+    def _shrunk(self, offset: int, size: int) -> ProtocolError:
+        return _error(
+            f"shared memory region '{shown(self.name)}' no longer holds {size} bytes at "
+            f"offset {offset}: its object '{shown(self.key, 80)}' was made smaller"
+        )
 
     def read(self, offset: int, size: int) -> bytes:
         start = self._span(offset, size)
-        return self._map[start : start + size]
+        parts: list[bytes] = []
+        done = 0
+        while done < size:  # one read returns at most about 2 GiB
+            part = os.pread(self._fd, size - done, start + done)
+            if not part:
+                raise self._shrunk(offset, size)
+            parts.append(part)
+            done += len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def write(self, offset: int, data: bytes) -> None:
         start = self._span(offset, len(data))
-        self._map[start : start + len(data)] = data
+        if os.fstat(self._fd).st_size < start + len(data):  # never grow the client's object
+            raise self._shrunk(offset, len(data))
+        view = memoryview(data)
+        while view:
+            view = view[os.pwrite(self._fd, view, start + len(data) - len(view)) :]
 
     def close(self) -> None:
-        self._map.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:
+        self.close()
 
 
 class TensorSlice(NamedTuple):
@@ -146,8 +163,9 @@ class SystemSharedMemory:
     """The regions clients registered with this server, by name: system and CUDA regions
     share one namespace, as in Triton."""
 
-    def __init__(self, allowed: bool = False) -> None:
+    def __init__(self, allowed: bool = False, max_request_bytes: int = 64 * 1024 * 1024) -> None:
         self.allowed = allowed
+        self.max_request_bytes = max_request_bytes  # a request's tensors in regions, in all
         self._regions: dict[str, Region | CudaRegion] = {}
 
     def _check_allowed(self) -> None:
@@ -181,6 +199,8 @@ class SystemSharedMemory:
         self._check_allowed()
         raw = raw_handle(handle)
         device = _count(device_id, "'device_id'")
+        if device >= 2**31:
+            raise _error(f"'device_id' {device} is not a CUDA device number")
         size = _count(byte_size, "'byte_size'")
         self._check_new(name)
         self._regions[name] = CudaRegion(name, raw, device, size)
@@ -246,8 +266,24 @@ class SystemSharedMemory:
             raise _error(f"Invalid offset + byte size for shared memory region: '{shown(name)}'")
         return TensorSlice(region, offset, size)
 
-    def read_input(self, tensor: str, params: dict[str, Any]) -> bytes:
+    def read_input(
+        self, tensor: str, params: dict[str, Any], expected: int | None, spent: int
+    ) -> bytes:
+        """An input's bytes: ``expected``: what its shape and datatype take (None: BYTES,
+        any); ``spent``: what the request's earlier inputs read from regions."""
         where = self.tensor_slice(tensor, params)
+        if expected is not None and where.byte_size != expected:
+            raise _error(
+                f"input '{shown(tensor)}': shared_memory_byte_size {where.byte_size} but its "
+                f"shape and datatype take {expected} bytes"
+            )
+        if spent + where.byte_size > self.max_request_bytes:
+            raise _error(
+                f"a request's tensors in shared memory come to over {self.max_request_bytes} bytes",
+                Code.PAYLOAD_TOO_LARGE,
+                "modelyard serve --http-max-body-bytes (the limit of a request's data, in "
+                "its body or in shared memory)",
+            )
         return where.region.read(where.offset, where.byte_size)
 
 

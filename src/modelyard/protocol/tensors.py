@@ -92,6 +92,14 @@ def fp32_to_bf16(array: np.ndarray) -> bytes:
     return rounded.astype("<u2").tobytes()
 
 
+def expected_bytes(datatype: str, shape: tuple[int, ...]) -> int | None:
+    """The bytes a tensor of this datatype and shape takes in the binary layout; None for
+    BYTES (each element carries its own length)."""
+    if datatype == "BYTES":
+        return None
+    return math.prod(shape) * element_size(datatype)
+
+
 def decode_raw_tensor(
     name: str, datatype: str, shape: tuple[int, ...], raw: bytes | memoryview
 ) -> np.ndarray:

@@ -23,6 +23,7 @@ from modelyard.protocol.tensors import (
     check_shape,
     decode_raw_tensor,
     encode_raw_tensor,
+    expected_bytes,
     from_values,
     wire_tensor,
 )
@@ -113,6 +114,7 @@ def decode_infer_request(
     inputs: dict[str, np.ndarray] = {}
     datatypes: dict[str, str] = {}
     index = 0
+    shared_bytes = 0  # read from shared memory so far
     for tensor in message.inputs:
         name = tensor.name
         if name in inputs:
@@ -135,7 +137,10 @@ def decode_infer_request(
                 )
             if shared_memory is None:
                 raise disabled(name)
-            region_bytes = shared_memory.read_input(name, _parameters(tensor))
+            region_bytes = shared_memory.read_input(
+                name, _parameters(tensor), expected_bytes(datatype, shape), shared_bytes
+            )
+            shared_bytes += len(region_bytes)
             inputs[name] = decode_raw_tensor(name, datatype, shape, region_bytes)
         elif raw:
             if tensor.HasField("contents"):

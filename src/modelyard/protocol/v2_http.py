@@ -23,6 +23,7 @@ from modelyard.protocol.tensors import (
     check_shape,
     decode_raw_tensor,
     encode_raw_tensor,
+    expected_bytes,
     from_values,
     wire_tensor,
 )
@@ -225,6 +226,7 @@ def decode_with_layout(
     datatypes: dict[str, str] = {}
     binary_inputs: list[tuple[str, str, tuple[int, ...], int]] = []
     in_shared_memory = False
+    shared_bytes = 0  # read from shared memory so far
     offset = 0
     for item in raw_inputs:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
@@ -247,7 +249,10 @@ def decode_with_layout(
                 )
             if shared_memory is None:
                 raise disabled(name)
-            raw = shared_memory.read_input(name, params)
+            raw = shared_memory.read_input(
+                name, params, expected_bytes(datatype, shape), shared_bytes
+            )
+            shared_bytes += len(raw)
             inputs[name] = decode_raw_tensor(name, datatype, shape, raw)
             in_shared_memory = True
         elif size is not None:

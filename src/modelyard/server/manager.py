@@ -66,6 +66,12 @@ Authorize = Callable[[list[str]], None]
 """Raises unless the caller of a load may use each model the loaded config reaches."""
 
 
+# the backends whose model files are data a parser reads, not code it runs: the only ones a
+# load request's file overrides may bring (python runs code, TorchScript can read files,
+# TensorRT plans are not safe to deserialize from strangers)
+_DATA_BACKENDS = frozenset({"onnxruntime", "xgboost", "lightgbm", "sklearn"})
+
+
 def _with_detail(error: ModelyardError, detail: str) -> ModelyardError:
     """A copy of ``error`` that says ``detail``."""
     twin = copy.copy(error)
@@ -458,13 +464,14 @@ class ModelManager:
                     rule="config/backend",
                     where=f"backend or platform in {name}/config.pbtxt",
                 )
-            if override_dir is not None and backend == "python":
+            if override_dir is not None and backend not in _DATA_BACKENDS:
                 raise ConfigError(
-                    f"failed to load '{name}': a python model from a load request's files "
-                    "would run the caller's code in the server",
+                    f"failed to load '{name}': a {backend} model from a load request's files "
+                    "could run the caller's code or read the server's files",
                     code=Code.INVALID_ARGUMENT,
                     rule="protocol/load-file-override",
-                    where=f"put {name}/<version>/model.py in the repository, then load by name",
+                    where=f"put {name}'s files in the repository, then load by name (file "
+                    f"overrides take {', '.join(sorted(_DATA_BACKENDS))} models)",
                 )
         except ModelyardError as exc:
             self._failed(name, record, fingerprint, exc)

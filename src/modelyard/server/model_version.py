@@ -267,7 +267,7 @@ def load_model_version(
     needs = instance_needs(placed) if limiter is not None else []
     if any(needs):
         assert limiter is not None
-        limiter.add(needs)
+        limiter.add(needs, name)
     scheduler = Scheduler(
         name,
         version,

@@ -78,7 +78,8 @@ class ResourceLimiter:
 
     def __init__(self, sized: list[tuple[str, int, str | None]] | None = None) -> None:
         self._sized = list(sized or [])
-        self._free: dict[ResourceKey, int] = {}
+        self._capacity: dict[ResourceKey, int] = {}  # how many there are
+        self._free: dict[ResourceKey, int] = {}  # how many no execution holds now
         self._cond = threading.Condition()
         self._waiting: list[tuple[int, int, InstanceNeeds]] = []  # (priority, seq, needs)
         self._seq = itertools.count()
@@ -90,17 +91,28 @@ class ResourceLimiter:
                 return count
         return None
 
-    def add(self, needs: list[InstanceNeeds | None]) -> None:
+    def add(self, needs: list[InstanceNeeds | None], model: str = "") -> None:
         """Make room for a model's instances: a resource no flag sized holds at least the
-        largest count any of them asks for."""
+        largest count any of them asks for; one a flag sized too small for an instance is
+        refused (it could never execute)."""
         with self._cond:
             for need in needs:
                 for key, count in need.resources if need else ():
-                    if key not in self._free:
-                        given = self._given(key)
-                        self._free[key] = given if given is not None else count
-                    elif self._given(key) is None and self._free[key] < count:
-                        self._free[key] = count
+                    given = self._given(key)
+                    if given is not None and given < count:
+                        raise ConfigError(
+                            f"model '{model}': an instance needs {count} of resource "
+                            f"'{key[0]}' and --rate-limit-resource gives {given}",
+                            code=Code.INVALID_ARGUMENT,
+                            rule="config/rate-limiter",
+                            where=f"instance_group rate_limiter in {model}/config.pbtxt, or "
+                            "modelyard serve --rate-limit-resource",
+                        )
+                    capacity = self._capacity.get(key, 0)
+                    wanted = given if given is not None else max(capacity, count)
+                    if wanted != capacity:  # what is held stays held: add the difference
+                        self._capacity[key] = wanted
+                        self._free[key] = self._free.get(key, 0) + wanted - capacity
             self._cond.notify_all()
 
     def available(self) -> dict[ResourceKey, int]:

@@ -6,8 +6,8 @@ so no caller can craft a request whose key collides with another's and be
 answered with its results. One cache serves every model that enables it (``response_cache
 { enable: true }``), bounded in bytes (``--cache-config local,size=N``); the
 least recently used entries go first, and a result bigger than the whole cache is
-never kept. Kept arrays are copies, read-only, so what a request was answered
-with cannot change under the next one.
+never kept. Kept arrays are copies, read-only, and a hit hands out copies of
+them, so no request changes what the next one is answered with.
 
 Used from the event loop's thread only (submits and their done callbacks run
 there), so it takes no lock.
@@ -40,9 +40,12 @@ class ResponseCache:
         return len(self._entries)
 
     @staticmethod
-    def key(model: str, version: int, inputs: dict[str, np.ndarray], outputs: list[str]) -> bytes:
+    def key(
+        model: str, generation: int, inputs: dict[str, np.ndarray], outputs: list[str]
+    ) -> bytes:
+        """The key of a request to one load of a model (``generation``: a reload's differs)."""
         digest = hashlib.blake2b(digest_size=16)
-        digest.update(f"{model}\0{version}\0".encode())
+        digest.update(f"{model}\0{generation}\0".encode())
         for name in sorted(inputs):
             array = inputs[name]
             digest.update(name.encode() + b"\0" + array.dtype.str.encode() + b"\0")
@@ -61,7 +64,8 @@ class ResponseCache:
         if entry is None:
             return None
         self._entries.move_to_end(key)
-        return dict(entry[0])
+        # copies: what a request gets is its own, as a computed result is
+        return {name: array.copy() for name, array in entry[0].items()}
 
     def put(self, key: bytes, results: dict[str, np.ndarray]) -> None:
         if key in self._entries:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import operator
 import threading
 import time
@@ -80,6 +81,7 @@ def _settle(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:
 
 
 _PAYLOAD = operator.attrgetter("payload")
+_GENERATIONS = itertools.count(1)
 _ROWS = operator.attrgetter("rows")
 
 # a request and what it gets: its outputs, or the error that refused it
@@ -193,6 +195,8 @@ class Scheduler:
         # the server's response cache, where the model's config enables it (the manager sets it)
         self.cache: ResponseCache | None = None
         self._timed = False  # whether a traced request was ever submitted
+        # this load of the version: a reload's cache entries are not the old one's
+        self._generation = next(_GENERATIONS)
         self._clock = clock
         self._engines = engines
         self._queue = RequestQueue(model, version, policy)
@@ -297,7 +301,7 @@ class Scheduler:
         """A request answered from the response cache, or run and its results kept."""
         clock = self._clock
         start_ns = clock.monotonic_ns()
-        key = cache.key(self.model, self.version, inputs, outputs)
+        key = cache.key(self.model, self._generation, inputs, outputs)
         kept = cache.get(key)
         if kept is not None:
             future: asyncio.Future[dict[str, np.ndarray]] = (
@@ -308,8 +312,9 @@ class Scheduler:
             return future
         lookup_ns = clock.monotonic_ns() - start_ns
         future = self._submit(
-            inputs, outputs, rows, client_deadline, priority, timeout_us, shape_key
-        )
+            inputs, outputs, rows, client_deadline, priority, timeout_us, shape_key, timing,
+            arrived_ns,
+        )  # fmt: skip
 
         def keep(done: asyncio.Future[dict[str, np.ndarray]]) -> None:
             if done.cancelled() or done.exception() is not None:

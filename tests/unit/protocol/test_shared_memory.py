@@ -30,7 +30,7 @@ def test_a_tensor_is_read_from_its_offset_within_the_region(shm_object: tuple[st
     regions = SystemSharedMemory(allowed=True)
     regions.register("r", key, 16, 32)
     params = {"shared_memory_region": "r", "shared_memory_offset": 4, "shared_memory_byte_size": 8}
-    assert regions.read_input("x", params) == bytes(range(20, 28))
+    assert regions.read_input("x", params, 8, 0) == bytes(range(20, 28))
     assert regions.status() == [{"name": "r", "key": key, "offset": 16, "byte_size": 32}]
 
 
@@ -64,7 +64,7 @@ def test_an_object_made_smaller_after_registering_is_refused_not_read(
     os.truncate(path, 8)
     params = {"shared_memory_region": "r", "shared_memory_offset": 32, "shared_memory_byte_size": 8}
     with pytest.raises(ProtocolError) as raised:
-        regions.read_input("x", params)
+        regions.read_input("x", params, None, 0)
     assert "was made smaller" in str(raised.value)
     assert raised.value.code is Code.INVALID_ARGUMENT
 
@@ -115,3 +115,18 @@ def test_the_number_of_regions_is_bounded(shm_object: tuple[str, Path]) -> None:
         regions.register("one-more", key, 0, 8)
     assert raised.value.code is Code.RESOURCE_EXHAUSTED
     regions.close()
+
+
+def test_sizes_are_checked_before_a_byte_is_read(shm_object: tuple[str, Path]) -> None:
+    """A shape that takes other bytes, or a request over its limit in all, reads nothing."""
+    key, _ = shm_object
+    regions = SystemSharedMemory(allowed=True, max_request_bytes=48)
+    regions.register("r", key, 0, 64)
+    params = {"shared_memory_region": "r", "shared_memory_byte_size": 32}
+    with pytest.raises(ProtocolError) as mismatch:
+        regions.read_input("x", params, 16, 0)
+    assert "shape and datatype take 16 bytes" in str(mismatch.value)
+    assert regions.read_input("x", params, 32, 0) == bytes(range(32))
+    with pytest.raises(ProtocolError) as over:
+        regions.read_input("y", params, 32, 32)  # a second input: 64 bytes in all
+    assert over.value.code is Code.PAYLOAD_TOO_LARGE

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.server.rate_limiter import InstanceNeeds, ResourceLimiter, instance_needs
@@ -67,3 +68,22 @@ def test_the_lowest_priority_value_goes_first_when_resources_free_up() -> None:
         thread.join(5)
     assert order == ["priority 2", "priority 5"]
     assert limiter.available() == {("R", "cpu"): 1}
+
+
+def test_a_need_over_the_sized_count_is_refused_at_load() -> None:
+    """It could never execute: its requests would wait for ever."""
+    from modelyard.errors import ConfigError
+
+    limiter = ResourceLimiter([("R", 1, None)])
+    with pytest.raises(ConfigError) as refused:
+        limiter.add([_needs("R", 2)], "big")
+    assert "needs 2 of resource 'R'" in refused.value.line()
+
+
+def test_a_model_loaded_while_resources_are_held_adds_only_what_it_brings() -> None:
+    limiter = ResourceLimiter()
+    limiter.add([_needs("R", 2)])
+    with limiter.held(_needs("R", 2)):
+        limiter.add([_needs("R", 3)])  # the pool grows from 2 to 3 while 2 are held
+        assert limiter.available() == {("R", "cpu"): 1}
+    assert limiter.available() == {("R", "cpu"): 3}

@@ -1,0 +1,47 @@
+"""Which governance interface and model an admin route counts as: routes that act for the
+whole server ask for an admin of every model ("*"), a model's trace settings its admin."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from tritonclient.grpc import service_pb2 as pb
+
+from modelyard.frontdoors.grpc import _SERVER_WIDE, governed_call
+from modelyard.frontdoors.http import classify
+from modelyard.governance.auth import Principal
+
+
+@pytest.mark.parametrize(
+    ("path", "model"),
+    [
+        ("/v2/systemsharedmemory/region/ranker/register", "*"),
+        ("/v2/systemsharedmemory/status", "*"),
+        ("/v2/cudasharedmemory/region/r/unregister", "*"),
+        ("/v2/trace/setting", "*"),
+        ("/v2/models/ranker/trace/setting", "ranker"),
+    ],
+)
+def test_admin_routes_name_what_they_act_for(path: str, model: str) -> None:
+    assert classify("POST", path) == ("admin", model, None)
+
+
+def test_an_admin_of_one_model_may_not_act_for_the_whole_server() -> None:
+    scoped = Principal("ops", allow={"admin": ["ranker"]})  # type: ignore[call-arg]
+    everything = Principal("root", allow={"admin": ["*"]})  # type: ignore[call-arg]
+    assert scoped.may("admin", "ranker") and not scoped.may("admin", "*")
+    assert everything.may("admin", "*")
+
+
+def test_a_shared_memory_rpcs_region_name_is_never_taken_for_a_model() -> None:
+    assert {"SystemSharedMemoryRegister", "CudaSharedMemoryStatus"} <= _SERVER_WIDE
+    governance = SimpleNamespace(service="com.example.s")
+    context = SimpleNamespace(invocation_metadata=lambda: ())
+    request = pb.SystemSharedMemoryRegisterRequest(name="ranker", key="/k", byte_size=8)
+    call = governed_call(governance, "SystemSharedMemoryRegister", request, context)  # type: ignore[arg-type]
+    assert (call.interface, call.model) == ("admin", "*")
+    infer = governed_call(
+        governance, "ModelInfer", pb.ModelInferRequest(model_name="ranker"), context
+    )  # type: ignore[arg-type]
+    assert infer.model == "ranker"
