@@ -12,10 +12,12 @@ body must be an error line. The per-category counts are printed as a table.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
 import struct
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -612,12 +614,25 @@ def test_no_malformed_request_gets_a_5xx(server: ServerProcess) -> None:
     models = Models(metadata)
     rng = random.Random(SEED)
     valid = _valid_http(models, rng)
-    limits = httpx.Limits(max_connections=HTTP_WORKERS, max_keepalive_connections=HTTP_WORKERS)
-    with httpx.Client(base_url=base, timeout=30, limits=limits) as client:
+    # one client per worker thread: a pool shared by threads can hand one of them a
+    # connection another is closing (the server closes after some refusals), which reads
+    # as EBADF in the client and says nothing about the server
+    clients: list[httpx.Client] = []
+    local = threading.local()
+
+    def client_of_thread() -> httpx.Client:
+        client = getattr(local, "client", None)
+        if client is None:
+            client = local.client = httpx.Client(base_url=base, timeout=30)
+            clients.append(client)
+        return client
+
+    with contextlib.ExitStack() as closing:
+        closing.callback(lambda: [c.close() for c in clients])
 
         def send(request: HttpRequest) -> httpx.Response:
             method, path, headers, body = request
-            return client.request(method, path, headers=headers, content=body)
+            return client_of_thread().request(method, path, headers=headers, content=body)
 
         answers = [send(r) for r in valid]
         assert all(a.status_code == 200 for a in answers), [a.text for a in answers]

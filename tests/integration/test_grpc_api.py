@@ -193,7 +193,7 @@ def test_health_service_follows_models_through_load_and_unload(tmp_path: Path) -
                     config=json.dumps(override),
                     files={"file:1/model.py": b"import os"},
                 )
-            assert "would run the caller's code" in python_files.value.message()
+            assert "could run the caller's code" in python_files.value.message()
             assert client.is_model_ready("slow_double")  # what served before serves on
 
             client.unload_model("slow_double")
