@@ -143,9 +143,10 @@ class Region:
             view = view[os.pwrite(self._fd, view, start + len(data) - len(view)) :]
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
+        fd = getattr(self, "_fd", -1)  # -1 too for a region whose opening was refused
+        if fd >= 0:
             self._fd = -1
+            os.close(fd)
 
     def __del__(self) -> None:
         self.close()

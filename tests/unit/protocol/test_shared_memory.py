@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from modelyard.errors import Code, ProtocolError
-from modelyard.protocol.shared_memory import SystemSharedMemory, place_outputs
+from modelyard.protocol.shared_memory import Region, SystemSharedMemory, place_outputs
 from modelyard.types import InferRequest, InferResponse, OutputTensor, RequestedOutput
 
 
@@ -130,3 +130,10 @@ def test_sizes_are_checked_before_a_byte_is_read(shm_object: tuple[str, Path]) -
     with pytest.raises(ProtocolError) as over:
         regions.read_input("y", params, 32, 32)  # a second input: 64 bytes in all
     assert over.value.code is Code.PAYLOAD_TOO_LARGE
+
+
+def test_a_region_whose_opening_was_refused_closes_without_an_error() -> None:
+    """What the collector does to a region whose constructor raised: nothing to close."""
+    unopened = Region.__new__(Region)
+    unopened.close()
+    unopened.close()
