@@ -22,7 +22,7 @@ from modelyard.tracing import Tracing
 from modelyard.types import InferRequest
 from tests.support.dataplane import running_dataplane
 from tests.support.models import slow_double
-from tests.unit.frontdoors.test_http_lane import binary_request
+from tests.unit.frontdoors.test_http_lane import binary_request, post
 
 PARENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{PARENT_TRACE}-00f067aa0ba902b7-01"
@@ -107,25 +107,9 @@ def test_a_traced_http_request_leaves_a_span_per_stretch_under_the_callers_trace
         async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
             app = HttpFrontend(dp, tracing=tracing)
             body, header_length = binary_request(np.ones((1, 2), np.float32), "req-7")
-            sent: list[dict[str, Any]] = []
-
-            async def receive() -> dict[str, Any]:
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            async def send(message: dict[str, Any]) -> None:
-                sent.append(message)
-
-            scope = {
-                "type": "http",
-                "method": "POST",
-                "path": "/v2/models/slow_double/infer",
-                "headers": [
-                    (b"inference-header-content-length", str(header_length).encode()),
-                    (b"traceparent", TRACEPARENT.encode()),
-                ],
-            }
-            await app(scope, receive, send)
-            assert sent[0]["status"] == 200
+            context = ((b"traceparent", TRACEPARENT.encode()),)
+            status, _ = await post(app, body, header_length, headers_too=context)
+            assert status == 200
 
     asyncio.run(scenario())
     spans = {span.name: span for span in exporter.get_finished_spans()}

@@ -347,6 +347,7 @@ class LocalDataPlane:
                 "the server is not running: a model can call other models only while it serves",
                 code=Code.UNAVAILABLE,
                 rule="model-server/bls",
+                where="call other models from execute(), not from initialize() or finalize()",
             )
         try:
             running = asyncio.get_running_loop()

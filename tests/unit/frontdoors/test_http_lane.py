@@ -49,8 +49,15 @@ def binary_request(rows: np.ndarray, request_id: str = "r") -> tuple[bytes, int]
 
 
 async def post(
-    app: HttpFrontend, body: bytes, header_length: int, api_key: str | None = None
+    app: HttpFrontend,
+    body: bytes,
+    header_length: int,
+    api_key: str | None = None,
+    headers_too: tuple[tuple[bytes, bytes], ...] = (),
+    scope_too: dict[str, Any] | None = None,
 ) -> tuple[int, bytes]:
+    """One infer call to slow_double through the ASGI app; ``headers_too`` and ``scope_too``:
+    more headers, and keys a server's protocol would add to the scope."""
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
@@ -62,11 +69,13 @@ async def post(
     headers = [(b"inference-header-content-length", str(header_length).encode())]
     if api_key is not None:
         headers.append((b"x-api-key", api_key.encode()))
+    headers += headers_too
     scope = {
         "type": "http",
         "method": "POST",
         "path": "/v2/models/slow_double/infer",
         "headers": headers,
+        **(scope_too or {}),
     }
     await app(scope, receive, send)
     return sent[0]["status"], sent[1]["body"]

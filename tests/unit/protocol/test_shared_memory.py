@@ -137,3 +137,24 @@ def test_a_region_whose_opening_was_refused_closes_without_an_error() -> None:
     unopened = Region.__new__(Region)
     unopened.close()
     unopened.close()
+
+
+@pytest.mark.parametrize(
+    ("handle", "device", "words"),
+    [
+        ({"b64": "not base64!"}, 0, "raw_handle"),
+        (7, 0, "raw_handle"),
+        ({"b64": "AAAA"}, 0, "raw_handle is 3 bytes"),
+        ({"b64": "A" * 88}, -1, "'device_id' must be a non-negative integer"),
+        ({"b64": "A" * 88}, 2**40, "is not a CUDA device number"),
+    ],
+)
+def test_a_malformed_cuda_registration_gets_its_line(
+    handle: object, device: int, words: str
+) -> None:
+    regions = SystemSharedMemory(allowed=True)
+    with pytest.raises(ProtocolError) as refused:
+        regions.register_cuda("c", handle, device, 64)
+    assert words in refused.value.line()
+    assert refused.value.code is Code.INVALID_ARGUMENT
+    assert regions.status(kind="cuda") == []

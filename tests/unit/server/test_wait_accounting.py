@@ -16,7 +16,7 @@ from modelyard.frontdoors.http_connections import RECEIVED_NS
 from modelyard.server.manager import ControlMode
 from tests.support.dataplane import running_dataplane
 from tests.support.models import slow_double
-from tests.unit.frontdoors.test_http_lane import binary_request
+from tests.unit.frontdoors.test_http_lane import binary_request, post
 
 WAITED_NS = 40_000_000  # how long ago the request's first bytes were read
 
@@ -28,24 +28,9 @@ def _inference_stats(app: HttpFrontend) -> dict[str, Any]:
 
 async def _post(app: HttpFrontend, received_ns: int | None) -> int:
     body, header_length = binary_request(np.ones((1, 2), np.float32))
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    scope: dict[str, Any] = {
-        "type": "http",
-        "method": "POST",
-        "path": "/v2/models/slow_double/infer",
-        "headers": [(b"inference-header-content-length", str(header_length).encode())],
-    }
-    if received_ns is not None:
-        scope[RECEIVED_NS] = received_ns
-    await app(scope, receive, send)
-    return int(sent[0]["status"])
+    stamp = {} if received_ns is None else {RECEIVED_NS: received_ns}
+    status, _ = await post(app, body, header_length, scope_too=stamp)
+    return status
 
 
 def test_the_wait_before_a_request_was_queued_counts_in_its_queue_time(tmp_path: Path) -> None:
