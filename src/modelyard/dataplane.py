@@ -10,8 +10,8 @@ which data plane it was given.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Callable
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,6 +23,15 @@ from modelyard.types import InferRequest, InferResponse
 # name, datatype, numpy dtype, shape, binary, and whether the engine's array must have that
 # very shape (False: the config reshapes it, so only its size must match)
 FixedOutput = tuple[str, str, np.dtype[Any], tuple[int, ...], bool, bool]
+
+
+class StreamResponse(NamedTuple):
+    """One answer on a stream: a response or an error, and whether it is the request's last
+    (a decoupled model's FINAL flag may come alone, with neither)."""
+
+    response: InferResponse | None
+    error: Exception | None
+    final: bool
 
 
 class InferLane(Protocol):
@@ -82,6 +91,12 @@ class Repository(Protocol):
     async def unload(self, name: str) -> None: ...
 
 
+class Infers(Protocol):
+    """What governance runs an admitted call through: a data plane, or a stream's relay."""
+
+    async def infer(self, request: InferRequest) -> InferResponse: ...
+
+
 class DataPlane(Protocol):
     @property
     def clock(self) -> Clock: ...
@@ -112,6 +127,11 @@ class DataPlane(Protocol):
         ...
 
     async def infer(self, request: InferRequest) -> InferResponse: ...
+
+    def infer_stream(self, request: InferRequest) -> AsyncIterator[StreamResponse]:
+        """The request's responses as they come (gRPC ModelStreamInfer): a decoupled model's
+        many, any other model's one; the last is marked final."""
+        ...
 
     def lane(self, request: InferRequest) -> InferLane | None:
         """Validate ``request`` and give its lane; None: this data plane keeps no lanes."""

@@ -26,7 +26,7 @@ import tritonclient.http as httpclient
 
 from modelyard.discovery import open_registry
 from modelyard.discovery.registry import Instance, Registry
-from tests.support.models import slow_double
+from tests.support.models import sequence_accumulator, slow_double
 from tests.support.servers import ServerProcess, free_ports, running_server, wait_until
 
 SERVICE = "com.example.test.gateway"
@@ -90,14 +90,14 @@ def running_gateway(registry_url: str, log_dir: Path, *extra: str) -> Iterator[G
             process.wait(5)
 
 
-def register(registry: Registry, server: ServerProcess) -> None:
+def register(registry: Registry, server: ServerProcess, *models: str) -> None:
     entry = Instance(
         service=SERVICE,
         group="a",
         instance_id=f"i{server.http_port}",
         http=server.http_url,
         grpc=server.grpc_url,
-        models={MODEL: {"1": "READY"}},
+        models={model: {"1": "READY"} for model in (MODEL, *models)},
     )
     asyncio.run(registry.register(entry, ttl=300))
 
@@ -316,3 +316,44 @@ def test_a_callers_trace_context_reaches_the_instance_through_the_gateway(
     assert attributes["triton.request_id"] == "through"
     names = {s.name for s in collector.spans if s.trace_id.hex() == trace_id}
     assert {"governance", "queue", "compute", "response"} <= names
+
+
+@pytest.mark.parametrize("transport", ["http", "grpc"])
+def test_each_sequence_sticks_to_one_instance_through_the_gateway(
+    tmp_path: Path, transport: str
+) -> None:
+    """A stateful model's sequence keeps its state on one instance: the gateway sends every
+    request of a sequence to the same one (rendezvous hashing on the sequence id)."""
+    repository = tmp_path / "models"
+    slow_double(repository)
+    sequence_accumulator(repository, "accumulator")
+    registry_url = f"embedded://{tmp_path / 'registry.db'}"
+    registry = open_registry(registry_url)
+    with (
+        running_server(repository, tmp_path) as first,
+        running_server(repository, tmp_path) as second,
+    ):
+        register(registry, first, "accumulator")
+        register(registry, second, "accumulator")
+        with running_gateway(registry_url, tmp_path, "--transport", transport) as gateway:
+            client = grpcclient.InferenceServerClient(gateway.grpc_url)
+            try:
+                for sid in range(1, 9):
+                    sums = []
+                    for step, value in enumerate([sid, 10, 100]):
+                        item = grpcclient.InferInput("INPUT", [1, 1], "INT32")
+                        item.set_data_from_numpy(np.array([[value]], dtype=np.int32))
+                        result = client.infer(
+                            "accumulator", [item], sequence_id=sid,
+                            sequence_start=step == 0, sequence_end=step == 2,
+                        )  # fmt: skip
+                        sums.append(int(result.as_numpy("OUTPUT")[0][0]))
+                    assert sums == [sid, sid + 10, sid + 110]
+            finally:
+                client.close()
+        served = [
+            httpx.get(f"http://{server.http_url}/v2/models/accumulator/stats").json()
+            for server in (first, second)
+        ]
+        counts = [stats["model_stats"][0]["inference_count"] for stats in served]
+        assert sum(counts) == 24 and all(count % 3 == 0 for count in counts)

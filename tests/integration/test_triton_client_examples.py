@@ -5,9 +5,9 @@ docstring): the same client calls, in the same order, on the example models of t
 same names and tensors (``simple``, ``simple_int8``, ``simple_string``,
 ``simple_identity``), built here as ONNX and python models. The shared-memory
 examples are in ``test_shared_memory.py``, model control with file overrides in
-``test_load_file_overrides.py``. The sequence and decoupled examples need what
-issue 25 builds; the CUDA shared-memory ones a GPU; the image ones a trained image
-model, which these tests do not fetch.
+``test_load_file_overrides.py``, the sequence and decoupled ones in
+``test_triton_sequence_examples.py``. The CUDA shared-memory examples need a GPU; the
+image ones a trained image model, which these tests do not fetch.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ the injected ``random.Random``.
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -81,6 +82,10 @@ class Host:
 H = TypeVar("H", bound=Host)
 
 
+def _rendezvous_weight(affinity: str, key: str) -> bytes:
+    return hashlib.blake2b(f"{affinity}\0{key}".encode(), digest_size=8).digest()
+
+
 class Balancer:
     def __init__(
         self,
@@ -121,6 +126,20 @@ class Balancer:
         if second.outstanding * first.weight < first.outstanding * second.weight:
             return second
         return first
+
+    def pick_for(
+        self, affinity: str, candidates: Sequence[H], exclude: Collection[Host] = ()
+    ) -> H | None:
+        """The host that ``affinity`` (a sequence id) sticks to: rendezvous hashing, so a
+        key stays on its host while that host is a candidate, whatever else comes or goes.
+        Ejected hosts are passed over, as ``pick`` does."""
+        now = self.clock.monotonic()
+        pool = self._healthy_pool(candidates, exclude, now) or [
+            h for h in candidates if h not in exclude
+        ]
+        if not pool:
+            return None
+        return max(pool, key=lambda host: _rendezvous_weight(affinity, host.key))
 
     def _healthy_pool(
         self, candidates: Sequence[H], exclude: Collection[Host], now: float

@@ -331,7 +331,10 @@ class AsyncClient:
         send: Callable[[Transport, float], Awaitable[T]],
         timeout: float | None,
         deadline: float | None = None,
+        affinity: str | None = None,
     ) -> T:
+        """``affinity``: a key whose calls all go to one instance while it serves (a sequence
+        id: a stateful model keeps the sequence's state there)."""
         if not self._started:
             await self.start()
         clock = self.clock
@@ -344,7 +347,12 @@ class AsyncClient:
         attempts = 0
         while True:
             candidates = self.candidates(model, version)
-            endpoint = balancer.pick(candidates, tried) if candidates else None
+            if not candidates:
+                endpoint = None
+            elif affinity is not None:
+                endpoint = balancer.pick_for(affinity, candidates, tried)
+            else:
+                endpoint = balancer.pick(candidates, tried)
             if endpoint is None:
                 raise error if error is not None else self.no_instance_error(model, version)
             balancer.start(endpoint)
@@ -383,8 +391,10 @@ class AsyncClient:
         def send(transport: Transport, remaining: float) -> Awaitable[InferResponse]:
             return transport.infer(request, remaining)
 
+        sequence = request.parameters.get("sequence_id")
+        affinity = None if sequence in (None, 0, "") else f"{type(sequence).__name__}:{sequence}"
         return await self._call(
-            request.model_name, request.model_version, send, timeout, request.deadline
+            request.model_name, request.model_version, send, timeout, request.deadline, affinity
         )
 
     async def infer(

@@ -9,14 +9,43 @@ engine object per model instance, so an engine needs no locking of its own.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from numpy.typing import NDArray
 from tritonclient.grpc import model_config_pb2 as mc
+
+
+class RowRequest(NamedTuple):
+    """One row of a sequence model's batch as its request: Triton's correlation id and flags
+    (1: sequence start, 2: sequence end; a padding row of the direct strategy has 0 and 0)."""
+
+    correlation_id: int | str = 0
+    flags: int = 0
+
+
+_execution = threading.local()
+
+
+@contextlib.contextmanager
+def rows_as_requests(rows: list[RowRequest]) -> Iterator[None]:
+    """Around an engine's execute on this thread: the request each row of the batch is,
+    for a model that reads requests (Triton's python backend)."""
+    _execution.rows = rows
+    try:
+        yield
+    finally:
+        _execution.rows = None
+
+
+def current_row_requests() -> list[RowRequest] | None:
+    """The requests of the batch executing on this thread, where the scheduler gave them."""
+    return getattr(_execution, "rows", None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,8 @@ request's inputs and requested outputs, ``InferenceResponse`` with output tensor
 or a ``TritonError``, ``TritonModelException``, the config lookups, the type
 conversions and ``Logger``; BLS, ``InferenceRequest(model_name=..., inputs=...,
 requested_output_names=...).exec()`` (and ``async_exec``), through the server's
-own schedulers. Not here yet: the response sender of decoupled models, and
-sequence flags beyond their constants.
+own schedulers; a decoupled model's ``get_response_sender()``; a sequence's
+``correlation_id()`` and ``flags()``.
 """
 
 from __future__ import annotations
@@ -100,6 +100,7 @@ class InferenceRequest:
         request_id: str = "",
         correlation_id: int | str = 0,
         parameters: dict[str, Any] | None = None,
+        flags: int = 0,
         **_: Any,
     ) -> None:
         self._inputs = list(inputs or [])
@@ -108,6 +109,8 @@ class InferenceRequest:
         self._correlation_id = correlation_id
         self._parameters = parameters or {}
         self._model_name = model_name
+        self._flags = flags
+        self._sender: InferenceResponseSender | None = None
 
     def inputs(self) -> list[Tensor]:
         return self._inputs
@@ -125,7 +128,8 @@ class InferenceRequest:
         return json.dumps(self._parameters)
 
     def flags(self) -> int:
-        return 0
+        """TRITONSERVER_REQUEST_FLAG_SEQUENCE_START (1) and _END (2) of a sequence's request."""
+        return self._flags
 
     def is_cancelled(self) -> bool:
         return False
@@ -152,6 +156,7 @@ class InferenceRequest:
             {name: v2_datatype(array) for name, array in arrays.items()},
             outputs=[RequestedOutput(name) for name in self._requested] or None,
             id=self._id or None,
+            parameters=self._call_parameters(),
         )
         try:
             response = infer(request)
@@ -164,6 +169,17 @@ class InferenceRequest:
             output_tensors=[Tensor(output.name, output.data) for output in response.outputs]
         )
 
+    def _call_parameters(self) -> dict[str, Any]:
+        """The parameters a BLS call carries: the request's own, and its sequence."""
+        parameters = dict(self._parameters)
+        if self._correlation_id:
+            parameters["sequence_id"] = self._correlation_id
+            parameters["sequence_start"] = bool(
+                self._flags & TRITONSERVER_REQUEST_FLAG_SEQUENCE_START
+            )
+            parameters["sequence_end"] = bool(self._flags & TRITONSERVER_REQUEST_FLAG_SEQUENCE_END)
+        return parameters
+
     async def async_exec(self, *args: Any, **kwargs: Any) -> InferenceResponse:
         infer = getattr(_calling, "infer", None)
 
@@ -173,8 +189,50 @@ class InferenceRequest:
 
         return await asyncio.to_thread(run)
 
-    def get_response_sender(self) -> Any:
-        raise TritonModelException("decoupled models are not served by modelyard yet")
+    def get_response_sender(self) -> InferenceResponseSender:
+        if self._sender is None:
+            raise TritonModelException(
+                "this request has no response sender: only a decoupled model's requests "
+                "(model_transaction_policy { decoupled: true }) send their responses"
+            )
+        return self._sender
+
+
+class InferenceResponseSender:
+    """A decoupled model's way to answer a request: zero, one or many responses, from any
+    thread, and the FINAL flag (alone or with the last response) once it is done."""
+
+    def __init__(self, deliver: Callable[[InferenceResponse | None, bool], None]) -> None:
+        self._deliver = deliver
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
+        if flags not in (0, TRITONSERVER_RESPONSE_COMPLETE_FINAL):
+            raise TritonModelException("Unable to send response. Unsupported flag provided.")
+        if flags == 0 and response is None:
+            raise TritonModelException(
+                "Inference Response object must be provided when the response flags is set to zero."
+            )
+        if response is not None and not isinstance(response, InferenceResponse):
+            raise TritonModelException(
+                f"Unable to send response: a {type(response).__name__} is not an InferenceResponse."
+            )
+        final = flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        with self._lock:
+            if self._closed:
+                raise TritonModelException(
+                    "Unable to send response. Response sender has been closed."
+                )
+            self._closed = final
+            self._deliver(response, final)
+
+    def is_cancelled(self) -> bool:
+        return False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
 
 class InferenceResponse:

@@ -39,6 +39,7 @@ import importlib.util
 import inspect
 import itertools
 import sys
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -46,7 +47,7 @@ import numpy as np
 from google.protobuf import json_format
 
 from modelyard.engines import pb_utils
-from modelyard.engines.base import Engine, LoadContext, Signature
+from modelyard.engines.base import Engine, LoadContext, RowRequest, Signature, current_row_requests
 from modelyard.errors import Code, EngineError, ModelyardError, without_paths
 
 _module_ids = itertools.count()
@@ -65,9 +66,16 @@ class PythonEngine(Engine):
         self._batched = False
         self._triton_api = False  # execute(requests) with pb_utils, as Triton's backend
         self._infer: Any = None  # the server's infer, for BLS calls
+        self._model_name = ""
+
+    @property
+    def takes_requests(self) -> bool:
+        """Whether the model has Triton's API: execute(requests), response senders."""
+        return self._triton_api
 
     def load(self, ctx: LoadContext) -> Signature | None:
         self._where = f"model.py of model '{ctx.config.name}'"
+        self._model_name = ctx.config.name
         self._batched = ctx.config.max_batch_size > 0
         self._module_name = f"modelyard_user_model_{next(_module_ids)}"
         module = self._import(ctx)
@@ -165,13 +173,52 @@ class PythonEngine(Engine):
     def _execute_requests(
         self, inputs: dict[str, np.ndarray], outputs: list[str]
     ) -> dict[str, Any]:
-        """Triton's API: the batch as one pb_utils request; its response's tensors."""
-        request = pb_utils.InferenceRequest(
-            "", [pb_utils.Tensor(name, array) for name, array in inputs.items()], list(outputs)
+        """Triton's API: the batch as pb_utils requests; their responses' tensors, stacked.
+
+        A sequence model's batch comes as one request per row, with its correlation id and
+        flags (``current_row_requests``); any other batch as one request.
+        """
+        rows = current_row_requests()
+        if rows is not None and self._batched and len(rows) > 1:
+            requests = [
+                self._request(
+                    {name: array[index : index + 1] for name, array in inputs.items()}, outputs, row
+                )
+                for index, row in enumerate(rows)
+            ]
+        else:
+            requests = [self._request(inputs, outputs, rows[0] if rows else None)]
+        responses = self._run_execute(requests)
+        if not isinstance(responses, list) or len(responses) != len(requests):
+            got = len(responses) if isinstance(responses, list) else type(responses).__name__
+            raise self._contract_error(
+                f"execute(requests) returned {got} responses for {len(requests)} requests: one "
+                "pb_utils.InferenceResponse per request"
+            )
+        tensors = [self._response_tensors(response) for response in responses]
+        if len(tensors) == 1:
+            return tensors[0]
+        return {
+            name: np.concatenate([np.asarray(part[name]) for part in tensors])
+            for name in outputs
+            if all(name in part for part in tensors)
+        }
+
+    def _request(
+        self, inputs: dict[str, np.ndarray], outputs: list[str], row: RowRequest | None
+    ) -> pb_utils.InferenceRequest:
+        return pb_utils.InferenceRequest(
+            "",
+            [pb_utils.Tensor(name, array) for name, array in inputs.items()],
+            list(outputs),
+            correlation_id=row.correlation_id if row else 0,
+            flags=row.flags if row else 0,
         )
+
+    def _run_execute(self, requests: list[pb_utils.InferenceRequest]) -> Any:
         pb_utils.calling_through(self._infer)
         try:
-            responses = self._model.execute([request])
+            responses = self._model.execute(requests)
             if inspect.iscoroutine(responses):  # an async execute (awaiting async_exec)
                 responses = asyncio.run(responses)
         except pb_utils.TritonModelException as exc:
@@ -182,13 +229,9 @@ class PythonEngine(Engine):
             raise self._user_error("execute", exc) from exc
         finally:
             pb_utils.calling_through(None)
-        if not isinstance(responses, list) or len(responses) != 1:
-            got = len(responses) if isinstance(responses, list) else type(responses).__name__
-            raise self._contract_error(
-                f"execute(requests) returned {got} responses for 1 request: one "
-                "pb_utils.InferenceResponse per request"
-            )
-        response = responses[0]
+        return responses
+
+    def _response_tensors(self, response: Any) -> dict[str, Any]:
         if not isinstance(response, pb_utils.InferenceResponse):
             raise self._contract_error(
                 f"execute(requests) returned a {type(response).__name__}, not a "
@@ -198,6 +241,47 @@ class PythonEngine(Engine):
         if error is not None:
             raise self._triton_error(error)
         return {tensor.name(): tensor.as_numpy() for tensor in response.output_tensors()}
+
+    def execute_decoupled(
+        self,
+        inputs: dict[str, np.ndarray],
+        outputs: list[str],
+        deliver: Callable[[dict[str, np.ndarray] | None, EngineError | None, bool], None],
+    ) -> None:
+        """A decoupled model's request: its responses go to ``deliver(outputs, error, final)``
+        as the model sends them, during ``execute`` or after it, from any thread.
+
+        An exception from ``execute``, or a return value other than None, ends the request
+        with its error (unless the model already sent FINAL).
+        """
+        if not self._triton_api:
+            raise self._contract_error(
+                "a decoupled model's model.py must use triton_python_backend_utils (its "
+                "response sender)"
+            )
+
+        def send(response: pb_utils.InferenceResponse | None, final: bool) -> None:
+            if response is None:
+                deliver(None, None, final)
+                return
+            try:
+                deliver(self._response_tensors(response), None, final)
+            except EngineError as error:
+                deliver(None, error, final)
+
+        request = self._request(inputs, outputs, None)
+        sender = pb_utils.InferenceResponseSender(send)
+        request._sender = sender
+        try:
+            returned = self._run_execute([request])
+            if returned is not None:
+                raise self._contract_error(
+                    f"Python model '{self._model_name}' is using the decoupled mode and the "
+                    "execute function must return None."
+                )
+        except EngineError as error:
+            if not sender.closed:
+                deliver(None, error, True)
 
     def _triton_error(self, error: pb_utils.TritonError) -> EngineError:
         callers = error.code() == pb_utils.TritonError.INVALID_ARG

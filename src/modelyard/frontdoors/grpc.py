@@ -25,7 +25,7 @@ from grpc_health.v1.health import aio as health_aio
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 
-from modelyard.dataplane import DataPlane
+from modelyard.dataplane import DataPlane, StreamResponse
 from modelyard.errors import (
     Code,
     ConfigError,
@@ -171,6 +171,31 @@ def _trace_context(context: Context) -> dict[str, str]:
     }
 
 
+def _wants_empty_final(message: pb.ModelInferRequest) -> bool:
+    """Whether a streamed request asked for an empty response to carry a lone FINAL flag."""
+    if "triton_enable_empty_final_response" not in message.parameters:
+        return False
+    return bool(message.parameters["triton_enable_empty_final_response"].bool_param)
+
+
+def _stream_reply(response: pb.ModelInferResponse, final: bool) -> pb.ModelStreamInferResponse:
+    response.parameters["triton_final_response"].bool_param = final
+    return pb.ModelStreamInferResponse(infer_response=response)
+
+
+def _stream_error(
+    message: pb.ModelInferRequest, line: str, final: bool
+) -> pb.ModelStreamInferResponse:
+    reply = _stream_reply(
+        pb.ModelInferResponse(
+            model_name=message.model_name, model_version=message.model_version, id=message.id
+        ),
+        final,
+    )
+    reply.error_message = line
+    return reply
+
+
 def _deadline(dataplane: DataPlane, context: Context) -> float | None:
     remaining = context.time_remaining()
     return None if remaining is None else dataplane.clock.monotonic() + remaining
@@ -296,18 +321,20 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     async def ModelStreamInfer(
         self, request_iterator: AsyncIterator[pb.ModelInferRequest], context: Context
     ) -> AsyncIterator[pb.ModelStreamInferResponse]:
-        """Requests on one stream run concurrently; answers come as they finish."""
+        """Requests on one stream run concurrently; answers come as they finish, a decoupled
+        model's many per request. Each says whether it is its request's last
+        (``triton_final_response``); a FINAL flag sent alone becomes an empty response only
+        for a request that set ``triton_enable_empty_final_response``."""
         answers: asyncio.Queue[pb.ModelStreamInferResponse | None] = asyncio.Queue()
         deadline = _deadline(self.dataplane, context)
-
-        async def answer(message: pb.ModelInferRequest) -> None:
-            answers.put_nowait(await self._stream_one(message, deadline, context))
 
         async def read() -> None:
             tasks: set[asyncio.Task[None]] = set()
             try:
                 async for message in request_iterator:
-                    task = asyncio.create_task(answer(message))
+                    task = asyncio.create_task(
+                        self._stream_one(message, deadline, context, answers.put_nowait)
+                    )
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
                 if tasks:
@@ -326,9 +353,14 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             reader.cancel()
 
     async def _stream_one(
-        self, message: pb.ModelInferRequest, deadline: float | None, context: Context
-    ) -> pb.ModelStreamInferResponse:
+        self,
+        message: pb.ModelInferRequest,
+        deadline: float | None,
+        context: Context,
+        send: Callable[[pb.ModelStreamInferResponse], None],
+    ) -> None:
         decoded: list[InferRequest] = []
+        empty_final = _wants_empty_final(message)
 
         def decode() -> InferRequest:
             request = decode_infer_request(message, self.shared_memory)
@@ -336,29 +368,40 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             decoded.append(request)
             return request
 
+        def put(item: StreamResponse) -> None:
+            if item.error is not None:
+                error = item.error
+                if not isinstance(error, ModelyardError):
+                    error = internal_error(error)
+                log.warning("rpc_failed", rpc="ModelStreamInfer", **error.fields())
+                send(_stream_error(message, error.line(), item.final))
+                return
+            if item.response is None:
+                if item.final and empty_final:
+                    send(_stream_reply(pb.ModelInferResponse(
+                        model_name=message.model_name, model_version=message.model_version,
+                        id=message.id,
+                    ), True))  # fmt: skip
+                return
+            if decoded:
+                place_outputs(decoded[0], item.response)
+            send(_stream_reply(encode_infer_response(item.response), item.final))
+
         try:
             if self.governance is None:
-                response = await self.dataplane.infer(decode())
+                async for item in self.dataplane.infer_stream(decode()):
+                    put(item)
             else:
                 call = governed_call(self.governance, "ModelInfer", message, context)
-                response = await self.governance.infer(call, decode, self.dataplane)
-            if decoded:
-                place_outputs(decoded[0], response)
-            return pb.ModelStreamInferResponse(infer_response=encode_infer_response(response))
+                await self.governance.stream(call, decode, self.dataplane, put)
+            return
         except ModelyardError as error:
             failed = error
         except Exception as exc:
             log.exception("rpc_crashed", rpc="ModelStreamInfer")
             failed = internal_error(exc)
         log.warning("rpc_failed", rpc="ModelStreamInfer", **failed.fields())
-        return pb.ModelStreamInferResponse(
-            error_message=failed.line(),
-            infer_response=pb.ModelInferResponse(
-                model_name=message.model_name, model_version=message.model_version, id=message.id
-            ),
-        )
-
-    # ---- repository -----------------------------------------------------
+        send(_stream_error(message, failed.line(), True))
 
     @_rpc
     async def LogSettings(self, request: pb.LogSettingsRequest, context: Context) -> Any:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import structlog
@@ -25,6 +26,7 @@ import structlog
 from modelyard import __version__
 from modelyard.client import AsyncClient, ClientError
 from modelyard.clock import SYSTEM_CLOCK, Clock
+from modelyard.dataplane import StreamResponse
 from modelyard.errors import Code, ModelyardError
 from modelyard.types import InferRequest, InferResponse
 
@@ -244,6 +246,11 @@ class ForwardingDataPlane:
 
     async def infer(self, request: InferRequest) -> InferResponse:
         return await self.client.infer_request(request)
+
+    async def infer_stream(self, request: InferRequest) -> AsyncIterator[StreamResponse]:
+        """One forwarded call, one final response: the gateway does not stream a decoupled
+        model's responses (its instance refuses the call, saying so)."""
+        yield StreamResponse(await self.infer(request), None, True)
 
     def lane(self, request: InferRequest) -> None:
         """None: each request is forwarded whole; an instance validates it."""

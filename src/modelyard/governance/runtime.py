@@ -30,7 +30,7 @@ import numpy as np
 import structlog
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.dataplane import DataPlane
+from modelyard.dataplane import DataPlane, Infers, StreamResponse
 from modelyard.discovery.rules_store import RulesRevision, RulesStore
 from modelyard.errors import (
     Code,
@@ -230,6 +230,29 @@ class RulesSource(StrEnum):
     LOCAL = "local"  # the local service file only
 
 
+class _StreamRelay:
+    """A data plane to governance, which relays a stream's responses as they come and
+    gives the call's outcome: the last response, or the error that ended the stream."""
+
+    def __init__(self, dataplane: DataPlane, put: Callable[[StreamResponse], None]) -> None:
+        self.dataplane = dataplane
+        self.put = put
+        self.relayed = False
+        self.final_sent = False
+
+    async def infer(self, request: InferRequest) -> InferResponse:
+        last = InferResponse(request.model_name, request.model_version or "", [])
+        async for item in self.dataplane.infer_stream(request):
+            self.relayed = True
+            self.final_sent = item.final
+            self.put(item)
+            if item.response is not None:
+                last = item.response
+            if item.final and isinstance(item.error, ModelyardError):
+                raise item.error  # sent already; the guards that learn count it
+        return last
+
+
 class Governance:
     """The chain in force for one instance, rebuilt when its rules change.
 
@@ -318,7 +341,7 @@ class Governance:
         return await self.chain.run(call, handler)
 
     async def infer(
-        self, call: Call, decode: Callable[[], InferRequest], dataplane: DataPlane
+        self, call: Call, decode: Callable[[], InferRequest], dataplane: Infers
     ) -> InferResponse:
         chain = self.chain
         try:
@@ -344,6 +367,26 @@ class Governance:
                 "degraded_rule": degraded.rule or "",
             }
             return response
+
+    async def stream(
+        self,
+        call: Call,
+        decode: Callable[[], InferRequest],
+        dataplane: DataPlane,
+        put: Callable[[StreamResponse], None],
+    ) -> None:
+        """A streamed call (a decoupled model's): admitted once, the whole stream its outcome
+        for the guards that learn; each response goes to ``put`` as it comes. A fallback's
+        response, when a guard degrades the call, goes as the stream's one response."""
+        relay = _StreamRelay(dataplane, put)
+        try:
+            response = await self.infer(call, decode, relay)
+        except ModelyardError:
+            if relay.final_sent:  # the stream's own last answer: sent
+                return
+            raise
+        if not relay.relayed:
+            put(StreamResponse(response, None, True))
 
     def visible(self, call: Call) -> Callable[[str], bool] | None:
         """Which models an admitted call may see in a listing (statistics, the index): those

@@ -55,20 +55,17 @@ def parse_model_config(text: str, origin: str = "<config>") -> mc.ModelConfig:
 # config fields that ask for what modelyard does not serve yet: each is refused at load,
 # with what to do, rather than loaded and ignored. field -> (is it set?, what to do)
 _UNSERVED: dict[str, tuple[Any, str]] = {
-    "sequence_batching": (
-        lambda c: c.HasField("sequence_batching"),
-        "sequence batching (stateful models) is not served yet; remove sequence_batching, "
-        "or serve the model with tritonserver",
-    ),
-    "model_transaction_policy": (
-        lambda c: c.model_transaction_policy.decoupled,
-        "decoupled models (many responses per request) are not served yet; set decoupled: "
-        "false, or serve the model with tritonserver",
-    ),
     "response_cache": (
-        lambda c: c.response_cache.enable and c.platform == "ensemble",
-        "an ensemble's own response cache is not served yet; enable the cache on the "
-        "models of its steps, or set enable: false",
+        lambda c: (
+            c.response_cache.enable
+            and (
+                c.platform == "ensemble"
+                or c.HasField("sequence_batching")
+                or c.model_transaction_policy.decoupled
+            )
+        ),
+        "an ensemble's, a sequence model's or a decoupled model's own response cache is not "
+        "served; set enable: false (for an ensemble, enable the cache on its steps' models)",
     ),
     "batch_input": (
         lambda c: len(c.batch_input) > 0,
@@ -182,15 +179,27 @@ def complete_config(config: mc.ModelConfig, signature: Signature | None, origin:
         if not config.HasField("dynamic_batching") and not config.HasField("sequence_batching"):
             config.dynamic_batching.SetInParent()
     skip = 1 if config.max_batch_size > 0 else 0
+    filled = _server_filled(config)  # sequence controls and states: never a client's tensors
     for specs, field in ((signature.inputs, config.input), (signature.outputs, config.output)):
         if len(field) > 0:
             continue
         for spec in specs:
+            if spec.name in filled:
+                continue
             entry = field.add()
             entry.name = spec.name
             entry.data_type = mc.DataType.Value(V2_TO_CONFIG[spec.datatype])
             dims = spec.dims[skip:] if len(spec.dims) >= skip else spec.dims
             entry.dims.extend(dims if dims else [1])
+
+
+def _server_filled(config: mc.ModelConfig) -> set[str]:
+    """The tensors the sequence batcher feeds and takes back: controls and states."""
+    sb = config.sequence_batching
+    names = {entry.name for entry in sb.control_input}
+    for state in sb.state:
+        names.update((state.input_name, state.output_name))
+    return names
 
 
 @dataclass(frozen=True, slots=True)

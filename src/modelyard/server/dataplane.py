@@ -12,7 +12,9 @@ of that shape straight to it.
 from __future__ import annotations
 
 import asyncio
+import copy
 import math
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,13 +22,16 @@ import numpy as np
 
 from modelyard import __version__
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.dataplane import FixedOutput
+from modelyard.dataplane import FixedOutput, StreamResponse
 from modelyard.errors import Code, ModelServerError, shown
 from modelyard.modelfiles.config import ModelSpec, config_to_json
+from modelyard.server.decoupled import DecoupledScheduler
 from modelyard.server.live_stats import live_stats
 from modelyard.server.manager import ModelManager
 from modelyard.server.model_version import ModelVersion
 from modelyard.server.scheduler import shape_key_of
+from modelyard.server.sequence_batcher import SequenceScheduler
+from modelyard.server.sequence_policy import SequenceFlags, sequence_flags
 from modelyard.types import InferRequest, InferResponse, OutputTensor, RequestedOutput
 
 BLS_TIMEOUT_S = 60.0  # the longest a model's call to another model waits
@@ -185,6 +190,9 @@ class VersionLane:
     shape_key: tuple[Any, ...]
     reshapes: tuple[tuple[str, tuple[int, ...]], ...]
     fixed_outputs: tuple[FixedOutput, ...] | None
+    # a sequence model's request: its sequence and flags (the same for every request of
+    # the lane: an HTTP lane is kept under the header bytes, which carry them)
+    sequence: SequenceFlags | None = None
     model_name: str = ""
     model_version: str = ""
 
@@ -212,6 +220,12 @@ class VersionLane:
             for name, shape in self.reshapes:
                 if name in inputs:
                     inputs[name] = inputs[name].reshape(shape)
+        if self.sequence is not None:
+            scheduler = self.version.scheduler
+            assert isinstance(scheduler, SequenceScheduler)
+            return scheduler.submit_sequence(
+                self.sequence, inputs, self.output_names, self.shape_key, timing, arrived_ns
+            )
         return self.version.scheduler.submit(
             inputs,
             self.output_names,
@@ -267,6 +281,18 @@ def _fixed_outputs(
         exact = tensor.reshape is None or math.prod(tensor.dims) == 0
         fixed.append((out.name, tensor.datatype, tensor.dtype, shape, binary, exact))
     return tuple(fixed)
+
+
+def _stream_response(
+    lane: VersionLane, request: InferRequest, outputs: dict[str, np.ndarray]
+) -> InferResponse:
+    """One response of a decoupled model, with the outputs it sent of those asked for."""
+    sent = [out for out in lane.requested if out.name in outputs]
+    if len(sent) == len(lane.requested):
+        return lane.response(request, outputs)
+    partial = copy.copy(lane)
+    partial.requested = sent
+    return partial.response(request, outputs)
 
 
 class LocalDataPlane:
@@ -338,6 +364,31 @@ class LocalDataPlane:
         )
         return lane.response(request, results)
 
+    async def infer_stream(self, request: InferRequest) -> AsyncIterator[StreamResponse]:
+        """A request's responses as they come: a decoupled model's zero, one or many, the
+        last marked final (alone, when the model sent FINAL with no response); any other
+        model's one response, final."""
+        lane = self.lane(request)
+        version = lane.version
+        scheduler = version.scheduler
+        if not isinstance(scheduler, DecoupledScheduler):
+            yield StreamResponse(await self.infer(request), None, True)
+            return
+        inputs = request.inputs
+        if lane.reshapes:
+            inputs = dict(inputs)
+            for name, shape in lane.reshapes:
+                inputs[name] = inputs[name].reshape(shape)
+        stream = scheduler.submit_stream(inputs, lane.output_names, request.arrived_ns)
+        while True:
+            item = await stream.get()
+            response = None
+            if item.outputs is not None:
+                response = _stream_response(lane, request, item.outputs)
+            yield StreamResponse(response, item.error, item.final)
+            if item.final:
+                return
+
     def infer_from_thread(self, request: InferRequest) -> InferResponse:
         """``infer`` for a model's own code on an instance thread (Triton's BLS): runs on the
         event loop, through the target's scheduler, and waits for the answer here."""
@@ -378,6 +429,17 @@ class LocalDataPlane:
         mv = self.manager.resolve(request.model_name, request.model_version)
         prepared, rows, reshapes = _check_inputs(mv, request)
         requested = _requested(mv, request)
+        flags = None
+        if mv.sequence is not None:
+            flags = sequence_flags(mv.name, request.parameters, mv.sequence)
+            if mv.spec.batched and rows != 1:
+                raise ModelServerError(
+                    f"inference request to model '{mv.name}' must specify batch-size 1 due to "
+                    "requirements of sequence batcher",
+                    code=Code.INVALID_ARGUMENT,
+                    rule="model-server/sequence",
+                    where="send one row per request: a sequence's rows follow one another",
+                )
         return VersionLane(
             self.manager,
             request.model_version,
@@ -388,6 +450,7 @@ class LocalDataPlane:
             shape_key_of(prepared),
             reshapes,
             _fixed_outputs(mv, request, requested, rows),
+            flags,
         )
 
     @property

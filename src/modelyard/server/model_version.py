@@ -24,9 +24,12 @@ from modelyard.hardware.placement import (
 )
 from modelyard.modelfiles.config import ModelSpec, compile_spec, complete_config
 from modelyard.server.batcher import BatchingPolicy
+from modelyard.server.decoupled import DecoupledScheduler
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.rate_limiter import ResourceLimiter, instance_needs
 from modelyard.server.scheduler import Scheduler
+from modelyard.server.sequence_batcher import SequenceScheduler
+from modelyard.server.sequence_policy import SequencePolicy
 from modelyard.types import CONFIG_TO_V2, numpy_dtype
 
 if TYPE_CHECKING:
@@ -49,7 +52,7 @@ class ModelVersion:
     config: mc.ModelConfig
     spec: ModelSpec
     backend: str
-    scheduler: Scheduler | EnsembleScheduler
+    scheduler: Scheduler | EnsembleScheduler | SequenceScheduler | DecoupledScheduler
     engines: list[Engine]
     labels: dict[str, list[str]] = field(default_factory=dict)
     memory_bytes: int = 0  # host RSS growth while the engines loaded
@@ -57,6 +60,11 @@ class ModelVersion:
     devices: list[str] = field(default_factory=lambda: ["cpu"])
     state: VersionState = VersionState.READY
     reason: str = ""
+    sequence: SequencePolicy | None = None  # a sequence model's policy (sequence_batching)
+
+    @property
+    def decoupled(self) -> bool:
+        return isinstance(self.scheduler, DecoupledScheduler)
 
     def drain_and_unload(self, timeout: float | None = None) -> None:
         """Finish queued requests, then release the engines (blocking: run off the loop)."""
@@ -261,6 +269,12 @@ def load_model_version(
         raise _load_error(
             name, version, f"{type(exc).__name__}: {exc}", f"the files of {name}/{version}"
         ) from exc
+    if config.model_transaction_policy.decoupled:
+        return _decoupled_version(model_dir, version, config, spec, backend, engines, signature,
+                                  devices, clock, rss_before, device_before)  # fmt: skip
+    if config.HasField("sequence_batching"):
+        return _sequence_version(model_dir, version, config, spec, backend, engines, signature,
+                                 placed, limiter, clock, rss_before, device_before)  # fmt: skip
     policy = BatchingPolicy.from_config(config, default_max_queue_size)
     key = "modelyard_inline_execution"
     inline = config.parameters[key].string_value.lower() if key in config.parameters else ""
@@ -289,6 +303,101 @@ def load_model_version(
         spec=spec,
         backend=backend,
         scheduler=scheduler,
+        engines=engines,
+        labels=_read_labels(model_dir, config, signature),
+        memory_bytes=max(0, process_rss_bytes() - rss_before),
+        device_memory_bytes=max(0, device_memory_used(devices) - device_before),
+        devices=devices,
+    )
+
+
+def _sequence_version(
+    model_dir: Path,
+    version: int,
+    config: mc.ModelConfig,
+    spec: ModelSpec,
+    backend: str,
+    engines: list[Engine],
+    signature: Signature | None,
+    placed: list[tuple[str, mc.ModelInstanceGroup]],
+    limiter: ResourceLimiter | None,
+    clock: Clock,
+    rss_before: int,
+    device_before: int,
+) -> ModelVersion:
+    """A version whose config has ``sequence_batching``: its sequence scheduler."""
+    name = model_dir.name
+    origin = f"{name}/config.pbtxt"
+    try:
+        if limiter is not None and any(instance_needs(placed)):
+            raise _load_error(
+                name,
+                version,
+                "rate_limiter resources on a sequence model are not served",
+                f"remove instance_group's rate_limiter in {origin}",
+            )
+        policy = SequencePolicy.from_config(config, model_dir, origin)
+    except ModelyardError:
+        for engine in engines:
+            engine.unload()
+        raise
+    devices = [device for device, _ in placed]
+    return ModelVersion(
+        name=name,
+        version=version,
+        config=config,
+        spec=spec,
+        backend=backend,
+        scheduler=SequenceScheduler(name, version, engines, policy, clock=clock),
+        engines=engines,
+        labels=_read_labels(model_dir, config, signature),
+        memory_bytes=max(0, process_rss_bytes() - rss_before),
+        device_memory_bytes=max(0, device_memory_used(devices) - device_before),
+        devices=devices,
+        sequence=policy,
+    )
+
+
+def _decoupled_version(
+    model_dir: Path,
+    version: int,
+    config: mc.ModelConfig,
+    spec: ModelSpec,
+    backend: str,
+    engines: list[Engine],
+    signature: Signature | None,
+    devices: list[str],
+    clock: Clock,
+    rss_before: int,
+    device_before: int,
+) -> ModelVersion:
+    """A version whose config says ``decoupled: true``: its decoupled scheduler."""
+    name = model_dir.name
+    origin = f"{name}/config.pbtxt"
+    refusal = None
+    if not all(getattr(engine, "takes_requests", False) for engine in engines):
+        refusal = (
+            "decoupled models are served for python-backend models that answer through "
+            f"triton_python_backend_utils only (backend '{backend}')",
+            f"set decoupled: false in {origin}, or send responses with "
+            "request.get_response_sender()",
+        )
+    elif config.HasField("sequence_batching"):
+        refusal = (
+            "a decoupled sequence model is not served",
+            f"remove sequence_batching or set decoupled: false in {origin}",
+        )
+    if refusal is not None:
+        for engine in engines:
+            engine.unload()
+        raise _load_error(name, version, *refusal)
+    return ModelVersion(
+        name=name,
+        version=version,
+        config=config,
+        spec=spec,
+        backend=backend,
+        scheduler=DecoupledScheduler(name, version, engines, clock=clock),
         engines=engines,
         labels=_read_labels(model_dir, config, signature),
         memory_bytes=max(0, process_rss_bytes() - rss_before),

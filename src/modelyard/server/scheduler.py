@@ -70,7 +70,7 @@ class Pending(NamedTuple):
     arrived_ns: int = 0
 
 
-def _settle(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:
+def settle(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:
     """Answer futures on their own loop: an exception fails its future, else is its result."""
     for future, outcome in answers:
         if not future.done():
@@ -126,6 +126,26 @@ def failure_reason(error: BaseException) -> str:
     return "OTHER"
 
 
+def engine_error(model: str, version: int, engine: Engine, exc: Exception) -> ModelyardError:
+    """What an exception from an engine's execute() means for the requests it ran."""
+    if isinstance(exc, ModelyardError):
+        return exc
+    if engine.refuses_input(exc):
+        return EngineError(
+            f"model '{model}' version {version} refused the request's values: "
+            f"{type(exc).__name__}: {without_paths(str(exc)).strip()}",
+            code=Code.INVALID_ARGUMENT,
+            rule="engine/input-values",
+            where=f"the request's input values (GET /v2/models/{model}/config shows the inputs)",
+        )
+    return EngineError(
+        f"model '{model}' version {version} failed to execute: {type(exc).__name__}: {exc}",
+        code=Code.INTERNAL,
+        rule="engine/execute",
+        where=f"the model files of {model}/{version}",
+    )
+
+
 class _InOrder:
     """Releases answers in arrival order (dynamic_batching.preserve_ordering)."""
 
@@ -143,7 +163,7 @@ class _InOrder:
                 fut, out, lp = self._held.pop(self._next)
                 self._next += 1
                 with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
-                    lp.call_soon_threadsafe(_settle, [(fut, out)])
+                    lp.call_soon_threadsafe(settle, [(fut, out)])
 
 
 class Execution(StrEnum):
@@ -432,7 +452,7 @@ class Scheduler:
             results = self._engines[0].execute(inputs, outputs)
             self._check_rows(results, outputs, rows)
         except Exception as exc:
-            error = self._engine_error(self._engines[0], exc)
+            error = engine_error(self.model, self.version, self._engines[0], exc)
             self.stats.record_failure(failure_reason(error), clock.monotonic_ns() - start_ns)
             future.set_exception(error)
         else:
@@ -560,7 +580,7 @@ class Scheduler:
             results = engine.execute(inputs, outputs)
             self._check_rows(results, outputs, total_rows)
         except Exception as exc:
-            error = self._engine_error(engine, exc)
+            error = engine_error(self.model, self.version, engine, exc)
             if len(batch) > 1 and error.code is Code.INVALID_ARGUMENT:
                 # one request's values failed the batch: each runs again alone, so only the
                 # requests at fault fail
@@ -626,27 +646,6 @@ class Scheduler:
                     rule="engine/contract",
                 )
 
-    def _engine_error(self, engine: Engine, exc: Exception) -> ModelyardError:
-        """What an exception from an engine's execute() means for the requests it ran."""
-        if isinstance(exc, ModelyardError):
-            return exc
-        if engine.refuses_input(exc):
-            return EngineError(
-                f"model '{self.model}' version {self.version} refused the request's values: "
-                f"{type(exc).__name__}: {without_paths(str(exc)).strip()}",
-                code=Code.INVALID_ARGUMENT,
-                rule="engine/input-values",
-                where=f"the request's input values (GET /v2/models/{self.model}/config shows "
-                "the inputs)",
-            )
-        return EngineError(
-            f"model '{self.model}' version {self.version} failed to execute: "
-            f"{type(exc).__name__}: {exc}",
-            code=Code.INTERNAL,
-            rule="engine/execute",
-            where=f"the model files of {self.model}/{self.version}",
-        )
-
     def _failed(self, request: QueuedRequest, error: BaseException, end_ns: int) -> _Answer:
         self.stats.record_failure(failure_reason(error), end_ns - request.enqueued_ns)
         return (request, error)
@@ -665,7 +664,7 @@ class Scheduler:
                 in_order.release(request.seq, pending.future, outcome, pending.loop)
             return
         if on_loop:  # the futures' own loop, running: settled in place
-            _settle([(request.payload.future, outcome) for request, outcome in answers])
+            settle([(request.payload.future, outcome) for request, outcome in answers])
             return
         # one cross-thread call per loop and batch, not one per request
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
@@ -687,4 +686,4 @@ class Scheduler:
         succeeded = sum(1 for _, outcome in settled if not isinstance(outcome, BaseException))
         if succeeded and waited_ns > 0:
             self.stats.record_wait(succeeded, waited_ns)
-        _settle(settled)
+        settle(settled)

@@ -1,0 +1,515 @@
+"""Triton's sequence batcher: each sequence of a stateful model bound to one slot.
+
+A model with ``sequence_batching`` keeps state per sequence, so every request of a
+sequence must reach the instance that holds it, in order. A request's START flag
+takes a slot for its sequence (or, when every slot is held, puts the sequence in
+the backlog until one frees); END, or no request for ``max_sequence_idle_microseconds``,
+gives the slot back. Each instance thread executes, in one batch, the next request
+of the sequences in its slots, and the server fills the control inputs (START,
+END, READY, CORRID) and the implicit states (``state``) the config names:
+
+* **direct**: a sequence keeps its row of the batch (its slot); the batch runs to
+  the highest slot that has a request, and the slots between without one are sent
+  with READY false and zeros;
+* **oldest**: up to ``max_candidate_sequences`` sequences per instance; a batch takes
+  the next request of as many of them as are ready, oldest first, with no padding.
+
+A sequence's requests never run concurrently and are answered in order. The
+implicit state a sequence's execution returns feeds its next one; START resets it
+to the configured initial state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from modelyard.clock import SYSTEM_CLOCK, Clock
+from modelyard.engines.base import Engine, RowRequest, rows_as_requests
+from modelyard.errors import Code, ModelServerError
+from modelyard.server.scheduler import (
+    engine_error,
+    failure_reason,
+    settle,
+    shape_key_of,
+    stack_rows,
+)
+from modelyard.server.sequence_policy import (
+    CORRID,
+    END,
+    READY,
+    START,
+    Control,
+    SequenceFlags,
+    SequenceId,
+    SequencePolicy,
+)
+from modelyard.server.stats import VersionStats
+
+
+@dataclass(slots=True, eq=False)
+class _Request:
+    inputs: dict[str, np.ndarray]
+    outputs: list[str]
+    flags: SequenceFlags
+    future: asyncio.Future[dict[str, np.ndarray]]
+    loop: asyncio.AbstractEventLoop
+    enqueued_ns: int
+    shape_key: tuple[Any, ...]
+    timing: list[int] | None = None
+
+
+@dataclass(slots=True, eq=False)
+class _Sequence:
+    id: SequenceId
+    queue: deque[_Request] = field(default_factory=deque)
+    instance: int = -1  # -1: in the backlog
+    slot: int = -1
+    state: dict[str, np.ndarray] | None = None  # None: the initial state
+    last_ns: int = 0
+    executing: bool = False
+    ending: bool = False  # its END request is queued or executing: it takes no more
+
+
+@dataclass(slots=True)
+class _Row:
+    sequence: _Sequence | None  # None: a padding row (direct, a slot without a request)
+    request: _Request | None
+
+
+def _not_started(model: str, sequence_id: SequenceId) -> ModelServerError:
+    return ModelServerError(
+        f"inference request for sequence {sequence_id} to model '{model}' must specify the "
+        "START flag on the first request of the sequence",
+        code=Code.INVALID_ARGUMENT,
+        rule="model-server/sequence",
+        where="send sequence_start: true on a sequence's first request (a sequence idle "
+        f"longer than max_sequence_idle_microseconds in {model}/config.pbtxt was released)",
+    )
+
+
+def _row_request(request: _Request | None) -> RowRequest:
+    if request is None:
+        return RowRequest()
+    flags = request.flags
+    return RowRequest(flags.id, (1 if flags.start else 0) | (2 if flags.end else 0))
+
+
+class SequenceScheduler:
+    """The scheduler of a version with ``sequence_batching``: slots, backlog, instance threads."""
+
+    def __init__(
+        self,
+        model: str,
+        version: int,
+        engines: list[Engine],
+        policy: SequencePolicy,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.model = model
+        self.version = version
+        self.policy = policy
+        self.max_batch_size = policy.max_batch_size
+        self.stats = VersionStats()
+        self.cache = None  # sequences are never answered from the response cache
+        self._clock = clock
+        self._engines = engines
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._closed = False
+        self._queued = 0
+        self._executing = 0
+        self._sequences: dict[SequenceId, _Sequence] = {}
+        self._slots: list[list[_Sequence | None]] = [[None] * policy.slots for _ in engines]
+        self._backlog: deque[_Sequence] = deque()
+        self._threads = [
+            threading.Thread(
+                target=self._run,
+                args=(index, engine),
+                name=f"{model}-v{version}-seq{index}",
+                daemon=True,
+            )
+            for index, engine in enumerate(engines)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    @property
+    def pending(self) -> int:
+        return self._queued + self._executing
+
+    @property
+    def active_sequences(self) -> int:
+        return len(self._sequences)
+
+    def submit(self, *args: Any, **kwargs: Any) -> asyncio.Future[dict[str, np.ndarray]]:
+        """A request with no sequence (an ensemble step): refused, as it names none."""
+        raise ModelServerError(
+            f"inference request to model '{self.model}' must specify a non-zero or non-empty "
+            "correlation ID",
+            code=Code.INVALID_ARGUMENT,
+            rule="model-server/sequence",
+            where=f"'{self.model}' is a sequence model: call it with sequence_id, not as an "
+            "ensemble step",
+        )
+
+    def submit_sequence(
+        self,
+        flags: SequenceFlags,
+        inputs: dict[str, np.ndarray],
+        outputs: list[str],
+        shape_key: tuple[Any, ...] | None = None,
+        timing: list[int] | None = None,
+        arrived_ns: int = 0,
+    ) -> asyncio.Future[dict[str, np.ndarray]]:
+        """Queue one request of a sequence; from the event loop's thread."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
+        now = self._clock.monotonic_ns()
+        request = _Request(
+            inputs, outputs, flags, future, loop, min(arrived_ns, now) or now,
+            shape_key_of(inputs) if shape_key is None else shape_key, timing,
+        )  # fmt: skip
+        with self._lock:
+            if self._closed:
+                raise ModelServerError(
+                    f"model '{self.model}' version {self.version} is unloading",
+                    code=Code.UNAVAILABLE,
+                    rule="model-server/unloading",
+                    where="retry: the model's next version takes new sequences",
+                )
+            sequence = self._sequences.get(flags.id)
+            if sequence is None or (sequence.ending and not flags.start):
+                if not flags.start:
+                    raise _not_started(self.model, flags.id)
+                sequence = _Sequence(flags.id)
+                self._sequences[flags.id] = sequence
+                self._place(sequence)
+            sequence.ending = flags.end
+            sequence.queue.append(request)
+            sequence.last_ns = now
+            self._queued += 1
+            self._cond.notify_all()
+        return future
+
+    def _place(self, sequence: _Sequence) -> None:
+        """Give ``sequence`` the lowest free slot of any instance, or a place in the backlog."""
+        for slot in range(self.policy.slots):
+            for instance, slots in enumerate(self._slots):
+                if slots[slot] is None:
+                    slots[slot] = sequence
+                    sequence.instance, sequence.slot = instance, slot
+                    return
+        self._backlog.append(sequence)
+
+    def _release(self, sequence: _Sequence) -> None:
+        """Free ``sequence``'s slot for the backlog's first sequence."""
+        if self._sequences.get(sequence.id) is sequence:
+            del self._sequences[sequence.id]
+        if sequence.instance < 0:
+            return
+        slots = self._slots[sequence.instance]
+        slots[sequence.slot] = None
+        if self._backlog:
+            waiting = self._backlog.popleft()
+            slots[sequence.slot] = waiting
+            waiting.instance, waiting.slot = sequence.instance, sequence.slot
+        sequence.instance = sequence.slot = -1
+
+    def close(self) -> None:
+        """Take no more requests; what is queued in slots runs, the backlog is refused."""
+        refused: list[_Request] = []
+        with self._lock:
+            self._closed = True
+            while self._backlog:
+                sequence = self._backlog.popleft()
+                refused.extend(sequence.queue)
+                self._queued -= len(sequence.queue)
+                self._sequences.pop(sequence.id, None)
+            self._cond.notify_all()
+        error = ModelServerError(
+            f"model '{self.model}' version {self.version} unloaded before the sequence got a slot",
+            code=Code.UNAVAILABLE,
+            rule="model-server/unloading",
+            where="start the sequence again on the model's next version",
+        )
+        self._answer([(request, error) for request in refused])
+
+    def join(self, timeout: float | None = None) -> None:
+        for thread in self._threads:
+            thread.join(timeout)
+
+    # ---- instance threads -------------------------------------------------
+
+    def _run(self, instance: int, engine: Engine) -> None:
+        while True:
+            rows = self._next_rows(instance)
+            if rows is None:
+                return
+            try:
+                answers = self._execute(engine, rows)
+            except Exception as exc:  # outside the engine call: answer, and keep the thread
+                error = ModelServerError(
+                    f"model '{self.model}' version {self.version} failed around its execution: "
+                    f"{type(exc).__name__}: {exc}",
+                    code=Code.INTERNAL,
+                    rule="model-server/internal",
+                    where="report this as a bug with the server log",
+                )
+                answers = [(row.request, error) for row in rows if row.request is not None]
+            finally:
+                with self._lock:
+                    self._executing -= sum(1 for row in rows if row.request is not None)
+                    for row in rows:
+                        sequence = row.sequence
+                        if sequence is None:
+                            continue
+                        sequence.executing = False
+                        sequence.last_ns = self._clock.monotonic_ns()
+                        if row.request is not None and row.request.flags.end and not sequence.queue:
+                            self._release(sequence)
+                    self._cond.notify_all()
+            self._answer(answers)
+
+    def _next_rows(self, instance: int) -> list[_Row] | None:
+        clock = self._clock
+        with self._cond:
+            while True:
+                now = clock.monotonic_ns()
+                wake = self._release_idle(now)
+                slots = self._slots[instance]
+                ready = [
+                    (slot, sequence)
+                    for slot, sequence in enumerate(slots)
+                    if sequence is not None and sequence.queue and not sequence.executing
+                ]
+                if ready:
+                    held_until = self._hold_until(ready, slots, now)
+                    if held_until is None:
+                        return self._take(ready)
+                    wake = held_until if wake is None else min(wake, held_until)
+                elif self._closed and not any(
+                    s is not None and (s.queue or s.executing) for s in slots
+                ):
+                    return None
+                wait_s = None if wake is None else min(max(0.0, (wake - now) / 1e9), 3600.0)
+                self._cond.wait(None if wait_s is None else wait_s + 1e-4)
+
+    def _hold_until(
+        self, ready: list[tuple[int, _Sequence]], slots: list[_Sequence | None], now: int
+    ) -> int | None:
+        """Until when a batch waits for more sequences' requests; None: it runs now."""
+        policy = self.policy
+        delay = policy.max_queue_delay_ns
+        if delay <= 0 or self._closed:
+            return None
+        oldest = min(sequence.queue[0].enqueued_ns for _, sequence in ready)
+        if oldest + delay <= now:
+            return None
+        if policy.oldest:
+            target = policy.preferred[-1] if policy.preferred else max(1, policy.max_batch_size)
+            wanted = min(target, sum(1 for s in slots if s is not None))
+            return None if len(ready) >= wanted else oldest + delay
+        occupied = sum(1 for s in slots if s is not None)
+        if len(ready) >= occupied or len(ready) / len(slots) >= policy.minimum_slot_utilization:
+            return None
+        return oldest + delay
+
+    def _release_idle(self, now: int) -> int | None:
+        """Release the sequences idle too long; when the next one falls idle."""
+        idle_ns = self.policy.idle_ns
+        wake: int | None = None
+        for slots in self._slots:
+            for sequence in slots:
+                if sequence is None or sequence.queue or sequence.executing:
+                    continue
+                due = sequence.last_ns + idle_ns
+                if due <= now:
+                    self._release(sequence)
+                    self._cond.notify_all()
+                elif wake is None or due < wake:
+                    wake = due
+        return wake
+
+    def _take(self, ready: list[tuple[int, _Sequence]]) -> list[_Row]:
+        """The rows of the next execution: one request per ready sequence, of one shape."""
+        policy = self.policy
+        if policy.oldest:
+            ready = sorted(ready, key=lambda item: item[1].queue[0].enqueued_ns)
+            ready = ready[: max(1, policy.max_batch_size)]
+        shape_key = ready[0][1].queue[0].shape_key
+        chosen = {
+            slot: sequence for slot, sequence in ready if sequence.queue[0].shape_key == shape_key
+        }
+        # direct: every slot up to the highest chosen, those without a request as padding
+        slots_in_order = list(chosen) if policy.oldest else list(range(max(chosen) + 1))
+        rows = []
+        for slot in slots_in_order:
+            sequence = chosen.get(slot)
+            if sequence is None:
+                rows.append(_Row(None, None))
+                continue
+            request = sequence.queue.popleft()
+            sequence.executing = True
+            rows.append(_Row(sequence, request))
+        taken = len(chosen)
+        self._queued -= taken
+        self._executing += taken
+        return rows
+
+    def _execute(
+        self, engine: Engine, rows: list[_Row]
+    ) -> list[tuple[_Request, dict[str, np.ndarray] | BaseException]]:
+        clock = self._clock
+        start_ns = clock.monotonic_ns()
+        real = [row for row in rows if row.request is not None]
+        first = real[0].request
+        assert first is not None
+        outputs = list(first.outputs)
+        for row in real[1:]:
+            assert row.request is not None
+            outputs += [name for name in row.request.outputs if name not in outputs]
+        engine_outputs = outputs + [n for n in self.policy.state_outputs if n not in outputs]
+        inputs = self._batch_inputs(rows, first)
+        infer_start = clock.monotonic_ns()
+        try:
+            with rows_as_requests([_row_request(row.request) for row in rows]):
+                results = engine.execute(inputs, engine_outputs)
+            self._check(results, engine_outputs, len(rows))
+        except Exception as exc:
+            error = engine_error(self.model, self.version, engine, exc)
+            end_ns = clock.monotonic_ns()
+            answers: list[tuple[_Request, dict[str, np.ndarray] | BaseException]] = []
+            for row in real:
+                assert row.request is not None
+                self.stats.record_failure(failure_reason(error), end_ns - row.request.enqueued_ns)
+                answers.append((row.request, error))
+            return answers
+        infer_end = clock.monotonic_ns()
+        answers = []
+        batched = self.policy.batched
+        for index, row in enumerate(rows):
+            request, sequence = row.request, row.sequence
+            if request is None or sequence is None:
+                continue
+            part = slice(index, index + 1)
+            if batched:
+                answers.append((request, {name: results[name][part] for name in request.outputs}))
+            else:
+                answers.append((request, {name: results[name] for name in request.outputs}))
+            if self.policy.states:
+                sequence.state = {
+                    state.input_name: np.array(
+                        results[state.output_name][index]
+                        if batched
+                        else results[state.output_name],
+                        dtype=state.dtype,
+                    )
+                    for state in self.policy.states
+                }
+        end_ns = clock.monotonic_ns()
+        enqueued = [row.request.enqueued_ns for row in real if row.request is not None]
+        self.stats.record_execution(
+            enqueued, start_ns, len(enqueued), infer_start - start_ns, infer_end - infer_start,
+            end_ns - infer_end, end_ns, int(clock.wall() * 1000),
+        )  # fmt: skip
+        for row in real:
+            assert row.request is not None
+            if row.request.timing is not None:
+                row.request.timing += (
+                    row.request.enqueued_ns,
+                    start_ns,
+                    infer_start,
+                    infer_end,
+                    end_ns,
+                )
+        return answers
+
+    def _batch_inputs(self, rows: list[_Row], first: _Request) -> dict[str, np.ndarray]:
+        """The client inputs stacked by row (padding rows as zeros), and the filled ones."""
+        policy = self.policy
+        if not policy.batched:  # one slot per instance: the request as it came
+            request, sequence = rows[0].request, rows[0].sequence
+            assert request is not None and sequence is not None
+            inputs = dict(request.inputs)
+            for control in policy.controls:
+                inputs[control.name] = self._control_value(control, request, shape=(1,))
+            for state in policy.states:
+                kept = None if request.flags.start or sequence.state is None else sequence.state
+                inputs[state.input_name] = state.initial if kept is None else kept[state.input_name]
+            return inputs
+        inputs = {}
+        for name, array in first.inputs.items():
+            zeros = np.full_like(array, b"") if array.dtype.hasobject else np.zeros_like(array)
+            inputs[name] = stack_rows(
+                [zeros if row.request is None else row.request.inputs[name] for row in rows]
+            )
+        for control in policy.controls:
+            inputs[control.name] = np.concatenate(
+                [self._control_value(control, row.request, shape=(1, 1)) for row in rows]
+            )
+        for state in policy.states:
+            parts = []
+            for row in rows:
+                request, sequence = row.request, row.sequence
+                kept = (
+                    None
+                    if request is None or sequence is None or request.flags.start
+                    else sequence.state
+                )
+                parts.append(state.initial if kept is None else kept[state.input_name])
+            inputs[state.input_name] = np.stack(parts)
+        return inputs
+
+    @staticmethod
+    def _control_value(
+        control: Control, request: _Request | None, shape: tuple[int, ...]
+    ) -> np.ndarray:
+        if control.kind == CORRID:
+            value: Any = 0 if request is None else request.flags.id
+            if control.dtype == np.object_:
+                text = value if isinstance(value, str) else ("" if value == 0 else str(value))
+                return np.full(shape, text.encode("utf-8"), dtype=object)
+            return np.full(shape, value if isinstance(value, int) else 0, dtype=control.dtype)
+        if request is None:
+            on = False
+        elif control.kind == START:
+            on = request.flags.start
+        elif control.kind == END:
+            on = request.flags.end
+        else:
+            assert control.kind == READY
+            on = True
+        return np.full(shape, control.false_true[1 if on else 0], dtype=control.dtype)
+
+    def _check(self, results: dict[str, np.ndarray], outputs: list[str], rows: int) -> None:
+        for name in outputs:
+            if name not in results:
+                raise ModelServerError(
+                    f"engine returned no output '{name}' for model '{self.model}'",
+                    code=Code.INTERNAL,
+                    rule="engine/contract",
+                    where=f"the model files of {self.model}/{self.version}",
+                )
+            if self.policy.batched and len(results[name]) != rows:
+                raise ModelServerError(
+                    f"engine returned {len(results[name])} rows of '{name}' for {rows} rows in",
+                    code=Code.INTERNAL,
+                    rule="engine/contract",
+                    where=f"the model files of {self.model}/{self.version}",
+                )
+
+    def _answer(self, answers: list[tuple[_Request, Any]]) -> None:
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
+        for request, outcome in answers:
+            by_loop.setdefault(request.loop, []).append((request.future, outcome))
+        for loop, settled in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
+                loop.call_soon_threadsafe(settle, settled)

@@ -1,0 +1,314 @@
+"""What a model's ``sequence_batching`` asks for, read once at load, and a request's flags.
+
+``SequencePolicy.from_config`` turns the config into plain values: the strategy
+(direct or oldest), the idle time after which an abandoned sequence gives up its
+slot, the control inputs the server fills (START, END, READY, CORRID, each with the
+values its kind takes for false and true, or CORRID's datatype) and the implicit
+states (``state``) it carries from one request of a sequence to the next. Anything
+the server would have to ignore is refused here with the field and what to do.
+
+``sequence_flags`` reads a request's ``sequence_id``, ``sequence_start`` and
+``sequence_end`` parameters, as tritonclient sends them over HTTP and gRPC.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+from tritonclient.grpc import model_config_pb2 as mc
+
+from modelyard.errors import Code, ConfigError, ModelServerError, shown
+from modelyard.types import CONFIG_TO_V2, NUMPY_TO_V2, V2_TO_CONFIG, numpy_dtype
+
+START, END, READY, CORRID = "start", "end", "ready", "corrid"
+_KINDS = {
+    mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_START: START,
+    mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_END: END,
+    mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_READY: READY,
+    mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID: CORRID,
+}
+_CORRID_TYPES = ("UINT64", "INT64", "UINT32", "INT32", "BYTES")
+DEFAULT_IDLE_US = 1_000_000  # Triton's max_sequence_idle_microseconds when unset
+STATE_FILE_MAX_BYTES = 64 << 20  # an initial state file is read whole: bounded
+
+SequenceId = int | str
+
+
+class SequenceFlags(NamedTuple):
+    """A request's place in its sequence."""
+
+    id: SequenceId
+    start: bool
+    end: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Control:
+    """A control input the server fills: its kind, dtype and the values for false and true."""
+
+    name: str
+    kind: str
+    dtype: np.dtype[Any]
+    false_true: tuple[Any, Any] = (0, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """An implicit state: fed to ``input_name``, taken back from ``output_name``."""
+
+    input_name: str
+    output_name: str
+    dtype: np.dtype[Any]
+    initial: np.ndarray  # one row's (or, unbatched, the whole) state at a sequence's start
+
+
+@dataclass(frozen=True, slots=True)
+class SequencePolicy:
+    oldest: bool  # the oldest strategy; else direct
+    idle_ns: int
+    controls: tuple[Control, ...]
+    states: tuple[State, ...]
+    slots: int  # per instance: direct, max(1, max_batch_size); oldest, the candidates
+    max_batch_size: int
+    max_queue_delay_ns: int
+    minimum_slot_utilization: float  # direct only
+    preferred: tuple[int, ...]  # oldest only
+    # the CORRID control's name and config type (TYPE_UINT64 ...); None: either kind of id
+    corrid: tuple[str, str] | None
+
+    @property
+    def batched(self) -> bool:
+        return self.max_batch_size > 0
+
+    @property
+    def hidden_inputs(self) -> frozenset[str]:
+        """The inputs the server fills: a client never sends them."""
+        return frozenset([c.name for c in self.controls] + [s.input_name for s in self.states])
+
+    @property
+    def state_outputs(self) -> tuple[str, ...]:
+        return tuple(s.output_name for s in self.states)
+
+    @classmethod
+    def from_config(cls, config: mc.ModelConfig, model_dir: Path, origin: str) -> SequencePolicy:
+        sb = config.sequence_batching
+        if sb.iterative_sequence:
+            raise _refused(origin, "iterative_sequence", "remove iterative_sequence")
+        controls = tuple(_control(entry, origin) for entry in sb.control_input)
+        names = [c.name for c in controls]
+        if len(set(names)) != len(names):
+            raise _config_error(origin, "a control_input name is given twice")
+        kinds = [c.kind for c in controls]
+        if len(set(kinds)) != len(kinds):
+            raise _config_error(origin, "a control kind is given to two control inputs")
+        states = tuple(_state(entry, config, model_dir, origin) for entry in sb.state)
+        declared = {entry.name for entry in config.input}
+        for name in [*names, *(s.input_name for s in states)]:
+            if name in declared:
+                raise _config_error(
+                    origin,
+                    f"'{name}' is both an input and a control or state input: the server fills "
+                    "it, so remove it from input",
+                )
+        corrid = next((c for c in controls if c.kind == CORRID), None)
+        corrid_type = None
+        if corrid is not None:
+            corrid_type = (corrid.name, "TYPE_STRING" if corrid.dtype == np.object_ else
+                           V2_TO_CONFIG[NUMPY_TO_V2[corrid.dtype]])  # fmt: skip
+        batch = int(config.max_batch_size)
+        if sb.WhichOneof("strategy_choice") == "oldest":
+            oldest = sb.oldest
+            if oldest.preserve_ordering:
+                raise _refused(
+                    origin,
+                    "oldest.preserve_ordering",
+                    "remove preserve_ordering (each sequence's own requests are always "
+                    "answered in order)",
+                )
+            return cls(
+                oldest=True,
+                idle_ns=_idle_ns(sb),
+                controls=controls,
+                states=states,
+                slots=int(oldest.max_candidate_sequences) or max(1, batch),
+                max_batch_size=batch,
+                max_queue_delay_ns=int(oldest.max_queue_delay_microseconds) * 1000,
+                minimum_slot_utilization=0.0,
+                preferred=tuple(sorted(p for p in oldest.preferred_batch_size if 0 < p <= batch)),
+                corrid=corrid_type,
+            )
+        direct = sb.direct
+        return cls(
+            oldest=False,
+            idle_ns=_idle_ns(sb),
+            controls=controls,
+            states=states,
+            slots=max(1, batch),
+            max_batch_size=batch,
+            max_queue_delay_ns=int(direct.max_queue_delay_microseconds) * 1000,
+            minimum_slot_utilization=min(1.0, max(0.0, float(direct.minimum_slot_utilization))),
+            preferred=(),
+            corrid=corrid_type,
+        )
+
+
+def _idle_ns(sb: mc.ModelSequenceBatching) -> int:
+    return int(sb.max_sequence_idle_microseconds or DEFAULT_IDLE_US) * 1000
+
+
+def _config_error(origin: str, detail: str) -> ConfigError:
+    return ConfigError(
+        f"invalid model config {origin}: sequence_batching: {detail}",
+        code=Code.INVALID_ARGUMENT,
+        rule="config/model-config",
+        where=f"sequence_batching in {origin}",
+    )
+
+
+def _refused(origin: str, field: str, instead: str) -> ConfigError:
+    return ConfigError(
+        f"invalid model config {origin}: sequence_batching.{field} is not served",
+        code=Code.INVALID_ARGUMENT,
+        rule="config/unserved-field",
+        where=instead,
+    )
+
+
+def _control(entry: Any, origin: str) -> Control:
+    if not entry.name:
+        raise _config_error(origin, "a control_input has no name")
+    if len(entry.control) != 1:
+        raise _config_error(origin, f"control_input '{entry.name}' must have exactly one control")
+    control = entry.control[0]
+    kind = _KINDS[control.kind]
+    if kind == CORRID:
+        datatype = CONFIG_TO_V2.get(mc.DataType.Name(control.data_type))
+        if datatype not in _CORRID_TYPES:
+            raise _config_error(
+                origin,
+                f"control_input '{entry.name}' (CORRID) needs data_type TYPE_UINT64, "
+                "TYPE_INT64, TYPE_UINT32, TYPE_INT32 or TYPE_STRING",
+            )
+        return Control(entry.name, kind, numpy_dtype(datatype))
+    given = [
+        (np.dtype(np.int32), list(control.int32_false_true)),
+        (np.dtype(np.float32), list(control.fp32_false_true)),
+        (np.dtype(np.bool_), list(control.bool_false_true)),
+    ]
+    filled = [(dtype, values) for dtype, values in given if values]
+    if len(filled) != 1 or len(filled[0][1]) != 2:
+        raise _config_error(
+            origin,
+            f"control_input '{entry.name}' needs one of int32_false_true, fp32_false_true or "
+            "bool_false_true, with two values (false, true)",
+        )
+    dtype, values = filled[0]
+    return Control(entry.name, kind, dtype, (values[0], values[1]))
+
+
+def _state(entry: Any, config: mc.ModelConfig, model_dir: Path, origin: str) -> State:
+    if not entry.input_name or not entry.output_name:
+        raise _config_error(origin, "a state needs input_name and output_name")
+    datatype = CONFIG_TO_V2.get(mc.DataType.Name(entry.data_type))
+    if datatype is None or datatype in ("BYTES", "BF16"):
+        raise _config_error(
+            origin, f"state '{entry.input_name}' needs a numeric data_type (not STRING or BF16)"
+        )
+    dims = tuple(int(d) for d in entry.dims)
+    if not dims or any(d < 1 for d in dims):
+        raise _refused(
+            origin,
+            f"state '{entry.input_name}' dims {list(dims)}",
+            "give the state fixed dims (variable-sized states are not served)",
+        )
+    dtype = numpy_dtype(datatype)
+    initial = np.zeros(dims, dtype=dtype)
+    if len(entry.initial_state) > 1:
+        raise _config_error(origin, f"state '{entry.input_name}' has more than one initial_state")
+    for init in entry.initial_state:
+        if tuple(int(d) for d in init.dims) != dims or init.data_type != entry.data_type:
+            raise _config_error(
+                origin,
+                f"initial_state of '{entry.input_name}' must have the state's data_type and dims",
+            )
+        if init.WhichOneof("state_data") == "data_file":
+            initial = _initial_from_file(init.data_file, dims, dtype, model_dir, origin)
+    return State(entry.input_name, entry.output_name, dtype, initial)
+
+
+def _initial_from_file(
+    filename: str, dims: tuple[int, ...], dtype: np.dtype[Any], model_dir: Path, origin: str
+) -> np.ndarray:
+    """Triton reads ``<model>/initial_state/<data_file>`` as the state's raw bytes."""
+    if not filename or "/" in filename or "\\" in filename or filename.startswith("."):
+        raise _config_error(
+            origin, f"initial_state data_file '{shown(filename)}' must be a plain name"
+        )
+    expected = math.prod(dims) * dtype.itemsize
+    path = model_dir / "initial_state" / filename
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(min(expected, STATE_FILE_MAX_BYTES) + 1)
+    except OSError as exc:
+        raise _config_error(
+            origin, f"initial_state data_file '{filename}': {exc.strerror}"
+        ) from None
+    if len(raw) != expected:
+        raise _config_error(
+            origin,
+            f"initial_state data_file '{filename}' holds {len(raw)} bytes; the state takes "
+            f"{expected}",
+        )
+    return np.frombuffer(raw, dtype=dtype).reshape(dims).copy()
+
+
+def _invalid(detail: str, model: str) -> ModelServerError:
+    return ModelServerError(
+        detail,
+        code=Code.INVALID_ARGUMENT,
+        rule="model-server/sequence",
+        where=f"the sequence_id, sequence_start and sequence_end parameters of requests to "
+        f"'{model}'",
+    )
+
+
+def _flag(parameters: dict[str, Any], key: str, model: str) -> bool:
+    value = parameters.get(key, False)
+    if not isinstance(value, bool):
+        raise _invalid(f"the '{key}' parameter must be true or false", model)
+    return value
+
+
+def sequence_flags(model: str, parameters: dict[str, Any], policy: SequencePolicy) -> SequenceFlags:
+    """The sequence a request to a sequence model belongs to, from its parameters."""
+    raw = parameters.get("sequence_id", 0)
+    if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+        raise _invalid("the 'sequence_id' parameter must be an unsigned integer or a string", model)
+    if isinstance(raw, int) and not 0 <= raw < 1 << 64:
+        raise _invalid("the 'sequence_id' parameter must be an unsigned 64-bit integer", model)
+    if isinstance(raw, str) and len(raw) > 128:
+        raise _invalid("string correlation ID cannot be longer than 128 characters", model)
+    if raw == 0 or raw == "":
+        raise _invalid(
+            f"inference request to model '{model}' must specify a non-zero or non-empty "
+            "correlation ID",
+            model,
+        )
+    if policy.corrid is not None:
+        name, expects = policy.corrid
+        if (expects == "TYPE_STRING") != isinstance(raw, str):
+            raise _invalid(
+                f"sequence batching control '{name}' data-type is "
+                f"'{'BYTES' if isinstance(raw, str) else 'UINT64'}', but model '{model}' "
+                f"expects '{expects}'",
+                model,
+            )
+    return SequenceFlags(
+        raw,
+        _flag(parameters, "sequence_start", model),
+        _flag(parameters, "sequence_end", model),
+    )

@@ -1,0 +1,160 @@
+"""Decoupled python-backend models, in-process: responses as the model sends them, errors
+as the stream's last answer, and what is refused at load and on a plain call."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from modelyard.dataplane import StreamResponse
+from modelyard.errors import Code, ModelyardError
+from modelyard.server.manager import ControlMode
+from modelyard.types import InferRequest
+from tests.support.dataplane import running_dataplane
+from tests.support.models import repeat_int32, simple_add_sub, write_python_model
+
+MISBEHAVING = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        request = requests[0]
+        mode = int(pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()[0])
+        sender = request.get_response_sender()
+        out = pb_utils.Tensor("OUT", np.array([mode], dtype=np.int32))
+        if mode == 1:  # one response, then raises
+            sender.send(pb_utils.InferenceResponse(output_tensors=[out]))
+            raise ValueError("the model broke after one response")
+        if mode == 2:  # returns responses, as a model that is not decoupled does
+            return [pb_utils.InferenceResponse(output_tensors=[out])]
+        if mode == 3:  # an error response, final
+            error = pb_utils.TritonError("bad value", pb_utils.TritonError.INVALID_ARG)
+            sender.send(pb_utils.InferenceResponse(error=error),
+                        flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            return None
+        if mode == 4:  # the sender's own checks
+            problems = []
+            for call in (lambda: sender.send(), lambda: sender.send(flags=7)):
+                try:
+                    call()
+                except pb_utils.TritonModelException as exc:
+                    problems.append(str(exc))
+            assert len(problems) == 2, problems
+            sender.send(pb_utils.InferenceResponse(output_tensors=[out]),
+                        flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            try:
+                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            except pb_utils.TritonModelException:
+                return None
+            raise AssertionError("a closed sender sent")
+        return None
+"""
+
+
+def _request(model: str, values: list[int], delay: int = 0) -> InferRequest:
+    inputs = {
+        "IN": np.array(values, dtype=np.int32),
+        "DELAY": np.full(len(values), delay, dtype=np.uint32),
+        "WAIT": np.zeros(1, dtype=np.uint32),
+    }
+    return InferRequest(model, None, inputs, {"IN": "INT32", "DELAY": "UINT32", "WAIT": "UINT32"})
+
+
+async def _collect(dp: Any, request: InferRequest) -> list[StreamResponse]:
+    return [item async for item in dp.infer_stream(request)]
+
+
+def test_a_repeat_model_streams_each_response_and_ends_with_a_lone_final(tmp_path: Path) -> None:
+    repeat_int32(tmp_path)
+
+    async def main() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            items = await _collect(dp, _request("repeat_int32", [5, 6, 7], delay=2))
+            assert [int(i.response.outputs[0].data[0]) for i in items[:3]] == [5, 6, 7]
+            assert [i.final for i in items] == [False, False, False, True]
+            assert items[-1].response is None and items[-1].error is None
+            # two streams at once on two instances, each its own responses
+            both = await asyncio.gather(
+                _collect(dp, _request("repeat_int32", list(range(4)), delay=1)),
+                _collect(dp, _request("repeat_int32", list(range(10, 16)), delay=1)),
+            )
+            assert [len(items) for items in both] == [5, 7]
+            with pytest.raises(ModelyardError) as refused:
+                await dp.infer(_request("repeat_int32", [1]))
+            assert refused.value.code is Code.UNIMPLEMENTED
+            assert "ModelStreamInfer" in refused.value.line()
+            scheduler = dp.manager.resolve("repeat_int32", None).scheduler
+            assert scheduler.pending == 0  # every request reached its FINAL
+            assert dp.statistics("repeat_int32", None)["model_stats"][0]["inference_count"] == 3
+
+    asyncio.run(main())
+
+
+def test_a_decoupled_model_s_errors_end_its_stream_and_the_model_serves_on(
+    tmp_path: Path,
+) -> None:
+    write_python_model(
+        tmp_path,
+        "misbehaving",
+        MISBEHAVING,
+        """
+        backend: "python"
+        model_transaction_policy { decoupled: true }
+        input [{ name: "IN" data_type: TYPE_INT32 dims: [ 1 ] }]
+        output [{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }]
+        """,
+    )
+
+    def request(mode: int) -> InferRequest:
+        return InferRequest(
+            "misbehaving", None, {"IN": np.array([mode], np.int32)}, {"IN": "INT32"}
+        )
+
+    async def main() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            first, last = await _collect(dp, request(1))
+            assert int(first.response.outputs[0].data[0]) == 1 and not first.final
+            assert last.final and "the model broke after one response" in last.error.line()
+            (returned,) = await _collect(dp, request(2))
+            assert returned.final and "execute function must return None" in returned.error.line()
+            (invalid,) = await _collect(dp, request(3))
+            assert invalid.final and invalid.error.code is Code.INVALID_ARGUMENT
+            assert "bad value" in invalid.error.line()
+            (checked,) = await _collect(dp, request(4))
+            assert checked.final and checked.error is None
+            assert int(checked.response.outputs[0].data[0]) == 4
+
+    asyncio.run(main())
+
+
+def test_decoupled_is_refused_at_load_where_it_cannot_be_served(tmp_path: Path) -> None:
+    simple_add_sub(tmp_path, extra_config="model_transaction_policy { decoupled: true }\n")
+    write_python_model(
+        tmp_path,
+        "plain",
+        "class Model:\n    def execute(self, inputs):\n        return inputs\n",
+        """
+        backend: "python"
+        model_transaction_policy { decoupled: true }
+        input [{ name: "x" data_type: TYPE_INT32 dims: [ 1 ] }]
+        output [{ name: "x" data_type: TYPE_INT32 dims: [ 1 ] }]
+        """,
+    )
+
+    async def main() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            index = {entry["name"]: entry for entry in dp.manager.index()}
+            for name in ("simple", "plain"):
+                assert index[name]["state"] == "UNAVAILABLE"
+                assert (
+                    "decoupled models are served for python-backend models"
+                    in (index[name]["reason"])
+                )
+
+    asyncio.run(main())
