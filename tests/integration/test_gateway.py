@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import queue
 import re
 import subprocess
 import sys
@@ -349,6 +350,28 @@ def test_each_sequence_sticks_to_one_instance_through_the_gateway(
                         )  # fmt: skip
                         sums.append(int(result.as_numpy("OUTPUT")[0][0]))
                     assert sums == [sid, sid + 10, sid + 110]
+                # on one stream, every step sent at once: a sequence's requests still reach
+                # its instance in order (each waits for the one before it)
+                answers: queue.Queue[Any] = queue.Queue()
+                client.start_stream(callback=lambda result, error: answers.put((result, error)))
+                for step, value in enumerate([1, 10, 100]):
+                    for sid in range(11, 19):
+                        item = grpcclient.InferInput("INPUT", [1, 1], "INT32")
+                        item.set_data_from_numpy(np.array([[value * sid]], dtype=np.int32))
+                        client.async_stream_infer(
+                            "accumulator", [item], request_id=f"{sid}-{step}", sequence_id=sid,
+                            sequence_start=step == 0, sequence_end=step == 2,
+                        )  # fmt: skip
+                streamed = {}
+                for _ in range(24):
+                    result, error = answers.get(timeout=30)
+                    assert error is None, error
+                    streamed[result.get_response().id] = int(result.as_numpy("OUTPUT")[0][0])
+                client.stop_stream()
+                for sid in range(11, 19):
+                    assert [streamed[f"{sid}-{step}"] for step in range(3)] == [
+                        sid, 11 * sid, 111 * sid,
+                    ]  # fmt: skip
             finally:
                 client.close()
         served = [
@@ -356,4 +379,4 @@ def test_each_sequence_sticks_to_one_instance_through_the_gateway(
             for server in (first, second)
         ]
         counts = [stats["model_stats"][0]["inference_count"] for stats in served]
-        assert sum(counts) == 24 and all(count % 3 == 0 for count in counts)
+        assert sum(counts) == 48 and all(count % 3 == 0 for count in counts)

@@ -470,6 +470,8 @@ class TritonPythonModel:
 
     def respond(self, sender, values, delays):
         for index, (value, delay) in enumerate(zip(values, delays)):
+            if sender.is_cancelled():  # the caller has gone: stop early, as Triton's models do
+                break
             time.sleep(delay / 1000)
             out = pb_utils.Tensor("OUT", np.array([value], dtype=np.int32))
             idx = pb_utils.Tensor("IDX", np.array([index], dtype=np.uint32))

@@ -132,11 +132,8 @@ class Balancer:
     ) -> H | None:
         """The host that ``affinity`` (a sequence id) sticks to: rendezvous hashing, so a
         key stays on its host while that host is a candidate, whatever else comes or goes.
-        Ejected hosts are passed over, as ``pick`` does."""
-        now = self.clock.monotonic()
-        pool = self._healthy_pool(candidates, exclude, now) or [
-            h for h in candidates if h not in exclude
-        ]
+        An ejected host keeps its keys: their state is there, and nowhere else."""
+        pool = [h for h in candidates if h not in exclude]
         if not pool:
             return None
         return max(pool, key=lambda host: _rendezvous_weight(affinity, host.key))

@@ -374,6 +374,8 @@ class AsyncClient:
                 raise error
             if decision.action is Action.WAIT_AND_RETRY:
                 await asyncio.sleep(decision.delay)
+            elif affinity is not None:  # another instance has not the sequence's state
+                raise error
             else:
                 tried.append(endpoint)
 

@@ -111,6 +111,7 @@ class InferenceRequest:
         self._model_name = model_name
         self._flags = flags
         self._sender: InferenceResponseSender | None = None
+        self._is_cancelled: Callable[[], bool] = lambda: False
 
     def inputs(self) -> list[Tensor]:
         return self._inputs
@@ -132,7 +133,14 @@ class InferenceRequest:
         return self._flags
 
     def is_cancelled(self) -> bool:
-        return False
+        return self._is_cancelled()
+
+    def attach_sender(
+        self, sender: InferenceResponseSender, is_cancelled: Callable[[], bool]
+    ) -> None:
+        """A decoupled model's request: answered through ``sender``."""
+        self._sender = sender
+        self._is_cancelled = is_cancelled
 
     def model_name(self) -> str:
         return self._model_name
@@ -202,8 +210,13 @@ class InferenceResponseSender:
     """A decoupled model's way to answer a request: zero, one or many responses, from any
     thread, and the FINAL flag (alone or with the last response) once it is done."""
 
-    def __init__(self, deliver: Callable[[InferenceResponse | None, bool], None]) -> None:
+    def __init__(
+        self,
+        deliver: Callable[[InferenceResponse | None, bool], None],
+        is_cancelled: Callable[[], bool] = lambda: False,
+    ) -> None:
         self._deliver = deliver
+        self._is_cancelled = is_cancelled
         self._lock = threading.Lock()
         self._closed = False
 
@@ -228,11 +241,16 @@ class InferenceResponseSender:
             self._deliver(response, final)
 
     def is_cancelled(self) -> bool:
-        return False
+        """Whether the caller has gone: what the model sends now is dropped."""
+        return self._is_cancelled()
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
+    def close_with(self, last: Callable[[], None]) -> None:
+        """Run ``last`` (an error as the request's FINAL) unless FINAL was sent already."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            last()
 
 
 class InferenceResponse:

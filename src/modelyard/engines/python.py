@@ -35,6 +35,7 @@ BYTES tensors are numpy object arrays of ``bytes``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import inspect
 import itertools
@@ -247,31 +248,31 @@ class PythonEngine(Engine):
         inputs: dict[str, np.ndarray],
         outputs: list[str],
         deliver: Callable[[dict[str, np.ndarray] | None, EngineError | None, bool], None],
+        is_cancelled: Callable[[], bool],
     ) -> None:
         """A decoupled model's request: its responses go to ``deliver(outputs, error, final)``
-        as the model sends them, during ``execute`` or after it, from any thread.
+        as the model sends them, during ``execute`` or after it, from any thread; each
+        response's arrays are copied when sent (a model may reuse its buffers).
 
         An exception from ``execute``, or a return value other than None, ends the request
-        with its error (unless the model already sent FINAL).
+        with its error, unless the model sent FINAL already.
         """
-        if not self._triton_api:
-            raise self._contract_error(
-                "a decoupled model's model.py must use triton_python_backend_utils (its "
-                "response sender)"
-            )
 
         def send(response: pb_utils.InferenceResponse | None, final: bool) -> None:
             if response is None:
                 deliver(None, None, final)
                 return
             try:
-                deliver(self._response_tensors(response), None, final)
+                tensors = self._response_tensors(response)
             except EngineError as error:
                 deliver(None, error, final)
+                return
+            deliver({name: np.array(array, copy=True) for name, array in tensors.items()},
+                    None, final)  # fmt: skip
 
         request = self._request(inputs, outputs, None)
-        sender = pb_utils.InferenceResponseSender(send)
-        request._sender = sender
+        sender = pb_utils.InferenceResponseSender(send, is_cancelled)
+        request.attach_sender(sender, is_cancelled)
         try:
             returned = self._run_execute([request])
             if returned is not None:
@@ -280,8 +281,7 @@ class PythonEngine(Engine):
                     "execute function must return None."
                 )
         except EngineError as error:
-            if not sender.closed:
-                deliver(None, error, True)
+            sender.close_with(functools.partial(deliver, None, error, True))
 
     def _triton_error(self, error: pb_utils.TritonError) -> EngineError:
         callers = error.code() == pb_utils.TritonError.INVALID_ARG

@@ -171,6 +171,26 @@ def _trace_context(context: Context) -> dict[str, str]:
     }
 
 
+def _sequence_key(message: pb.ModelInferRequest) -> tuple[str, Any] | None:
+    """The model and sequence id of a streamed request, or None when it names no sequence."""
+    if "sequence_id" not in message.parameters:
+        return None
+    parameter = message.parameters["sequence_id"]
+    value = parameter_value(parameter)
+    if value in (0, "") or isinstance(value, bool):
+        return None
+    return (message.model_name, value)
+
+
+def _forget_sequence_task(
+    last: dict[tuple[str, Any], asyncio.Task[None]],
+    key: tuple[str, Any],
+    task: asyncio.Task[None],
+) -> None:
+    if last.get(key) is task:
+        del last[key]
+
+
 def _wants_empty_final(message: pb.ModelInferRequest) -> bool:
     """Whether a streamed request asked for an empty response to carry a lone FINAL flag."""
     if "triton_enable_empty_final_response" not in message.parameters:
@@ -330,13 +350,23 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
         async def read() -> None:
             tasks: set[asyncio.Task[None]] = set()
+            # a sequence's requests run one after another, in the order they came: each
+            # waits for the one before it (a gateway forwards them as separate calls)
+            last_of_sequence: dict[tuple[str, Any], asyncio.Task[None]] = {}
             try:
                 async for message in request_iterator:
+                    key = _sequence_key(message)
+                    before = None if key is None else last_of_sequence.get(key)
                     task = asyncio.create_task(
-                        self._stream_one(message, deadline, context, answers.put_nowait)
+                        self._stream_one(message, deadline, context, answers.put_nowait, before)
                     )
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
+                    if key is not None:
+                        last_of_sequence[key] = task
+                        task.add_done_callback(
+                            functools.partial(_forget_sequence_task, last_of_sequence, key)
+                        )
                 if tasks:
                     await asyncio.gather(*tasks)
             finally:
@@ -358,7 +388,10 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         deadline: float | None,
         context: Context,
         send: Callable[[pb.ModelStreamInferResponse], None],
+        before: asyncio.Task[None] | None = None,
     ) -> None:
+        if before is not None and not before.done():
+            await asyncio.wait([before])
         decoded: list[InferRequest] = []
         empty_final = _wants_empty_final(message)
 

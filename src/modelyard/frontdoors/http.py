@@ -672,7 +672,7 @@ class HttpFrontend:
             None,
             request.arrived_ns,
         )
-        if layout is None or header_length is None:
+        if layout is None or header_length is None or not target.reusable:
             return self._infer_response(target.response(request, results), request)
         lane = HttpLane.make(target, layout, header_length, chain, ticket_key)
         self.lanes.keep(scope["path"], body, api_key, authorization, lane)

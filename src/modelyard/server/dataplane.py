@@ -196,15 +196,28 @@ class VersionLane:
     model_name: str = ""
     model_version: str = ""
 
+    reusable: bool = True
+
     def __post_init__(self) -> None:
         self.model_name = self.version.name
         self.model_version = str(self.version.version)
+        self.reusable = self.sequence is None
 
     def is_current(self) -> bool:
         try:
             return self.manager.resolve(self.model_name, self.asked_version) is self.version
         except ModelServerError:
             return False
+
+    def reshaped(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The inputs with the shapes the config's reshapes give them."""
+        if not self.reshapes:
+            return inputs
+        inputs = dict(inputs)
+        for name, shape in self.reshapes:
+            if name in inputs:
+                inputs[name] = inputs[name].reshape(shape)
+        return inputs
 
     def submit(
         self,
@@ -216,10 +229,7 @@ class VersionLane:
         arrived_ns: int = 0,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         if self.reshapes:
-            inputs = dict(inputs)
-            for name, shape in self.reshapes:
-                if name in inputs:
-                    inputs[name] = inputs[name].reshape(shape)
+            inputs = self.reshaped(inputs)
         if self.sequence is not None:
             scheduler = self.version.scheduler
             assert isinstance(scheduler, SequenceScheduler)
@@ -374,20 +384,20 @@ class LocalDataPlane:
         if not isinstance(scheduler, DecoupledScheduler):
             yield StreamResponse(await self.infer(request), None, True)
             return
-        inputs = request.inputs
-        if lane.reshapes:
-            inputs = dict(inputs)
-            for name, shape in lane.reshapes:
-                inputs[name] = inputs[name].reshape(shape)
-        stream = scheduler.submit_stream(inputs, lane.output_names, request.arrived_ns)
-        while True:
-            item = await stream.get()
-            response = None
-            if item.outputs is not None:
-                response = _stream_response(lane, request, item.outputs)
-            yield StreamResponse(response, item.error, item.final)
-            if item.final:
-                return
+        stream = scheduler.submit_stream(
+            lane.reshaped(request.inputs), lane.output_names, request.arrived_ns
+        )
+        try:
+            while True:
+                item = await stream.get()
+                response = None
+                if item.outputs is not None:
+                    response = _stream_response(lane, request, item.outputs)
+                yield StreamResponse(response, item.error, item.final)
+                if item.final:
+                    return
+        finally:
+            stream.cancel()  # after FINAL: nothing left; before it: the caller has gone
 
     def infer_from_thread(self, request: InferRequest) -> InferResponse:
         """``infer`` for a model's own code on an instance thread (Triton's BLS): runs on the

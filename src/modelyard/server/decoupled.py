@@ -25,6 +25,7 @@ import numpy as np
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.errors import Code, ModelServerError, ModelyardError
+from modelyard.server.scheduler import failed_around, unloading
 from modelyard.server.stats import VersionStats
 
 
@@ -37,7 +38,19 @@ class StreamItem(NamedTuple):
     final: bool
 
 
-ResponseStream = asyncio.Queue[StreamItem]
+class ResponseStream:
+    """A request's responses as they reach the event loop, and whether its caller has gone
+    (the model reads that as ``is_cancelled()``; what it sends after is dropped)."""
+
+    def __init__(self) -> None:
+        self.items: asyncio.Queue[StreamItem] = asyncio.Queue()
+        self.cancelled = False
+
+    async def get(self) -> StreamItem:
+        return await self.items.get()
+
+    def cancel(self) -> None:
+        self.cancelled = True
 
 
 class _Request(NamedTuple):
@@ -46,6 +59,9 @@ class _Request(NamedTuple):
     stream: ResponseStream
     loop: asyncio.AbstractEventLoop
     enqueued_ns: int
+
+
+MAX_QUEUED = 4096  # requests waiting for an instance: each holds its inputs
 
 
 def decoupled_refusal(model: str) -> ModelServerError:
@@ -98,15 +114,18 @@ class DecoupledScheduler:
     ) -> ResponseStream:
         """Queue a request; its responses arrive on the returned queue (event loop thread)."""
         loop = asyncio.get_running_loop()
-        stream: ResponseStream = asyncio.Queue()
+        stream = ResponseStream()
         now = self._clock.monotonic_ns()
         with self._lock:
             if self._closed:
+                raise unloading(self.model, self.version)
+            if len(self._queue) >= MAX_QUEUED:
                 raise ModelServerError(
-                    f"model '{self.model}' version {self.version} is unloading",
+                    f"model '{self.model}' has {MAX_QUEUED} requests waiting for an instance",
                     code=Code.UNAVAILABLE,
-                    rule="model-server/unloading",
-                    where="retry: the model's next version takes the request",
+                    rule="model-server/queue-full",
+                    where=f"instance_group count of {self.model}/config.pbtxt, or retry",
+                    retry_after=1.0,
                 )
             self._queue.append(_Request(inputs, outputs, stream, loop, min(arrived_ns, now) or now))
             self._cond.notify()
@@ -129,56 +148,69 @@ class DecoupledScheduler:
                 if not self._queue:
                     return
                 request = self._queue.popleft()
+                if request.stream.cancelled:  # its caller has gone: never executed
+                    continue
                 self._open += 1
-            self._execute(engine, request)
+            _OpenRequest(self, request).execute(engine)
 
-    def _execute(self, engine: Any, request: _Request) -> None:
-        clock = self._clock
-        start_ns = clock.monotonic_ns()
-        finished = threading.Event()
-        failed: list[ModelyardError] = []
+    def _finished(self) -> None:
+        with self._lock:
+            self._open -= 1
 
-        def deliver(
-            outputs: dict[str, np.ndarray] | None, error: ModelyardError | None, final: bool
-        ) -> None:
-            if finished.is_set():
-                return
-            if error is not None:
-                failed.append(error)
-            if final:
-                finished.set()
-                with self._lock:
-                    self._open -= 1
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody reads the stream
-                request.loop.call_soon_threadsafe(
-                    request.stream.put_nowait, StreamItem(outputs, error, final)
-                )
 
+class _OpenRequest:
+    """A request taken by an instance: open until the model sends FINAL (once, whichever
+    thread sends it), then counted in the statistics."""
+
+    def __init__(self, scheduler: DecoupledScheduler, request: _Request) -> None:
+        self.scheduler = scheduler
+        self.request = request
+        self.lock = threading.Lock()
+        self.final_sent = False
+        self.failed = False
+        self.start_ns = 0
+
+    def execute(self, engine: Any) -> None:
+        scheduler = self.scheduler
+        self.start_ns = scheduler._clock.monotonic_ns()
         try:
-            engine.execute_decoupled(request.inputs, request.outputs, deliver)
+            engine.execute_decoupled(
+                self.request.inputs, self.request.outputs, self.deliver, self.is_cancelled
+            )
         except Exception as exc:  # the engine's contract says it never raises: still answer
-            deliver(
-                None,
-                ModelServerError(
-                    f"model '{self.model}' version {self.version} failed around its execution: "
-                    f"{type(exc).__name__}: {exc}",
-                    code=Code.INTERNAL,
-                    rule="model-server/internal",
-                    where="report this as a bug with the server log",
-                ),
-                True,
+            self.deliver(None, failed_around(scheduler.model, scheduler.version, exc), True)
+
+    def is_cancelled(self) -> bool:
+        return self.request.stream.cancelled
+
+    def deliver(
+        self, outputs: dict[str, np.ndarray] | None, error: ModelyardError | None, final: bool
+    ) -> None:
+        with self.lock:
+            if self.final_sent:
+                return
+            self.final_sent = final
+            self.failed = self.failed or error is not None
+        request = self.request
+        if final:
+            self._count()
+        if request.stream.cancelled:
+            return
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody reads the stream
+            request.loop.call_soon_threadsafe(
+                request.stream.items.put_nowait, StreamItem(outputs, error, final)
             )
+
+    def _count(self) -> None:
+        scheduler = self.scheduler
+        clock = scheduler._clock
         end_ns = clock.monotonic_ns()
-        if failed and finished.is_set():
-            self.stats.record_failure("BACKEND", end_ns - request.enqueued_ns)
+        enqueued_ns = self.request.enqueued_ns
+        if self.failed:
+            scheduler.stats.record_failure("BACKEND", end_ns - enqueued_ns)
         else:
-            self.stats.record_execution(
-                [request.enqueued_ns],
-                start_ns,
-                1,
-                0,
-                end_ns - start_ns,
-                0,
-                end_ns,
+            scheduler.stats.record_execution(
+                [enqueued_ns], self.start_ns, 1, 0, end_ns - self.start_ns, 0, end_ns,
                 int(clock.wall() * 1000),
-            )
+            )  # fmt: skip
+        scheduler._finished()

@@ -271,7 +271,7 @@ def load_model_version(
         ) from exc
     if config.model_transaction_policy.decoupled:
         return _decoupled_version(model_dir, version, config, spec, backend, engines, signature,
-                                  devices, clock, rss_before, device_before)  # fmt: skip
+                                  placed, limiter, clock, rss_before, device_before)  # fmt: skip
     if config.HasField("sequence_batching"):
         return _sequence_version(model_dir, version, config, spec, backend, engines, signature,
                                  placed, limiter, clock, rss_before, device_before)  # fmt: skip
@@ -366,14 +366,17 @@ def _decoupled_version(
     backend: str,
     engines: list[Engine],
     signature: Signature | None,
-    devices: list[str],
+    placed: list[tuple[str, mc.ModelInstanceGroup]],
+    limiter: ResourceLimiter | None,
     clock: Clock,
     rss_before: int,
     device_before: int,
 ) -> ModelVersion:
-    """A version whose config says ``decoupled: true``: its decoupled scheduler."""
+    """A version whose config says ``decoupled: true``: its decoupled scheduler, which hands
+    each instance one request at a time (what it sends is each request's own)."""
     name = model_dir.name
     origin = f"{name}/config.pbtxt"
+    devices = [device for device, _ in placed]
     refusal = None
     if not all(getattr(engine, "takes_requests", False) for engine in engines):
         refusal = (
@@ -386,6 +389,11 @@ def _decoupled_version(
         refusal = (
             "a decoupled sequence model is not served",
             f"remove sequence_batching or set decoupled: false in {origin}",
+        )
+    elif limiter is not None and any(instance_needs(placed)):
+        refusal = (
+            "rate_limiter resources on a decoupled model are not served",
+            f"remove instance_group's rate_limiter in {origin}",
         )
     if refusal is not None:
         for engine in engines:

@@ -126,6 +126,27 @@ def failure_reason(error: BaseException) -> str:
     return "OTHER"
 
 
+def failed_around(model: str, version: int, exc: BaseException) -> ModelServerError:
+    """An exception outside the engine's call (the server's own bug): answered, not raised."""
+    return ModelServerError(
+        f"model '{model}' version {version} failed around its execution: "
+        f"{type(exc).__name__}: {exc}",
+        code=Code.INTERNAL,
+        rule="model-server/internal",
+        where="report this as a bug with the server log",
+    )
+
+
+def unloading(model: str, version: int) -> ModelServerError:
+    """A request to a version that takes no more (its scheduler is closed)."""
+    return ModelServerError(
+        f"model '{model}' version {version} is unloading",
+        code=Code.UNAVAILABLE,
+        rule="model-server/unloading",
+        where="retry: the model's next version takes the request",
+    )
+
+
 def engine_error(model: str, version: int, engine: Engine, exc: Exception) -> ModelyardError:
     """What an exception from an engine's execute() means for the requests it ran."""
     if isinstance(exc, ModelyardError):
@@ -539,13 +560,7 @@ class Scheduler:
             self._deliver(answers, on_loop=False)
 
     def _failed_around(self, batch: list[QueuedRequest], exc: Exception) -> list[_Answer]:
-        error = ModelServerError(
-            f"model '{self.model}' version {self.version} failed around its execution: "
-            f"{type(exc).__name__}: {exc}",
-            code=Code.INTERNAL,
-            rule="model-server/internal",
-            where="report this as a bug with the server log",
-        )
+        error = failed_around(self.model, self.version, exc)
         now = self._clock.monotonic_ns()
         return [self._failed(request, error, now) for request in batch]
 

@@ -35,10 +35,12 @@ from modelyard.engines.base import Engine, RowRequest, rows_as_requests
 from modelyard.errors import Code, ModelServerError
 from modelyard.server.scheduler import (
     engine_error,
+    failed_around,
     failure_reason,
     settle,
     shape_key_of,
     stack_rows,
+    unloading,
 )
 from modelyard.server.sequence_policy import (
     CORRID,
@@ -51,6 +53,11 @@ from modelyard.server.sequence_policy import (
     SequencePolicy,
 )
 from modelyard.server.stats import VersionStats
+
+# bounds on what callers can make the server hold: sequences waiting for a slot (each
+# with its queued requests), and requests queued behind one sequence's
+MAX_BACKLOG = 4096
+MAX_QUEUED_PER_SEQUENCE = 64
 
 
 @dataclass(slots=True, eq=False)
@@ -74,7 +81,7 @@ class _Sequence:
     state: dict[str, np.ndarray] | None = None  # None: the initial state
     last_ns: int = 0
     executing: bool = False
-    ending: bool = False  # its END request is queued or executing: it takes no more
+    ending: bool = False  # its last request queued so far has END
 
 
 @dataclass(slots=True)
@@ -179,25 +186,38 @@ class SequenceScheduler:
         )  # fmt: skip
         with self._lock:
             if self._closed:
-                raise ModelServerError(
-                    f"model '{self.model}' version {self.version} is unloading",
-                    code=Code.UNAVAILABLE,
-                    rule="model-server/unloading",
-                    where="retry: the model's next version takes new sequences",
-                )
+                raise unloading(self.model, self.version)
             sequence = self._sequences.get(flags.id)
             if sequence is None or (sequence.ending and not flags.start):
+                # a new sequence; an ended one's id takes no more requests without START
                 if not flags.start:
                     raise _not_started(self.model, flags.id)
+                if len(self._backlog) >= MAX_BACKLOG:
+                    raise self._full(f"{MAX_BACKLOG} sequences wait for a slot")
                 sequence = _Sequence(flags.id)
                 self._sequences[flags.id] = sequence
                 self._place(sequence)
+            elif len(sequence.queue) >= MAX_QUEUED_PER_SEQUENCE:
+                raise self._full(
+                    f"sequence {flags.id} has {MAX_QUEUED_PER_SEQUENCE} requests queued"
+                )
+            # a START on a running sequence restarts it in its slot (its state reset), as
+            # Triton does; its END, queued, is the one that ends it
             sequence.ending = flags.end
             sequence.queue.append(request)
             sequence.last_ns = now
             self._queued += 1
             self._cond.notify_all()
         return future
+
+    def _full(self, detail: str) -> ModelServerError:
+        return ModelServerError(
+            f"model '{self.model}' version {self.version} takes no more: {detail}",
+            code=Code.UNAVAILABLE,
+            rule="model-server/queue-full",
+            where=f"end sequences (sequence_end), or more instances in {self.model}/config.pbtxt",
+            retry_after=1.0,
+        )
 
     def _place(self, sequence: _Sequence) -> None:
         """Give ``sequence`` the lowest free slot of any instance, or a place in the backlog."""
@@ -256,13 +276,7 @@ class SequenceScheduler:
             try:
                 answers = self._execute(engine, rows)
             except Exception as exc:  # outside the engine call: answer, and keep the thread
-                error = ModelServerError(
-                    f"model '{self.model}' version {self.version} failed around its execution: "
-                    f"{type(exc).__name__}: {exc}",
-                    code=Code.INTERNAL,
-                    rule="model-server/internal",
-                    where="report this as a bug with the server log",
-                )
+                error = failed_around(self.model, self.version, exc)
                 answers = [(row.request, error) for row in rows if row.request is not None]
             finally:
                 with self._lock:
@@ -344,7 +358,8 @@ class SequenceScheduler:
         if policy.oldest:
             ready = sorted(ready, key=lambda item: item[1].queue[0].enqueued_ns)
             ready = ready[: max(1, policy.max_batch_size)]
-        shape_key = ready[0][1].queue[0].shape_key
+        # the oldest request's shape: a sequence that keeps sending cannot hold back another
+        shape_key = min(ready, key=lambda item: item[1].queue[0].enqueued_ns)[1].queue[0].shape_key
         chosen = {
             slot: sequence for slot, sequence in ready if sequence.queue[0].shape_key == shape_key
         }
@@ -377,9 +392,10 @@ class SequenceScheduler:
             assert row.request is not None
             outputs += [name for name in row.request.outputs if name not in outputs]
         engine_outputs = outputs + [n for n in self.policy.state_outputs if n not in outputs]
-        inputs = self._batch_inputs(rows, first)
-        infer_start = clock.monotonic_ns()
-        try:
+        infer_start = start_ns
+        try:  # a state the model returned in a shape of its own fails here, not later
+            inputs = self._batch_inputs(rows, first)
+            infer_start = clock.monotonic_ns()
             with rows_as_requests([_row_request(row.request) for row in rows]):
                 results = engine.execute(inputs, engine_outputs)
             self._check(results, engine_outputs, len(rows))
@@ -490,6 +506,20 @@ class SequenceScheduler:
         return np.full(shape, control.false_true[1 if on else 0], dtype=control.dtype)
 
     def _check(self, results: dict[str, np.ndarray], outputs: list[str], rows: int) -> None:
+        """The engine's outputs: each named, with a row per row in, states in their shape."""
+        for state in self.policy.states:
+            array = results.get(state.output_name)
+            shape = (
+                None if array is None else array.shape[1:] if self.policy.batched else array.shape
+            )
+            if shape is not None and shape != state.initial.shape:
+                raise ModelServerError(
+                    f"model '{self.model}' returned state '{state.output_name}' in shape "
+                    f"{list(shape)}; its state dims are {list(state.initial.shape)}",
+                    code=Code.INTERNAL,
+                    rule="engine/contract",
+                    where=f"the state dims in {self.model}/config.pbtxt, or the model's output",
+                )
         for name in outputs:
             if name not in results:
                 raise ModelServerError(

@@ -77,8 +77,8 @@ class SequencePolicy:
     max_queue_delay_ns: int
     minimum_slot_utilization: float  # direct only
     preferred: tuple[int, ...]  # oldest only
-    # the CORRID control's name and config type (TYPE_UINT64 ...); None: either kind of id
-    corrid: tuple[str, str] | None
+    # the CORRID control's name, config type (TYPE_UINT64 ...) and dtype; None: any id
+    corrid: tuple[str, str, np.dtype[Any]] | None
 
     @property
     def batched(self) -> bool:
@@ -118,7 +118,7 @@ class SequencePolicy:
         corrid_type = None
         if corrid is not None:
             corrid_type = (corrid.name, "TYPE_STRING" if corrid.dtype == np.object_ else
-                           V2_TO_CONFIG[NUMPY_TO_V2[corrid.dtype]])  # fmt: skip
+                           V2_TO_CONFIG[NUMPY_TO_V2[corrid.dtype]], corrid.dtype)  # fmt: skip
         batch = int(config.max_batch_size)
         if sb.WhichOneof("strategy_choice") == "oldest":
             oldest = sb.oldest
@@ -258,10 +258,9 @@ def _initial_from_file(
             origin, f"initial_state data_file '{filename}': {exc.strerror}"
         ) from None
     if len(raw) != expected:
+        held = f"{len(raw)} bytes" if len(raw) <= expected else f"more than {expected} bytes"
         raise _config_error(
-            origin,
-            f"initial_state data_file '{filename}' holds {len(raw)} bytes; the state takes "
-            f"{expected}",
+            origin, f"initial_state data_file '{filename}' holds {held}; the state takes {expected}"
         )
     return np.frombuffer(raw, dtype=dtype).reshape(dims).copy()
 
@@ -290,7 +289,7 @@ def sequence_flags(model: str, parameters: dict[str, Any], policy: SequencePolic
         raise _invalid("the 'sequence_id' parameter must be an unsigned integer or a string", model)
     if isinstance(raw, int) and not 0 <= raw < 1 << 64:
         raise _invalid("the 'sequence_id' parameter must be an unsigned 64-bit integer", model)
-    if isinstance(raw, str) and len(raw) > 128:
+    if isinstance(raw, str) and len(raw.encode("utf-8")) > 128:
         raise _invalid("string correlation ID cannot be longer than 128 characters", model)
     if raw == 0 or raw == "":
         raise _invalid(
@@ -299,12 +298,18 @@ def sequence_flags(model: str, parameters: dict[str, Any], policy: SequencePolic
             model,
         )
     if policy.corrid is not None:
-        name, expects = policy.corrid
+        name, expects, dtype = policy.corrid
         if (expects == "TYPE_STRING") != isinstance(raw, str):
             raise _invalid(
                 f"sequence batching control '{name}' data-type is "
                 f"'{'BYTES' if isinstance(raw, str) else 'UINT64'}', but model '{model}' "
                 f"expects '{expects}'",
+                model,
+            )
+        if isinstance(raw, int) and raw > np.iinfo(dtype).max:
+            raise _invalid(
+                f"correlation ID {raw} does not fit sequence batching control '{name}' "
+                f"({expects}) of model '{model}'",
                 model,
             )
     return SequenceFlags(

@@ -38,6 +38,14 @@ class TritonPythonModel:
             sender.send(pb_utils.InferenceResponse(error=error),
                         flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
             return None
+        if mode == 5:  # one buffer reused for three responses: each is sent as it was
+            buffer = np.zeros(1, dtype=np.int32)
+            for value in (50, 51, 52):
+                buffer[0] = value
+                sender.send(pb_utils.InferenceResponse(
+                    output_tensors=[pb_utils.Tensor("OUT", buffer)]))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            return None
         if mode == 4:  # the sender's own checks
             problems = []
             for call in (lambda: sender.send(), lambda: sender.send(flags=7)):
@@ -126,9 +134,34 @@ def test_a_decoupled_model_s_errors_end_its_stream_and_the_model_serves_on(
             (invalid,) = await _collect(dp, request(3))
             assert invalid.final and invalid.error.code is Code.INVALID_ARGUMENT
             assert "bad value" in invalid.error.line()
+            reused = await _collect(dp, request(5))
+            assert [int(i.response.outputs[0].data[0]) for i in reused[:3]] == [50, 51, 52]
             (checked,) = await _collect(dp, request(4))
             assert checked.final and checked.error is None
             assert int(checked.response.outputs[0].data[0]) == 4
+
+    asyncio.run(main())
+
+
+def test_a_caller_that_goes_is_cancelled_for_the_model_and_its_request_closes(
+    tmp_path: Path,
+) -> None:
+    """The stream's reader leaves after one response: the model reads is_cancelled(), stops
+    and sends FINAL; nothing more is queued for the caller, and pending goes back to 0."""
+    repeat_int32(tmp_path)
+
+    async def main() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            scheduler = dp.manager.resolve("repeat_int32", None).scheduler
+            stream = dp.infer_stream(_request("repeat_int32", list(range(200)), delay=20))
+            first = await stream.__anext__()
+            assert int(first.response.outputs[0].data[0]) == 0
+            await stream.aclose()
+            for _ in range(100):  # 200 responses 20 ms apart would take 4 s
+                if scheduler.pending == 0:
+                    break
+                await asyncio.sleep(0.02)
+            assert scheduler.pending == 0
 
     asyncio.run(main())
 

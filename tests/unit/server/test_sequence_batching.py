@@ -18,13 +18,14 @@ import pytest
 
 from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.modelfiles.config import parse_model_config
+from modelyard.server import sequence_batcher
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode
 from modelyard.server.sequence_batcher import SequenceScheduler
-from modelyard.server.sequence_policy import SequencePolicy
+from modelyard.server.sequence_policy import SequencePolicy, sequence_flags
 from modelyard.types import InferRequest
 from tests.support.dataplane import running_dataplane
-from tests.support.models import sequence_accumulator
+from tests.support.models import sequence_accumulator, write_python_model
 
 
 def _in_a_loop(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
@@ -246,3 +247,89 @@ def test_an_initial_state_file_is_read_as_the_state_s_bytes(tmp_path: Path) -> N
     assert policy.states[0].initial.tolist() == [3, 4]
     assert policy.hidden_inputs == {"S"}
     assert policy.slots == 4 and not policy.oldest
+
+
+def test_a_correlation_id_must_fit_the_corrid_control_s_type() -> None:
+    config = parse_model_config(
+        'backend: "python"\nmax_batch_size: 4\nsequence_batching {\n'
+        'control_input [{ name: "C" control [{ kind: CONTROL_SEQUENCE_CORRID '
+        "data_type: TYPE_INT32 }] }]\n}\n"
+    )
+    policy = SequencePolicy.from_config(config, Path("."), "m/config.pbtxt")
+    assert sequence_flags("m", {"sequence_id": 2**31 - 1}, policy).id == 2**31 - 1
+    with pytest.raises(ModelyardError, match="does not fit sequence batching control 'C'"):
+        sequence_flags("m", {"sequence_id": 2**40}, policy)
+    with pytest.raises(ModelyardError, match="cannot be longer than 128 characters"):
+        sequence_flags("m", {"sequence_id": "é" * 65}, _policy_without_corrid())
+
+
+def _policy_without_corrid() -> SequencePolicy:
+    config = parse_model_config('backend: "python"\nsequence_batching { }\n')
+    return SequencePolicy.from_config(config, Path("."), "m/config.pbtxt")
+
+
+WRONG_STATE = """
+import numpy as np
+
+
+class Model:
+    def execute(self, inputs):
+        rows = len(inputs["INPUT"])
+        return {"OUTPUT": inputs["INPUT"], "OUTPUT_STATE": np.zeros((rows, 3), np.int32)}
+"""
+
+
+@_in_a_loop
+async def test_a_state_returned_in_another_shape_fails_that_execution_only(
+    tmp_path: Path,
+) -> None:
+    write_python_model(
+        tmp_path,
+        "wrong_state",
+        WRONG_STATE,
+        """
+        backend: "python"
+        max_batch_size: 4
+        input [{ name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] }]
+        output [{ name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] }]
+        sequence_batching {
+          state [{ input_name: "INPUT_STATE" output_name: "OUTPUT_STATE"
+                   data_type: TYPE_INT32 dims: [ 1 ] }]
+        }
+        """,
+    )
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        for step in range(2):  # the state kept stays the last good one: never a wrong shape
+            with pytest.raises(ModelyardError) as caught:
+                await dp.infer(_request("wrong_state", 1, 5, start=step == 0))
+            assert caught.value.code is Code.INTERNAL
+            assert "returned state 'OUTPUT_STATE' in shape [3]" in caught.value.line()
+
+
+@_in_a_loop
+async def test_callers_cannot_queue_without_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One sequence's queue and the backlog of sequences waiting for a slot are bounded:
+    past them a request gets 503 with its line, and what was taken is answered right."""
+    monkeypatch.setattr(sequence_batcher, "MAX_BACKLOG", 2)
+    sequence_accumulator(tmp_path, "acc", max_batch_size=1)
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        requests = [_request("acc", 1, 1, start=True)] + [_request("acc", 1, 1) for _ in range(99)]
+        outcomes = await asyncio.gather(*(dp.infer(r) for r in requests), return_exceptions=True)
+        refused = [o for o in outcomes if isinstance(o, ModelyardError)]
+        answered = [
+            int(o.outputs[0].data.ravel()[0]) for o in outcomes if not isinstance(o, BaseException)
+        ]
+        assert refused and all("requests queued" in e.line() for e in refused)
+        assert all(e.code is Code.UNAVAILABLE for e in refused)
+        assert answered == list(range(1, len(answered) + 1))  # in order, none lost
+        # sequence 1 holds the only slot: two more wait in the backlog, a third is refused
+        waiting = [
+            asyncio.ensure_future(_sum(dp, "acc", 1, sid, start=True, end=True)) for sid in (2, 3)
+        ]
+        await asyncio.sleep(0.01)
+        with pytest.raises(ModelyardError, match="2 sequences wait for a slot"):
+            await dp.infer(_request("acc", 1, 4, start=True))
+        assert await _sum(dp, "acc", 1, 1, end=True) == len(answered) + 1
+        assert await asyncio.gather(*waiting) == [1, 1]
