@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
@@ -130,6 +132,30 @@ output [{ name: "Y" data_type: TYPE_FP32 dims: [ 4 ] }]
 """
 
 
+# each request's own parameters, read as Triton's python backend gives them (a JSON string)
+SCALED = """
+import json
+import time
+
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        time.sleep(0.05)  # slow: the requests that come meanwhile queue, and batch
+        responses = []
+        for request in requests:
+            parameters = json.loads(request.parameters())
+            assert "sequence_id" not in parameters and "priority" not in parameters
+            x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
+            y = pb_utils.Tensor("Y", x * parameters["scale"])
+            responses.append(pb_utils.InferenceResponse([y]))
+        return responses
+"""
+
+SCALED_CONFIG = BLS_CONFIG + "dynamic_batching { max_queue_delay_microseconds: 100000 }\n"
+
+
 @pytest.fixture(scope="module")
 def python_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     repository = tmp_path_factory.mktemp("python") / "models"
@@ -137,6 +163,7 @@ def python_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
     write_python_model(repository, "auto_add_sub", AUTO_COMPLETED, 'backend: "python"\n')
     write_python_model(repository, "bls", BLS_CALLER, BLS_CONFIG)
     write_python_model(repository, "async_bls", ASYNC_BLS_CALLER, BLS_CONFIG)
+    write_python_model(repository, "scaled", SCALED, SCALED_CONFIG)
     with running_server(repository, tmp_path_factory.mktemp("logs")) as process:
         yield process
 
@@ -231,3 +258,28 @@ def test_a_python_model_calls_another_model_of_the_server(
         assert "Request for unknown model: 'no_such_model' is not found" in str(failed.value)
     finally:
         client.close()
+
+
+def test_each_request_of_a_batch_reads_its_own_parameters(python_server: ServerProcess) -> None:
+    """Requests batched together still come to execute(requests) one by one, each with its
+    rows and the parameters its caller sent (the protocol's own left out)."""
+    x = np.arange(4, dtype=np.float32).reshape(1, 4)
+
+    def call(scale: int) -> np.ndarray:
+        client = grpcclient.InferenceServerClient(python_server.grpc_url)
+        try:
+            item = grpcclient.InferInput("X", [1, 4], "FP32")
+            item.set_data_from_numpy(x)
+            result = client.infer("scaled", [item], parameters={"scale": scale}, priority=1)
+            return result.as_numpy("Y")  # type: ignore[no-any-return]
+        finally:
+            client.close()
+
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(call, range(1, 7)))
+    for scale, answer in enumerate(answers, 1):
+        np.testing.assert_array_equal(answer, x * scale)
+    stats = httpx.get(f"http://{python_server.http_url}/v2/models/scaled/stats").json()
+    (model,) = stats["model_stats"]
+    assert model["inference_count"] == 6
+    assert model["execution_count"] < 6  # batched: several requests in one execute

@@ -21,10 +21,14 @@ from numpy.typing import NDArray
 from tritonclient.grpc import model_config_pb2 as mc
 
 
-class RowRequest(NamedTuple):
-    """One row of a sequence model's batch as its request: Triton's correlation id and flags
-    (1: sequence start, 2: sequence end; a padding row of the direct strategy has 0 and 0)."""
+class BatchedRequest(NamedTuple):
+    """One request of a stacked batch, as a model that reads requests (Triton's python
+    backend) sees it: its rows, its parameters (the caller's own, and headers forwarded
+    by --http/grpc-header-forward-pattern), and a sequence's correlation id and flags
+    (1: sequence start, 2: sequence end; a direct strategy's padding row has 0 and 0)."""
 
+    rows: int = 1
+    parameters: dict[str, Any] | None = None
     correlation_id: int | str = 0
     flags: int = 0
 
@@ -33,19 +37,19 @@ _execution = threading.local()
 
 
 @contextlib.contextmanager
-def rows_as_requests(rows: list[RowRequest]) -> Iterator[None]:
-    """Around an engine's execute on this thread: the request each row of the batch is,
+def batch_requests(requests: list[BatchedRequest]) -> Iterator[None]:
+    """Around an engine's execute on this thread: the requests the batch stacks, in order,
     for a model that reads requests (Triton's python backend)."""
-    _execution.rows = rows
+    _execution.requests = requests
     try:
         yield
     finally:
-        _execution.rows = None
+        _execution.requests = None
 
 
-def current_row_requests() -> list[RowRequest] | None:
+def current_batch_requests() -> list[BatchedRequest] | None:
     """The requests of the batch executing on this thread, where the scheduler gave them."""
-    return getattr(_execution, "rows", None)
+    return getattr(_execution, "requests", None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,10 +17,14 @@ A ``model.py`` written for Triton's python backend (it imports
 ``triton_python_backend_utils``, which ``engines/pb_utils.py`` answers for) keeps
 Triton's API: ``execute(requests)`` gets a list of ``pb_utils`` requests and
 returns one ``InferenceResponse`` each. The server batches before the model sees
-the requests, so a batch comes as one request whose tensors hold every row; a
+the requests, and each request of a batch comes as its own (its rows, its
+``parameters()``, a sequence's ``correlation_id()`` and ``flags()``); a
 response's ``TritonError`` (or a ``TritonModelException``) fails the batch with
-its message, INVALID_ARG as the caller's error (400), any other code as the
-model's (500). The model runs in the server's process, on its instance thread.
+its message, INVALID_ARG as the caller's error (400: the scheduler then runs the
+batch's requests again one by one, so only the one at fault fails), any other
+code as the model's (500). A decoupled model (``execute_decoupled``) answers
+through each request's response sender. The model runs in the server's process,
+on its instance thread.
 
 When the model batches (``max_batch_size > 0``), every output must have as many
 rows as the inputs. Exceptions raised by user code become EngineError with
@@ -48,7 +52,13 @@ import numpy as np
 from google.protobuf import json_format
 
 from modelyard.engines import pb_utils
-from modelyard.engines.base import Engine, LoadContext, RowRequest, Signature, current_row_requests
+from modelyard.engines.base import (
+    BatchedRequest,
+    Engine,
+    LoadContext,
+    Signature,
+    current_batch_requests,
+)
 from modelyard.errors import Code, EngineError, ModelyardError, without_paths
 
 _module_ids = itertools.count()
@@ -176,19 +186,21 @@ class PythonEngine(Engine):
     ) -> dict[str, Any]:
         """Triton's API: the batch as pb_utils requests; their responses' tensors, stacked.
 
-        A sequence model's batch comes as one request per row, with its correlation id and
-        flags (``current_row_requests``); any other batch as one request.
+        Each request the scheduler stacked comes as its own (``current_batch_requests``:
+        its rows, parameters, and a sequence's correlation id and flags); a batch it did
+        not describe, as one request.
         """
-        rows = current_row_requests()
-        if rows is not None and self._batched and len(rows) > 1:
-            requests = [
-                self._request(
-                    {name: array[index : index + 1] for name, array in inputs.items()}, outputs, row
-                )
-                for index, row in enumerate(rows)
-            ]
+        batched = current_batch_requests()
+        if batched is not None and self._batched and len(batched) > 1:
+            requests = []
+            start = 0
+            for each in batched:
+                end = start + each.rows
+                part = {name: array[start:end] for name, array in inputs.items()}
+                requests.append(self._request(part, outputs, each))
+                start = end
         else:
-            requests = [self._request(inputs, outputs, rows[0] if rows else None)]
+            requests = [self._request(inputs, outputs, batched[0] if batched else None)]
         responses = self._run_execute(requests)
         if not isinstance(responses, list) or len(responses) != len(requests):
             got = len(responses) if isinstance(responses, list) else type(responses).__name__
@@ -206,14 +218,15 @@ class PythonEngine(Engine):
         }
 
     def _request(
-        self, inputs: dict[str, np.ndarray], outputs: list[str], row: RowRequest | None
+        self, inputs: dict[str, np.ndarray], outputs: list[str], each: BatchedRequest | None
     ) -> pb_utils.InferenceRequest:
         return pb_utils.InferenceRequest(
             "",
             [pb_utils.Tensor(name, array) for name, array in inputs.items()],
             list(outputs),
-            correlation_id=row.correlation_id if row else 0,
-            flags=row.flags if row else 0,
+            correlation_id=each.correlation_id if each else 0,
+            parameters=each.parameters if each else None,
+            flags=each.flags if each else 0,
         )
 
     def _run_execute(self, requests: list[pb_utils.InferenceRequest]) -> Any:
@@ -249,6 +262,7 @@ class PythonEngine(Engine):
         outputs: list[str],
         deliver: Callable[[dict[str, np.ndarray] | None, EngineError | None, bool], None],
         is_cancelled: Callable[[], bool],
+        parameters: dict[str, Any] | None = None,
     ) -> None:
         """A decoupled model's request: its responses go to ``deliver(outputs, error, final)``
         as the model sends them, during ``execute`` or after it, from any thread; each
@@ -270,7 +284,7 @@ class PythonEngine(Engine):
             deliver({name: np.array(array, copy=True) for name, array in tensors.items()},
                     None, final)  # fmt: skip
 
-        request = self._request(inputs, outputs, None)
+        request = self._request(inputs, outputs, BatchedRequest(parameters=parameters))
         sender = pb_utils.InferenceResponseSender(send, is_cancelled)
         request.attach_sender(sender, is_cancelled)
         try:

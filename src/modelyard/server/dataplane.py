@@ -51,6 +51,21 @@ EXTENSIONS = [
 ]
 
 
+# request parameters the protocol itself reads: a model never sees them (as in Triton)
+_PROTOCOL_PARAMETERS = frozenset(
+    ("sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "binary_data_output")
+)
+
+
+def model_parameters(parameters: dict[str, Any]) -> dict[str, Any]:
+    """The parameters a model reads: the caller's own, without those of the protocol."""
+    return {
+        key: value
+        for key, value in parameters.items()
+        if key not in _PROTOCOL_PARAMETERS and not key.startswith("triton_")
+    }
+
+
 def _invalid(model: str, detail: str, where: str) -> ModelServerError:
     return ModelServerError(
         f"{detail} for model '{model}'",
@@ -193,6 +208,9 @@ class VersionLane:
     # a sequence model's request: its sequence and flags (the same for every request of
     # the lane: an HTTP lane is kept under the header bytes, which carry them)
     sequence: SequenceFlags | None = None
+    # the request's own parameters, for a model that reads requests (None for any other: the
+    # same for every request of the lane, as the sequence flags are)
+    parameters: dict[str, Any] | None = None
     model_name: str = ""
     model_version: str = ""
 
@@ -234,8 +252,9 @@ class VersionLane:
             scheduler = self.version.scheduler
             assert isinstance(scheduler, SequenceScheduler)
             return scheduler.submit_sequence(
-                self.sequence, inputs, self.output_names, self.shape_key, timing, arrived_ns
-            )
+                self.sequence, inputs, self.output_names, self.shape_key, timing, arrived_ns,
+                self.parameters,
+            )  # fmt: skip
         return self.version.scheduler.submit(
             inputs,
             self.output_names,
@@ -246,6 +265,7 @@ class VersionLane:
             self.shape_key,
             timing,
             arrived_ns,
+            self.parameters,
         )
 
     def response(self, request: InferRequest, results: dict[str, np.ndarray]) -> InferResponse:
@@ -385,7 +405,7 @@ class LocalDataPlane:
             yield StreamResponse(await self.infer(request), None, True)
             return
         stream = scheduler.submit_stream(
-            lane.reshaped(request.inputs), lane.output_names, request.arrived_ns
+            lane.reshaped(request.inputs), lane.output_names, request.arrived_ns, lane.parameters
         )
         try:
             while True:
@@ -461,6 +481,7 @@ class LocalDataPlane:
             reshapes,
             _fixed_outputs(mv, request, requested, rows),
             flags,
+            model_parameters(request.parameters) if mv.takes_requests else None,
         )
 
     @property

@@ -59,6 +59,7 @@ class _Request(NamedTuple):
     stream: ResponseStream
     loop: asyncio.AbstractEventLoop
     enqueued_ns: int
+    parameters: dict[str, Any] | None
 
 
 MAX_QUEUED = 4096  # requests waiting for an instance: each holds its inputs
@@ -110,7 +111,11 @@ class DecoupledScheduler:
         raise decoupled_refusal(self.model)
 
     def submit_stream(
-        self, inputs: dict[str, np.ndarray], outputs: list[str], arrived_ns: int = 0
+        self,
+        inputs: dict[str, np.ndarray],
+        outputs: list[str],
+        arrived_ns: int = 0,
+        parameters: dict[str, Any] | None = None,
     ) -> ResponseStream:
         """Queue a request; its responses arrive on the returned queue (event loop thread)."""
         loop = asyncio.get_running_loop()
@@ -127,7 +132,9 @@ class DecoupledScheduler:
                     where=f"instance_group count of {self.model}/config.pbtxt, or retry",
                     retry_after=1.0,
                 )
-            self._queue.append(_Request(inputs, outputs, stream, loop, min(arrived_ns, now) or now))
+            self._queue.append(
+                _Request(inputs, outputs, stream, loop, min(arrived_ns, now) or now, parameters)
+            )
             self._cond.notify()
         return stream
 
@@ -175,8 +182,9 @@ class _OpenRequest:
         self.start_ns = scheduler._clock.monotonic_ns()
         try:
             engine.execute_decoupled(
-                self.request.inputs, self.request.outputs, self.deliver, self.is_cancelled
-            )
+                self.request.inputs, self.request.outputs, self.deliver, self.is_cancelled,
+                self.request.parameters,
+            )  # fmt: skip
         except Exception as exc:  # the engine's contract says it never raises: still answer
             self.deliver(None, failed_around(scheduler.model, scheduler.version, exc), True)
 

@@ -37,7 +37,7 @@ from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.errors import Code, ModelServerError, ModelyardError
 from modelyard.modelfiles.config import ModelSpec, TensorConfig, compile_spec, read_model_config
 from modelyard.server.model_version import ModelVersion, _read_labels
-from modelyard.server.scheduler import failure_reason
+from modelyard.server.scheduler import failure_reason, unloading
 from modelyard.server.stats import VersionStats
 
 ENSEMBLE = "ensemble"
@@ -291,15 +291,11 @@ class EnsembleScheduler:
         shape_key: tuple[Any, ...] | None = None,  # unused: an ensemble's steps batch
         timing: list[int] | None = None,  # unused: its steps' executions are its own
         arrived_ns: int = 0,  # unused: an ensemble's time counts from its start
+        parameters: dict[str, Any] | None = None,  # unused: its steps' requests are its own
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """Start one request; must be called from the event loop thread."""
         if self._closed:
-            raise ModelServerError(
-                f"model '{self.model}' version {self.version} is unloading",
-                code=Code.UNAVAILABLE,
-                rule="model-server/version-unloading",
-                where="send the request without a version, or to a ready version",
-            )
+            raise unloading(self.model, self.version)
         options = {
             "client_deadline": client_deadline,
             "priority": priority,

@@ -66,6 +66,11 @@ class ModelVersion:
     def decoupled(self) -> bool:
         return isinstance(self.scheduler, DecoupledScheduler)
 
+    @property
+    def takes_requests(self) -> bool:
+        """Whether its engines read each request (Triton's python backend): its parameters."""
+        return any(getattr(engine, "takes_requests", False) for engine in self.engines)
+
     def drain_and_unload(self, timeout: float | None = None) -> None:
         """Finish queued requests, then release the engines (blocking: run off the loop)."""
         self.scheduler.close()

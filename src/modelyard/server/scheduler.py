@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.engines.base import Engine
+from modelyard.engines.base import BatchedRequest, Engine, batch_requests
 from modelyard.errors import Code, EngineError, ModelServerError, ModelyardError, without_paths
 from modelyard.server.batcher import BatchingPolicy, QueuedRequest, RequestQueue
 from modelyard.server.loop_load import LoopLoad
@@ -68,6 +68,8 @@ class Pending(NamedTuple):
     timing: list[int] | None = None
     # when the front door first saw the request (0: unknown): its counted time starts there
     arrived_ns: int = 0
+    # its parameters, for a model that reads requests (None for any other model)
+    parameters: dict[str, Any] | None = None
 
 
 def settle(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:
@@ -142,8 +144,8 @@ def unloading(model: str, version: int) -> ModelServerError:
     return ModelServerError(
         f"model '{model}' version {version} is unloading",
         code=Code.UNAVAILABLE,
-        rule="model-server/unloading",
-        where="retry: the model's next version takes the request",
+        rule="model-server/version-unloading",
+        where="send the request without a version, or to a ready version",
     )
 
 
@@ -240,6 +242,8 @@ class Scheduler:
         self._generation = next(_GENERATIONS)
         self._clock = clock
         self._engines = engines
+        # engines that read each request of a batch (its rows and parameters)
+        self._takes_requests = any(getattr(e, "takes_requests", False) for e in engines)
         self._queue = RequestQueue(model, version, policy)
         # held as `_lock` (a C-level context manager); `_cond` waits and notifies on it
         self._lock = threading.Lock()
@@ -297,6 +301,7 @@ class Scheduler:
         shape_key: tuple[Any, ...] | None = None,
         timing: list[int] | None = None,
         arrived_ns: int = 0,
+        parameters: dict[str, Any] | None = None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """Queue one request; must be called from the event loop thread.
 
@@ -305,6 +310,7 @@ class Scheduler:
         ``timing``: a traced request's list, to which its execution adds its times.
         ``arrived_ns``: when the front door first saw the request; its request and queue
         time count from there (the waits before it was queued are the server's too).
+        ``parameters``: what a model that reads requests sees as the request's parameters.
         """
         if timing is not None:
             self._timed = True
@@ -320,10 +326,11 @@ class Scheduler:
                 shape_key,
                 timing,
                 arrived_ns,
+                parameters,
             )
         return self._submit(
             inputs, outputs, rows, client_deadline, priority, timeout_us, shape_key, timing,
-            arrived_ns,
+            arrived_ns, parameters,
         )  # fmt: skip
 
     def _submit_cached(
@@ -338,6 +345,7 @@ class Scheduler:
         shape_key: tuple[Any, ...] | None,
         timing: list[int] | None,
         arrived_ns: int,
+        parameters: dict[str, Any] | None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """A request answered from the response cache, or run and its results kept."""
         clock = self._clock
@@ -354,7 +362,7 @@ class Scheduler:
         lookup_ns = clock.monotonic_ns() - start_ns
         future = self._submit(
             inputs, outputs, rows, client_deadline, priority, timeout_us, shape_key, timing,
-            arrived_ns,
+            arrived_ns, parameters,
         )  # fmt: skip
 
         def keep(done: asyncio.Future[dict[str, np.ndarray]]) -> None:
@@ -378,6 +386,7 @@ class Scheduler:
         shape_key: tuple[Any, ...] | None,
         timing: list[int] | None = None,
         arrived_ns: int = 0,
+        parameters: dict[str, Any] | None = None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         loop = self._loop
         if loop is None or not loop.is_running() or self._loop_thread != threading.get_ident():
@@ -398,16 +407,11 @@ class Scheduler:
             int(client_deadline * 1e9) if client_deadline else None,
             1,  # level: set by the queue
             0,  # seq: set by the queue
-            Pending(inputs, outputs, future, loop, timing, arrived_ns),
+            Pending(inputs, outputs, future, loop, timing, arrived_ns, parameters),
         )
         with self._lock:
             if self._closed:
-                raise ModelServerError(
-                    f"model '{self.model}' version {self.version} is unloading",
-                    code=Code.UNAVAILABLE,
-                    rule="model-server/version-unloading",
-                    where="send the request without a version, or to a ready version",
-                )
+                raise unloading(self.model, self.version)
             try:
                 self._queue.add(request, self._clock.monotonic_ns(), priority, timeout_us)
             except ModelServerError as error:
@@ -592,7 +596,16 @@ class Scheduler:
         cpu_start = time.thread_time_ns() if by_cpu else 0
         infer_start = clock.monotonic_ns()
         try:
-            results = engine.execute(inputs, outputs)
+            if self._takes_requests:  # Triton's python backend: each request as it came
+                with batch_requests(
+                    [
+                        BatchedRequest(r.rows, p.parameters)
+                        for r, p in zip(batch, payloads, strict=True)
+                    ]
+                ):
+                    results = engine.execute(inputs, outputs)
+            else:
+                results = engine.execute(inputs, outputs)
             self._check_rows(results, outputs, total_rows)
         except Exception as exc:
             error = engine_error(self.model, self.version, engine, exc)

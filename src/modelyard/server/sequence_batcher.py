@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.engines.base import Engine, RowRequest, rows_as_requests
+from modelyard.engines.base import BatchedRequest, Engine, batch_requests
 from modelyard.errors import Code, ModelServerError
 from modelyard.server.scheduler import (
     engine_error,
@@ -70,6 +70,7 @@ class _Request:
     enqueued_ns: int
     shape_key: tuple[Any, ...]
     timing: list[int] | None = None
+    parameters: dict[str, Any] | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -101,11 +102,13 @@ def _not_started(model: str, sequence_id: SequenceId) -> ModelServerError:
     )
 
 
-def _row_request(request: _Request | None) -> RowRequest:
+def _row_request(request: _Request | None) -> BatchedRequest:
     if request is None:
-        return RowRequest()
+        return BatchedRequest()
     flags = request.flags
-    return RowRequest(flags.id, (1 if flags.start else 0) | (2 if flags.end else 0))
+    return BatchedRequest(
+        1, request.parameters, flags.id, (1 if flags.start else 0) | (2 if flags.end else 0)
+    )
 
 
 class SequenceScheduler:
@@ -175,6 +178,7 @@ class SequenceScheduler:
         shape_key: tuple[Any, ...] | None = None,
         timing: list[int] | None = None,
         arrived_ns: int = 0,
+        parameters: dict[str, Any] | None = None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """Queue one request of a sequence; from the event loop's thread."""
         loop = asyncio.get_running_loop()
@@ -182,7 +186,7 @@ class SequenceScheduler:
         now = self._clock.monotonic_ns()
         request = _Request(
             inputs, outputs, flags, future, loop, min(arrived_ns, now) or now,
-            shape_key_of(inputs) if shape_key is None else shape_key, timing,
+            shape_key_of(inputs) if shape_key is None else shape_key, timing, parameters,
         )  # fmt: skip
         with self._lock:
             if self._closed:
@@ -257,7 +261,7 @@ class SequenceScheduler:
         error = ModelServerError(
             f"model '{self.model}' version {self.version} unloaded before the sequence got a slot",
             code=Code.UNAVAILABLE,
-            rule="model-server/unloading",
+            rule="model-server/version-unloading",
             where="start the sequence again on the model's next version",
         )
         self._answer([(request, error) for request in refused])
@@ -396,7 +400,7 @@ class SequenceScheduler:
         try:  # a state the model returned in a shape of its own fails here, not later
             inputs = self._batch_inputs(rows, first)
             infer_start = clock.monotonic_ns()
-            with rows_as_requests([_row_request(row.request) for row in rows]):
+            with batch_requests([_row_request(row.request) for row in rows]):
                 results = engine.execute(inputs, engine_outputs)
             self._check(results, engine_outputs, len(rows))
         except Exception as exc:
