@@ -25,7 +25,7 @@ import numpy as np
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.errors import Code, ModelServerError, ModelyardError
-from modelyard.server.scheduler import failed_around, unloading
+from modelyard.server.scheduler import failed_around, start_instance_threads, unloading
 from modelyard.server.stats import VersionStats
 
 
@@ -91,17 +91,9 @@ class DecoupledScheduler:
         self._cond = threading.Condition(self._lock)
         self._closed = False
         self._open = 0  # requests taken, not yet FINAL
-        self._threads = [
-            threading.Thread(
-                target=self._run,
-                args=(engine,),
-                name=f"{model}-v{version}-dec{index}",
-                daemon=True,
-            )
-            for index, engine in enumerate(engines)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._threads = start_instance_threads(
+            f"{model}-v{version}-dec", self._run, [(engine,) for engine in engines]
+        )
 
     @property
     def pending(self) -> int:

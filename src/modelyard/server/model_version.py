@@ -274,12 +274,50 @@ def load_model_version(
         raise _load_error(
             name, version, f"{type(exc).__name__}: {exc}", f"the files of {name}/{version}"
         ) from exc
-    if config.model_transaction_policy.decoupled:
-        return _decoupled_version(model_dir, version, config, spec, backend, engines, signature,
-                                  placed, limiter, clock, rss_before, device_before)  # fmt: skip
-    if config.HasField("sequence_batching"):
-        return _sequence_version(model_dir, version, config, spec, backend, engines, signature,
-                                 placed, limiter, clock, rss_before, device_before)  # fmt: skip
+    sequence: SequencePolicy | None = None
+    scheduler: Scheduler | SequenceScheduler | DecoupledScheduler
+    try:
+        if config.model_transaction_policy.decoupled:
+            scheduler = _decoupled_scheduler(name, version, config, backend, engines, placed,
+                                             limiter, clock)  # fmt: skip
+        elif config.HasField("sequence_batching"):
+            sequence = _sequence_policy(name, version, model_dir, config, placed, limiter)
+            scheduler = SequenceScheduler(name, version, engines, sequence, clock=clock)
+        else:
+            scheduler = _dynamic_scheduler(name, version, config, engines, placed, limiter,
+                                           clock, loop_load, default_max_queue_size)  # fmt: skip
+    except ModelyardError:
+        for engine in engines:
+            engine.unload()
+        raise
+    return ModelVersion(
+        name=name,
+        version=version,
+        config=config,
+        spec=spec,
+        backend=backend,
+        scheduler=scheduler,
+        engines=engines,
+        labels=_read_labels(model_dir, config, signature),
+        memory_bytes=max(0, process_rss_bytes() - rss_before),
+        device_memory_bytes=max(0, device_memory_used(devices) - device_before),
+        devices=devices,
+        sequence=sequence,
+    )
+
+
+def _dynamic_scheduler(
+    name: str,
+    version: int,
+    config: mc.ModelConfig,
+    engines: list[Engine],
+    placed: list[tuple[str, mc.ModelInstanceGroup]],
+    limiter: ResourceLimiter | None,
+    clock: Clock,
+    loop_load: LoopLoad | None,
+    default_max_queue_size: int,
+) -> Scheduler:
+    """The scheduler of a model that answers each request once: dynamic batching, or none."""
     policy = BatchingPolicy.from_config(config, default_max_queue_size)
     key = "modelyard_inline_execution"
     inline = config.parameters[key].string_value.lower() if key in config.parameters else ""
@@ -287,7 +325,7 @@ def load_model_version(
     if any(needs):
         assert limiter is not None
         limiter.add(needs, name)
-    scheduler = Scheduler(
+    return Scheduler(
         name,
         version,
         engines,
@@ -301,119 +339,62 @@ def load_model_version(
         limiter=limiter if any(needs) else None,
         needs=needs,
     )
-    return ModelVersion(
-        name=name,
-        version=version,
-        config=config,
-        spec=spec,
-        backend=backend,
-        scheduler=scheduler,
-        engines=engines,
-        labels=_read_labels(model_dir, config, signature),
-        memory_bytes=max(0, process_rss_bytes() - rss_before),
-        device_memory_bytes=max(0, device_memory_used(devices) - device_before),
-        devices=devices,
-    )
 
 
-def _sequence_version(
+def _sequence_policy(
+    name: str,
+    version: int,
     model_dir: Path,
+    config: mc.ModelConfig,
+    placed: list[tuple[str, mc.ModelInstanceGroup]],
+    limiter: ResourceLimiter | None,
+) -> SequencePolicy:
+    """What a config with ``sequence_batching`` asks of its sequence scheduler."""
+    origin = f"{name}/config.pbtxt"
+    if limiter is not None and any(instance_needs(placed)):
+        raise _load_error(
+            name,
+            version,
+            "rate_limiter resources on a sequence model are not served",
+            f"remove instance_group's rate_limiter in {origin}",
+        )
+    return SequencePolicy.from_config(config, model_dir, origin)
+
+
+def _decoupled_scheduler(
+    name: str,
     version: int,
     config: mc.ModelConfig,
-    spec: ModelSpec,
     backend: str,
     engines: list[Engine],
-    signature: Signature | None,
     placed: list[tuple[str, mc.ModelInstanceGroup]],
     limiter: ResourceLimiter | None,
     clock: Clock,
-    rss_before: int,
-    device_before: int,
-) -> ModelVersion:
-    """A version whose config has ``sequence_batching``: its sequence scheduler."""
-    name = model_dir.name
+) -> DecoupledScheduler:
+    """The scheduler of a config that says ``decoupled: true``, which hands each instance one
+    request at a time (what it sends is each request's own)."""
     origin = f"{name}/config.pbtxt"
-    try:
-        if limiter is not None and any(instance_needs(placed)):
-            raise _load_error(
-                name,
-                version,
-                "rate_limiter resources on a sequence model are not served",
-                f"remove instance_group's rate_limiter in {origin}",
-            )
-        policy = SequencePolicy.from_config(config, model_dir, origin)
-    except ModelyardError:
-        for engine in engines:
-            engine.unload()
-        raise
-    devices = [device for device, _ in placed]
-    return ModelVersion(
-        name=name,
-        version=version,
-        config=config,
-        spec=spec,
-        backend=backend,
-        scheduler=SequenceScheduler(name, version, engines, policy, clock=clock),
-        engines=engines,
-        labels=_read_labels(model_dir, config, signature),
-        memory_bytes=max(0, process_rss_bytes() - rss_before),
-        device_memory_bytes=max(0, device_memory_used(devices) - device_before),
-        devices=devices,
-        sequence=policy,
-    )
-
-
-def _decoupled_version(
-    model_dir: Path,
-    version: int,
-    config: mc.ModelConfig,
-    spec: ModelSpec,
-    backend: str,
-    engines: list[Engine],
-    signature: Signature | None,
-    placed: list[tuple[str, mc.ModelInstanceGroup]],
-    limiter: ResourceLimiter | None,
-    clock: Clock,
-    rss_before: int,
-    device_before: int,
-) -> ModelVersion:
-    """A version whose config says ``decoupled: true``: its decoupled scheduler, which hands
-    each instance one request at a time (what it sends is each request's own)."""
-    name = model_dir.name
-    origin = f"{name}/config.pbtxt"
-    devices = [device for device, _ in placed]
-    refusal = None
     if not all(getattr(engine, "takes_requests", False) for engine in engines):
-        refusal = (
+        raise _load_error(
+            name,
+            version,
             "decoupled models are served for python-backend models that answer through "
             f"triton_python_backend_utils only (backend '{backend}')",
             f"set decoupled: false in {origin}, or send responses with "
             "request.get_response_sender()",
         )
-    elif config.HasField("sequence_batching"):
-        refusal = (
+    if config.HasField("sequence_batching"):
+        raise _load_error(
+            name,
+            version,
             "a decoupled sequence model is not served",
             f"remove sequence_batching or set decoupled: false in {origin}",
         )
-    elif limiter is not None and any(instance_needs(placed)):
-        refusal = (
+    if limiter is not None and any(instance_needs(placed)):
+        raise _load_error(
+            name,
+            version,
             "rate_limiter resources on a decoupled model are not served",
             f"remove instance_group's rate_limiter in {origin}",
         )
-    if refusal is not None:
-        for engine in engines:
-            engine.unload()
-        raise _load_error(name, version, *refusal)
-    return ModelVersion(
-        name=name,
-        version=version,
-        config=config,
-        spec=spec,
-        backend=backend,
-        scheduler=DecoupledScheduler(name, version, engines, clock=clock),
-        engines=engines,
-        labels=_read_labels(model_dir, config, signature),
-        memory_bytes=max(0, process_rss_bytes() - rss_before),
-        device_memory_bytes=max(0, device_memory_used(devices) - device_before),
-        devices=devices,
-    )
+    return DecoupledScheduler(name, version, engines, clock=clock)

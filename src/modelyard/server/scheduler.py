@@ -39,6 +39,7 @@ import operator
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -126,6 +127,19 @@ def failure_reason(error: BaseException) -> str:
         if error.layer == "engine":
             return "BACKEND"
     return "OTHER"
+
+
+def start_instance_threads(
+    prefix: str, run: Callable[..., None], args: list[tuple[Any, ...]]
+) -> list[threading.Thread]:
+    """One daemon thread per instance, running ``run(*args[i])``, named ``prefix`` + i."""
+    threads = [
+        threading.Thread(target=run, args=each, name=f"{prefix}{index}", daemon=True)
+        for index, each in enumerate(args)
+    ]
+    for thread in threads:
+        thread.start()
+    return threads
 
 
 def failed_around(model: str, version: int, exc: BaseException) -> ModelServerError:
@@ -264,17 +278,9 @@ class Scheduler:
         # Triton's rate limiter: what each instance holds while it executes (None: nothing)
         self._limiter = limiter
         instance_needs = needs if limiter is not None and needs else [None] * len(engines)
-        self._threads = [
-            threading.Thread(
-                target=self._run,
-                args=(engine, instance_needs[i]),
-                name=f"{model}-v{version}-{i}",
-                daemon=True,
-            )
-            for i, engine in enumerate(engines)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._threads = start_instance_threads(
+            f"{model}-v{version}-", self._run, list(zip(engines, instance_needs, strict=True))
+        )
 
     @property
     def execution(self) -> Execution:

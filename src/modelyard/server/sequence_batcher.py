@@ -40,6 +40,7 @@ from modelyard.server.scheduler import (
     settle,
     shape_key_of,
     stack_rows,
+    start_instance_threads,
     unloading,
 )
 from modelyard.server.sequence_policy import (
@@ -139,17 +140,9 @@ class SequenceScheduler:
         self._sequences: dict[SequenceId, _Sequence] = {}
         self._slots: list[list[_Sequence | None]] = [[None] * policy.slots for _ in engines]
         self._backlog: deque[_Sequence] = deque()
-        self._threads = [
-            threading.Thread(
-                target=self._run,
-                args=(index, engine),
-                name=f"{model}-v{version}-seq{index}",
-                daemon=True,
-            )
-            for index, engine in enumerate(engines)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._threads = start_instance_threads(
+            f"{model}-v{version}-seq", self._run, list(enumerate(engines))
+        )
 
     @property
     def pending(self) -> int:
