@@ -66,10 +66,11 @@ class ModelVersion:
     def decoupled(self) -> bool:
         return isinstance(self.scheduler, DecoupledScheduler)
 
-    @property
-    def takes_requests(self) -> bool:
-        """Whether its engines read each request (Triton's python backend): its parameters."""
-        return any(getattr(engine, "takes_requests", False) for engine in self.engines)
+    # whether its engines read each request (Triton's python backend): its parameters
+    takes_requests: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        self.takes_requests = any(getattr(e, "takes_requests", False) for e in self.engines)
 
     def drain_and_unload(self, timeout: float | None = None) -> None:
         """Finish queued requests, then release the engines (blocking: run off the loop)."""
