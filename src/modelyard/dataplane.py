@@ -43,15 +43,18 @@ class InferLane(Protocol):
 
     model_name: str
     model_version: str
-    # whether a front door keeps the lane for later requests of the same header bytes
-    # (False for a sequence's requests: each carries its own id and flags, and is one-off)
-    reusable: bool
     # every output's entry, when each is the same for every request of the lane (no
     # classification, no variable dims, no BYTES or BF16); None otherwise
     fixed_outputs: tuple[FixedOutput, ...] | None
 
     def is_current(self) -> bool:
         """Whether the lane's model name still resolves to its version."""
+        ...
+
+    @property
+    def reusable(self) -> bool:
+        """Whether a front door keeps the lane for later requests of the same header bytes
+        (False for a sequence's requests: each carries its own id and flags, and is one-off)."""
         ...
 
     def submit(

@@ -214,12 +214,14 @@ class VersionLane:
     model_name: str = ""
     model_version: str = ""
 
-    reusable: bool = True
-
     def __post_init__(self) -> None:
         self.model_name = self.version.name
         self.model_version = str(self.version.version)
-        self.reusable = self.sequence is None
+
+    @property
+    def reusable(self) -> bool:
+        """A sequence's request is one-off: its id and flags are its own."""
+        return self.sequence is None
 
     def is_current(self) -> bool:
         try:

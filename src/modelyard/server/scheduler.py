@@ -39,7 +39,7 @@ import operator
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -127,6 +127,27 @@ def failure_reason(error: BaseException) -> str:
         if error.layer == "engine":
             return "BACKEND"
     return "OTHER"
+
+
+AnswersByLoop = dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]]
+
+
+def answers_by_loop(
+    answers: Iterable[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Any]],
+) -> AnswersByLoop:
+    """An instance thread's answers, by the loop whose futures they settle: one
+    cross-thread call per loop and batch, not one per request."""
+    by_loop: AnswersByLoop = {}
+    for loop, future, outcome in answers:
+        by_loop.setdefault(loop, []).append((future, outcome))
+    return by_loop
+
+
+def settle_on_loops(by_loop: AnswersByLoop, settler: Callable[..., None], *args: Any) -> None:
+    """Hand each loop its answers: ``settler(answers, *args)`` runs on that loop."""
+    for loop, settled in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for them
+            loop.call_soon_threadsafe(settler, settled, *args)
 
 
 def start_instance_threads(
@@ -700,16 +721,10 @@ class Scheduler:
         if on_loop:  # the futures' own loop, running: settled in place
             settle([(request.payload.future, outcome) for request, outcome in answers])
             return
-        # one cross-thread call per loop and batch, not one per request
-        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
-        for request, outcome in answers:
-            pending = request.payload
-            by_loop.setdefault(pending.loop, []).append((pending.future, outcome))
-        handed_ns = self._clock.monotonic_ns()
-        for loop, settled in by_loop.items():
-            # a closed event loop means nobody waits for these answers any more
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(self._settle_handed, settled, handed_ns)
+        by_loop = answers_by_loop(
+            (request.payload.loop, request.payload.future, outcome) for request, outcome in answers
+        )
+        settle_on_loops(by_loop, self._settle_handed, self._clock.monotonic_ns())
 
     def _settle_handed(
         self, settled: list[tuple[asyncio.Future[Any], Any]], handed_ns: int

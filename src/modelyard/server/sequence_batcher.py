@@ -22,7 +22,6 @@ to the configured initial state.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -34,10 +33,12 @@ from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import BatchedRequest, Engine, batch_requests
 from modelyard.errors import Code, ModelServerError
 from modelyard.server.scheduler import (
+    answers_by_loop,
     engine_error,
     failed_around,
     failure_reason,
     settle,
+    settle_on_loops,
     shape_key_of,
     stack_rows,
     start_instance_threads,
@@ -534,9 +535,5 @@ class SequenceScheduler:
                 )
 
     def _answer(self, answers: list[tuple[_Request, Any]]) -> None:
-        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
-        for request, outcome in answers:
-            by_loop.setdefault(request.loop, []).append((request.future, outcome))
-        for loop, settled in by_loop.items():
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
-                loop.call_soon_threadsafe(settle, settled)
+        by_loop = answers_by_loop((r.loop, r.future, outcome) for r, outcome in answers)
+        settle_on_loops(by_loop, settle)

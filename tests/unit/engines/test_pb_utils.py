@@ -1,0 +1,42 @@
+"""``triton_python_backend_utils`` pieces a model calls directly: a BLS request's parameters
+and a decoupled model's response sender."""
+
+from __future__ import annotations
+
+import pytest
+
+from modelyard.engines import pb_utils
+
+
+def test_a_bls_call_carries_the_request_s_own_parameters_and_its_sequence() -> None:
+    request = pb_utils.InferenceRequest(
+        "target", [], parameters={"scale": 2}, correlation_id=7, flags=3
+    )
+    assert request._call_parameters() == {
+        "scale": 2,
+        "sequence_id": 7,
+        "sequence_start": True,
+        "sequence_end": True,
+    }
+    assert pb_utils.InferenceRequest("target", [], parameters={"a": 1})._call_parameters() == {
+        "a": 1
+    }
+
+
+def test_the_sender_refuses_what_triton_s_refuses_and_sends_final_once() -> None:
+    sent: list[tuple[object, bool]] = []
+    sender = pb_utils.InferenceResponseSender(
+        lambda response, final: sent.append((response, final))
+    )
+    with pytest.raises(pb_utils.TritonModelException, match="Unsupported flag"):
+        sender.send(pb_utils.InferenceResponse(), flags=4)
+    with pytest.raises(pb_utils.TritonModelException, match="must be provided"):
+        sender.send()
+    with pytest.raises(pb_utils.TritonModelException, match="not an InferenceResponse"):
+        sender.send({"OUT": 1})  # type: ignore[arg-type]
+    response = pb_utils.InferenceResponse()
+    sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+    sender.close_with(lambda: sent.append((None, True)))  # FINAL was sent: nothing runs
+    with pytest.raises(pb_utils.TritonModelException, match="has been closed"):
+        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+    assert sent == [(response, True)]
