@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 from google.protobuf import json_format, text_format
+from google.protobuf.descriptor import FieldDescriptor
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.engines.base import Signature
@@ -154,11 +155,56 @@ def read_model_config(model_dir: Path, config_name: str | None = None) -> mc.Mod
 
 def config_to_json(config: mc.ModelConfig) -> dict[str, Any]:
     """The config as Triton's model config endpoint shows it: fields at their default value
-    too (``max_batch_size: 0``, enum defaults, empty lists), which clients read."""
+    too (``max_batch_size: 0``, enum defaults, empty lists), which clients read, and 64-bit
+    integers (dims, reshapes, delays, versions) as numbers."""
     out: dict[str, Any] = json_format.MessageToDict(
         config, preserving_proto_field_name=True, including_default_value_fields=True
     )
+    _numbers_as_numbers(config, out)
     return out
+
+
+_INT64_TYPES = frozenset(
+    (
+        FieldDescriptor.TYPE_INT64,
+        FieldDescriptor.TYPE_UINT64,
+        FieldDescriptor.TYPE_SINT64,
+        FieldDescriptor.TYPE_FIXED64,
+        FieldDescriptor.TYPE_SFIXED64,
+    )
+)
+
+
+def _numbers_as_numbers(message: Any, doc: dict[str, Any]) -> None:
+    """64-bit integers as JSON numbers, as Triton prints them (protobuf's JSON writes them
+    as strings: ``"dims": ["3", "224"]``), through every nested message and map."""
+    for field in message.DESCRIPTOR.fields:
+        value = doc.get(field.name)
+        if value is None:
+            continue
+        held = getattr(message, field.name)
+        entry = field.message_type
+        if entry is not None and entry.GetOptions().map_entry:
+            target = entry.fields_by_name["value"]
+            for key in value:
+                if target.message_type is not None:
+                    _numbers_as_numbers(held[_map_key(entry, key)], value[key])
+                elif target.type in _INT64_TYPES:
+                    value[key] = int(value[key])
+        elif entry is not None:
+            if field.label == FieldDescriptor.LABEL_REPEATED:
+                for item, item_doc in zip(held, value, strict=True):
+                    _numbers_as_numbers(item, item_doc)
+            else:
+                _numbers_as_numbers(held, value)
+        elif field.type in _INT64_TYPES:
+            is_list = field.label == FieldDescriptor.LABEL_REPEATED
+            doc[field.name] = [int(v) for v in value] if is_list else int(value)
+
+
+def _map_key(entry: Any, key: str) -> Any:
+    """A JSON map key (always a string) as the map's own key type."""
+    return key if entry.fields_by_name["key"].type == FieldDescriptor.TYPE_STRING else int(key)
 
 
 def complete_config(config: mc.ModelConfig, signature: Signature | None, origin: str) -> None:

@@ -21,7 +21,7 @@ def test_the_config_json_shows_fields_at_their_default_value() -> None:
     assert doc["input"][0]["format"] == "FORMAT_NONE"
     assert doc["input"][0]["is_shape_tensor"] is False
     assert doc["output"] == []
-    assert doc["name"] == "m" and doc["input"][0]["dims"] == ["4"]
+    assert doc["name"] == "m" and doc["input"][0]["dims"] == [4]  # a number, as Triton prints it
 
 
 @pytest.mark.parametrize(
