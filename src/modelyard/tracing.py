@@ -1,35 +1,48 @@
-"""Request tracing: Triton's trace settings, spans exported through OpenTelemetry.
+"""Request tracing: Triton's trace settings; Triton's trace files or OpenTelemetry spans.
 
-``--trace-config mode=opentelemetry`` (and ``level=TIMESTAMPS``, ``rate=N``,
-``count=N``, ``opentelemetry,url=...``, ``opentelemetry,resource=k=v``) turns it
-on at start; ``GET/POST /v2[/models/X]/trace/setting`` and gRPC ``TraceSetting``
-read and change the level, rate and count live, for all models or one, as in
-Triton. One request in ``rate`` is traced while ``count`` lasts (-1: no end).
+``--trace-config level=TIMESTAMPS`` (or TENSORS) with ``triton,file=PATH`` writes
+Triton's JSON trace files (``trace_file.py``); with ``mode=opentelemetry`` (and
+``opentelemetry,url=...``, ``opentelemetry,resource=k=v``) each traced request is
+exported as spans. ``rate=N`` traces one request in N while ``count`` lasts (-1: no
+end). ``GET/POST /v2[/models/X]/trace/setting`` and gRPC ``TraceSetting`` read and
+change the level, rate, count and log frequency live, for all models or one, as in
+Triton; the file is the command line's alone.
 
-A traced request is one span, ``InferRequest``, carrying the model, version and
+Times are taken on the monotonic clock where they happen: arrival (the request read
+in whole), admission by governance, queueing, execution start, compute start and
+end, execution end, results, and the reply sent. The records or spans are made once
+the reply is sent, from those times: an untraced request costs one attribute read,
+and a traced one no allocation on the scheduler's path but a list for its times.
+
+In a file, a request's timestamps are Triton's: ``HTTP_RECV_START``/``_END`` (or
+gRPC's ``GRPC_WAITREAD_START``/``_END``) both at arrival (a slow upload is the
+caller's time and is not timed), ``REQUEST_START``, ``QUEUE_START``,
+``COMPUTE_START``, ``COMPUTE_INPUT_END``, ``COMPUTE_OUTPUT_START``, ``COMPUTE_END``,
+``REQUEST_END`` and ``INFER_RESPONSE_COMPLETE`` at the results, and
+``HTTP_SEND_START``/``_END`` around encoding and sending the reply. A request answered
+without an execution here (a cache hit, a forward) has no queue or compute stamps.
+
+As spans, a traced request is ``InferRequest``, carrying the model, version and
 request id, with a child for each stretch of its life: ``governance`` (arrival to
-admission), ``decode`` (to its queueing), ``queue``, ``compute`` and
-``response`` (results to the reply sent). Times are taken on the monotonic clock
-where they happen and the spans are made once the reply is sent, with those
-times: an untraced request costs one attribute read, and a traced one no
-allocation on the scheduler's path but a list for its timestamps. A request that
-arrives with a W3C ``traceparent`` continues that trace; a gateway passes its own
-on to the instance.
-
-The OpenTelemetry SDK is imported only when tracing is configured.
+admission), ``decode`` (to its queueing), ``queue``, ``compute`` and ``response``
+(results to the reply sent). A request that arrives with a W3C ``traceparent``
+continues that trace; a gateway passes its own on to the instance. The OpenTelemetry
+SDK is imported only when spans are exported.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from modelyard.errors import Code, ProtocolError, shown
+from modelyard.trace_file import TraceFile, tensor_record
 
 LEVELS = ("OFF", "TIMESTAMPS", "TENSORS")
 DEFAULT_URL = "http://localhost:4318/v1/traces"  # Triton's default collector address
-_SETTINGS = (
+_SETTINGS = (  # Triton's names
     "trace_level",
     "trace_rate",
     "trace_count",
@@ -39,12 +52,12 @@ _SETTINGS = (
 )
 
 
-def _bad(detail: str) -> ProtocolError:
+def _bad(detail: str, code: Code = Code.INVALID_ARGUMENT) -> ProtocolError:
     return ProtocolError(
         detail,
-        code=Code.INVALID_ARGUMENT,
+        code=code,
         rule="protocol/trace-setting",
-        where="the trace setting request (trace_level, trace_rate, trace_count)",
+        where="the trace setting request (trace_level, trace_rate, trace_count, log_frequency)",
     )
 
 
@@ -65,13 +78,36 @@ class RequestTrace:
     version: str | None
     request_id: str | None
     protocol: str
-    root: Any  # the request's span, open from its arrival until its reply is sent
+    root: Any  # its span, open from its arrival until its reply is sent (None: to a file)
     arrived_ns: int
+    trace_id: int = 0  # Triton's: one more per traced request
+    context: dict[str, str] | None = None  # the W3C trace context it came with
+    last: bool = False  # the count ran out with it
     admitted_ns: int = 0
     # enqueued, execution start, compute start, compute end, execution end (the scheduler's)
     timing: list[int] = field(default_factory=list)
     results_ns: int = 0
     error: str | None = None
+    # at the TENSORS level: its inputs (name -> (datatype, array)) and its response's outputs
+    tensors: bool = False
+    inputs: dict[str, tuple[str, Any]] | None = None
+    outputs: list[Any] | None = None
+
+    def decoded(self, request: Any) -> None:
+        """The request as decoded (an ``InferRequest``): its id, and its inputs if kept."""
+        self.request_id = request.id
+        if self.tensors:
+            self.inputs = {
+                name: (request.input_datatypes.get(name, ""), array)
+                for name, array in request.inputs.items()
+            }
+
+    def answered(self, response: Any) -> None:
+        """The response (an ``InferResponse``): its version, and its outputs if kept."""
+        self.results_ns = time.monotonic_ns()
+        self.version = response.model_version
+        if self.tensors:
+            self.outputs = list(response.outputs)
 
     def admitted(self) -> None:
         if not self.admitted_ns:
@@ -90,6 +126,8 @@ class Tracing:
         url: str = DEFAULT_URL,
         resource: dict[str, str] | None = None,
         exporter: Any = None,
+        file: Path | None = None,
+        log_frequency: int = 0,
     ) -> None:
         self.mode = mode
         self.level = level or ["OFF"]
@@ -101,16 +139,23 @@ class Tracing:
         self._resource = resource or {}
         self._exporter = exporter
         self._tracer: Any = None
+        self._file = None if file is None else TraceFile(file, log_frequency)
+        self._last_id = 0
         self._offset_ns = time.time_ns() - time.monotonic_ns()
         self.on = False
         self._refresh()
 
     # ---- settings (Triton's trace extension) ---------------------------
 
+    @property
+    def writes_files(self) -> bool:
+        return self.mode == "triton" and self._file is not None
+
     def _refresh(self) -> None:
         levels = [self.level] + [m.level for m in self.models.values() if m.level is not None]
-        self.on = self.mode == "opentelemetry" and any(lv != ["OFF"] for lv in levels)
-        if self.on and self._tracer is None:
+        exported = self.mode == "opentelemetry" or self.writes_files
+        self.on = exported and any(lv != ["OFF"] for lv in levels)
+        if self.on and self.mode == "opentelemetry" and self._tracer is None:
             self._tracer = self._make_tracer()
 
     def settings(self, model: str | None = None) -> dict[str, Any]:
@@ -122,8 +167,8 @@ class Tracing:
             "trace_level": list(level),
             "trace_rate": str(rate),
             "trace_count": str(count),
-            "log_frequency": "0",
-            "trace_file": "",
+            "log_frequency": str(self._file.log_frequency if self._file else 0),
+            "trace_file": str(self._file.path) if self._file else "",
             "trace_mode": self.mode,
         }
 
@@ -135,21 +180,34 @@ class Tracing:
         for name, value in changes.items():
             if name not in _SETTINGS:
                 raise _bad(f"unknown trace setting '{shown(str(name), 40)}'")
-            if name in ("trace_file", "trace_mode", "log_frequency"):
+            if name == "trace_file":
                 if value is None or value == self.settings(model)[name]:
                     continue
                 raise _bad(
-                    f"{name} is set when the server starts (--trace-config), not by a request"
+                    "trace file location can not be updated through network protocol",
+                    Code.UNIMPLEMENTED,
                 )
+            if name == "trace_mode":
+                if value is None or value == self.settings(model)[name]:
+                    continue
+                raise _bad("trace_mode is set when the server starts (--trace-config)")
             parsed[name] = None if value is None else _parse(name, value)
         level = parsed.get("trace_level")
-        if level is not None and level != ["OFF"] and self.mode != "opentelemetry":
+        if level is not None and level != ["OFF"] and self.mode == "triton" and not self._file:
             raise ProtocolError(
-                f"trace_level {level} needs tracing through OpenTelemetry: Triton-mode trace "
-                "files are not written here",
+                f"trace_level {level} in Triton's mode needs a trace file, and none was given "
+                "at start",
                 code=Code.INVALID_ARGUMENT,
                 rule="protocol/trace-setting",
-                where="modelyard serve --trace-config mode=opentelemetry",
+                where="modelyard serve --trace-config triton,file=PATH (or "
+                "--trace-config mode=opentelemetry)",
+            )
+        frequency = parsed.pop("log_frequency", None)
+        if frequency is not None and (model or not self._file):
+            raise _bad(
+                "log_frequency is the trace file's, set for every model"
+                if model
+                else "log_frequency needs a trace file, and none was given at start"
             )
         target = self.models.setdefault(model, ModelTraceSettings()) if model else None
         for name, value in parsed.items():
@@ -158,6 +216,8 @@ class Tracing:
                 setattr(target, key, value)
             elif value is not None:
                 setattr(self, key, value)
+        if frequency is not None and self._file is not None:
+            self._file.set_log_frequency(frequency)
         self._refresh()
         return self.settings(model)
 
@@ -192,6 +252,14 @@ class Tracing:
                 self.models[model].count = count - 1
             else:
                 self.count = count - 1
+        self._last_id += 1
+        if self.mode == "triton":
+            trace = RequestTrace(model, version, request_id, protocol, None, arrived_ns)
+            trace.trace_id = self._last_id
+            trace.context = headers or None
+            trace.last = count == 1
+            trace.tensors = "TENSORS" in level
+            return trace
         from opentelemetry.propagate import extract
 
         attributes = {"triton.model_name": model, "modelyard.protocol": protocol}
@@ -205,7 +273,10 @@ class Tracing:
 
     @staticmethod
     def propagation_headers(trace: RequestTrace) -> dict[str, str]:
-        """The W3C trace context a forwarded request carries: this request's span."""
+        """The W3C trace context a forwarded request carries: this request's span (or the
+        context it came with, when traces go to a file)."""
+        if trace.root is None:
+            return dict(trace.context or {})
         from opentelemetry.propagate import inject
         from opentelemetry.trace import set_span_in_context
 
@@ -214,7 +285,11 @@ class Tracing:
         return carrier
 
     def finish(self, trace: RequestTrace, model_version: str, sent_ns: int) -> None:
-        """Make the request's child spans from the times it gathered, and end it."""
+        """Record the request from the times it gathered: in the file, or as its spans."""
+        if trace.root is None:
+            if self._file is not None:
+                self._file.add(_triton_records(trace, model_version, sent_ns), trace.last)
+            return
         from opentelemetry.trace import Status, StatusCode, set_span_in_context
 
         tracer = self._tracer
@@ -248,6 +323,8 @@ class Tracing:
         root.end(end_time=max(sent_ns, trace.arrived_ns) + wall)
 
     def shutdown(self) -> None:
+        if self._file is not None:
+            self._file.close()
         provider = getattr(self, "_provider", None)
         if provider is not None:
             provider.shutdown()
@@ -269,6 +346,49 @@ class Tracing:
         return provider.get_tracer("modelyard")
 
 
+def _triton_records(trace: RequestTrace, model_version: str, sent_ns: int) -> list[Any]:
+    """A request's records in a Triton trace file: what it is, its timestamps, its tensors."""
+    trace_id = trace.trace_id
+    head: dict[str, Any] = {
+        "id": trace_id,
+        "model_name": trace.model,
+        "model_version": int(model_version) if model_version.isdigit() else -1,
+    }
+    if trace.request_id:
+        head["request_id"] = trace.request_id
+    wire = "GRPC_WAITREAD" if trace.protocol == "grpc" else "HTTP_RECV"
+    send = "GRPC_SEND" if trace.protocol == "grpc" else "HTTP_SEND"
+    arrived = trace.arrived_ns
+    results = max(trace.results_ns, trace.admitted_ns, arrived)
+    stamps = [(f"{wire}_START", arrived), (f"{wire}_END", arrived), ("REQUEST_START", arrived)]
+    if len(trace.timing) >= 5:
+        enqueued, started, input_end, output_start, executed = trace.timing[:5]
+        stamps += [
+            ("QUEUE_START", enqueued),
+            ("COMPUTE_START", started),
+            ("COMPUTE_INPUT_END", input_end),
+            ("COMPUTE_OUTPUT_START", output_start),
+            ("COMPUTE_END", executed),
+        ]
+        results = max(results, executed)
+    stamps += [
+        ("REQUEST_END", results),
+        ("INFER_RESPONSE_COMPLETE", results),
+        (f"{send}_START", results),
+        (f"{send}_END", max(sent_ns, results)),
+    ]
+    records: list[Any] = [head]
+    records += [{"id": trace_id, "timestamps": [{"name": n, "ns": ns}]} for n, ns in stamps]
+    for name, (datatype, array) in (trace.inputs or {}).items():
+        records.append(tensor_record(trace_id, "TENSOR_QUEUE_INPUT", name, datatype, array))
+    for output in trace.outputs or ():
+        records.append(
+            tensor_record(trace_id, "TENSOR_BACKEND_OUTPUT", output.name, output.datatype,
+                          output.data)
+        )  # fmt: skip
+    return records
+
+
 def _parse(name: str, value: Any) -> Any:
     if name == "trace_level":
         levels = value if isinstance(value, list) else [value]
@@ -287,4 +407,6 @@ def _parse(name: str, value: Any) -> Any:
         raise _bad("trace_rate must be at least 1")
     if name == "trace_count" and number < -1:
         raise _bad("trace_count must be -1 (no end) or more")
+    if name == "log_frequency" and number < 0:
+        raise _bad("log_frequency must be 0 (at shutdown) or more")
     return number

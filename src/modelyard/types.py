@@ -96,8 +96,9 @@ class InferRequest:
         return {o.name: default if o.binary is None else o.binary for o in self.outputs}, default
 
     def forwarded_parameters(self) -> dict[str, Any]:
-        """The request's parameters as a client sends them on: priority and timeout in."""
-        params = dict(self.parameters)
+        """The request's parameters as a client sends them on: priority and timeout in, the
+        front door's own (``triton_``, binary output) out."""
+        params = {k: v for k, v in self.parameters.items() if not k.startswith("triton_")}
         params.pop("binary_data_output", None)
         if self.priority and "priority" not in params:
             params["priority"] = self.priority

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 from pathlib import Path
 
 import httpx
+import numpy as np
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
 
 from modelyard.processes import serve_command
 from tests.support.models import failing, slow_double, times_ten, write_python_model
-from tests.support.servers import running_server
+from tests.support.servers import free_ports, running_server, wait_until
 
 ECHO = """
 class Model:
@@ -77,16 +82,16 @@ def test_exit_on_error_ends_the_server_with_the_failed_models_line(tmp_path: Pat
     assert "rule=serve/exit-on-error" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_flag_asking_for_what_is_not_served_is_refused_at_start(tmp_path: Path) -> None:
+def test_a_flag_value_that_is_neither_true_nor_false_is_refused_at_start(tmp_path: Path) -> None:
     slow_double(tmp_path)
     command = serve_command(tmp_path, http_port=0, metrics_port=-1)
     result = subprocess.run(
-        [*command, "--model-namespacing=true"], capture_output=True, text=True,
+        [*command, "--model-namespacing=maybe"], capture_output=True, text=True,
         timeout=60,
     )  # fmt: skip
     assert result.returncode != 0
-    assert "--model-namespacing=true asks for what modelyard does not serve" in result.stderr
-    assert "rule=serve/triton-flag" in result.stderr and "Traceback" not in result.stderr
+    assert "--model-namespacing: expected true or false, got 'maybe'" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_model_config_name_picks_each_models_custom_config(tmp_path: Path) -> None:
@@ -107,3 +112,62 @@ def test_model_config_name_picks_each_models_custom_config(tmp_path: Path) -> No
         assert httpx.get(f"{base}/other/config").json()["max_batch_size"] == 16
         too_big = httpx.post(f"{base}/other/infer", content=b"x" * 6000)
         assert too_big.status_code == 413
+
+
+def test_trace_file_flags_write_triton_s_trace_file_when_the_server_stops(tmp_path: Path) -> None:
+    """tritonserver's older --trace-file/--trace-level/--trace-rate: Triton's JSON trace
+    file, written at shutdown; tritonclient reads the settings, a model's level changes
+    live."""
+    slow_double(tmp_path / "models")
+    times_ten(tmp_path / "models", "other")
+    path = tmp_path / "trace.json"
+    with running_server(
+        tmp_path / "models", tmp_path, f"--trace-file={path}", "--trace-level=TIMESTAMPS",
+        "--trace-rate=1",
+    ) as server:  # fmt: skip
+        client = httpclient.InferenceServerClient(server.http_url)
+        try:
+            settings = client.get_trace_settings()
+            assert settings["trace_file"] == str(path) and settings["trace_mode"] == "triton"
+            client.update_trace_settings("other", {"trace_level": ["OFF"]})
+            for model in ("slow_double", "other", "slow_double"):
+                infer(server.http_url, model)
+        finally:
+            client.close()
+        assert not path.exists()
+        server.stop()
+    records = json.loads(path.read_text())
+    heads = [r for r in records if "model_name" in r]
+    assert [(r["id"], r["model_name"]) for r in heads] == [(1, "slow_double"), (2, "slow_double")]
+    names = [s["name"] for r in records if r["id"] == 1 for s in r.get("timestamps", [])]
+    assert names[0] == "HTTP_RECV_START" and names[-1] == "HTTP_SEND_END"
+    assert "COMPUTE_START" in names and "QUEUE_START" in names
+
+
+def test_allow_http_false_serves_every_call_over_grpc_alone(tmp_path: Path) -> None:
+    slow_double(tmp_path)
+    http_port, grpc_port = free_ports(2)
+    command = serve_command(tmp_path, http_port=http_port, grpc_port=grpc_port)
+    log = tmp_path / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen([*command, "--allow-http=false"], stdout=out, stderr=out)
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port}")
+    try:
+
+        def ready() -> bool:
+            assert process.poll() is None, log.read_text()
+            try:
+                return bool(client.is_server_ready())
+            except InferenceServerException:
+                return False
+
+        wait_until(ready, timeout=60)
+        item = grpcclient.InferInput("x", [1, 2], "FP32")
+        item.set_data_from_numpy(np.array([[1, 2]], dtype=np.float32))
+        assert client.infer("slow_double", [item]).as_numpy("y").tolist() == [[1002, 1004]]
+        assert client.get_model_repository_index().models[0].name == "slow_double"
+        assert refuses_connections(http_port)
+    finally:
+        client.close()
+        process.terminate()
+        process.wait(15)

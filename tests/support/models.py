@@ -239,6 +239,21 @@ def simple_string(repository: Path) -> Path:
     )
 
 
+def custom_identity_int32(repository: Path) -> Path:
+    """Triton's example model ``custom_identity_int32``: INT32 [batch, 16] in, the same out."""
+    return write_python_model(
+        repository,
+        "custom_identity_int32",
+        IDENTITY,
+        """
+        backend: "python"
+        max_batch_size: 8
+        input [{ name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] }]
+        output [{ name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] }]
+        """,
+    )
+
+
 def simple_identity(repository: Path) -> Path:
     """Triton's example model ``simple_identity``: BYTES [batch, -1] in, the same out."""
     return write_python_model(

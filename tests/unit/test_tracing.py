@@ -4,6 +4,7 @@ through OpenTelemetry's in-memory exporter from an in-process HTTP and gRPC fron
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +77,127 @@ def test_a_bad_setting_is_refused_and_nothing_changes(changes: dict[str, Any]) -
     assert tracing.settings() == before
 
 
-def test_triton_mode_trace_files_are_not_written_so_their_level_is_refused() -> None:
+def test_triton_mode_without_a_trace_file_refuses_a_level() -> None:
     with pytest.raises(ProtocolError) as refused:
         Tracing().update({"trace_level": ["TIMESTAMPS"]})
-    assert "--trace-config mode=opentelemetry" in refused.value.line()
+    assert "--trace-config triton,file=PATH" in refused.value.line()
+
+
+def test_the_trace_file_is_not_changed_by_a_request_but_its_log_frequency_is(
+    tmp_path: Path,
+) -> None:
+    tracing = Tracing(file=tmp_path / "trace.json")
+    with pytest.raises(ProtocolError) as refused:
+        tracing.update({"trace_file": str(tmp_path / "elsewhere.json")})
+    assert "trace file location can not be updated through network protocol" in str(refused.value)
+    assert refused.value.code.name == "UNIMPLEMENTED"
+    assert tracing.update({"log_frequency": "5"})["log_frequency"] == "5"
+    with pytest.raises(ProtocolError):
+        tracing.update({"log_frequency": "5"}, "slow_double")  # the file's, not a model's
+    with pytest.raises(ProtocolError):
+        tracing.update({"log_frequency": "-1"})
+    assert tracing.settings()["trace_file"] == str(tmp_path / "trace.json")
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = json.loads(path.read_text())
+    return records
+
+
+def _stamps(records: list[dict[str, Any]], trace_id: int) -> list[tuple[str, int]]:
+    return [
+        (stamp["name"], stamp["ns"])
+        for record in records
+        if record["id"] == trace_id and "timestamps" in record
+        for stamp in record["timestamps"]
+    ]
+
+
+HTTP_STAMPS = [
+    "HTTP_RECV_START", "HTTP_RECV_END", "REQUEST_START", "QUEUE_START", "COMPUTE_START",
+    "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END", "REQUEST_END",
+    "INFER_RESPONSE_COMPLETE", "HTTP_SEND_START", "HTTP_SEND_END",
+]  # fmt: skip
+
+
+def test_a_triton_trace_file_holds_each_request_s_timestamps_and_tensors(tmp_path: Path) -> None:
+    """Triton's JSON trace file: written at shutdown when no log frequency is set, one
+    array of records; TENSORS adds each input and output."""
+    slow_double(tmp_path / "models")
+    path = tmp_path / "trace.json"
+    tracing = Tracing(level=["TIMESTAMPS", "TENSORS"], rate=1, file=path)
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path / "models", ControlMode.NONE) as dp:
+            app = HttpFrontend(dp, tracing=tracing)
+            for index in range(2):
+                body, header_length = binary_request(np.full((1, 2), 1.5, np.float32), f"r{index}")
+                status, _ = await post(app, body, header_length)
+                assert status == 200
+            server = await start_grpc_server(dp, "127.0.0.1", 0, tracing=tracing)
+            try:
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+                    stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+                    request = InferRequest(
+                        "slow_double", None, {"x": np.ones((1, 2), np.float32)}, {}, id="g-1"
+                    )
+                    await stub.ModelInfer(encode_infer_request(request))
+            finally:
+                await server.stop(0)
+
+    asyncio.run(scenario())
+    assert not path.exists()  # log frequency 0: written when the server stops
+    tracing.shutdown()
+    records = _read(path)
+    heads = [r for r in records if "model_name" in r]
+    assert heads == [
+        {"id": 1, "model_name": "slow_double", "model_version": 1, "request_id": "r0"},
+        {"id": 2, "model_name": "slow_double", "model_version": 1, "request_id": "r1"},
+        {"id": 3, "model_name": "slow_double", "model_version": 1, "request_id": "g-1"},
+    ]
+    for trace_id in (1, 2):
+        stamps = _stamps(records, trace_id)
+        assert [name for name, _ in stamps] == HTTP_STAMPS
+        times = [ns for _, ns in stamps]
+        assert times == sorted(times) and times[-1] > times[0]
+    grpc_names = [name for name, _ in _stamps(records, 3)]
+    assert grpc_names[:2] == ["GRPC_WAITREAD_START", "GRPC_WAITREAD_END"]
+    assert grpc_names[-2:] == ["GRPC_SEND_START", "GRPC_SEND_END"]
+    tensors = [r for r in records if r["id"] == 1 and "activity" in r]
+    assert tensors == [
+        {"id": 1, "activity": "TENSOR_QUEUE_INPUT",
+         "tensor": {"name": "x", "data": "1.5,1.5", "shape": "1,2", "dtype": "FP32"}},
+        {"id": 1, "activity": "TENSOR_BACKEND_OUTPUT",
+         "tensor": {"name": "y", "data": "1003,1003", "shape": "1,2", "dtype": "FP32"}},
+    ]  # fmt: skip
+
+
+def test_a_log_frequency_writes_indexed_files_and_a_count_that_runs_out_writes_at_once(
+    tmp_path: Path,
+) -> None:
+    slow_double(tmp_path / "models")
+    every_two = Tracing(level=["TIMESTAMPS"], rate=1, file=tmp_path / "a.json", log_frequency=2)
+    three = Tracing(level=["TIMESTAMPS"], rate=1, count=3, file=tmp_path / "b.json")
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path / "models", ControlMode.NONE) as dp:
+            for tracing in (every_two, three):
+                app = HttpFrontend(dp, tracing=tracing)
+                for _ in range(5):
+                    body, header_length = binary_request(np.ones((1, 2), np.float32))
+                    assert (await post(app, body, header_length))[0] == 200
+
+    asyncio.run(scenario())
+    heads = [r for r in _read(tmp_path / "a.json.0") if "model_name" in r]
+    assert [r["id"] for r in heads] == [1, 2]
+    assert [r["id"] for r in _read(tmp_path / "a.json.1") if "model_name" in r] == [3, 4]
+    assert not (tmp_path / "a.json.2").exists()
+    every_two.shutdown()  # the fifth trace, in the next indexed file
+    assert [r["id"] for r in _read(tmp_path / "a.json.2") if "model_name" in r] == [5]
+    # the count ran out at the third: those three are written at once, then no more traced
+    assert [r["id"] for r in _read(tmp_path / "b.json.0") if "model_name" in r] == [1, 2, 3]
+    three.shutdown()
+    assert not (tmp_path / "b.json").exists() and three.settings()["trace_count"] == "0"
 
 
 def test_one_request_in_rate_is_traced_while_the_count_lasts() -> None:

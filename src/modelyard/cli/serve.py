@@ -309,7 +309,9 @@ async def serve(args: argparse.Namespace) -> None:
             parts.push_async_callback(rules_store.aclose)
         manager = ModelManager(
             ModelRepository(
-                [path.resolve() for path in args.model_repository], args.model_config_name
+                [path.resolve() for path in args.model_repository],
+                args.model_config_name,
+                namespacing=args.model_namespacing,
             ),
             ControlMode(args.model_control_mode),
             poll_secs=args.repository_poll_secs,
@@ -351,6 +353,7 @@ async def serve(args: argparse.Namespace) -> None:
             governance=governance,
             shared_memory=shared_memory,
             tracing=tracing,
+            header_forwarding=args.http_header_forwarding,
         )
         await manager.start()
         parts.push_async_callback(manager.stop)
@@ -379,7 +382,7 @@ async def serve(args: argparse.Namespace) -> None:
                     host=host,
                     hint="anyone who can reach this address can infer, load and unload models",
                 )
-        http_socket = listen_http(http_host, args.http_port)
+        http_sockets = [listen_http(http_host, args.http_port)] if args.allow_http else []
         if live is not None:
             live.start()
         metrics_port = None
@@ -404,6 +407,7 @@ async def serve(args: argparse.Namespace) -> None:
                 shared_memory=shared_memory,
                 tracing=tracing,
                 tls=args.grpc_tls,
+                header_forwarding=args.grpc_header_forwarding,
             )
             grace = args.exit_timeout_secs
             parts.push_async_callback(
@@ -419,7 +423,7 @@ async def serve(args: argparse.Namespace) -> None:
             grpc_port = grpc_server.port if grpc_server else None
             log.info(
                 "server_ready",
-                http=f"http://{http_host}:{port}",
+                http=f"http://{http_host}:{port}" if http_sockets else None,
                 grpc=f"{grpc_host}:{grpc_port}" if grpc_port else None,
                 metrics=f"http://{metrics_host}:{metrics_port}/metrics" if metrics_port else None,
                 models=[f"{mv.name}/{mv.version}" for mv in manager.ready_versions()],
@@ -447,7 +451,7 @@ async def serve(args: argparse.Namespace) -> None:
         _background(parts, announce())
         if governance is not None:
             _background(parts, governance.watch(store=rules_store))
-        await server.serve([http_socket])
+        await server.serve(http_sockets)  # none: uvicorn runs the loop, gRPC serves
 
 
 def _background(parts: contextlib.AsyncExitStack, work: Coroutine[Any, Any, None]) -> None:

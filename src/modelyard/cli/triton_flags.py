@@ -1,28 +1,27 @@
 """tritonserver's command line on ``modelyard serve``: what each of its flags does here.
 
 A Triton user swaps ``tritonserver`` for ``modelyard serve`` and keeps the flags. Each
-flag is one of three kinds:
+flag is one of two kinds:
 
 * applied: it sets what it sets in Triton (several repositories, an address per front
   door, turning a front door off, log levels and file, readiness, start-up errors,
   the shutdown timeout, the threads that load models, the response cache, the rate
-  limiter, tracing, client shared memory);
+  limiter, tracing, client shared memory, headers forwarded as parameters, namespacing);
 * accepted and logged as not applied, with the reason: tuning that has no counterpart
-  here (CUDA and pinned memory pools, thread counts of parts modelyard does not have);
-* refused with an error line when what it asks for is not served (TLS, namespacing,
-  header forwarding, Triton-mode trace files), so that no one believes it is on. At
-  its "off" value each of those is accepted.
+  here (CUDA and pinned memory pools, thread counts of parts modelyard does not have).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 from pathlib import Path
 from typing import Any
 
 from modelyard.errors import Code, ConfigError
 from modelyard.frontdoors.grpc import GrpcTls
+from modelyard.frontdoors.header_forwarding import HeaderForwarding
 from modelyard.server.rate_limiter import parse_resource
 from modelyard.server.stats import DEFAULT_QUANTILES
 from modelyard.tracing import LEVELS
@@ -59,15 +58,6 @@ NOT_APPLICABLE = {
     "can be",
 }
 
-# flags whose "on" value asks for something modelyard does not serve: refused unless off.
-# flag -> (is it off?, what to do instead)
-_REFUSED_UNLESS_OFF = {
-    "--model-namespacing": (lambda v: not triton_bool(v), "give models unique names"),
-    "--http-header-forward-pattern": (lambda v: False, "pass values as request parameters"),
-    "--grpc-header-forward-pattern": (lambda v: False, "pass values as request parameters"),
-    "--trace-file": (lambda v: False, "trace through --trace-config mode=opentelemetry"),
-}
-
 
 def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
     triton = parser.add_argument_group(
@@ -96,7 +86,7 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
         type=triton_bool,
         default=True,
         metavar="BOOL",
-        help="true only: the repository and health calls are HTTP here",
+        help="false: no HTTP front door (gRPC serves every call; not with --service)",
     )
     for front in ("grpc", "metrics"):
         triton.add_argument(
@@ -211,9 +201,26 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="[opentelemetry,]KEY=VALUE",
-        help="mode=opentelemetry, level=TIMESTAMPS, rate=N, count=N, "
-        "opentelemetry,url=URL, opentelemetry,resource=KEY=VALUE; repeatable",
+        help="level=TIMESTAMPS|TENSORS, rate=N, count=N, mode=triton|opentelemetry, "
+        "triton,file=PATH, triton,log-frequency=N, opentelemetry,url=URL, "
+        "opentelemetry,resource=KEY=VALUE; repeatable",
     )
+    # tritonserver's older trace flags, each one --trace-config setting
+    for flag, setting in (
+        ("--trace-file", "triton,file"),
+        ("--trace-log-frequency", "triton,log-frequency"),
+        ("--trace-level", "level"),
+        ("--trace-rate", "rate"),
+        ("--trace-count", "count"),
+    ):
+        triton.add_argument(
+            flag,
+            dest="trace_config",
+            action="append",
+            type=functools.partial(_setting, setting),
+            metavar="VALUE",
+            help=f"tritonserver's older form of --trace-config {setting}=VALUE",
+        )
     triton.add_argument(
         "--response-cache-byte-size",
         type=int,
@@ -221,12 +228,34 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="BYTES",
         help="tritonserver's older form of --cache-config local,size=BYTES",
     )
+    for front in ("http", "grpc"):
+        triton.add_argument(
+            f"--{front}-header-forward-pattern",
+            default=None,
+            metavar="REGEX",
+            help=f"{front.upper()} headers whose names match become string parameters of the "
+            "infer request (case-insensitive unless the pattern starts with (?-i))",
+        )
     triton.add_argument("--log-verbose", type=int, default=0, metavar="LEVEL")
     for level in ("info", "warning", "error"):
         triton.add_argument(f"--log-{level}", type=triton_bool, default=True, metavar="BOOL")
     triton.add_argument("--log-file", type=Path, default=None, metavar="FILE")
-    for flag in (*NOT_APPLICABLE, *_REFUSED_UNLESS_OFF):
+    triton.add_argument(
+        "--model-namespacing",
+        type=triton_bool,
+        default=False,
+        metavar="BOOL",
+        help="true: a model name may be in several repositories; each is served as NAME::N "
+        "(N: its repository's place), a bare name that is ambiguous is refused, and an "
+        "ensemble's steps name their own repository's models first",
+    )
+    for flag in NOT_APPLICABLE:
         triton.add_argument(flag, action="append", default=None, metavar="VALUE")
+
+
+def _setting(setting: str, value: str) -> str:
+    """An older trace flag's value as its --trace-config entry."""
+    return f"{setting}={value}"
 
 
 def _flag_error(detail: str, where: str) -> ConfigError:
@@ -268,8 +297,9 @@ def _apply_metrics_config(args: argparse.Namespace) -> None:
 def _trace_error(entry: str, detail: str) -> ConfigError:
     return _flag_error(
         f"--trace-config {entry}: {detail}",
-        "modelyard serve --trace-config mode=opentelemetry --trace-config level=TIMESTAMPS "
-        "(rate=N, count=N, opentelemetry,url=URL, opentelemetry,resource=KEY=VALUE)",
+        "modelyard serve --trace-config level=TIMESTAMPS (rate=N, count=N, mode=triton|"
+        "opentelemetry, triton,file=PATH, triton,log-frequency=N, opentelemetry,url=URL, "
+        "opentelemetry,resource=KEY=VALUE)",
     )
 
 
@@ -282,7 +312,15 @@ def _apply_trace_config(args: argparse.Namespace) -> None:
             section, setting = "", entry
         key, _, value = setting.partition("=")
         try:
-            if section == "opentelemetry" and key == "url":
+            if section == "triton" and key == "file":
+                if not value or not Path(value).parent.is_dir():
+                    raise ValueError("the file's directory does not exist")
+                trace["file"] = Path(value)
+            elif section == "triton" and key == "log-frequency":
+                trace["log_frequency"] = int(value)
+                if trace["log_frequency"] < 0:
+                    raise ValueError("log-frequency is 0 (at shutdown) or more")
+            elif section == "opentelemetry" and key == "url":
                 trace["url"] = value if "://" in value else f"http://{value}"
             elif section == "opentelemetry" and key == "resource":
                 name, _, attribute = value.partition("=")
@@ -306,17 +344,17 @@ def _apply_trace_config(args: argparse.Namespace) -> None:
                 if number < (1 if key == "rate" else -1):
                     raise ValueError(f"{key} is out of range")
                 trace[key] = number
-            elif key == "log-frequency":
-                int(value)  # Triton-mode files only: nothing to do here
             else:
                 raise ValueError(f"unknown key '{key}'")
         except ValueError as exc:
             raise _trace_error(entry, str(exc)) from None
-    if trace.get("level", ["OFF"]) != ["OFF"] and trace.get("mode") != "opentelemetry":
+    traced = trace.get("level", ["OFF"]) != ["OFF"]
+    if traced and trace.get("mode", "triton") == "triton" and "file" not in trace:
         raise _flag_error(
-            "--trace-config level=" + ",".join(trace["level"]) + ": Triton-mode trace files "
-            "are not written here; traces are exported through OpenTelemetry",
-            "modelyard serve --trace-config mode=opentelemetry",
+            "--trace-config level=" + ",".join(trace["level"]) + ": Triton's trace mode "
+            "writes a trace file, and none is given",
+            "modelyard serve --trace-config triton,file=PATH (or --trace-config "
+            "mode=opentelemetry to export spans)",
         )
     args.trace = trace
 
@@ -388,22 +426,11 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
             rule="config/model-repository",
             where="modelyard serve --model-repository DIR (repeatable, as tritonserver's)",
         )
-    for flag, (is_off, instead) in _REFUSED_UNLESS_OFF.items():
-        for value in getattr(args, _dest(flag)) or ():
-            try:
-                off = is_off(value)
-            except argparse.ArgumentTypeError:  # neither true nor false: not off either
-                off = False
-            if not off:
-                raise _flag_error(
-                    f"tritonserver's {flag}={value} asks for what modelyard does not serve",
-                    f"modelyard serve without {flag} ({instead})",
-                )
-    if not args.allow_http:
+    if not args.allow_http and getattr(args, "service", None):
         raise _flag_error(
-            "--allow-http false: modelyard serves its control calls over HTTP, so HTTP "
-            "cannot be turned off",
-            "modelyard serve without --allow-http, or a firewall on --http-port",
+            "--allow-http false with --service: gateways and the control plane reach a "
+            "registered instance over HTTP",
+            "modelyard serve without --allow-http false, or without --service",
         )
     if not args.allow_grpc:
         args.grpc_port = -1
@@ -424,6 +451,12 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
     _apply_trace_config(args)
     args.rate_limit_resources = [parse_resource(text) for text in args.rate_limit_resource]
     args.grpc_tls = _grpc_tls(args)
+    for front in ("http", "grpc"):
+        pattern = getattr(args, f"{front}_header_forward_pattern")
+        forwarding = None
+        if pattern:
+            forwarding = HeaderForwarding(pattern, f"--{front}-header-forward-pattern")
+        setattr(args, f"{front}_header_forwarding", forwarding)
     name = args.model_config_name
     if name is not None and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", name):
         raise _flag_error(

@@ -35,6 +35,7 @@ from modelyard.errors import (
     retry_after_header,
     shown,
 )
+from modelyard.frontdoors.header_forwarding import HeaderForwarding
 from modelyard.governance.guard import CALL_HEADERS, Call
 from modelyard.governance.runtime import Governance
 from modelyard.logging import SETTINGS
@@ -228,11 +229,25 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         governance: Governance | None = None,
         shared_memory: SystemSharedMemory | None = None,
         tracing: Tracing | None = None,
+        header_forwarding: HeaderForwarding | None = None,
     ) -> None:
         self.dataplane = dataplane
         self.governance = governance
         self.shared_memory = shared_memory or SystemSharedMemory(allowed=False)
         self.tracing = tracing or Tracing()
+        self.header_forwarding = header_forwarding
+
+    def _decode(self, message: pb.ModelInferRequest, context: Context) -> InferRequest:
+        """The request, with the metadata ``--grpc-header-forward-pattern`` makes parameters."""
+        request = decode_infer_request(message, self.shared_memory)
+        if self.header_forwarding is not None:
+            forwarded = self.header_forwarding.parameters(
+                (key, value if isinstance(value, str) else value.decode("latin-1"))
+                for key, value in context.invocation_metadata() or ()
+            )
+            if forwarded:
+                request.parameters = {**request.parameters, **forwarded}
+        return request
 
     # ---- health and metadata -------------------------------------------
 
@@ -308,9 +323,11 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         def decode() -> InferRequest:
             if trace is not None:
                 trace.admitted()
-            infer_request = decode_infer_request(request, self.shared_memory)
+            infer_request = self._decode(request, context)
             infer_request.deadline = deadline
             infer_request.trace = trace
+            if trace is not None:
+                trace.decoded(infer_request)
             infer_request.arrived_ns = arrived_ns
             if dataplane.forwards_requests:
                 infer_request.forward_headers = (
@@ -334,7 +351,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                 self.tracing.finish(trace, request.model_version, time.monotonic_ns())
             raise
         if trace is not None:
-            trace.results_ns = time.monotonic_ns()
+            trace.answered(response)
             self.tracing.finish(trace, response.model_version, time.monotonic_ns())
         return reply
 
@@ -396,7 +413,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         empty_final = _wants_empty_final(message)
 
         def decode() -> InferRequest:
-            request = decode_infer_request(message, self.shared_memory)
+            request = self._decode(message, context)
             request.deadline = deadline
             decoded.append(request)
             return request
@@ -655,12 +672,13 @@ async def start_grpc_server(
     shared_memory: SystemSharedMemory | None = None,
     tracing: Tracing | None = None,
     tls: GrpcTls | None = None,
+    header_forwarding: HeaderForwarding | None = None,
 ) -> GrpcServer:
     """Start serving on ``host:port`` (0: any free port) in the running event loop;
     ``tls``: serve over TLS (tritonserver's --grpc-use-ssl), None: in the clear."""
     server = grpc.aio.server(options=server_options(max_message_bytes))
     service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(
-        InferenceService(dataplane, governance, shared_memory, tracing), server
+        InferenceService(dataplane, governance, shared_memory, tracing, header_forwarding), server
     )
     health = HealthService(dataplane)
     health_pb2_grpc.add_HealthServicer_to_server(health, server)

@@ -26,6 +26,7 @@ from modelyard.errors import (
     retry_after_header,
     shown,
 )
+from modelyard.frontdoors.header_forwarding import HeaderForwarding
 from modelyard.frontdoors.http_compression import (
     MIN_COMPRESSED_BYTES,
     compress,
@@ -70,6 +71,7 @@ _SHARED_MEMORY_ROUTE = re.compile(
     r"/(?P<action>status|register|unregister)$"
 )
 _JSON = [(b"content-type", b"application/json")]
+_FORWARDED = "modelyard.forwarded_parameters"  # the scope key of the headers made parameters
 LIVE_STATS_PATH = "/v2/modelyard/stats"
 
 
@@ -322,12 +324,14 @@ class HttpFrontend:
         governance: Governance | None = None,
         shared_memory: SystemSharedMemory | None = None,
         tracing: Tracing | None = None,
+        header_forwarding: HeaderForwarding | None = None,
     ):
         self.dataplane = dataplane
         self.max_body_bytes = max_body_bytes
         self.governance = governance
         self.shared_memory = shared_memory or SystemSharedMemory(allowed=False)
         self.tracing = tracing or Tracing()
+        self.header_forwarding = header_forwarding
         self.lanes = HttpLanes()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -360,6 +364,8 @@ class HttpFrontend:
                 lane = self.lanes.find(
                     scope["path"], body, header_length, api_key, authorization, chain
                 )
+                if self.header_forwarding is not None and self._forwarded(scope):
+                    lane = None  # a lane is kept for requests alike: their headers are not
                 if trace is not None:  # a sampled request takes the general path, timed
                     response = await self._infer_traced(scope, body, header_length, route, trace)
                 elif lane is None:
@@ -413,6 +419,23 @@ class HttpFrontend:
             elif message["type"] == "lifespan.shutdown":
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    def _forwarded(self, scope: Scope) -> dict[str, str]:
+        """The parameters ``--http-header-forward-pattern`` takes from the request's headers,
+        kept in the scope for the decoding to add."""
+        assert self.header_forwarding is not None
+        forwarded = self.header_forwarding.parameters(
+            (name.decode("latin-1"), value.decode("latin-1")) for name, value in scope["headers"]
+        )
+        scope[_FORWARDED] = forwarded
+        return forwarded
+
+    @staticmethod
+    def _with_forwarded(scope: Scope, request: InferRequest) -> InferRequest:
+        forwarded = scope.get(_FORWARDED)
+        if forwarded:
+            request.parameters = {**request.parameters, **forwarded}
+        return request
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
         """The whole request body; one over the limit raises (the infer path inlines this)."""
@@ -660,6 +683,9 @@ class HttpFrontend:
             body, header_length, model, version, self.shared_memory
         )
         request.arrived_ns = scope.get(RECEIVED_NS, 0)
+        if scope.get(_FORWARDED):  # this request's own: its lane is not kept for others
+            layout = None
+            self._with_forwarded(scope, request)
         target = self.dataplane.lane(request)
         if target is None:  # a data plane that keeps no lanes (the gateway's)
             request.forward_headers = _trace_context(scope["headers"]) or None
@@ -694,9 +720,10 @@ class HttpFrontend:
         def decode() -> InferRequest:
             trace.admitted()
             request = decode_infer_request(body, header_length, model, version, self.shared_memory)
+            self._with_forwarded(scope, request)
             request.trace = trace
             request.arrived_ns = trace.arrived_ns
-            trace.request_id = request.id
+            trace.decoded(request)
             if dataplane.forwards_requests:
                 request.forward_headers = self.tracing.propagation_headers(trace)
             decoded.append(request)
@@ -712,8 +739,7 @@ class HttpFrontend:
             except GovernanceError as error:
                 trace.error = error.line()
                 return _rejection(governance, call, error)
-        trace.results_ns = time.monotonic_ns()
-        trace.version = response.model_version
+        trace.answered(response)
         return self._infer_response(response, decoded[0] if decoded else None)
 
     async def _infer_governed(
@@ -731,6 +757,7 @@ class HttpFrontend:
         def decode() -> InferRequest:
             request = decode_infer_request(body, header_length, model, version, self.shared_memory)
             request.arrived_ns = scope.get(RECEIVED_NS, 0)
+            self._with_forwarded(scope, request)
             decoded.append(request)
             return request
 

@@ -399,20 +399,25 @@ class Governance:
             return lambda model: False
         return lambda model: principal.may(call.interface, model)
 
-    def authorize_load(self, call: Call) -> Callable[[list[str]], None] | None:
+    def authorize_load(self, call: Call) -> Callable[..., None] | None:
         """For an admitted load of ``call.model``: refuses (PERMISSION_DENIED) unless the
         principal may infer on every model the loaded config reaches, since whoever infers
-        on the loaded model reads their outputs. None: auth is off."""
+        on the loaded model reads their outputs (and may administer, with ``"admin"``, the
+        models the load loads with it). None: auth is off."""
         auth = self.config.auth
         if not auth.enabled:
             return None
 
-        def authorize(models: list[str]) -> None:
+        def authorize(models: list[str], interface: str = "infer") -> None:
             principal = auth.principal(call.principal) or Principal(call.principal or "?", {})
             for model in models:
-                if not principal.may("infer", model):
-                    through = f", which the config of '{call.model}' reaches as an ensemble step"
-                    raise permission_denied(principal, "infer", model, auth.service_file, through)
+                if not principal.may(interface, model):
+                    through = (
+                        f", which the config of '{call.model}' reaches as an ensemble step"
+                        if interface == "infer"
+                        else f", which loading the ensemble '{call.model}' loads"
+                    )
+                    raise permission_denied(principal, interface, model, auth.service_file, through)
 
         return authorize
 

@@ -6,6 +6,14 @@
 Several roots are served together, as tritonserver serves several
 ``--model-repository``: a model's name must be unique across them (a name found
 in two roots at start is refused; one added later is served from the first root).
+
+With namespacing (tritonserver's ``--model-namespacing``) a name may be in several
+roots: each root is a namespace, and such a model is served under a key that names
+its root, ``NAME::N`` (N: the root's place on the command line, from 1). A request
+for the bare name is ambiguous and refused, as Triton refuses it; an ensemble's step
+names the model of its own root first (Triton's rule), else the one model of that
+name. A name in one root only keeps its bare name.
+
 Names that come from requests are only ever compared against the names read
 from the directory listings; they are never joined into a path.
 """
@@ -51,10 +59,21 @@ def _listed(root: Path) -> list[str]:
     return sorted(e.name for e in entries if e.is_dir() and _MODEL_NAME.match(e.name) is not None)
 
 
+NAMESPACE_MARK = "::"  # in a namespaced key; never in a model name (_MODEL_NAME)
+
+
 class ModelRepository:
-    def __init__(self, root: Path | list[Path], config_name: str | None = None) -> None:
+    def __init__(
+        self,
+        root: Path | list[Path],
+        config_name: str | None = None,
+        namespacing: bool = False,
+    ) -> None:
         # tritonserver's --model-config-name: a model with configs/NAME.pbtxt loads from it
         self.config_name = config_name
+        self.namespacing = namespacing
+        # namespacing: each name in several roots -> its key in each (from the last listing)
+        self._shared: dict[str, dict[Path, str]] = {}
         roots = root if isinstance(root, list) else [root]
         for path in roots:
             if not path.is_dir():
@@ -67,7 +86,7 @@ class ModelRepository:
         seen: dict[str, Path] = {}
         for path in roots:
             for name in _listed(path):
-                if name in seen:
+                if name in seen and not namespacing:
                     raise ConfigError(
                         f"model '{name}' is in two repositories, {seen[name]} and {path}; "
                         "a name must be unique across them",
@@ -77,17 +96,62 @@ class ModelRepository:
                     )
                 seen[name] = path
         self.roots = roots
+        self.model_names()
 
     def model_names(self) -> list[str]:
-        return sorted({name for root in self.roots for name in _listed(root)})
-
-    def model_dir(self, name: str) -> Path | None:
-        """The directory of a model named in a request, if a repository lists it."""
+        """The keys of the models the roots list now (a name, or ``NAME::N`` when namespaced
+        models share it)."""
+        found: dict[str, list[Path]] = {}
         for root in self.roots:
+            for name in _listed(root):
+                found.setdefault(name, []).append(root)
+        if not self.namespacing:
+            return sorted(found)
+        self._shared = {
+            name: {root: self._key(name, root) for root in roots}
+            for name, roots in found.items()
+            if len(roots) > 1
+        }
+        keys = [name for name in found if name not in self._shared]
+        keys += [key for owners in self._shared.values() for key in owners.values()]
+        return sorted(keys)
+
+    def _key(self, name: str, root: Path) -> str:
+        return f"{name}{NAMESPACE_MARK}{self.roots.index(root) + 1}"
+
+    def model_dir(self, key: str) -> Path | None:
+        """The directory of a model named in a request, if a repository lists it."""
+        name, mark, place = key.partition(NAMESPACE_MARK)
+        if mark:  # a namespaced key: its root only
+            digits = place.isascii() and place.isdigit() and len(place) < 6
+            index = int(place) - 1 if digits and name in self._shared else -1
+            if not 0 <= index < len(self.roots):
+                return None
+            roots = [self.roots[index]]
+        elif name in self._shared:
+            return None  # the bare name of a namespaced model: which one is ambiguous
+        else:
+            roots = self.roots
+        for root in roots:
             for listed in _listed(root):
                 if listed == name:
                     return root / listed
         return None
+
+    def keys_of(self, name: str) -> list[str]:
+        """The keys a name loads: its own, or each namespaced model's of that name."""
+        return sorted(self._shared[name].values()) if name in self._shared else [name]
+
+    def ambiguity(self, name: str) -> int:
+        """How many namespaced models share the bare ``name`` (0: it is not ambiguous)."""
+        return len(self._shared.get(name, ()))
+
+    def step_key(self, name: str, ensemble_dir: Path | None) -> str:
+        """The key of the model an ensemble's step names: its own root's model first."""
+        owners = self._shared.get(name)
+        if owners is None or ensemble_dir is None:
+            return name
+        return owners.get(ensemble_dir.parent, name)
 
     @staticmethod
     def versions(model_dir: Path) -> list[int]:

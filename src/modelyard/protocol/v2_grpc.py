@@ -97,6 +97,10 @@ def _decode_typed(name: str, datatype: str, shape: tuple[int, ...], tensor: Any)
     return array.reshape(shape)
 
 
+# the only 'triton_' parameter a caller may set (over gRPC, as in Triton)
+STREAM_PARAMETERS = frozenset(("triton_enable_empty_final_response",))
+
+
 def decode_infer_request(
     message: pb.ModelInferRequest, shared_memory: SystemSharedMemory | None = None
 ) -> InferRequest:
@@ -155,6 +159,13 @@ def decode_infer_request(
     params: dict[str, Any] = {}
     if message.parameters:
         params = {key: parameter_value(value) for key, value in message.parameters.items()}
+        for key in params:
+            if key.startswith("triton_") and key not in STREAM_PARAMETERS:
+                raise bad_request(
+                    "parameter keys starting with 'triton_' are reserved for Triton usage. "
+                    "Only the following keys starting with 'triton_' are allowed: "
+                    + " ".join(sorted(STREAM_PARAMETERS))
+                )
     timeout = params.get("timeout", 0)
     priority = params.get("priority", 0)
     if (

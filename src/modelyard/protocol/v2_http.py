@@ -278,6 +278,11 @@ def decode_with_layout(
     params = doc.get("parameters") or {}
     if not isinstance(params, dict):
         raise _bad("'parameters' must be an object")
+    if any(key.startswith("triton_") for key in params):
+        raise _bad(
+            "parameter keys starting with 'triton_' are reserved for Triton usage and should "
+            "not be specified"
+        )
     outputs = _decode_outputs(doc.get("outputs"), shared_memory)
     if outputs is not None and any(out.shared_memory for out in outputs):
         in_shared_memory = True

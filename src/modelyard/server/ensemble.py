@@ -291,15 +291,17 @@ class EnsembleScheduler:
         shape_key: tuple[Any, ...] | None = None,  # unused: an ensemble's steps batch
         timing: list[int] | None = None,  # unused: its steps' executions are its own
         arrived_ns: int = 0,  # unused: an ensemble's time counts from its start
-        parameters: dict[str, Any] | None = None,  # unused: its steps' requests are its own
+        parameters: dict[str, Any] | None = None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
-        """Start one request; must be called from the event loop thread."""
+        """Start one request; must be called from the event loop thread. Its parameters go
+        to each step whose model reads requests, as Triton's ensembles pass them on."""
         if self._closed:
             raise unloading(self.model, self.version)
         options = {
             "client_deadline": client_deadline,
             "priority": priority,
             "timeout_us": timeout_us,
+            "parameters": parameters,
         }
         with self._idle:
             self._in_flight += 1
@@ -360,6 +362,8 @@ class EnsembleScheduler:
         mv = self._resolve(step.model, step.version)
         inputs = {model_input: tensors[tensor] for model_input, tensor in step.inputs.items()}
         rows = _prepare(step, mv.spec, inputs)
+        if not mv.takes_requests and options["parameters"] is not None:
+            options = {**options, "parameters": None}
         future = mv.scheduler.submit(inputs, list(step.outputs), rows, **options)
         return future, mv.spec, rows
 
@@ -385,9 +389,12 @@ def load_ensemble_version(
     resolve: Resolve,
     *,
     clock: Clock = SYSTEM_CLOCK,
+    name: str | None = None,
 ) -> ModelVersion:
-    """Validate an ensemble against the loaded step models; runs on the event loop thread."""
-    name = model_dir.name
+    """Validate an ensemble against the loaded step models; runs on the event loop thread.
+
+    ``name``: the name it is served under (its directory's unless namespaced)."""
+    name = name or model_dir.name
     config = copy.deepcopy(base_config)
     if not config.platform:
         config.platform = ENSEMBLE
@@ -395,7 +402,7 @@ def load_ensemble_version(
         raise ensemble_error(name, "an ensemble has no instances or warm-up of its own")
     spec = compile_spec(config, f"{name}/config.pbtxt")
     graph = EnsembleGraph.build(config, spec, resolve)
-    return ModelVersion(
+    version_loaded = ModelVersion(
         name=name,
         version=version,
         config=config,
@@ -405,6 +412,8 @@ def load_ensemble_version(
         engines=[],
         labels=_read_labels(model_dir, config, None),
     )
+    version_loaded.takes_requests = True  # its requests' parameters go on to its steps
+    return version_loaded
 
 
 def reached_models(config: mc.ModelConfig) -> list[str]:
@@ -431,13 +440,20 @@ def load_order(
     names: Iterable[str],
     model_dir: Callable[[str], Path | None],
     config_name: str | None = None,
+    step_key: Callable[[str, Path], str] | None = None,
 ) -> list[str]:
-    """``names`` with every ensemble after the models its steps use (cycles keep their order)."""
+    """``names`` with every ensemble after the models its steps use (cycles keep their order).
+
+    ``step_key``: the name a step's model is served under, from the ensemble's directory
+    (namespaced repositories); None: the step's own name.
+    """
     ordered = list(names)
     deps = {}
     for name in ordered:
         path = model_dir(name)
-        deps[name] = [d for d in step_models(path, config_name) if d in ordered] if path else []
+        steps = step_models(path, config_name) if path else []
+        keys = [step_key(step, path) for step in steps] if step_key and path else steps
+        deps[name] = [key for key in keys if key in ordered]
     placed: list[str] = []
     visiting: set[str] = set()
 

@@ -46,8 +46,14 @@ from modelyard.errors import (
 from modelyard.hardware.memory import check_budget, collect_frozen_garbage, estimate_bytes
 from modelyard.modelfiles.config import read_model_config, select_versions, validate_version_policy
 from modelyard.modelfiles.load_request import OVERRIDE_PREFIX, write_override
-from modelyard.modelfiles.repository import ModelFingerprint, ModelRepository
-from modelyard.server.ensemble import ENSEMBLE, load_ensemble_version, load_order, reached_models
+from modelyard.modelfiles.repository import NAMESPACE_MARK, ModelFingerprint, ModelRepository
+from modelyard.server.ensemble import (
+    ENSEMBLE,
+    load_ensemble_version,
+    load_order,
+    reached_models,
+    step_models,
+)
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.model_version import (
     ModelVersion,
@@ -62,8 +68,9 @@ from modelyard.server.stats import LatencySummaries
 
 log = structlog.get_logger("modelyard.server")
 
-Authorize = Callable[[list[str]], None]
-"""Raises unless the caller of a load may use each model the loaded config reaches."""
+Authorize = Callable[..., None]
+"""``(models, interface="infer")``: raises unless the caller of a load may use each model
+the loaded config reaches (``"admin"``: each model the load loads with it)."""
 
 
 # the backends whose model files are data a parser reads, not code it runs: the only ones a
@@ -107,6 +114,7 @@ class ModelRecord:
     # the fresh directory a load request's file overrides were written into (its model dir)
     override_dir: Path | None = None
     unloaded: bool = False
+    model_dir: Path | None = None  # where its files were when it last loaded
 
     def refresh(self) -> None:
         self.ready_desc = sorted(
@@ -175,12 +183,13 @@ class ModelManager:
         self.loop = asyncio.get_running_loop()
         self.loop_load.start()
         if self.mode is ControlMode.EXPLICIT:
-            names = self._startup_models
+            names = [key for name in self._startup_models for key in self.repository.keys_of(name)]
             if "*" in names:
                 names = self.repository.model_names()
+            names = self._missing_steps(names) + names
         else:
             names = self.repository.model_names()
-        for name in load_order(names, self.repository.model_dir, self.repository.config_name):
+        for name in self._load_order(names):
             try:
                 await self._load(name, None)
             except ModelyardError as exc:
@@ -208,6 +217,8 @@ class ModelManager:
     def resolve(self, name: str, version: str | None) -> ModelVersion:
         record = self._models.get(name)
         if record is None or record.unloaded or (not record.versions and not record.retiring):
+            if self.repository.ambiguity(name):
+                raise self._ambiguous(name)
             raise ModelServerError(
                 f"Request for unknown model: '{shown(name)}' is not found",
                 code=Code.NOT_FOUND,
@@ -247,6 +258,60 @@ class ModelManager:
             rule="model-server/unknown-version",
             where="version_policy in the model's config.pbtxt decides which versions load",
         )
+
+    def _ambiguous(self, name: str) -> ModelServerError:
+        keys = self.repository.keys_of(name)
+        return ModelServerError(
+            f"There are {len(keys)} identifiers of model '{name}' in global map, model "
+            "namespace must be provided to resolve ambiguity.",
+            code=Code.INVALID_ARGUMENT,
+            rule="model-server/ambiguous-model",
+            where=f"--model-namespacing serves them as {', '.join(keys)}: name one of them, or "
+            "rename the model in all but one repository",
+        )
+
+    async def _follow_namespaces(self, authorize: Authorize | None) -> None:
+        """Read which names the roots share now; a loaded model whose key that changes (its
+        name became shared, or stopped being) is served under its new key instead, as poll
+        mode does on each scan."""
+        loop = asyncio.get_running_loop()
+        current = set(await loop.run_in_executor(None, self.repository.model_names))
+        for key, record in list(self._models.items()):
+            if key in current or record.unloaded or record.model_dir is None:
+                continue
+            bare = key.partition(NAMESPACE_MARK)[0]
+            for new_key in self.repository.keys_of(bare):
+                if self.repository.model_dir(new_key) != record.model_dir:
+                    continue
+                if new_key not in self._models or self._models[new_key].unloaded:
+                    await self._load(new_key, None, authorize)
+                async with self._lock(key):
+                    self._unload(key)
+                    self._models.pop(key, None)
+                self._locks.pop(key, None)
+
+    def _missing_steps(self, keys: list[str]) -> list[str]:
+        """The models the ensembles among ``keys`` reach that are not loaded, in load order."""
+        repository = self.repository
+        found: list[str] = []
+        waiting = list(keys)
+        while waiting:
+            model_dir = repository.model_dir(waiting.pop())
+            if model_dir is None:
+                continue
+            for step in step_models(model_dir, repository.config_name):
+                key = repository.step_key(step, model_dir)
+                record = self._models.get(key)
+                loaded = record is not None and not record.unloaded and record.versions
+                present = repository.model_dir(key) is not None  # else the ensemble says so
+                if present and not loaded and key not in found and key not in keys:
+                    found.append(key)
+                    waiting.append(key)
+        return self._load_order(found)
+
+    def _load_order(self, names: Iterable[str]) -> list[str]:
+        repository = self.repository
+        return load_order(names, repository.model_dir, repository.config_name, repository.step_key)
 
     def is_ready(self) -> bool:
         """Strict readiness, as Triton's default: started and every loaded model healthy."""
@@ -350,7 +415,20 @@ class ModelManager:
             if files:
                 await self._load_files(name, override, authorize, files)
                 return
-            await self._load(name, override, authorize)
+            if self.repository.namespacing:
+                await self._follow_namespaces(authorize)
+            keys = self.repository.keys_of(name)  # a namespaced name: each of that name
+            if override is not None and len(keys) > 1:
+                raise self._ambiguous(name)
+            steps = self._missing_steps(keys)  # as Triton: an ensemble's models load first
+            if steps and authorize is not None:  # all checked before any model loads
+                reached = [step.partition(NAMESPACE_MARK)[0] for step in steps]
+                authorize(reached)
+                authorize(reached, "admin")
+            for step in steps:
+                await self._load(step, None, authorize)
+            for key in keys:
+                await self._load(key, override, authorize)
         except ModelyardError as exc:
             public = self._public(exc)
             if not isinstance(exc, GovernanceError) and not public.detail.startswith(
@@ -364,7 +442,8 @@ class ModelManager:
 
     async def unload(self, name: str) -> None:
         self._refuse_unless_explicit("unload")
-        self._unload(name)
+        for key in self.repository.keys_of(name):
+            self._unload(key)
 
     # ---- internals ------------------------------------------------------
 
@@ -480,6 +559,7 @@ class ModelManager:
             authorize(reached_models(base))  # refused: nothing changes, not even the record
         self._models[name] = record
         record.unloaded = False
+        record.model_dir = model_dir
         wanted = select_versions(base, available)
         if not wanted:
             error = ModelServerError(
@@ -515,8 +595,9 @@ class ModelManager:
                 if backend == ENSEMBLE:
                     # on the loop: an ensemble checks its wiring against the loaded models
                     loaded[v] = load_ensemble_version(
-                        model_dir, v, base, self.resolve, clock=self._clock
-                    )
+                        model_dir, v, base, self._step_resolver(model_dir), clock=self._clock,
+                        name=name,
+                    )  # fmt: skip
                 else:
                     self._check_memory(name, v, model_dir, base, None)
                     load = functools.partial(
@@ -532,6 +613,7 @@ class ModelManager:
                         loop_load=self.loop_load,
                         limiter=self.rate_limiter,
                         infer=self.infer_from_thread,
+                        name=name,
                     )
                     loaded[v] = await loop.run_in_executor(self._load_executor, load)
             except ModelyardError as exc:
@@ -618,6 +700,15 @@ class ModelManager:
             task.add_done_callback(self._background.discard)
         record.refresh()
 
+    def _step_resolver(self, ensemble_dir: Path) -> Callable[[str, str | None], ModelVersion]:
+        """How an ensemble's steps find their models: by name, or, with namespacing, its own
+        repository's model of that name first."""
+        if not self.repository.namespacing:
+            return self.resolve
+        step_key = self.repository.step_key
+        resolve = self.resolve
+        return lambda step, version: resolve(step_key(step, ensemble_dir), version)
+
     async def _drain(self, record: ModelRecord, mv: ModelVersion) -> None:
         await asyncio.get_running_loop().run_in_executor(None, mv.drain_and_unload)
         if mv in record.retiring:
@@ -647,9 +738,7 @@ class ModelManager:
     async def poll_once(self) -> None:
         loop = asyncio.get_running_loop()
         names = set(await loop.run_in_executor(None, self.repository.model_names))
-        order = await loop.run_in_executor(
-            None, load_order, sorted(names), self.repository.model_dir, self.repository.config_name
-        )
+        order = await loop.run_in_executor(None, self._load_order, sorted(names))
         for name in order:
             record = self._models.get(name)
             model_dir = self.repository.model_dir(name)

@@ -224,12 +224,14 @@ def load_model_version(
     loop_load: LoopLoad | None = None,
     limiter: ResourceLimiter | None = None,
     infer: Callable[[Any], Any] | None = None,
+    name: str | None = None,
 ) -> ModelVersion:
     """Load, complete, warm up: returns a READY version or raises with the reason.
 
     ``limiter``: the server's rate limiter (--rate-limit execution_count), or None.
+    ``name``: the name it is served under (its directory's unless namespaced).
     """
-    name = model_dir.name
+    name = name or model_dir.name
     version_dir = model_dir / str(version)
     config = copy.deepcopy(base_config)
     cls = engine_class(backend)

@@ -33,8 +33,13 @@ def test_front_doors_turn_off_and_take_their_own_addresses(tmp_path: Path) -> No
     assert (args.http_address, args.grpc_address) == ("0.0.0.0", "::1")  # type: ignore[attr-defined]
     with pytest.raises(SystemExit):  # argparse's own answer to a bool it cannot read
         parsed("--model-repository", str(tmp_path), "--allow-grpc=maybe")
-    with pytest.raises(ConfigError) as no_http:
-        parsed("--model-repository", str(tmp_path), "--allow-http=false")
+    args, _ = parsed("--model-repository", str(tmp_path), "--allow-http=false")
+    assert args.allow_http is False  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError) as no_http:  # gateways reach instances over HTTP
+        parsed(
+            "--model-repository", str(tmp_path), "--allow-http=false", "--service", "svc",
+            "--group", "g",
+        )  # fmt: skip
     assert "rule=serve/triton-flag" in no_http.value.line()
 
 
@@ -67,23 +72,6 @@ def test_tuning_without_a_counterpart_is_accepted_and_named(tmp_path: Path) -> N
         "--backend-config",
     }
     assert all(reason for reason in flags.values())
-
-
-@pytest.mark.parametrize(
-    ("flag", "off", "on"),
-    [
-        ("--model-namespacing", "false", "true"),
-        ("--model-namespacing", "off", "maybe"),
-    ],
-)
-def test_what_is_not_served_is_refused_unless_off(
-    tmp_path: Path, flag: str, off: str, on: str
-) -> None:
-    parsed("--model-repository", str(tmp_path), f"{flag}={off}")
-    with pytest.raises(ConfigError) as refused:
-        parsed("--model-repository", str(tmp_path), f"{flag}={on}")
-    line = refused.value.line()
-    assert f"{flag}={on}" in line and "rule=serve/triton-flag" in line
 
 
 def test_the_cache_flags_size_the_local_response_cache(tmp_path: Path) -> None:
@@ -120,7 +108,9 @@ def test_trace_config_sets_up_opentelemetry_tracing(tmp_path: Path) -> None:
         "resource": {"deployment": "canary"},
     }
     for entries in (
-        ["level=TIMESTAMPS"],  # Triton-mode files: not written here
+        ["level=TIMESTAMPS"],  # Triton's mode: no file to write
+        ["level=TIMESTAMPS", "triton,file=/no/such/directory/trace.json"],
+        ["triton,log-frequency=-1"],
         ["mode=zipkin"],
         ["mode=opentelemetry", "level=LOUD"],
         ["rate=0"],
@@ -131,6 +121,41 @@ def test_trace_config_sets_up_opentelemetry_tracing(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as refused:
             parsed("--model-repository", str(tmp_path), *flags)
         assert "rule=serve/triton-flag" in refused.value.line()
+
+
+def test_triton_mode_trace_files_from_trace_config_or_the_older_flags(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    args, _ = parsed(
+        "--model-repository", str(tmp_path), f"--trace-config=triton,file={path}",
+        "--trace-config", "triton,log-frequency=50", "--trace-config", "level=TIMESTAMPS",
+        "--trace-config", "level=TENSORS", "--trace-config", "rate=100",
+    )  # fmt: skip
+    expected = {
+        "file": path, "log_frequency": 50, "level": ["TIMESTAMPS", "TENSORS"], "rate": 100,
+        "resource": {},
+    }  # fmt: skip
+    assert args.trace == expected  # type: ignore[attr-defined]
+    args, _ = parsed(
+        "--model-repository", str(tmp_path), f"--trace-file={path}", "--trace-log-frequency=50",
+        "--trace-level=TIMESTAMPS", "--trace-level=TENSORS", "--trace-rate=100",
+    )  # fmt: skip
+    assert args.trace == expected  # type: ignore[attr-defined]
+
+
+def test_header_forward_patterns_compile_or_are_refused(tmp_path: Path) -> None:
+    args, _ = parsed(
+        "--model-repository", str(tmp_path), "--http-header-forward-pattern", "MY_HEADER.*",
+        "--grpc-header-forward-pattern", "(?-i)MY_HEADER.*",
+    )  # fmt: skip
+    http, grpc = args.http_header_forwarding, args.grpc_header_forwarding  # type: ignore[attr-defined]
+    headers = [("my_header_1", "a"), ("MY_HEADER_2", "b"), ("x-other", "c")]
+    assert http.parameters(headers) == {"my_header_1": "a", "MY_HEADER_2": "b"}
+    assert grpc.parameters(headers) == {"MY_HEADER_2": "b"}
+    args, _ = parsed("--model-repository", str(tmp_path))
+    assert args.http_header_forwarding is None  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError) as refused:
+        parsed("--model-repository", str(tmp_path), "--grpc-header-forward-pattern=a(b")
+    assert "not a regular expression" in refused.value.line()
 
 
 def test_rate_limit_resources_are_parsed_and_bad_ones_refused(tmp_path: Path) -> None:

@@ -34,3 +34,36 @@ def test_a_name_in_two_roots_is_refused_at_start(tmp_path: Path) -> None:
     line = refused.value.line()
     assert "model 'ranker' is in two repositories" in line
     assert "rule=config/model-repository" in line
+
+
+def test_with_namespacing_a_shared_name_is_served_once_per_repository(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    model(first, "composing")
+    model(second, "composing")
+    model(first, "addsub")
+    model(second, "subadd")
+    repository = ModelRepository([first, second], namespacing=True)
+    assert repository.model_names() == ["addsub", "composing::1", "composing::2", "subadd"]
+    assert repository.model_dir("composing::2") == second / "composing"
+    assert repository.model_dir("composing") is None  # ambiguous
+    assert repository.ambiguity("composing") == 2 and repository.ambiguity("addsub") == 0
+    assert repository.keys_of("composing") == ["composing::1", "composing::2"]
+    assert repository.keys_of("addsub") == ["addsub"]
+    # an ensemble's step names its own repository's model first
+    assert repository.step_key("composing", first / "addsub") == "composing::1"
+    assert repository.step_key("composing", second / "subadd") == "composing::2"
+    assert repository.step_key("addsub", second / "subadd") == "addsub"
+    for key in ("composing::3", "composing::0", "composing::x", "composing::", "addsub::1"):
+        assert repository.model_dir(key) is None, key  # a key names a shared name's root
+    assert ModelRepository([first]).model_dir("composing::1") is None  # namespacing off
+
+
+def test_a_name_that_stops_being_shared_gets_its_bare_name_back(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    model(first, "composing")
+    model(second, "composing")
+    repository = ModelRepository([first, second], namespacing=True)
+    (first / "composing").rename(tmp_path / "moved")
+    assert repository.model_names() == ["composing"]
+    assert repository.model_dir("composing") == second / "composing"
+    assert repository.step_key("composing", first / "addsub") == "composing"

@@ -273,6 +273,37 @@ def test_an_ensemble_on_disk_is_checked_too(tmp_path: Path) -> None:
     run(scenario)
 
 
+def test_an_ensemble_s_steps_load_with_it_only_for_a_caller_who_may_load_them(
+    tmp_path: Path,
+) -> None:
+    """As Triton, loading an ensemble loads the models its steps name; each is a load the
+    caller must be allowed, checked before any model loads."""
+    repo = repository(tmp_path)
+    (repo / "slow_double" / "config.pbtxt").write_text(ENSEMBLE_PBTXT)
+    governance, call = _governance({"admin": ("slow_double",), "infer": ("slow_double", "other")})
+
+    async def scenario() -> None:
+        dp = LocalDataPlane(manager(repo))
+        await dp.manager.start()
+        try:
+            with pytest.raises(GovernanceError) as refused:
+                await dp.manager.load("slow_double", authorize=governance.authorize_load(call))
+            line = refused.value.line()
+            assert "may not call interface admin for model 'other'" in line
+            assert "which loading the ensemble 'slow_double' loads" in line
+            assert dp.manager.index() == [{"name": "other"}, {"name": "slow_double"}]
+            governance.config.auth.by_digest["d"] = Principal(
+                "scoped", {"admin": ("slow_double", "other"), "infer": ("slow_double", "other")}
+            )
+            await dp.manager.load("slow_double", authorize=governance.authorize_load(call))
+            assert dp.model_ready("other", None)
+            assert (await dp.infer(double_request())).outputs[0].data.tolist() == [[10, 20]]
+        finally:
+            await dp.manager.stop()
+
+    run(scenario)
+
+
 # ---- 6. listings show a scoped key only its models ---------------------------------------
 
 
