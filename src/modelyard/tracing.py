@@ -32,6 +32,7 @@ SDK is imported only when spans are exported.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -288,7 +289,8 @@ class Tracing:
         """Record the request from the times it gathered: in the file, or as its spans."""
         if trace.root is None:
             if self._file is not None:
-                self._file.add(_triton_records(trace, model_version, sent_ns), trace.last)
+                records = functools.partial(_triton_records, trace, model_version, sent_ns)
+                self._file.add(records, trace.last)
             return
         from opentelemetry.trace import Status, StatusCode, set_span_in_context
 
@@ -321,6 +323,11 @@ class Tracing:
         if trace.error is not None:
             root.set_status(Status(StatusCode.ERROR, trace.error))
         root.end(end_time=max(sent_ns, trace.arrived_ns) + wall)
+
+    def flush(self) -> None:
+        """Wait until the file has every trace finished so far (tests read it then)."""
+        if self._file is not None:
+            self._file.flush()
 
     def shutdown(self) -> None:
         if self._file is not None:

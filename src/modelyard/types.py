@@ -62,6 +62,12 @@ def element_size(datatype: str) -> int:
     return dt.itemsize
 
 
+# request parameters the protocol itself reads: a model never sees them (as in Triton)
+PROTOCOL_PARAMETERS = frozenset(
+    ("sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "binary_data_output")
+)
+
+
 @dataclass(slots=True)
 class RequestedOutput:
     name: str

@@ -10,6 +10,7 @@ and when a repository stops holding the shared name, the other's model serves it
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -131,6 +132,12 @@ def test_ensembles_reach_their_own_repository_s_model_of_a_shared_name(
             if mode == "explicit":  # loading an ensemble loads its own composing model
                 for model in ("simple_addsub", "simple_subadd"):
                     client.load_model(model)
+                # a load request's own config or files cannot say which of two it is
+                override = json.dumps({"backend": "python", "max_batch_size": 0})
+                for files in (None, {"file:1/model.py": b"print(1)"}):
+                    with pytest.raises(InferenceServerException) as refused:
+                        client.load_model("composing_model", config=override, files=files)
+                    assert "ambiguity" in refused.value.message()
             _check(client, "simple_addsub", ADD_SUB)
             _check(client, "simple_subadd", SUB_ADD)
             _ambiguous(client, "composing_model")

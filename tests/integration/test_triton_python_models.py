@@ -156,6 +156,33 @@ class TritonPythonModel:
 SCALED_CONFIG = BLS_CONFIG + "dynamic_batching { max_queue_delay_microseconds: 100000 }\n"
 
 
+# a model that crashes the process it runs in when its input asks: os._exit, or SIGSEGV
+CRASHING = """
+import os
+import signal
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.pid = os.getpid()
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
+            if x[0, 0] == -1:
+                os._exit(3)
+            if x[0, 0] == -2:
+                os.kill(os.getpid(), signal.SIGSEGV)
+            pid = np.full(x.shape, self.pid, dtype=np.float32)
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", pid)]))
+        return responses
+"""
+
+
 @pytest.fixture(scope="module")
 def python_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     repository = tmp_path_factory.mktemp("python") / "models"
@@ -164,6 +191,7 @@ def python_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
     write_python_model(repository, "bls", BLS_CALLER, BLS_CONFIG)
     write_python_model(repository, "async_bls", ASYNC_BLS_CALLER, BLS_CONFIG)
     write_python_model(repository, "scaled", SCALED, SCALED_CONFIG)
+    write_python_model(repository, "crashing", CRASHING, BLS_CONFIG)
     with running_server(repository, tmp_path_factory.mktemp("logs")) as process:
         yield process
 
@@ -283,3 +311,34 @@ def test_each_request_of_a_batch_reads_its_own_parameters(python_server: ServerP
     (model,) = stats["model_stats"]
     assert model["inference_count"] == 6
     assert model["execution_count"] < 6  # batched: several requests in one execute
+
+
+def test_a_model_that_crashes_its_process_fails_its_batch_and_the_next_one_is_served(
+    python_server: ServerProcess,
+) -> None:
+    """Each instance runs in a process of its own, as Triton's stub: a crash is that
+    process's end, not the server's; the next request starts it again (initialize runs)."""
+    url = f"http://{python_server.http_url}/v2/models/crashing/infer"
+
+    def infer(first: float) -> httpx.Response:
+        body = {"inputs": [{"name": "X", "shape": [1, 4], "datatype": "FP32",
+                            "data": [first, 0, 0, 0]}]}  # fmt: skip
+        return httpx.post(url, json=body, timeout=30)
+
+    first_pid = infer(1).json()["outputs"][0]["data"][0]
+    assert first_pid not in (0, python_server.process.pid)
+    for crash, how in ((-1, "exit code 3"), (-2, "signal SIGSEGV")):
+        failed = infer(crash)
+        assert failed.status_code == 500
+        line = failed.json()["error"]
+        assert f"the model's process ended while executing ({how})" in line
+        assert "rule=engine/python-stub" in line
+        answer = infer(1)
+        assert answer.status_code == 200, answer.text
+        pid = answer.json()["outputs"][0]["data"][0]
+        assert pid != first_pid  # a new process, initialized again
+        first_pid = pid
+    # the server and its other models went on
+    assert python_server.process.poll() is None
+    assert _call("http", python_server, np.ones((1, 4), np.float32), np.ones((1, 4), np.float32)
+                 ).as_numpy("OUTPUT0").tolist() == [[2, 2, 2, 2]]  # fmt: skip

@@ -188,6 +188,8 @@ def test_a_log_frequency_writes_indexed_files_and_a_count_that_runs_out_writes_a
                     assert (await post(app, body, header_length))[0] == 200
 
     asyncio.run(scenario())
+    every_two.flush()
+    three.flush()
     heads = [r for r in _read(tmp_path / "a.json.0") if "model_name" in r]
     assert [r["id"] for r in heads] == [1, 2]
     assert [r["id"] for r in _read(tmp_path / "a.json.1") if "model_name" in r] == [3, 4]

@@ -23,8 +23,10 @@ response's ``TritonError`` (or a ``TritonModelException``) fails the batch with
 its message, INVALID_ARG as the caller's error (400: the scheduler then runs the
 batch's requests again one by one, so only the one at fault fails), any other
 code as the model's (500). A decoupled model (``execute_decoupled``) answers
-through each request's response sender. The model runs in the server's process,
-on its instance thread.
+through each request's response sender. Each instance of such a model runs in a
+process of its own (``python_stub.py``), as Triton's stub does: a crash fails the
+batch it was executing, and the next batch starts the process again. A ``Model``
+class runs in the server's process, on its instance thread.
 
 When the model batches (``max_batch_size > 0``), every output must have as many
 rows as the inputs. Exceptions raised by user code become EngineError with
@@ -59,6 +61,7 @@ from modelyard.engines.base import (
     Signature,
     current_batch_requests,
 )
+from modelyard.engines.python_stub import StubProcess, runs_in_a_stub
 from modelyard.errors import Code, EngineError, ModelyardError, without_paths
 
 _module_ids = itertools.count()
@@ -70,7 +73,10 @@ class PythonEngine(Engine):
     default_filenames = ("model.py",)
     describes_signature = False
 
-    def __init__(self) -> None:
+    def __init__(self, in_process: bool = False) -> None:
+        # False: a Triton python-backend model runs in a process of its own (python_stub.py)
+        self._in_process = in_process
+        self._stub: StubProcess | None = None
         self._model: Any = None
         self._module_name = ""
         self._where = "model.py"
@@ -88,6 +94,13 @@ class PythonEngine(Engine):
         self._where = f"model.py of model '{ctx.config.name}'"
         self._model_name = ctx.config.name
         self._batched = ctx.config.max_batch_size > 0
+        if not self._in_process and runs_in_a_stub(ctx.artifact):
+            stub = StubProcess(ctx, self._where)
+            stub.start()
+            self._stub, self._triton_api, self.runs_on_loop = stub, stub.takes_requests, False
+            ctx.config.Clear()  # as the model completed it (auto_complete_config)
+            json_format.Parse(stub.config_json, ctx.config)
+            return None
         self._module_name = f"modelyard_user_model_{next(_module_ids)}"
         module = self._import(ctx)
         cls = getattr(module, "Model", None) or getattr(module, "TritonPythonModel", None)
@@ -167,6 +180,8 @@ class PythonEngine(Engine):
         return module
 
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        if self._stub is not None:
+            return self._stub.execute(inputs, outputs, current_batch_requests())
         if self._triton_api:
             return self._check_outputs(inputs, outputs, self._execute_requests(inputs, outputs))
         try:
@@ -271,6 +286,9 @@ class PythonEngine(Engine):
         An exception from ``execute``, or a return value other than None, ends the request
         with its error, unless the model sent FINAL already.
         """
+        if self._stub is not None:
+            self._stub.execute_decoupled(inputs, outputs, deliver, is_cancelled, parameters)
+            return
 
         def send(response: pb_utils.InferenceResponse | None, final: bool) -> None:
             if response is None:
@@ -328,6 +346,9 @@ class PythonEngine(Engine):
         return isinstance(error, UnicodeDecodeError)
 
     def unload(self) -> None:
+        if self._stub is not None:
+            self._stub.stop()
+            return
         model, self._model = self._model, None
         try:
             if model is not None and hasattr(model, "finalize"):

@@ -3,10 +3,12 @@
 The headers (gRPC metadata) of an infer request whose names match the pattern become
 string parameters of the request, which a model reads as any other parameter
 (``request.parameters()`` in a python-backend model). As in Triton, the pattern
-matches anywhere in the name, ignoring case unless it starts with ``(?-i)``; a
+matches anywhere in the name, ignoring case unless it starts with ``(?-i)`` (HTTP
+names arrive lower-cased, as ASGI gives them; gRPC metadata keys are lower-case); a
 matching header named as a parameter the protocol reads (``sequence_id``,
 ``priority``, ...) or starting with ``triton_`` is refused, so that no header can
-steer the server. A header a request carries twice is forwarded once, its last value.
+steer the server. A header a request carries twice is forwarded once, its last value,
+and a forwarded header takes the place of a body parameter of the same name.
 
 Names and values are bounded by the front door's header limits before they get here.
 """
@@ -17,19 +19,10 @@ import re
 from collections.abc import Iterable
 
 from modelyard.errors import Code, ConfigError, ProtocolError, shown
+from modelyard.types import PROTOCOL_PARAMETERS
 
 # Triton's reserved parameter keys: a forwarded header may not be one of them
-RESERVED = frozenset(
-    (
-        "sequence_id",
-        "sequence_start",
-        "sequence_end",
-        "priority",
-        "timeout",
-        "headers",
-        "binary_data_output",
-    )
-)
+RESERVED = PROTOCOL_PARAMETERS | {"headers"}
 
 
 class HeaderForwarding:

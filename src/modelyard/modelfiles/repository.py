@@ -83,6 +83,13 @@ class ModelRepository:
                     rule="config/model-repository",
                     where="--model-repository",
                 )
+        if len(set(roots)) != len(roots):
+            raise ConfigError(
+                "a model repository is given twice",
+                code=Code.INVALID_ARGUMENT,
+                rule="config/model-repository",
+                where="--model-repository (each directory once)",
+            )
         seen: dict[str, Path] = {}
         for path in roots:
             for name in _listed(path):
@@ -121,13 +128,10 @@ class ModelRepository:
 
     def model_dir(self, key: str) -> Path | None:
         """The directory of a model named in a request, if a repository lists it."""
-        name, mark, place = key.partition(NAMESPACE_MARK)
-        if mark:  # a namespaced key: its root only
-            digits = place.isascii() and place.isdigit() and len(place) < 6
-            index = int(place) - 1 if digits and name in self._shared else -1
-            if not 0 <= index < len(self.roots):
-                return None
-            roots = [self.roots[index]]
+        name, mark, _ = key.partition(NAMESPACE_MARK)
+        if mark:  # a namespaced key, exactly as listed (no "::01"): its root only
+            owners = self._shared.get(name, {})
+            roots = [root for root, listed_key in owners.items() if listed_key == key]
         elif name in self._shared:
             return None  # the bare name of a namespaced model: which one is ambiguous
         else:

@@ -278,7 +278,7 @@ def decode_with_layout(
     params = doc.get("parameters") or {}
     if not isinstance(params, dict):
         raise _bad("'parameters' must be an object")
-    if any(key.startswith("triton_") for key in params):
+    if params and any(key.startswith("triton_") for key in params):
         raise _bad(
             "parameter keys starting with 'triton_' are reserved for Triton usage and should "
             "not be specified"

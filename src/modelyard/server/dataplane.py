@@ -32,7 +32,13 @@ from modelyard.server.model_version import ModelVersion
 from modelyard.server.scheduler import shape_key_of
 from modelyard.server.sequence_batcher import SequenceScheduler
 from modelyard.server.sequence_policy import SequenceFlags, sequence_flags
-from modelyard.types import InferRequest, InferResponse, OutputTensor, RequestedOutput
+from modelyard.types import (
+    PROTOCOL_PARAMETERS,
+    InferRequest,
+    InferResponse,
+    OutputTensor,
+    RequestedOutput,
+)
 
 BLS_TIMEOUT_S = 60.0  # the longest a model's call to another model waits
 
@@ -51,18 +57,12 @@ EXTENSIONS = [
 ]
 
 
-# request parameters the protocol itself reads: a model never sees them (as in Triton)
-_PROTOCOL_PARAMETERS = frozenset(
-    ("sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "binary_data_output")
-)
-
-
 def model_parameters(parameters: dict[str, Any]) -> dict[str, Any]:
     """The parameters a model reads: the caller's own, without those of the protocol."""
     return {
         key: value
         for key, value in parameters.items()
-        if key not in _PROTOCOL_PARAMETERS and not key.startswith("triton_")
+        if key not in PROTOCOL_PARAMETERS and not key.startswith("triton_")
     }
 
 

@@ -362,7 +362,7 @@ class EnsembleScheduler:
         mv = self._resolve(step.model, step.version)
         inputs = {model_input: tensors[tensor] for model_input, tensor in step.inputs.items()}
         rows = _prepare(step, mv.spec, inputs)
-        if not mv.takes_requests and options["parameters"] is not None:
+        if options["parameters"] and not mv.takes_requests:
             options = {**options, "parameters": None}
         future = mv.scheduler.submit(inputs, list(step.outputs), rows, **options)
         return future, mv.spec, rows

@@ -173,6 +173,7 @@ class ModelManager:
         self._models: dict[str, ModelRecord] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._poll_task: asyncio.Task[None] | None = None
+        self._namespaces_lock = asyncio.Lock()  # one reading of which names are shared at once
         self.loop_load = LoopLoad()
         self._background: set[asyncio.Task[Any]] = set()
         self.started = False
@@ -270,25 +271,31 @@ class ModelManager:
             "rename the model in all but one repository",
         )
 
-    async def _follow_namespaces(self, authorize: Authorize | None) -> None:
+    async def _follow_namespaces(self) -> None:
         """Read which names the roots share now; a loaded model whose key that changes (its
         name became shared, or stopped being) is served under its new key instead, as poll
-        mode does on each scan."""
-        loop = asyncio.get_running_loop()
-        current = set(await loop.run_in_executor(None, self.repository.model_names))
-        for key, record in list(self._models.items()):
-            if key in current or record.unloaded or record.model_dir is None:
-                continue
-            bare = key.partition(NAMESPACE_MARK)[0]
-            for new_key in self.repository.keys_of(bare):
-                if self.repository.model_dir(new_key) != record.model_dir:
+        mode does on each scan: the server's housekeeping, not the caller's load (a model
+        that fails to load under its new key is logged, and its old key serves on)."""
+        async with self._namespaces_lock:
+            loop = asyncio.get_running_loop()
+            current = set(await loop.run_in_executor(None, self.repository.model_names))
+            for key, record in list(self._models.items()):
+                if key in current or record.unloaded or record.model_dir is None:
                     continue
-                if new_key not in self._models or self._models[new_key].unloaded:
-                    await self._load(new_key, None, authorize)
-                async with self._lock(key):
-                    self._unload(key)
-                    self._models.pop(key, None)
-                self._locks.pop(key, None)
+                bare = key.partition(NAMESPACE_MARK)[0]
+                for new_key in self.repository.keys_of(bare):
+                    if self.repository.model_dir(new_key) != record.model_dir:
+                        continue
+                    try:
+                        if new_key not in self._models or self._models[new_key].unloaded:
+                            await self._load(new_key, None)
+                    except ModelyardError as exc:
+                        log.error("model_load_failed", model=new_key, **exc.fields())
+                        continue
+                    async with self._lock(key):
+                        if self._models.get(key) is record:
+                            self._unload(key)
+                            self._models.pop(key, None)
 
     def _missing_steps(self, keys: list[str]) -> list[str]:
         """The models the ensembles among ``keys`` reach that are not loaded, in load order."""
@@ -416,11 +423,13 @@ class ModelManager:
                 await self._load_files(name, override, authorize, files)
                 return
             if self.repository.namespacing:
-                await self._follow_namespaces(authorize)
+                await self._follow_namespaces()
             keys = self.repository.keys_of(name)  # a namespaced name: each of that name
             if override is not None and len(keys) > 1:
                 raise self._ambiguous(name)
-            steps = self._missing_steps(keys)  # as Triton: an ensemble's models load first
+            loop = asyncio.get_running_loop()  # reads configs: off the loop
+            steps = await loop.run_in_executor(None, self._missing_steps, keys)
+            # as Triton: an ensemble's models load first
             if steps and authorize is not None:  # all checked before any model loads
                 reached = [step.partition(NAMESPACE_MARK)[0] for step in steps]
                 authorize(reached)
@@ -500,6 +509,8 @@ class ModelManager:
         files: dict[tuple[str, ...], bytes],
     ) -> None:
         assert override is not None  # load_override requires the config with files
+        if self.repository.ambiguity(name):
+            raise self._ambiguous(name)
         if authorize is not None:  # before a byte is written
             authorize(reached_models(override))
         loop = asyncio.get_running_loop()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import struct
 from collections import OrderedDict
+from typing import Any
 
 import numpy as np
 
@@ -41,11 +42,18 @@ class ResponseCache:
 
     @staticmethod
     def key(
-        model: str, generation: int, inputs: dict[str, np.ndarray], outputs: list[str]
+        model: str,
+        generation: int,
+        inputs: dict[str, np.ndarray],
+        outputs: list[str],
+        parameters: dict[str, Any] | None = None,
     ) -> bytes:
-        """The key of a request to one load of a model (``generation``: a reload's differs)."""
+        """The key of a request to one load of a model (``generation``: a reload's differs);
+        ``parameters``: those a model that reads requests sees, which can change its answer."""
         digest = hashlib.blake2b(digest_size=16)
         digest.update(f"{model}\0{generation}\0".encode())
+        if parameters:
+            digest.update(repr(sorted(parameters.items())).encode() + b"\0")
         for name in sorted(inputs):
             array = inputs[name]
             digest.update(name.encode() + b"\0" + array.dtype.str.encode() + b"\0")

@@ -377,7 +377,7 @@ class Scheduler:
         """A request answered from the response cache, or run and its results kept."""
         clock = self._clock
         start_ns = clock.monotonic_ns()
-        key = cache.key(self.model, self._generation, inputs, outputs)
+        key = cache.key(self.model, self._generation, inputs, outputs, parameters)
         kept = cache.get(key)
         if kept is not None:
             future: asyncio.Future[dict[str, np.ndarray]] = (

@@ -1,0 +1,448 @@
+"""Triton python-backend models in a process of their own, as Triton's stub runs them.
+
+Each instance of a ``model.py`` written for Triton (it imports
+``triton_python_backend_utils``) runs in a child process, ``python -m
+modelyard.engines.python_stub``, which loads it with the in-process python engine
+and answers over a socket pair. A model that crashes (a segfault in an extension,
+``os._exit``, the OOM killer) fails the batch it was executing with an error line,
+and the next batch starts a new process, which runs ``initialize`` again; the server
+and its other models go on. A process that ends within a second of its start having
+served nothing is started again only after that second (503 with retry-after
+meanwhile), so a model that dies at once cannot spin.
+
+The parent (``StubProcess``) sends ``execute`` and ``execute_decoupled`` calls with
+the batch's arrays and requests; a reader thread takes what comes back: results,
+a decoupled model's responses, and the child's own calls into the server (a BLS
+request, "is this request cancelled?"), each answered by id. Messages are pickled
+(protocol 5: arrays travel as their buffers). The child ends when the parent does
+(``PR_SET_PDEATHSIG`` on Linux, and the socket closing), and runs in a session of its
+own, so a terminal's Ctrl-C reaches the server, which unloads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import itertools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import structlog
+
+from modelyard import errors
+from modelyard.engines.base import BatchedRequest, LoadContext, batch_requests
+from modelyard.errors import Code, EngineError, ModelyardError
+
+log = structlog.get_logger("modelyard.engines")
+
+TRITON_MODULE = b"triton_python_backend_utils"
+_MAX_SOURCE_BYTES = 16 * 2**20  # a model.py larger than this is read only this far
+RESTART_BACKOFF_S = 1.0
+UNLOAD_TIMEOUT_S = 30.0
+
+
+def runs_in_a_stub(artifact: Path) -> bool:
+    """Whether a ``model.py`` is written for Triton's python backend (it imports
+    ``triton_python_backend_utils``): read as text, never imported here."""
+    try:
+        with artifact.open("rb") as source:
+            return TRITON_MODULE in source.read(_MAX_SOURCE_BYTES)
+    except OSError:
+        return False
+
+
+def _error_fields(error: ModelyardError) -> tuple[str, str, str, str | None, str | None, Any]:
+    return (
+        type(error).__name__, error.detail, str(error.code), error.rule, error.where,
+        error.retry_after,
+    )  # fmt: skip
+
+
+def _rebuilt(fields: tuple[str, str, str, str | None, str | None, Any]) -> ModelyardError:
+    """An error the other process raised, as its own class (a ModelyardError one)."""
+    name, detail, code, rule, where, retry_after = fields
+    cls = getattr(errors, name, None)
+    if (
+        not (isinstance(cls, type) and issubclass(cls, ModelyardError))
+        or name == "MissingExtraError"
+    ):
+        cls = ModelyardError
+    return cls(detail, code=Code(code), rule=rule, where=where, retry_after=retry_after)
+
+
+class StubProcess:
+    """The parent's end of one instance's child process."""
+
+    def __init__(self, ctx: LoadContext, where: str) -> None:
+        self._ctx = ctx
+        self._where = where
+        self._infer = ctx.infer
+        self._send_lock = threading.Lock()
+        self._calls: dict[int, Future[Any]] = {}
+        self._decoupled: dict[int, tuple[Callable[..., None], Callable[[], bool]]] = {}
+        self._ids = itertools.count(1)
+        self._bls = ThreadPoolExecutor(4, thread_name_prefix="python-stub-bls")
+        self._process: subprocess.Popen[bytes] | None = None
+        self._conn: Connection | None = None
+        self._started_at = 0.0
+        self._served = False  # the process executed a batch to its end
+        self._closed = False
+        self.takes_requests = False
+        self.config_json = ""  # the config as the model completed it (auto_complete_config)
+
+    # ---- start, restart and stop ---------------------------------------
+
+    def start(self) -> None:
+        """Start the child and load the model in it; raises the load's error."""
+        self._started_at, self._served = time.monotonic(), False
+        parent_end, child_end = socket.socketpair()
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "modelyard.engines.python_stub", str(child_end.fileno())],
+                pass_fds=(child_end.fileno(),),
+                start_new_session=True,
+            )
+        finally:
+            child_end.close()
+        conn = Connection(parent_end.detach())
+        self._conn = conn
+        ctx = self._ctx
+        conn.send(
+            (
+                "load",
+                {
+                    "artifact": str(ctx.artifact),
+                    "version_dir": str(ctx.version_dir),
+                    "config": ctx.config.SerializeToString(),
+                    "device": ctx.device,
+                    "trusted": ctx.trusted,
+                    "instance_index": ctx.instance_index,
+                    "infer": ctx.infer is not None,
+                },
+            )
+        )
+        try:
+            kind, payload = conn.recv()
+        except (EOFError, OSError):
+            raise self._ended("loading") from None
+        if kind == "failed":
+            self._stop_process()
+            raise _rebuilt(payload)
+        self.takes_requests, self.config_json = payload
+        threading.Thread(target=self._read, args=(conn,), daemon=True, name="python-stub").start()
+
+    def _ensure_running(self) -> None:
+        if self._process is not None and self._process.poll() is None and self._conn is not None:
+            return
+        if self._closed:
+            raise EngineError(
+                "the model is unloading", code=Code.UNAVAILABLE, rule="engine/python-stub",
+                where=self._where, retry_after=1.0,
+            )  # fmt: skip
+        wait = 0.0 if self._served else self._started_at + RESTART_BACKOFF_S - time.monotonic()
+        if wait > 0:  # it ended within a second of its start, having served nothing: it waits
+            raise EngineError(
+                "the model's process ended and is being started again",
+                code=Code.UNAVAILABLE,
+                rule="engine/python-stub",
+                where=self._where,
+                retry_after=wait,
+            )
+        log.warning("python_stub_restarting", model=self._ctx.config.name)
+        self.start()
+
+    def stop(self) -> None:
+        """Run the model's ``finalize`` in the child, then end it; raises finalize's error."""
+        self._closed = True
+        conn, failure = self._conn, None
+        if conn is not None and self._process is not None and self._process.poll() is None:
+            try:
+                failure = self._call("unload", timeout=UNLOAD_TIMEOUT_S)
+            except ModelyardError as error:
+                failure = error
+        self._stop_process()
+        self._bls.shutdown(wait=False, cancel_futures=True)
+        if isinstance(failure, ModelyardError):
+            raise failure
+
+    def _stop_process(self) -> None:
+        process, self._process = self._process, None
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+        if process is not None:
+            try:
+                process.wait(5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+
+    # ---- calls ----------------------------------------------------------
+
+    def execute(
+        self, inputs: dict[str, np.ndarray], outputs: list[str], batch: list[BatchedRequest] | None
+    ) -> dict[str, np.ndarray]:
+        self._ensure_running()
+        result: dict[str, np.ndarray] = self._call("execute", inputs, outputs, batch)
+        self._served = True
+        return result
+
+    def execute_decoupled(
+        self,
+        inputs: dict[str, np.ndarray],
+        outputs: list[str],
+        deliver: Callable[..., None],
+        is_cancelled: Callable[[], bool],
+        parameters: dict[str, Any] | None,
+    ) -> None:
+        """Returns when the model's execute has; its responses may come later, until FINAL
+        (the request's handlers are kept until then, or until the child ends)."""
+        self._ensure_running()
+        call_id = next(self._ids)
+        self._decoupled[call_id] = (deliver, is_cancelled)
+        try:
+            self._call("execute_decoupled", inputs, outputs, parameters, call_id=call_id)
+        except ModelyardError as error:
+            if self._decoupled.pop(call_id, None) is not None:
+                deliver(None, error, True)
+
+    def _call(self, kind: str, *args: Any, timeout: float | None = None, call_id: int = 0) -> Any:
+        call_id = call_id or next(self._ids)
+        future: Future[Any] = Future()
+        self._calls[call_id] = future
+        try:
+            self._send((kind, call_id, *args))
+            return future.result(timeout)
+        except (OSError, ValueError):  # the child is gone: its reader fails the future too
+            raise self._ended("executing") from None
+        finally:
+            self._calls.pop(call_id, None)
+
+    def _send(self, message: tuple[Any, ...]) -> None:
+        conn = self._conn
+        if conn is None:
+            raise OSError("no child")
+        with self._send_lock:
+            conn.send(message)
+
+    # ---- what the child sends -------------------------------------------
+
+    def _read(self, conn: Connection) -> None:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                break
+            kind, call_id = message[0], message[1]
+            if kind == "done":
+                self._settle(call_id, result=message[2])
+            elif kind == "failed":
+                self._settle(call_id, error=_rebuilt(message[2]))
+            elif kind == "deliver":
+                outputs, failure, final = message[2:]
+                handlers = (self._decoupled.pop if final else self._decoupled.get)(call_id, None)
+                if handlers is not None:
+                    handlers[0](outputs, None if failure is None else _rebuilt(failure), final)
+            elif kind == "is_cancelled":
+                handlers = self._decoupled.get(message[2])
+                self._reply(call_id, handlers is None or handlers[1]())
+            elif kind == "bls":
+                self._bls.submit(self._run_bls, call_id, message[2])
+        process = self._process
+        if process is not None:  # its socket closes as it exits: its code comes right after
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(2)
+        if self._conn is conn and not self._closed:  # ended on its own, not stopped
+            code = self._process.poll() if self._process is not None else None
+            log.error("python_stub_ended", model=self._ctx.config.name, exit_code=code)
+            self._conn = None
+        error = self._ended("executing")
+        for future in list(self._calls.values()):
+            if not future.done():
+                future.set_exception(error)
+        for call_id in list(self._decoupled):  # requests whose FINAL will never come
+            handlers = self._decoupled.pop(call_id, None)
+            if handlers is not None:
+                handlers[0](None, error, True)
+
+    def _settle(self, call_id: int, result: Any = None, error: Exception | None = None) -> None:
+        future = self._calls.get(call_id)
+        if future is None or future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def _run_bls(self, query_id: int, request: Any) -> None:
+        try:
+            assert self._infer is not None
+            self._reply(query_id, ("ok", self._infer(request)))
+        except ModelyardError as error:
+            self._reply(query_id, ("error", _error_fields(error)))
+        except Exception as exc:  # the server's own failure: the model sees it as an error
+            self._reply(query_id, ("error", _error_fields(errors.internal_error(exc))))
+
+    def _reply(self, query_id: int, value: Any) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._send(("reply", query_id, value))
+
+    def _ended(self, doing: str) -> EngineError:
+        code = self._process.poll() if self._process is not None else None
+        how = f"exit code {code}" if code is not None and code >= 0 else (
+            f"signal {signal.Signals(-code).name}" if code is not None else "its socket closed"
+        )  # fmt: skip
+        return EngineError(
+            f"the model's process ended while {doing} ({how}); the next request starts it again",
+            code=Code.INTERNAL,
+            rule="engine/python-stub",
+            where=f"{self._where} (the server log has what it wrote before it ended)",
+        )
+
+
+# ---- the child --------------------------------------------------------------
+
+
+class _Child:
+    """The child's end: the model in the in-process python engine, answering the parent."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._send_lock = threading.Lock()
+        self._queries: dict[int, Future[Any]] = {}
+        self._ids = itertools.count(1)
+        self._work = ThreadPoolExecutor(1, thread_name_prefix="python-model")
+        self._engine: Any = None
+
+    def serve(self) -> None:
+        while True:
+            try:
+                message = self._conn.recv()
+            except (EOFError, OSError):
+                return
+            kind = message[0]
+            if kind == "load":
+                self._load(message[1])
+            elif kind == "reply":
+                future = self._queries.pop(message[1], None)
+                if future is not None:
+                    future.set_result(message[2])
+            elif kind == "unload":
+                self._work.shutdown(wait=True)
+                self._answer(message[1], self._unload)
+                return
+            elif kind == "execute":
+                self._work.submit(self._answer, message[1], self._execute, *message[2:])
+            elif kind == "execute_decoupled":
+                self._work.submit(self._run_decoupled, *message[1:])
+
+    def _load(self, payload: dict[str, Any]) -> None:
+        from google.protobuf import json_format
+        from tritonclient.grpc import model_config_pb2 as mc
+
+        from modelyard.engines.python import PythonEngine
+
+        config = mc.ModelConfig()
+        config.ParseFromString(payload["config"])
+        ctx = LoadContext(
+            artifact=Path(payload["artifact"]),
+            version_dir=Path(payload["version_dir"]),
+            config=config,
+            device=payload["device"],
+            trusted=payload["trusted"],
+            instance_index=payload["instance_index"],
+            infer=self._bls if payload["infer"] else None,
+        )
+        engine = PythonEngine(in_process=True)
+        try:
+            engine.load(ctx)
+        except ModelyardError as error:
+            self._send(("failed", _error_fields(error)))
+            return
+        self._engine = engine
+        self._send(("loaded", (engine.takes_requests, json_format.MessageToJson(config))))
+
+    def _execute(
+        self, inputs: dict[str, np.ndarray], outputs: list[str], batch: list[BatchedRequest] | None
+    ) -> dict[str, np.ndarray]:
+        with batch_requests(batch) if batch is not None else contextlib.nullcontext():
+            result: dict[str, np.ndarray] = self._engine.execute(inputs, outputs)
+        return result
+
+    def _answer(self, call_id: int, run: Callable[..., Any], *args: Any) -> None:
+        try:
+            result = run(*args)
+        except ModelyardError as error:
+            self._send(("failed", call_id, _error_fields(error)))
+            return
+        except Exception as exc:
+            self._send(("failed", call_id, _error_fields(errors.internal_error(exc))))
+            return
+        self._send(("done", call_id, result))
+
+    def _run_decoupled(
+        self, call_id: int, inputs: dict[str, np.ndarray], outputs: list[str], parameters: Any
+    ) -> None:
+        def deliver(arrays: Any, failure: ModelyardError | None, final: bool) -> None:
+            fields = None if failure is None else _error_fields(failure)
+            self._send(("deliver", call_id, arrays, fields, final))
+
+        def is_cancelled() -> bool:
+            return bool(self._ask("is_cancelled", call_id))
+
+        try:
+            self._engine.execute_decoupled(inputs, outputs, deliver, is_cancelled, parameters)
+        except ModelyardError as error:
+            self._send(("failed", call_id, _error_fields(error)))
+            return
+        self._send(("done", call_id, None))
+
+    def _unload(self) -> None:
+        if self._engine is not None:
+            self._engine.unload()
+
+    def _bls(self, request: Any) -> Any:
+        status, value = self._ask("bls", request)
+        if status == "error":
+            raise _rebuilt(value)
+        return value
+
+    def _ask(self, kind: str, payload: Any) -> Any:
+        query_id = next(self._ids)
+        future: Future[Any] = Future()
+        self._queries[query_id] = future
+        self._send((kind, query_id, payload))
+        return future.result()
+
+    def _send(self, message: tuple[Any, ...]) -> None:
+        with self._send_lock:
+            self._conn.send(message)
+
+
+def _end_with_parent() -> None:
+    """Linux: the kernel kills this process when the server's ends (PR_SET_PDEATHSIG)."""
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent ended before the line above
+        os._exit(1)
+
+
+def main() -> None:
+    _end_with_parent()
+    _Child(Connection(int(sys.argv[1]))).serve()
+
+
+if __name__ == "__main__":
+    main()

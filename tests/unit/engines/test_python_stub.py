@@ -1,0 +1,172 @@
+"""A Triton python-backend model in its own process (engines/python_stub.py): execute,
+BLS calls back into the server, decoupled responses after execute returns, a crash and
+the restart after it, a model that dies at once, finalize on unload."""
+
+from __future__ import annotations
+
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2 as mc
+
+from modelyard.engines.base import BatchedRequest, LoadContext, batch_requests
+from modelyard.engines.python import PythonEngine
+from modelyard.errors import Code, EngineError, ModelServerError
+from modelyard.types import InferResponse, OutputTensor
+
+MODEL = """
+import os
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.folder = Path(args["model_repository"])
+        (self.folder / f"initialized-{os.getpid()}").touch()
+
+    def execute(self, requests):
+        x = pb_utils.get_input_tensor_by_name(requests[0], "X").as_numpy()
+        if x[0, 0] == -1:
+            os._exit(7)
+        if self.decoupled:
+            sender = requests[0].get_response_sender()
+
+            def later():
+                time.sleep(0.05)
+                for step in range(3):
+                    sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x + step)]))
+                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+            threading.Thread(target=later).start()
+            return None
+        if x[0, 0] == -3:  # a BLS call, answered by the server's infer
+            call = pb_utils.InferenceRequest(
+                model_name="other", requested_output_names=["Z"],
+                inputs=[pb_utils.Tensor("A", x)],
+            )
+            answer = call.exec()
+            if answer.has_error():
+                raise pb_utils.TritonModelException(answer.error().message())
+            y = pb_utils.get_output_tensor_by_name(answer, "Z").as_numpy()
+        else:
+            import json
+            y = x * len(requests) + len(json.loads(requests[0].parameters()))
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("Y", y)]) for _ in requests]
+
+    def finalize(self):
+        (self.folder / "finalized").touch()
+"""
+
+CONFIG = """
+name: "stubbed"
+backend: "python"
+max_batch_size: 0
+input [{ name: "X" data_type: TYPE_FP32 dims: [ 1, 2 ] }]
+output [{ name: "Y" data_type: TYPE_FP32 dims: [ 1, 2 ] }]
+"""
+
+
+def _engine(tmp_path: Path, decoupled: bool = False, infer: Any = None) -> PythonEngine:
+    version_dir = tmp_path / "stubbed" / "1"
+    version_dir.mkdir(parents=True, exist_ok=True)
+    source = MODEL.replace("self.decoupled", str(decoupled))
+    (version_dir / "model.py").write_text(textwrap.dedent(source))
+    config = text_format.Parse(CONFIG, mc.ModelConfig())
+    engine = PythonEngine()
+    engine.load(LoadContext(version_dir / "model.py", version_dir, config, infer=infer))
+    return engine
+
+
+X = np.array([[1.0, 2.0]], dtype=np.float32)
+
+
+def test_a_triton_model_executes_in_a_process_of_its_own(tmp_path: Path) -> None:
+    engine = _engine(tmp_path)
+    try:
+        assert engine.takes_requests and not engine.runs_on_loop
+        with batch_requests([BatchedRequest(1, {"a": 1, "b": 2})]):
+            result = engine.execute({"X": X}, ["Y"])
+        np.testing.assert_array_equal(result["Y"], X + 2)  # one request, two parameters
+        (marker,) = (tmp_path / "stubbed").glob("initialized-*")
+        assert marker.name != "initialized-" + str(__import__("os").getpid())
+    finally:
+        engine.unload()
+    assert (tmp_path / "stubbed" / "finalized").exists()
+
+
+def test_a_bls_call_reaches_the_server_s_infer_and_its_error_comes_back(tmp_path: Path) -> None:
+    calls = []
+
+    def infer(request: Any) -> InferResponse:
+        calls.append(request.model_name)
+        if request.inputs["A"][0, 1] > 5:
+            raise ModelServerError("Request for unknown model: 'other' is not found",
+                                   code=Code.NOT_FOUND)  # fmt: skip
+        return InferResponse("other", "1", [OutputTensor("Z", "FP32", request.inputs["A"] * 10)])
+
+    engine = _engine(tmp_path, infer=infer)
+    try:
+        x = np.array([[-3.0, 1.0]], dtype=np.float32)
+        np.testing.assert_array_equal(engine.execute({"X": x}, ["Y"])["Y"], x * 10)
+        with pytest.raises(EngineError) as failed:
+            engine.execute({"X": np.array([[-3.0, 9.0]], dtype=np.float32)}, ["Y"])
+        assert "Request for unknown model: 'other' is not found" in failed.value.detail
+        assert calls == ["other", "other"]
+    finally:
+        engine.unload()
+
+
+def test_a_decoupled_model_s_responses_come_after_execute_returns(tmp_path: Path) -> None:
+    engine = _engine(tmp_path, decoupled=True)
+    got: list[tuple[Any, Any, bool]] = []
+    done = threading.Event()
+
+    def deliver(outputs: Any, error: Any, final: bool) -> None:
+        got.append((None if outputs is None else outputs["Y"].tolist(), error, final))
+        if final:
+            done.set()
+
+    try:
+        engine.execute_decoupled({"X": X}, ["Y"], deliver, lambda: False, None)
+        assert done.wait(10)
+        assert got == [([[1, 2]], None, False), ([[2, 3]], None, False), ([[3, 4]], None, False),
+                       (None, None, True)]  # fmt: skip
+    finally:
+        engine.unload()
+
+
+def test_a_crash_fails_its_batch_and_the_next_batch_starts_the_process_again(
+    tmp_path: Path,
+) -> None:
+    engine = _engine(tmp_path)
+    try:
+        engine.execute({"X": X}, ["Y"])  # it served: a crash now restarts at once
+        with pytest.raises(EngineError) as failed:
+            engine.execute({"X": np.array([[-1.0, 0.0]], dtype=np.float32)}, ["Y"])
+        assert "ended while executing (exit code 7)" in failed.value.detail
+        assert failed.value.code is Code.INTERNAL
+        np.testing.assert_array_equal(engine.execute({"X": X}, ["Y"])["Y"], X)
+        assert len(list((tmp_path / "stubbed").glob("initialized-*"))) == 2
+        # a process that dies before it served anything waits a second before the next
+        with pytest.raises(EngineError):
+            engine.execute({"X": np.array([[-1.0, 0.0]], dtype=np.float32)}, ["Y"])
+        with pytest.raises(EngineError):
+            engine.execute({"X": np.array([[-1.0, 0.0]], dtype=np.float32)}, ["Y"])
+        with pytest.raises(EngineError) as waiting:
+            engine.execute({"X": X}, ["Y"])
+        assert waiting.value.code is Code.UNAVAILABLE and waiting.value.retry_after
+        time.sleep(waiting.value.retry_after + 0.05)
+        np.testing.assert_array_equal(engine.execute({"X": X}, ["Y"])["Y"], X)
+    finally:
+        engine.unload()
