@@ -342,3 +342,18 @@ def test_a_model_that_crashes_its_process_fails_its_batch_and_the_next_one_is_se
     assert python_server.process.poll() is None
     assert _call("http", python_server, np.ones((1, 4), np.float32), np.ones((1, 4), np.float32)
                  ).as_numpy("OUTPUT0").tolist() == [[2, 2, 2, 2]]  # fmt: skip
+
+
+@pytest.mark.parametrize("flag", ["--disable-auto-complete-config", "--strict-model-config=true"])
+def test_without_auto_completion_a_config_is_taken_as_written(tmp_path: Path, flag: str) -> None:
+    """tritonserver's --disable-auto-complete-config: auto_complete_config is not called,
+    so a config that leaves the tensors to it does not load; a whole one does."""
+    repository = tmp_path / "models"
+    write_python_model(repository, "auto_add_sub", AUTO_COMPLETED, 'backend: "python"\n')
+    write_python_model(repository, "add_sub", ADD_SUB, CONFIG)
+    with running_server(repository, tmp_path, flag, "--strict-readiness=false") as server:
+        index = httpx.post(f"http://{server.http_url}/v2/repository/index").json()
+        states = {row["name"]: row.get("state") for row in index}
+        assert states == {"add_sub": "READY", "auto_add_sub": "UNAVAILABLE"}
+        reason = next(row["reason"] for row in index if row["name"] == "auto_add_sub")
+        assert "initialize failed" in reason, reason  # its config has no OUTPUT0 to read

@@ -329,6 +329,8 @@ async def serve(args: argparse.Namespace) -> None:
             rate_limiter=ResourceLimiter(args.rate_limit_resources)
             if args.rate_limit == "execution_count"
             else None,
+            auto_complete=args.auto_complete,
+            load_retries=args.model_load_retry_count,
         )
         dataplane = LocalDataPlane(manager, server_id=args.id)
         governance = await open_governance(
@@ -408,6 +410,7 @@ async def serve(args: argparse.Namespace) -> None:
                 tracing=tracing,
                 tls=args.grpc_tls,
                 header_forwarding=args.grpc_header_forwarding,
+                keepalive_time_ms=args.grpc_keepalive_time,
             )
             grace = args.exit_timeout_secs
             parts.push_async_callback(

@@ -51,11 +51,6 @@ NOT_APPLICABLE = {
     "--host-policy": "placement follows each config's instance_group",
     "--min-supported-compute-capability": "TensorRT plans check their GPU when they load",
     "--metrics-interval-ms": "metrics are read from the counters at each scrape",
-    "--model-load-retry-count": "a failed load is answered with its error line at once",
-    "--grpc-keepalive-time": "gRPC keepalive follows the grpc library's defaults",
-    "--strict-model-config": "configs are completed from the model files where they can be",
-    "--disable-auto-complete-config": "configs are completed from the model files where they "
-    "can be",
 }
 
 
@@ -240,6 +235,34 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
     for level in ("info", "warning", "error"):
         triton.add_argument(f"--log-{level}", type=triton_bool, default=True, metavar="BOOL")
     triton.add_argument("--log-file", type=Path, default=None, metavar="FILE")
+    triton.add_argument(
+        "--model-load-retry-count",
+        type=int,
+        default=0,
+        metavar="N",
+        help="a model that fails to load is tried N more times",
+    )
+    triton.add_argument(
+        "--grpc-keepalive-time",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="how often the gRPC front door pings an idle client's connection",
+    )
+    triton.add_argument(
+        "--disable-auto-complete-config",
+        dest="auto_complete",
+        action="store_false",
+        help="configs are taken as written: tensors, max_batch_size and the python models' "
+        "auto_complete_config are not filled from the model files",
+    )
+    triton.add_argument(
+        "--strict-model-config",
+        type=triton_bool,
+        default=None,
+        metavar="BOOL",
+        help="true: as --disable-auto-complete-config (tritonserver's older flag)",
+    )
     triton.add_argument(
         "--model-namespacing",
         type=triton_bool,
@@ -451,6 +474,18 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
     _apply_trace_config(args)
     args.rate_limit_resources = [parse_resource(text) for text in args.rate_limit_resource]
     args.grpc_tls = _grpc_tls(args)
+    if args.strict_model_config:
+        args.auto_complete = False
+    if args.model_load_retry_count < 0:
+        raise _flag_error(
+            f"--model-load-retry-count must not be negative, got {args.model_load_retry_count}",
+            "modelyard serve --model-load-retry-count N",
+        )
+    if args.grpc_keepalive_time is not None and args.grpc_keepalive_time < 1:
+        raise _flag_error(
+            f"--grpc-keepalive-time must be at least 1 ms, got {args.grpc_keepalive_time}",
+            "modelyard serve --grpc-keepalive-time MS",
+        )
     for front in ("http", "grpc"):
         pattern = getattr(args, f"{front}_header_forward_pattern")
         forwarding = None

@@ -87,6 +87,8 @@ class LoadContext:
     # the server's own infer, blocking, for a model that calls other models (Triton's BLS);
     # takes and gives modelyard.types.InferRequest / InferResponse; None: not offered
     infer: Callable[[Any], Any] | None = None
+    # False: the config is taken as written (tritonserver's --disable-auto-complete-config)
+    auto_complete: bool = True
 
     def parameter(self, key: str, default: str | None = None) -> str | None:
         if key in self.config.parameters:

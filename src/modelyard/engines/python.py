@@ -116,7 +116,8 @@ class PythonEngine(Engine):
         if self._triton_api:  # its BLS calls wait on the event loop: it never runs there
             self.runs_on_loop = False
             self._infer = ctx.infer
-        if self._triton_api and ctx.instance_index == 0 and hasattr(cls, "auto_complete_config"):
+        completes = ctx.auto_complete and ctx.instance_index == 0
+        if self._triton_api and completes and hasattr(cls, "auto_complete_config"):
             self._auto_complete(cls, ctx)
         args = {
             # field names as in the proto (max_batch_size, data_type), as Triton passes them

@@ -129,6 +129,7 @@ class StubProcess:
                     "trusted": ctx.trusted,
                     "instance_index": ctx.instance_index,
                     "infer": ctx.infer is not None,
+                    "auto_complete": ctx.auto_complete,
                 },
             )
         )
@@ -363,6 +364,7 @@ class _Child:
             trusted=payload["trusted"],
             instance_index=payload["instance_index"],
             infer=self._bls if payload["infer"] else None,
+            auto_complete=payload["auto_complete"],
         )
         engine = PythonEngine(in_process=True)
         try:

@@ -635,8 +635,12 @@ class GrpcTls:
     root_certificates: bytes | None = None
 
 
-def server_options(max_message_bytes: int) -> list[tuple[str, int]]:
-    return [
+def server_options(
+    max_message_bytes: int, keepalive_time_ms: int | None = None
+) -> list[tuple[str, int]]:
+    """``keepalive_time_ms``: how often the server pings an idle client's connection
+    (tritonserver's --grpc-keepalive-time); None: the grpc library's default."""
+    options = [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
         # clients that ping every few seconds, even between calls, keep their connection
@@ -645,6 +649,9 @@ def server_options(max_message_bytes: int) -> list[tuple[str, int]]:
         # a port another server holds is an error, not a silent share
         ("grpc.so_reuseport", 0),
     ]
+    if keepalive_time_ms is not None:
+        options.append(("grpc.keepalive_time_ms", keepalive_time_ms))
+    return options
 
 
 @dataclass
@@ -673,10 +680,11 @@ async def start_grpc_server(
     tracing: Tracing | None = None,
     tls: GrpcTls | None = None,
     header_forwarding: HeaderForwarding | None = None,
+    keepalive_time_ms: int | None = None,
 ) -> GrpcServer:
     """Start serving on ``host:port`` (0: any free port) in the running event loop;
     ``tls``: serve over TLS (tritonserver's --grpc-use-ssl), None: in the clear."""
-    server = grpc.aio.server(options=server_options(max_message_bytes))
+    server = grpc.aio.server(options=server_options(max_message_bytes, keepalive_time_ms))
     service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(
         InferenceService(dataplane, governance, shared_memory, tracing, header_forwarding), server
     )

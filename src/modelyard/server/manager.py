@@ -140,8 +140,14 @@ class ModelManager:
         summary_quantiles: tuple[float, ...] | None = None,
         response_cache: ResponseCache | None = None,
         rate_limiter: ResourceLimiter | None = None,
+        auto_complete: bool = True,
+        load_retries: int = 0,
     ) -> None:
         self.repository = repository
+        # a failed load is tried this many more times (tritonserver's --model-load-retry-count)
+        self.load_retries = load_retries
+        # False: configs are taken as written (tritonserver's --disable-auto-complete-config)
+        self.auto_complete = auto_complete
         # Triton's rate limiter (--rate-limit execution_count): None, off
         self.rate_limiter = rate_limiter
         # the server's own infer, blocking, for models that call other models (BLS); the data
@@ -499,7 +505,17 @@ class ModelManager:
         if self.repository.model_dir(name) is None:
             raise _not_in_repository(name)  # before taking a lock: unknown names keep nothing
         async with self._lock(name):
-            await self._load_locked(name, override, authorize)
+            for attempt in range(self.load_retries + 1):
+                try:
+                    await self._load_locked(name, override, authorize)
+                    return
+                except GovernanceError:
+                    raise  # a refusal is the caller's answer, not a failure to retry
+                except ModelyardError as exc:
+                    if attempt == self.load_retries:
+                        raise
+                    log.warning("model_load_retrying", model=name, attempt=attempt + 1,
+                                **exc.fields())  # fmt: skip
 
     async def _load_files(
         self,
@@ -625,6 +641,7 @@ class ModelManager:
                         limiter=self.rate_limiter,
                         infer=self.infer_from_thread,
                         name=name,
+                        auto_complete=self.auto_complete,
                     )
                     loaded[v] = await loop.run_in_executor(self._load_executor, load)
             except ModelyardError as exc:

@@ -225,11 +225,14 @@ def load_model_version(
     limiter: ResourceLimiter | None = None,
     infer: Callable[[Any], Any] | None = None,
     name: str | None = None,
+    auto_complete: bool = True,
 ) -> ModelVersion:
     """Load, complete, warm up: returns a READY version or raises with the reason.
 
     ``limiter``: the server's rate limiter (--rate-limit execution_count), or None.
     ``name``: the name it is served under (its directory's unless namespaced).
+    ``auto_complete``: False takes the config as written, as tritonserver's
+    --disable-auto-complete-config (a model file's tensors are still checked against it).
     """
     name = name or model_dir.name
     version_dir = model_dir / str(version)
@@ -253,13 +256,15 @@ def load_model_version(
                 trusted=trusted,
                 instance_index=index,
                 infer=infer,
+                auto_complete=auto_complete,
             )
             described = engine.load(ctx)
             engines.append(engine)
             if index == 0:
                 signature = described
                 _check_signature(name, version, config, signature)
-                complete_config(config, signature, f"{name}/config.pbtxt")
+                if auto_complete:
+                    complete_config(config, signature, f"{name}/config.pbtxt")
         if not config.backend:
             config.backend = backend
         if not config.platform and backend in _PLATFORM_OF:

@@ -142,6 +142,35 @@ def test_triton_mode_trace_files_from_trace_config_or_the_older_flags(tmp_path: 
     assert args.trace == expected  # type: ignore[attr-defined]
 
 
+def test_grpc_keepalive_time_sets_the_server_s_ping_interval(tmp_path: Path) -> None:
+    from modelyard.frontdoors.grpc import server_options
+
+    args, _ = parsed("--model-repository", str(tmp_path), "--grpc-keepalive-time=7200000")
+    assert args.grpc_keepalive_time == 7200000  # type: ignore[attr-defined]
+    assert ("grpc.keepalive_time_ms", 7200000) in server_options(1024, 7200000)
+    assert not any(name == "grpc.keepalive_time_ms" for name, _ in server_options(1024))
+    with pytest.raises(ConfigError):
+        parsed("--model-repository", str(tmp_path), "--grpc-keepalive-time=0")
+
+
+def test_model_load_retry_count_is_read_and_checked(tmp_path: Path) -> None:
+    args, _ = parsed("--model-repository", str(tmp_path), "--model-load-retry-count=2")
+    assert args.model_load_retry_count == 2  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError):
+        parsed("--model-repository", str(tmp_path), "--model-load-retry-count=-1")
+
+
+def test_auto_completion_is_on_unless_a_flag_turns_it_off(tmp_path: Path) -> None:
+    for flags, expected in (
+        ((), True),
+        (("--disable-auto-complete-config",), False),
+        (("--strict-model-config=true",), False),
+        (("--strict-model-config=false",), True),
+    ):
+        args, _ = parsed("--model-repository", str(tmp_path), *flags)
+        assert args.auto_complete is expected, flags  # type: ignore[attr-defined]
+
+
 def test_header_forward_patterns_compile_or_are_refused(tmp_path: Path) -> None:
     args, _ = parsed(
         "--model-repository", str(tmp_path), "--http-header-forward-pattern", "MY_HEADER.*",

@@ -319,3 +319,53 @@ def test_visible_is_the_principals_patterns_on_the_calls_interface() -> None:
     open_governance = Governance(empty_service_config("svc"))
     assert open_governance.visible(call) is None
     assert open_governance.authorize_load(call) is None
+
+
+FLAKY = """
+from pathlib import Path
+
+
+class Model:
+    def initialize(self, args):
+        tries = Path(args["model_repository"]) / "tries"
+        count = int(tries.read_text()) + 1 if tries.exists() else 1
+        tries.write_text(str(count))
+        if count < 3:
+            raise RuntimeError(f"try {count} fails")
+
+    def execute(self, inputs):
+        return {"y": inputs["x"]}
+"""
+
+
+@pytest.mark.parametrize(("retries", "ready"), [(1, False), (2, True)])
+def test_a_failed_load_is_tried_again_as_many_times_as_asked(
+    tmp_path: Path, retries: int, ready: bool
+) -> None:
+    """tritonserver's --model-load-retry-count: a model that loads on its third try."""
+    from tests.support.models import write_python_model
+
+    repo = tmp_path / "models"
+    write_python_model(repo, "flaky", FLAKY, """
+        backend: "python"
+        max_batch_size: 4
+        input [{ name: "x" data_type: TYPE_FP32 dims: [ 2 ] }]
+        output [{ name: "y" data_type: TYPE_FP32 dims: [ 2 ] }]
+        """)  # fmt: skip
+
+    async def scenario() -> None:
+        dp = LocalDataPlane(manager(repo, load_retries=retries))
+        await dp.manager.start()
+        try:
+            if ready:
+                await dp.manager.load("flaky")
+            else:
+                with pytest.raises(ModelyardError) as failed:
+                    await dp.manager.load("flaky")
+                assert "try 2 fails" in failed.value.line()
+            assert dp.model_ready("flaky", None) is ready
+            assert (repo / "flaky" / "tries").read_text() == str(retries + 1)
+        finally:
+            await dp.manager.stop()
+
+    run(scenario)
