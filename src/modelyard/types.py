@@ -93,6 +93,10 @@ class InferRequest:
     arrived_ns: int = 0  # monotonic ns the front door first saw it (0: unknown)
     # headers a forwarded request carries on (the W3C trace context), as name -> value
     forward_headers: dict[str, str] | None = None
+    # who it is for, where auth is on: its caller's principal, or for a model's own call
+    # (Triton's BLS) the principals of the requests it executes; a call they may not make
+    # is refused
+    principals: tuple[str, ...] = ()
 
     def binary_outputs(self) -> tuple[dict[str, bool], bool]:
         """Whether each named output was asked for as binary data, and the default."""

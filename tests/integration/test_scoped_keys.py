@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
@@ -168,3 +169,83 @@ def test_a_failed_load_is_an_error_without_paths_and_the_old_version_serves_on(
     assert row["state"] == "READY"
     assert "the last load failed: failed to load 'slow_double' version 1: " in row["reason"]
     assert not ABSOLUTE.search(json.dumps(rows))
+
+
+BLS_CALLER = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "x").as_numpy()
+            answer = pb_utils.InferenceRequest(
+                model_name="slow_double", requested_output_names=["y"],
+                inputs=[pb_utils.Tensor("x", x)],
+            ).exec()
+            if answer.has_error():
+                raise pb_utils.TritonModelException(answer.error().message())
+            y = pb_utils.get_output_tensor_by_name(answer, "y").as_numpy()
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("y", y)]))
+        return responses
+"""
+
+BLS_SERVICE = f"""\
+service: com.example.test.bls
+auth:
+  enabled: true
+  principals:
+    scoped:
+      api_keys: ["{hash_secret(SCOPED_KEY)}"]
+      allow: {{infer: ["caller"]}}
+    ops:
+      api_keys: ["{hash_secret(OPS_KEY)}"]
+      allow: {{infer: ["caller", "slow_double"]}}
+"""
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_a_model_s_own_calls_reach_only_what_its_caller_may_use(
+    tmp_path: Path, protocol: str
+) -> None:
+    """Triton's BLS under auth: a python model's call to another model is made for the
+    principals of the requests it executes, and refused for one that may not infer on it."""
+    from tests.support.models import write_python_model
+
+    repository = tmp_path / "models"
+    slow_double(repository)
+    config = """
+        backend: "python"
+        max_batch_size: 16
+        input [{ name: "x" data_type: TYPE_FP32 dims: [ 2 ] }]
+        output [{ name: "y" data_type: TYPE_FP32 dims: [ 2 ] }]
+        """
+    write_python_model(repository, "caller", BLS_CALLER, config)
+    service_file = tmp_path / "service.yaml"
+    service_file.write_text(BLS_SERVICE)
+    with running_server(repository, tmp_path, "--service-config", str(service_file)) as server:
+        for _ in range(2):  # the second time through the HTTP lane the first one kept
+            if protocol == "http":
+                allowed = post(server, "/v2/models/caller/infer", BODY, OPS_KEY)
+                assert allowed.status_code == 200, allowed.text
+                assert allowed.json()["outputs"][0]["data"] == [1002.0, 1004.0]
+                refused = post(server, "/v2/models/caller/infer", BODY, SCOPED_KEY)
+                assert refused.status_code == 500
+                line = refused.json()["error"]
+            else:
+                client = grpcclient.InferenceServerClient(server.grpc_url)
+                try:
+                    item = grpcclient.InferInput("x", [1, 2], "FP32")
+                    item.set_data_from_numpy(np.array([[1.0, 2.0]], dtype=np.float32))
+                    result = client.infer("caller", [item], headers={"x-api-key": OPS_KEY})
+                    assert result.as_numpy("y").tolist() == [[1002.0, 1004.0]]
+                    with pytest.raises(InferenceServerException) as failed:
+                        client.infer("caller", [item], headers={"x-api-key": SCOPED_KEY})
+                    line = failed.value.message()
+                finally:
+                    client.close()
+            assert "principal 'scoped' may not call interface infer for model 'slow_double'" in (
+                line
+            )
+            assert "calls from its own code (BLS)" in line

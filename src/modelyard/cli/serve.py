@@ -343,6 +343,9 @@ async def serve(args: argparse.Namespace) -> None:
         )
         if governance is not None:
             parts.push_async_callback(governance.aclose)
+            dataplane.authorize_call = governance.authorize_model_call(
+                f"service '{governance.service}'"
+            )
         shared_memory = SystemSharedMemory(
             allowed=args.allow_client_shm, max_request_bytes=args.http_max_body_bytes
         )

@@ -33,6 +33,24 @@ class BatchedRequest(NamedTuple):
     flags: int = 0
 
 
+class ModelParameters(dict[str, Any]):
+    """The parameters a model reads (a dict), and the principals its request is for: what
+    authorises the model's own calls to other models (Triton's BLS)."""
+
+    def __init__(self, parameters: dict[str, Any], principals: tuple[str, ...] = ()) -> None:
+        super().__init__(parameters)
+        self.principals = principals
+
+
+def batch_principals(requests: list[BatchedRequest] | None) -> tuple[str, ...]:
+    """The principals of the requests of a batch (their union, in order)."""
+    seen: dict[str, None] = {}
+    for request in requests or ():
+        for principal in getattr(request.parameters, "principals", ()):
+            seen[principal] = None
+    return tuple(seen)
+
+
 _execution = threading.local()
 
 

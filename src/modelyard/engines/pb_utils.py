@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import structlog
 
+from modelyard.engines.base import batch_principals, batch_requests, current_batch_requests
 from modelyard.types import CONFIG_TO_V2, V2_TO_NUMPY
 
 _log = structlog.get_logger("modelyard.python_model")
@@ -165,6 +166,7 @@ class InferenceRequest:
             outputs=[RequestedOutput(name) for name in self._requested] or None,
             id=self._id or None,
             parameters=self._call_parameters(),
+            principals=batch_principals(current_batch_requests()),  # whom it is for
         )
         try:
             response = infer(request)
@@ -190,10 +192,12 @@ class InferenceRequest:
 
     async def async_exec(self, *args: Any, **kwargs: Any) -> InferenceResponse:
         infer = getattr(_calling, "infer", None)
+        batch = current_batch_requests() or []
 
         def run() -> InferenceResponse:
             calling_through(infer)
-            return self.exec(*args, **kwargs)
+            with batch_requests(batch):  # on this thread too: whom the call is for
+                return self.exec(*args, **kwargs)
 
         return await asyncio.to_thread(run)
 

@@ -59,6 +59,7 @@ from modelyard.engines.base import (
     Engine,
     LoadContext,
     Signature,
+    batch_requests,
     current_batch_requests,
 )
 from modelyard.engines.python_stub import StubProcess, runs_in_a_stub
@@ -303,11 +304,13 @@ class PythonEngine(Engine):
             deliver({name: np.array(array, copy=True) for name, array in tensors.items()},
                     None, final)  # fmt: skip
 
-        request = self._request(inputs, outputs, BatchedRequest(parameters=parameters))
+        each = BatchedRequest(parameters=parameters)
+        request = self._request(inputs, outputs, each)
         sender = pb_utils.InferenceResponseSender(send, is_cancelled)
         request.attach_sender(sender, is_cancelled)
         try:
-            returned = self._run_execute([request])
+            with batch_requests([each]):  # whom its own calls (BLS) are for
+                returned = self._run_execute([request])
             if returned is not None:
                 raise self._contract_error(
                     f"Python model '{self._model_name}' is using the decoupled mode and the "

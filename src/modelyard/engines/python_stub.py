@@ -11,9 +11,12 @@ served nothing is started again only after that second (503 with retry-after
 meanwhile), so a model that dies at once cannot spin.
 
 The parent (``StubProcess``) sends ``execute`` and ``execute_decoupled`` calls with
-the batch's arrays and requests; a reader thread takes what comes back: results,
-a decoupled model's responses, and the child's own calls into the server (a BLS
-request, "is this request cancelled?"), each answered by id. Messages are pickled
+the batch's arrays and requests, and takes what comes back: results, a decoupled
+model's responses, and the child's own calls into the server (a BLS request, "is
+this request cancelled?"), each answered by id. For a model that is not decoupled
+the threads that wait read for themselves (the instance thread its result, the
+model's thread its BLS reply), so a call crosses no reader thread; a decoupled
+model's responses come at any time, so a reader thread on each side takes them. Messages are pickled
 (protocol 5: arrays travel as their buffers). The child ends when the parent does
 (``PR_SET_PDEATHSIG`` on Linux, and the socket closing), and runs in a session of its
 own, so a terminal's Ctrl-C reaches the server, which unloads it.
@@ -98,6 +101,9 @@ class StubProcess:
         self._started_at = 0.0
         self._served = False  # the process executed a batch to its end
         self._closed = False
+        # a model that answers each batch once: the calling thread reads the child's answer
+        # itself (no reader thread to hand it over); a decoupled one's come at any time
+        self._sync = not ctx.config.model_transaction_policy.decoupled
         self.takes_requests = False
         self.config_json = ""  # the config as the model completed it (auto_complete_config)
 
@@ -141,7 +147,9 @@ class StubProcess:
             self._stop_process()
             raise _rebuilt(payload)
         self.takes_requests, self.config_json = payload
-        threading.Thread(target=self._read, args=(conn,), daemon=True, name="python-stub").start()
+        if not self._sync:
+            threading.Thread(target=self._read, args=(conn,), daemon=True,
+                             name="python-stub").start()  # fmt: skip
 
     def _ensure_running(self) -> None:
         if self._process is not None and self._process.poll() is None and self._conn is not None:
@@ -219,6 +227,8 @@ class StubProcess:
                 deliver(None, error, True)
 
     def _call(self, kind: str, *args: Any, timeout: float | None = None, call_id: int = 0) -> Any:
+        if self._sync:
+            return self._call_reading(kind, args, timeout)
         call_id = call_id or next(self._ids)
         future: Future[Any] = Future()
         self._calls[call_id] = future
@@ -229,6 +239,27 @@ class StubProcess:
             raise self._ended("executing") from None
         finally:
             self._calls.pop(call_id, None)
+
+    def _call_reading(self, kind: str, args: tuple[Any, ...], timeout: float | None) -> Any:
+        """A call whose answer this thread reads: BLS calls meanwhile go to the pool."""
+        conn = self._conn
+        call_id = next(self._ids)
+        try:
+            self._send((kind, call_id, *args))
+            while True:
+                if timeout is not None and not conn.poll(timeout):  # type: ignore[union-attr]
+                    raise OSError("no answer in time")
+                message = conn.recv()  # type: ignore[union-attr]
+                if message[1] == call_id and message[0] == "done":
+                    return message[2]
+                if message[1] == call_id and message[0] == "failed":
+                    raise _rebuilt(message[2])
+                if message[0] == "bls":
+                    self._bls.submit(self._run_bls, message[1], message[2])
+        except (EOFError, OSError, ValueError, AttributeError):
+            if conn is not None:
+                self._lost(conn)
+            raise self._ended("executing") from None
 
     def _send(self, message: tuple[Any, ...]) -> None:
         conn = self._conn
@@ -260,6 +291,10 @@ class StubProcess:
                 self._reply(call_id, handlers is None or handlers[1]())
             elif kind == "bls":
                 self._bls.submit(self._run_bls, call_id, message[2])
+        self._lost(conn)
+
+    def _lost(self, conn: Connection) -> None:
+        """The child's socket closed: note how it ended, and fail what waited on it."""
         process = self._process
         if process is not None:  # its socket closes as it exits: its code comes right after
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -325,6 +360,9 @@ class _Child:
         self._ids = itertools.count(1)
         self._work = ThreadPoolExecutor(1, thread_name_prefix="python-model")
         self._engine: Any = None
+        # not decoupled: the main thread executes, and a thread waiting for a reply reads it
+        self._sync = True
+        self._read_lock = threading.Lock()
 
     def serve(self) -> None:
         while True:
@@ -343,6 +381,8 @@ class _Child:
                 self._work.shutdown(wait=True)
                 self._answer(message[1], self._unload)
                 return
+            elif kind == "execute" and self._sync:
+                self._answer(message[1], self._execute, *message[2:])
             elif kind == "execute":
                 self._work.submit(self._answer, message[1], self._execute, *message[2:])
             elif kind == "execute_decoupled":
@@ -356,6 +396,7 @@ class _Child:
 
         config = mc.ModelConfig()
         config.ParseFromString(payload["config"])
+        self._sync = not config.model_transaction_policy.decoupled
         ctx = LoadContext(
             artifact=Path(payload["artifact"]),
             version_dir=Path(payload["version_dir"]),
@@ -425,6 +466,20 @@ class _Child:
         future: Future[Any] = Future()
         self._queries[query_id] = future
         self._send((kind, query_id, payload))
+        if not self._sync:  # the main thread reads, and hands the reply over
+            return future.result()
+        # the main thread is executing: one waiting thread at a time reads the replies
+        while not future.done():
+            if not self._read_lock.acquire(timeout=0.005):
+                continue
+            try:
+                while not future.done():
+                    reply = self._conn.recv()
+                    waiting = self._queries.pop(reply[1], None)
+                    if waiting is not None:
+                        waiting.set_result(reply[2])
+            finally:
+                self._read_lock.release()
         return future.result()
 
     def _send(self, message: tuple[Any, ...]) -> None:

@@ -683,6 +683,11 @@ class HttpFrontend:
             body, header_length, model, version, self.shared_memory
         )
         request.arrived_ns = scope.get(RECEIVED_NS, 0)
+        governance = self.governance
+        ticket = None if chain is None else chain.known_ticket(ticket_key)
+        if governance is not None and governance.config.auth.enabled and ticket is not None:
+            # whom its model's own calls (BLS) are for
+            request.principals = (ticket.principal,) if ticket.principal else ()
         if scope.get(_FORWARDED):  # this request's own: its lane is not kept for others
             layout = None
             self._with_forwarded(scope, request)

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import copy
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from enum import StrEnum
@@ -344,6 +345,8 @@ class Governance:
         self, call: Call, decode: Callable[[], InferRequest], dataplane: Infers
     ) -> InferResponse:
         chain = self.chain
+        if self.config.auth.enabled:  # the principal is known once admitted, when it decodes
+            decode = functools.partial(_for_caller, decode, call)
         try:
             if chain.learns:
                 return await chain.run(call, lambda: dataplane.infer(decode()))
@@ -387,6 +390,23 @@ class Governance:
             raise
         if not relay.relayed:
             put(StreamResponse(response, None, True))
+
+    def authorize_model_call(self, caller: str) -> Callable[[tuple[str, ...], str], None] | None:
+        """Where auth is on, what lets a model's own call (Triton's BLS) through: each
+        principal the calling requests are for must be allowed to infer on the model called.
+        None: auth is off."""
+        auth = self.config.auth
+        if not auth.enabled:
+            return None
+
+        def authorize(principals: tuple[str, ...], model: str) -> None:
+            for name in principals:
+                principal = auth.principal(name) or Principal(name, {})
+                if not principal.may("infer", model):
+                    through = f", which a model of {caller} calls from its own code (BLS)"
+                    raise permission_denied(principal, "infer", model, auth.service_file, through)
+
+        return authorize
 
     def visible(self, call: Call) -> Callable[[str], bool] | None:
         """Which models an admitted call may see in a listing (statistics, the index): those
@@ -719,3 +739,12 @@ async def _close_guards(chain: GuardChain) -> None:
         closer = getattr(guard, "aclose", None)
         if closer is not None:
             await closer()
+
+
+def _for_caller(decode: Callable[[], InferRequest], call: Call) -> InferRequest:
+    """The decoded request, marked as its admitted caller's (what authorises its model's
+    own calls to other models)."""
+    request = decode()
+    if call.principal is not None:
+        request.principals = (call.principal,)
+    return request

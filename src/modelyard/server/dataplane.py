@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ import numpy as np
 from modelyard import __version__
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.dataplane import FixedOutput, StreamResponse
+from modelyard.engines.base import ModelParameters
 from modelyard.errors import Code, ModelServerError, shown
 from modelyard.modelfiles.config import ModelSpec, config_to_json
 from modelyard.server.decoupled import DecoupledScheduler
@@ -57,13 +58,19 @@ EXTENSIONS = [
 ]
 
 
-def model_parameters(parameters: dict[str, Any]) -> dict[str, Any]:
-    """The parameters a model reads: the caller's own, without those of the protocol."""
-    return {
-        key: value
-        for key, value in parameters.items()
-        if key not in PROTOCOL_PARAMETERS and not key.startswith("triton_")
-    }
+def model_parameters(
+    parameters: dict[str, Any], principals: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The parameters a model reads: the caller's own, without those of the protocol (and
+    the principals the request is for, which authorise the model's own calls)."""
+    return ModelParameters(
+        {
+            key: value
+            for key, value in parameters.items()
+            if key not in PROTOCOL_PARAMETERS and not key.startswith("triton_")
+        },
+        principals,
+    )
 
 
 def _invalid(model: str, detail: str, where: str) -> ModelServerError:
@@ -340,6 +347,9 @@ class LocalDataPlane:
         self.started = clock.monotonic()
         manager.infer_from_thread = self.infer_from_thread
         self.server_id = server_id  # the name server metadata gives (tritonserver's --id)
+        # where auth is on: (principals, model) raises unless each may infer on the model;
+        # a model's own calls (BLS) pass through it (governance sets it)
+        self.authorize_call: Callable[[tuple[str, ...], str], None] | None = None
 
     # ---- health and metadata -------------------------------------------
 
@@ -423,7 +433,11 @@ class LocalDataPlane:
 
     def infer_from_thread(self, request: InferRequest) -> InferResponse:
         """``infer`` for a model's own code on an instance thread (Triton's BLS): runs on the
-        event loop, through the target's scheduler, and waits for the answer here."""
+        event loop, through the target's scheduler, and waits for the answer here. Where auth
+        is on, every principal the calling batch's requests are for must be allowed to
+        infer on the model called (``authorize_call``)."""
+        if self.authorize_call is not None:
+            self.authorize_call(request.principals, request.model_name)
         loop = self.manager.loop
         if loop is None or not loop.is_running():
             raise ModelServerError(
@@ -483,7 +497,7 @@ class LocalDataPlane:
             reshapes,
             _fixed_outputs(mv, request, requested, rows),
             flags,
-            model_parameters(request.parameters) if mv.takes_requests else None,
+            model_parameters(request.parameters, request.principals) if mv.takes_requests else None,
         )
 
     @property

@@ -82,7 +82,8 @@ def _engine(tmp_path: Path, decoupled: bool = False, infer: Any = None) -> Pytho
     version_dir.mkdir(parents=True, exist_ok=True)
     source = MODEL.replace("self.decoupled", str(decoupled))
     (version_dir / "model.py").write_text(textwrap.dedent(source))
-    config = text_format.Parse(CONFIG, mc.ModelConfig())
+    decoupled_policy = "model_transaction_policy { decoupled: true }" if decoupled else ""
+    config = text_format.Parse(CONFIG + decoupled_policy, mc.ModelConfig())
     engine = PythonEngine()
     engine.load(LoadContext(version_dir / "model.py", version_dir, config, infer=infer))
     return engine
