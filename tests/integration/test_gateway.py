@@ -380,3 +380,50 @@ def test_each_sequence_sticks_to_one_instance_through_the_gateway(
         ]
         counts = [stats["model_stats"][0]["inference_count"] for stats in served]
         assert sum(counts) == 48 and all(count % 3 == 0 for count in counts)
+
+
+@pytest.mark.parametrize("transport", ["http", "grpc"])
+def test_a_decoupled_model_streams_through_the_gateway(tmp_path: Path, transport: str) -> None:
+    """A streamed call is forwarded on the instance's gRPC stream (whatever the gateway's
+    transport for plain calls): a decoupled model's responses come through one by one, in
+    order, marked final as the instance marks them; a plain model's one response too."""
+    from tests.integration.test_triton_sequence_examples import _repeat_inputs
+    from tests.support.models import repeat_int32
+
+    repository = tmp_path / "models"
+    slow_double(repository)
+    repeat_int32(repository)
+    registry_url = f"embedded://{tmp_path / 'registry.db'}"
+    with running_server(repository, tmp_path) as server:
+        register(open_registry(registry_url), server, "repeat_int32")
+        with running_gateway(registry_url, tmp_path, "--transport", transport) as gateway:
+            client = grpcclient.InferenceServerClient(gateway.grpc_url)
+            answers: queue.Queue[Any] = queue.Queue()
+            client.start_stream(callback=lambda result, error: answers.put((result, error)))
+            try:
+                client.async_stream_infer(
+                    "repeat_int32", _repeat_inputs(np.arange(100, 105)), request_id="five",
+                    enable_empty_final_response=True,
+                )  # fmt: skip
+                outs, finals = [], []
+                for _ in range(6):
+                    result, error = answers.get(timeout=30)
+                    assert error is None, error
+                    response = result.get_response()
+                    assert response.id == "five"
+                    finals.append(response.parameters["triton_final_response"].bool_param)
+                    if not finals[-1]:
+                        outs.append(int(result.as_numpy("OUT")[0]))
+                assert outs == list(range(100, 105))
+                assert finals == [False] * 5 + [True]
+                item = grpcclient.InferInput("x", [1, 2], "FP32")
+                item.set_data_from_numpy(X)
+                client.async_stream_infer(MODEL, [item], request_id="plain")
+                result, error = answers.get(timeout=30)
+                assert error is None, error
+                np.testing.assert_array_equal(result.as_numpy("y"), EXPECTED)
+                with pytest.raises(queue.Empty):
+                    answers.get(timeout=0.3)
+            finally:
+                client.stop_stream()
+                client.close()

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import random
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -35,6 +35,7 @@ from modelyard.client.transport import (
     DEFAULT_HTTP_POOL_SIZE,
     DEFAULT_MAX_MESSAGE_BYTES,
     ClientError,
+    GrpcTransport,
     Transport,
     open_transport,
 )
@@ -56,13 +57,14 @@ TRANSPORTS = ("http", "grpc")
 class Endpoint(Host):
     """An instance the client can send to: its registry entry, its balancer state, its pool."""
 
-    __slots__ = ("address", "instance", "retired", "transport")
+    __slots__ = ("address", "instance", "retired", "stream_transport", "transport")
 
     def __init__(self, key: str, instance: Instance, address: str) -> None:
         super().__init__(key, instance.weight)
         self.instance = instance
         self.address = address
         self.transport: Transport | None = None
+        self.stream_transport: GrpcTransport | None = None  # streams, where HTTP is the transport
         self.retired = False
 
 
@@ -289,10 +291,12 @@ class AsyncClient:
 
     def _close(self, endpoint: Endpoint) -> None:
         transport, endpoint.transport = endpoint.transport, None
-        if transport is not None:
-            task = asyncio.ensure_future(transport.aclose())
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
+        streams, endpoint.stream_transport = endpoint.stream_transport, None
+        for each in (transport, streams):
+            if each is not None:
+                task = asyncio.ensure_future(each.aclose())
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
 
     def no_instance_error(self, model: str, version: str | None) -> ClientError:
         """Why no endpoint serves the model: registry unread, no instance, or no such model."""
@@ -398,6 +402,55 @@ class AsyncClient:
         return await self._call(
             request.model_name, request.model_version, send, timeout, request.deadline, affinity
         )
+
+    async def stream_request(
+        self, request: InferRequest, timeout: float | None = None
+    ) -> AsyncIterator[tuple[InferResponse | None, ModelyardError | None, bool]]:
+        """A streamed call (a decoupled model's many responses) on one instance, over its
+        gRPC stream whatever the client's transport: ``(response, error, final)`` as they
+        come. Only a failure before the stream begins tries another instance."""
+        sequence = request.parameters.get("sequence_id")
+        affinity = None if sequence in (None, 0, "") else f"{type(sequence).__name__}:{sequence}"
+        opened: list[Any] = []
+
+        async def first(transport: Transport, remaining: float) -> Any:
+            stream_transport = self._stream_transport(transport)
+            stream = stream_transport.stream_infer(request, remaining).__aiter__()
+            opened.append(stream)
+            return await stream.__anext__()
+
+        try:
+            head = await self._call(
+                request.model_name, request.model_version, first, timeout, request.deadline,
+                affinity,
+            )  # fmt: skip
+            yield head
+            if not head[2]:
+                async for item in opened[-1]:
+                    yield item
+        finally:
+            for stream in opened:  # the gRPC call ends with its stream, whoever stops first
+                await stream.aclose()
+
+    def _stream_transport(self, transport: Transport) -> GrpcTransport:
+        """The gRPC transport of the instance ``transport`` reaches (streams are gRPC's)."""
+        if isinstance(transport, GrpcTransport):
+            return transport
+        for endpoint in self._endpoints.values():
+            if endpoint.transport is transport:
+                if endpoint.stream_transport is None:
+                    if not endpoint.instance.grpc:
+                        raise ClientError(
+                            "the instance serves no gRPC, which streams need",
+                            code=Code.UNAVAILABLE,
+                            rule="client/stream",
+                            where="serve the model's instances with a --grpc-port",
+                        )
+                    endpoint.stream_transport = GrpcTransport(
+                        endpoint.instance.grpc, max_message_bytes=self._max_message_bytes
+                    )
+                return endpoint.stream_transport
+        raise ClientError("the instance left", code=Code.UNAVAILABLE, rule="client/stream")
 
     async def infer(
         self,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -379,6 +379,44 @@ class GrpcTransport(Transport):
             return v2_grpc.decode_infer_response(reply, request)
         except (ValueError, KeyError, TypeError, ModelyardError) as exc:
             raise malformed_response(self.address, str(exc)) from exc
+
+    async def stream_infer(
+        self, request: InferRequest, timeout: float
+    ) -> AsyncIterator[tuple[InferResponse | None, ModelyardError | None, bool]]:
+        """One request on a ``ModelStreamInfer`` stream: each response as the instance sends
+        it (a decoupled model's many), as ``(response, error, final)``; the last is final."""
+        if timeout <= 0:
+            raise deadline_error(self.address, timeout)
+        message = v2_grpc.encode_infer_request(request)
+        # every stream ends with a response marked final, empty if the model sent FINAL alone
+        message.parameters["triton_enable_empty_final_response"].bool_param = True
+        metadata = tuple(request.forward_headers.items()) if request.forward_headers else None
+        call = self._stub.ModelStreamInfer(iter([message]), timeout=timeout, metadata=metadata)
+        try:
+            async for reply in call:
+                final = bool(reply.infer_response.parameters["triton_final_response"].bool_param)
+                if reply.error_message:
+                    # a stream's error carries its line, not a status: the line says it all
+                    error = error_from_line(reply.error_message, Code.INTERNAL, None, "grpc")
+                    yield None, error, True
+                    return
+                if not reply.infer_response.outputs:
+                    if final:
+                        yield None, None, True
+                        return
+                    continue
+                try:
+                    response = v2_grpc.decode_infer_response(reply.infer_response, request)
+                except (ValueError, KeyError, TypeError, ModelyardError) as exc:
+                    raise malformed_response(self.address, str(exc)) from exc
+                yield response, None, final
+                if final:
+                    return
+        except grpc.aio.AioRpcError as exc:
+            raise error_from_grpc(exc, self.address, timeout) from None
+        finally:
+            call.cancel()
+        yield None, None, True  # the stream ended without a final mark: it ends here
 
     async def model_metadata(
         self, model: str, version: str | None, timeout: float

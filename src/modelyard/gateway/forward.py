@@ -248,9 +248,10 @@ class ForwardingDataPlane:
         return await self.client.infer_request(request)
 
     async def infer_stream(self, request: InferRequest) -> AsyncIterator[StreamResponse]:
-        """One forwarded call, one final response: the gateway does not stream a decoupled
-        model's responses (its instance refuses the call, saying so)."""
-        yield StreamResponse(await self.infer(request), None, True)
+        """A streamed call, forwarded on an instance's gRPC stream: each response (a
+        decoupled model's many) relayed as it comes, the last one final."""
+        async for response, error, final in self.client.stream_request(request):
+            yield StreamResponse(response, error, final)
 
     def lane(self, request: InferRequest) -> None:
         """None: each request is forwarded whole; an instance validates it."""
