@@ -33,6 +33,18 @@ class BatchedRequest(NamedTuple):
     flags: int = 0
 
 
+class DecoupledRequest(NamedTuple):
+    """One request of a decoupled model's ``execute``: its tensors and parameters, where its
+    responses go (``deliver(outputs, error, final)``, from any thread) and whether its
+    caller has gone."""
+
+    inputs: dict[str, NDArray[Any]]
+    outputs: list[str]
+    deliver: Callable[..., None]
+    is_cancelled: Callable[[], bool]
+    parameters: dict[str, Any] | None = None
+
+
 class ModelParameters(dict[str, Any]):
     """The parameters a model reads (a dict), and the principals its request is for: what
     authorises the model's own calls to other models (Triton's BLS)."""

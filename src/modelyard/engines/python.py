@@ -56,6 +56,7 @@ from google.protobuf import json_format
 from modelyard.engines import pb_utils
 from modelyard.engines.base import (
     BatchedRequest,
+    DecoupledRequest,
     Engine,
     LoadContext,
     Signature,
@@ -273,51 +274,55 @@ class PythonEngine(Engine):
             raise self._triton_error(error)
         return {tensor.name(): tensor.as_numpy() for tensor in response.output_tensors()}
 
-    def execute_decoupled(
-        self,
-        inputs: dict[str, np.ndarray],
-        outputs: list[str],
-        deliver: Callable[[dict[str, np.ndarray] | None, EngineError | None, bool], None],
-        is_cancelled: Callable[[], bool],
-        parameters: dict[str, Any] | None = None,
-    ) -> None:
-        """A decoupled model's request: its responses go to ``deliver(outputs, error, final)``
+    def execute_decoupled(self, requests: list[DecoupledRequest]) -> None:
+        """A decoupled model's requests, in one ``execute`` (several where the config's
+        dynamic batching gathered them): each request's responses go to its ``deliver``
         as the model sends them, during ``execute`` or after it, from any thread; each
         response's arrays are copied when sent (a model may reuse its buffers).
 
-        An exception from ``execute``, or a return value other than None, ends the request
-        with its error, unless the model sent FINAL already.
+        An exception from ``execute``, or a return value other than None, ends each request
+        with its error, unless the model sent its FINAL already.
         """
         if self._stub is not None:
-            self._stub.execute_decoupled(inputs, outputs, deliver, is_cancelled, parameters)
+            self._stub.execute_decoupled(requests)
             return
-
-        def send(response: pb_utils.InferenceResponse | None, final: bool) -> None:
-            if response is None:
-                deliver(None, None, final)
-                return
-            try:
-                tensors = self._response_tensors(response)
-            except EngineError as error:
-                deliver(None, error, final)
-                return
-            deliver({name: np.array(array, copy=True) for name, array in tensors.items()},
-                    None, final)  # fmt: skip
-
-        each = BatchedRequest(parameters=parameters)
-        request = self._request(inputs, outputs, each)
-        sender = pb_utils.InferenceResponseSender(send, is_cancelled)
-        request.attach_sender(sender, is_cancelled)
+        batch = [BatchedRequest(parameters=each.parameters) for each in requests]
+        pb_requests, senders = [], []
+        for each, described in zip(requests, batch, strict=True):
+            request = self._request(each.inputs, each.outputs, described)
+            send = functools.partial(self._send_response, each.deliver)
+            sender = pb_utils.InferenceResponseSender(send, each.is_cancelled)
+            request.attach_sender(sender, each.is_cancelled)
+            pb_requests.append(request)
+            senders.append((sender, each.deliver))
         try:
-            with batch_requests([each]):  # whom its own calls (BLS) are for
-                returned = self._run_execute([request])
+            with batch_requests(batch):  # whom its own calls (BLS) are for
+                returned = self._run_execute(pb_requests)
             if returned is not None:
                 raise self._contract_error(
                     f"Python model '{self._model_name}' is using the decoupled mode and the "
                     "execute function must return None."
                 )
         except EngineError as error:
-            sender.close_with(functools.partial(deliver, None, error, True))
+            for sender, deliver in senders:
+                sender.close_with(functools.partial(deliver, None, error, True))
+
+    def _send_response(
+        self,
+        deliver: Callable[..., None],
+        response: pb_utils.InferenceResponse | None,
+        final: bool,
+    ) -> None:
+        if response is None:
+            deliver(None, None, final)
+            return
+        try:
+            tensors = self._response_tensors(response)
+        except EngineError as error:
+            deliver(None, error, final)
+            return
+        deliver({name: np.array(array, copy=True) for name, array in tensors.items()}, None,
+                final)  # fmt: skip
 
     def _triton_error(self, error: pb_utils.TritonError) -> EngineError:
         callers = error.code() == pb_utils.TritonError.INVALID_ARG

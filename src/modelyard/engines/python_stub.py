@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import itertools
 import os
 import signal
@@ -44,7 +45,7 @@ import numpy as np
 import structlog
 
 from modelyard import errors
-from modelyard.engines.base import BatchedRequest, LoadContext, batch_requests
+from modelyard.engines.base import BatchedRequest, DecoupledRequest, LoadContext, batch_requests
 from modelyard.errors import Code, EngineError, ModelyardError
 
 log = structlog.get_logger("modelyard.engines")
@@ -207,24 +208,22 @@ class StubProcess:
         self._served = True
         return result
 
-    def execute_decoupled(
-        self,
-        inputs: dict[str, np.ndarray],
-        outputs: list[str],
-        deliver: Callable[..., None],
-        is_cancelled: Callable[[], bool],
-        parameters: dict[str, Any] | None,
-    ) -> None:
-        """Returns when the model's execute has; its responses may come later, until FINAL
-        (the request's handlers are kept until then, or until the child ends)."""
+    def execute_decoupled(self, requests: list[DecoupledRequest]) -> None:
+        """Returns when the model's execute has; its responses may come later, until each
+        request's FINAL (its handlers are kept until then, or until the child ends)."""
         self._ensure_running()
-        call_id = next(self._ids)
-        self._decoupled[call_id] = (deliver, is_cancelled)
+        sent = []
+        for request in requests:
+            call_id = next(self._ids)
+            self._decoupled[call_id] = (request.deliver, request.is_cancelled)
+            sent.append((call_id, request.inputs, request.outputs, request.parameters))
         try:
-            self._call("execute_decoupled", inputs, outputs, parameters, call_id=call_id)
+            self._call("execute_decoupled", sent)
         except ModelyardError as error:
-            if self._decoupled.pop(call_id, None) is not None:
-                deliver(None, error, True)
+            for call_id, *_ in sent:
+                handlers = self._decoupled.pop(call_id, None)
+                if handlers is not None:
+                    handlers[0](None, error, True)
 
     def _call(self, kind: str, *args: Any, timeout: float | None = None, call_id: int = 0) -> Any:
         if self._sync:
@@ -434,22 +433,30 @@ class _Child:
             return
         self._send(("done", call_id, result))
 
-    def _run_decoupled(
-        self, call_id: int, inputs: dict[str, np.ndarray], outputs: list[str], parameters: Any
-    ) -> None:
-        def deliver(arrays: Any, failure: ModelyardError | None, final: bool) -> None:
+    def _run_decoupled(self, batch_id: int, sent: list[tuple[Any, ...]]) -> None:
+        def deliver(call_id: int, arrays: Any, failure: ModelyardError | None, final: bool) -> None:
             fields = None if failure is None else _error_fields(failure)
             self._send(("deliver", call_id, arrays, fields, final))
 
-        def is_cancelled() -> bool:
+        def is_cancelled(call_id: int) -> bool:
             return bool(self._ask("is_cancelled", call_id))
 
+        requests = [
+            DecoupledRequest(
+                inputs,
+                outputs,
+                functools.partial(deliver, call_id),
+                functools.partial(is_cancelled, call_id),
+                parameters,
+            )
+            for call_id, inputs, outputs, parameters in sent
+        ]
         try:
-            self._engine.execute_decoupled(inputs, outputs, deliver, is_cancelled, parameters)
+            self._engine.execute_decoupled(requests)
         except ModelyardError as error:
-            self._send(("failed", call_id, _error_fields(error)))
+            self._send(("failed", batch_id, _error_fields(error)))
             return
-        self._send(("done", call_id, None))
+        self._send(("done", batch_id, None))
 
     def _unload(self) -> None:
         if self._engine is not None:

@@ -5,9 +5,11 @@ that answers through ``request.get_response_sender()``) does not return its answ
 it sends responses, during ``execute`` or later from threads of its own, and marks
 the last with the FINAL flag. Each request gets a ``ResponseStream``, an asyncio
 queue its responses reach on the event loop; the gRPC ``ModelStreamInfer`` front
-door writes them as they come. Instance threads take one request at a time from a
-FIFO queue and return to it as soon as ``execute`` returns; the request stays
-open, and counts as pending, until its FINAL flag.
+door writes them as they come. Instance threads take requests from a FIFO queue (one
+at a time, or with ``dynamic_batching`` as many as are waiting, up to
+``max_batch_size``, in one ``execute`` as Triton's python backend gives them) and
+return to it as soon as ``execute`` returns; each request stays open, and counts as
+pending, until its FINAL flag.
 
 A plain call (HTTP infer, gRPC ModelInfer, an ensemble step) has one answer to give,
 so it is refused at once with the error line saying to stream.
@@ -24,6 +26,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
+from modelyard.engines.base import DecoupledRequest
 from modelyard.errors import Code, ModelServerError, ModelyardError
 from modelyard.server.scheduler import failed_around, start_instance_threads, unloading
 from modelyard.server.stats import VersionStats
@@ -78,11 +81,18 @@ def decoupled_refusal(model: str) -> ModelServerError:
 
 class DecoupledScheduler:
     def __init__(
-        self, model: str, version: int, engines: list[Any], *, clock: Clock = SYSTEM_CLOCK
+        self,
+        model: str,
+        version: int,
+        engines: list[Any],
+        *,
+        batch_size: int = 1,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.model = model
         self.version = version
-        self.max_batch_size = 0  # one request per execute()
+        self.max_batch_size = 0  # requests are not stacked: each keeps its own tensors
+        self._batch_size = max(1, batch_size)  # requests per execute()
         self.stats = VersionStats()
         self.cache = None
         self._clock = clock
@@ -146,11 +156,25 @@ class DecoupledScheduler:
                     self._cond.wait()
                 if not self._queue:
                     return
-                request = self._queue.popleft()
-                if request.stream.cancelled:  # its caller has gone: never executed
-                    continue
-                self._open += 1
-            _OpenRequest(self, request).execute(engine)
+                taken: list[_Request] = []
+                while self._queue and len(taken) < self._batch_size:
+                    request = self._queue.popleft()
+                    if not request.stream.cancelled:  # its caller has gone: never executed
+                        taken.append(request)
+                self._open += len(taken)
+            if taken:
+                self._execute(engine, [_OpenRequest(self, request) for request in taken])
+
+    def _execute(self, engine: Any, opened: list[_OpenRequest]) -> None:
+        start_ns = self._clock.monotonic_ns()
+        for each in opened:
+            each.start_ns = start_ns
+        try:
+            engine.execute_decoupled([each.described() for each in opened])
+        except Exception as exc:  # the engine's contract says it never raises: still answer
+            error = failed_around(self.model, self.version, exc)
+            for each in opened:
+                each.deliver(None, error, True)
 
     def _finished(self) -> None:
         with self._lock:
@@ -169,16 +193,12 @@ class _OpenRequest:
         self.failed = False
         self.start_ns = 0
 
-    def execute(self, engine: Any) -> None:
-        scheduler = self.scheduler
-        self.start_ns = scheduler._clock.monotonic_ns()
-        try:
-            engine.execute_decoupled(
-                self.request.inputs, self.request.outputs, self.deliver, self.is_cancelled,
-                self.request.parameters,
-            )  # fmt: skip
-        except Exception as exc:  # the engine's contract says it never raises: still answer
-            self.deliver(None, failed_around(scheduler.model, scheduler.version, exc), True)
+    def described(self) -> DecoupledRequest:
+        """The request as the engine takes it: where its responses go."""
+        request = self.request
+        return DecoupledRequest(
+            request.inputs, request.outputs, self.deliver, self.is_cancelled, request.parameters
+        )
 
     def is_cancelled(self) -> bool:
         return self.request.stream.cancelled

@@ -380,7 +380,8 @@ def _decoupled_scheduler(
     clock: Clock,
 ) -> DecoupledScheduler:
     """The scheduler of a config that says ``decoupled: true``, which hands each instance one
-    request at a time (what it sends is each request's own)."""
+    request at a time, or with dynamic batching the waiting ones up to max_batch_size (what
+    the model sends is each request's own)."""
     origin = f"{name}/config.pbtxt"
     if not all(getattr(engine, "takes_requests", False) for engine in engines):
         raise _load_error(
@@ -405,4 +406,6 @@ def _decoupled_scheduler(
             "rate_limiter resources on a decoupled model are not served",
             f"remove instance_group's rate_limiter in {origin}",
         )
-    return DecoupledScheduler(name, version, engines, clock=clock)
+    # dynamic batching gives execute() as many waiting requests as max_batch_size allows
+    batch_size = config.max_batch_size if config.HasField("dynamic_batching") else 1
+    return DecoupledScheduler(name, version, engines, batch_size=batch_size, clock=clock)

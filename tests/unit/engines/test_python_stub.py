@@ -15,7 +15,7 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.engines.base import BatchedRequest, LoadContext, batch_requests
+from modelyard.engines.base import BatchedRequest, DecoupledRequest, LoadContext, batch_requests
 from modelyard.engines.python import PythonEngine
 from modelyard.errors import Code, EngineError, ModelServerError
 from modelyard.types import InferResponse, OutputTensor
@@ -139,7 +139,7 @@ def test_a_decoupled_model_s_responses_come_after_execute_returns(tmp_path: Path
             done.set()
 
     try:
-        engine.execute_decoupled({"X": X}, ["Y"], deliver, lambda: False, None)
+        engine.execute_decoupled([DecoupledRequest({"X": X}, ["Y"], deliver, lambda: False)])
         assert done.wait(10)
         assert got == [([[1, 2]], None, False), ([[2, 3]], None, False), ([[3, 4]], None, False),
                        (None, None, True)]  # fmt: skip

@@ -191,3 +191,59 @@ def test_decoupled_is_refused_at_load_where_it_cannot_be_served(tmp_path: Path) 
                 )
 
     asyncio.run(main())
+
+
+# each request answered once, with how many requests its execute() was given; slow, so
+# that requests sent meanwhile wait, and dynamic batching gathers them
+COUNTING = """
+import time
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        time.sleep(0.2)
+        for request in requests:
+            value = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            out = np.array([len(requests), int(value[0])], dtype=np.int32)
+            request.get_response_sender().send(
+                pb_utils.InferenceResponse([pb_utils.Tensor("OUT", out)]),
+                flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL,
+            )
+        return None
+"""
+
+
+def test_dynamic_batching_gives_a_decoupled_model_the_waiting_requests_together(
+    tmp_path: Path,
+) -> None:
+    """As Triton's python backend: with dynamic_batching, execute(requests) gets the
+    requests that wait, up to max_batch_size, each with its own response sender."""
+    write_python_model(tmp_path, "counting", COUNTING, """
+        backend: "python"
+        max_batch_size: 4
+        input [{ name: "IN" data_type: TYPE_INT32 dims: [ 1 ] }]
+        output [{ name: "OUT" data_type: TYPE_INT32 dims: [ 2 ] }]
+        model_transaction_policy { decoupled: true }
+        instance_group [{ count: 1 kind: KIND_CPU }]
+        dynamic_batching { }
+        """)  # fmt: skip
+
+    async def main() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+
+            def request(value: int) -> InferRequest:
+                return InferRequest(
+                    "counting", None, {"IN": np.array([[value]], dtype=np.int32)}, {"IN": "INT32"}
+                )
+
+            answers = await asyncio.gather(*(_collect(dp, request(v)) for v in range(9)))
+            outs = [items[0].response.outputs[0].data.ravel().tolist() for items in answers]
+            assert sorted(value for _, value in outs) == list(range(9))  # each its own answer
+            sizes = [size for size, _ in outs]
+            assert max(sizes) == 4 and all(size <= 4 for size in sizes)  # batched, bounded
+            assert all(items[-1].final for items in answers)
+
+    asyncio.run(main())
