@@ -1,21 +1,71 @@
-"""Kubernetes manifests for many machines: a Deployment and a Service per
-service / group / template / data centre.
+"""Kubernetes manifests for many machines: the platform a spec describes, on a cluster.
 
-Resources come from the instance spec (cores, memory, ``nvidia.com/gpu`` for
-cards); node selection comes from the queue (data centre, pool, GPU model);
-each pod runs ``modelyard serve`` registered under its service, group and
-queue, so callers find it by service name and model.
+``render`` gives, for a spec that passes ``validate``:
+
+* a Namespace for the platform's shared parts (etcd, the gateways), and one per quota,
+  whose ResourceQuota holds the quota's hard limits (cpu, memory,
+  ``requests.nvidia.com/gpu``: its cards in every data centre), so the cluster enforces
+  what the ledger checks;
+* per instance template and data centre, a Deployment and a Service in its quota's
+  namespace: requests = limits from the instance spec, nodes chosen by the queue's data
+  centre and pool and the GPU model (through configurable label keys, and a map from the
+  spec's GPU models to the values NVIDIA's GPU Feature Discovery puts on nodes), startup,
+  readiness and liveness probes, the pod's IP advertised to the registry (downward
+  API), a grace period that covers deregistration and draining (``modelyard serve``
+  deregisters on SIGTERM, keeps answering while callers' views drop it, then drains),
+  and the model repository from a volume (a PersistentVolumeClaim, or an OCI image);
+* a PodDisruptionBudget per group (one pod of a group down at a time);
+* per service, a gateway Deployment and Service;
+* etcd (a StatefulSet of 1 or 3 members, with its Services) unless an external
+  registry is given.
+
+Names are DNS labels unique for their identity (a hash of it follows the readable part).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
-from modelyard.control.spec import PlatformSpec
+from modelyard.control.spec import PlatformSpec, Quota
+from modelyard.errors import Code, ConfigError
 
 LABEL = "modelyard.io"
+ETCD_IMAGE = "quay.io/coreos/etcd:v3.5.17"
+ETCD_SERVICE = "etcd"
+# the spec's GPU models -> the nvidia.com/gpu.product value GPU Feature Discovery gives
+# their nodes; a form factor other than this one (PCIe for SXM) is set with --gpu-product
+GPU_PRODUCTS = {
+    "A10-24G": "NVIDIA-A10",
+    "A30-24G": "NVIDIA-A30",
+    "A100-40G": "NVIDIA-A100-SXM4-40GB",
+    "A100-80G": "NVIDIA-A100-SXM4-80GB",
+    "H100-80G": "NVIDIA-H100-80GB-HBM3",
+    "L4-24G": "NVIDIA-L4",
+    "T4-16G": "Tesla-T4",
+}
+DEREGISTER_GRACE_S = 6.0  # over the registry TTL (5 s): callers' views have dropped the pod
+EXIT_TIMEOUT_S = 30.0  # requests in flight finish within this
+
+
+@dataclass(slots=True)
+class ClusterOptions:
+    """Where and how the platform runs on the cluster (``platform render`` flags)."""
+
+    image: str = "modelyard:latest"
+    namespace: str = "modelyard"
+    registry_url: str | None = None  # None: etcd is rendered in the namespace
+    etcd_replicas: int = 1
+    models_claim: str | None = None  # a PersistentVolumeClaim holding the model repository
+    models_image: str | None = None  # or an OCI image holding it (an image volume)
+    data_center_label: str = f"{LABEL}/data-center"
+    pool_label: str = f"{LABEL}/pool"
+    gpu_product_label: str = "nvidia.com/gpu.product"
+    # the spec's GPU model -> the node label's value (GPU Feature Discovery's product name)
+    gpu_products: dict[str, str] = field(default_factory=lambda: dict(GPU_PRODUCTS))
 
 
 def _dns(text: str) -> str:
@@ -24,114 +74,372 @@ def _dns(text: str) -> str:
     return name[:63].rstrip("-")
 
 
-def _object_name(service: str, group: str, template: str, data_center: str) -> str:
-    """A Deployment's and Service's name: readable, DNS-safe and unique for its identity.
+def _object_name(*identity: str) -> str:
+    """A name that is readable, DNS-safe and unique for its identity.
 
-    The whole service name goes in (``com.teama.ranker`` and ``com.teamb.ranker`` must not
-    share a Deployment), and a hash of the exact identity follows it: folding names into
-    DNS labels can make two identities read the same, and a long one is cut.
+    The whole identity goes in (``com.teama.ranker`` and ``com.teamb.ranker`` must not
+    share a Deployment), and a hash of it follows: folding names into DNS labels can make
+    two identities read the same, and a long one is cut.
     """
-    identity = "\0".join((service, group, template, data_center)).encode()
-    digest = hashlib.sha256(identity).hexdigest()[:8]
+    digest = hashlib.sha256("\0".join(identity).encode()).hexdigest()[:8]
     # begins with a letter, as a Service's name must: validate holds service names to
     # reverse-DNS keys, and render takes only a spec that passes it
-    readable = _dns(f"{service}-{group}-{template}-{data_center}")[:54].rstrip("-")
+    readable = _dns("-".join(identity))[:54].rstrip("-")
     return f"{readable}-{digest}"
 
 
-def render(
-    spec: PlatformSpec,
-    *,
-    image: str = "modelyard:latest",
-    registry_url: str = "etcd://etcd.modelyard.svc:2379",
-    repository: str = "/models",
-) -> list[dict[str, Any]]:
-    manifests: list[dict[str, Any]] = []
+def _render_error(detail: str, where: str) -> ConfigError:
+    return ConfigError(detail, code=Code.INVALID_ARGUMENT, rule="platform/render", where=where)
+
+
+def quota_namespace(options: ClusterOptions, quota: str) -> str:
+    return _object_name(options.namespace, quota)
+
+
+def registry_url(options: ClusterOptions) -> str:
+    if options.registry_url:
+        return options.registry_url
+    return f"etcd://{ETCD_SERVICE}.{options.namespace}.svc:2379"
+
+
+def render(spec: PlatformSpec, options: ClusterOptions | None = None) -> list[dict[str, Any]]:
+    options = options or ClusterOptions()
+    if options.etcd_replicas not in (1, 3):
+        raise _render_error(
+            f"etcd runs 1 or 3 members, not {options.etcd_replicas}",
+            "modelyard platform render --etcd-replicas 1|3",
+        )
+    if options.models_claim and options.models_image:
+        raise _render_error(
+            "the model repository comes from a claim or an image, not both",
+            "modelyard platform render --models-claim NAME or --models-image REF",
+        )
+    manifests: list[dict[str, Any]] = [_namespace(options.namespace)]
+    for quota in sorted(spec.quotas.values(), key=lambda q: q.name):
+        namespace = quota_namespace(options, quota.name)
+        manifests += [_namespace(namespace), _resource_quota(quota, namespace)]
     for service in spec.services.values():
+        namespace = quota_namespace(options, service.quota)
         for group in service.groups.values():
+            manifests.append(_disruption_budget(service.name, group.name, namespace))
             for template in group.templates.values():
                 if template.spec is None:
                     continue
                 for dc, queue_name in sorted(template.queues.items()):
-                    queue = spec.queues.get(queue_name)
-                    name = _object_name(service.name, group.name, template.name, dc)
-                    labels = {
-                        f"{LABEL}/service": _dns(service.name),
-                        f"{LABEL}/group": _dns(group.name),
-                        f"{LABEL}/template": _dns(template.name),
-                        f"{LABEL}/data-center": _dns(dc),
-                    }
-                    selector = {f"{LABEL}/data-center": _dns(dc)}
-                    if queue is not None:
-                        selector[f"{LABEL}/pool"] = _dns(queue.pool)
-                    resources: dict[str, str] = {
-                        "cpu": str(template.spec.cpu_cores),
-                        "memory": f"{template.spec.memory_gb}Gi",
-                    }
-                    if template.spec.cards:
-                        resources["nvidia.com/gpu"] = str(template.spec.cards)
-                        selector["nvidia.com/gpu.product"] = _dns(template.spec.gpu_model or "")
-                    args = [
-                        "serve", "--model-repository", repository, "--host", "0.0.0.0",
-                        "--service", service.name, "--group", group.name,
-                        "--registry", registry_url, "--data-center", dc,
-                        "--queue", queue_name, "--spec", str(template.spec),
-                        "--model-control-mode", "explicit",
-                    ]  # fmt: skip
-                    for model in template.loads:
-                        args += ["--load-model", model]
-                    container = {
-                        "name": "modelyard",
-                        "image": image,
-                        "command": ["modelyard"],
-                        "args": args,
-                        "ports": [
-                            {"name": "http", "containerPort": 8000},
-                            {"name": "grpc", "containerPort": 8001},
-                            {"name": "metrics", "containerPort": 8002},
-                        ],
-                        "resources": {"requests": dict(resources), "limits": dict(resources)},
-                        "readinessProbe": {
-                            "httpGet": {"path": "/v2/health/ready", "port": "http"},
-                            "periodSeconds": 2,
-                        },
-                        "livenessProbe": {
-                            "httpGet": {"path": "/v2/health/live", "port": "http"},
-                            "periodSeconds": 10,
-                        },
-                    }
-                    manifests.append(
-                        {
-                            "apiVersion": "apps/v1",
-                            "kind": "Deployment",
-                            "metadata": {"name": name, "labels": dict(labels)},
-                            "spec": {
-                                "replicas": template.replicas,
-                                "selector": {"matchLabels": dict(labels)},
-                                "template": {
-                                    "metadata": {"labels": dict(labels)},
-                                    "spec": {
-                                        "nodeSelector": selector,
-                                        "terminationGracePeriodSeconds": 30,
-                                        "containers": [container],
-                                    },
-                                },
-                            },
-                        }
-                    )
-                    manifests.append(
-                        {
-                            "apiVersion": "v1",
-                            "kind": "Service",
-                            "metadata": {"name": name, "labels": dict(labels)},
-                            "spec": {
-                                "selector": dict(labels),
-                                "ports": [
-                                    {"name": "http", "port": 8000, "targetPort": "http"},
-                                    {"name": "grpc", "port": 8001, "targetPort": "grpc"},
-                                    {"name": "metrics", "port": 8002, "targetPort": "metrics"},
-                                ],
-                            },
-                        }
-                    )
+                    manifests += _instances(spec, options, namespace, service.name, group.name,
+                                            template, dc, queue_name)  # fmt: skip
+        manifests += _gateway(options, service.name)
+    if not options.registry_url:
+        manifests += _etcd(options)
     return manifests
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {f"{LABEL}/part-of": "modelyard"}},
+    }
+
+
+def _resource_quota(quota: Quota, namespace: str) -> dict[str, Any]:
+    hard: dict[str, str] = {}
+    if quota.cpu_cores is not None:
+        hard["requests.cpu"] = hard["limits.cpu"] = f"{quota.cpu_cores:g}"
+    if quota.memory_gb is not None:
+        hard["requests.memory"] = hard["limits.memory"] = f"{quota.memory_gb:g}Gi"
+    cards = sum(count for models in quota.cards.values() for count in models.values())
+    if quota.cards:
+        hard["requests.nvidia.com/gpu"] = str(cards)
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": _object_name(quota.name), "namespace": namespace},
+        "spec": {"hard": hard},
+    }
+
+
+def _group_labels(service: str, group: str) -> dict[str, str]:
+    return {f"{LABEL}/service": _dns(service), f"{LABEL}/group": _dns(group)}
+
+
+def _disruption_budget(service: str, group: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": _object_name(service, group), "namespace": namespace},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": _group_labels(service, group)}},
+    }
+
+
+def _node_selector(
+    spec: PlatformSpec, options: ClusterOptions, template: Any, dc: str, queue_name: str
+) -> dict[str, str]:
+    selector = {options.data_center_label: _dns(dc)}
+    queue = spec.queues.get(queue_name)
+    if queue is not None:
+        selector[options.pool_label] = _dns(queue.pool)
+    gpu_model = template.spec.gpu_model if template.spec.cards else None
+    if gpu_model:
+        product = options.gpu_products.get(gpu_model)
+        if product is None:
+            raise _render_error(
+                f"GPU model '{gpu_model}' has no node label value: a pod would land on no node, "
+                "or on the wrong one",
+                f"modelyard platform render --gpu-product {gpu_model}=VALUE (the "
+                f"{options.gpu_product_label} value GPU Feature Discovery puts on its nodes)",
+            )
+        selector[options.gpu_product_label] = product
+    return selector
+
+
+def _models_volume(options: ClusterOptions) -> dict[str, Any]:
+    if options.models_image:
+        return {"name": "models", "image": {"reference": options.models_image,
+                                            "pullPolicy": "IfNotPresent"}}  # fmt: skip
+    if options.models_claim:
+        return {
+            "name": "models",
+            "persistentVolumeClaim": {"claimName": options.models_claim, "readOnly": True},
+        }
+    return {"name": "models", "emptyDir": {}}
+
+
+def _instances(
+    spec: PlatformSpec,
+    options: ClusterOptions,
+    namespace: str,
+    service: str,
+    group: str,
+    template: Any,
+    dc: str,
+    queue_name: str,
+) -> list[dict[str, Any]]:
+    name = _object_name(service, group, template.name, dc)
+    labels = {
+        **_group_labels(service, group),
+        f"{LABEL}/template": _dns(template.name),
+        f"{LABEL}/data-center": _dns(dc),
+    }
+    resources: dict[str, str] = {
+        "cpu": str(template.spec.cpu_cores),
+        "memory": f"{template.spec.memory_gb}Gi",
+    }
+    if template.spec.cards:
+        resources["nvidia.com/gpu"] = str(template.spec.cards)
+    args = [
+        "serve", "--model-repository", "/models", "--host", "0.0.0.0",
+        "--advertise-host", "$(POD_IP)", "--service", service, "--group", group,
+        "--registry", registry_url(options), "--data-center", dc, "--queue", queue_name,
+        "--spec", str(template.spec), "--model-control-mode", "explicit",
+        "--deregister-grace", f"{DEREGISTER_GRACE_S:g}", "--exit-timeout-secs",
+        f"{EXIT_TIMEOUT_S:g}",
+    ]  # fmt: skip
+    for model in template.loads:
+        args += ["--load-model", model]
+    container = {
+        "name": "modelyard",
+        "image": options.image,
+        "command": ["modelyard"],
+        "args": args,
+        "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+        "ports": [
+            {"name": "http", "containerPort": 8000},
+            {"name": "grpc", "containerPort": 8001},
+            {"name": "metrics", "containerPort": 8002},
+        ],
+        "resources": {"requests": dict(resources), "limits": dict(resources)},
+        "volumeMounts": [{"name": "models", "mountPath": "/models", "readOnly": True}],
+        # models load before the pod is ready: up to ten minutes for large ones
+        "startupProbe": {
+            "httpGet": {"path": "/v2/health/live", "port": "http"},
+            "periodSeconds": 5,
+            "failureThreshold": 120,
+        },
+        "readinessProbe": {
+            "httpGet": {"path": "/v2/health/ready", "port": "http"},
+            "periodSeconds": 2,
+        },
+        "livenessProbe": {
+            "httpGet": {"path": "/v2/health/live", "port": "http"},
+            "periodSeconds": 10,
+        },
+    }
+    grace = math.ceil(DEREGISTER_GRACE_S + EXIT_TIMEOUT_S) + 5
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "spec": {
+            "replicas": template.replicas,
+            "selector": {"matchLabels": dict(labels)},
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {
+                    "nodeSelector": _node_selector(spec, options, template, dc, queue_name),
+                    "terminationGracePeriodSeconds": grace,
+                    "securityContext": {"runAsNonRoot": True},
+                    "containers": [container],
+                    "volumes": [_models_volume(options)],
+                },
+            },
+        },
+    }
+    service_object = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "spec": {
+            "selector": dict(labels),
+            "ports": [
+                {"name": "http", "port": 8000, "targetPort": "http"},
+                {"name": "grpc", "port": 8001, "targetPort": "grpc"},
+                {"name": "metrics", "port": 8002, "targetPort": "metrics"},
+            ],
+        },
+    }
+    return [deployment, service_object]
+
+
+def _gateway(options: ClusterOptions, service: str) -> list[dict[str, Any]]:
+    """A service's gateway: callers that know only its name reach its instances through it."""
+    name = _object_name("gateway", service)
+    labels = {f"{LABEL}/gateway": _dns(service), f"{LABEL}/component": "gateway"}
+    container = {
+        "name": "gateway",
+        "image": options.image,
+        "command": ["modelyard"],
+        "args": [
+            "gateway",
+            "--service",
+            service,
+            "--registry",
+            registry_url(options),
+            "--host",
+            "0.0.0.0",
+        ],
+        "ports": [{"name": "http", "containerPort": 8000}, {"name": "grpc", "containerPort": 8001}],
+        "readinessProbe": {"httpGet": {"path": "/v2/health/ready", "port": "http"}},
+        "livenessProbe": {"httpGet": {"path": "/v2/health/live", "port": "http"}},
+        "resources": {
+            "requests": {"cpu": "1", "memory": "1Gi"},
+            "limits": {"cpu": "2", "memory": "2Gi"},
+        },
+    }
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": options.namespace, "labels": dict(labels)},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": dict(labels)},
+                "template": {
+                    "metadata": {"labels": dict(labels)},
+                    "spec": {
+                        "securityContext": {"runAsNonRoot": True},
+                        "containers": [container],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": options.namespace, "labels": dict(labels)},
+            "spec": {
+                "selector": dict(labels),
+                "ports": [
+                    {"name": "http", "port": 8000, "targetPort": "http"},
+                    {"name": "grpc", "port": 8001, "targetPort": "grpc"},
+                ],
+            },
+        },
+    ]
+
+
+def _etcd(options: ClusterOptions) -> list[dict[str, Any]]:
+    """etcd for the registry and the central rules: 1 or 3 members, each with its volume."""
+    namespace = options.namespace
+    members = options.etcd_replicas
+    peers = f"{ETCD_SERVICE}-peer"
+    labels = {f"{LABEL}/component": "etcd"}
+    cluster = ",".join(
+        f"{ETCD_SERVICE}-{i}=http://{ETCD_SERVICE}-{i}.{peers}.{namespace}.svc:2380"
+        for i in range(members)
+    )
+    command = [
+        "sh", "-c",
+        "exec etcd --name $(POD_NAME) --data-dir /var/lib/etcd "
+        "--listen-client-urls http://0.0.0.0:2379 "
+        f"--advertise-client-urls http://$(POD_NAME).{peers}.{namespace}.svc:2379 "
+        "--listen-peer-urls http://0.0.0.0:2380 "
+        f"--initial-advertise-peer-urls http://$(POD_NAME).{peers}.{namespace}.svc:2380 "
+        f"--initial-cluster {cluster} --initial-cluster-state new",
+    ]  # fmt: skip
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": peers, "namespace": namespace},
+            "spec": {
+                "clusterIP": "None",
+                "publishNotReadyAddresses": True,
+                "selector": dict(labels),
+                "ports": [{"name": "peer", "port": 2380}, {"name": "client", "port": 2379}],
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": ETCD_SERVICE, "namespace": namespace},
+            "spec": {"selector": dict(labels), "ports": [{"name": "client", "port": 2379}]},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": ETCD_SERVICE, "namespace": namespace, "labels": dict(labels)},
+            "spec": {
+                "serviceName": peers,
+                "replicas": members,
+                "podManagementPolicy": "Parallel",
+                "selector": {"matchLabels": dict(labels)},
+                "template": {
+                    "metadata": {"labels": dict(labels)},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "etcd",
+                                "image": ETCD_IMAGE,
+                                "command": command,
+                                "env": [
+                                    {
+                                        "name": "POD_NAME",
+                                        "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
+                                    }
+                                ],
+                                "ports": [
+                                    {"name": "client", "containerPort": 2379},
+                                    {"name": "peer", "containerPort": 2380},
+                                ],
+                                "volumeMounts": [{"name": "data", "mountPath": "/var/lib/etcd"}],
+                                "resources": {
+                                    "requests": {"cpu": "500m", "memory": "1Gi"},
+                                    "limits": {"cpu": "2", "memory": "2Gi"},
+                                },
+                            }
+                        ]
+                    },
+                },
+                "volumeClaimTemplates": [
+                    {
+                        "metadata": {"name": "data"},
+                        "spec": {
+                            "accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": "8Gi"}},
+                        },
+                    }
+                ],
+            },
+        },
+    ]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import kubernetes_validate
 import pytest
 
-from modelyard.control.kubernetes import render
+from modelyard.control.kubernetes import ClusterOptions, render
 from modelyard.control.spec import parse_platform_spec
+from modelyard.errors import ConfigError
 from tests.unit.control.test_ledger import BASE
 
 
@@ -18,7 +20,9 @@ def test_every_manifest_validates_strictly_and_carries_the_spec() -> None:
     for manifest in manifests:
         kubernetes_validate.validate(manifest, version, strict=True)
     deployments = {
-        m["metadata"]["name"].rsplit("-", 1)[0]: m for m in manifests if m["kind"] == "Deployment"
+        m["metadata"]["name"].rsplit("-", 1)[0]: m
+        for m in manifests
+        if m["kind"] == "Deployment" and "gateway" not in m["metadata"]["name"]
     }
     assert set(deployments) == {
         "com-example-search-ranker-preprocess-cpu-dc1",
@@ -34,8 +38,11 @@ def test_every_manifest_validates_strictly_and_carries_the_spec() -> None:
         "nvidia.com/gpu": "1",
     }
     selector = gpu["template"]["spec"]["nodeSelector"]
-    assert selector["modelyard.io/data-center"] == "dc2"
-    assert selector["modelyard.io/pool"] == "gpu"
+    assert selector == {
+        "modelyard.io/data-center": "dc2",
+        "modelyard.io/pool": "gpu",
+        "nvidia.com/gpu.product": "NVIDIA-A30",  # GPU Feature Discovery's value
+    }
     args = container["args"]
     assert args[args.index("--group") + 1] == "gpu"
     assert args[args.index("--queue") + 1] == "dc2-gpu"
@@ -46,7 +53,7 @@ def test_every_manifest_validates_strictly_and_carries_the_spec() -> None:
 
 
 def test_a_broken_manifest_is_caught_by_the_validator() -> None:
-    manifest = render(parse_platform_spec(BASE))[0]
+    manifest = next(m for m in render(parse_platform_spec(BASE)) if m["kind"] == "Deployment")
     manifest["spec"]["replicas"] = "three"
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(manifest, kubernetes_validate.latest_version(), strict=True)
@@ -82,3 +89,87 @@ def _service(name: str) -> str:
         "          a30: {spec: 16C/64G/A30-24G*1, queues: {dc1: dc1-gpu}, replicas: 1,"
         " loads: [ranker]}\n"
     )
+
+
+def _kinds(manifests: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [m for m in manifests if m["kind"] == kind]
+
+
+def test_the_whole_platform_renders_namespaces_quotas_budgets_gateways_and_etcd() -> None:
+    options = ClusterOptions(etcd_replicas=3, models_claim="models")
+    manifests = render(parse_platform_spec(BASE), options)
+    version = kubernetes_validate.latest_version()
+    for manifest in manifests:
+        kubernetes_validate.validate(manifest, version, strict=True)
+    namespaces = [m["metadata"]["name"] for m in _kinds(manifests, "Namespace")]
+    quota_namespace = next(n for n in namespaces if n.startswith("modelyard-search-gpu-"))
+    assert namespaces == ["modelyard", quota_namespace]
+    (quota,) = _kinds(manifests, "ResourceQuota")
+    assert quota["metadata"]["namespace"] == quota_namespace
+    assert quota["spec"]["hard"] == {
+        "requests.cpu": "256", "limits.cpu": "256", "requests.memory": "1024Gi",
+        "limits.memory": "1024Gi", "requests.nvidia.com/gpu": "12",
+    }  # fmt: skip
+    budgets = _kinds(manifests, "PodDisruptionBudget")
+    assert {b["spec"]["selector"]["matchLabels"]["modelyard.io/group"] for b in budgets} == {
+        "preprocess", "gpu",
+    }  # fmt: skip
+    instances = [
+        d for d in _kinds(manifests, "Deployment") if "gateway" not in d["metadata"]["name"]
+    ]
+    for deployment in instances:
+        assert deployment["metadata"]["namespace"] == quota_namespace
+        pod = deployment["spec"]["template"]["spec"]
+        container = pod["containers"][0]
+        args = container["args"]
+        assert args[args.index("--advertise-host") + 1] == "$(POD_IP)"
+        assert container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+        assert args[args.index("--registry") + 1] == "etcd://etcd.modelyard.svc:2379"
+        assert "startupProbe" in container and pod["securityContext"]["runAsNonRoot"]
+        grace = float(args[args.index("--deregister-grace") + 1]) + float(
+            args[args.index("--exit-timeout-secs") + 1]
+        )
+        assert pod["terminationGracePeriodSeconds"] > grace  # deregistration and draining fit
+        assert pod["volumes"] == [{"name": "models", "persistentVolumeClaim": {
+            "claimName": "models", "readOnly": True}}]  # fmt: skip
+    (gateway,) = [d for d in _kinds(manifests, "Deployment") if "gateway" in d["metadata"]["name"]]
+    assert gateway["metadata"]["namespace"] == "modelyard"
+    gateway_args = gateway["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert gateway_args[:3] == ["gateway", "--service", "com.example.search.ranker"]
+    (etcd,) = _kinds(manifests, "StatefulSet")
+    assert etcd["spec"]["replicas"] == 3
+    command = etcd["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    assert command.count("=http://etcd-") == 3  # the initial cluster names its three members
+
+
+def test_an_external_registry_an_image_volume_and_other_label_keys() -> None:
+    options = ClusterOptions(
+        registry_url="etcd://etcd.infra:2379", models_image="registry.example/models:7",
+        data_center_label="topology.kubernetes.io/zone", pool_label="example.com/pool",
+        gpu_products={"A30-24G": "NVIDIA-A30-PCIE"},
+    )  # fmt: skip
+    manifests = render(parse_platform_spec(BASE), options)
+    assert not _kinds(manifests, "StatefulSet")
+    version = kubernetes_validate.latest_version()
+    for manifest in manifests:
+        kubernetes_validate.validate(manifest, version, strict=True)
+    pod = next(
+        d
+        for d in _kinds(manifests, "Deployment")
+        if d["metadata"]["name"].startswith("com-example-search-ranker-gpu")
+    )["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {
+        "topology.kubernetes.io/zone": "dc1", "example.com/pool": "gpu",
+        "nvidia.com/gpu.product": "NVIDIA-A30-PCIE",
+    }  # fmt: skip
+    assert pod["volumes"][0]["image"]["reference"] == "registry.example/models:7"
+
+
+def test_a_gpu_model_without_a_node_label_value_is_refused() -> None:
+    with pytest.raises(ConfigError) as refused:
+        render(parse_platform_spec(BASE), ClusterOptions(gpu_products={}))
+    line = refused.value.line()
+    assert "GPU model 'A30-24G' has no node label value" in line
+    assert "--gpu-product A30-24G=VALUE" in line and "rule=platform/render" in line
+    with pytest.raises(ConfigError):
+        render(parse_platform_spec(BASE), ClusterOptions(etcd_replicas=2))
