@@ -10,12 +10,13 @@ from pathlib import Path
 
 import yaml
 
+from modelyard.cli.cluster_options import add_cluster_arguments, cluster_options
 from modelyard.cli.platform_ops import OPS, add_ops_arguments, run_ops
 from modelyard.cli.platform_up import add_up_arguments, run_up
 from modelyard.clock import FakeClock
 from modelyard.control.apply import State
 from modelyard.control.autoscale import Autoscaler
-from modelyard.control.kubernetes import GPU_PRODUCTS, ClusterOptions, render
+from modelyard.control.kubernetes import render
 from modelyard.control.ledger import build_ledger, validate
 from modelyard.control.scaling import instances_per_replica, quota_max, rule_of
 from modelyard.control.spec import PlatformSpec, read_platform_spec
@@ -34,31 +35,7 @@ def add_platform_arguments(parser: argparse.ArgumentParser) -> None:
     render_parser = commands.add_parser("render", help="manifests for a cluster")
     render_parser.add_argument("target", choices=["kubernetes"])
     render_parser.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
-    render_parser.add_argument("--image", default="modelyard:latest")
-    render_parser.add_argument("--namespace", default="modelyard", help="the shared parts' one")
-    render_parser.add_argument(
-        "--registry", default=None, help="an external etcd (etcd://HOST:PORT); default: render one"
-    )
-    render_parser.add_argument("--etcd-replicas", type=int, choices=[1, 3], default=1)
-    models = render_parser.add_mutually_exclusive_group()
-    models.add_argument("--models-claim", metavar="PVC", help="the model repository's claim")
-    models.add_argument("--models-image", metavar="REF", help="an OCI image holding the models")
-    render_parser.add_argument(
-        "--gpu-product",
-        action="append",
-        default=[],
-        metavar="MODEL=VALUE",
-        help="the node label value of a spec GPU model (GPU Feature Discovery's "
-        "nvidia.com/gpu.product, e.g. A30-24G=NVIDIA-A30); repeatable",
-    )
-    for key, default in (
-        ("data-center", "modelyard.io/data-center"),
-        ("pool", "modelyard.io/pool"),
-        ("gpu-product", "nvidia.com/gpu.product"),
-    ):
-        render_parser.add_argument(
-            f"--{key}-label", default=default, metavar="KEY", help="the node label that says it"
-        )
+    add_cluster_arguments(render_parser)
     autoscale = commands.add_parser("autoscale", help="autoscaling evaluation")
     autoscale_commands = autoscale.add_subparsers(dest="autoscale_command", required=True)
     explain = autoscale_commands.add_parser(
@@ -76,32 +53,6 @@ def add_platform_arguments(parser: argparse.ArgumentParser) -> None:
         "up", help="apply the spec, front it with gateways, autoscale, serve the API and console"
     )
     add_up_arguments(up)
-
-
-def _cluster_options(args: argparse.Namespace) -> ClusterOptions:
-    products = dict(GPU_PRODUCTS)
-    for entry in args.gpu_product:
-        model, _, value = entry.partition("=")
-        if not model or not value:
-            raise ConfigError(
-                f"--gpu-product {entry}: expected MODEL=VALUE",
-                code=Code.INVALID_ARGUMENT,
-                rule="platform/render",
-                where="modelyard platform render --gpu-product A30-24G=NVIDIA-A30",
-            )
-        products[model] = value
-    return ClusterOptions(
-        image=args.image,
-        namespace=args.namespace,
-        registry_url=args.registry,
-        etcd_replicas=args.etcd_replicas,
-        models_claim=args.models_claim,
-        models_image=args.models_image,
-        data_center_label=args.data_center_label,
-        pool_label=args.pool_label,
-        gpu_product_label=args.gpu_product_label,
-        gpu_products=products,
-    )
 
 
 def _validate(spec: PlatformSpec, as_json: bool) -> int:
@@ -200,7 +151,7 @@ def run_platform(args: argparse.Namespace) -> int:
             print(f"{len(findings)} broken rule(s): nothing rendered", file=sys.stderr)
             return 1
         try:
-            manifests = render(spec, _cluster_options(args))
+            manifests = render(spec, cluster_options(args))
         except ConfigError as error:
             print(error.line(), file=sys.stderr)
             return 1

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from modelyard.cli.cluster_options import add_cluster_arguments, cluster_options
 from modelyard.control import release
 from modelyard.control.apply import (
     State,
@@ -22,6 +23,9 @@ from modelyard.control.apply import (
     state_lock,
     status_rows,
 )
+from modelyard.control.kubernetes import render
+from modelyard.control.kubernetes_apply import api_client, apply_requests, send
+from modelyard.control.ledger import validate
 from modelyard.control.spec import read_platform_spec
 from modelyard.errors import Code, ConfigError
 
@@ -29,8 +33,10 @@ OPS = ("plan", "apply", "status", "down", "release")
 
 
 def add_ops_arguments(commands: Any) -> None:
-    def state_dir(parser: argparse.ArgumentParser, control: bool = False) -> None:
-        parser.add_argument("--state", type=Path, required=not control, metavar="DIR")
+    def state_dir(
+        parser: argparse.ArgumentParser, control: bool = False, required: bool = True
+    ) -> None:
+        parser.add_argument("--state", type=Path, required=required and not control, metavar="DIR")
         if control:
             parser.add_argument(
                 "--control",
@@ -44,11 +50,31 @@ def add_ops_arguments(commands: Any) -> None:
     plan.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
     state_dir(plan)
     plan.add_argument("--json", action="store_true")
-    apply = commands.add_parser("apply", help="launch and stop local instances as planned")
+    apply = commands.add_parser(
+        "apply",
+        help="launch and stop local instances as planned, or apply the render to a "
+        "cluster (--target kubernetes)",
+    )
     apply.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
-    state_dir(apply)
+    apply.add_argument("--target", choices=["local", "kubernetes"], default="local")
+    state_dir(apply, required=False)
     apply.add_argument("--model-repository", type=Path, default=None, metavar="DIR")
-    apply.add_argument("--registry", default=None, metavar="URL", help="default: DIR/registry.db")
+    apply.add_argument(
+        "--registry",
+        default=None,
+        metavar="URL",
+        help="local: default DIR/registry.db; kubernetes: an external etcd (default: render one)",
+    )
+    add_cluster_arguments(apply, registry=False)
+    apply.add_argument(
+        "--kubeconfig",
+        default=None,
+        metavar="FILE",
+        help="kubernetes: default the pod's service account, else ~/.kube/config",
+    )
+    apply.add_argument(
+        "--dry-run", action="store_true", help="kubernetes: print the requests, send nothing"
+    )
     for name, text in (("status", "the launched instances"), ("down", "stop every instance")):
         command = commands.add_parser(name, help=text)
         state_dir(command, control=name == "status")
@@ -86,6 +112,8 @@ def add_ops_arguments(commands: Any) -> None:
 def run_ops(args: argparse.Namespace) -> int:
     if getattr(args, "control", None):
         return _via_control(args)
+    if args.platform_command == "apply" and args.target == "kubernetes":
+        return _apply_kubernetes(args)
     if args.state is None:
         raise ConfigError(
             "no state directory",
@@ -119,6 +147,26 @@ def _run_ops(args: argparse.Namespace, state: State) -> int:
             print(line)
         return 0
     return _release(args, state)
+
+
+def _apply_kubernetes(args: argparse.Namespace) -> int:
+    """Render the spec and apply it to the cluster, object by object (server-side apply)."""
+    spec = read_platform_spec(args.file)
+    findings = validate(spec)
+    if findings:  # as render: a spec that breaks the ledger's rules is never deployed
+        for finding in findings:
+            print(finding.line())
+        print(f"{len(findings)} broken rule(s): nothing applied")
+        return 1
+    requests = apply_requests(render(spec, cluster_options(args)))
+    if args.dry_run:
+        for request in requests:
+            query = "&".join(f"{k}={v}" for k, v in request.query)
+            print(f"{request.method} {request.path}?{query} ({request.content_type})")
+        return 0
+    for line in send(api_client(args.kubeconfig), requests):
+        print(line)
+    return 0
 
 
 def _refuse(detail: str, rule: str, where: str) -> int:

@@ -1,0 +1,67 @@
+"""The flags that say where a platform runs on a cluster (``platform render`` and
+``platform apply --target kubernetes``), and the ``ClusterOptions`` they give."""
+
+from __future__ import annotations
+
+import argparse
+
+from modelyard.control.kubernetes import GPU_PRODUCTS, ClusterOptions
+from modelyard.errors import Code, ConfigError
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser, registry: bool = True) -> None:
+    """``registry``: add ``--registry`` too (a parser that has its own says no)."""
+    parser.add_argument("--image", default="modelyard:latest")
+    parser.add_argument("--namespace", default="modelyard", help="the shared parts' one")
+    if registry:
+        parser.add_argument(
+            "--registry",
+            default=None,
+            help="an external etcd (etcd://HOST:PORT); default: render one",
+        )
+    parser.add_argument("--etcd-replicas", type=int, choices=[1, 3], default=1)
+    models = parser.add_mutually_exclusive_group()
+    models.add_argument("--models-claim", metavar="PVC", help="the model repository's claim")
+    models.add_argument("--models-image", metavar="REF", help="an OCI image holding the models")
+    parser.add_argument(
+        "--gpu-product",
+        action="append",
+        default=[],
+        metavar="MODEL=VALUE",
+        help="the node label value of a spec GPU model (GPU Feature Discovery's "
+        "nvidia.com/gpu.product, e.g. A30-24G=NVIDIA-A30); repeatable",
+    )
+    for key, default in (
+        ("data-center", "modelyard.io/data-center"),
+        ("pool", "modelyard.io/pool"),
+        ("gpu-product", "nvidia.com/gpu.product"),
+    ):
+        parser.add_argument(
+            f"--{key}-label", default=default, metavar="KEY", help="the node label that says it"
+        )
+
+
+def cluster_options(args: argparse.Namespace) -> ClusterOptions:
+    products = dict(GPU_PRODUCTS)
+    for entry in args.gpu_product:
+        model, _, value = entry.partition("=")
+        if not model or not value:
+            raise ConfigError(
+                f"--gpu-product {entry}: expected MODEL=VALUE",
+                code=Code.INVALID_ARGUMENT,
+                rule="platform/render",
+                where="modelyard platform render --gpu-product A30-24G=NVIDIA-A30",
+            )
+        products[model] = value
+    return ClusterOptions(
+        image=args.image,
+        namespace=args.namespace,
+        registry_url=args.registry,
+        etcd_replicas=args.etcd_replicas,
+        models_claim=args.models_claim,
+        models_image=args.models_image,
+        data_center_label=args.data_center_label,
+        pool_label=args.pool_label,
+        gpu_product_label=args.gpu_product_label,
+        gpu_products=products,
+    )
