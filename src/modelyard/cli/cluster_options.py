@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from modelyard.control.kubernetes import GPU_PRODUCTS, ClusterOptions
 from modelyard.errors import Code, ConfigError
+from modelyard.governance.service_config import read_service_config
+from modelyard.yaml_lines import read_text
 
 
 def add_cluster_arguments(parser: argparse.ArgumentParser, registry: bool = True) -> None:
@@ -31,6 +34,14 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, registry: bool = True
         help="the node label value of a spec GPU model (GPU Feature Discovery's "
         "nvidia.com/gpu.product, e.g. A30-24G=NVIDIA-A30); repeatable",
     )
+    parser.add_argument(
+        "--service-file",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="a service's file (its governance), given to its pods as a ConfigMap; repeatable",
+    )
     for key, default in (
         ("data-center", "modelyard.io/data-center"),
         ("pool", "modelyard.io/pool"),
@@ -53,7 +64,17 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions:
                 where="modelyard platform render --gpu-product A30-24G=NVIDIA-A30",
             )
         products[model] = value
+    files: dict[str, str] = {}
+    cluster_limits = False
+    for path in args.service_file:
+        config = read_service_config(path)  # checked as serve checks it: file:line in errors
+        files[config.service] = read_text(path, "config/service-file", "--service-file FILE")
+        cluster_limits = cluster_limits or any(
+            "cluster_qps" in rule for rule in config.limits.values() if isinstance(rule, dict)
+        )
     return ClusterOptions(
+        service_files=files,
+        cluster_limits=cluster_limits,
         image=args.image,
         namespace=args.namespace,
         registry_url=args.registry,

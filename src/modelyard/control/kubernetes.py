@@ -17,7 +17,9 @@
 * a PodDisruptionBudget per group (one pod of a group down at a time);
 * per service, a gateway Deployment and Service;
 * etcd (a StatefulSet of 1 or 3 members, with its Services) unless an external
-  registry is given.
+  registry is given;
+* a service's file (its governance: auth, limits, breakers) as a ConfigMap its pods
+  read, and Redis when a file sets cluster-wide limits (``cluster_qps``).
 
 Names are DNS labels unique for their identity (a hash of it follows the readable part).
 """
@@ -36,6 +38,9 @@ from modelyard.errors import Code, ConfigError
 LABEL = "modelyard.io"
 ETCD_IMAGE = "quay.io/coreos/etcd:v3.5.17"
 ETCD_SERVICE = "etcd"
+REDIS_IMAGE = "redis:7.4-alpine"
+REDIS_SERVICE = "redis"
+SERVICE_FILE_DIR = "/etc/modelyard"
 # the spec's GPU models -> the nvidia.com/gpu.product value GPU Feature Discovery gives
 # their nodes; a form factor other than this one (PCIe for SXM) is set with --gpu-product
 GPU_PRODUCTS = {
@@ -66,6 +71,9 @@ class ClusterOptions:
     gpu_product_label: str = "nvidia.com/gpu.product"
     # the spec's GPU model -> the node label's value (GPU Feature Discovery's product name)
     gpu_products: dict[str, str] = field(default_factory=lambda: dict(GPU_PRODUCTS))
+    # service -> its service file's text (governance), and whether it sets cluster limits
+    service_files: dict[str, str] = field(default_factory=dict)
+    cluster_limits: bool = False
 
 
 def _dns(text: str) -> str:
@@ -114,12 +122,20 @@ def render(spec: PlatformSpec, options: ClusterOptions | None = None) -> list[di
             "the model repository comes from a claim or an image, not both",
             "modelyard platform render --models-claim NAME or --models-image REF",
         )
+    unknown = sorted(set(options.service_files) - set(spec.services))
+    if unknown:
+        raise _render_error(
+            f"service file of '{unknown[0]}', which the spec does not have",
+            "modelyard platform render --service-file FILE (a service of the spec)",
+        )
     manifests: list[dict[str, Any]] = [_namespace(options.namespace)]
     for quota in sorted(spec.quotas.values(), key=lambda q: q.name):
         namespace = quota_namespace(options, quota.name)
         manifests += [_namespace(namespace), _resource_quota(quota, namespace)]
     for service in spec.services.values():
         namespace = quota_namespace(options, service.quota)
+        if service.name in options.service_files:
+            manifests.append(_service_file(options, service.name, namespace))
         for group in service.groups.values():
             manifests.append(_disruption_budget(service.name, group.name, namespace))
             for template in group.templates.values():
@@ -131,7 +147,56 @@ def render(spec: PlatformSpec, options: ClusterOptions | None = None) -> list[di
         manifests += _gateway(options, service.name)
     if not options.registry_url:
         manifests += _etcd(options)
+    if options.cluster_limits:
+        manifests += _redis(options)
     return manifests
+
+
+def _service_file(options: ClusterOptions, service: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": _object_name("service-file", service), "namespace": namespace},
+        "data": {"service.yaml": options.service_files[service]},
+    }
+
+
+def _redis(options: ClusterOptions) -> list[dict[str, Any]]:
+    """Redis for the cluster-wide limits (``cluster.redis_url`` in the service files:
+    ``redis://redis.NAMESPACE.svc:6379/0``); its counts are leases, not data to keep."""
+    labels = {f"{LABEL}/component": "redis"}
+    namespace = options.namespace
+    container = {
+        "name": "redis",
+        "image": REDIS_IMAGE,
+        "args": ["--save", "", "--appendonly", "no"],
+        "ports": [{"name": "redis", "containerPort": 6379}],
+        "resources": {
+            "requests": {"cpu": "500m", "memory": "512Mi"},
+            "limits": {"cpu": "1", "memory": "1Gi"},
+        },
+    }
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": REDIS_SERVICE, "namespace": namespace, "labels": dict(labels)},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": dict(labels)},
+                "template": {
+                    "metadata": {"labels": dict(labels)},
+                    "spec": {"containers": [container]},
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": REDIS_SERVICE, "namespace": namespace},
+            "spec": {"selector": dict(labels), "ports": [{"name": "redis", "port": 6379}]},
+        },
+    ]
 
 
 def _namespace(name: str) -> dict[str, Any]:
@@ -237,6 +302,13 @@ def _instances(
     ]  # fmt: skip
     for model in template.loads:
         args += ["--load-model", model]
+    volumes = [_models_volume(options)]
+    mounts = [{"name": "models", "mountPath": "/models", "readOnly": True}]
+    if service in options.service_files:
+        args += ["--service-config", f"{SERVICE_FILE_DIR}/service.yaml"]
+        config_map = {"name": _object_name("service-file", service)}
+        volumes.append({"name": "service-file", "configMap": config_map})
+        mounts.append({"name": "service-file", "mountPath": SERVICE_FILE_DIR, "readOnly": True})
     container = {
         "name": "modelyard",
         "image": options.image,
@@ -249,7 +321,7 @@ def _instances(
             {"name": "metrics", "containerPort": 8002},
         ],
         "resources": {"requests": dict(resources), "limits": dict(resources)},
-        "volumeMounts": [{"name": "models", "mountPath": "/models", "readOnly": True}],
+        "volumeMounts": mounts,
         # models load before the pod is ready: up to ten minutes for large ones
         "startupProbe": {
             "httpGet": {"path": "/v2/health/live", "port": "http"},
@@ -280,7 +352,7 @@ def _instances(
                     "terminationGracePeriodSeconds": grace,
                     "securityContext": {"runAsNonRoot": True},
                     "containers": [container],
-                    "volumes": [_models_volume(options)],
+                    "volumes": volumes,
                 },
             },
         },

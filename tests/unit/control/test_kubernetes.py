@@ -173,3 +173,40 @@ def test_a_gpu_model_without_a_node_label_value_is_refused() -> None:
     assert "--gpu-product A30-24G=VALUE" in line and "rule=platform/render" in line
     with pytest.raises(ConfigError):
         render(parse_platform_spec(BASE), ClusterOptions(etcd_replicas=2))
+
+
+SERVICE_FILE = """\
+service: com.example.search.ranker
+limits:
+  infer: {instance_qps: 500, cluster_qps: 1000}
+cluster: {redis_url: "redis://redis.modelyard.svc:6379/0"}
+"""
+
+
+def test_a_service_file_reaches_its_pods_and_cluster_limits_bring_redis() -> None:
+    options = ClusterOptions(
+        service_files={"com.example.search.ranker": SERVICE_FILE}, cluster_limits=True
+    )
+    manifests = render(parse_platform_spec(BASE), options)
+    version = kubernetes_validate.latest_version()
+    for manifest in manifests:
+        kubernetes_validate.validate(manifest, version, strict=True)
+    (config_map,) = _kinds(manifests, "ConfigMap")
+    assert config_map["data"] == {"service.yaml": SERVICE_FILE}
+    for deployment in _kinds(manifests, "Deployment"):
+        name = deployment["metadata"]["name"]
+        if name.startswith("com-example"):
+            pod = deployment["spec"]["template"]["spec"]
+            args = pod["containers"][0]["args"]
+            assert args[args.index("--service-config") + 1] == "/etc/modelyard/service.yaml"
+            assert {
+                "name": "service-file",
+                "configMap": {"name": config_map["metadata"]["name"]},
+            } in pod["volumes"]
+    assert [d["metadata"]["name"] for d in _kinds(manifests, "Deployment") if
+            d["metadata"]["name"] == "redis"] == ["redis"]  # fmt: skip
+    without = render(parse_platform_spec(BASE))
+    assert not _kinds(without, "ConfigMap")
+    assert all(d["metadata"]["name"] != "redis" for d in _kinds(without, "Deployment"))
+    with pytest.raises(ConfigError):  # a file of a service the spec does not have
+        render(parse_platform_spec(BASE), ClusterOptions(service_files={"com.other.x": "x"}))

@@ -110,10 +110,15 @@ def test_the_official_client_sends_each_apply_as_built(
     assert seen[-1]["body"] == {"spec": {"replicas": 2}}
 
 
-def test_platform_apply_to_kubernetes_dry_run_prints_what_it_would_send() -> None:
+def test_platform_apply_to_kubernetes_dry_run_prints_what_it_would_send(tmp_path: Path) -> None:
+    service_file = tmp_path / "service.yaml"
+    service_file.write_text(
+        "service: com.example.search.ranker\nlimits:\n  infer: {cluster_qps: 100}\n"
+    )
     done = subprocess.run(
         [sys.executable, "-m", "modelyard.cli.main", "platform", "apply", "--target",
-         "kubernetes", "-f", str(EXAMPLE), "--dry-run", "--models-claim", "models"],
+         "kubernetes", "-f", str(EXAMPLE), "--dry-run", "--models-claim", "models",
+         "--service-file", str(service_file)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -121,6 +126,9 @@ def test_platform_apply_to_kubernetes_dry_run_prints_what_it_would_send() -> Non
     assert lines[0].startswith("PATCH /api/v1/namespaces/modelyard?fieldManager=modelyard")
     assert all(line.startswith("PATCH /") and APPLY_PATCH in line for line in lines)
     assert any("/deployments/" in line for line in lines)
+    assert any("/configmaps/" in line for line in lines)  # the service file
+    assert any(line.startswith("PATCH /apis/apps/v1/namespaces/modelyard/deployments/redis?")
+               for line in lines)  # its cluster limits need Redis  # fmt: skip
 
 
 def test_a_refusal_stops_the_apply_with_the_cluster_s_status(
