@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from modelyard.control.spec import InstanceSpec, PlatformSpec, Service, Template
+from modelyard.control.spec import Group, InstanceSpec, PlatformSpec, Service, Template
 
 # (quota, data centre, GPU model) -> cards
 Reservations = dict[tuple[str, str, str], int]
@@ -252,6 +252,7 @@ def validate(
                         )
                     )
             _check_autoscaling(spec, findings, gpath, group.autoscaling, group.templates)
+            _check_autoscaling_cards(spec, findings, gpath, group)
             for template in group.templates.values():
                 tpath = (*gpath, "templates", template.name)
                 _check_template(
@@ -459,6 +460,31 @@ def _check_autoscaling(
                     limit=high,
                 )
             )
+
+
+def _check_autoscaling_cards(
+    spec: PlatformSpec, findings: list[Finding], gpath: tuple[str, ...], group: Group
+) -> None:
+    """The cards a group's autoscaling max would take are within its share. (The quota,
+    which other groups share, bounds the autoscaler as it runs: `explain` names it.)"""
+    high = group.autoscaling.get("max") if group.autoscaling else None
+    if not isinstance(high, int) or high < 0:
+        return
+    where = spec.where(*gpath, "autoscaling")
+    per_replica = sum(
+        t.spec.cards * len(t.queues) for t in group.templates.values() if t.spec is not None
+    )
+    if high * per_replica > group.cards:
+        findings.append(
+            Finding(
+                "AUTOSCALE_MAX_OVER_SHARE",
+                f"autoscaling max {high} replicas of group {group.name} take "
+                f"{high * per_replica} cards, over its share of {group.cards}",
+                where,
+                requested=high * per_replica,
+                limit=group.cards,
+            )
+        )
 
 
 # a service's name is a reverse-DNS key: com.example.search.ranker

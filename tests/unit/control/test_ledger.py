@@ -189,3 +189,15 @@ def test_a_quota_without_cpu_or_memory_limits_neither_and_a_negative_one_is_refu
         parse_platform_spec(BASE.replace("cpu_cores: 256", "cpu_cores: -1"), "platform.yaml")
     line = negative.value.line()
     assert "a quota cannot be negative, got -1" in line and "platform.yaml:4" in line
+
+
+def test_an_autoscaling_max_beyond_the_group_s_card_share_is_refused() -> None:
+    text = BASE.replace(
+        "                loads: [ranker]}\n",
+        "                loads: [ranker]}\n        autoscaling: {min: 1, max: 50}\n",
+    )
+    (finding,) = validate(parse_platform_spec(text))
+    assert finding.code == "AUTOSCALE_MAX_OVER_SHARE"
+    assert (finding.requested, finding.limit) == (100, 6)  # 50 replicas x 2 data centres
+    at_share = text.replace("max: 50", "max: 3")
+    assert validate(parse_platform_spec(at_share)) == []
