@@ -16,6 +16,7 @@ from modelyard.cli.platform_up import add_up_arguments, run_up
 from modelyard.clock import FakeClock
 from modelyard.control.apply import State
 from modelyard.control.autoscale import Autoscaler
+from modelyard.control.disaster import GroupRecovery, evaluate
 from modelyard.control.kubernetes import render
 from modelyard.control.ledger import build_ledger, validate
 from modelyard.control.scaling import instances_per_replica, quota_max, rule_of
@@ -48,11 +49,63 @@ def add_platform_arguments(parser: argparse.ArgumentParser) -> None:
     )
     explain.add_argument("--current", type=int, default=None, help="replicas at the start")
     explain.add_argument("--every", type=float, default=2.0, help="seconds between decisions")
+    dr = commands.add_parser("dr", help="disaster recovery per group")
+    dr_commands = dr.add_subparsers(dest="dr_command", required=True)
+    dr_evaluate = dr_commands.add_parser(
+        "evaluate",
+        help="what losing a data centre or a queue does to each group (exit 1: "
+        "a group cannot be made whole)",
+    )
+    dr_evaluate.add_argument("target", nargs="?", metavar="SERVICE/GROUP", default=None)
+    dr_evaluate.add_argument("--lose", required=True, metavar="DC|QUEUE")
+    dr_evaluate.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
+    dr_evaluate.add_argument("--json", action="store_true")
     add_ops_arguments(commands)
     up = commands.add_parser(
         "up", help="apply the spec, front it with gateways, autoscale, serve the API and console"
     )
     add_up_arguments(up)
+
+
+def _dr_evaluate(spec: PlatformSpec, args: argparse.Namespace) -> int:
+    """Exit 0: every group is whole after the loss; 1: one is not; 2: a wrong command."""
+    try:
+        results = _dr_results(spec, args)
+    except ConfigError as error:
+        print(error.line(), file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([r.to_json() for r in results], indent=2))
+    else:
+        for r in results:
+            print(
+                f"{r.service}/{r.group}: {r.state} — loses {r.lost_instances} of {r.instances} "
+                f"instances ({r.lost_cards} cards), {r.replaced} replaced, capacity "
+                f"{r.capacity():.0%}"
+            )
+            for why in r.shortfall:
+                print(f"    cannot replace {why}")
+    return 0 if all(r.state == "whole" for r in results) else 1
+
+
+def _dr_results(spec: PlatformSpec, args: argparse.Namespace) -> list[GroupRecovery]:
+    places = {q.data_center for q in spec.queues.values()} | set(spec.queues)
+    if args.lose not in places:
+        raise ConfigError(
+            f"'{args.lose}' is neither a data centre nor a queue of the spec",
+            code=Code.INVALID_ARGUMENT,
+            rule="platform/dr",
+            where=f"--lose one of {', '.join(sorted(places))}",
+        )
+    results = evaluate(spec, args.lose, args.target)
+    if args.target is not None and not results:
+        raise ConfigError(
+            f"no group {args.target} in the spec",
+            code=Code.INVALID_ARGUMENT,
+            rule="platform/dr",
+            where="SERVICE/GROUP as the spec names them",
+        )
+    return results
 
 
 def _validate(spec: PlatformSpec, as_json: bool) -> int:
@@ -143,6 +196,8 @@ def run_platform(args: argparse.Namespace) -> int:
         return _validate(spec, args.json)
     if command == "ledger":
         return _ledger(spec, args.json)
+    if command == "dr":
+        return _dr_evaluate(spec, args)
     if command == "render":
         findings = validate(spec)
         if findings:  # a spec that breaks the ledger's rules is never deployed

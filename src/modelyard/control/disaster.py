@@ -1,0 +1,140 @@
+"""Disaster recovery per group: what losing a data centre (or one queue) does to it.
+
+For each group, ``evaluate`` takes the instances the loss takes away (those placed in
+the lost data centre or queue), and asks whether the group's surviving placements can
+take their replacements: each lost instance re-placed in a surviving data centre its
+template already runs in (round robin), within the quota's free cards of that data
+centre and GPU model and within its CPU and memory. A group is whole when every
+replacement fits; it is degraded when some do not (it keeps the capacity that
+survives: the fraction of its instances left, the share of ``peak`` they carry when
+a peak in instances is given), and lost when nothing of it survives.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from modelyard.control.ledger import build_ledger, expand
+from modelyard.control.spec import PlatformSpec
+
+
+@dataclass(slots=True)
+class GroupRecovery:
+    service: str
+    group: str
+    instances: int  # before the loss
+    lost_instances: int
+    lost_cards: int
+    replaced: int  # lost instances the surviving data centres can take within quota
+    shortfall: list[str] = field(default_factory=list)  # why the others cannot be placed
+
+    @property
+    def surviving(self) -> int:
+        return self.instances - self.lost_instances
+
+    @property
+    def state(self) -> str:
+        if self.lost_instances == 0 or self.replaced == self.lost_instances:
+            return "whole"
+        return "lost" if self.surviving + self.replaced == 0 else "degraded"
+
+    def capacity(self) -> float:
+        """The fraction of the group's instances it has after the replacements it can get."""
+        if not self.instances:
+            return 1.0
+        return (self.surviving + self.replaced) / self.instances
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "service": self.service,
+            "group": self.group,
+            "state": self.state,
+            "instances": self.instances,
+            "lost_instances": self.lost_instances,
+            "lost_cards": self.lost_cards,
+            "replaced": self.replaced,
+            "capacity": round(self.capacity(), 4),
+            "shortfall": self.shortfall,
+        }
+
+
+def evaluate(spec: PlatformSpec, lose: str, target: str | None = None) -> list[GroupRecovery]:
+    """Each group's recovery (or only ``target``, ``SERVICE/GROUP``) from losing ``lose``:
+    a data centre, or a queue."""
+    planned = expand(spec)
+    ledger = build_ledger(spec, planned=planned)
+    free_cards = {(row.quota, row.data_center, row.gpu_model): row.free for row in ledger.rows}
+    free_cpu = {q: (hard - used) if hard is not None else None
+                for q, (used, hard) in ledger.cpu_by_quota.items()}  # fmt: skip
+    free_memory = {q: (hard - used) if hard is not None else None
+                   for q, (used, hard) in ledger.memory_by_quota.items()}  # fmt: skip
+    quota_of = {service.name: service.quota for service in spec.services.values()}
+    for gone in planned:  # what the lost instances held is free again
+        quota = quota_of[gone.service]
+        if lose in (gone.data_center, gone.queue) and gone.spec is not None:
+            if free_cpu.get(quota) is not None:
+                free_cpu[quota] = (free_cpu[quota] or 0) + gone.spec.cpu_cores
+            if free_memory.get(quota) is not None:
+                free_memory[quota] = (free_memory[quota] or 0) + gone.spec.memory_gb
+    results = []
+    for service in spec.services.values():
+        quota = service.quota
+        for group in service.groups.values():
+            if target is not None and target != f"{service.name}/{group.name}":
+                continue
+            mine = [p for p in planned if p.service == service.name and p.group == group.name]
+            lost = [p for p in mine if lose in (p.data_center, p.queue)]
+            recovery = GroupRecovery(
+                service.name, group.name, len(mine), len(lost), sum(p.cards for p in lost), 0
+            )
+            turns: Counter[str] = Counter()
+            for instance in lost:
+                template = group.templates[instance.template]
+                places = [dc for dc, queue in sorted(template.queues.items())
+                          if lose not in (dc, queue)]  # fmt: skip
+                spec_of = instance.spec
+                if not places or spec_of is None:
+                    recovery.shortfall.append(
+                        f"{instance.name}: template {template.name} runs in no other data centre"
+                    )
+                    continue
+                dc = places[turns[template.name] % len(places)]
+                turns[template.name] += 1
+                why = _cannot_hold(quota, dc, spec_of, free_cards, free_cpu, free_memory)
+                if why:
+                    recovery.shortfall.append(f"{instance.name} in {dc}: {why}")
+                    continue
+                if spec_of.cards:
+                    free_cards[(quota, dc, spec_of.gpu_model or "")] -= spec_of.cards
+                if free_cpu.get(quota) is not None:
+                    free_cpu[quota] = (free_cpu[quota] or 0) - spec_of.cpu_cores
+                if free_memory.get(quota) is not None:
+                    free_memory[quota] = (free_memory[quota] or 0) - spec_of.memory_gb
+                recovery.replaced += 1
+            results.append(recovery)
+    return results
+
+
+def _cannot_hold(
+    quota: str,
+    dc: str,
+    spec: Any,
+    free_cards: dict[tuple[str, str, str], int],
+    free_cpu: dict[str, float | None],
+    free_memory: dict[str, float | None],
+) -> str:
+    """Why the quota cannot take one more instance of ``spec`` in ``dc`` ('' if it can)."""
+    if spec.cards:
+        free = free_cards.get((quota, dc, spec.gpu_model or ""), 0)
+        if free < spec.cards:
+            model = spec.gpu_model
+            return f"quota {quota} has {free} free {model} cards in {dc}, needs {spec.cards}"
+    cpu = free_cpu.get(quota)
+    if cpu is not None and cpu < spec.cpu_cores:
+        return f"quota {quota} has {cpu:g} free cores, needs {spec.cpu_cores}"
+    memory = free_memory.get(quota)
+    if memory is not None and memory < spec.memory_gb:
+        return f"quota {quota} has {memory:g} GB free memory, needs {spec.memory_gb}"
+    return ""

@@ -1,0 +1,61 @@
+"""Disaster recovery per group: what losing a data centre or a queue does to each group,
+and whether the surviving data centres' quotas can take the replacements."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from modelyard.control.disaster import evaluate
+from modelyard.control.spec import parse_platform_spec
+from tests.unit.control.test_ledger import BASE
+
+
+def _by_group(text: str, lose: str) -> dict[str, dict[str, object]]:
+    return {r.group: r.to_json() for r in evaluate(parse_platform_spec(text), lose)}
+
+
+def test_losing_a_data_centre_counts_what_each_group_loses_and_what_the_rest_can_hold() -> None:
+    # dc2 holds 4 A30 cards, 3 of them used by the gpu group: 1 free for dc1's 3 instances
+    lost_dc1 = _by_group(BASE, "dc1")
+    assert lost_dc1["preprocess"]["state"] == "lost"  # it runs in dc1 only
+    gpu = lost_dc1["gpu"]
+    assert (gpu["lost_instances"], gpu["lost_cards"], gpu["replaced"]) == (3, 3, 1)
+    assert gpu["state"] == "degraded" and gpu["capacity"] == round(4 / 6, 4)
+    assert "quota search-gpu has 0 free A30-24G cards in dc2, needs 1" in gpu["shortfall"][0]
+    # dc1 holds 8 cards, 3 used: dc2's 3 instances fit there
+    lost_dc2 = _by_group(BASE, "dc2")
+    assert lost_dc2["gpu"]["state"] == "whole" and lost_dc2["gpu"]["replaced"] == 3
+    assert lost_dc2["preprocess"]["lost_instances"] == 0
+    # a bigger dc2 quota makes losing dc1 survivable for the GPU group
+    roomy = BASE.replace("dc2: {A30-24G: 4}", "dc2: {A30-24G: 6}")
+    assert _by_group(roomy, "dc1")["gpu"]["state"] == "whole"
+
+
+def test_losing_one_queue_and_the_cpu_and_memory_a_quota_holds() -> None:
+    assert _by_group(BASE, "dc1-gpu")["preprocess"]["state"] == "whole"
+    tight = BASE.replace("cpu_cores: 256", "cpu_cores: 112")  # 2x8 + 6x16 = 112 used
+    gpu = _by_group(tight.replace("dc2: {A30-24G: 4}", "dc2: {A30-24G: 8}"), "dc1-gpu")["gpu"]
+    assert gpu["state"] == "whole"  # dc1's three free their 48 cores for dc2's three
+    one_gpu = evaluate(parse_platform_spec(BASE), "dc1", "com.example.search.ranker/gpu")
+    assert [r.group for r in one_gpu] == ["gpu"]
+
+
+def test_the_cli_exit_codes_say_whether_every_group_is_whole(tmp_path: Path) -> None:
+    spec = tmp_path / "platform.yaml"
+    spec.write_text(BASE)
+
+    def dr(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "modelyard.cli.main", "platform", "dr", "evaluate",
+             "-f", str(spec), *args], capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    whole = dr("--lose", "dc2", "com.example.search.ranker/gpu", "--json")
+    assert whole.returncode == 0 and json.loads(whole.stdout)[0]["state"] == "whole"
+    degraded = dr("--lose", "dc1")
+    assert degraded.returncode == 1 and "gpu: degraded" in degraded.stdout
+    wrong = dr("--lose", "dc9")
+    assert wrong.returncode == 2 and "rule=platform/dr" in wrong.stderr
