@@ -34,7 +34,9 @@ def test_validate_and_ledger_on_the_example_spec(tmp_path: Path) -> None:
 
 
 def test_render_refuses_a_spec_that_fails_validate_with_the_same_codes(tmp_path: Path) -> None:
-    rendered = modelyard("platform", "render", "kubernetes", "-f", str(EXAMPLE))
+    rendered = modelyard(
+        "platform", "render", "kubernetes", "-f", str(EXAMPLE), "--models-claim", "models"
+    )
     assert rendered.returncode == 0 and "kind: Deployment" in rendered.stdout
     broken = tmp_path / "platform.yaml"
     broken.write_text(EXAMPLE.read_text().replace("replicas: 3,", "replicas: 5,"))

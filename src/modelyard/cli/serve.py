@@ -345,7 +345,7 @@ async def serve(args: argparse.Namespace) -> None:
             parts.push_async_callback(governance.aclose)
             dataplane.authorize_call = governance.authorize_model_call(
                 f"service '{governance.service}'"
-            )
+            )  # checks only where auth is on, as it is at each call
         shared_memory = SystemSharedMemory(
             allowed=args.allow_client_shm, max_request_bytes=args.http_max_body_bytes
         )

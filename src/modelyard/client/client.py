@@ -415,7 +415,9 @@ class AsyncClient:
 
         async def first(transport: Transport, remaining: float) -> Any:
             stream_transport = self._stream_transport(transport)
-            stream = stream_transport.stream_infer(request, remaining).__aiter__()
+            # a stream lasts as long as its caller wants, unless the request has a deadline
+            limit = remaining if request.deadline is not None else None
+            stream = stream_transport.stream_infer(request, limit).__aiter__()
             opened.append(stream)
             return await stream.__anext__()
 

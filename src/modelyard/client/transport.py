@@ -381,11 +381,12 @@ class GrpcTransport(Transport):
             raise malformed_response(self.address, str(exc)) from exc
 
     async def stream_infer(
-        self, request: InferRequest, timeout: float
+        self, request: InferRequest, timeout: float | None
     ) -> AsyncIterator[tuple[InferResponse | None, ModelyardError | None, bool]]:
         """One request on a ``ModelStreamInfer`` stream: each response as the instance sends
-        it (a decoupled model's many), as ``(response, error, final)``; the last is final."""
-        if timeout <= 0:
+        it (a decoupled model's many), as ``(response, error, final)``; the last is final.
+        ``timeout``: for the whole stream (None: none)."""
+        if timeout is not None and timeout <= 0:
             raise deadline_error(self.address, timeout)
         message = v2_grpc.encode_infer_request(request)
         # every stream ends with a response marked final, empty if the model sent FINAL alone
@@ -413,7 +414,7 @@ class GrpcTransport(Transport):
                 if final:
                     return
         except grpc.aio.AioRpcError as exc:
-            raise error_from_grpc(exc, self.address, timeout) from None
+            raise error_from_grpc(exc, self.address, timeout or 0.0) from None
         finally:
             call.cancel()
         yield None, None, True  # the stream ended without a final mark: it ends here

@@ -3,11 +3,12 @@
 For each group, ``evaluate`` takes the instances the loss takes away (those placed in
 the lost data centre or queue), and asks whether the group's surviving placements can
 take their replacements: each lost instance re-placed in a surviving data centre its
-template already runs in (round robin), within the quota's free cards of that data
-centre and GPU model and within its CPU and memory. A group is whole when every
-replacement fits; it is degraded when some do not (it keeps the capacity that
-survives: the fraction of its instances left, the share of ``peak`` they carry when
-a peak in instances is given), and lost when nothing of it survives.
+template already runs in (spread round robin, the next one tried when one is full),
+within the quota's free cards of that data centre and GPU model and within its CPU and
+memory (a quota's cores and memory are not per data centre: what the lost instances
+held is free again). A group is whole when every replacement fits; degraded when some
+do not (``capacity``: the fraction of its instances it keeps); lost when nothing of it
+survives.
 """
 
 from __future__ import annotations
@@ -100,11 +101,17 @@ def evaluate(spec: PlatformSpec, lose: str, target: str | None = None) -> list[G
                         f"{instance.name}: template {template.name} runs in no other data centre"
                     )
                     continue
-                dc = places[turns[template.name] % len(places)]
+                start = turns[template.name]
                 turns[template.name] += 1
-                why = _cannot_hold(quota, dc, spec_of, free_cards, free_cpu, free_memory)
-                if why:
-                    recovery.shortfall.append(f"{instance.name} in {dc}: {why}")
+                reasons = []
+                for step in range(len(places)):  # round robin, then the next with room
+                    dc = places[(start + step) % len(places)]
+                    why = _cannot_hold(quota, dc, spec_of, free_cards, free_cpu, free_memory)
+                    if not why:
+                        break
+                    reasons.append(why)
+                else:
+                    recovery.shortfall.append(f"{instance.name}: {'; '.join(reasons)}")
                     continue
                 if spec_of.cards:
                     free_cards[(quota, dc, spec_of.gpu_model or "")] -= spec_of.cards

@@ -128,6 +128,18 @@ def render(spec: PlatformSpec, options: ClusterOptions | None = None) -> list[di
             f"service file of '{unknown[0]}', which the spec does not have",
             "modelyard platform render --service-file FILE (a service of the spec)",
         )
+    loads = any(
+        template.loads
+        for service in spec.services.values()
+        for group in service.groups.values()
+        for template in group.templates.values()
+    )
+    if loads and not (options.models_claim or options.models_image):
+        raise _render_error(
+            "the templates load models, and no model repository is given for the pods",
+            "modelyard platform render --models-claim PVC (in each quota's namespace) or "
+            "--models-image REF",
+        )
     manifests: list[dict[str, Any]] = [_namespace(options.namespace)]
     for quota in sorted(spec.quotas.values(), key=lambda q: q.name):
         namespace = quota_namespace(options, quota.name)
@@ -267,7 +279,7 @@ def _models_volume(options: ClusterOptions) -> dict[str, Any]:
             "name": "models",
             "persistentVolumeClaim": {"claimName": options.models_claim, "readOnly": True},
         }
-    return {"name": "models", "emptyDir": {}}
+    return {"name": "models", "emptyDir": {}}  # no template loads a model
 
 
 def _instances(
@@ -337,7 +349,8 @@ def _instances(
             "periodSeconds": 10,
         },
     }
-    grace = math.ceil(DEREGISTER_GRACE_S + EXIT_TIMEOUT_S) + 5
+    # deregistration, draining, then the gRPC grace and the models' finalize
+    grace = math.ceil(DEREGISTER_GRACE_S + 2 * EXIT_TIMEOUT_S) + 10
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -345,6 +358,11 @@ def _instances(
         "spec": {
             "replicas": template.replicas,
             "selector": {"matchLabels": dict(labels)},
+            # one pod at a time, none extra: a full quota or a full GPU pool cannot stall it
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+            },
             "template": {
                 "metadata": {"labels": dict(labels)},
                 "spec": {
@@ -440,14 +458,14 @@ def _etcd(options: ClusterOptions) -> list[dict[str, Any]]:
         f"{ETCD_SERVICE}-{i}=http://{ETCD_SERVICE}-{i}.{peers}.{namespace}.svc:2380"
         for i in range(members)
     )
+    # etcd's images have no shell: Kubernetes itself expands $(POD_NAME) in the arguments
     command = [
-        "sh", "-c",
-        "exec etcd --name $(POD_NAME) --data-dir /var/lib/etcd "
-        "--listen-client-urls http://0.0.0.0:2379 "
-        f"--advertise-client-urls http://$(POD_NAME).{peers}.{namespace}.svc:2379 "
-        "--listen-peer-urls http://0.0.0.0:2380 "
-        f"--initial-advertise-peer-urls http://$(POD_NAME).{peers}.{namespace}.svc:2380 "
-        f"--initial-cluster {cluster} --initial-cluster-state new",
+        "etcd", "--name=$(POD_NAME)", "--data-dir=/var/lib/etcd",
+        "--listen-client-urls=http://0.0.0.0:2379",
+        f"--advertise-client-urls=http://$(POD_NAME).{peers}.{namespace}.svc:2379",
+        "--listen-peer-urls=http://0.0.0.0:2380",
+        f"--initial-advertise-peer-urls=http://$(POD_NAME).{peers}.{namespace}.svc:2380",
+        f"--initial-cluster={cluster}", "--initial-cluster-state=new",
     ]  # fmt: skip
     return [
         {

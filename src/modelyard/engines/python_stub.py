@@ -93,8 +93,11 @@ class StubProcess:
         self._where = where
         self._infer = ctx.infer
         self._send_lock = threading.Lock()
-        self._calls: dict[int, Future[Any]] = {}
-        self._decoupled: dict[int, tuple[Callable[..., None], Callable[[], bool]]] = {}
+        # what waits on a child, by call id, with the connection of the child it waits on
+        self._calls: dict[int, tuple[Future[Any], Connection | None]] = {}
+        self._decoupled: dict[
+            int, tuple[Callable[..., None], Callable[[], bool], Connection | None]
+        ] = {}
         self._ids = itertools.count(1)
         self._bls = ThreadPoolExecutor(4, thread_name_prefix="python-stub-bls")
         self._process: subprocess.Popen[bytes] | None = None
@@ -143,7 +146,11 @@ class StubProcess:
         try:
             kind, payload = conn.recv()
         except (EOFError, OSError):
-            raise self._ended("loading") from None
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(2)  # its exit code, for the line
+            error = self._ended("loading")
+            self._stop_process()
+            raise error from None
         if kind == "failed":
             self._stop_process()
             raise _rebuilt(payload)
@@ -215,7 +222,7 @@ class StubProcess:
         sent = []
         for request in requests:
             call_id = next(self._ids)
-            self._decoupled[call_id] = (request.deliver, request.is_cancelled)
+            self._decoupled[call_id] = (request.deliver, request.is_cancelled, self._conn)
             sent.append((call_id, request.inputs, request.outputs, request.parameters))
         try:
             self._call("execute_decoupled", sent)
@@ -230,7 +237,7 @@ class StubProcess:
             return self._call_reading(kind, args, timeout)
         call_id = call_id or next(self._ids)
         future: Future[Any] = Future()
-        self._calls[call_id] = future
+        self._calls[call_id] = (future, self._conn)
         try:
             self._send((kind, call_id, *args))
             return future.result(timeout)
@@ -242,22 +249,23 @@ class StubProcess:
     def _call_reading(self, kind: str, args: tuple[Any, ...], timeout: float | None) -> Any:
         """A call whose answer this thread reads: BLS calls meanwhile go to the pool."""
         conn = self._conn
+        if conn is None:
+            raise self._ended("executing")
         call_id = next(self._ids)
         try:
             self._send((kind, call_id, *args))
             while True:
-                if timeout is not None and not conn.poll(timeout):  # type: ignore[union-attr]
+                if timeout is not None and not conn.poll(timeout):
                     raise OSError("no answer in time")
-                message = conn.recv()  # type: ignore[union-attr]
+                message = conn.recv()
                 if message[1] == call_id and message[0] == "done":
                     return message[2]
                 if message[1] == call_id and message[0] == "failed":
                     raise _rebuilt(message[2])
                 if message[0] == "bls":
-                    self._bls.submit(self._run_bls, message[1], message[2])
-        except (EOFError, OSError, ValueError, AttributeError):
-            if conn is not None:
-                self._lost(conn)
+                    self._bls.submit(self._run_bls, conn, message[1], message[2])
+        except (EOFError, OSError, ValueError):
+            self._lost(conn)
             raise self._ended("executing") from None
 
     def _send(self, message: tuple[Any, ...]) -> None:
@@ -287,51 +295,56 @@ class StubProcess:
                     handlers[0](outputs, None if failure is None else _rebuilt(failure), final)
             elif kind == "is_cancelled":
                 handlers = self._decoupled.get(message[2])
-                self._reply(call_id, handlers is None or handlers[1]())
+                self._reply(conn, call_id, handlers is None or handlers[1]())
             elif kind == "bls":
-                self._bls.submit(self._run_bls, call_id, message[2])
+                self._bls.submit(self._run_bls, conn, call_id, message[2])
         self._lost(conn)
 
     def _lost(self, conn: Connection) -> None:
-        """The child's socket closed: note how it ended, and fail what waited on it."""
+        """The child's socket closed: note how it ended, and fail what waited on it (only
+        on that child: a newer one may run already)."""
+        current = self._conn is conn
         process = self._process
-        if process is not None:  # its socket closes as it exits: its code comes right after
+        if current and process is not None:  # its socket closes as it exits: its code next
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(2)
-        if self._conn is conn and not self._closed:  # ended on its own, not stopped
-            code = self._process.poll() if self._process is not None else None
+        if current and not self._closed:  # ended on its own, not stopped
+            code = process.poll() if process is not None else None
             log.error("python_stub_ended", model=self._ctx.config.name, exit_code=code)
             self._conn = None
-        error = self._ended("executing")
-        for future in list(self._calls.values()):
-            if not future.done():
+        error = self._ended("executing") if current else _ended_before()
+        for future, owner in list(self._calls.values()):
+            if owner is conn and not future.done():
                 future.set_exception(error)
-        for call_id in list(self._decoupled):  # requests whose FINAL will never come
-            handlers = self._decoupled.pop(call_id, None)
-            if handlers is not None:
-                handlers[0](None, error, True)
+        for call_id, (deliver, _, owner) in list(self._decoupled.items()):
+            if owner is conn and self._decoupled.pop(call_id, None) is not None:
+                deliver(None, error, True)  # its FINAL will never come
 
     def _settle(self, call_id: int, result: Any = None, error: Exception | None = None) -> None:
-        future = self._calls.get(call_id)
-        if future is None or future.done():
+        entry = self._calls.get(call_id)
+        if entry is None or entry[0].done():
             return
+        future = entry[0]
         if error is not None:
             future.set_exception(error)
         else:
             future.set_result(result)
 
-    def _run_bls(self, query_id: int, request: Any) -> None:
+    def _run_bls(self, conn: Connection, query_id: int, request: Any) -> None:
         try:
             assert self._infer is not None
-            self._reply(query_id, ("ok", self._infer(request)))
+            self._reply(conn, query_id, ("ok", self._infer(request)))
         except ModelyardError as error:
-            self._reply(query_id, ("error", _error_fields(error)))
+            self._reply(conn, query_id, ("error", _error_fields(error)))
         except Exception as exc:  # the server's own failure: the model sees it as an error
-            self._reply(query_id, ("error", _error_fields(errors.internal_error(exc))))
+            self._reply(conn, query_id, ("error", _error_fields(errors.internal_error(exc))))
 
-    def _reply(self, query_id: int, value: Any) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self._send(("reply", query_id, value))
+    def _reply(self, conn: Connection, query_id: int, value: Any) -> None:
+        """Answer the child that asked: never a newer one (its query ids start again)."""
+        if conn is not self._conn:
+            return
+        with contextlib.suppress(OSError, ValueError), self._send_lock:
+            conn.send(("reply", query_id, value))
 
     def _ended(self, doing: str) -> EngineError:
         code = self._process.poll() if self._process is not None else None
@@ -362,6 +375,7 @@ class _Child:
         # not decoupled: the main thread executes, and a thread waiting for a reply reads it
         self._sync = True
         self._read_lock = threading.Lock()
+        self._unloading = False  # unload asked: nobody reads replies any more
 
     def serve(self) -> None:
         while True:
@@ -376,7 +390,10 @@ class _Child:
                 future = self._queries.pop(message[1], None)
                 if future is not None:
                     future.set_result(message[2])
-            elif kind == "unload":
+            elif kind == "unload":  # the server is done with it: its requests are too
+                self._unloading = True
+                for waiting in list(self._queries.values()):
+                    waiting.set_result(("error", _error_fields(_unloading_error())))
                 self._work.shutdown(wait=True)
                 self._answer(message[1], self._unload)
                 return
@@ -456,6 +473,9 @@ class _Child:
         except ModelyardError as error:
             self._send(("failed", batch_id, _error_fields(error)))
             return
+        except Exception as exc:
+            self._send(("failed", batch_id, _error_fields(errors.internal_error(exc))))
+            return
         self._send(("done", batch_id, None))
 
     def _unload(self) -> None:
@@ -469,6 +489,8 @@ class _Child:
         return value
 
     def _ask(self, kind: str, payload: Any) -> Any:
+        if self._unloading:  # a cancel check says yes; a model's call fails
+            return True if kind == "is_cancelled" else ("error", _error_fields(_unloading_error()))
         query_id = next(self._ids)
         future: Future[Any] = Future()
         self._queries[query_id] = future
@@ -492,6 +514,21 @@ class _Child:
     def _send(self, message: tuple[Any, ...]) -> None:
         with self._send_lock:
             self._conn.send(message)
+
+
+def _ended_before() -> EngineError:
+    return EngineError(
+        "the model's process ended; a new one serves the next request",
+        code=Code.INTERNAL, rule="engine/python-stub",
+        where="the server log has what the old one wrote before it ended",
+    )  # fmt: skip
+
+
+def _unloading_error() -> EngineError:
+    return EngineError(
+        "the model is unloading", code=Code.UNAVAILABLE, rule="engine/python-stub",
+        where="retry: another version or instance answers",
+    )  # fmt: skip
 
 
 def _end_with_parent() -> None:

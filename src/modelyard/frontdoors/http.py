@@ -382,8 +382,9 @@ class HttpFrontend:
                         assert ticket is not None
                         refused = await self._admit_rest(scope, ticket, first)
                         response = refused or await self._run_admitted(
-                            scope, body, header_length, route, api_key, authorization
-                        )
+                            scope, body, header_length, route, api_key, authorization,
+                            ticket.principal,
+                        )  # fmt: skip
                 if accept is not None:
                     response = _compressed(response, accept)
             elif self.governance is not None:
@@ -661,7 +662,12 @@ class HttpFrontend:
                 refused = await self._admit_rest(scope, ticket, first)
                 if refused is not None:
                     return refused
-        return await self._run_admitted(scope, body, header_length, route, api_key, authorization)
+            principal = ticket.principal
+        else:
+            principal = None
+        return await self._run_admitted(
+            scope, body, header_length, route, api_key, authorization, principal
+        )
 
     async def _run_admitted(
         self,
@@ -671,10 +677,12 @@ class HttpFrontend:
         route: Route,
         api_key: bytes | None,
         authorization: bytes | None,
+        principal: str | None,
     ) -> _Response:
         """An admitted infer call, decoded, validated and routed now; it leaves its lane.
 
         Routed only now: an admission that awaited may have let a new version in.
+        ``principal``: whom the admitting ticket named (its model's own calls are for it).
         """
         model, version, _ = route
         chain = None if self.governance is None else self.governance.chain
@@ -683,11 +691,8 @@ class HttpFrontend:
             body, header_length, model, version, self.shared_memory
         )
         request.arrived_ns = scope.get(RECEIVED_NS, 0)
-        governance = self.governance
-        ticket = None if chain is None else chain.known_ticket(ticket_key)
-        if governance is not None and governance.config.auth.enabled and ticket is not None:
-            # whom its model's own calls (BLS) are for
-            request.principals = (ticket.principal,) if ticket.principal else ()
+        if principal is not None:  # whom its model's own calls (BLS) are for
+            request.principals = (principal,)
         if scope.get(_FORWARDED):  # this request's own: its lane is not kept for others
             layout = None
             self._with_forwarded(scope, request)

@@ -391,15 +391,22 @@ class Governance:
         if not relay.relayed:
             put(StreamResponse(response, None, True))
 
-    def authorize_model_call(self, caller: str) -> Callable[[tuple[str, ...], str], None] | None:
-        """Where auth is on, what lets a model's own call (Triton's BLS) through: each
-        principal the calling requests are for must be allowed to infer on the model called.
-        None: auth is off."""
-        auth = self.config.auth
-        if not auth.enabled:
-            return None
+    def authorize_model_call(self, caller: str) -> Callable[[tuple[str, ...], str], None]:
+        """What lets a model's own call (Triton's BLS) through where auth is on (read at
+        each call: a reload may turn it on or change it): each principal the calling
+        requests are for must be allowed to infer on the model called."""
 
         def authorize(principals: tuple[str, ...], model: str) -> None:
+            auth = self.config.auth  # as it is now: a reload may have changed it
+            if not auth.enabled:
+                return
+            if not principals:
+                raise GovernanceError(
+                    f"a model's call to model '{model}' is for no known caller, and auth is on",
+                    code=Code.PERMISSION_DENIED,
+                    rule="auth/permission",
+                    where=f"call '{model}' from execute() of a request admitted with a key",
+                )
             for name in principals:
                 principal = auth.principal(name) or Principal(name, {})
                 if not principal.may("infer", model):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -76,8 +77,7 @@ class ModelVersion:
         """Finish queued requests, then release the engines (blocking: run off the loop)."""
         self.scheduler.close()
         self.scheduler.join(timeout)
-        for engine in self.engines:
-            engine.unload()
+        unload_all(self.engines)
         self.state = VersionState.UNAVAILABLE
 
     def engine_info(self) -> dict[str, Any]:
@@ -212,6 +212,25 @@ def warmup_samples(
     return samples
 
 
+def unload_all(engines: list[Engine]) -> None:
+    """Unload every engine (each may hold a process or a device), then raise the first
+    failure, if any: one engine's error never leaves the others loaded."""
+    first: Exception | None = None
+    for engine in engines:
+        try:
+            engine.unload()
+        except Exception as exc:
+            first = first or exc
+    if first is not None:
+        raise first
+
+
+def _release(engines: list[Engine]) -> None:
+    """Unload what a failed load had loaded; the load's own error is the one to report."""
+    with contextlib.suppress(Exception):
+        unload_all(engines)
+
+
 def load_model_version(
     model_dir: Path,
     version: int,
@@ -273,12 +292,10 @@ def load_model_version(
         for engine in engines:
             run_warmup(engine, warmup_samples(config, spec, model_dir))
     except ModelyardError:
-        for engine in engines:
-            engine.unload()
+        _release(engines)
         raise
     except Exception as exc:
-        for engine in engines:
-            engine.unload()
+        _release(engines)
         raise _load_error(
             name, version, f"{type(exc).__name__}: {exc}", f"the files of {name}/{version}"
         ) from exc
@@ -295,8 +312,7 @@ def load_model_version(
             scheduler = _dynamic_scheduler(name, version, config, engines, placed, limiter,
                                            clock, loop_load, default_max_queue_size)  # fmt: skip
     except ModelyardError:
-        for engine in engines:
-            engine.unload()
+        _release(engines)
         raise
     return ModelVersion(
         name=name,

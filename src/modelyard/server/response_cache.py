@@ -52,8 +52,9 @@ class ResponseCache:
         ``parameters``: those a model that reads requests sees, which can change its answer."""
         digest = hashlib.blake2b(digest_size=16)
         digest.update(f"{model}\0{generation}\0".encode())
-        if parameters:
-            digest.update(repr(sorted(parameters.items())).encode() + b"\0")
+        if parameters:  # and whom they are for: a model's own calls are authorised by it
+            principals = getattr(parameters, "principals", ())
+            digest.update(repr((sorted(parameters.items()), principals)).encode() + b"\0")
         for name in sorted(inputs):
             array = inputs[name]
             digest.update(name.encode() + b"\0" + array.dtype.str.encode() + b"\0")

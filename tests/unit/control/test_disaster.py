@@ -59,3 +59,20 @@ def test_the_cli_exit_codes_say_whether_every_group_is_whole(tmp_path: Path) -> 
     assert degraded.returncode == 1 and "gpu: degraded" in degraded.stdout
     wrong = dr("--lose", "dc9")
     assert wrong.returncode == 2 and "rule=platform/dr" in wrong.stderr
+
+
+def test_a_replacement_tries_the_next_surviving_data_centre_when_one_is_full() -> None:
+    three = (
+        BASE.replace("dc2: {A30-24G: 4}}", "dc2: {A30-24G: 3}, dc3: {A30-24G: 3}}")
+        .replace("  dc2-gpu: {data_center: dc2, pool: gpu, gpu_models: [A30-24G]}\n",
+                 "  dc2-gpu: {data_center: dc2, pool: gpu, gpu_models: [A30-24G]}\n"
+                 "  dc3-gpu: {data_center: dc3, pool: gpu, gpu_models: [A30-24G]}\n")
+        .replace("data_centers: [dc1, dc2]", "data_centers: [dc1, dc2, dc3]")
+        .replace("queues: {dc1: dc1-gpu, dc2: dc2-gpu}, replicas: 3",
+                 "queues: {dc1: dc1-gpu, dc2: dc2-gpu, dc3: dc3-gpu}, replicas: 1")
+        .replace("total_cards: 6", "total_cards: 3").replace("cards: 6", "cards: 3")
+    )  # fmt: skip
+    # one instance per data centre; dc2 holds one card, its own instance's: it is full
+    crowded = three.replace("dc2: {A30-24G: 3}", "dc2: {A30-24G: 1}")
+    gpu = _by_group(crowded, "dc1")["gpu"]
+    assert gpu["state"] == "whole" and gpu["replaced"] == 1  # dc2 full, dc3 took it

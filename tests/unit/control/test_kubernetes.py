@@ -13,9 +13,11 @@ from modelyard.control.spec import parse_platform_spec
 from modelyard.errors import ConfigError
 from tests.unit.control.test_ledger import BASE
 
+MODELS = ClusterOptions(models_claim="models")  # the model repository's claim
+
 
 def test_every_manifest_validates_strictly_and_carries_the_spec() -> None:
-    manifests = render(parse_platform_spec(BASE))
+    manifests = render(parse_platform_spec(BASE), MODELS)
     version = kubernetes_validate.latest_version()
     for manifest in manifests:
         kubernetes_validate.validate(manifest, version, strict=True)
@@ -53,7 +55,9 @@ def test_every_manifest_validates_strictly_and_carries_the_spec() -> None:
 
 
 def test_a_broken_manifest_is_caught_by_the_validator() -> None:
-    manifest = next(m for m in render(parse_platform_spec(BASE)) if m["kind"] == "Deployment")
+    manifest = next(
+        m for m in render(parse_platform_spec(BASE), MODELS) if m["kind"] == "Deployment"
+    )
     manifest["spec"]["replicas"] = "three"
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(manifest, kubernetes_validate.latest_version(), strict=True)
@@ -68,7 +72,7 @@ def test_names_are_unique_and_dns_safe_for_any_service_name() -> None:
         "services:\n", "services:\n" + _service("com.team.a-ranker") + _service(long_name), 1
     )
     for text in (two_teams, folded):
-        manifests = render(parse_platform_spec(text))
+        manifests = render(parse_platform_spec(text), MODELS)
         names = [(m["kind"], m["metadata"]["name"]) for m in manifests]
         assert len(names) == len(set(names))
         for _, name in names:
@@ -138,8 +142,10 @@ def test_the_whole_platform_renders_namespaces_quotas_budgets_gateways_and_etcd(
     assert gateway_args[:3] == ["gateway", "--service", "com.example.search.ranker"]
     (etcd,) = _kinds(manifests, "StatefulSet")
     assert etcd["spec"]["replicas"] == 3
-    command = etcd["spec"]["template"]["spec"]["containers"][0]["command"][-1]
-    assert command.count("=http://etcd-") == 3  # the initial cluster names its three members
+    command = etcd["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[0] == "etcd"  # etcd's image has no shell
+    (cluster,) = [arg for arg in command if arg.startswith("--initial-cluster=")]
+    assert cluster.count("=http://etcd-") == 3  # the initial cluster names its three members
 
 
 def test_an_external_registry_an_image_volume_and_other_label_keys() -> None:
@@ -167,12 +173,12 @@ def test_an_external_registry_an_image_volume_and_other_label_keys() -> None:
 
 def test_a_gpu_model_without_a_node_label_value_is_refused() -> None:
     with pytest.raises(ConfigError) as refused:
-        render(parse_platform_spec(BASE), ClusterOptions(gpu_products={}))
+        render(parse_platform_spec(BASE), ClusterOptions(gpu_products={}, models_claim="models"))
     line = refused.value.line()
     assert "GPU model 'A30-24G' has no node label value" in line
     assert "--gpu-product A30-24G=VALUE" in line and "rule=platform/render" in line
     with pytest.raises(ConfigError):
-        render(parse_platform_spec(BASE), ClusterOptions(etcd_replicas=2))
+        render(parse_platform_spec(BASE), ClusterOptions(etcd_replicas=2, models_claim="models"))
 
 
 SERVICE_FILE = """\
@@ -185,7 +191,9 @@ cluster: {redis_url: "redis://redis.modelyard.svc:6379/0"}
 
 def test_a_service_file_reaches_its_pods_and_cluster_limits_bring_redis() -> None:
     options = ClusterOptions(
-        service_files={"com.example.search.ranker": SERVICE_FILE}, cluster_limits=True
+        service_files={"com.example.search.ranker": SERVICE_FILE},
+        cluster_limits=True,
+        models_claim="models",
     )
     manifests = render(parse_platform_spec(BASE), options)
     version = kubernetes_validate.latest_version()
@@ -205,8 +213,11 @@ def test_a_service_file_reaches_its_pods_and_cluster_limits_bring_redis() -> Non
             } in pod["volumes"]
     assert [d["metadata"]["name"] for d in _kinds(manifests, "Deployment") if
             d["metadata"]["name"] == "redis"] == ["redis"]  # fmt: skip
-    without = render(parse_platform_spec(BASE))
+    without = render(parse_platform_spec(BASE), MODELS)
     assert not _kinds(without, "ConfigMap")
     assert all(d["metadata"]["name"] != "redis" for d in _kinds(without, "Deployment"))
     with pytest.raises(ConfigError):  # a file of a service the spec does not have
-        render(parse_platform_spec(BASE), ClusterOptions(service_files={"com.other.x": "x"}))
+        render(
+            parse_platform_spec(BASE),
+            ClusterOptions(service_files={"com.other.x": "x"}, models_claim="m"),
+        )

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from modelyard.control.kubernetes import render
+from modelyard.control.kubernetes import ClusterOptions, render
 from modelyard.control.kubernetes_apply import (
     APPLY_PATCH,
     apply_requests,
@@ -29,11 +29,13 @@ from modelyard.control.spec import parse_platform_spec
 from modelyard.errors import ConfigError
 from tests.unit.control.test_ledger import BASE
 
+MODELS = ClusterOptions(models_claim="models")  # the model repository's claim
+
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "platform.yaml"
 
 
 def test_each_object_is_a_server_side_apply_to_its_own_path_namespaces_first() -> None:
-    manifests = render(parse_platform_spec(BASE))
+    manifests = render(parse_platform_spec(BASE), MODELS)
     requests = apply_requests(manifests)
     assert len(requests) == len(manifests)
     kinds = [request.body["kind"] for request in requests]
@@ -98,7 +100,7 @@ def test_the_official_client_sends_each_apply_as_built(
     configuration = k8s.Configuration(host=url)
     configuration.api_key = {"authorization": "token"}
     configuration.api_key_prefix = {"authorization": "Bearer"}
-    requests = apply_requests(render(parse_platform_spec(BASE)))
+    requests = apply_requests(render(parse_platform_spec(BASE), MODELS))
     with k8s.ApiClient(configuration) as api:
         lines = send(api, [*requests, scale_request("team", "ranker", 2)])
     assert len(lines) == len(seen) == len(requests) + 1
@@ -136,7 +138,7 @@ def test_a_refusal_stops_the_apply_with_the_cluster_s_status(
 ) -> None:
     url, seen = recorder
     _Recorder.status = 403
-    requests = apply_requests(render(parse_platform_spec(BASE)))
+    requests = apply_requests(render(parse_platform_spec(BASE), MODELS))
     with k8s.ApiClient(k8s.Configuration(host=url)) as api, pytest.raises(ConfigError) as refused:
         send(api, requests)
     assert len(seen) == 1  # nothing after the first refusal

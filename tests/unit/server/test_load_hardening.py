@@ -369,3 +369,21 @@ def test_a_failed_load_is_tried_again_as_many_times_as_asked(
             await dp.manager.stop()
 
     run(scenario)
+
+
+def test_a_model_s_own_call_is_checked_against_the_auth_in_force_and_needs_a_caller() -> None:
+    governance, _ = _governance({"infer": ("slow_double",)})
+    authorize = governance.authorize_model_call("service 'svc'")
+    authorize(("scoped",), "slow_double")  # allowed
+    with pytest.raises(GovernanceError) as refused:
+        authorize(("scoped",), "other")
+    assert refused.value.code is Code.PERMISSION_DENIED
+    assert "(BLS)" in refused.value.line()
+    with pytest.raises(GovernanceError) as nobody:  # auth on, and no caller known
+        authorize((), "slow_double")
+    assert "for no known caller" in nobody.value.line()
+    # a reload that widens the principal's reach is what the next call sees
+    governance.config.auth.by_digest["d"] = Principal("scoped", {"infer": ("*",)})
+    authorize(("scoped",), "other")
+    governance.config.auth.enabled = False  # and with auth off, nothing is checked
+    authorize((), "other")
