@@ -144,10 +144,21 @@ def _ledger(spec: PlatformSpec, as_json: bool) -> int:
             f"{r.quota:<16} {r.data_center:<6} {r.gpu_model:<12} {r.hard:>5} {r.used:>5} "
             f"{r.reserved:>8} {r.free:>5}"
         )
-    print("\ncards by group")
-    for group, cards in sorted(ledger.cards_by_group.items()):
-        print(f"  {group:<48} {cards:>4}")
+    print(f"\n{'quota':<16} {'owner':<32} {'cores used/hard':>16} {'memory GB used/hard':>20}")
+    for quota, owner in sorted(ledger.owners.items()):
+        who = ", ".join(f"{k}={v}" for k, v in sorted(owner.items())) or "-"
+        cores = _used_of_hard(ledger.cpu_by_quota.get(quota))
+        memory = _used_of_hard(ledger.memory_by_quota.get(quota))
+        print(f"{quota:<16} {who:<32} {cores:>16} {memory:>20}")
+    print(f"\n{'cards by group':<50} {'used':>4} {'share':>5}")
+    for group, share in sorted(ledger.shares_by_group.items()):
+        print(f"  {group:<48} {ledger.cards_by_group.get(group, 0):>4} {share:>5}")
     return 0
+
+
+def _used_of_hard(pair: tuple[float, float | None] | None) -> str:
+    used, hard = pair if pair is not None else (0.0, None)
+    return f"{used:g}/{'-' if hard is None else f'{hard:g}'}"
 
 
 def _explain(spec: PlatformSpec, args: argparse.Namespace) -> int:

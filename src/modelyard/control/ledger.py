@@ -89,6 +89,8 @@ class Ledger:
     # used, hard (None: not limited)
     cpu_by_quota: dict[str, tuple[float, float | None]] = field(default_factory=dict)
     memory_by_quota: dict[str, tuple[float, float | None]] = field(default_factory=dict)
+    owners: dict[str, dict[str, str]] = field(default_factory=dict)  # quota -> its owner
+    shares_by_group: dict[str, int] = field(default_factory=dict)  # group -> its card share
 
     def to_json(self) -> dict[str, Any]:
         """What ``platform ledger --json`` prints and the control API answers."""
@@ -97,6 +99,23 @@ class Ledger:
             "instances": self.instances,
             "gpu_instances": self.gpu_instances,
             "cards_by_group": self.cards_by_group,
+            "groups": [
+                {
+                    "group": group,
+                    "cards_used": self.cards_by_group.get(group, 0),
+                    "cards_share": share,
+                }
+                for group, share in sorted(self.shares_by_group.items())
+            ],
+            "quotas": [
+                {
+                    "quota": quota,
+                    "owner": owner,
+                    "cpu_cores": _used_hard(self.cpu_by_quota.get(quota)),
+                    "memory_gb": _used_hard(self.memory_by_quota.get(quota)),
+                }
+                for quota, owner in sorted(self.owners.items())
+            ],
             "quota": [
                 {
                     "quota": r.quota,
@@ -110,6 +129,11 @@ class Ledger:
                 for r in self.rows
             ],
         }
+
+
+def _used_hard(pair: tuple[float, float | None] | None) -> dict[str, float | None]:
+    used, hard = pair if pair is not None else (0.0, None)
+    return {"used": used, "hard": hard}
 
 
 def expand(spec: PlatformSpec, replicas: dict[str, int] | None = None) -> list[PlannedInstance]:
@@ -182,6 +206,12 @@ def build_ledger(
         cpu_by_quota={q: (cpu[q], spec.quotas[q].cpu_cores) for q in cpu if q in spec.quotas},
         memory_by_quota={
             q: (memory[q], spec.quotas[q].memory_gb) for q in memory if q in spec.quotas
+        },
+        owners={q.name: dict(q.owner) for q in spec.quotas.values()},
+        shares_by_group={
+            f"{service.name}/{group.name}": group.cards
+            for service in spec.services.values()
+            for group in service.groups.values()
         },
     )
 

@@ -201,3 +201,16 @@ def test_an_autoscaling_max_beyond_the_group_s_card_share_is_refused() -> None:
     assert (finding.requested, finding.limit) == (100, 6)  # 50 replicas x 2 data centres
     at_share = text.replace("max: 50", "max: 3")
     assert validate(parse_platform_spec(at_share)) == []
+
+
+def test_the_ledger_shows_each_quota_s_owner_cores_and_memory_and_each_group_s_share() -> None:
+    doc = build_ledger(parse_platform_spec(BASE)).to_json()
+    (quota,) = doc["quotas"]
+    assert quota["owner"] == {"org": "search", "project": "ranker"}
+    # 2 x 8 cores for preprocess, 6 x 16 for the GPU group; 2 x 32 + 6 x 64 GB
+    assert quota["cpu_cores"] == {"used": 112, "hard": 256}
+    assert quota["memory_gb"] == {"used": 448, "hard": 1024}
+    assert doc["groups"] == [
+        {"group": "com.example.search.ranker/gpu", "cards_used": 6, "cards_share": 6},
+        {"group": "com.example.search.ranker/preprocess", "cards_used": 0, "cards_share": 0},
+    ]
