@@ -63,6 +63,10 @@ def test_autoscale_explain_names_the_bound(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
+    assert (
+        lines[0]
+        == "bounds: autoscaling max 4 replicas, which the quota and the group's card share hold"
+    )
     assert any("bound by max_replicas" in line for line in lines)
     assert "panic" in lines[-1]
 
@@ -76,5 +80,11 @@ def test_autoscale_explain_clamps_by_what_the_quota_holds(tmp_path: Path) -> Non
         "-f", str(EXAMPLE), "--trace", str(trace), "--current", "3",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    last = result.stdout.splitlines()[-1]
-    assert "set 3 (from 3; bound by quota)" in last, result.stdout
+    lines = result.stdout.splitlines()
+    assert "set 3 (from 3; bound by quota)" in lines[-1], result.stdout
+    # which bound held, with its numbers: the group's card share, not the quota's cards
+    assert lines[0] == (
+        "bounds: autoscaling max 10 replicas; the quotas hold 3: one more breaks "
+        "GROUP_CARDS_EXCEEDED: group com.example.search.ranker/gpu runs instances with 8 cards "
+        "over its share of 6"
+    ), lines[0]

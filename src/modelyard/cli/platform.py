@@ -19,7 +19,7 @@ from modelyard.control.autoscale import Autoscaler
 from modelyard.control.disaster import GroupRecovery, evaluate
 from modelyard.control.kubernetes import render
 from modelyard.control.ledger import build_ledger, validate
-from modelyard.control.scaling import instances_per_replica, quota_max, rule_of
+from modelyard.control.scaling import instances_per_replica, quota_bound, rule_of
 from modelyard.control.spec import PlatformSpec, read_platform_spec
 from modelyard.errors import Code, ConfigError
 
@@ -175,7 +175,12 @@ def _explain(spec: PlatformSpec, args: argparse.Namespace) -> int:
     rule = rule_of(group)
     per_replica = instances_per_replica(group)  # one replica: an instance per template and dc
     # the quota's room for this group, with the rest of the spec as written
-    ceiling = quota_max(spec, State(Path(".")), service_name, group, rule.max_replicas)
+    ceiling, beyond = quota_bound(spec, State(Path(".")), service_name, group, rule.max_replicas)
+    print(f"bounds: autoscaling max {rule.max_replicas} replicas", end="")
+    if beyond is None:
+        print(", which the quota and the group's card share hold")
+    else:
+        print(f"; the quotas hold {ceiling}: one more breaks {beyond.code}: {beyond.message}")
     clock = FakeClock(0.0)
     scaler = Autoscaler(rule, clock)
     template_replicas = sum(t.replicas for t in group.templates.values())

@@ -21,7 +21,7 @@ from modelyard.control.apply import (
     slot_of,
 )
 from modelyard.control.autoscale import AutoscaleRule
-from modelyard.control.ledger import expand, validate
+from modelyard.control.ledger import Finding, expand, validate
 from modelyard.control.release import record
 from modelyard.control.spec import Group, PlatformSpec
 
@@ -64,15 +64,25 @@ def quota_max(
     spec: PlatformSpec, state: State, service: str, group: Group, ceiling: int
 ) -> int | None:
     """The most replicas (up to ``ceiling``) the quotas hold; None if even 0 breaks one."""
+    return quota_bound(spec, state, service, group, ceiling)[0]
+
+
+def quota_bound(
+    spec: PlatformSpec, state: State, service: str, group: Group, ceiling: int
+) -> tuple[int | None, Finding | None]:
+    """The most replicas (up to ``ceiling``) the quotas hold, and what one more would break
+    (the quota's cards, cores or memory, or the group's card share: the finding with its
+    numbers); None, None when ``ceiling`` itself fits."""
     base = effective_replicas(spec, state)
     best = None
     for replicas in range(0, ceiling + 1):
         trial = {**base, **{key: replicas for key in template_keys(service, group)}}
-        codes = {f.code for f in validate(spec, reserved=state.reserved(), replicas=trial)}
-        if codes & QUOTA_CODES:
-            break
+        found = validate(spec, reserved=state.reserved(), replicas=trial)
+        breaking = [f for f in found if f.code in QUOTA_CODES]
+        if breaking:
+            return best, breaking[0]
         best = replicas
-    return best
+    return best, None
 
 
 def scale_group(
