@@ -115,6 +115,8 @@ class StubProcess:
 
     def start(self) -> None:
         """Start the child and load the model in it; raises the load's error."""
+        if self._process is not None:  # a child that ended: its socket closed, its exit reaped
+            self._stop_process()
         self._started_at, self._served = time.monotonic(), False
         parent_end, child_end = socket.socketpair()
         try:
