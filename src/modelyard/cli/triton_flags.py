@@ -433,6 +433,15 @@ def _apply_cache_config(args: argparse.Namespace) -> None:
     args.response_cache_bytes = size or None  # 0: off, as in Triton
 
 
+# numeric flags and the least value each takes
+_LEAST = {
+    "--exit-timeout-secs": 0,
+    "--model-load-thread-count": 1,
+    "--model-load-retry-count": 0,
+    "--grpc-keepalive-time": 1,
+}
+
+
 def _dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
@@ -459,16 +468,12 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
         args.grpc_port = -1
     if not args.allow_metrics:
         args.metrics_port = -1
-    if args.exit_timeout_secs is not None and args.exit_timeout_secs < 0:
-        raise _flag_error(
-            f"--exit-timeout-secs must not be negative, got {args.exit_timeout_secs:g}",
-            "modelyard serve --exit-timeout-secs",
-        )
-    if args.model_load_thread_count is not None and args.model_load_thread_count < 1:
-        raise _flag_error(
-            f"--model-load-thread-count must be at least 1, got {args.model_load_thread_count}",
-            "modelyard serve --model-load-thread-count",
-        )
+    for flag, least in _LEAST.items():
+        value = getattr(args, _dest(flag))
+        if value is not None and value < least:
+            raise _flag_error(
+                f"{flag} must be at least {least}, got {value:g}", f"modelyard serve {flag}"
+            )
     _apply_metrics_config(args)
     _apply_cache_config(args)
     _apply_trace_config(args)
@@ -476,16 +481,6 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
     args.grpc_tls = _grpc_tls(args)
     if args.strict_model_config:
         args.auto_complete = False
-    if args.model_load_retry_count < 0:
-        raise _flag_error(
-            f"--model-load-retry-count must not be negative, got {args.model_load_retry_count}",
-            "modelyard serve --model-load-retry-count N",
-        )
-    if args.grpc_keepalive_time is not None and args.grpc_keepalive_time < 1:
-        raise _flag_error(
-            f"--grpc-keepalive-time must be at least 1 ms, got {args.grpc_keepalive_time}",
-            "modelyard serve --grpc-keepalive-time MS",
-        )
     for front in ("http", "grpc"):
         pattern = getattr(args, f"{front}_header_forward_pattern")
         forwarding = None

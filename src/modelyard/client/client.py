@@ -452,7 +452,13 @@ class AsyncClient:
                         endpoint.instance.grpc, max_message_bytes=self._max_message_bytes
                     )
                 return endpoint.stream_transport
-        raise ClientError("the instance left", code=Code.UNAVAILABLE, rule="client/stream")
+        raise ClientError(
+            "the instance left the registry before its stream began",
+            code=Code.UNAVAILABLE,
+            rule="client/stream",
+            where="retry: the next registry snapshot lists who serves the model",
+            retry_after=1.0,
+        )
 
     async def infer(
         self,

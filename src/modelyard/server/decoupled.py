@@ -28,7 +28,12 @@ import numpy as np
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import DecoupledRequest
 from modelyard.errors import Code, ModelServerError, ModelyardError
-from modelyard.server.scheduler import failed_around, start_instance_threads, unloading
+from modelyard.server.scheduler import (
+    InstanceThreads,
+    failed_around,
+    start_instance_threads,
+    unloading,
+)
 from modelyard.server.stats import VersionStats
 
 
@@ -79,7 +84,7 @@ def decoupled_refusal(model: str) -> ModelServerError:
     )
 
 
-class DecoupledScheduler:
+class DecoupledScheduler(InstanceThreads):
     def __init__(
         self,
         model: str,
@@ -139,15 +144,6 @@ class DecoupledScheduler:
             )
             self._cond.notify()
         return stream
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            self._cond.notify_all()
-
-    def join(self, timeout: float | None = None) -> None:
-        for thread in self._threads:
-            thread.join(timeout)
 
     def _run(self, engine: Any) -> None:
         while True:

@@ -174,6 +174,26 @@ def failed_around(model: str, version: int, exc: BaseException) -> ModelServerEr
     )
 
 
+class InstanceThreads:
+    """What a scheduler whose instances are threads has: the lock and condition they wait
+    on, closing (they finish what is queued, then stop) and joining them."""
+
+    _lock: threading.Lock
+    _cond: threading.Condition
+    _closed: bool
+    _threads: list[threading.Thread]
+
+    def close(self) -> None:
+        """Stop taking requests; instances finish what is queued, then stop."""
+        with self._lock:
+            self._closed = True
+            self._cond.notify_all()
+
+    def join(self, timeout: float | None = None) -> None:
+        for thread in self._threads:
+            thread.join(timeout)
+
+
 def unloading(model: str, version: int) -> ModelServerError:
     """A request to a version that takes no more (its scheduler is closed)."""
     return ModelServerError(
@@ -251,7 +271,7 @@ LEAVE_INLINE_NS = 4 * INLINE_THRESHOLD_NS
 _WINDOW = 16  # executions; inline execution may start once the window is full
 
 
-class Scheduler:
+class Scheduler(InstanceThreads):
     def __init__(
         self,
         model: str,
@@ -533,16 +553,6 @@ class Scheduler:
             return
         median = sorted(samples)[_WINDOW // 2]
         self._inline_ok = median < (LEAVE_INLINE_NS if self._inline_ok else INLINE_THRESHOLD_NS)
-
-    def close(self) -> None:
-        """Stop taking requests; instances finish what is queued, then stop."""
-        with self._lock:
-            self._closed = True
-            self._cond.notify_all()
-
-    def join(self, timeout: float | None = None) -> None:
-        for thread in self._threads:
-            thread.join(timeout)
 
     # ---- instance threads -------------------------------------------------
 

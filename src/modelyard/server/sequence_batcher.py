@@ -33,6 +33,7 @@ from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import BatchedRequest, Engine, batch_requests
 from modelyard.errors import Code, ModelServerError
 from modelyard.server.scheduler import (
+    InstanceThreads,
     answers_by_loop,
     engine_error,
     failed_around,
@@ -113,7 +114,7 @@ def _row_request(request: _Request | None) -> BatchedRequest:
     )
 
 
-class SequenceScheduler:
+class SequenceScheduler(InstanceThreads):
     """The scheduler of a version with ``sequence_batching``: slots, backlog, instance threads."""
 
     def __init__(
@@ -259,10 +260,6 @@ class SequenceScheduler:
             where="start the sequence again on the model's next version",
         )
         self._answer([(request, error) for request in refused])
-
-    def join(self, timeout: float | None = None) -> None:
-        for thread in self._threads:
-            thread.join(timeout)
 
     # ---- instance threads -------------------------------------------------
 
