@@ -238,3 +238,54 @@ def test_an_unreachable_registry_leaves_the_last_known_instances(
         registry.reachable = True
         register(registry, instance(one_server, instance_id="second-entry"))
         wait_until(lambda: len(client.instances()) == 2, timeout=10)
+
+
+@contextmanager
+def silent_listener() -> Iterator[str]:
+    """A port that accepts connections and never answers, as a host whose link is cut
+    looks to a caller that already had a connection open."""
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        yield f"127.0.0.1:{listener.getsockname()[1]}"
+
+
+def test_an_instance_that_stops_answering_costs_no_request_with_an_attempt_timeout(
+    one_server: ServerProcess,
+) -> None:
+    registry = MemoryRegistry()
+    with silent_listener() as silent:
+        register(registry, instance(one_server))
+        register(
+            registry,
+            Instance(SERVICE, "a", "silent", http=silent, grpc=silent, models=dict(READY)),
+        )
+        for transport in ("http", "grpc"):
+            with Client(SERVICE, registry, transport=transport, attempt_timeout=0.3) as client:
+                started = time.monotonic()
+                for _ in range(20):
+                    outputs = client.infer(MODEL, {"x": X}, timeout=10)
+                    np.testing.assert_array_equal(outputs["y"], EXPECTED)
+                # the silent one held at most a few attempts, each 0.3 s, before its ejection
+                assert time.monotonic() - started < 5
+                ejected = [h.key.partition("@")[0] for h in client.async_client.balancer.ejected()]
+                assert ejected == ["silent"]
+
+
+def test_the_attempt_timeout_says_which_instance_did_not_answer() -> None:
+    registry = MemoryRegistry()
+    with silent_listener() as silent:
+        register(registry, Instance(SERVICE, "a", "silent", http=silent, models=dict(READY)))
+        with (
+            Client(SERVICE, registry, attempt_timeout=0.2) as client,
+            pytest.raises(ClientError) as error,
+        ):
+            client.infer(MODEL, {"x": X}, timeout=10)
+        assert error.value.code is Code.UNAVAILABLE
+        assert error.value.rule == "client/attempt-timeout"
+        assert f"no answer from instance {silent} within the attempt timeout" in str(error.value)
+        with pytest.raises(ClientError) as refused:
+            Client(SERVICE, registry, attempt_timeout=0)
+        assert refused.value.rule == "client/attempt-timeout"

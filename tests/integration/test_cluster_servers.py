@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from modelyard.discovery import open_registry
+from modelyard.discovery.registry import Instance
 from tests.support.models import slow_double
 from tests.support.redis_server import running_redis
 from tests.support.servers import ServerProcess, free_port, running_server, scrape, wait_until
@@ -162,3 +163,69 @@ def test_without_redis_each_instance_enforces_its_share_of_the_live_instances(
         assert admitted >= 0.8 * limit * seconds, statuses
         for server in servers:
             assert "live_instances" in server.log()
+
+
+def registry_entries(registry_url: str, service: str) -> list[Instance]:
+    async def resolve() -> list[Instance]:
+        registry = open_registry(registry_url)
+        try:
+            return (await registry.resolve(service)).instances
+        finally:
+            await registry.aclose()
+
+    return asyncio.run(resolve())
+
+
+@pytest.mark.slow
+def test_when_one_instance_cannot_reach_redis_the_others_lease_less_and_the_limit_holds(
+    tmp_path: Path,
+) -> None:
+    limit = 40
+    service_name = "com.example.test.partial"
+    repository = tmp_path / "models"
+    slow_double(repository)
+    registry = f"embedded://{tmp_path / 'registry.db'}"
+    limits = f"limits:\n  infer:\n    cluster_qps: {limit}\n    burst_seconds: 1\n"
+    flags = ("--service", service_name, "--group", "g", "--registry", registry)
+    with running_redis(tmp_path) as redis, ExitStack() as stack:
+        reachable = tmp_path / "reachable.yaml"
+        reachable.write_text(
+            f'service: {service_name}\n{limits}cluster:\n  redis_url: "{redis.url}"\n'
+        )
+        cut_off = tmp_path / "cut-off.yaml"  # as a host whose route to Redis is gone
+        cut_off.write_text(
+            f"service: {service_name}\n{limits}"
+            f'cluster:\n  redis_url: "redis://127.0.0.1:{free_port()}/0"\n'
+        )
+        servers = [
+            stack.enter_context(
+                running_server(repository, tmp_path, "--service-config", str(path), *flags)
+            )
+            for path in (reachable, cut_off)
+        ]
+        wait_until(lambda: live_entries(registry, service_name) == 2, timeout=10)
+        hammer(servers, 1.0, Counter())  # the cut-off one falls back and says so
+        wait_until(
+            lambda: (
+                [e.cluster_limit_local for e in registry_entries(registry, service_name)].count(
+                    True
+                )
+                == 1
+            ),
+            timeout=10,
+        )
+        shown = "redis unreachable from some"
+        wait_until(lambda: any(shown in line for line in refusal_lines(servers[0])), timeout=10)
+        hammer(servers, 1.5, Counter())  # spend the buckets' burst
+
+        seconds = 4.0
+        statuses: Counter[int] = Counter()
+        hammer(servers, seconds, statuses)
+        admitted = statuses[200]
+        assert set(statuses) <= {200, 429}, statuses
+        assert statuses[429] > admitted  # the load was well above the limit
+        # the reachable one leases half from Redis, the other enforces its half: not 1.5x
+        assert admitted <= 1.1 * limit * seconds, statuses
+        assert admitted >= 0.8 * limit * seconds, statuses
+        line = next(iter(refusal_lines(servers[0])))
+        assert "the instances on Redis lease 50% of the limit" in line

@@ -60,6 +60,14 @@ def add_gateway_arguments(parser: argparse.ArgumentParser) -> None:
         "no gRPC deadline (default: the client's, 30)",
     )
     parser.add_argument(
+        "--attempt-timeout",
+        type=float,
+        default=None,
+        metavar="SECS",
+        help="seconds one instance may take before the request is tried on another (an "
+        "instance whose host stops answering); default: an attempt may take the whole timeout",
+    )
+    parser.add_argument(
         "--max-attempts", type=int, default=3, help="tries per request, the first included"
     )
     parser.add_argument("--http-max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
@@ -84,6 +92,7 @@ async def gateway(args: argparse.Namespace) -> None:
             args.service,
             registry,
             transport=args.transport,
+            attempt_timeout=args.attempt_timeout,
             max_attempts=args.max_attempts,
             max_message_bytes=args.grpc_max_message_bytes,
             **options,

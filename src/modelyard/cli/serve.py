@@ -340,6 +340,7 @@ async def serve(args: argparse.Namespace) -> None:
             store=rules_store,
             registry_url=args.registry if args.service else None,
             live_instances=live.count if live is not None else lambda: 1,
+            limiting_locally=live.limiting_locally if live is not None else lambda: 0,
         )
         if governance is not None:
             parts.push_async_callback(governance.aclose)
@@ -447,6 +448,8 @@ async def serve(args: argparse.Namespace) -> None:
                     template,
                     models=models_from_index(manager.index()),
                     weight=_current_weight(args.weight_file, template.weight),
+                    cluster_limit_local=governance is not None
+                    and governance.cluster_limits_local(),
                 ),
                 manager.is_ready,
                 ttl=args.registry_ttl,

@@ -10,8 +10,10 @@ backoff.
 A request picks an endpoint with the ``Balancer``, sends it over the endpoint's
 pooled transport and, on failure, asks the ``RetryPolicy`` and the
 ``RetryBudget`` whether to try again, on an instance it has not tried yet, or
-after the ``retry_after`` a rate limit asked for. The error of the last attempt
-is what the caller gets.
+after the ``retry_after`` a rate limit asked for. An attempt unanswered within
+``attempt_timeout`` (a host whose link is cut answers nothing, not even a
+refusal) counts as that instance unavailable. The error of the last attempt is
+what the caller gets.
 
 ``AsyncClient`` runs in the caller's event loop. ``Client`` is the same client
 for synchronous code: it owns an event loop in a background thread.
@@ -37,6 +39,7 @@ from modelyard.client.transport import (
     ClientError,
     GrpcTransport,
     Transport,
+    attempt_timeout_error,
     open_transport,
 )
 from modelyard.clock import SYSTEM_CLOCK, Clock
@@ -80,6 +83,7 @@ class AsyncClient:
         *,
         transport: str = "http",
         timeout: float = DEFAULT_TIMEOUT_SECS,
+        attempt_timeout: float | None = None,
         max_attempts: int = 3,
         outlier: OutlierPolicy | None = None,
         retry_budget: RetryBudget | None = None,
@@ -97,7 +101,15 @@ class AsyncClient:
             )
         self.service = service
         self.transport = transport
+        if attempt_timeout is not None and not attempt_timeout > 0:
+            raise ClientError(
+                f"attempt_timeout must be a positive number of seconds, not {attempt_timeout}",
+                code=Code.INVALID_ARGUMENT,
+                rule="client/attempt-timeout",
+                where="attempt_timeout=SECS (or None: an attempt may take the whole timeout)",
+            )
         self.timeout = timeout
+        self.attempt_timeout = attempt_timeout
         self.clock = clock
         self.balancer = Balancer(outlier, clock=clock, rng=rng)
         self.policy = RetryPolicy(max_attempts=max_attempts)
@@ -233,6 +245,14 @@ class AsyncClient:
                     self._close(endpoint)
                 else:
                     self._retired.add(endpoint)
+        if endpoints.keys() != old.keys():
+            log.info(
+                "service_instances",
+                service=self.service,
+                joined=sorted(endpoints.keys() - old.keys()),
+                left=sorted(old.keys() - endpoints.keys()),
+                instances=len(endpoints),
+            )
         self._endpoints = endpoints
         self._routes = {}
         self._instances = list(snapshot.instances)
@@ -336,9 +356,11 @@ class AsyncClient:
         timeout: float | None,
         deadline: float | None = None,
         affinity: str | None = None,
+        streamed: bool = False,
     ) -> T:
         """``affinity``: a key whose calls all go to one instance while it serves (a sequence
-        id: a stateful model keeps the sequence's state there)."""
+        id: a stateful model keeps the sequence's state there). ``streamed``: ``send`` opens a
+        stream, which ``attempt_timeout`` does not bound (a stream lasts as its caller wants)."""
         if not self._started:
             await self.start()
         clock = self.clock
@@ -349,6 +371,7 @@ class AsyncClient:
         tried: list[Endpoint] = []
         error: ModelyardError | None = None
         attempts = 0
+        per_attempt = None if streamed else self.attempt_timeout
         while True:
             candidates = self.candidates(model, version)
             if not candidates:
@@ -360,10 +383,15 @@ class AsyncClient:
             if endpoint is None:
                 raise error if error is not None else self.no_instance_error(model, version)
             balancer.start(endpoint)
+            remaining = deadline - clock.monotonic()
+            # a host that stops answering (its link cut) holds an attempt only this long
+            limit = remaining if per_attempt is None or per_attempt >= remaining else per_attempt
             try:
-                result = await send(self._transport(endpoint), deadline - clock.monotonic())
+                result = await send(self._transport(endpoint), limit)
             except ModelyardError as exc:
                 error = exc
+                if limit < remaining and exc.code is Code.DEADLINE_EXCEEDED:
+                    error = attempt_timeout_error(endpoint.address, limit)
             except BaseException:
                 self._finish(endpoint, None)
                 raise
@@ -424,7 +452,7 @@ class AsyncClient:
         try:
             head = await self._call(
                 request.model_name, request.model_version, first, timeout, request.deadline,
-                affinity,
+                affinity, streamed=True,
             )  # fmt: skip
             yield head
             if not head[2]:

@@ -14,7 +14,8 @@ Every failure leaves a transport as a ``ModelyardError``, in one place each
   retry-after, ratelimit-*, x-request-id);
 - no answer becomes a ``ClientError``: UNAVAILABLE (rule ``client/connection``)
   when the instance could not be reached or dropped the connection,
-  DEADLINE_EXCEEDED (rule ``client/deadline``) when the time ran out.
+  DEADLINE_EXCEEDED (rule ``client/deadline``) when the time ran out
+  (``attempt_timeout_error``, UNAVAILABLE, when only one attempt's did).
 """
 
 from __future__ import annotations
@@ -207,6 +208,17 @@ def deadline_error(address: str, timeout: float) -> ClientError:
         code=Code.DEADLINE_EXCEEDED,
         rule="client/deadline",
         where="the timeout of infer(), or the instance's queue and model",
+    )
+
+
+def attempt_timeout_error(address: str, limit: float) -> ClientError:
+    """One attempt ran out of its own time, the request's is left: another instance tries."""
+    return ClientError(
+        f"no answer from instance {address} within the attempt timeout ({limit:.3f}s)",
+        code=Code.UNAVAILABLE,
+        rule="client/attempt-timeout",
+        where="the client's attempt_timeout (the gateway's --attempt-timeout); the instance's "
+        "host and link",
     )
 
 

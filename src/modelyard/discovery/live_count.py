@@ -2,10 +2,11 @@
 
 ``LiveInstanceCount`` resolves the service once, then follows ``Registry.watch``;
 ``count()`` is what the cluster-qps guard reads (its share of the limit without
-Redis, and its chunk cap with it). The instance always counts itself, also
-before its own entry is written (``own_id`` unset or not listed yet) and while
-the registry cannot be read: then the last count stands, and the follower
-resolves again with backoff.
+Redis, and its chunk cap with it); ``limiting_locally()`` counts the other
+instances whose entries say they enforce their share without Redis. The
+instance always counts itself, also before its own entry is written (``own_id``
+unset or not listed yet) and while the registry cannot be read: then the last
+count stands, and the follower resolves again with backoff.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class LiveInstanceCount:
         self.service = service
         self.own_id: str | None = None  # this instance's entry, once its id is known
         self._ids: frozenset[str] = frozenset()
+        self._local: frozenset[str] = frozenset()  # entries that enforce cluster limits alone
         self._task: asyncio.Task[None] | None = None
         self._logged: int | None = None
         self._failing = False
@@ -38,6 +40,9 @@ class LiveInstanceCount:
     def count(self) -> int:
         ids = self._ids
         return len(ids) if self.own_id in ids else len(ids) + 1
+
+    def limiting_locally(self) -> int:
+        return len(self._local - {self.own_id})
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._follow())
@@ -52,6 +57,7 @@ class LiveInstanceCount:
 
     def _apply(self, snapshot: Snapshot) -> None:
         self._ids = frozenset(i.instance_id for i in snapshot.instances)
+        self._local = frozenset(i.instance_id for i in snapshot.instances if i.cluster_limit_local)
         count = self.count()
         if count != self._logged:
             self._logged = count

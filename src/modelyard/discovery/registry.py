@@ -29,6 +29,7 @@ class Instance:
     spec: str = ""  # resource spec, e.g. 8C/32G or 16C/64G/A30-24G*1
     weight: float = 1.0
     state: str = "SERVING"  # SERVING | DRAINING
+    cluster_limit_local: bool = False  # Redis unreachable: it enforces its share of cluster-qps
 
     def serves(self, model: str, version: str | None = None) -> bool:
         versions = self.models.get(model, {})

@@ -26,7 +26,11 @@ which happens when the limit binds (grants come back short) or traffic jumps.
 
 When Redis errors or times out, the guard enforces limit / live instances
 locally with a ``SharedLimit`` and pings Redis in the background at most once
-per ``probe_interval`` until it answers; then it uses Redis again.
+per ``probe_interval`` until it answers; then it uses Redis again. Its registry
+entry says so (``cluster_limit_local``), and while F of the N live instances
+enforce locally, the others lease from Redis at (N - F) / N of the limit (rates,
+reserves and burst alike): the cluster still admits the limit, not the limit
+plus the local shares, when Redis is unreachable from some hosts only.
 """
 
 from __future__ import annotations
@@ -168,6 +172,7 @@ class _Interface:
 
     __slots__ = (
         "args",
+        "factor",
         "keys",
         "leases",
         "local",
@@ -187,20 +192,35 @@ class _Interface:
         models = list(shares.reserved)
         self.keys = [f"{prefix}:pool", *(f"{prefix}:m:{model}" for model in models)]
         self.reserve_index: dict[str | None, int] = {m: i + 1 for i, m in enumerate(models)}
-        ttl_ms = int((2 * shares.burst_seconds + 10) * 1000)
-        self.args: list[str | int] = [
-            ttl_ms,
-            repr(float(shares.limit)),
-            repr(float(shares.pool_rate)),
-            repr(float(shares.total_capacity)),
-        ]
-        for model in models:
-            self.args += [repr(float(shares.reserved[model])), repr(shares.reserve_capacity[model])]
+        self.factor = 1.0
+        self.args = self._script_args(shares)
         self.leases: dict[str | None, _Lease] = {}
         self.offered = 0
         self.observed = 0.0
         self.window = RateWindow(now)
         self.local: SharedLimit | None = None
+
+    def script_args(self, factor: float) -> list[str | int]:
+        """The script's limit arguments for ``factor`` of the limit (the share of the
+        instances that lease from Redis)."""
+        if factor != self.factor:
+            self.factor = factor
+            shares = self.shares if factor == 1.0 else self.shares.scaled(factor)
+            self.args = self._script_args(shares)
+        return self.args
+
+    def _script_args(self, shares: LimitShares) -> list[str | int]:
+        # expiry from the whole limit's burst: keys outlive any share's
+        ttl_ms = int((2 * self.shares.burst_seconds + 10) * 1000)
+        args: list[str | int] = [
+            ttl_ms,
+            repr(float(shares.limit)),
+            repr(float(shares.pool_rate)),
+            repr(float(shares.total_capacity)),
+        ]
+        for model in shares.reserved:
+            args += [repr(float(shares.reserved[model])), repr(shares.reserve_capacity[model])]
+        return args
 
 
 class ClusterQpsGuard:
@@ -220,6 +240,7 @@ class ClusterQpsGuard:
         live_instances: Callable[[], int],
         service_file: str = "service.yaml",
         *,
+        limiting_locally: Callable[[], int] = lambda: 0,
         chunk: int = 20,
         lease_ttl: float = 1.0,
         socket_timeout: float = 0.05,
@@ -233,6 +254,7 @@ class ClusterQpsGuard:
         self.probe_interval = probe_interval
         self._clock = clock
         self._live_instances = live_instances
+        self._limiting_locally = limiting_locally
         self._redis = Redis.from_url(
             redis_url,
             socket_timeout=socket_timeout,
@@ -384,7 +406,9 @@ class ClusterQpsGuard:
         self, iface: _Interface, lease: _Lease, model: str | None, now: float
     ) -> float:
         """One round trip: add the granted tokens to the lease; the wait for one token."""
-        cap = iface.shares.limit / (self._instances() * 10)
+        instances = self._instances()
+        factor = (instances - self._others_limiting_locally(instances)) / instances
+        cap = iface.shares.limit * factor / (instances * 10)
         left = lease.tokens if now < lease.expires else 0
         elapsed = now - lease.issued_at
         spending = (lease.issued - left) / elapsed if lease.issued and elapsed > 0 else 0.0
@@ -392,7 +416,7 @@ class ClusterQpsGuard:
         offered, iface.offered = iface.offered, 0
         granted, wait_one, wait_want, observed = await self._script(
             keys=iface.keys,
-            args=[want, iface.reserve_index.get(model, 0), offered, *iface.args],
+            args=[want, iface.reserve_index.get(model, 0), offered, *iface.script_args(factor)],
         )
         self.redis_round_trips += 1
         iface.observed = float(observed)
@@ -468,6 +492,14 @@ class ClusterQpsGuard:
         except Exception:  # the registry's problem must not become a refused request
             return 1
 
+    def _others_limiting_locally(self, instances: int) -> int:
+        """The other live instances that enforce their share without Redis (at most all
+        but this one)."""
+        try:
+            return min(max(0, int(self._limiting_locally())), instances - 1)
+        except Exception:  # the registry's problem must not become a refused request
+            return 0
+
     def _refusal(
         self,
         iface: _Interface,
@@ -482,6 +514,11 @@ class ClusterQpsGuard:
             # the cluster's count at the last trip, plus this instance's calls not yet reported
             observed = iface.observed + iface.offered
             extra = ""
+            if iface.factor < 1.0:
+                extra = (
+                    f"redis unreachable from some instances: they enforce their shares "
+                    f"locally, the instances on Redis lease {iface.factor:.0%} of the limit"
+                )
         else:
             instances = self._fallback_instances
             observed = iface.window.rate(self._clock.monotonic()) * instances

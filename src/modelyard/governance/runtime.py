@@ -176,7 +176,10 @@ def check_rules(config: ServiceConfig) -> None:
 
 
 def build_guards(
-    config: ServiceConfig, clock: Clock, live_instances: Callable[[], int]
+    config: ServiceConfig,
+    clock: Clock,
+    live_instances: Callable[[], int],
+    limiting_locally: Callable[[], int] = lambda: 0,
 ) -> list[Guard]:
     guards: list[Guard] = []
     file = config.filename
@@ -195,6 +198,7 @@ def build_guards(
                 clock,
                 live_instances,
                 file,
+                limiting_locally=limiting_locally,
                 chunk=int(config.cluster.get("lease_chunk", 20)),
             )
         )
@@ -269,6 +273,7 @@ class Governance:
         *,
         clock: Clock = SYSTEM_CLOCK,
         live_instances: Callable[[], int] = lambda: 1,
+        limiting_locally: Callable[[], int] = lambda: 0,
         rules_source: RulesSource = RulesSource.LOCAL,
         registry_url: str | None = None,
         rejections_kept: int = 1000,
@@ -276,6 +281,7 @@ class Governance:
         self.path = path
         self.clock = clock
         self.live_instances = live_instances
+        self.limiting_locally = limiting_locally
         self.rules_source = RulesSource(rules_source)
         self.registry_url = registry_url
         self.rejections = RejectionLog(rejections_kept)
@@ -333,8 +339,15 @@ class Governance:
         return replace(rules, interfaces=local.interfaces, auth=local.auth, auth_set_at=auth_set_at)
 
     def _chain(self, config: ServiceConfig) -> GuardChain:
-        guards = build_guards(config, self.clock, self.live_instances)
+        guards = build_guards(config, self.clock, self.live_instances, self.limiting_locally)
         return GuardChain(guards, self.clock, on_rejected=self._record_rejection)
+
+    def cluster_limits_local(self) -> bool:
+        """Whether this instance enforces its share of the cluster limits itself (its Redis
+        is unreachable): its registry entry says so, and the others lease less from Redis."""
+        return any(
+            isinstance(guard, ClusterQpsGuard) and guard.in_fallback for guard in self.chain.guards
+        )
 
     # ---- calls ------------------------------------------------------------
 
@@ -673,13 +686,15 @@ async def open_governance(
     store: RulesStore | None,
     registry_url: str | None,
     live_instances: Callable[[], int] = lambda: 1,
+    limiting_locally: Callable[[], int] = lambda: 0,
 ) -> Governance | None:
     """The governance of a serving instance, with the central revision current at start.
 
     None when nothing could ever be enforced: no service file, and no service
     whose central rules could apply. A store that cannot be read at start is
     logged; the follower picks the rules up once it answers. ``live_instances`` counts the
-    service's instances in the registry, this one included (cluster-qps divides by it).
+    service's instances in the registry, this one included (cluster-qps divides by it);
+    ``limiting_locally`` the others that enforce their share without Redis.
     """
     uses_central = (
         service is not None and store is not None and rules_source is not RulesSource.LOCAL
@@ -710,6 +725,7 @@ async def open_governance(
         rules_source=rules_source,
         registry_url=registry_url,
         live_instances=live_instances,
+        limiting_locally=limiting_locally,
     )
     if uses_central:
         assert store is not None
