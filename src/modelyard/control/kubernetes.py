@@ -15,7 +15,9 @@
   deregisters on SIGTERM, keeps answering while callers' views drop it, then drains),
   and the model repository from a volume (a PersistentVolumeClaim, or an OCI image);
 * a PodDisruptionBudget per group (one pod of a group down at a time);
-* per service, a gateway Deployment and Service;
+* per service, a gateway Deployment and Service: a gateway pod waits in a preStop hook
+  while the Service's endpoints drop it, then drains, and tries another instance when
+  one gives no answer in 5 s (a dead node or a cut link);
 * etcd (a StatefulSet of 1 or 3 members, with its Services) unless an external
   registry is given;
 * a service's file (its governance: auth, limits, breakers) as a ConfigMap its pods
@@ -54,6 +56,11 @@ GPU_PRODUCTS = {
 }
 DEREGISTER_GRACE_S = 6.0  # over the registry TTL (5 s): callers' views have dropped the pod
 EXIT_TIMEOUT_S = 30.0  # requests in flight finish within this
+# a gateway pod keeps accepting this long after its deletion starts, while the Service's
+# endpoints (kube-proxy, ingresses) drop it; then SIGTERM drains it
+GATEWAY_PRESTOP_S = 5
+# an instance whose node or link died answers nothing: the gateway tries another after this
+GATEWAY_ATTEMPT_TIMEOUT_S = 5.0
 
 
 @dataclass(slots=True)
@@ -407,10 +414,13 @@ def _gateway(options: ClusterOptions, service: str) -> list[dict[str, Any]]:
             registry_url(options),
             "--host",
             "0.0.0.0",
+            "--attempt-timeout",
+            f"{GATEWAY_ATTEMPT_TIMEOUT_S:g}",
         ],
         "ports": [{"name": "http", "containerPort": 8000}, {"name": "grpc", "containerPort": 8001}],
         "readinessProbe": {"httpGet": {"path": "/v2/health/ready", "port": "http"}},
         "livenessProbe": {"httpGet": {"path": "/v2/health/live", "port": "http"}},
+        "lifecycle": {"preStop": {"sleep": {"seconds": GATEWAY_PRESTOP_S}}},
         "resources": {
             "requests": {"cpu": "1", "memory": "1Gi"},
             "limits": {"cpu": "2", "memory": "2Gi"},
@@ -427,6 +437,8 @@ def _gateway(options: ClusterOptions, service: str) -> list[dict[str, Any]]:
                 "template": {
                     "metadata": {"labels": dict(labels)},
                     "spec": {
+                        # the preStop wait, then requests in flight (the client's 30 s at most)
+                        "terminationGracePeriodSeconds": GATEWAY_PRESTOP_S + 30 + 5,
                         "securityContext": {"runAsNonRoot": True},
                         "containers": [container],
                     },

@@ -138,8 +138,13 @@ def test_the_whole_platform_renders_namespaces_quotas_budgets_gateways_and_etcd(
             "claimName": "models", "readOnly": True}}]  # fmt: skip
     (gateway,) = [d for d in _kinds(manifests, "Deployment") if "gateway" in d["metadata"]["name"]]
     assert gateway["metadata"]["namespace"] == "modelyard"
-    gateway_args = gateway["spec"]["template"]["spec"]["containers"][0]["args"]
+    gateway_pod = gateway["spec"]["template"]["spec"]
+    gateway_args = gateway_pod["containers"][0]["args"]
     assert gateway_args[:3] == ["gateway", "--service", "com.example.search.ranker"]
+    assert gateway_args[gateway_args.index("--attempt-timeout") + 1] == "5"  # a dead node
+    # the Service's endpoints drop the pod before it stops accepting, then it drains
+    prestop = gateway_pod["containers"][0]["lifecycle"]["preStop"]["sleep"]["seconds"]
+    assert gateway_pod["terminationGracePeriodSeconds"] > prestop + 30
     (etcd,) = _kinds(manifests, "StatefulSet")
     assert etcd["spec"]["replicas"] == 3
     command = etcd["spec"]["template"]["spec"]["containers"][0]["command"]
