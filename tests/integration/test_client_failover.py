@@ -8,6 +8,7 @@ gRPC client at once; none of their requests may fail.
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -244,8 +245,6 @@ def test_an_unreachable_registry_leaves_the_last_known_instances(
 def silent_listener() -> Iterator[str]:
     """A port that accepts connections and never answers, as a host whose link is cut
     looks to a caller that already had a connection open."""
-    import socket
-
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(64)
@@ -286,6 +285,36 @@ def test_the_attempt_timeout_says_which_instance_did_not_answer() -> None:
         assert error.value.code is Code.UNAVAILABLE
         assert error.value.rule == "client/attempt-timeout"
         assert f"no answer from instance {silent} within the attempt timeout" in str(error.value)
-        with pytest.raises(ClientError) as refused:
-            Client(SERVICE, registry, attempt_timeout=0)
-        assert refused.value.rule == "client/attempt-timeout"
+
+
+def test_an_attempt_timeout_must_be_positive() -> None:
+    with pytest.raises(ClientError) as refused:
+        Client(SERVICE, MemoryRegistry(), attempt_timeout=0)
+    assert refused.value.rule == "client/attempt-timeout"
+    assert refused.value.code is Code.INVALID_ARGUMENT
+
+
+def test_callers_keep_to_their_data_centre_and_spill_over_when_it_has_none_healthy(
+    repository: Path, tmp_path: Path
+) -> None:
+    registry = MemoryRegistry()
+    with ExitStack() as stack:
+        servers = [stack.enter_context(running_server(repository, tmp_path)) for _ in range(4)]
+        for server, dc in zip(servers, ("dc1", "dc1", "dc2", "dc2"), strict=True):
+            entry = instance(server)
+            entry.labels["data_center"] = dc
+            register(registry, entry)
+        with (
+            Client(SERVICE, registry, transport="http", data_center="dc1") as http,
+            Client(SERVICE, registry, transport="grpc", data_center="dc1") as grpc,
+        ):
+            load = Load({"http": http, "grpc": grpc})
+            with load.running():
+                load.wait_for(300)
+                assert served_requests(servers[2]) + served_requests(servers[3]) == 0  # dc1 could
+                assert min(served_requests(s) for s in servers[:2]) > 50  # both of dc1 did
+                for server in servers[:2]:
+                    server.process.kill()  # dc1 is lost
+                load.wait_for(300)
+        assert load.failures == []
+        assert served_requests(servers[2]) + served_requests(servers[3]) > 250  # dc2 took over

@@ -30,7 +30,7 @@ from tests.support.servers import wait_until
 
 SERVICE = "com.example.multihost"
 TTL = 2.0  # seconds, the instances' registry TTL (etcd's least is about 1.5)
-LIMIT = 150  # cluster-qps of interface infer; the steady load stays under it
+LIMIT = 60  # cluster-qps of interface infer; the steady load (at most 40/s) stays under it
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow
@@ -107,7 +107,7 @@ def test_a_killed_instance_a_cut_link_and_a_lost_redis_cost_no_call(tmp_path: Pa
         caller = net.start(6, [
             sys.executable, "-m", "tests.support.multi_host_load",
             "--gateway", f"{net.address(5)}:8000", "--registry", registry,
-            "--service", SERVICE, "--control", str(control),
+            "--service", SERVICE, "--control", str(control), "--pause", "0.1",
         ], tmp_path / "caller.log", cwd=ROOT)  # fmt: skip
         stack.callback(lambda: (control / "stop").write_text(""))
 
@@ -172,15 +172,16 @@ def test_a_killed_instance_a_cut_link_and_a_lost_redis_cost_no_call(tmp_path: Pa
     assert all(t >= blocked_at for t, _, outcome in calls if outcome == "refused")
 
     # the cut host left the SDK's view and the gateway's within the TTL (etcd sweeps expired
-    # leases every 0.5 s: a second over), and both saw it come back after the restore
+    # leases every 0.5 s, the watch and the caller's 0.1 s look add theirs: 1.5 s over), and
+    # both saw it come back after the restore
     left = next(v["t"] for v in views if v["t"] > cut_at and ids[3] not in v["ids"])
-    assert left - cut_at <= TTL + 1.0, left - cut_at
+    assert left - cut_at <= TTL + 1.5, left - cut_at
     back = next(v["t"] for v in views if v["t"] > left and ids[3] in v["ids"])
     assert back > restored_at
     changes = _gateway_events(gateway_log, "service_instances")
     key = f"{ids[3]}@{ids[3]}"
     gateway_left = next(e["wall"] for e in changes if key in e["left"] and e["wall"] > cut_wall)
-    assert gateway_left - cut_wall <= TTL + 1.0, gateway_left - cut_wall
+    assert gateway_left - cut_wall <= TTL + 1.5, gateway_left - cut_wall
     assert any(key in e["joined"] and e["wall"] > gateway_left for e in changes)
 
     # cluster-qps held within 1.1 x the limit while host 4 could not reach Redis

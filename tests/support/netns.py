@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 SUBNET = "10.200.0"
+PREFIX = "modelyard-test-"  # then the test process's pid: a dead pid's namespaces are swept
 
 
 def unavailable() -> str | None:
@@ -28,12 +29,22 @@ def unavailable() -> str | None:
         return "needs iproute2's `ip` (apt-get install iproute2)"
     if os.geteuid() != 0:
         return "needs root to make network namespaces (ip netns add)"
-    probe = f"my{os.getpid()}probe"
+    probe = f"{PREFIX}{os.getpid()}-probe"
     made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
     if made.returncode != 0:
         return f"ip netns add failed: {made.stderr.strip()}"
     subprocess.run(["ip", "netns", "del", probe], capture_output=True)
     return None
+
+
+def _sweep_stale() -> None:
+    """Delete the namespaces a test process left when it was killed before its cleanup."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for line in listed.splitlines():
+        name = line.split()[0] if line.strip() else ""
+        pid = name.removeprefix(PREFIX).partition("-")[0]
+        if name.startswith(PREFIX) and pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
 
 def _ip(*args: str) -> None:
@@ -56,9 +67,9 @@ class HostProcess:
         return self.process.poll() is None
 
     def kill(self) -> None:
-        """SIGKILL, as a crash would."""
+        """SIGKILL, as a crash would (its children too: it leads a process group)."""
         if self.running():
-            self.process.kill()
+            os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(10)
 
     def stop(self) -> None:
@@ -75,9 +86,9 @@ class Network:
     """``hosts`` namespaces, numbered from 1, on one bridge; a context manager."""
 
     def __init__(self, hosts: int) -> None:
-        tag = f"my{os.getpid()}"
-        self.switch = f"{tag}sw"
-        self.hosts = [f"{tag}h{n}" for n in range(1, hosts + 1)]
+        tag = f"{PREFIX}{os.getpid()}"
+        self.switch = f"{tag}-switch"
+        self.hosts = [f"{tag}-h{n}" for n in range(1, hosts + 1)]
         self._processes: list[HostProcess] = []
 
     def address(self, host: int, extra: int = 0) -> str:
@@ -85,6 +96,7 @@ class Network:
         return f"{SUBNET}.{host + 10 * extra}"
 
     def __enter__(self) -> Network:
+        _sweep_stale()
         try:
             _ip("netns", "add", self.switch)
             _ip("-n", self.switch, "link", "add", "br0", "type", "bridge")
@@ -108,9 +120,7 @@ class Network:
 
     def close(self) -> None:
         for process in self._processes:
-            if process.running():
-                process.process.kill()
-                process.process.wait(10)
+            process.kill()
         for name in [*self.hosts, self.switch]:
             subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
@@ -131,6 +141,7 @@ class Network:
                 stderr=subprocess.STDOUT,
                 env=dict(os.environ, PYTHONUNBUFFERED="1"),
                 cwd=cwd,
+                start_new_session=True,
             )
         started = HostProcess(process, log_path)
         self._processes.append(started)

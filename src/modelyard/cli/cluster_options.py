@@ -42,6 +42,14 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, registry: bool = True
         metavar="FILE",
         help="a service's file (its governance), given to its pods as a ConfigMap; repeatable",
     )
+    parser.add_argument(
+        "--gateway-attempt-timeout",
+        type=float,
+        default=None,
+        metavar="SECS",
+        help="the gateways try another instance when one gives no answer in SECS (a dead "
+        "node or a cut link); set it above the slowest model's answer; default: off",
+    )
     for key, default in (
         ("data-center", "modelyard.io/data-center"),
         ("pool", "modelyard.io/pool"),
@@ -85,4 +93,5 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions:
         pool_label=args.pool_label,
         gpu_product_label=args.gpu_product_label,
         gpu_products=products,
+        gateway_attempt_timeout=args.gateway_attempt_timeout,
     )

@@ -68,6 +68,13 @@ def add_gateway_arguments(parser: argparse.ArgumentParser) -> None:
         "instance whose host stops answering); default: an attempt may take the whole timeout",
     )
     parser.add_argument(
+        "--data-center",
+        default=None,
+        metavar="DC",
+        help="forward to the instances of this data centre (their --data-center) while one "
+        "of them is healthy, to the others when none is",
+    )
+    parser.add_argument(
         "--max-attempts", type=int, default=3, help="tries per request, the first included"
     )
     parser.add_argument("--http-max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
@@ -93,6 +100,7 @@ async def gateway(args: argparse.Namespace) -> None:
             registry,
             transport=args.transport,
             attempt_timeout=args.attempt_timeout,
+            data_center=args.data_center,
             max_attempts=args.max_attempts,
             max_message_bytes=args.grpc_max_message_bytes,
             **options,

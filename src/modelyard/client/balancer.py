@@ -15,6 +15,10 @@ fail are ejected for a while, as Envoy's outlier detection does:
 - when fewer than ``panic_threshold`` percent of a model's hosts are in, the
   balancer ignores ejections for that model and uses them all.
 
+``Balancer.pick_nearby`` keeps a caller in its own data centre: it picks among
+the ``local`` hosts that are in, not failing in a row and not yet tried, and
+spills over to every host only when there is none.
+
 Only what the caller reports as a failure counts: the client reports
 connection errors and UNAVAILABLE, not a model's own errors, which every host
 would repeat. Pure logic: time comes from the injected clock, randomness from
@@ -53,6 +57,7 @@ class Host:
         "ejected_until",
         "ejections",
         "key",
+        "local",
         "outstanding",
         "weight",
         "window_failures",
@@ -62,6 +67,7 @@ class Host:
 
     def __init__(self, key: str, weight: float = 1.0) -> None:
         self.key = key
+        self.local = False  # in the caller's own data centre
         self.weight = weight
         self.outstanding = 0
         self.consecutive_failures = 0
@@ -126,6 +132,21 @@ class Balancer:
         if second.outstanding * first.weight < first.outstanding * second.weight:
             return second
         return first
+
+    def pick_nearby(self, candidates: Sequence[H], exclude: Collection[Host] = ()) -> H | None:
+        """``pick`` among the local hosts that are in and untried; among all when none is.
+        A local host failing in a row counts as out though the ejection cap keeps it in."""
+        now = self.clock.monotonic()
+        failing = self.policy.consecutive_failures
+        nearby = [
+            h
+            for h in candidates
+            if h.local
+            and not h.ejected(now)
+            and h.consecutive_failures < failing
+            and h not in exclude
+        ]
+        return self.pick(nearby) if nearby else self.pick(candidates, exclude)
 
     def pick_for(
         self, affinity: str, candidates: Sequence[H], exclude: Collection[Host] = ()

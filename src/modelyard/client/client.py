@@ -7,7 +7,8 @@ No request touches the registry. When the registry cannot be reached the client
 keeps routing on the last table it had and tries the registry again with
 backoff.
 
-A request picks an endpoint with the ``Balancer``, sends it over the endpoint's
+A request picks an endpoint with the ``Balancer`` (among the instances of the
+caller's own ``data_center`` first, when it names one), sends it over the endpoint's
 pooled transport and, on failure, asks the ``RetryPolicy`` and the
 ``RetryBudget`` whether to try again, on an instance it has not tried yet, or
 after the ``retry_after`` a rate limit asked for. An attempt unanswered within
@@ -84,6 +85,7 @@ class AsyncClient:
         transport: str = "http",
         timeout: float = DEFAULT_TIMEOUT_SECS,
         attempt_timeout: float | None = None,
+        data_center: str | None = None,
         max_attempts: int = 3,
         outlier: OutlierPolicy | None = None,
         retry_budget: RetryBudget | None = None,
@@ -110,6 +112,7 @@ class AsyncClient:
             )
         self.timeout = timeout
         self.attempt_timeout = attempt_timeout
+        self.data_center = data_center
         self.clock = clock
         self.balancer = Balancer(outlier, clock=clock, rng=rng)
         self.policy = RetryPolicy(max_attempts=max_attempts)
@@ -236,6 +239,9 @@ class AsyncClient:
             else:
                 endpoint.instance = instance
                 endpoint.weight = instance.weight
+            endpoint.local = self.data_center is not None and (
+                instance.labels.get("data_center") == self.data_center
+            )
             endpoints[key] = endpoint
         for key, endpoint in old.items():
             if key not in endpoints:
@@ -378,6 +384,8 @@ class AsyncClient:
                 endpoint = None
             elif affinity is not None:
                 endpoint = balancer.pick_for(affinity, candidates, tried)
+            elif self.data_center is not None:
+                endpoint = balancer.pick_nearby(candidates, tried)
             else:
                 endpoint = balancer.pick(candidates, tried)
             if endpoint is None:
@@ -385,13 +393,20 @@ class AsyncClient:
             balancer.start(endpoint)
             remaining = deadline - clock.monotonic()
             # a host that stops answering (its link cut) holds an attempt only this long
-            limit = remaining if per_attempt is None or per_attempt >= remaining else per_attempt
+            attempt_secs = remaining
+            if per_attempt is not None and per_attempt < remaining:
+                attempt_secs = per_attempt
             try:
-                result = await send(self._transport(endpoint), limit)
+                result = await send(self._transport(endpoint), attempt_secs)
             except ModelyardError as exc:
                 error = exc
-                if limit < remaining and exc.code is Code.DEADLINE_EXCEEDED:
-                    error = attempt_timeout_error(endpoint.address, limit)
+                if (
+                    attempt_secs < remaining
+                    and isinstance(exc, ClientError)
+                    and exc.rule == "client/deadline"  # no answer, not the server's own line
+                    and deadline > clock.monotonic()  # the request's own time is left
+                ):
+                    error = attempt_timeout_error(endpoint.address, attempt_secs)
             except BaseException:
                 self._finish(endpoint, None)
                 raise

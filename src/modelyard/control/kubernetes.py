@@ -16,8 +16,8 @@
   and the model repository from a volume (a PersistentVolumeClaim, or an OCI image);
 * a PodDisruptionBudget per group (one pod of a group down at a time);
 * per service, a gateway Deployment and Service: a gateway pod waits in a preStop hook
-  while the Service's endpoints drop it, then drains, and tries another instance when
-  one gives no answer in 5 s (a dead node or a cut link);
+  while the Service's endpoints drop it, then drains; with ``gateway_attempt_timeout``
+  it tries another instance when one gives no answer in time (a dead node, a cut link);
 * etcd (a StatefulSet of 1 or 3 members, with its Services) unless an external
   registry is given;
 * a service's file (its governance: auth, limits, breakers) as a ConfigMap its pods
@@ -59,8 +59,7 @@ EXIT_TIMEOUT_S = 30.0  # requests in flight finish within this
 # a gateway pod keeps accepting this long after its deletion starts, while the Service's
 # endpoints (kube-proxy, ingresses) drop it; then SIGTERM drains it
 GATEWAY_PRESTOP_S = 5
-# an instance whose node or link died answers nothing: the gateway tries another after this
-GATEWAY_ATTEMPT_TIMEOUT_S = 5.0
+GATEWAY_CLIENT_TIMEOUT_S = 30  # the SDK's default timeout: a forwarded request's longest
 
 
 @dataclass(slots=True)
@@ -81,6 +80,8 @@ class ClusterOptions:
     # service -> its service file's text (governance), and whether it sets cluster limits
     service_files: dict[str, str] = field(default_factory=dict)
     cluster_limits: bool = False
+    # seconds a gateway waits for one instance before trying another (None: the whole timeout)
+    gateway_attempt_timeout: float | None = None
 
 
 def _dns(text: str) -> str:
@@ -402,21 +403,22 @@ def _gateway(options: ClusterOptions, service: str) -> list[dict[str, Any]]:
     """A service's gateway: callers that know only its name reach its instances through it."""
     name = _object_name("gateway", service)
     labels = {f"{LABEL}/gateway": _dns(service), f"{LABEL}/component": "gateway"}
+    args = [
+        "gateway",
+        "--service",
+        service,
+        "--registry",
+        registry_url(options),
+        "--host",
+        "0.0.0.0",
+    ]
+    if options.gateway_attempt_timeout is not None:
+        args += ["--attempt-timeout", f"{options.gateway_attempt_timeout:g}"]
     container = {
         "name": "gateway",
         "image": options.image,
         "command": ["modelyard"],
-        "args": [
-            "gateway",
-            "--service",
-            service,
-            "--registry",
-            registry_url(options),
-            "--host",
-            "0.0.0.0",
-            "--attempt-timeout",
-            f"{GATEWAY_ATTEMPT_TIMEOUT_S:g}",
-        ],
+        "args": args,
         "ports": [{"name": "http", "containerPort": 8000}, {"name": "grpc", "containerPort": 8001}],
         "readinessProbe": {"httpGet": {"path": "/v2/health/ready", "port": "http"}},
         "livenessProbe": {"httpGet": {"path": "/v2/health/live", "port": "http"}},
@@ -438,7 +440,9 @@ def _gateway(options: ClusterOptions, service: str) -> list[dict[str, Any]]:
                     "metadata": {"labels": dict(labels)},
                     "spec": {
                         # the preStop wait, then requests in flight (the client's 30 s at most)
-                        "terminationGracePeriodSeconds": GATEWAY_PRESTOP_S + 30 + 5,
+                        "terminationGracePeriodSeconds": (
+                            GATEWAY_PRESTOP_S + GATEWAY_CLIENT_TIMEOUT_S + 5
+                        ),
                         "securityContext": {"runAsNonRoot": True},
                         "containers": [container],
                     },

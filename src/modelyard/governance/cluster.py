@@ -25,8 +25,8 @@ wait for Redis; a request waits for a round trip only when its lease is empty,
 which happens when the limit binds (grants come back short) or traffic jumps.
 
 When Redis errors or times out, the guard enforces limit / live instances
-locally with a ``SharedLimit`` and pings Redis in the background at most once
-per ``probe_interval`` until it answers; then it uses Redis again. Its registry
+locally with a ``SharedLimit`` and pings Redis in the background every
+``probe_interval``, traffic or not, until it answers; then it uses Redis again. Its registry
 entry says so (``cluster_limit_local``), and while F of the N live instances
 enforce locally, the others lease from Redis at (N - F) / N of the limit (rates,
 reserves and burst alike): the cluster still admits the limit, not the limit
@@ -210,8 +210,9 @@ class _Interface:
         return self.args
 
     def _script_args(self, shares: LimitShares) -> list[str | int]:
-        # expiry from the whole limit's burst: keys outlive any share's
-        ttl_ms = int((2 * self.shares.burst_seconds + 10) * 1000)
+        # keys outlive the longer burst, the whole limit's or the share's
+        burst = max(self.shares.burst_seconds, shares.burst_seconds)
+        ttl_ms = int((2 * burst + 10) * 1000)
         args: list[str | int] = [
             ttl_ms,
             repr(float(shares.limit)),
@@ -280,7 +281,6 @@ class ClusterQpsGuard:
             self._interfaces[interface] = _Interface(interface, shares, prefix, where, now)
         self._fallback = False
         self._fallback_instances = 1
-        self._next_probe = 0.0
         self._probe_task: asyncio.Task[None] | None = None
         self.admitted = 0
         self.rejected: dict[str, int] = {self.rule: 0}
@@ -379,7 +379,7 @@ class ClusterQpsGuard:
         try:
             wait_one = await self._lease(iface, lease, call.model, now)
         except (RedisError, OSError) as exc:
-            self._enter_fallback(exc, now)
+            self._enter_fallback(exc)
             self._check_locally(iface, call, now)
             return
         if lease.tokens > 0:
@@ -398,7 +398,7 @@ class ClusterQpsGuard:
                 try:
                     await self._lease(iface, lease, model, now)
                 except (RedisError, OSError) as exc:
-                    self._enter_fallback(exc, now)
+                    self._enter_fallback(exc)
         finally:
             lease.refill = None
 
@@ -407,13 +407,23 @@ class ClusterQpsGuard:
     ) -> float:
         """One round trip: add the granted tokens to the lease; the wait for one token."""
         instances = self._instances()
-        factor = (instances - self._others_limiting_locally(instances)) / instances
-        cap = iface.shares.limit * factor / (instances * 10)
+        limiting_locally = self._others_limiting_locally(instances)
+        factor = (instances - limiting_locally) / instances
+        cap = iface.shares.limit / (instances * 10)
         left = lease.tokens if now < lease.expires else 0
         elapsed = now - lease.issued_at
         spending = (lease.issued - left) / elapsed if lease.issued and elapsed > 0 else 0.0
         want = max(1, int(min(cap, max(self.chunk, spending * CHUNK_SECONDS))))
         offered, iface.offered = iface.offered, 0
+        if factor != iface.factor:
+            log.info(
+                "cluster_limit_share",
+                service=self.service,
+                interface=iface.name,
+                leasing=f"{factor:.0%} of the limit",
+                limiting_locally=limiting_locally,
+                live_instances=instances,
+            )
         granted, wait_one, wait_want, observed = await self._script(
             keys=iface.keys,
             args=[want, iface.reserve_index.get(model, 0), offered, *iface.script_args(factor)],
@@ -434,9 +444,6 @@ class ClusterQpsGuard:
 
     def _check_locally(self, iface: _Interface, call: Call, now: float) -> None:
         self.fallback_decisions += 1
-        if now >= self._next_probe and (self._probe_task is None or self._probe_task.done()):
-            self._next_probe = now + self.probe_interval
-            self._probe_task = asyncio.get_running_loop().create_task(self._probe())
         local = iface.local
         if local is None:
             share = iface.shares.scaled(1.0 / self._fallback_instances)
@@ -446,14 +453,15 @@ class ClusterQpsGuard:
             return
         raise self._refusal(iface, call, local.wait_time(call.model), local=local)
 
-    def _enter_fallback(self, exc: BaseException, now: float) -> None:
-        self._next_probe = now + self.probe_interval
+    def _enter_fallback(self, exc: BaseException) -> None:
         if self._fallback:
             return
         self._fallback = True
         self._fallback_instances = self._instances()
         for iface in self._interfaces.values():
             iface.local = None
+        if not self._closed and (self._probe_task is None or self._probe_task.done()):
+            self._probe_task = asyncio.get_running_loop().create_task(self._probe_until_answered())
         log.warning(
             "cluster_limit_fallback",
             state="entered",
@@ -464,16 +472,20 @@ class ClusterQpsGuard:
             enforcing="limit / live instances on this instance",
         )
 
-    async def _probe(self) -> None:
-        try:
-            await self._redis.ping()
-        except (RedisError, OSError):
-            instances = self._instances()
-            if instances != self._fallback_instances:
-                self._fallback_instances = instances
-                for iface in self._interfaces.values():
-                    iface.local = None
-            return
+    async def _probe_until_answered(self) -> None:
+        """Ping Redis every ``probe_interval``, with traffic or without, until it answers: an
+        idle instance must not stay in fallback, its entry saying the others lease less."""
+        while True:
+            await asyncio.sleep(self.probe_interval)
+            try:
+                await self._redis.ping()
+                break
+            except (RedisError, OSError):
+                instances = self._instances()
+                if instances != self._fallback_instances:
+                    self._fallback_instances = instances
+                    for iface in self._interfaces.values():
+                        iface.local = None
         self._fallback = False
         for iface in self._interfaces.values():
             iface.leases.clear()
@@ -517,8 +529,11 @@ class ClusterQpsGuard:
             if iface.factor < 1.0:
                 extra = (
                     f"redis unreachable from some instances: they enforce their shares "
-                    f"locally, the instances on Redis lease {iface.factor:.0%} of the limit"
+                    f"locally, the instances on Redis lease {iface.factor:.0%} of the limit "
+                    f"{limit:g}/s"
                 )
+                limit *= iface.factor
+                reserved *= iface.factor
         else:
             instances = self._fallback_instances
             observed = iface.window.rate(self._clock.monotonic()) * instances

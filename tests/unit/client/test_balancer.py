@@ -204,3 +204,40 @@ def test_a_retry_goes_to_another_host_even_an_ejected_one() -> None:
 def test_a_host_with_weight_zero_gets_nothing_while_others_can_serve() -> None:
     b, (zero, one), _ = balancer(0, 1)
     assert picks(b, [zero, one], 500) == Counter({"h1": 500})
+
+
+def nearby_picks(b: Balancer, hosts: list[Host], n: int = 50) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for _ in range(n):
+        host = b.pick_nearby(hosts)
+        assert host is not None
+        counts[host.key] += 1
+    return counts
+
+
+def test_pick_nearby_keeps_to_the_local_hosts_while_one_is_in_and_untried() -> None:
+    b, hosts, clock = balancer(1, 1, 1, 1)
+    hosts[0].local = hosts[1].local = True
+    counts = nearby_picks(b, hosts, 400)
+    assert set(counts) == {"h0", "h1"} and min(counts.values()) > 100  # spread over both
+    # a retry after both local hosts were tried spills over
+    assert b.pick_nearby(hosts, exclude=[hosts[0], hosts[1]]) in (hosts[2], hosts[3])
+    # one local host ejected: the other takes everything
+    fail(b, hosts[0], 3)
+    assert set(nearby_picks(b, hosts)) == {"h1"}
+    # none of them in: the remote ones serve, until the ejections end
+    fail(b, hosts[1], 3)
+    assert set(nearby_picks(b, hosts)) <= {"h2", "h3"}
+    clock.advance(31)
+    assert set(nearby_picks(b, hosts)) <= {"h0", "h1"}
+
+
+def test_pick_nearby_leaves_a_local_host_failing_in_a_row_that_the_cap_keeps_in() -> None:
+    b, hosts, _ = balancer(1, 1, 1)
+    hosts[0].local = hosts[1].local = True
+    fail(b, hosts[0], 3)
+    fail(b, hosts[1], 3)  # one of three may be out: h1 stays in, failing
+    assert [h.key for h in b.ejected()] == ["h0"]
+    assert set(nearby_picks(b, hosts)) <= {"h1", "h2"} and "h2" in nearby_picks(b, hosts)
+    succeed(b, hosts[1])  # it answers again: local first again
+    assert set(nearby_picks(b, hosts)) == {"h1"}

@@ -141,7 +141,7 @@ def test_the_whole_platform_renders_namespaces_quotas_budgets_gateways_and_etcd(
     gateway_pod = gateway["spec"]["template"]["spec"]
     gateway_args = gateway_pod["containers"][0]["args"]
     assert gateway_args[:3] == ["gateway", "--service", "com.example.search.ranker"]
-    assert gateway_args[gateway_args.index("--attempt-timeout") + 1] == "5"  # a dead node
+    assert "--attempt-timeout" not in gateway_args  # off unless asked: models may be slow
     # the Service's endpoints drop the pod before it stops accepting, then it drains
     prestop = gateway_pod["containers"][0]["lifecycle"]["preStop"]["sleep"]["seconds"]
     assert gateway_pod["terminationGracePeriodSeconds"] > prestop + 30
@@ -157,10 +157,13 @@ def test_an_external_registry_an_image_volume_and_other_label_keys() -> None:
     options = ClusterOptions(
         registry_url="etcd://etcd.infra:2379", models_image="registry.example/models:7",
         data_center_label="topology.kubernetes.io/zone", pool_label="example.com/pool",
-        gpu_products={"A30-24G": "NVIDIA-A30-PCIE"},
+        gpu_products={"A30-24G": "NVIDIA-A30-PCIE"}, gateway_attempt_timeout=2.5,
     )  # fmt: skip
     manifests = render(parse_platform_spec(BASE), options)
     assert not _kinds(manifests, "StatefulSet")
+    (gateway,) = [d for d in _kinds(manifests, "Deployment") if "gateway" in d["metadata"]["name"]]
+    gateway_args = gateway["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert gateway_args[gateway_args.index("--attempt-timeout") + 1] == "2.5"
     version = kubernetes_validate.latest_version()
     for manifest in manifests:
         kubernetes_validate.validate(manifest, version, strict=True)
