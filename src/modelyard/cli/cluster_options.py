@@ -94,4 +94,6 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions:
         gpu_product_label=args.gpu_product_label,
         gpu_products=products,
         gateway_attempt_timeout=args.gateway_attempt_timeout,
+        # the control plane reads the spec as it was rendered from
+        spec_text=read_text(args.file, "platform/render", "-f FILE: the platform spec"),
     )

@@ -11,7 +11,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from modelyard.control.plane import AUTOSCALE_MODES, ControlPlane, PlaneConfig
+from modelyard.control.plane import AUTOSCALE_MODES, TARGETS, ControlPlane, PlaneConfig
 from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.logging import configure_logging
 
@@ -43,6 +43,21 @@ def add_up_arguments(parser: argparse.ArgumentParser) -> None:
         help="on: change replicas; dry-run: only recommend; off: no evaluation",
     )
     parser.add_argument("--autoscale-every", type=float, default=2.0, metavar="SECONDS")
+    parser.add_argument(
+        "--target",
+        choices=TARGETS,
+        default="local",
+        help="local: launch the instances and gateways here; kubernetes: beside a rendered "
+        "platform, scale its Deployments (needs --registry)",
+    )
+    parser.add_argument(
+        "--namespace",
+        default="modelyard",
+        help="kubernetes: the render's shared namespace (quota namespaces are named from it)",
+    )
+    parser.add_argument(
+        "--kubeconfig", default=None, help="kubernetes, outside a pod: the cluster's kubeconfig"
+    )
     parser.add_argument(
         "--auth-file",
         type=Path,
@@ -91,6 +106,9 @@ async def _up(args: argparse.Namespace, banner: Any) -> None:
             autoscale=args.autoscale,
             autoscale_every=args.autoscale_every,
             keep_instances=args.keep_instances,
+            target=args.target,
+            namespace=args.namespace,
+            kubeconfig=args.kubeconfig,
         )
     )
     stop = asyncio.Event()

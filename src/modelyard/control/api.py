@@ -190,6 +190,17 @@ async def _overview(request: web.Request) -> web.Response:
                         "live": _live(plane.collector.views.get(instance.name)),
                     }
                 )
+            if plane.on_cluster:  # the cluster's pods, as the registry lists them
+                instances = [
+                    {
+                        "name": target.name,
+                        "http": target.http,
+                        "group": key,
+                        "live": _live(plane.collector.views.get(target.name)),
+                    }
+                    for target in plane.targets()
+                    if f"{target.service}/{target.group}" == key
+                ]
             release = state.releases.get(key)
             groups.append(
                 {
@@ -227,6 +238,7 @@ async def _overview(request: web.Request) -> web.Response:
             "state_revision": state.revision,
             "started_at": plane.started_at,
             "autoscale": plane.config.autoscale,
+            "target": plane.config.target,
             "services": services,
         }
     )
@@ -256,13 +268,11 @@ async def _ledger(request: web.Request) -> web.Response:
     spec = plane.spec
     ledger = build_ledger(spec, state.reserved(), expand(spec, effective_replicas(spec, state)))
     running: dict[str, dict[str, int]] = {}
-    for instance in state.instances:
-        counts = running.setdefault(
-            f"{instance.service}/{instance.group}", {"instances": 0, "gpu_instances": 0, "cards": 0}
-        )
+    for group_key, cards in plane.running():
+        counts = running.setdefault(group_key, {"instances": 0, "gpu_instances": 0, "cards": 0})
         counts["instances"] += 1
-        counts["gpu_instances"] += 1 if instance.cards else 0
-        counts["cards"] += instance.cards
+        counts["gpu_instances"] += 1 if cards else 0
+        counts["cards"] += cards
     return web.json_response(
         {
             **ledger.to_json(),

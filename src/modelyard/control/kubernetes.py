@@ -21,7 +21,11 @@
 * etcd (a StatefulSet of 1 or 3 members, with its Services) unless an external
   registry is given;
 * a service's file (its governance: auth, limits, breakers) as a ConfigMap its pods
-  read, and Redis when a file sets cluster-wide limits (``cluster_qps``).
+  read, and Redis when a file sets cluster-wide limits (``cluster_qps``);
+* with the spec's text (``spec_text``), the control plane and its console
+  (``platform up --target kubernetes``: one pod, the spec from a ConfigMap), a
+  ServiceAccount, and in each quota's namespace a Role and RoleBinding that let it
+  read and scale Deployments and nothing else.
 
 Names are DNS labels unique for their identity (a hash of it follows the readable part).
 """
@@ -43,6 +47,9 @@ ETCD_SERVICE = "etcd"
 REDIS_IMAGE = "redis:7.4-alpine"
 REDIS_SERVICE = "redis"
 SERVICE_FILE_DIR = "/etc/modelyard"
+SPEC_DIR = "/etc/modelyard/platform"
+CONTROL_PLANE = "control-plane"
+CONTROL_PORT = 7070
 # the spec's GPU models -> the nvidia.com/gpu.product value GPU Feature Discovery gives
 # their nodes; a form factor other than this one (PCIe for SXM) is set with --gpu-product
 GPU_PRODUCTS = {
@@ -82,6 +89,8 @@ class ClusterOptions:
     cluster_limits: bool = False
     # seconds a gateway waits for one instance before trying another (None: the whole timeout)
     gateway_attempt_timeout: float | None = None
+    # the spec file's text: the control plane's ConfigMap (None: no control plane rendered)
+    spec_text: str | None = None
 
 
 def _dns(text: str) -> str:
@@ -110,6 +119,11 @@ def _render_error(detail: str, where: str) -> ConfigError:
 
 def quota_namespace(options: ClusterOptions, quota: str) -> str:
     return _object_name(options.namespace, quota)
+
+
+def deployment_name(service: str, group: str, template: str, data_center: str) -> str:
+    """The Deployment of one template of a group in one data centre."""
+    return _object_name(service, group, template, data_center)
 
 
 def registry_url(options: ClusterOptions) -> str:
@@ -169,7 +183,116 @@ def render(spec: PlatformSpec, options: ClusterOptions | None = None) -> list[di
         manifests += _etcd(options)
     if options.cluster_limits:
         manifests += _redis(options)
+    if options.spec_text is not None:
+        quota_namespaces = [quota_namespace(options, q) for q in sorted(spec.quotas)]
+        manifests += _control_plane(options, options.spec_text, quota_namespaces)
     return manifests
+
+
+def _control_plane(
+    options: ClusterOptions, spec_text: str, quota_namespaces: list[str]
+) -> list[dict[str, Any]]:
+    """The control plane and console: it scales the groups' Deployments, so it may read and
+    scale Deployments in the quotas' namespaces, and nothing else."""
+    namespace = options.namespace
+    labels = {f"{LABEL}/component": CONTROL_PLANE}
+    args = [
+        "platform", "up", "--target", "kubernetes", "-f", f"{SPEC_DIR}/platform.yaml",
+        "--state", "/var/lib/modelyard", "--registry", registry_url(options),
+        "--namespace", namespace, "--host", "0.0.0.0", "--port", str(CONTROL_PORT),
+        "--gateway-port", "-1", "--log-format", "json",
+    ]  # fmt: skip
+    container = {
+        "name": CONTROL_PLANE,
+        "image": options.image,
+        "command": ["modelyard"],
+        "args": args,
+        "ports": [{"name": "http", "containerPort": CONTROL_PORT}],
+        "readinessProbe": {"httpGet": {"path": "/api/v1/health", "port": "http"}},
+        "livenessProbe": {"httpGet": {"path": "/api/v1/health", "port": "http"}},
+        "resources": {
+            "requests": {"cpu": "500m", "memory": "512Mi"},
+            "limits": {"cpu": "1", "memory": "1Gi"},
+        },
+        "volumeMounts": [
+            {"name": "spec", "mountPath": SPEC_DIR, "readOnly": True},
+            {"name": "state", "mountPath": "/var/lib/modelyard"},
+        ],
+    }
+    subject = {"kind": "ServiceAccount", "name": CONTROL_PLANE, "namespace": namespace}
+    access: list[dict[str, Any]] = []
+    for quota_ns in quota_namespaces:
+        meta = {"name": f"modelyard-{CONTROL_PLANE}", "namespace": quota_ns}
+        access += [
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": dict(meta),
+                "rules": [
+                    {
+                        "apiGroups": ["apps"],
+                        "resources": ["deployments", "deployments/scale"],
+                        "verbs": ["get", "list", "watch", "patch"],
+                    }
+                ],
+            },
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": dict(meta),
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": meta["name"],
+                },
+                "subjects": [dict(subject)],
+            },
+        ]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "platform-spec", "namespace": namespace},
+            "data": {"platform.yaml": spec_text},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": CONTROL_PLANE, "namespace": namespace},
+        },
+        *access,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": CONTROL_PLANE, "namespace": namespace, "labels": dict(labels)},
+            "spec": {
+                "replicas": 1,  # one writer of the ledger's state
+                "strategy": {"type": "Recreate"},
+                "selector": {"matchLabels": dict(labels)},
+                "template": {
+                    "metadata": {"labels": dict(labels)},
+                    "spec": {
+                        "serviceAccountName": CONTROL_PLANE,
+                        "securityContext": {"runAsNonRoot": True},
+                        "containers": [container],
+                        "volumes": [
+                            {"name": "spec", "configMap": {"name": "platform-spec"}},
+                            {"name": "state", "emptyDir": {}},
+                        ],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": CONTROL_PLANE, "namespace": namespace, "labels": dict(labels)},
+            "spec": {
+                "selector": dict(labels),
+                "ports": [{"name": "http", "port": CONTROL_PORT, "targetPort": "http"}],
+            },
+        },
+    ]
 
 
 def _service_file(options: ClusterOptions, service: str, namespace: str) -> dict[str, Any]:
@@ -300,7 +423,7 @@ def _instances(
     dc: str,
     queue_name: str,
 ) -> list[dict[str, Any]]:
-    name = _object_name(service, group, template.name, dc)
+    name = deployment_name(service, group, template.name, dc)
     labels = {
         **_group_labels(service, group),
         f"{LABEL}/template": _dns(template.name),

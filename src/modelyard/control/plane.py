@@ -9,6 +9,13 @@ changes its replicas through the local launcher. The HTTP API and the
 console (``control/api.py``) read what this object holds. Every change to
 the state directory holds its lock, so the CLI can act on the same state
 while the control plane runs.
+
+With ``target="kubernetes"`` it runs beside a rendered platform
+(``platform render kubernetes``): the cluster runs, heals and fronts the
+instances, so it starts nothing; it finds the instances in the registry, and
+its autoscaling patches the group's Deployments' scale
+(``control/kubernetes_scaler.py``). Releases are not made there yet: they
+answer with a line that says so.
 """
 
 from __future__ import annotations
@@ -46,19 +53,23 @@ from modelyard.control.launcher import (
     stop_recorded_gateways,
 )
 from modelyard.control.scaling import (
+    GroupScaler,
     current_replicas,
     instances_per_replica,
     quota_max,
     rule_of,
     scale_group,
+    scale_on_cluster,
 )
-from modelyard.control.spec import PlatformSpec, read_platform_spec
+from modelyard.control.spec import InstanceSpec, PlatformSpec, read_platform_spec
+from modelyard.discovery.registry import Instance
 from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.processes import free_port, wait_for_200
 
 log = structlog.get_logger("modelyard.control")
 
 AUTOSCALE_MODES = ("on", "dry-run", "off")
+TARGETS = ("local", "kubernetes")
 
 
 @dataclass(slots=True)
@@ -74,6 +85,9 @@ class PlaneConfig:
     autoscale_every: float = 2.0
     poll_every: float = 1.0
     keep_instances: bool = False  # leave the instances running when the control plane exits
+    target: str = "local"  # or "kubernetes": the cluster runs the instances
+    namespace: str = "modelyard"  # kubernetes: the render's shared namespace (--namespace)
+    kubeconfig: str | None = None  # kubernetes, outside a pod: the cluster's kubeconfig
 
 
 @dataclass(slots=True)
@@ -105,6 +119,13 @@ class ControlPlane:
         self._tasks: list[asyncio.Task[None]] = []
         self._lock = asyncio.Lock()  # one state change at a time inside this process
         self._claim: Any = None
+        self.scaler: GroupScaler | None = None  # kubernetes: the Deployments' scale
+        self._registry: Any = None  # kubernetes: where the instances are found
+        self._cluster_instances: list[Instance] = []
+
+    @property
+    def on_cluster(self) -> bool:
+        return self.config.target == "kubernetes"
 
     # ---- state -------------------------------------------------------------
 
@@ -159,12 +180,16 @@ class ControlPlane:
         self._claim = handle  # released when this process exits
 
     async def start(self) -> list[str]:
-        done = await self.locked(self._apply)
+        if self.on_cluster:
+            done = await self.locked(self._check_for_cluster)
+            self.scaler = self.scaler or _deployment_scaler(self.config)
+        else:
+            done = await self.locked(self._apply)
         for group_key, group in self._autoscaling_groups():
             self.scaling[group_key] = GroupScaling(
                 group_key.split("/")[0], group.name, Autoscaler(rule_of(group))
             )
-        if self.config.gateway_port >= 0:
+        if self.config.gateway_port >= 0 and not self.on_cluster:
             await asyncio.to_thread(self._start_gateways)
         self._tasks.append(asyncio.create_task(self._poll_loop()))
         if self.config.autoscale != "off" and self.scaling:
@@ -207,6 +232,30 @@ class ControlPlane:
             state.save()  # records the registry and repository
             return []
         return apply_plan(self.spec, state, plan)
+
+    def _check_for_cluster(self) -> list[str]:
+        """On a cluster: the spec must pass validate, and the registry is the cluster's."""
+        if not self.config.registry:
+            raise ConfigError(
+                "on Kubernetes the control plane finds the instances in the cluster's registry",
+                code=Code.INVALID_ARGUMENT,
+                rule="platform/kubernetes",
+                where="modelyard platform up --target kubernetes --registry etcd://HOST:2379",
+            )
+        state = State.load(self.state_dir)
+        state.registry = self.config.registry
+        plan = make_plan(self.spec, self.config.spec_file, state)
+        if plan.findings:
+            first = plan.findings[0]
+            raise ConfigError(
+                f"the spec breaks {len(plan.findings)} ledger rule(s), first {first.code}: "
+                f"{first.message} at {first.where}",
+                code=Code.INVALID_ARGUMENT,
+                rule="platform/validate",
+                where=f"modelyard platform validate -f {self.config.spec_file}",
+            )
+        state.save()
+        return []
 
     def _start_gateways(self) -> None:
         for line in stop_recorded_gateways(self.state_dir):
@@ -268,22 +317,51 @@ class ControlPlane:
                 except subprocess.TimeoutExpired:
                     gateway.process.kill()
         await self.collector.aclose()
+        if self._registry is not None:
+            await self._registry.aclose()
+            self._registry = None
         (self.state_dir / "gateways.json").unlink(missing_ok=True)
-        if self.config.keep_instances:
+        if self.config.keep_instances or self.on_cluster:
             return []
         return list(await self.locked(lambda: down(State.load(self.state_dir))))
 
     # ---- loops ---------------------------------------------------------------
 
     def targets(self) -> list[Target]:
+        if self.on_cluster:
+            return [
+                Target(i.instance_id, i.service, i.group, i.http)
+                for i in self._cluster_instances
+                if i.http
+            ]
         return [
             Target(i.name, i.service, i.group, f"127.0.0.1:{i.http_port}")
             for i in self.state().instances
         ]
 
+    def running(self) -> list[tuple[str, int]]:
+        """Each running instance's group key and cards: launched here, or on a cluster as
+        the registry lists them."""
+        if self.on_cluster:
+            return [(f"{i.service}/{i.group}", _cards(i.spec)) for i in self._cluster_instances]
+        return [(f"{i.service}/{i.group}", i.cards) for i in self.state().instances]
+
+    async def _find_cluster_instances(self) -> None:
+        """On a cluster: the spec's services' instances, as the registry lists them."""
+        if self._registry is None:
+            from modelyard.discovery import open_registry
+
+            self._registry = open_registry(self.state().registry)
+        found: list[Instance] = []
+        for service in sorted(self.spec.services):
+            found += (await self._registry.resolve(service)).instances
+        self._cluster_instances = found
+
     async def _poll_loop(self) -> None:
         while True:
             try:
+                if self.on_cluster:
+                    await self._find_cluster_instances()
                 await self.collector.poll(self.targets())
                 await self.heal()
             except Exception as exc:  # one bad poll must not end the loop
@@ -291,8 +369,9 @@ class ControlPlane:
             await asyncio.sleep(self.config.poll_every)
 
     async def heal(self) -> list[str]:
-        """Replace instances whose process died (a crash, an OOM kill, a lost machine)."""
-        if all(is_alive(i.pid, i.name) for i in self.state().instances):
+        """Replace instances whose process died (a crash, an OOM kill, a lost machine); on a
+        cluster its Deployments do."""
+        if self.on_cluster or all(is_alive(i.pid, i.name) for i in self.state().instances):
             return []
 
         def replace() -> list[str]:
@@ -369,6 +448,11 @@ class ControlPlane:
 
             def scale() -> list[str]:
                 fresh = State.load(self.state_dir)
+                if self.scaler is not None:
+                    return scale_on_cluster(
+                        spec, fresh, scaling.service, group, decision.replicas, numbers,
+                        self.scaler,
+                    )  # fmt: skip
                 return scale_group(
                     spec,
                     self.config.spec_file,
@@ -402,6 +486,15 @@ class ControlPlane:
                 )
             return value
 
+        if self.on_cluster:
+            raise ConfigError(
+                "releases on Kubernetes are not made by the control plane yet",
+                code=Code.UNIMPLEMENTED,
+                rule="platform/release",
+                where="roll the group's Deployments (kubectl rollout); the control plane "
+                "scales them",
+            )
+
         def run() -> dict[str, Any]:
             state = State.load(self.state_dir)
             spec = self.spec
@@ -434,6 +527,20 @@ class ControlPlane:
             )
 
         return dict(await self.locked(run))
+
+
+def _cards(spec: str) -> int:
+    parsed = InstanceSpec.parse(spec)
+    return parsed.cards if parsed is not None else 0
+
+
+def _deployment_scaler(config: PlaneConfig) -> GroupScaler:
+    from modelyard.control.kubernetes import ClusterOptions
+    from modelyard.control.kubernetes_apply import api_client
+    from modelyard.control.kubernetes_scaler import DeploymentScaler
+
+    options = ClusterOptions(namespace=config.namespace, registry_url=config.registry)
+    return DeploymentScaler(options, api_client(config.kubeconfig))
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

@@ -11,7 +11,7 @@ releases in progress counted.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from modelyard.control.apply import (
     State,
@@ -83,6 +83,33 @@ def quota_bound(
             return best, breaking[0]
         best = replicas
     return best, None
+
+
+class GroupScaler(Protocol):
+    """What makes a group's replicas so on a cluster (``kubernetes_scaler.DeploymentScaler``)."""
+
+    def scale(self, spec: PlatformSpec, service: str, group: Group, replicas: int) -> list[str]: ...
+
+
+def scale_on_cluster(
+    spec: PlatformSpec,
+    state: State,
+    service: str,
+    group: Group,
+    replicas: int,
+    numbers: dict[str, Any],
+    scaler: GroupScaler,
+) -> list[str]:
+    """Set the group's replicas in the cluster, then in the ledger's state; returns what was
+    done. The cluster runs and heals the pods: nothing starts here."""
+    before = current_replicas(spec, state, service, group)
+    done = scaler.scale(spec, service, group, replicas)
+    for template_key in template_keys(service, group):
+        state.replicas[template_key] = replicas
+    state.save()
+    key = f"{service}/{group.name}"
+    record(state, key, "autoscale", {"replicas": before}, {"replicas": replicas}, numbers)
+    return done
 
 
 def scale_group(

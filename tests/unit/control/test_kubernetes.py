@@ -229,3 +229,42 @@ def test_a_service_file_reaches_its_pods_and_cluster_limits_bring_redis() -> Non
             parse_platform_spec(BASE),
             ClusterOptions(service_files={"com.other.x": "x"}, models_claim="m"),
         )
+
+
+def test_the_control_plane_scales_deployments_in_the_quota_namespaces_and_nothing_else() -> None:
+    options = ClusterOptions(models_claim="models", spec_text=BASE)
+    manifests = render(parse_platform_spec(BASE), options)
+    version = kubernetes_validate.latest_version()
+    for manifest in manifests:
+        kubernetes_validate.validate(manifest, version, strict=True)
+    (plane,) = [
+        d for d in _kinds(manifests, "Deployment") if d["metadata"]["name"] == "control-plane"
+    ]
+    pod = plane["spec"]["template"]["spec"]
+    args = pod["containers"][0]["args"]
+    assert args[:4] == ["platform", "up", "--target", "kubernetes"]
+    assert args[args.index("--registry") + 1] == "etcd://etcd.modelyard.svc:2379"
+    assert args[args.index("--gateway-port") + 1] == "-1"  # the render's gateways front it
+    assert plane["spec"]["replicas"] == 1 and plane["spec"]["strategy"]["type"] == "Recreate"
+    (spec_map,) = [
+        m for m in _kinds(manifests, "ConfigMap") if m["metadata"]["name"] == "platform-spec"
+    ]
+    assert spec_map["data"]["platform.yaml"] == BASE  # the spec it was rendered from
+    assert pod["serviceAccountName"] == "control-plane"
+    quota_namespaces = {m["metadata"]["namespace"] for m in _kinds(manifests, "ResourceQuota")}
+    roles = _kinds(manifests, "Role")
+    assert {r["metadata"]["namespace"] for r in roles} == quota_namespaces
+    for role in roles:
+        (rule,) = role["rules"]
+        assert rule["resources"] == ["deployments", "deployments/scale"]
+        assert "delete" not in rule["verbs"] and "create" not in rule["verbs"]
+    for binding in _kinds(manifests, "RoleBinding"):
+        (subject,) = binding["subjects"]
+        assert subject == {
+            "kind": "ServiceAccount",
+            "name": "control-plane",
+            "namespace": "modelyard",
+        }
+    # without the spec's text (a library caller), no control plane
+    plain = render(parse_platform_spec(BASE), ClusterOptions(models_claim="models"))
+    assert not _kinds(plain, "Role") and not _kinds(plain, "ServiceAccount")

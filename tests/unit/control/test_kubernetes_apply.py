@@ -145,3 +145,14 @@ def test_a_refusal_stops_the_apply_with_the_cluster_s_status(
     line = refused.value.line()
     assert f"the cluster refused PATCH {requests[0].path}: 403" in line
     assert "rule=platform/kubernetes-apply" in line
+
+
+def test_the_control_planes_access_is_applied_to_its_own_paths() -> None:
+    manifests = render(parse_platform_spec(BASE), ClusterOptions(models_claim="m", spec_text=BASE))
+    paths = [request.path for request in apply_requests(manifests)]
+    assert "/api/v1/namespaces/modelyard/serviceaccounts/control-plane" in paths
+    roles = [p for p in paths if "/roles/" in p]
+    assert roles and all(
+        p.startswith("/apis/rbac.authorization.k8s.io/v1/namespaces/") for p in roles
+    )
+    assert any("/rolebindings/modelyard-control-plane" in p for p in paths)

@@ -1,0 +1,43 @@
+"""The control plane's hands on a cluster: a group's replicas become its Deployments' scale.
+
+On a cluster the Deployments ``platform render kubernetes`` made run the
+instances and heal them; the control plane only decides how many. A group's
+replicas are per template and data centre, as on one machine, so a decision
+of N patches the ``scale`` subresource of each of the group's Deployments to
+N (``kubernetes_apply.scale_request``), in its quota's namespace, under the
+name the render gave it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelyard.control.kubernetes import ClusterOptions, deployment_name, quota_namespace
+from modelyard.control.kubernetes_apply import ApiRequest, scale_request, send
+from modelyard.control.spec import Group, PlatformSpec
+
+
+def group_scale_requests(
+    spec: PlatformSpec, options: ClusterOptions, service: str, group: Group, replicas: int
+) -> list[ApiRequest]:
+    """The scale patches that give each of the group's Deployments ``replicas`` pods."""
+    namespace = quota_namespace(options, spec.services[service].quota)
+    return [
+        scale_request(namespace, deployment_name(service, group.name, template.name, dc), replicas)
+        for template in group.templates.values()
+        if template.spec is not None
+        for dc in sorted(template.queues)
+    ]
+
+
+class DeploymentScaler:
+    """Scales groups through an ``ApiClient`` (the official client's; its service account
+    in a pod, a kubeconfig elsewhere)."""
+
+    def __init__(self, options: ClusterOptions, client: Any) -> None:
+        self.options = options
+        self.client = client
+
+    def scale(self, spec: PlatformSpec, service: str, group: Group, replicas: int) -> list[str]:
+        requests = group_scale_requests(spec, self.options, service, group, replicas)
+        return send(self.client, requests)
