@@ -482,7 +482,7 @@ def _instances(
     }
     # deregistration, draining, then the gRPC grace and the models' finalize
     grace = math.ceil(DEREGISTER_GRACE_S + 2 * EXIT_TIMEOUT_S) + 10
-    deployment = {
+    deployment: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
@@ -506,6 +506,11 @@ def _instances(
             },
         },
     }
+    if options.spec_text is not None and spec.services[service].groups[group].autoscaling:
+        # the rendered control plane owns an autoscaling group's replicas: applying the
+        # render again must not take them back (a Deployment created without starts at 1,
+        # and the control plane sets it at its start)
+        del deployment["spec"]["replicas"]
     service_object = {
         "apiVersion": "v1",
         "kind": "Service",

@@ -189,6 +189,8 @@ class ControlPlane:
             self.scaling[group_key] = GroupScaling(
                 group_key.split("/")[0], group.name, Autoscaler(rule_of(group))
             )
+        if self.on_cluster:
+            done += await self.locked(self._set_cluster_replicas)
         if self.config.gateway_port >= 0 and not self.on_cluster:
             await asyncio.to_thread(self._start_gateways)
         self._tasks.append(asyncio.create_task(self._poll_loop()))
@@ -256,6 +258,19 @@ class ControlPlane:
             )
         state.save()
         return []
+
+    def _set_cluster_replicas(self) -> list[str]:
+        """On a cluster: the render leaves an autoscaling group's replicas to this process,
+        so it sets them at start (the spec's, or the ones its state recorded)."""
+        assert self.scaler is not None
+        spec, state, done = self.spec, State.load(self.state_dir), []
+        for key in self.scaling:
+            service, _, name = key.partition("/")
+            group = spec.services[service].groups[name]
+            done += self.scaler.scale(
+                spec, service, group, current_replicas(spec, state, service, group)
+            )
+        return done
 
     def _start_gateways(self) -> None:
         for line in stop_recorded_gateways(self.state_dir):

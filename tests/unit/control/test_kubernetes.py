@@ -265,6 +265,16 @@ def test_the_control_plane_scales_deployments_in_the_quota_namespaces_and_nothin
             "name": "control-plane",
             "namespace": "modelyard",
         }
-    # without the spec's text (a library caller), no control plane
+    # it owns the autoscaling group's replicas: a render applied again leaves them be
+    replicas = {
+        d["metadata"]["labels"].get("modelyard.io/group"): d["spec"].get("replicas")
+        for d in _kinds(manifests, "Deployment")
+    }
+    assert replicas["preprocess"] is None and replicas["gpu"] == 3
+    # without the spec's text (a library caller), no control plane, and replicas as given
     plain = render(parse_platform_spec(BASE), ClusterOptions(models_claim="models"))
     assert not _kinds(plain, "Role") and not _kinds(plain, "ServiceAccount")
+    preprocess = next(
+        d for d in _kinds(plain, "Deployment") if "preprocess" in d["metadata"]["name"]
+    )
+    assert preprocess["spec"]["replicas"] == 2
