@@ -184,6 +184,8 @@ def test_console_shows_live_maps_a_fired_rate_limit_and_a_rollback(
         group = f'.ledger-group[data-group="{MAIN}"]'
         wait_for(browser, f"{group} .release-state", text="canary")
         wait_for(browser, "#quota-table .quota-row", text="A30-24G")
+        # what losing dc1, the spec's one data centre, does: the groups are lost
+        wait_for(browser, f'#dr-table .dr-row[data-lose="dc1"][data-group="{MAIN}"]', text="lost")
         screenshot(browser, "ledger-canary")
         promoted = platform.post(f"/api/v1/groups/{MAIN}/release/promote", {})
         assert promoted.status_code == 200, promoted.text

@@ -133,6 +133,22 @@ def test_on_kubernetes_the_control_plane_scales_the_groups_deployment_within_quo
         # what runs is what the registry lists: the one pod the test started
         assert ledger["running_by_group"][MAIN] == {"instances": 1, "gpu_instances": 1, "cards": 1}
 
+        # disaster recovery: losing dc1, the only data centre, loses the group, and what is
+        # left holds none of the peak the autoscaler saw
+        dr = platform.get("/api/v1/dr?lose=dc1")
+        assert dr["whole"] is False
+        (main,) = [g for g in dr["groups"] if g["group"] == "main"]
+        assert main["state"] == "lost" and main["in_flight_held_after"] == 0
+        assert main["observed_peak_in_flight"] > 2 and main["holds_peak"] is False
+        for query, text in (
+            ("", "say which data centre or queue is lost"),
+            ("?lose=dc9", "'dc9' is neither a data centre nor a queue of the spec"),
+            ("?lose=dc1&group=com.example.double/nope", "no group com.example.double/nope"),
+        ):
+            answer = httpx.get(f"{platform.control}/api/v1/dr{query}", timeout=10)
+            assert answer.status_code == 400 and text in answer.json()["error"], answer.text
+            assert "rule=platform/dr" in answer.json()["error"]
+
         refused = httpx.post(
             f"{platform.control}/api/v1/groups/{MAIN}/release/start",
             json={"model": "slow_double", "version": "1"},

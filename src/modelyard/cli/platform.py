@@ -16,7 +16,7 @@ from modelyard.cli.platform_up import add_up_arguments, run_up
 from modelyard.clock import FakeClock
 from modelyard.control.apply import State
 from modelyard.control.autoscale import Autoscaler
-from modelyard.control.disaster import GroupRecovery, evaluate
+from modelyard.control.disaster import GroupRecovery, recovery
 from modelyard.control.kubernetes import render
 from modelyard.control.ledger import build_ledger, validate
 from modelyard.control.scaling import instances_per_replica, quota_bound, rule_of
@@ -89,23 +89,7 @@ def _dr_evaluate(spec: PlatformSpec, args: argparse.Namespace) -> int:
 
 
 def _dr_results(spec: PlatformSpec, args: argparse.Namespace) -> list[GroupRecovery]:
-    places = {q.data_center for q in spec.queues.values()} | set(spec.queues)
-    if args.lose not in places:
-        raise ConfigError(
-            f"'{args.lose}' is neither a data centre nor a queue of the spec",
-            code=Code.INVALID_ARGUMENT,
-            rule="platform/dr",
-            where=f"--lose one of {', '.join(sorted(places))}",
-        )
-    results = evaluate(spec, args.lose, args.target)
-    if args.target is not None and not results:
-        raise ConfigError(
-            f"no group {args.target} in the spec",
-            code=Code.INVALID_ARGUMENT,
-            rule="platform/dr",
-            where="SERVICE/GROUP as the spec names them",
-        )
-    return results
+    return recovery(spec, args.lose, args.target, flag="--lose")
 
 
 def _validate(spec: PlatformSpec, as_json: bool) -> int:

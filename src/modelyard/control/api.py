@@ -23,9 +23,11 @@ from aiohttp import web
 
 from modelyard.control.apply import ACTOR, State, effective_replicas, status_rows
 from modelyard.control.collector import InstanceView
+from modelyard.control.disaster import recovery
 from modelyard.control.ledger import build_ledger, expand
 from modelyard.control.plane import ControlPlane
 from modelyard.control.release import ReleaseError, history
+from modelyard.control.scaling import instances_per_replica
 from modelyard.discovery.rules_store import open_rules_store
 from modelyard.errors import Code, ConfigError, GovernanceError, ModelyardError
 from modelyard.governance.auth import AuthConfig, AuthGuard
@@ -119,6 +121,7 @@ def make_app(plane: ControlPlane, auth: AuthConfig | None = None) -> web.Applica
     app.router.add_get("/api/v1/groups/{service}/{group}/events", _events)
     app.router.add_post("/api/v1/groups/{service}/{group}/release/{action}", _release)
     app.router.add_get("/api/v1/autoscale", _autoscale)
+    app.router.add_get("/api/v1/dr", _disaster_recovery)
     return app
 
 
@@ -496,6 +499,38 @@ async def _release(request: web.Request) -> web.Response:
             "release": _release_state(state, key, state.releases.get(key)),
         }
     )
+
+
+async def _disaster_recovery(request: web.Request) -> web.Response:
+    """What losing a data centre or queue does to each group (``platform dr evaluate``),
+    and for an autoscaling group whether what survives holds its observed peak."""
+    plane = _plane(request)
+    lose = request.query.get("lose")
+    if not lose:
+        raise ConfigError(
+            "say which data centre or queue is lost",
+            code=Code.INVALID_ARGUMENT,
+            rule="platform/dr",
+            where="GET /api/v1/dr?lose=DC|QUEUE[&group=SERVICE/GROUP]",
+        )
+    spec = plane.spec
+    groups = []
+    for result in recovery(spec, lose, request.query.get("group"), flag="?lose="):
+        doc = result.to_json()
+        key = f"{result.service}/{result.group}"
+        scaling = plane.scaling.get(key)
+        if scaling is not None:
+            group = spec.services[result.service].groups[result.group]
+            # in-flight requests: the stable window's highest, against what the instances
+            # left after the loss hold at the autoscaler's target
+            peak = scaling.scaler.peak() * instances_per_replica(group)
+            holds = (result.surviving + result.replaced) * scaling.scaler.rule.target_in_flight
+            doc["observed_peak_in_flight"] = round(peak, 2)
+            doc["in_flight_held_after"] = round(holds, 2)
+            doc["holds_peak"] = holds >= peak
+        groups.append(doc)
+    whole = all(g["state"] == "whole" and g.get("holds_peak", True) for g in groups)
+    return web.json_response({"lose": lose, "whole": whole, "groups": groups})
 
 
 async def _autoscale(request: web.Request) -> web.Response:

@@ -19,6 +19,7 @@ from typing import Any
 
 from modelyard.control.ledger import build_ledger, expand
 from modelyard.control.spec import PlatformSpec
+from modelyard.errors import Code, ConfigError
 
 
 @dataclass(slots=True)
@@ -59,6 +60,30 @@ class GroupRecovery:
             "capacity": round(self.capacity(), 4),
             "shortfall": self.shortfall,
         }
+
+
+def recovery(
+    spec: PlatformSpec, lose: str, target: str | None = None, flag: str = "lose"
+) -> list[GroupRecovery]:
+    """``evaluate``, with a line for a place or group the spec does not have (``flag``:
+    how the caller names the place, --lose or ?lose=)."""
+    places = {q.data_center for q in spec.queues.values()} | set(spec.queues)
+    if lose not in places:
+        raise ConfigError(
+            f"'{lose}' is neither a data centre nor a queue of the spec",
+            code=Code.INVALID_ARGUMENT,
+            rule="platform/dr",
+            where=f"{flag} one of {', '.join(sorted(places))}",
+        )
+    results = evaluate(spec, lose, target)
+    if target is not None and not results:
+        raise ConfigError(
+            f"no group {target} in the spec",
+            code=Code.INVALID_ARGUMENT,
+            rule="platform/dr",
+            where="SERVICE/GROUP as the spec names them",
+        )
+    return results
 
 
 def evaluate(spec: PlatformSpec, lose: str, target: str | None = None) -> list[GroupRecovery]:

@@ -201,8 +201,21 @@ async function drawInference() {
   document.getElementById("inference").replaceChildren(root);
 }
 
+function recoveryCard(recoveries) {
+  const pct = (v) => `${Math.round(v * 100)} %`;
+  return h("div", { class: "card" },
+    h("h3", {}, "disaster recovery: losing one data centre"),
+    h("table", { id: "dr-table" }, h("tr", {}, ["lost", "group", "state", "instances lost", "replaced", "capacity", "peak in flight", "held after"].map((t) => h("th", {}, t))),
+      recoveries.flatMap((r) => r.groups.map((g) => h("tr", { class: "dr-row", "data-lose": r.lose, "data-group": `${g.service}/${g.group}` },
+        h("td", {}, r.lose), h("td", {}, `${g.service}/${g.group}`), h("td", {}, badge(g.state)),
+        h("td", {}, `${g.lost_instances} of ${g.instances}`), h("td", {}, g.replaced), h("td", {}, pct(g.capacity)),
+        h("td", {}, g.observed_peak_in_flight ?? "—"), h("td", {}, g.in_flight_held_after ?? "—"))))));
+}
+
 async function drawLedger() {
-  const [ledger, autoscale] = await Promise.all([api("/api/v1/ledger"), api("/api/v1/autoscale")]);
+  const [ledger, autoscale, overview] = await Promise.all([api("/api/v1/ledger"), api("/api/v1/autoscale"), api("/api/v1/overview")]);
+  const dataCentres = [...new Set(overview.services.flatMap((s) => s.data_centers))].sort();
+  const recoveries = await Promise.all(dataCentres.map((dc) => api(`/api/v1/dr?lose=${encodeURIComponent(dc)}`)));
   const root = h("div", {});
   root.append(h("div", { class: "card" },
     h("h2", {}, `cards ${ledger.total_cards} · instances ${ledger.instances} · GPU instances ${ledger.gpu_instances}`),
@@ -214,6 +227,7 @@ async function drawLedger() {
         const running = ledger.running_by_group[group] || { instances: 0, gpu_instances: 0, cards: 0 };
         return h("tr", {}, h("td", {}, group), h("td", {}, cards), h("td", {}, running.instances), h("td", {}, running.gpu_instances), h("td", {}, running.cards));
       }))));
+  root.append(recoveryCard(recoveries));
   for (const group of ledger.groups) {
     const release = group.release;
     const scaling = autoscale.groups.find((g) => g.group === group.key);
