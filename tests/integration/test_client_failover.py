@@ -23,7 +23,7 @@ from modelyard.client import Client, ClientError
 from modelyard.discovery.registry import Instance, Lease
 from modelyard.errors import Code, ModelServerError
 from tests.support.memory_registry import MemoryRegistry
-from tests.support.models import slow_double
+from tests.support.models import slow_double, times_ten
 from tests.support.servers import ServerProcess, running_server, wait_until
 
 SERVICE = "com.example.test.doubler"
@@ -318,3 +318,44 @@ def test_callers_keep_to_their_data_centre_and_spill_over_when_it_has_none_healt
                 load.wait_for(300)
         assert load.failures == []
         assert served_requests(servers[2]) + served_requests(servers[3]) > 250  # dc2 took over
+
+
+def test_a_canary_at_ten_percent_gets_ten_percent_while_other_models_load_the_rest(
+    tmp_path: Path,
+) -> None:
+    repository = tmp_path / "models"
+    slow_double(repository, delay=0.002)
+    times_ten(repository, "other")
+    registry = MemoryRegistry()
+    both = {MODEL: {"1": "READY"}, "other": {"1": "READY"}}
+    with ExitStack() as stack:
+        servers = [stack.enter_context(running_server(repository, tmp_path)) for _ in range(4)]
+        for server in servers[:3]:  # stable: the released model and another one
+            register(registry, instance(server, models=both))
+        canary = instance(servers[3])  # the released model only, as release._set_weights
+        canary.weight = 10 * 3 / 90  # weighs it at 10 %
+        register(registry, canary)
+        stop = threading.Event()
+        with Client(SERVICE, registry, transport="http") as client:
+
+            def other_model() -> None:  # keeps the stable instances busy
+                while not stop.is_set():
+                    client.infer("other", {"x": X})
+
+            def released_model(calls: int) -> None:
+                for _ in range(calls):
+                    client.infer(MODEL, {"x": X})
+
+            background = [threading.Thread(target=other_model) for _ in range(6)]
+            measured = [threading.Thread(target=released_model, args=(300,)) for _ in range(4)]
+            for thread in background + measured:
+                thread.start()
+            for thread in measured:
+                thread.join(120)
+            stop.set()
+            for thread in background:
+                thread.join(30)
+        served = [served_requests(server) for server in servers]
+        assert sum(served) == 1200 * len(X)  # inference_count counts rows
+        share = served[3] / sum(served)
+        assert abs(share - 0.10) <= 0.03, share  # idle beside busy ones, it still gets 10 %

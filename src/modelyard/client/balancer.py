@@ -1,8 +1,12 @@
 """Which instance gets the next request: power of two choices, and passive outlier ejection.
 
-``Balancer.pick`` draws two distinct hosts at random in proportion to their
-weight and takes the one with fewer outstanding requests per unit of weight (the
-first drawn on a tie, so an idle service is still spread by weight). Hosts that
+``Balancer.pick`` draws two distinct hosts at random and takes the one with
+fewer outstanding requests (the first drawn on a tie). Weights are a traffic
+split, not a hint: when the hosts' weights differ (a canary at 10 %, bigger
+machines), it first draws a weight class (the hosts of one weight) in
+proportion to its total weight, then picks within it. A less busy host
+therefore cannot draw more than its weight's share, as an idle canary beside
+loaded stable instances would if load were compared across weights. Hosts that
 fail are ejected for a while, as Envoy's outlier detection does:
 
 - ``consecutive_failures`` failures in a row, or a failure percentage of at
@@ -125,6 +129,11 @@ class Balancer:
             pool = self._healthy_pool(candidates, exclude, now)
         if not pool:
             return None
+        weight = pool[0].weight
+        for host in pool:
+            if host.weight != weight:
+                pool = self._weight_class(pool)
+                break
         if len(pool) == 1:
             return pool[0]
         first, second = self._two(pool)
@@ -132,6 +141,21 @@ class Balancer:
         if second.outstanding * first.weight < first.outstanding * second.weight:
             return second
         return first
+
+    def _weight_class(self, pool: Sequence[H]) -> Sequence[H]:
+        """The hosts of one weight, drawn in proportion to the class's total weight."""
+        classes: dict[float, list[H]] = {}
+        for host in pool:
+            classes.setdefault(host.weight, []).append(host)
+        total = sum(weight * len(hosts) for weight, hosts in classes.items())
+        if total <= 0:
+            return pool
+        target = self.rng.random() * total
+        for weight, hosts in classes.items():
+            target -= weight * len(hosts)
+            if target < 0 and weight > 0:
+                return hosts
+        return next(hosts for weight, hosts in reversed(classes.items()) if weight > 0)
 
     def pick_nearby(self, candidates: Sequence[H], exclude: Collection[Host] = ()) -> H | None:
         """``pick`` among the local hosts that are in and untried; among all when none is.
