@@ -30,15 +30,26 @@ MAIN = f"{SERVICE}/main"
 
 
 class _KubernetesApi(BaseHTTPRequestHandler):
-    """Takes scale patches and answers with the Scale they make."""
+    """Deployments' scale: read (a Deployment made without replicas holds 1) and patched."""
 
     patches: list[dict[str, Any]] = []
+    reads: list[str] = []
+    replicas: dict[str, int] = {}
+
+    def do_GET(self) -> None:
+        path = self.path.partition("?")[0]
+        self.reads.append(path)
+        self._reply(self.replicas.get(path, 1))
 
     def do_PATCH(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.patches.append({"path": self.path, "type": self.headers["Content-Type"], "body": body})
+        self.replicas[self.path.partition("?")[0]] = body["spec"]["replicas"]
+        self._reply(body["spec"]["replicas"])
+
+    def _reply(self, replicas: int) -> None:
         reply = json.dumps(
-            {"kind": "Scale", "apiVersion": "autoscaling/v1", "spec": body.get("spec", {})}
+            {"kind": "Scale", "apiVersion": "autoscaling/v1", "spec": {"replicas": replicas}}
         ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -53,7 +64,7 @@ class _KubernetesApi(BaseHTTPRequestHandler):
 @contextmanager
 def kubernetes_api(directory: Path) -> Iterator[tuple[Path, list[dict[str, Any]]]]:
     """A kubeconfig naming the recording API, and the patches it took."""
-    _KubernetesApi.patches = []
+    _KubernetesApi.patches, _KubernetesApi.reads, _KubernetesApi.replicas = [], [], {}
     server = ThreadingHTTPServer(("127.0.0.1", 0), _KubernetesApi)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -92,70 +103,80 @@ def test_on_kubernetes_the_control_plane_scales_the_groups_deployment_within_quo
     registry = f"embedded://{state.resolve() / 'registry.db'}"
     pod = ("--service", SERVICE, "--group", "main", "--registry", registry, "--data-center", "dc1",
            "--spec", "1C/1G/A30-24G*1")  # fmt: skip
+    path = (
+        f"/apis/apps/v1/namespaces/{quota_namespace(ClusterOptions(), 'q')}/deployments/"
+        f"{deployment_name(SERVICE, 'main', 't', 'dc1')}/scale"
+    )
+    up = ("--target", "kubernetes", "--registry", registry, "--kubeconfig")
     with (
         kubernetes_api(tmp_path) as (kubeconfig, patches),
         running_server(repository, tmp_path, *pod) as instance,
-        running_platform(
-            spec, state, repository, "--target", "kubernetes", "--registry", registry,
-            "--kubeconfig", str(kubeconfig), "--autoscale-every", "1",
-        ) as platform,
-    ):  # fmt: skip
-        overview = platform.get("/api/v1/overview")
-        assert overview["target"] == "kubernetes"
-        assert [i["http"] for i in platform.instances(MAIN)] == [instance.http_url]
-        assert State.load(state).instances == []  # the cluster runs the pods, not this
+    ):
+        with running_platform(
+            spec, state, repository, *up, str(kubeconfig), "--autoscale-every", "1"
+        ) as platform:
+            overview = platform.get("/api/v1/overview")
+            assert overview["target"] == "kubernetes"
+            (pod_row,) = platform.instances(MAIN)
+            assert pod_row["http"] == instance.http_url and pod_row["alive"]
+            assert pod_row["spec"] == "1C/1G/A30-24G*1" and pod_row["data_center"] == "dc1"
+            assert State.load(state).instances == []  # the cluster runs the pods, not this
+            # at its start it read the Deployment's scale (1, the rule's min): nothing to set
+            assert _KubernetesApi.reads == [path] and patches == []
 
-        namespace = quota_namespace(ClusterOptions(), "q")
-        path = (
-            f"/apis/apps/v1/namespaces/{namespace}/deployments/"
-            f"{deployment_name(SERVICE, 'main', 't', 'dc1')}/scale"
-        )
-        # the render leaves an autoscaling group's replicas to the control plane: at its
-        # start it set them to the spec's
-        assert patches[0]["path"].startswith(path)
-        assert patches[0]["body"] == {"spec": {"replicas": 1}}
-        assert patches[0]["type"] == "application/merge-patch+json"
-        assert "fieldManager=modelyard" in patches[0]["path"]
+            # 12 callers on a 0.2 s model: want 6 replicas, the quota holds 2 cards
+            def scaled_to(replicas: int) -> bool:
+                return any(p["body"] == {"spec": {"replicas": replicas}} for p in patches)
 
-        # 12 callers on a 0.2 s model: want 6 replicas, the quota holds 2 cards
-        def scaled_to(replicas: int) -> bool:
-            return any(p["body"] == {"spec": {"replicas": replicas}} for p in patches[1:])
+            with under_load(f"http://{instance.http_url}") as errors:
+                wait_until(lambda: scaled_to(2), timeout=60)
+            assert errors == []
+            assert not scaled_to(3)  # the quota's 2 cards held it
+            assert all(p["path"].startswith(path) for p in patches)  # light has no rule
+            assert patches[0]["type"] == "application/merge-patch+json"
+            assert "fieldManager=modelyard-control-plane" in patches[0]["path"]
+            events = platform.get(f"/api/v1/groups/{MAIN}/events")["events"]
+            assert next(e["to"] for e in events if e["action"] == "autoscale") == {"replicas": 2}
+            ledger = platform.get("/api/v1/ledger")
+            assert ledger["cards_by_group"][MAIN] == 2  # the ledger holds the decision
+            # what runs is what the registry lists: the one pod the test started
+            running = ledger["running_by_group"][MAIN]
+            assert running == {"instances": 1, "gpu_instances": 1, "cards": 1}
 
-        with under_load(f"http://{instance.http_url}") as errors:
-            wait_until(lambda: scaled_to(2), timeout=60)
-        assert errors == []
-        assert not scaled_to(3)  # the quota's 2 cards held it
-        assert all(p["path"].startswith(path) for p in patches)  # the light group has no rule
-        events = platform.get(f"/api/v1/groups/{MAIN}/events")["events"]
-        assert next(e["to"] for e in events if e["action"] == "autoscale") == {"replicas": 2}
-        ledger = platform.get("/api/v1/ledger")
-        assert ledger["cards_by_group"][MAIN] == 2  # the ledger holds the decision
-        # what runs is what the registry lists: the one pod the test started
-        assert ledger["running_by_group"][MAIN] == {"instances": 1, "gpu_instances": 1, "cards": 1}
+            # disaster recovery: losing dc1, the only data centre, loses the group's two
+            # replicas, and what is left holds none of the peak the autoscaler saw
+            dr = platform.get("/api/v1/dr?lose=dc1")
+            assert dr["whole"] is False
+            (main,) = [g for g in dr["groups"] if g["group"] == "main"]
+            assert main["state"] == "lost" and main["lost_instances"] == 2
+            assert main["in_flight_held_after"] == 0 and main["holds_peak"] is False
+            assert main["observed_peak_in_flight"] > 2
+            assert [p["lose"] for p in platform.get("/api/v1/dr")["places"]] == ["dc1"]
+            for query, text in (
+                ("?lose=dc9", "'dc9' is neither a data centre nor a queue of the spec"),
+                ("?lose=dc1&group=com.example.double/nope", "no group com.example.double/nope"),
+            ):
+                answer = httpx.get(f"{platform.control}/api/v1/dr{query}", timeout=10)
+                assert answer.status_code == 400 and text in answer.json()["error"], answer.text
+                assert "rule=platform/dr" in answer.json()["error"]
 
-        # disaster recovery: losing dc1, the only data centre, loses the group, and what is
-        # left holds none of the peak the autoscaler saw
-        dr = platform.get("/api/v1/dr?lose=dc1")
-        assert dr["whole"] is False
-        (main,) = [g for g in dr["groups"] if g["group"] == "main"]
-        assert main["state"] == "lost" and main["in_flight_held_after"] == 0
-        assert main["observed_peak_in_flight"] > 2 and main["holds_peak"] is False
-        for query, text in (
-            ("", "say which data centre or queue is lost"),
-            ("?lose=dc9", "'dc9' is neither a data centre nor a queue of the spec"),
-            ("?lose=dc1&group=com.example.double/nope", "no group com.example.double/nope"),
-        ):
-            answer = httpx.get(f"{platform.control}/api/v1/dr{query}", timeout=10)
-            assert answer.status_code == 400 and text in answer.json()["error"], answer.text
-            assert "rule=platform/dr" in answer.json()["error"]
+            refused = httpx.post(
+                f"{platform.control}/api/v1/groups/{MAIN}/release/start",
+                json={"model": "slow_double", "version": "1"},
+                timeout=10,
+            )
+            assert refused.status_code == 501, refused.text
+            assert (
+                "releases on Kubernetes are not made by the control plane yet"
+                in (refused.json()["error"])
+            )
 
-        refused = httpx.post(
-            f"{platform.control}/api/v1/groups/{MAIN}/release/start",
-            json={"model": "slow_double", "version": "1"},
-            timeout=10,
-        )
-        assert refused.status_code == 501, refused.text
-        assert (
-            "releases on Kubernetes are not made by the control plane yet"
-            in (refused.json()["error"])
-        )
+        # a control plane that restarts keeps no state: it adopts the cluster's 2 replicas
+        fresh = tmp_path / "fresh-state"
+        fresh.mkdir()
+        patched = len(patches)
+        with running_platform(
+            spec, fresh, repository, *up, str(kubeconfig), "--autoscale", "off"
+        ) as again:
+            assert len(patches) == patched  # nothing set back to the spec's 1
+            assert again.get("/api/v1/ledger")["cards_by_group"][MAIN] == 2

@@ -89,7 +89,7 @@ def _dr_evaluate(spec: PlatformSpec, args: argparse.Namespace) -> int:
 
 
 def _dr_results(spec: PlatformSpec, args: argparse.Namespace) -> list[GroupRecovery]:
-    return recovery(spec, args.lose, args.target, flag="--lose")
+    return recovery(spec, args.lose, args.target)
 
 
 def _validate(spec: PlatformSpec, as_json: bool) -> int:

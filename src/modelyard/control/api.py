@@ -23,7 +23,7 @@ from aiohttp import web
 
 from modelyard.control.apply import ACTOR, State, effective_replicas, status_rows
 from modelyard.control.collector import InstanceView
-from modelyard.control.disaster import recovery
+from modelyard.control.disaster import against_peak, recovery
 from modelyard.control.ledger import build_ledger, expand
 from modelyard.control.plane import ControlPlane
 from modelyard.control.release import ReleaseError, history
@@ -196,13 +196,18 @@ async def _overview(request: web.Request) -> web.Response:
             if plane.on_cluster:  # the cluster's pods, as the registry lists them
                 instances = [
                     {
-                        "name": target.name,
-                        "http": target.http,
+                        "name": entry.instance_id,
+                        "alive": entry.state == "SERVING",
+                        "http": entry.http,
                         "group": key,
-                        "live": _live(plane.collector.views.get(target.name)),
+                        "data_center": entry.labels.get("data_center"),
+                        "queue": entry.labels.get("queue"),
+                        "spec": entry.spec,
+                        "weight": entry.weight,
+                        "live": _live(plane.collector.views.get(entry.instance_id)),
                     }
-                    for target in plane.targets()
-                    if f"{target.service}/{target.group}" == key
+                    for entry in plane.cluster_instances()
+                    if f"{entry.service}/{entry.group}" == key
                 ]
             release = state.releases.get(key)
             groups.append(
@@ -502,35 +507,34 @@ async def _release(request: web.Request) -> web.Response:
 
 
 async def _disaster_recovery(request: web.Request) -> web.Response:
-    """What losing a data centre or queue does to each group (``platform dr evaluate``),
-    and for an autoscaling group whether what survives holds its observed peak."""
+    """What losing a data centre or queue does to each group (``platform dr evaluate``) with
+    the autoscaler's replicas, and for an autoscaling group whether what survives holds its
+    observed peak. Without ``lose``: each data centre of the spec, one after the other."""
     plane = _plane(request)
-    lose = request.query.get("lose")
-    if not lose:
-        raise ConfigError(
-            "say which data centre or queue is lost",
-            code=Code.INVALID_ARGUMENT,
-            rule="platform/dr",
-            where="GET /api/v1/dr?lose=DC|QUEUE[&group=SERVICE/GROUP]",
-        )
     spec = plane.spec
-    groups = []
-    for result in recovery(spec, lose, request.query.get("group"), flag="?lose="):
-        doc = result.to_json()
-        key = f"{result.service}/{result.group}"
-        scaling = plane.scaling.get(key)
-        if scaling is not None:
-            group = spec.services[result.service].groups[result.group]
-            # in-flight requests: the stable window's highest, against what the instances
-            # left after the loss hold at the autoscaler's target
-            peak = scaling.scaler.peak() * instances_per_replica(group)
-            holds = (result.surviving + result.replaced) * scaling.scaler.rule.target_in_flight
-            doc["observed_peak_in_flight"] = round(peak, 2)
-            doc["in_flight_held_after"] = round(holds, 2)
-            doc["holds_peak"] = holds >= peak
-        groups.append(doc)
-    whole = all(g["state"] == "whole" and g.get("holds_peak", True) for g in groups)
-    return web.json_response({"lose": lose, "whole": whole, "groups": groups})
+    replicas = effective_replicas(spec, plane.state())
+    target = request.query.get("group")
+    lose = request.query.get("lose")
+
+    def place(lost: str) -> dict[str, Any]:
+        groups = []
+        for result in recovery(spec, lost, target, where_flag="?lose=", replicas=replicas):
+            doc = result.to_json()
+            scaling = plane.scaling.get(f"{result.service}/{result.group}")
+            if scaling is not None:
+                group = spec.services[result.service].groups[result.group]
+                peak = scaling.scaler.peak()  # per replica: a replica is one per placement
+                if peak is not None:
+                    peak *= instances_per_replica(group)
+                doc.update(against_peak(result, peak, scaling.scaler.rule.target_in_flight))
+            groups.append(doc)
+        whole = all(g["state"] == "whole" and g.get("holds_peak") is not False for g in groups)
+        return {"lose": lost, "whole": whole, "groups": groups}
+
+    if lose is not None:
+        return web.json_response(place(lose))
+    data_centres = sorted({queue.data_center for queue in spec.queues.values()})
+    return web.json_response({"places": [place(dc) for dc in data_centres]})
 
 
 async def _autoscale(request: web.Request) -> web.Response:

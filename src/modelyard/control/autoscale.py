@@ -69,9 +69,9 @@ class Autoscaler:
         while self._samples and self._samples[0][0] < horizon:
             self._samples.popleft()
 
-    def peak(self) -> float:
-        """The highest observation of the stable window (0 before any)."""
-        return max((value for _, value in self._samples), default=0.0)
+    def peak(self) -> float | None:
+        """The highest observation of the stable window (None before any)."""
+        return max((value for _, value in self._samples), default=None)
 
     def _average(self, window: float, now: float) -> float | None:
         values = [v for t, v in self._samples if t >= now - window]

@@ -62,20 +62,38 @@ class GroupRecovery:
         }
 
 
+def against_peak(
+    result: GroupRecovery, peak_in_flight: float | None, target_in_flight: float
+) -> dict[str, Any]:
+    """An autoscaling group's observed peak of requests in flight against what the instances
+    left after the loss hold at the autoscaler's target (None: nothing observed yet)."""
+    held = (result.surviving + result.replaced) * target_in_flight
+    return {
+        "observed_peak_in_flight": None if peak_in_flight is None else round(peak_in_flight, 2),
+        "in_flight_held_after": round(held, 2),
+        "holds_peak": None if peak_in_flight is None else held >= peak_in_flight,
+    }
+
+
 def recovery(
-    spec: PlatformSpec, lose: str, target: str | None = None, flag: str = "lose"
+    spec: PlatformSpec,
+    lose: str,
+    target: str | None = None,
+    *,
+    where_flag: str = "--lose",
+    replicas: dict[str, int] | None = None,
 ) -> list[GroupRecovery]:
-    """``evaluate``, with a line for a place or group the spec does not have (``flag``:
-    how the caller names the place, --lose or ?lose=)."""
+    """``evaluate``, with a line for a place or group the spec does not have (``where_flag``:
+    how the caller names the place, ``--lose`` or ``?lose=``)."""
     places = {q.data_center for q in spec.queues.values()} | set(spec.queues)
     if lose not in places:
         raise ConfigError(
             f"'{lose}' is neither a data centre nor a queue of the spec",
             code=Code.INVALID_ARGUMENT,
             rule="platform/dr",
-            where=f"{flag} one of {', '.join(sorted(places))}",
+            where=f"{where_flag} one of {', '.join(sorted(places))}",
         )
-    results = evaluate(spec, lose, target)
+    results = evaluate(spec, lose, target, replicas)
     if target is not None and not results:
         raise ConfigError(
             f"no group {target} in the spec",
@@ -86,10 +104,16 @@ def recovery(
     return results
 
 
-def evaluate(spec: PlatformSpec, lose: str, target: str | None = None) -> list[GroupRecovery]:
+def evaluate(
+    spec: PlatformSpec,
+    lose: str,
+    target: str | None = None,
+    replicas: dict[str, int] | None = None,
+) -> list[GroupRecovery]:
     """Each group's recovery (or only ``target``, ``SERVICE/GROUP``) from losing ``lose``:
-    a data centre, or a queue."""
-    planned = expand(spec)
+    a data centre, or a queue; ``replicas``: the autoscaler's, where they differ from the
+    spec's."""
+    planned = expand(spec, replicas)
     ledger = build_ledger(spec, planned=planned)
     free_cards = {(row.quota, row.data_center, row.gpu_model): row.free for row in ledger.rows}
     free_cpu = {q: (hard - used) if hard is not None else None

@@ -25,7 +25,7 @@
 * with the spec's text (``spec_text``), the control plane and its console
   (``platform up --target kubernetes``: one pod, the spec from a ConfigMap), a
   ServiceAccount, and in each quota's namespace a Role and RoleBinding that let it
-  read and scale Deployments and nothing else.
+  read and set Deployments' scale and nothing else.
 
 Names are DNS labels unique for their identity (a hash of it follows the readable part).
 """
@@ -193,7 +193,7 @@ def _control_plane(
     options: ClusterOptions, spec_text: str, quota_namespaces: list[str]
 ) -> list[dict[str, Any]]:
     """The control plane and console: it scales the groups' Deployments, so it may read and
-    scale Deployments in the quotas' namespaces, and nothing else."""
+    set their scale in the quotas' namespaces, and nothing else."""
     namespace = options.namespace
     labels = {f"{LABEL}/component": CONTROL_PLANE}
     args = [
@@ -229,10 +229,10 @@ def _control_plane(
                 "kind": "Role",
                 "metadata": dict(meta),
                 "rules": [
-                    {
+                    {  # replicas only: a pod template it cannot touch
                         "apiGroups": ["apps"],
-                        "resources": ["deployments", "deployments/scale"],
-                        "verbs": ["get", "list", "watch", "patch"],
+                        "resources": ["deployments/scale"],
+                        "verbs": ["get", "patch"],
                     }
                 ],
             },

@@ -4,19 +4,25 @@ Each object is sent with server-side apply: a ``PATCH`` of the whole object to i
 path, ``Content-Type: application/apply-patch+yaml``, ``fieldManager=modelyard`` and
 ``force=true``, so applying the same render twice changes nothing, and a field another
 manager set is taken over only where the render says otherwise. Scaling a Deployment
-is a merge patch of its ``scale`` subresource. ``apply_requests`` and ``scale_request``
-are pure (what the tests check); ``send`` hands them to the client's ``ApiClient``.
+is a merge patch of its ``scale`` subresource under a field manager of its own
+(``modelyard-control-plane``), so the replicas it sets belong to it and a render that
+leaves them out does not take them back; ``read_scale_request`` reads them.
+``apply_requests`` and the request builders are pure (what the tests check); ``send``
+hands them to the client's ``ApiClient``, each call bounded in time.
 The client is imported only here (``pip install 'modelyard[kubernetes]'``).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from modelyard.errors import Code, ConfigError
 
 FIELD_MANAGER = "modelyard"
+SCALE_MANAGER = "modelyard-control-plane"
+REQUEST_TIMEOUT = (3.0, 10.0)  # seconds to connect, to read: a hung API server is an error
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -73,11 +79,20 @@ def apply_requests(manifests: list[dict[str, Any]]) -> list[ApiRequest]:
     return [ApiRequest("PATCH", object_path(m), query, APPLY_PATCH, m) for m in ordered]
 
 
+def _scale_path(namespace: str, deployment: str) -> str:
+    return f"/apis/apps/v1/namespaces/{namespace}/deployments/{deployment}/scale"
+
+
 def scale_request(namespace: str, deployment: str, replicas: int) -> ApiRequest:
     """Scale a Deployment: a merge patch of its scale subresource."""
-    path = f"/apis/apps/v1/namespaces/{namespace}/deployments/{deployment}/scale"
-    return ApiRequest("PATCH", path, (("fieldManager", FIELD_MANAGER),), MERGE_PATCH,
+    return ApiRequest("PATCH", _scale_path(namespace, deployment),
+                      (("fieldManager", SCALE_MANAGER),), MERGE_PATCH,
                       {"spec": {"replicas": replicas}})  # fmt: skip
+
+
+def read_scale_request(namespace: str, deployment: str) -> ApiRequest:
+    """A Deployment's scale: its replicas now."""
+    return ApiRequest("GET", _scale_path(namespace, deployment), (), "application/json", {})
 
 
 def api_client(kubeconfig: str | None = None) -> Any:
@@ -91,10 +106,13 @@ def api_client(kubeconfig: str | None = None) -> Any:
             rule="platform/kubernetes-apply",
             where="pip install 'modelyard[kubernetes]'",
         ) from None
+    if kubeconfig is not None:  # named: it wins over the pod's own account
+        config.load_kube_config(config_file=kubeconfig)
+        return client.ApiClient()
     try:
         config.load_incluster_config()
     except config.ConfigException:
-        config.load_kube_config(config_file=kubeconfig)
+        config.load_kube_config()
     return client.ApiClient()
 
 
@@ -103,23 +121,48 @@ def send(client: Any, requests: list[ApiRequest]) -> list[str]:
     Stops at the first refusal, with the cluster's status and reason."""
     lines = []
     for request in requests:
-        method, url, headers, body, _ = client.param_serialize(
-            request.method,
-            request.path,
-            query_params=list(request.query),
-            header_params={"Content-Type": request.content_type, "Accept": "application/json"},
-            body=request.body,
-            auth_settings=["BearerToken"],
-        )
-        response = client.call_api(method, url, header_params=headers, body=body)
-        response.read()
-        if not 200 <= response.status < 300:
-            raise ConfigError(
-                f"the cluster refused {request.method} {request.path}: {response.status} "
-                f"{response.reason}",
-                code=Code.FAILED_PRECONDITION,
-                rule="platform/kubernetes-apply",
-                where="the cluster's answer above; kubectl auth can-i patch <resource>",
-            )
-        lines.append(f"applied {request.path} ({response.status})")
+        status = _call(client, request)[0]
+        lines.append(f"applied {request.path} ({status})")
     return lines
+
+
+def fetch(client: Any, request: ApiRequest) -> dict[str, Any]:
+    """One request's answer, as JSON."""
+    return _call(client, request)[1]
+
+
+def _call(client: Any, request: ApiRequest) -> tuple[int, dict[str, Any]]:
+    method, url, headers, body, _ = client.param_serialize(
+        request.method,
+        request.path,
+        query_params=list(request.query),
+        header_params={"Content-Type": request.content_type, "Accept": "application/json"},
+        body=request.body if request.method != "GET" else None,
+        auth_settings=["BearerToken"],
+    )
+    try:
+        response = client.call_api(
+            method, url, header_params=headers, body=body, _request_timeout=REQUEST_TIMEOUT
+        )
+        data = response.read()
+    except Exception as exc:  # urllib3's timeouts and connection errors
+        raise ConfigError(
+            f"the cluster did not answer {request.method} {request.path}: "
+            f"{type(exc).__name__}: {exc}",
+            code=Code.UNAVAILABLE,
+            rule="platform/kubernetes-apply",
+            where="the cluster's API server address (kubeconfig, or the pod's account)",
+        ) from None
+    if not 200 <= response.status < 300:
+        raise ConfigError(
+            f"the cluster refused {request.method} {request.path}: {response.status} "
+            f"{response.reason}",
+            code=Code.FAILED_PRECONDITION,
+            rule="platform/kubernetes-apply",
+            where="the cluster's answer above; kubectl auth can-i patch <resource>",
+        )
+    try:
+        answer = json.loads(data) if data else {}
+    except ValueError:
+        answer = {}
+    return response.status, answer if isinstance(answer, dict) else {}

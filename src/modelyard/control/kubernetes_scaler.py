@@ -5,7 +5,9 @@ instances and heal them; the control plane only decides how many. A group's
 replicas are per template and data centre, as on one machine, so a decision
 of N patches the ``scale`` subresource of each of the group's Deployments to
 N (``kubernetes_apply.scale_request``), in its quota's namespace, under the
-name the render gave it.
+name the render gave it, under a field manager of its own. ``replicas`` reads
+what the Deployments hold now, so a control plane that restarts (its state is
+not kept) adopts the cluster's replicas instead of resetting them.
 """
 
 from __future__ import annotations
@@ -13,20 +15,37 @@ from __future__ import annotations
 from typing import Any
 
 from modelyard.control.kubernetes import ClusterOptions, deployment_name, quota_namespace
-from modelyard.control.kubernetes_apply import ApiRequest, scale_request, send
+from modelyard.control.kubernetes_apply import (
+    ApiRequest,
+    fetch,
+    read_scale_request,
+    scale_request,
+    send,
+)
 from modelyard.control.spec import Group, PlatformSpec
+
+
+def group_deployments(
+    spec: PlatformSpec, options: ClusterOptions, service: str, group: Group
+) -> list[tuple[str, str]]:
+    """The namespace and name of each of the group's Deployments (per template and data
+    centre), as the render names them."""
+    namespace = quota_namespace(options, spec.services[service].quota)
+    return [
+        (namespace, deployment_name(service, group.name, template.name, dc))
+        for template in group.templates.values()
+        if template.spec is not None
+        for dc in sorted(template.queues)
+    ]
 
 
 def group_scale_requests(
     spec: PlatformSpec, options: ClusterOptions, service: str, group: Group, replicas: int
 ) -> list[ApiRequest]:
     """The scale patches that give each of the group's Deployments ``replicas`` pods."""
-    namespace = quota_namespace(options, spec.services[service].quota)
     return [
-        scale_request(namespace, deployment_name(service, group.name, template.name, dc), replicas)
-        for template in group.templates.values()
-        if template.spec is not None
-        for dc in sorted(template.queues)
+        scale_request(namespace, name, replicas)
+        for namespace, name in group_deployments(spec, options, service, group)
     ]
 
 
@@ -41,3 +60,13 @@ class DeploymentScaler:
     def scale(self, spec: PlatformSpec, service: str, group: Group, replicas: int) -> list[str]:
         requests = group_scale_requests(spec, self.options, service, group, replicas)
         return send(self.client, requests)
+
+    def replicas(self, spec: PlatformSpec, service: str, group: Group) -> int | None:
+        """The most replicas any of the group's Deployments holds now (None: none says)."""
+        counts = []
+        for namespace, name in group_deployments(spec, self.options, service, group):
+            answer = fetch(self.client, read_scale_request(namespace, name))
+            replicas = answer.get("spec", {}).get("replicas")
+            if isinstance(replicas, int):
+                counts.append(replicas)
+        return max(counts, default=None)

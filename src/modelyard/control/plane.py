@@ -60,6 +60,7 @@ from modelyard.control.scaling import (
     rule_of,
     scale_group,
     scale_on_cluster,
+    template_keys,
 )
 from modelyard.control.spec import InstanceSpec, PlatformSpec, read_platform_spec
 from modelyard.discovery.registry import Instance
@@ -182,7 +183,8 @@ class ControlPlane:
     async def start(self) -> list[str]:
         if self.on_cluster:
             done = await self.locked(self._check_for_cluster)
-            self.scaler = self.scaler or _deployment_scaler(self.config)
+            if self.scaler is None:  # a kubeconfig's exec plugin may take its time
+                self.scaler = await asyncio.to_thread(_deployment_scaler, self.config)
         else:
             done = await self.locked(self._apply)
         for group_key, group in self._autoscaling_groups():
@@ -190,7 +192,7 @@ class ControlPlane:
                 group_key.split("/")[0], group.name, Autoscaler(rule_of(group))
             )
         if self.on_cluster:
-            done += await self.locked(self._set_cluster_replicas)
+            done += await self.locked(self._adopt_cluster_replicas)
         if self.config.gateway_port >= 0 and not self.on_cluster:
             await asyncio.to_thread(self._start_gateways)
         self._tasks.append(asyncio.create_task(self._poll_loop()))
@@ -205,15 +207,7 @@ class ControlPlane:
             state.model_repository = str(self.config.model_repository.resolve())
         state.registry = self.config.registry or state.registry or default_registry(self.state_dir)
         plan = make_plan(self.spec, self.config.spec_file, state)
-        if plan.findings:
-            first = plan.findings[0]
-            raise ConfigError(
-                f"the spec breaks {len(plan.findings)} ledger rule(s), first {first.code}: "
-                f"{first.message} at {first.where}",
-                code=Code.INVALID_ARGUMENT,
-                rule="platform/validate",
-                where=f"modelyard platform validate -f {self.config.spec_file}",
-            )
+        self._refuse_findings(plan.findings)
         if not state.model_repository and plan.start:
             raise ConfigError(
                 "no model repository to launch instances from",
@@ -235,6 +229,18 @@ class ControlPlane:
             return []
         return apply_plan(self.spec, state, plan)
 
+    def _refuse_findings(self, findings: list[Any]) -> None:
+        """A spec that breaks a ledger rule is not run, here or on a cluster."""
+        if findings:
+            first = findings[0]
+            raise ConfigError(
+                f"the spec breaks {len(findings)} ledger rule(s), first {first.code}: "
+                f"{first.message} at {first.where}",
+                code=Code.INVALID_ARGUMENT,
+                rule="platform/validate",
+                where=f"modelyard platform validate -f {self.config.spec_file}",
+            )
+
     def _check_for_cluster(self) -> list[str]:
         """On a cluster: the spec must pass validate, and the registry is the cluster's."""
         if not self.config.registry:
@@ -247,29 +253,33 @@ class ControlPlane:
         state = State.load(self.state_dir)
         state.registry = self.config.registry
         plan = make_plan(self.spec, self.config.spec_file, state)
-        if plan.findings:
-            first = plan.findings[0]
-            raise ConfigError(
-                f"the spec breaks {len(plan.findings)} ledger rule(s), first {first.code}: "
-                f"{first.message} at {first.where}",
-                code=Code.INVALID_ARGUMENT,
-                rule="platform/validate",
-                where=f"modelyard platform validate -f {self.config.spec_file}",
-            )
+        self._refuse_findings(plan.findings)
         state.save()
         return []
 
-    def _set_cluster_replicas(self) -> list[str]:
+    def _adopt_cluster_replicas(self) -> list[str]:
         """On a cluster: the render leaves an autoscaling group's replicas to this process,
-        so it sets them at start (the spec's, or the ones its state recorded)."""
+        whose state does not outlive its pod. At start it adopts what the Deployments hold,
+        and scales them only where that is outside the rule's min and max or the quota."""
         assert self.scaler is not None
         spec, state, done = self.spec, State.load(self.state_dir), []
-        for key in self.scaling:
+        for key, scaling in self.scaling.items():
             service, _, name = key.partition("/")
             group = spec.services[service].groups[name]
-            done += self.scaler.scale(
-                spec, service, group, current_replicas(spec, state, service, group)
-            )
+            rule = scaling.scaler.rule
+            now = self.scaler.replicas(spec, service, group)
+            ceiling = quota_max(spec, state, service, group, rule.max_replicas)
+            wanted = max(now if now is not None else rule.min_replicas, rule.min_replicas)
+            wanted = min(wanted, rule.max_replicas)
+            if ceiling is not None:
+                wanted = min(wanted, ceiling)
+            if wanted != now:
+                numbers = {"at": "the control plane's start", "cluster_held": now}
+                done += scale_on_cluster(spec, state, service, group, wanted, numbers, self.scaler)
+            else:
+                for template_key in template_keys(service, group):
+                    state.replicas[template_key] = wanted
+                state.save()
         return done
 
     def _start_gateways(self) -> None:
@@ -353,6 +363,10 @@ class ControlPlane:
             Target(i.name, i.service, i.group, f"127.0.0.1:{i.http_port}")
             for i in self.state().instances
         ]
+
+    def cluster_instances(self) -> list[Instance]:
+        """On a cluster: the spec's services' instances, as the registry last listed them."""
+        return list(self._cluster_instances)
 
     def running(self) -> list[tuple[str, int]]:
         """Each running instance's group key and cards: launched here, or on a cluster as

@@ -90,6 +90,8 @@ class GroupScaler(Protocol):
 
     def scale(self, spec: PlatformSpec, service: str, group: Group, replicas: int) -> list[str]: ...
 
+    def replicas(self, spec: PlatformSpec, service: str, group: Group) -> int | None: ...
+
 
 def scale_on_cluster(
     spec: PlatformSpec,

@@ -213,9 +213,7 @@ function recoveryCard(recoveries) {
 }
 
 async function drawLedger() {
-  const [ledger, autoscale, overview] = await Promise.all([api("/api/v1/ledger"), api("/api/v1/autoscale"), api("/api/v1/overview")]);
-  const dataCentres = [...new Set(overview.services.flatMap((s) => s.data_centers))].sort();
-  const recoveries = await Promise.all(dataCentres.map((dc) => api(`/api/v1/dr?lose=${encodeURIComponent(dc)}`)));
+  const [ledger, autoscale, recovery] = await Promise.all([api("/api/v1/ledger"), api("/api/v1/autoscale"), api("/api/v1/dr")]);
   const root = h("div", {});
   root.append(h("div", { class: "card" },
     h("h2", {}, `cards ${ledger.total_cards} · instances ${ledger.instances} · GPU instances ${ledger.gpu_instances}`),
@@ -227,7 +225,7 @@ async function drawLedger() {
         const running = ledger.running_by_group[group] || { instances: 0, gpu_instances: 0, cards: 0 };
         return h("tr", {}, h("td", {}, group), h("td", {}, cards), h("td", {}, running.instances), h("td", {}, running.gpu_instances), h("td", {}, running.cards));
       }))));
-  root.append(recoveryCard(recoveries));
+  root.append(recoveryCard(recovery.places));
   for (const group of ledger.groups) {
     const release = group.release;
     const scaling = autoscale.groups.find((g) => g.group === group.key);
