@@ -187,16 +187,13 @@ class ControlPlane:
                 self.scaler = await asyncio.to_thread(_deployment_scaler, self.config)
         else:
             done = await self.locked(self._apply)
-        for group_key, group in self._autoscaling_groups():
-            self.scaling[group_key] = GroupScaling(
-                group_key.split("/")[0], group.name, Autoscaler(rule_of(group))
-            )
+        self.follow_rules()
         if self.on_cluster:
             done += await self.locked(self._adopt_cluster_replicas)
         if self.config.gateway_port >= 0 and not self.on_cluster:
             await asyncio.to_thread(self._start_gateways)
         self._tasks.append(asyncio.create_task(self._poll_loop()))
-        if self.config.autoscale != "off" and self.scaling:
+        if self.config.autoscale != "off":  # also for rules the spec gains later
             self._tasks.append(asyncio.create_task(self._autoscale_loop()))
         return done
 
@@ -419,10 +416,32 @@ class ControlPlane:
             if group.autoscaling
         ]
 
+    def follow_rules(self) -> list[str]:
+        """The spec's autoscaling rules as the file says now: a rule edited, added or removed
+        holds from the next decision on (an edited rule keeps the observations so far)."""
+        changes = []
+        wanted = dict(self._autoscaling_groups())
+        for key in [k for k in self.scaling if k not in wanted]:
+            del self.scaling[key]
+            changes.append(f"{key}: autoscaling removed")
+        for key, group in wanted.items():
+            rule = rule_of(group)
+            scaling = self.scaling.get(key)
+            if scaling is None:
+                self.scaling[key] = GroupScaling(key.split("/")[0], group.name, Autoscaler(rule))
+                changes.append(f"{key}: autoscaling {rule}")
+            elif scaling.scaler.rule != rule:
+                scaling.scaler.rule = rule
+                changes.append(f"{key}: autoscaling {rule}")
+        for change in changes:
+            log.info("autoscale_rule", change=change)
+        return changes
+
     async def _autoscale_loop(self) -> None:
         next_decision = time.monotonic() + self.config.autoscale_every
         while True:
             await asyncio.sleep(self.config.poll_every)
+            self.follow_rules()
             for scaling in self.scaling.values():
                 group = self._group(scaling)
                 if group is None:
