@@ -36,12 +36,12 @@ services:
     interfaces: [infer]
     quota: q
     data_centers: [dc1]
-    total_cards: 4
+    total_cards: {share}
     models: [slow_double]
     groups:
       main:
         models: [slow_double]
-        cards: 4
+        cards: {share}
         templates:
           t: {{spec: 1C/1G/A30-24G*1, queues: {{dc1: dc1-gpu}}, replicas: {replicas},
               loads: [slow_double]}}
@@ -72,8 +72,8 @@ def platform(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
                 os.kill(instance.pid, signal.SIGKILL)
 
 
-def write_spec(path: Path, replicas: int, quota: int = 3) -> None:
-    path.write_text(SPEC.format(replicas=replicas, quota=quota))
+def write_spec(path: Path, replicas: int, quota: int = 3, share: int = 4) -> None:
+    path.write_text(SPEC.format(replicas=replicas, quota=quota, share=share))
 
 
 def versions_served(registry: str, requests: int) -> Counter[int]:
@@ -163,6 +163,25 @@ def test_a_release_the_quota_cannot_hold_is_refused_before_anything_starts(
     assert refused.returncode == 1
     assert "QUOTA_EXCEEDED" in refused.stdout and "rule=platform/release" in refused.stdout
     assert (state / "state.json").read_text() == before
-    assert not (state / "events").exists()
     assert len(State.load(state).instances) == 1
     assert len(list((state / "logs").iterdir())) == 1  # no process was launched
+    # the refusal is in the group's record, with what refused it
+    events = modelyard("release", "history", GROUP, "--state", str(state)).stdout.splitlines()
+    (event,) = [json.loads(line) for line in events]
+    assert event["action"] == "refused" and event["numbers"]["surge_cards"] == 1
+    assert any("QUOTA_EXCEEDED" in line for line in event["numbers"]["findings"])
+
+    # a quota that holds the surge, a group share that does not: refused as well
+    write_spec(spec, replicas=1, quota=3, share=1)
+    modelyard("plan", *common)
+    applied = modelyard("apply", *common, "--model-repository", str(repository))
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    over_share = modelyard(
+        "release", "start", GROUP, *common, "--model", "slow_double", "--version", "2"
+    )
+    assert over_share.returncode == 1
+    assert "GROUP_CARDS_EXCEEDED" in over_share.stdout
+    assert "runs 1 card(s) and its release would add 1: 2 over its share of 1" in (
+        over_share.stdout
+    )
+    assert len(State.load(state).instances) == 1

@@ -36,6 +36,7 @@ from typing import Any
 from modelyard.control.apply import (
     State,
     actor,
+    effective_replicas,
     expected_registry,
     launcher_for,
     new_instance,
@@ -44,7 +45,7 @@ from modelyard.control.apply import (
     wait_registered,
 )
 from modelyard.control.launcher import LaunchedInstance
-from modelyard.control.ledger import Finding, validate
+from modelyard.control.ledger import Finding, expand, validate
 from modelyard.control.spec import PlatformSpec
 from modelyard.errors import Code, ConfigError
 
@@ -255,12 +256,35 @@ def _reserve(
     total = Counter(state.reserved())
     total.update(reserved)
     findings = validate(spec, reserved=dict(total))
+    surge = sum(reserved.values())
+    service, _, group = key.partition("/")
+    share = spec.services[service].groups[group].cards
+    running = sum(
+        i.cards
+        for i in expand(spec, effective_replicas(spec, state))
+        if i.service == service and i.group == group
+    )
+    if surge and running + surge > share:  # the surge is the group's cards too
+        findings.append(
+            Finding(
+                "GROUP_CARDS_EXCEEDED",
+                f"group {key} runs {running} card(s) and its release would add {surge}: "
+                f"{running + surge} over its share of {share}",
+                spec.where("services", service, "groups", group, "cards"),
+                requested=running + surge,
+                limit=share,
+            )
+        )
     if findings:
-        raise ReleaseError(
+        refused = ReleaseError(
             f"{what} refused before anything started: the ledger cannot hold "
-            f"its surge of {sum(reserved.values())} card(s)",
+            f"its surge of {surge} card(s)",
             findings,
         )
+        record(state, key, "refused", None, None, {
+            "what": what, "surge_cards": surge, "findings": [f.line() for f in findings]
+        })  # fmt: skip
+        raise refused
     return reserved
 
 
