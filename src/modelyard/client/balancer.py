@@ -145,8 +145,9 @@ class Balancer:
     def _weight_class(self, pool: Sequence[H]) -> Sequence[H]:
         """The hosts of one weight, drawn in proportion to the class's total weight."""
         classes: dict[float, list[H]] = {}
-        for host in pool:
-            classes.setdefault(host.weight, []).append(host)
+        for host in pool:  # weights a rounding apart are one class; NaN or negative weigh 0
+            weight = round(host.weight, 9) if host.weight > 0 else 0.0
+            classes.setdefault(weight, []).append(host)
         total = sum(weight * len(hosts) for weight, hosts in classes.items())
         if total <= 0:
             return pool
@@ -166,6 +167,7 @@ class Balancer:
             h
             for h in candidates
             if h.local
+            and h.weight > 0  # a host weighted out (a canary at 0 %) takes none of it
             and not h.ejected(now)
             and h.consecutive_failures < failing
             and h not in exclude

@@ -22,7 +22,10 @@ from modelyard.errors import Code, ConfigError
 
 FIELD_MANAGER = "modelyard"
 SCALE_MANAGER = "modelyard-control-plane"
-REQUEST_TIMEOUT = (3.0, 10.0)  # seconds to connect, to read: a hung API server is an error
+# seconds to connect, to read: a hung API server is an error. An apply may wait on the
+# cluster's admission webhooks; a scale is quick.
+APPLY_TIMEOUT = (3.0, 60.0)
+SCALE_TIMEOUT = (3.0, 10.0)
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -116,22 +119,34 @@ def api_client(kubeconfig: str | None = None) -> Any:
     return client.ApiClient()
 
 
-def send(client: Any, requests: list[ApiRequest]) -> list[str]:
+def send(
+    client: Any,
+    requests: list[ApiRequest],
+    timeout: tuple[float, float] = APPLY_TIMEOUT,
+    missing_ok: bool = False,
+) -> list[str]:
     """Send each request through an ``ApiClient``; one line per object, as it answered.
-    Stops at the first refusal, with the cluster's status and reason."""
+    Stops at the first refusal, with the cluster's status and reason (``missing_ok``: an
+    object that does not exist yet is a line, not a refusal)."""
     lines = []
     for request in requests:
-        status = _call(client, request)[0]
-        lines.append(f"applied {request.path} ({status})")
+        status, _ = _call(client, request, timeout, missing_ok)
+        if status == 404:
+            lines.append(f"not there yet: {request.path} (404)")
+        else:
+            lines.append(f"applied {request.path} ({status})")
     return lines
 
 
-def fetch(client: Any, request: ApiRequest) -> dict[str, Any]:
-    """One request's answer, as JSON."""
-    return _call(client, request)[1]
+def fetch(client: Any, request: ApiRequest) -> dict[str, Any] | None:
+    """One request's answer, as JSON; None when the object does not exist (404)."""
+    status, answer = _call(client, request, SCALE_TIMEOUT, missing_ok=True)
+    return None if status == 404 else answer
 
 
-def _call(client: Any, request: ApiRequest) -> tuple[int, dict[str, Any]]:
+def _call(
+    client: Any, request: ApiRequest, timeout: tuple[float, float], missing_ok: bool = False
+) -> tuple[int, dict[str, Any]]:
     method, url, headers, body, _ = client.param_serialize(
         request.method,
         request.path,
@@ -142,7 +157,7 @@ def _call(client: Any, request: ApiRequest) -> tuple[int, dict[str, Any]]:
     )
     try:
         response = client.call_api(
-            method, url, header_params=headers, body=body, _request_timeout=REQUEST_TIMEOUT
+            method, url, header_params=headers, body=body, _request_timeout=timeout
         )
         data = response.read()
     except Exception as exc:  # urllib3's timeouts and connection errors
@@ -153,6 +168,8 @@ def _call(client: Any, request: ApiRequest) -> tuple[int, dict[str, Any]]:
             rule="platform/kubernetes-apply",
             where="the cluster's API server address (kubeconfig, or the pod's account)",
         ) from None
+    if missing_ok and response.status == 404:
+        return 404, {}
     if not 200 <= response.status < 300:
         raise ConfigError(
             f"the cluster refused {request.method} {request.path}: {response.status} "

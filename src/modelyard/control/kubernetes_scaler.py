@@ -16,6 +16,7 @@ from typing import Any
 
 from modelyard.control.kubernetes import ClusterOptions, deployment_name, quota_namespace
 from modelyard.control.kubernetes_apply import (
+    SCALE_TIMEOUT,
     ApiRequest,
     fetch,
     read_scale_request,
@@ -59,14 +60,14 @@ class DeploymentScaler:
 
     def scale(self, spec: PlatformSpec, service: str, group: Group, replicas: int) -> list[str]:
         requests = group_scale_requests(spec, self.options, service, group, replicas)
-        return send(self.client, requests)
+        # a Deployment not applied yet (a new template or data centre) is skipped, not fatal
+        return send(self.client, requests, SCALE_TIMEOUT, missing_ok=True)
 
-    def replicas(self, spec: PlatformSpec, service: str, group: Group) -> int | None:
-        """The most replicas any of the group's Deployments holds now (None: none says)."""
-        counts = []
+    def replicas(self, spec: PlatformSpec, service: str, group: Group) -> list[int | None]:
+        """What each of the group's Deployments holds now (None: it does not exist yet)."""
+        counts: list[int | None] = []
         for namespace, name in group_deployments(spec, self.options, service, group):
             answer = fetch(self.client, read_scale_request(namespace, name))
-            replicas = answer.get("spec", {}).get("replicas")
-            if isinstance(replicas, int):
-                counts.append(replicas)
-        return max(counts, default=None)
+            replicas = (answer or {}).get("spec", {}).get("replicas")
+            counts.append(replicas if isinstance(replicas, int) else None)
+        return counts

@@ -54,10 +54,10 @@ from modelyard.control.launcher import (
 )
 from modelyard.control.scaling import (
     GroupScaler,
+    checked_rule,
     current_replicas,
     instances_per_replica,
     quota_max,
-    rule_of,
     scale_group,
     scale_on_cluster,
     template_keys,
@@ -254,24 +254,27 @@ class ControlPlane:
         state.save()
         return []
 
-    def _adopt_cluster_replicas(self) -> list[str]:
+    def _adopt_cluster_replicas(self, keys: list[str] | None = None) -> list[str]:
         """On a cluster: the render leaves an autoscaling group's replicas to this process,
-        whose state does not outlive its pod. At start it adopts what the Deployments hold,
-        and scales them only where that is outside the rule's min and max or the quota."""
+        whose state does not outlive its pod. At start (and when a group gains a rule) it
+        adopts the most any of the group's Deployments holds, bounded as a decision is (max,
+        quota, then min), and patches every Deployment that holds something else."""
         assert self.scaler is not None
         spec, state, done = self.spec, State.load(self.state_dir), []
-        for key, scaling in self.scaling.items():
+        for key in self.scaling if keys is None else keys:
+            rule = self.scaling[key].scaler.rule
             service, _, name = key.partition("/")
             group = spec.services[service].groups[name]
-            rule = scaling.scaler.rule
-            now = self.scaler.replicas(spec, service, group)
-            ceiling = quota_max(spec, state, service, group, rule.max_replicas)
-            wanted = max(now if now is not None else rule.min_replicas, rule.min_replicas)
+            held = self.scaler.replicas(spec, service, group)
+            known = [count for count in held if count is not None]
+            wanted = max(known) if known else current_replicas(spec, state, service, group)
             wanted = min(wanted, rule.max_replicas)
+            ceiling = quota_max(spec, state, service, group, rule.max_replicas)
             if ceiling is not None:
                 wanted = min(wanted, ceiling)
-            if wanted != now:
-                numbers = {"at": "the control plane's start", "cluster_held": now}
+            wanted = max(wanted, rule.min_replicas)
+            if any(count != wanted for count in known):
+                numbers = {"at": "adopting the cluster's replicas", "cluster_held": held}
                 done += scale_on_cluster(spec, state, service, group, wanted, numbers, self.scaler)
             else:
                 for template_key in template_keys(service, group):
@@ -425,7 +428,11 @@ class ControlPlane:
             del self.scaling[key]
             changes.append(f"{key}: autoscaling removed")
         for key, group in wanted.items():
-            rule = rule_of(group)
+            try:
+                rule = checked_rule(group)
+            except (ValueError, TypeError) as exc:  # the rule in force stays
+                log.warning("autoscale_rule_refused", group=key, error=str(exc))
+                continue
             scaling = self.scaling.get(key)
             if scaling is None:
                 self.scaling[key] = GroupScaling(key.split("/")[0], group.name, Autoscaler(rule))
@@ -441,7 +448,14 @@ class ControlPlane:
         next_decision = time.monotonic() + self.config.autoscale_every
         while True:
             await asyncio.sleep(self.config.poll_every)
+            before = set(self.scaling)
             self.follow_rules()
+            added = [key for key in self.scaling if key not in before]
+            if added and self.on_cluster:
+                try:
+                    await self.locked(self._adopt_cluster_replicas, added)
+                except Exception as exc:  # the next decision scales it
+                    log.warning("autoscale_adopt_failed", groups=added, error=str(exc))
             for scaling in self.scaling.values():
                 group = self._group(scaling)
                 if group is None:

@@ -36,7 +36,6 @@ from typing import Any
 from modelyard.control.apply import (
     State,
     actor,
-    effective_replicas,
     expected_registry,
     launcher_for,
     new_instance,
@@ -45,7 +44,7 @@ from modelyard.control.apply import (
     wait_registered,
 )
 from modelyard.control.launcher import LaunchedInstance
-from modelyard.control.ledger import Finding, expand, validate
+from modelyard.control.ledger import Finding, validate
 from modelyard.control.spec import PlatformSpec
 from modelyard.errors import Code, ConfigError
 
@@ -259,11 +258,7 @@ def _reserve(
     surge = sum(reserved.values())
     service, _, group = key.partition("/")
     share = spec.services[service].groups[group].cards
-    running = sum(
-        i.cards
-        for i in expand(spec, effective_replicas(spec, state))
-        if i.service == service and i.group == group
-    )
+    running = sum(i.cards for i in state.instances if i.service == service and i.group == group)
     if surge and running + surge > share:  # the surge is the group's cards too
         findings.append(
             Finding(

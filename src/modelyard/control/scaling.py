@@ -42,6 +42,19 @@ def rule_of(group: Group) -> AutoscaleRule:
     )
 
 
+def checked_rule(group: Group) -> AutoscaleRule:
+    """``rule_of``, refused with a ValueError when its numbers cannot make decisions (an
+    edit of a running spec is not validated as a whole)."""
+    rule = rule_of(group)
+    if not 0 <= rule.min_replicas <= rule.max_replicas:
+        raise ValueError(f"min {rule.min_replicas} and max {rule.max_replicas} make no range")
+    if not rule.target_in_flight > 0:
+        raise ValueError(f"target_in_flight {rule.target_in_flight} is not positive")
+    if not (rule.stable_window_s > 0 and rule.panic_window_s > 0):
+        raise ValueError("the windows must be positive seconds")
+    return rule
+
+
 def instances_per_replica(group: Group) -> int:
     return max(1, sum(len(t.queues) for t in group.templates.values()))
 
@@ -90,7 +103,7 @@ class GroupScaler(Protocol):
 
     def scale(self, spec: PlatformSpec, service: str, group: Group, replicas: int) -> list[str]: ...
 
-    def replicas(self, spec: PlatformSpec, service: str, group: Group) -> int | None: ...
+    def replicas(self, spec: PlatformSpec, service: str, group: Group) -> list[int | None]: ...
 
 
 def scale_on_cluster(

@@ -253,3 +253,15 @@ def test_pick_nearby_leaves_a_local_host_failing_in_a_row_that_the_cap_keeps_in(
     assert set(nearby_picks(b, hosts)) <= {"h1", "h2"} and "h2" in nearby_picks(b, hosts)
     succeed(b, hosts[1])  # it answers again: local first again
     assert set(nearby_picks(b, hosts)) == {"h1"}
+
+
+def test_pick_nearby_spills_over_past_local_hosts_weighted_out() -> None:
+    b, hosts, _ = balancer(0, 1, 1)  # the local one is a canary at 0 %
+    hosts[0].local = True
+    assert set(nearby_picks(b, hosts)) == {"h1", "h2"}
+
+
+def test_weights_a_rounding_apart_are_one_class_and_nan_weighs_nothing() -> None:
+    b, hosts, _ = balancer(1.0, 1.0 + 1e-12, float("nan"))
+    hosts[0].outstanding = 5  # one class: the less busy of the two wins
+    assert set(picks(b, hosts, 200)) == {"h1"}

@@ -31,6 +31,13 @@ def test_an_edited_added_or_removed_rule_holds_from_the_next_decision(tmp_path: 
     assert plane.scaling[MAIN].scaler is scaler  # the observations so far are kept
     assert scaler.rule.target_in_flight == 3 and scaler.peak() == 5.0
 
-    write(spec, double_spec(2, 2), 3)
+    # an edit whose numbers cannot make decisions leaves the rule in force
+    write(spec, double_spec(2, 2, "{min: 3, max: 2, target_in_flight: 8}"), 3)
+    assert plane.follow_rules() == []
+    assert scaler.rule.target_in_flight == 3
+    write(spec, double_spec(2, 2, "{min: 1, max: ten}"), 4)
+    assert plane.follow_rules() == [] and plane.scaling[MAIN].scaler is scaler
+
+    write(spec, double_spec(2, 2), 5)
     assert plane.follow_rules() == [f"{MAIN}: autoscaling removed"]
     assert plane.scaling == {}
