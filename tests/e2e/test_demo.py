@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import httpx
@@ -82,6 +83,35 @@ def test_demo_runs_the_example_platform_and_answers_the_readme_call(tmp_path: Pa
             f"http://127.0.0.1:{http}/v2/models/text_classifier/infer", json=text_call, timeout=30
         )
         assert answer.status_code == 200, answer.text
+
+        # the governance story: central rules limit infer per instance; a burst at the
+        # pre-processing instance is refused with the line that says what and where
+        assert "modelyard rules set com.example.demo limits.infer.instance_qps" in text
+        overview = httpx.get(f"http://127.0.0.1:{control}/api/v1/overview").json()
+        (group,) = [
+            g for s in overview["services"] for g in s["groups"] if g["name"] == "preprocess"
+        ]
+        instance = group["instances"][0]["http"]
+        refusals: list[str] = []
+
+        def burst() -> None:
+            with httpx.Client(timeout=10) as client:
+                for _ in range(60):
+                    reply = client.post(
+                        f"http://{instance}/v2/models/iris_sklearn/infer", json=IRIS
+                    )
+                    if reply.status_code == 429:
+                        refusals.append(reply.json()["error"])
+
+        threads = [threading.Thread(target=burst) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert refusals, "360 calls at once were all admitted under a 100/s limit"
+        line = refusals[0]
+        assert "instance-qps" in line and "over limit 100/s for interface infer" in line
+        assert "rule=ratelimit/instance-qps" in line and "limits.infer.instance_qps" in line
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(60)

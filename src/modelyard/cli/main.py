@@ -18,11 +18,38 @@ def _examples_build(args: argparse.Namespace) -> int:
     return 0
 
 
+DEMO_SERVICE = "com.example.demo"
+DEMO_LIMIT = 100  # requests/s per instance on infer: a burst shows a refusal
+
+
+async def _demo_rules(registry: str) -> int | None:
+    """The demo's starting governance: central rules (revision 1) limiting infer per instance,
+    written once, so a newcomer sees a refusal, its line, and where to change it. None when
+    the service already has central rules (an earlier run, or the user's own)."""
+    from modelyard.discovery.rules_store import open_rules_store
+    from modelyard.governance.rules_document import commit_change
+
+    store = open_rules_store(registry)
+    try:
+        if await store.get(DEMO_SERVICE) is not None:
+            return None
+        rules = {"limits": {"infer": {"instance_qps": DEMO_LIMIT, "burst_seconds": 1}}}
+        _, written = await commit_change(
+            store, DEMO_SERVICE, lambda _: rules, author="modelyard demo",
+            action="the demo's starting rules",
+        )  # fmt: skip
+        return written.revision if written else None
+    finally:
+        await store.aclose()
+
+
 def _demo(args: argparse.Namespace) -> int:
     """Build the examples if missing, then run the example platform on this machine."""
+    import asyncio
     from importlib import resources
 
     from modelyard.cli.platform_up import IRIS_BODY, run_up
+    from modelyard.control.apply import default_registry
     from modelyard.examples.build import build_example_repository
 
     repository: Path = args.model_repository
@@ -35,14 +62,26 @@ def _demo(args: argparse.Namespace) -> int:
         packaged = resources.files("modelyard.examples").joinpath("demo-platform.yaml")
         spec_file.write_text(packaged.read_text("utf-8"))
     args.file = spec_file
+    args.state.mkdir(parents=True, exist_ok=True)
+    registry = args.registry or default_registry(args.state)
+    asyncio.run(_demo_rules(registry))
 
     def banner(plane: object, args: argparse.Namespace, summary: str) -> str:
         port = args.gateway_port
         return (
             f"{summary}\ntry the gateway (callers name only the model):\n"
             f"  curl -s localhost:{port}/v2/models/iris_sklearn/infer -d '{IRIS_BODY}'\n"
+            f"governance: the service's central rules limit infer to {DEMO_LIMIT} requests/s "
+            "per instance; go over it and read what refused you, and where to change it:\n"
+            f"  modelyard bench --url localhost:{port} --model iris_sklearn --rate 300 "
+            "--duration 3   # refusals by rule\n"
+            f"  seq 300 | xargs -P 16 -I{{}} curl -s localhost:{port}/v2/models/iris_sklearn/infer "
+            f"-d '{IRIS_BODY}' -w '\\n' | grep -m1 error   # the line\n"
+            f"  modelyard rules get {DEMO_SERVICE} --registry {registry}\n"
+            f"  modelyard rules set {DEMO_SERVICE} limits.infer.instance_qps 500 "
+            f"--registry {registry}\n"
             f"edit {spec_file} and run modelyard platform plan/apply --state {args.state}, "
-            "or watch the console\n"
+            "or watch the console (its governance view lists each refusal with its line)\n"
         )
 
     return run_up(args, banner)

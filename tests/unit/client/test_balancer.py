@@ -43,10 +43,10 @@ def succeed(b: Balancer, host: Host, times: int = 1) -> None:
         b.finish(host, False)
 
 
-def picks(b: Balancer, hosts: list[Host], n: int = 4000) -> Counter[str]:
+def picks(b: Balancer, hosts: list[Host], n: int = 4000, nearby: bool = False) -> Counter[str]:
     counts: Counter[str] = Counter()
     for _ in range(n):
-        host = b.pick(hosts)
+        host = b.pick_nearby(hosts) if nearby else b.pick(hosts)
         assert host is not None
         counts[host.key] += 1
     return counts
@@ -219,12 +219,7 @@ def test_a_host_with_weight_zero_gets_nothing_while_others_can_serve() -> None:
 
 
 def nearby_picks(b: Balancer, hosts: list[Host], n: int = 50) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    for _ in range(n):
-        host = b.pick_nearby(hosts)
-        assert host is not None
-        counts[host.key] += 1
-    return counts
+    return picks(b, hosts, n, nearby=True)
 
 
 def test_pick_nearby_keeps_to_the_local_hosts_while_one_is_in_and_untried() -> None:
