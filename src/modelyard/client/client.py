@@ -251,7 +251,7 @@ class AsyncClient:
                     self._close(endpoint)
                 else:
                     self._retired.add(endpoint)
-        if endpoints.keys() != old.keys():
+        if self._revision is not None and endpoints.keys() != old.keys():  # not the first view
             log.info(
                 "service_instances",
                 service=self.service,
