@@ -10,6 +10,8 @@ as on one machine, and patches the group's Deployment's scale within the quota.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -180,3 +182,18 @@ def test_on_kubernetes_the_control_plane_scales_the_groups_deployment_within_quo
         ) as again:
             assert len(patches) == patched  # nothing set back to the spec's 1
             assert again.get("/api/v1/ledger")["cards_by_group"][MAIN] == 2
+
+
+def test_on_kubernetes_without_the_cluster_s_registry_the_control_plane_says_where(
+    tmp_path: Path,
+) -> None:
+    spec = tmp_path / "platform.yaml"
+    spec.write_text(SPEC)
+    done = subprocess.run(
+        [sys.executable, "-m", "modelyard.cli.main", "platform", "up", "-f", str(spec),
+         "--state", str(tmp_path / "state"), "--target", "kubernetes", "--port", "0"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "rule=platform/kubernetes" in done.stdout
+    assert "--target kubernetes --registry etcd://HOST:2379" in done.stdout

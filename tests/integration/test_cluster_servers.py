@@ -111,15 +111,19 @@ def log_shows_fallback(server: ServerProcess) -> bool:
     return "cluster_limit_fallback" in log and "state=entered" in log
 
 
-def live_entries(registry_url: str, service: str) -> int:
-    async def resolve() -> int:
+def registry_entries(registry_url: str, service: str) -> list[Instance]:
+    async def resolve() -> list[Instance]:
         registry = open_registry(registry_url)
         try:
-            return len((await registry.resolve(service)).instances)
+            return (await registry.resolve(service)).instances
         finally:
             await registry.aclose()
 
     return asyncio.run(resolve())
+
+
+def live_entries(registry_url: str, service: str) -> int:
+    return len(registry_entries(registry_url, service))
 
 
 def refusal_lines(server: ServerProcess, calls: int = 40) -> set[str]:
@@ -167,17 +171,6 @@ def test_without_redis_each_instance_enforces_its_share_of_the_live_instances(
         assert_the_limit_holds(servers, limit)
         for server in servers:
             assert "live_instances" in server.log()
-
-
-def registry_entries(registry_url: str, service: str) -> list[Instance]:
-    async def resolve() -> list[Instance]:
-        registry = open_registry(registry_url)
-        try:
-            return (await registry.resolve(service)).instances
-        finally:
-            await registry.aclose()
-
-    return asyncio.run(resolve())
 
 
 @pytest.mark.slow

@@ -427,3 +427,15 @@ def test_a_decoupled_model_streams_through_the_gateway(tmp_path: Path, transport
             finally:
                 client.stop_stream()
                 client.close()
+
+
+def test_a_gateway_attempt_timeout_that_is_not_positive_is_refused_with_its_flag() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "modelyard.cli.main", "gateway", "--service", "com.example.x",
+         "--attempt-timeout", "0", "--http-port", "0", "--grpc-port", "-1"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode != 0
+    line = done.stdout + done.stderr
+    assert "attempt_timeout must be a positive number of seconds, not 0.0" in line
+    assert "rule=client/attempt-timeout" in line and "--attempt-timeout SECS" in line

@@ -235,7 +235,9 @@ def test_headers_that_match_the_pattern_reach_the_model_as_parameters(
         for _ in range(3):  # a lane is kept for requests of this shape, headers aside
             assert _seen(plain.infer("parameter", _inputs(httpclient))) == {}
         seen = _every_client(triton, {"key1": "value1"}, HEADERS)
-        assert all(answer == {"key1": "value1", **FORWARDED} for answer in seen), seen
+        expected = {"key1": "value1", **FORWARDED}
+        differing = [(place, answer) for place, answer in enumerate(seen) if answer != expected]
+        assert all(answer == expected for answer in seen), differing  # place: _every_client's
         # a request with no matching header takes the lane again, and sees none of them
         for _ in range(3):
             assert _seen(plain.infer("parameter", _inputs(httpclient))) == {}

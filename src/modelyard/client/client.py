@@ -108,7 +108,8 @@ class AsyncClient:
                 f"attempt_timeout must be a positive number of seconds, not {attempt_timeout}",
                 code=Code.INVALID_ARGUMENT,
                 rule="client/attempt-timeout",
-                where="attempt_timeout=SECS (or None: an attempt may take the whole timeout)",
+                where="attempt_timeout=SECS (the gateway's --attempt-timeout SECS), or none: "
+                "an attempt may take the whole timeout",
             )
         self.timeout = timeout
         self.attempt_timeout = attempt_timeout

@@ -58,9 +58,9 @@ from modelyard.control.scaling import (
     current_replicas,
     instances_per_replica,
     quota_max,
+    record_replicas,
     scale_group,
     scale_on_cluster,
-    template_keys,
 )
 from modelyard.control.spec import InstanceSpec, PlatformSpec, read_platform_spec
 from modelyard.discovery.registry import Instance
@@ -277,9 +277,7 @@ class ControlPlane:
                 numbers = {"at": "adopting the cluster's replicas", "cluster_held": held}
                 done += scale_on_cluster(spec, state, service, group, wanted, numbers, self.scaler)
             else:
-                for template_key in template_keys(service, group):
-                    state.replicas[template_key] = wanted
-                state.save()
+                record_replicas(state, service, group, wanted)
         return done
 
     def _start_gateways(self) -> None:
@@ -431,7 +429,13 @@ class ControlPlane:
             try:
                 rule = checked_rule(group)
             except (ValueError, TypeError) as exc:  # the rule in force stays
-                log.warning("autoscale_rule_refused", group=key, error=str(exc))
+                log.warning(
+                    "autoscale_rule_refused",
+                    group=key,
+                    error=str(exc),
+                    rule="platform/autoscaling",
+                    where=f"the autoscaling of {key} in {self.config.spec_file}",
+                )
                 continue
             scaling = self.scaling.get(key)
             if scaling is None:

@@ -98,6 +98,13 @@ def quota_bound(
     return best, None
 
 
+def record_replicas(state: State, service: str, group: Group, replicas: int) -> None:
+    """The group's replicas in the state: the ledger counts them, the autoscaler starts there."""
+    for template_key in template_keys(service, group):
+        state.replicas[template_key] = replicas
+    state.save()
+
+
 class GroupScaler(Protocol):
     """What makes a group's replicas so on a cluster (``kubernetes_scaler.DeploymentScaler``)."""
 
@@ -119,9 +126,7 @@ def scale_on_cluster(
     done. The cluster runs and heals the pods: nothing starts here."""
     before = current_replicas(spec, state, service, group)
     done = scaler.scale(spec, service, group, replicas)
-    for template_key in template_keys(service, group):
-        state.replicas[template_key] = replicas
-    state.save()
+    record_replicas(state, service, group, replicas)
     key = f"{service}/{group.name}"
     record(state, key, "autoscale", {"replicas": before}, {"replicas": replicas}, numbers)
     return done
