@@ -14,6 +14,8 @@ answers a plain-text 503 (and counts idle sockets against every caller).
 * a connection limit, refused at once with the error line (503);
 * the error line on the parser's own 400 for a malformed request.
 
+A header's value is kept as sent, trailing blanks too, as Triton keeps it.
+
 Timeouts are read by one sweep per server (``_Sweeper``) on a coarse clock,
 not a timer per request: a request costs two attribute writes. A refusal is
 written, the sending side shut, and whatever else the caller sends discarded
@@ -195,6 +197,12 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             return
         if self._in_head and self._head_bytes > self.limits.max_header_bytes:
             self._refuse(self._header_too_large(self._head_bytes))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        # a value as the caller sent it, trailing blanks too, as Triton forwards it
+        # (--http-header-forward-pattern); uvicorn from 0.55 strips them (RFC 9110 allows both)
+        HttpToolsProtocol.on_header(self, name, value)
+        self.headers[-1] = (self.headers[-1][0], value)
 
     def on_message_complete(self) -> None:
         # when the server had read the whole request: its counted time starts here (a slow
