@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import httpx
+from modelyard.web_client import WebError, fetch
 
 
 def free_port() -> int:
@@ -25,9 +25,9 @@ def wait_for_200(url: str, alive: Callable[[], bool], timeout: float) -> str:
         if not alive():
             return "exited"
         try:
-            if httpx.get(url, timeout=1.0).status_code == 200:
+            if fetch("GET", url, timeout=1.0).status == 200:
                 return "ready"
-        except httpx.HTTPError:
+        except WebError:
             pass
         time.sleep(0.05)
     return "timeout"

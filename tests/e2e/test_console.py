@@ -112,6 +112,47 @@ def screenshot(driver: WebDriver, name: str) -> None:
     assert driver.save_screenshot(str(ARTIFACTS / f"{name}.png"))
 
 
+def attribute(driver: WebDriver, css: str, name: str) -> str:
+    """An attribute of the element, read again if a redraw replaced it meanwhile."""
+    for _ in range(20):
+        try:
+            return str(driver.find_element(By.CSS_SELECTOR, css).get_attribute(name))
+        except StaleElementReferenceException:
+            continue
+    raise AssertionError(f"{css} kept being redrawn")
+
+
+def wait_for_count(driver: WebDriver, css: str, at_least: int, timeout: float = 30.0) -> None:
+    def counted(d: WebDriver) -> bool:
+        elements = d.find_elements(By.CSS_SELECTOR, css)
+        return bool(elements) and int(elements[0].get_attribute("data-count") or 0) >= at_least
+
+    waiting = WebDriverWait(
+        driver, timeout, poll_frequency=0.2, ignored_exceptions=[StaleElementReferenceException]
+    )
+    try:
+        waiting.until(counted)
+    except TimeoutException:
+        screenshot(driver, "failed")
+        raise AssertionError(f"{css} never counted {at_least}") from None
+
+
+def send_bad_inputs(platform: RunningPlatform) -> int:
+    """Requests whose inputs do not fit slow_double, until two got through the rate limit to
+    be refused with 400: how many were."""
+    bad = {"inputs": [{**DOUBLE["inputs"][0], "shape": [1, 3], "data": [1.0, 2.0, 3.0]}]}
+    refused = 0
+    with httpx.Client(timeout=30) as client:
+        for _ in range(200):
+            answer = client.post(f"{platform.gateway}/v2/models/slow_double/infer", json=bad)
+            assert answer.status_code in (400, 429), answer.text
+            refused += answer.status_code == 400
+            if refused == 2:
+                return refused
+            threading.Event().wait(0.1)
+    raise AssertionError(f"only {refused} of 200 bad requests got past the rate limit")
+
+
 def load(platform: RunningPlatform, stop: threading.Event) -> None:
     with httpx.Client(timeout=30) as client:
         while not stop.is_set():
@@ -161,14 +202,36 @@ def test_console_shows_live_maps_a_fired_rate_limit_and_a_rollback(
             )
             screenshot(browser, "governance")
             browser.find_element(By.ID, "rejection-close").click()
+            # alike rejections are one row with their count; counters say since when
+            grouped = '.rejection[data-rule="ratelimit/instance-qps"]'
+            wait_for(browser, f"{grouped} .count", text="\N{MULTIPLICATION SIGN}")
+            assert len(browser.find_elements(By.CSS_SELECTOR, grouped)) == 1
+            assert int(attribute(browser, grouped, "data-count")) > 1
+            wait_for(browser, ".counted-since", text="counted since")
+            bad_inputs = send_bad_inputs(platform)
 
-            # the inference map: the model's engine, batch sizes and latency over time
-            show(browser, "inference")
+            # a rejection's model opens the model's card on the inference map, its own URL
+            browser.find_element(By.CSS_SELECTOR, f"{grouped} .model-link").click()
+            wait_for(browser, "#view-inference:not([hidden])")
+            assert browser.current_url.endswith("#inference?model=slow_double")
+            assert browser.find_element(By.ID, "model-filter").get_attribute("value") == (
+                "slow_double"
+            )
             model = '.inf-model[data-model="slow_double/1"]'
             wait_for(browser, model, text="engine python")
+            assert not browser.find_elements(By.CSS_SELECTOR, '.inf-model[data-model^="bytes"]')
             wait_for(browser, f"{model} .legend", text="ms / p99")
             wait_for(browser, f"{model} polyline", timeout=20)
+            wait_for(browser, f"{model} .axis-time", text=":")  # a time axis: wall times
+            # the card shows its rejections and its bad inputs, and links back
+            times = "ratelimit/instance-qps \N{MULTIPLICATION SIGN}"
+            wait_for(browser, f"{model} .rejection-link", text=times)
+            wait_for_count(browser, f"{model} .bad-requests", bad_inputs)
             screenshot(browser, "inference")
+            browser.find_element(By.CSS_SELECTOR, f"{model} .rejection-link").click()
+            wait_for(browser, "#view-governance:not([hidden])")
+            assert browser.current_url.endswith("#governance?model=slow_double")
+            wait_for(browser, grouped)
         finally:
             stop.set()
             caller.join()
@@ -180,7 +243,9 @@ def test_console_shows_live_maps_a_fired_rate_limit_and_a_rollback(
             {"model": "slow_double", "version": "2", "percent": 50},
         )
         assert started.status_code == 200, started.text
-        show(browser, "ledger")
+        browser.get(platform.control + "/#ledger")  # each view has its URL
+        wait_for(browser, "#view-ledger:not([hidden])")
+        wait_for(browser, 'nav button.active[data-view="ledger"]')
         group = f'.ledger-group[data-group="{MAIN}"]'
         wait_for(browser, f"{group} .release-state", text="canary")
         wait_for(browser, "#quota-table .quota-row", text="A30-24G")

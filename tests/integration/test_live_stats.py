@@ -62,6 +62,10 @@ def test_stats_list_each_version_with_consistent_counts(tmp_path: Path) -> None:
             for _ in range(n):
                 url = f"http://{server.http_url}/v2/models/slow_double/versions/{version}/infer"
                 assert client.post(url, json=BODY).status_code == 200
+        bad = {"inputs": [{**BODY["inputs"][0], "shape": [1, 3], "data": [1.0, 2.0, 3.0]}]}
+        for _ in range(2):  # inputs that do not fit the model: counted, not failures
+            url = f"http://{server.http_url}/v2/models/slow_double/versions/1/infer"
+            assert client.post(url, json=bad).status_code == 400
         doc = stats(server)
         posted = httpx.post(f"http://{server.http_url}/v2/modelyard/stats")
         headed = httpx.head(f"http://{server.http_url}/v2/modelyard/stats")
@@ -85,6 +89,7 @@ def test_stats_list_each_version_with_consistent_counts(tmp_path: Path) -> None:
         assert model["devices"] == ["cpu"]
         assert model["pending"] == 0
         assert (model["success"], model["failure"]) == (expected, 0)
+        assert model["bad_requests"] == (2 if model["version"] == "1" else 0)
         assert model["inference_count"] == expected  # one row per request
         assert 1 <= model["execution_count"] <= expected
         assert model["queue_ns"] >= 0 and model["compute_ns"] > 0

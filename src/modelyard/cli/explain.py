@@ -16,8 +16,6 @@ import json
 import sys
 from typing import Any
 
-import httpx
-
 from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
 from modelyard.discovery.rules_store import RulesRevision, open_rules_store
 from modelyard.errors import ModelyardError
@@ -31,6 +29,7 @@ from modelyard.governance.explain import (
     sections_from_rows,
 )
 from modelyard.governance.rules_document import load_rules
+from modelyard.web_client import WebError, WebSession
 
 
 def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,7 +78,7 @@ async def _explain(args: argparse.Namespace) -> int:
     headers = {"x-api-key": args.api_key} if args.api_key else {}
     record: dict[str, Any] | None = None
     instance: str | None = None
-    async with httpx.AsyncClient(timeout=3.0, headers=headers) as client:
+    async with WebSession(3.0, headers) as client:
         if kind == "request":
             record, instance = await _find(client, addresses, args.what.strip())
             if record is None:
@@ -141,19 +140,19 @@ async def _instances(args: argparse.Namespace, service: str | None) -> tuple[lis
     return addresses, models
 
 
-async def _get(client: httpx.AsyncClient, address: str, path: str) -> dict[str, Any] | None:
+async def _get(client: WebSession, address: str, path: str) -> dict[str, Any] | None:
     try:
         response = await client.get(f"http://{address}{path}")
-    except httpx.HTTPError:
+    except WebError:
         return None
-    if response.status_code != 200:
+    if response.status != 200:
         return None
     doc: dict[str, Any] = response.json()
     return doc
 
 
 async def _find(
-    client: httpx.AsyncClient, addresses: list[str], request_id: str
+    client: WebSession, addresses: list[str], request_id: str
 ) -> tuple[dict[str, Any] | None, str | None]:
     path = f"/v2/modelyard/rejections/{request_id}"
     found = await asyncio.gather(*(_get(client, a, path) for a in addresses))
@@ -164,7 +163,7 @@ async def _find(
 
 
 async def _newest(
-    client: httpx.AsyncClient, addresses: list[str], rule: str | None
+    client: WebSession, addresses: list[str], rule: str | None
 ) -> tuple[dict[str, Any] | None, str | None]:
     """The newest recorded rejection by ``rule`` on any of the instances."""
     lists = await asyncio.gather(*(_get(client, a, "/v2/modelyard/rejections") for a in addresses))
@@ -177,12 +176,12 @@ async def _newest(
     return best
 
 
-async def _models(client: httpx.AsyncClient, address: str) -> list[str]:
+async def _models(client: WebSession, address: str) -> list[str]:
     try:
         response = await client.post(f"http://{address}/v2/repository/index", json={})
-    except httpx.HTTPError:
+    except WebError:
         return []
-    if response.status_code != 200:
+    if response.status != 200:
         return []
     return sorted({str(row["name"]) for row in response.json() if row.get("state") == "READY"})
 

@@ -21,8 +21,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from modelyard.discovery import DEFAULT_REGISTRY_URL
 from modelyard.discovery.rules_store import RulesStore, open_rules_store
 from modelyard.errors import Code, ConfigError
@@ -34,6 +32,7 @@ from modelyard.governance.rules_document import (
     read_rules_file,
     set_key,
 )
+from modelyard.web_client import WebError, fetch
 
 
 def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,15 +84,15 @@ def run_rules(args: argparse.Namespace) -> int:
 def _live_rules(args: argparse.Namespace) -> int:
     headers = {"x-api-key": args.api_key} if args.api_key else {}
     try:
-        response = httpx.get(f"http://{args.url}/v2/modelyard/rules", headers=headers, timeout=5)
-    except httpx.HTTPError as error:
+        response = fetch("GET", f"http://{args.url}/v2/modelyard/rules", headers=headers, timeout=5)
+    except WebError as error:
         print(f"cannot reach {args.url}: {error}", file=sys.stderr)
         return 1
-    if response.status_code != 200:
+    if response.status != 200:
         try:
-            line = response.json().get("error", response.reason_phrase)
+            line = response.json().get("error", response.reason)
         except ValueError:
-            line = f"{response.status_code} {response.reason_phrase}"
+            line = f"{response.status} {response.reason}"
         print(line, file=sys.stderr)
         return 1
     doc = response.json()

@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from modelyard.cli.cluster_options import add_cluster_arguments, cluster_options
 from modelyard.control import release
 from modelyard.control.apply import (
@@ -28,6 +26,7 @@ from modelyard.control.kubernetes_apply import api_client, apply_requests, send
 from modelyard.control.ledger import validate
 from modelyard.control.spec import read_platform_spec
 from modelyard.errors import Code, ConfigError
+from modelyard.web_client import WebError, fetch
 
 OPS = ("plan", "apply", "status", "down", "release")
 
@@ -193,8 +192,8 @@ def _via_control(args: argparse.Namespace) -> int:
     headers = {"x-api-key": args.api_key} if args.api_key else {}
     try:
         if args.platform_command == "status":
-            response = httpx.get(f"{base}/api/v1/overview", headers=headers, timeout=30)
-            if response.status_code == 200:
+            response = fetch("GET", f"{base}/api/v1/overview", headers=headers, timeout=30)
+            if response.status == 200:
                 rows = [
                     {k: v for k, v in i.items() if k != "live"}
                     for s in response.json()["services"]
@@ -205,8 +204,8 @@ def _via_control(args: argparse.Namespace) -> int:
                 return 0
         elif args.release_command == "history":
             url = f"{base}/api/v1/groups/{args.target}/events"
-            response = httpx.get(url, headers=headers, timeout=30)
-            if response.status_code == 200:
+            response = fetch("GET", url, headers=headers, timeout=30)
+            if response.status == 200:
                 for event in response.json()["events"]:
                     print(json.dumps(event, sort_keys=True))
                 return 0
@@ -217,23 +216,19 @@ def _via_control(args: argparse.Namespace) -> int:
                 if getattr(args, k, None) is not None
             }
             url = f"{base}/api/v1/groups/{args.target}/release/{args.release_command}"
-            response = httpx.post(url, json=body, headers=headers, timeout=600)
-            if response.status_code == 200:
+            response = fetch("POST", url, json=body, headers=headers, timeout=600)
+            if response.status == 200:
                 doc = response.json()
                 print(f"{doc['group']}: {json.dumps(doc['release'], sort_keys=True)}")
                 return 0
-    except httpx.HTTPError as error:
+    except WebError as error:
         return _refuse(
             f"cannot reach {base}: {error}", "platform/control", "is platform up running?"
         )
-    doc = (
-        response.json()
-        if response.headers.get("content-type", "").startswith("application/json")
-        else {}
-    )
+    doc = response.json() if response.content_type == "application/json" else {}
     for line in doc.get("findings", []):
         print(line)
-    print(doc.get("error") or f"[platform] HTTP {response.status_code} from {base}")
+    print(doc.get("error") or f"[platform] HTTP {response.status} from {base}")
     return 1
 
 

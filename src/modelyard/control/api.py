@@ -17,7 +17,6 @@ import time
 from importlib import resources
 from typing import Any
 
-import httpx
 import structlog
 from aiohttp import web
 
@@ -36,6 +35,7 @@ from modelyard.governance.guard import Call
 from modelyard.governance.rules_document import load_rules
 from modelyard.protocol.json_body import json_object
 from modelyard.protocol.status import http_status
+from modelyard.web_client import Reply, WebSession
 
 log = structlog.get_logger("modelyard.control")
 
@@ -317,6 +317,7 @@ async def _inference(request: web.Request) -> web.Response:
                     "devices": model.get("devices"),
                     "success": model.get("success"),
                     "failure": model.get("failure"),
+                    "bad_requests": model.get("bad_requests", 0),
                     "batch_size": {
                         "bounds": batch.get("bounds", []),
                         "counts": batch.get("counts", []),
@@ -347,26 +348,55 @@ async def _governance(request: web.Request) -> web.Response:
             interface: list(points)[-limit:]
             for interface, points in plane.collector.governance.get(service, {}).items()
         }
-        entry["recent"] = await _recent_rejections(plane, service)
+        events = await _recent_rejections(plane, service)
+        entry["recent"] = events[:50]
+        entry["grouped"] = grouped_rejections(events)
     return web.json_response({"services": services})
+
+
+def grouped_rejections(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rejections alike (rule, interface, model, status) as one row: how many, the newest's
+    time and request id (which the console opens), newest group first."""
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for event in events:  # newest first
+        key = (event.get("rule"), event.get("interface"), event.get("model"), event.get("code"))
+        group = groups.get(key)
+        if group is None:
+            groups[key] = {
+                "rule": key[0],
+                "interface": key[1],
+                "model": key[2],
+                "code": key[3],
+                "count": 1,
+                "newest": event.get("time", 0),
+                "oldest": event.get("time", 0),
+                "request_id": event.get("request_id"),
+                "instances": [event["instance"]],
+            }
+            continue
+        group["count"] += 1
+        group["oldest"] = event.get("time", 0)
+        if event["instance"] not in group["instances"]:
+            group["instances"].append(event["instance"])
+    return list(groups.values())
 
 
 async def _recent_rejections(plane: ControlPlane, service: str) -> list[dict[str, Any]]:
     views = [v for v in plane.collector.views.values() if v.up and v.target.service == service]
     if not any(((v.stats or {}).get("governance") or {}).get("rejections_total") for v in views):
         return []
-    async with httpx.AsyncClient(timeout=1.0) as client:
+    async with WebSession(1.0) as client:
         answers = await asyncio.gather(
             *(client.get(f"http://{v.target.http}/v2/modelyard/rejections") for v in views),
             return_exceptions=True,
         )
     recent = []
     for view, answer in zip(views, answers, strict=True):
-        if isinstance(answer, httpx.Response) and answer.status_code == 200:
-            for event in answer.json().get("recent", [])[:20]:
+        if isinstance(answer, Reply) and answer.status == 200:
+            for event in answer.json().get("recent", []):  # each instance's newest 100
                 recent.append({**event, "instance": view.target.name})
     recent.sort(key=lambda e: e.get("time", 0), reverse=True)
-    return recent[:50]
+    return recent
 
 
 async def _rejection(request: web.Request) -> web.Response:
@@ -381,11 +411,11 @@ async def _rejection(request: web.Request) -> web.Response:
             where="a request id is the one a rejection's answer and error line carry",
         )
     views = [v for v in plane.collector.views.values() if v.up and v.target.service == service]
-    async with httpx.AsyncClient(timeout=1.0) as client:
+    async with WebSession(1.0) as client:
         for view in views:
             address = view.target.http
             answer = await client.get(f"http://{address}/v2/modelyard/rejections/{request_id}")
-            if answer.status_code != 200:
+            if answer.status != 200:
                 continue
             record = answer.json()
             live = (await client.get(f"http://{address}/v2/modelyard/rules")).json()

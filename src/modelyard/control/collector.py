@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+from modelyard.web_client import WebError, WebSession
 
 
 def percentile(bounds: list[float], counts: list[int], q: float) -> float | None:
@@ -66,7 +66,7 @@ class Collector:
         self.views: dict[str, InstanceView] = {}
         # service -> interface -> deque of {t, admitted/s, rejected/s by rule}
         self.governance: dict[str, dict[str, deque[dict[str, Any]]]] = {}
-        self._client = httpx.AsyncClient(timeout=timeout)
+        self._client = WebSession(timeout)
         self._previous_governance: dict[str, dict[str, Any]] = {}
 
     async def aclose(self) -> None:
@@ -84,9 +84,10 @@ class Collector:
     async def _poll_one(self, view: InstanceView) -> None:
         try:
             response = await self._client.get(f"http://{view.target.http}/v2/modelyard/stats")
-            response.raise_for_status()
+            if response.status != 200:
+                raise WebError(f"answered {response.status} {response.reason}")
             stats = response.json()
-        except (httpx.HTTPError, ValueError) as exc:
+        except (WebError, ValueError) as exc:
             view.up, view.error = False, f"{type(exc).__name__}: {exc}"
             return
         now = time.time()
@@ -106,7 +107,8 @@ class Collector:
         """Every service's governance counters summed over its up instances (zero if none).
 
         Per service: admitted by interface, rejected by interface and rule,
-        rejections_total, and each breaker with the instance it lives on.
+        rejections_total, counted_since (the earliest instance's start: counters do not reset
+        on a rule change), and each breaker with the instance it lives on.
         """
         totals: dict[str, dict[str, Any]] = {}
         for view in self.views.values():
@@ -124,6 +126,9 @@ class Collector:
                 for rule, count in rules.items():
                     mine[rule] = mine.get(rule, 0) + count
             total["rejections_total"] += block.get("rejections_total", 0)
+            since = block.get("counted_since")
+            if since is not None:
+                total["counted_since"] = min(since, total.get("counted_since", since))
             for breaker in block.get("breakers", []):
                 total["breakers"].append({**breaker, "instance": view.target.name})
         return totals

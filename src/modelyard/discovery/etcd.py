@@ -9,7 +9,7 @@ put the entry again, so an instance survives an etcd restart on its own.
 ``watch`` watches the service's key range from the next revision; on a
 compacted start revision, a cancelled watch or a broken stream it lists the
 service again and watches on from the revision of that list, so no change is
-lost. It talks HTTP/1.1 JSON to ``/v3/...`` (httpx): the gRPC clients either
+lost. It talks HTTP/1.1 JSON to ``/v3/...`` (web_client): the gRPC clients either
 do not resume watches or need another protobuf than tritonclient allows.
 
 ``EtcdRulesStore`` keeps central governance rules under
@@ -29,7 +29,6 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import orjson
 import structlog
 
@@ -37,6 +36,7 @@ from modelyard.discovery import RegistryError
 from modelyard.discovery.registry import Instance, Lease, Registry, Snapshot
 from modelyard.discovery.rules_store import RulesConflict, RulesRevision, RulesStore
 from modelyard.errors import Code
+from modelyard.web_client import WebError, WebSession
 
 log = structlog.get_logger("modelyard.discovery")
 
@@ -145,7 +145,7 @@ class EtcdRegistry(Registry):
                         seen = [i.to_json() for i in snapshot.instances]
                         retry = _RETRY_MIN
                         yield snapshot
-            except (httpx.TransportError, RegistryError, orjson.JSONDecodeError) as exc:
+            except (WebError, RegistryError, ValueError) as exc:
                 log.info("registry_watch_broken", service=service, error=str(exc))
             # compacted, cancelled or broken: list again, then watch on from that list
             await asyncio.sleep(retry)
@@ -273,7 +273,7 @@ class EtcdRulesStore(RulesStore):
                         if found is not None and found.revision > since_revision:
                             since_revision = found.revision
                             yield found
-            except (httpx.TransportError, RegistryError, orjson.JSONDecodeError) as exc:
+            except (WebError, RegistryError, ValueError) as exc:
                 log.info("rules_watch_broken", service=service, error=str(exc))
             # compacted, cancelled or broken: read the current revision again, then watch on
             await asyncio.sleep(retry)
@@ -307,9 +307,9 @@ class _Gateway:
 
     def __init__(self, endpoints: list[str], timeout: float) -> None:
         self.endpoints = endpoints
-        self._timeout = timeout
         self._current = 0
-        self._client = httpx.AsyncClient(timeout=timeout)
+        # a watch answer's line holds a revision's events: up to 1 MiB of them
+        self._client = WebSession(timeout, max_line_bytes=1 << 20)
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -321,17 +321,17 @@ class _Gateway:
             endpoint = self.endpoints[self._current]
             try:
                 response = await self._client.post(endpoint + path, content=orjson.dumps(body))
-            except httpx.TransportError as exc:
+            except WebError as exc:
                 last = exc
                 self._current = (self._current + 1) % len(self.endpoints)
                 continue
             try:
-                answer: dict[str, Any] = orjson.loads(response.content)
-            except orjson.JSONDecodeError:
-                answer = {"error": response.text[:200] or response.reason_phrase, "code": 2}
-            if response.status_code != 200 or "error" in answer:
+                answer: dict[str, Any] = response.json()
+            except ValueError:
+                answer = {"error": response.text[:200] or response.reason, "code": 2}
+            if response.status != 200 or "error" in answer:
                 raise EtcdRefused(
-                    f"etcd {endpoint}{path} answered {response.status_code}: "
+                    f"etcd {endpoint}{path} answered {response.status}: "
                     f"{answer.get('error') or answer.get('message')}",
                     int(answer.get("code", 2)),
                 )
@@ -353,14 +353,13 @@ class _Gateway:
             create["range_end"] = _b64(range_end)
         request = {"create_request": create}
         endpoint = self.endpoints[self._current]
-        timeout = httpx.Timeout(self._timeout, read=None)
         try:
-            async with self._client.stream(
-                "POST", endpoint + "/v3/watch", content=orjson.dumps(request), timeout=timeout
-            ) as response:
-                if response.status_code != 200:
+            async with self._client.lines(
+                "POST", endpoint + "/v3/watch", content=orjson.dumps(request)
+            ) as (status, lines):
+                if status != 200:
                     return
-                async for line in response.aiter_lines():
+                async for line in lines:
                     if not line.strip():
                         continue
                     result = orjson.loads(line).get("result")
@@ -370,7 +369,7 @@ class _Gateway:
                         return
                     if result.get("events"):
                         yield int(result["header"]["revision"])
-        except httpx.TransportError:
+        except WebError:
             self._current = (self._current + 1) % len(self.endpoints)
             raise
 

@@ -107,7 +107,7 @@ def governed_call(governance: Governance, rpc: str, request: Any, context: Conte
     else:
         model = getattr(request, "model_name", "") or getattr(request, "name", "") or None
     version = getattr(request, "model_version", "") or getattr(request, "version", "") or None
-    call = Call(governance.service, _INTERFACES.get(rpc, "admin"), model, version)
+    call = governance.call(_INTERFACES.get(rpc, "admin"), model, version)
     for key, value in context.invocation_metadata() or ():
         if key in CALL_HEADERS:
             call.take_header(key, str(value))

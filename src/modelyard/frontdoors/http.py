@@ -296,7 +296,7 @@ def _compressed(response: _Response, accept_encoding: bytes) -> _Response:
 
 def _call_from_headers(governance: Governance, scope: Scope) -> Call:
     interface, model, version = classify(scope["method"], scope["path"])
-    call = Call(governance.service, interface, model, version)
+    call = governance.call(interface, model, version)
     for key, value in scope["headers"]:
         if key in _CALL_HEADERS:
             call.take_header(key.decode("latin-1"), value.decode("latin-1"))

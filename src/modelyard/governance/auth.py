@@ -115,12 +115,13 @@ class AuthGuard:
 
     def _refusal(self, call: Call) -> GovernanceError | None:
         """None when the call may go on (and ``call.principal`` is set), else why not."""
-        if call.interface in OPEN_INTERFACES:
+        interface = call.protocol_interface
+        if interface in OPEN_INTERFACES:
             return None
         secret = call.api_key or call.bearer_token
         if not secret:
             return GovernanceError(
-                f"request rejected: no credentials for interface {call.interface}",
+                f"request rejected: no credentials for interface {interface}",
                 code=Code.UNAUTHENTICATED,
                 rule="auth/unauthenticated",
                 where="send an API key in the x-api-key header (gRPC metadata) or "
@@ -130,16 +131,16 @@ class AuthGuard:
         principal = self.config.by_digest.get(self._digest(secret))
         if principal is None:
             return GovernanceError(
-                f"request rejected: unknown API key or token for interface {call.interface}",
+                f"request rejected: unknown API key or token for interface {interface}",
                 code=Code.UNAUTHENTICATED,
                 rule="auth/unauthenticated",
                 where="use a key whose sha256 digest is under auth.principals in "
                 f"{self.config.service_file} (modelyard auth hash-key KEY prints it)",
             )
         call.principal = principal.name
-        if self._may(principal, call.interface, call.model):
+        if self._may(principal, interface, call.model):
             return None
-        return permission_denied(principal, call.interface, call.model, self.config.service_file)
+        return permission_denied(principal, interface, call.model, self.config.service_file)
 
     def record(self, call: Call, latency: float, error: BaseException | None) -> None:
         return None

@@ -106,8 +106,11 @@ class GuardChain:
         guards: list[Guard],
         clock: Clock = SYSTEM_CLOCK,
         on_rejected: Callable[[dict[str, Any]], None] | None = None,
+        interface_of: Callable[[str, str | None], str] = lambda protocol, model: protocol,
     ) -> None:
         self.guards = guards
+        # the interface a call of (protocol interface, model) counts on: its rules' own name
+        self.interface_of = interface_of
         # the guards whose record() does something: breakers, adaptive concurrency
         self._learners = [g for g in guards if getattr(g, "learns_from_outcomes", True)]
         self.learns = bool(self._learners)  # any guard that learns: calls go through run()
@@ -152,7 +155,10 @@ class GuardChain:
         ticket = self._tickets.get(key)
         if ticket is not None or self._quick_guards is None:
             return ticket
-        call = Call("", interface, model, version, api_key=api_key, bearer_token=bearer_token)
+        declared = self.interface_of(interface, model)
+        call = Call("", declared, model, version, api_key=api_key, bearer_token=bearer_token)
+        if declared != interface:
+            call.protocol = interface
         quick: list[tuple[int, Quick]] = []
         try:
             for index, guard in enumerate(self._quick_guards):
@@ -163,7 +169,7 @@ class GuardChain:
             return None
         if len(self._tickets) >= _TICKETS_MAX:
             self._fold_tickets()
-        ticket = self._tickets[key] = Ticket(interface, call.principal, tuple(quick))
+        ticket = self._tickets[key] = Ticket(declared, call.principal, tuple(quick))
         return ticket
 
     def _fold_tickets(self) -> None:

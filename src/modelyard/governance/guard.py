@@ -30,7 +30,9 @@ class Call:
     """What governance knows of one call, protocol-neutral."""
 
     service: str
-    interface: str  # "infer" | "metadata" | "admin" | "health"
+    # what its rules name: a protocol interface ("infer" | "metadata" | "admin" | "health"),
+    # or the service's own that the model belongs to (ServiceConfig.interface_of)
+    interface: str
     model: str | None = None
     version: str | None = None
     request_id: str | None = None
@@ -38,6 +40,12 @@ class Call:
     bearer_token: str | None = None
     principal: str | None = None  # set by auth once it admits the call
     notes: dict[str, Any] = field(default_factory=dict)  # guards' own per-call state
+    protocol: str | None = None  # the protocol interface, where ``interface`` is declared
+
+    @property
+    def protocol_interface(self) -> str:
+        """The protocol interface of the call: what auth's allow-lists name."""
+        return self.protocol or self.interface
 
     def take_header(self, name: str, value: str) -> None:
         """Note what one HTTP header or gRPC metadata entry (lower-case ``name``) says of

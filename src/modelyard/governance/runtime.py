@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 import structlog
@@ -55,6 +55,7 @@ from modelyard.governance.service_config import (
     empty_service_config,
     parse_rules_document,
     read_service_config,
+    unknown_interface,
 )
 from modelyard.types import InferRequest, InferResponse, OutputTensor, numpy_dtype
 
@@ -73,9 +74,25 @@ def _check_fields(
     unknown = sorted(set(raw) - known)
     if not unknown:
         return
-    message = f"unknown field '{unknown[0]}' (known: {', '.join(sorted(known))})"
+    _refuse_field(config, section, rule_id, unknown[0], f"unknown field '{unknown[0]}' (known: "
+                  f"{', '.join(sorted(known))})")  # fmt: skip
+
+
+def _check_interface(
+    config: ServiceConfig, section: str, rule_id: str, raw: dict[str, Any]
+) -> None:
+    """A rule's interface is one the service has: the protocol's, or one it declares."""
+    interface = raw.get("interface", "infer")
+    if interface not in config.known_interfaces:
+        _refuse_field(config, section, rule_id, "interface",
+                      unknown_interface(interface, config.known_interfaces))  # fmt: skip
+
+
+def _refuse_field(
+    config: ServiceConfig, section: str, rule_id: str, key: str, message: str
+) -> NoReturn:
     if config.document:
-        raise config.document.error((section, rule_id, unknown[0]), message)
+        raise config.document.error((section, rule_id, key), message)
     raise ConfigError(
         f"{section}.{rule_id}: {message}",
         code=Code.INVALID_ARGUMENT,
@@ -121,6 +138,7 @@ def _breaker_rules(config: ServiceConfig) -> list[BreakerRule]:
     rules: list[BreakerRule] = []
     for rule_id, raw in config.breakers.items():
         _check_fields(config, "breakers", rule_id, raw, BreakerRule)
+        _check_interface(config, "breakers", rule_id, raw)
         fields = {k: v for k, v in raw.items() if k != "fallback"}
         try:
             rules.append(
@@ -139,6 +157,7 @@ def _concurrency_rules(config: ServiceConfig) -> list[ConcurrencyRule]:
     limits: list[ConcurrencyRule] = []
     for rule_id, raw in config.concurrency.items():
         _check_fields(config, "concurrency", rule_id, raw, ConcurrencyRule)
+        _check_interface(config, "concurrency", rule_id, raw)
         try:
             limits.append(ConcurrencyRule(id=rule_id, **raw))
         except ConfigError as error:
@@ -293,6 +312,8 @@ class Governance:
         self.applied_at = clock.wall()
         self._mtime = self._stat()
         self._retired: list[GuardChain] = []
+        self._earlier = _Counts()  # what chains no longer in force counted
+        self.counted_since = clock.wall()
         self._closers: set[asyncio.Task[None]] = set()
         self.reloads = 0
         self.rejected_reloads = 0
@@ -331,16 +352,20 @@ class Governance:
             return replace(
                 empty_service_config(local.service),
                 interfaces=local.interfaces,
+                declared=local.declared,
                 auth=local.auth,
                 auth_set_at=auth_set_at,
             )
         filename = central_filename(local.service, central.revision)
-        rules = parse_rules_document(central.document, filename, local.service)
+        # the document's own interfaces where it declares any, else the service file's
+        rules = parse_rules_document(central.document, filename, local.service, local.declared)
         return replace(rules, interfaces=local.interfaces, auth=local.auth, auth_set_at=auth_set_at)
 
     def _chain(self, config: ServiceConfig) -> GuardChain:
         guards = build_guards(config, self.clock, self.live_instances, self.limiting_locally)
-        return GuardChain(guards, self.clock, on_rejected=self._record_rejection)
+        return GuardChain(
+            guards, self.clock, on_rejected=self._record_rejection, interface_of=config.interface_of
+        )
 
     def cluster_limits_local(self) -> bool:
         """Whether this instance enforces its share of the cluster limits itself (its Redis
@@ -350,6 +375,14 @@ class Governance:
         )
 
     # ---- calls ------------------------------------------------------------
+
+    def call(self, protocol: str, model: str | None, version: str | None) -> Call:
+        """A call as the rules in force see it: on the interface its model belongs to."""
+        interface = self.chain.interface_of(protocol, model)
+        call = Call(self.service, interface, model, version)
+        if interface != protocol:
+            call.protocol = protocol
+        return call
 
     async def guard(self, call: Call, handler: Callable[[], Awaitable[T]]) -> T:
         return await self.chain.run(call, handler)
@@ -437,7 +470,7 @@ class Governance:
         principal = auth.principal(call.principal)
         if principal is None:
             return lambda model: False
-        return lambda model: principal.may(call.interface, model)
+        return lambda model: principal.may(call.protocol_interface, model)
 
     def authorize_load(self, call: Call) -> Callable[..., None] | None:
         """For an admitted load of ``call.model``: refuses (PERMISSION_DENIED) unless the
@@ -571,6 +604,7 @@ class Governance:
         await asyncio.sleep(_RETIRE_AFTER)
         if chain in self._retired:
             self._retired.remove(chain)
+            self._earlier.add(chain.by_interface())
             await _close_guards(chain)
 
     async def follow(self, store: RulesStore, retry: float = 1.0) -> None:
@@ -643,8 +677,9 @@ class Governance:
     def live_stats(self) -> dict[str, Any]:
         """The governance block of ``GET /v2/modelyard/stats``.
 
-        Decisions are the chain in force's, so they start again from zero when
-        the rules change. Breakers exist per (rule, model) once a call's outcome
+        Decisions are counted since the instance started (``counted_since``), over
+        every chain that was in force: a rule change does not reset them. Breakers
+        exist per (rule, model) once a call's outcome
         counted for them; ``rule`` is the name rejections carry
         (``breaker/<id>``), ``since`` the wall time of its last state change
         (None while it has never left CLOSED).
@@ -667,14 +702,46 @@ class Governance:
                     }
                 )
         breakers.sort(key=lambda b: (b["rule"], b["interface"], b["model"] or ""))
-        counts = chain.by_interface()
+        counts = _Counts()
+        counts.add(self._earlier.as_dict())
+        for counted in (*self._retired, chain):
+            counts.add(counted.by_interface())
         return {
             "service": self.service,
-            "admitted": counts["admitted"],
-            "rejected": counts["rejected"],
-            "fallbacks": counts["fallbacks"],
-            "rejections_total": sum(chain.rejected.values()),
+            **counts.as_dict(),
+            "rejections_total": counts.total_rejected(),
+            "counted_since": self.counted_since,
             "breakers": breakers,
+        }
+
+
+class _Counts:
+    """Decisions by interface (admitted) and by interface and rule (rejected, fallbacks),
+    summed over chains."""
+
+    def __init__(self) -> None:
+        self.admitted: dict[str, int] = {}
+        self.rejected: dict[str, dict[str, int]] = {}
+        self.fallbacks: dict[str, dict[str, int]] = {}
+
+    def add(self, counts: dict[str, Any]) -> None:
+        for interface, count in counts["admitted"].items():
+            self.admitted[interface] = self.admitted.get(interface, 0) + count
+        for kind in ("rejected", "fallbacks"):
+            mine = getattr(self, kind)
+            for interface, rules in counts[kind].items():
+                by_rule = mine.setdefault(interface, {})
+                for rule, count in rules.items():
+                    by_rule[rule] = by_rule.get(rule, 0) + count
+
+    def total_rejected(self) -> int:
+        return sum(sum(rules.values()) for rules in self.rejected.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "admitted": dict(self.admitted),
+            "rejected": {i: dict(r) for i, r in self.rejected.items()},
+            "fallbacks": {i: dict(r) for i, r in self.fallbacks.items()},
         }
 
 

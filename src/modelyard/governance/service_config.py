@@ -1,6 +1,9 @@
 """The service file: the service's name, interfaces and governance rules.
 
     service: com.example.search.ranker
+    interfaces:                           # the service's own interfaces, by the models
+      rank: {models: ["ranker*"]}         # (fnmatch patterns) their infer calls reach
+      embed: {models: [minilm]}
     auth:
       enabled: true
       principals:
@@ -9,13 +12,13 @@
           bearer_tokens: ["sha256:…"]
           allow: {infer: ["ranker", "digits_*"], metadata: ["*"]}
     limits:
-      infer:
+      rank:
         instance_qps: 500
         cluster_qps: 1000
         burst_seconds: 1
         models: {ranker: {reserved_qps: 400}}
     breakers:
-      slow-ranker: {interface: infer, model: ranker, kind: slow_call_ratio,
+      slow-ranker: {interface: rank, model: ranker, kind: slow_call_ratio,
                     threshold: 0.5, slow_call_ms: 100, window_s: 10,
                     min_requests: 20, recovery_s: 5,
                     fallback: {model: ranker, version: "1"}}
@@ -24,43 +27,85 @@
                     latency_target_ms: 50}
     cluster: {redis_url: "redis://127.0.0.1:6379/0", lease_chunk: 20}
 
+Interfaces are the governance dimension: limits, breakers, concurrency rules,
+shares, counters and error lines name them. The protocol's own (infer, metadata,
+admin, health) always exist; a declared interface takes the infer calls of the
+models it names (the first declared whose pattern matches), so ``limits.rank``
+limits the calls to the ranker models and no others. ``interfaces`` may also be
+a list of protocol interfaces, as before (nothing declared). Auth's ``allow``
+stays by protocol interface: what a principal may do, not which product it uses.
+
 Every rule keeps the file:line where it was set, for error lines and for
 ``modelyard rules``. ``parse_rules_document`` reads a central rules document
-(the same sections, less ``service``, ``interfaces`` and ``auth``) as the rules
-of a named service.
+(the same sections, less ``service`` and ``auth``) as the rules of a named
+service; its ``interfaces``, when it declares any, replace the service file's.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from modelyard.errors import shown
 from modelyard.governance.auth import INTERFACES, AuthConfig, Principal
 from modelyard.yaml_lines import LocatedDocument, load_located, read_text
 
 _SERVICE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _TOP_LEVEL = {"service", "interfaces", "auth", "limits", "breakers", "concurrency", "cluster"}
-CENTRAL_SECTIONS = ("limits", "breakers", "concurrency", "cluster")
+CENTRAL_SECTIONS = ("interfaces", "limits", "breakers", "concurrency", "cluster")
+_INTERFACE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+_MAX_PATTERNS = 64
+_MAX_PATTERN_CHARS = 256
+_MODELS_KEPT = 4096  # model names an interface lookup remembers: callers choose them
 
 
 @dataclass(slots=True)
 class ServiceConfig:
     service: str
-    interfaces: tuple[str, ...]
+    interfaces: tuple[str, ...]  # the protocol interfaces the service offers
     auth: AuthConfig
+    # the service's own interfaces: name -> the model patterns whose infer calls are its own
+    declared: dict[str, tuple[str, ...]] = field(default_factory=dict)
     limits: dict[str, Any] = field(default_factory=dict)
     breakers: dict[str, Any] = field(default_factory=dict)
     concurrency: dict[str, Any] = field(default_factory=dict)
     cluster: dict[str, Any] = field(default_factory=dict)
     document: LocatedDocument | None = None
     auth_set_at: str | None = None  # where auth was set, when not in ``document``
+    _interface_by_model: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def filename(self) -> str:
         return self.document.filename if self.document else "service.yaml"
+
+    @property
+    def known_interfaces(self) -> tuple[str, ...]:
+        """The names rules may use: the protocol's interfaces, then the declared ones."""
+        return (*INTERFACES, *self.declared)
+
+    def interface_of(self, protocol: str, model: str | None) -> str:
+        """The interface a call of ``protocol`` on ``model`` counts on: the first declared
+        interface that names the model, for an infer call; else the protocol's own."""
+        if protocol != "infer" or model is None or not self.declared:
+            return protocol
+        known = self._interface_by_model.get(model)
+        if known is not None:
+            return known
+        found = next(
+            (
+                name
+                for name, patterns in self.declared.items()
+                if any(fnmatchcase(model, pattern) for pattern in patterns)
+            ),
+            protocol,
+        )
+        if len(self._interface_by_model) < _MODELS_KEPT:
+            self._interface_by_model[model] = found
+        return found
 
     def rules(self) -> list[dict[str, Any]]:
         """Every rule with where it was set, as ``modelyard rules`` prints them."""
@@ -70,6 +115,14 @@ class ServiceConfig:
         def where(*path: str | int) -> str:
             return doc.where(path) if doc else ""
 
+        for name, patterns in self.declared.items():
+            rows.append(
+                {
+                    "rule": f"interfaces.{name}",
+                    "value": {"models": list(patterns)},
+                    "set_at": where("interfaces", name),
+                }
+            )
         rows.append(
             {
                 "rule": "auth",
@@ -168,14 +221,71 @@ def _parse_auth(doc: LocatedDocument, raw: Any) -> AuthConfig:
     return config
 
 
-def _parse_limits(doc: LocatedDocument, raw: Any) -> dict[str, Any]:
+def _parse_interfaces(
+    doc: LocatedDocument, raw: Any
+) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
+    """The protocol interfaces offered, and the declared ones with their model patterns."""
+    if raw is None or raw == []:
+        return INTERFACES, {}
+    if isinstance(raw, list):
+        for index, interface in enumerate(raw):
+            if interface not in INTERFACES:
+                raise doc.error(
+                    ("interfaces", index),
+                    f"unknown interface '{interface}' (the protocol's: {', '.join(INTERFACES)}; "
+                    "declare the service's own as a mapping: NAME: {models: [PATTERN]})",
+                )
+        if len(set(raw)) != len(raw):
+            raise doc.error(("interfaces",), "an interface is listed twice")
+        return tuple(raw), {}
+    _expect(doc, ("interfaces",), raw, dict, "interfaces")
+    declared: dict[str, tuple[str, ...]] = {}
+    for name, spec in raw.items():
+        path = ("interfaces", name)
+        if not isinstance(name, str) or not _INTERFACE_NAME.match(name):
+            raise doc.error(
+                path,
+                f"interface name {name!r} must be lowercase letters, digits and _, "
+                "starting with a letter (at most 63)",
+            )
+        if name in INTERFACES:
+            raise doc.error(
+                path, f"'{name}' is a protocol interface: it exists already, declare another name"
+            )
+        if isinstance(spec, list):  # the short form: NAME: [PATTERN, ...]
+            spec = {"models": spec}
+        _expect(doc, path, spec, dict, f"interfaces.{name}")
+        for key in spec:
+            if key not in ("models", "description"):
+                raise doc.error(
+                    (*path, key), f"unknown setting '{key}' (known: models, description)"
+                )
+        patterns = spec.get("models")
+        if not isinstance(patterns, list) or not patterns or len(patterns) > _MAX_PATTERNS:
+            raise doc.error(
+                (*path, "models"),
+                f"interface {name} needs models: a list of 1 to {_MAX_PATTERNS} model names or "
+                f"patterns, got {shown(repr(patterns), 80)}",
+            )
+        for index, pattern in enumerate(patterns):
+            if not isinstance(pattern, str) or not 0 < len(pattern) <= _MAX_PATTERN_CHARS:
+                raise doc.error(
+                    (*path, "models", index),
+                    f"a model pattern is a string of 1 to {_MAX_PATTERN_CHARS} characters, "
+                    f"got {shown(repr(pattern), 80)}",
+                )
+        declared[name] = tuple(patterns)
+    return INTERFACES, declared
+
+
+def _parse_limits(doc: LocatedDocument, raw: Any, known: tuple[str, ...]) -> dict[str, Any]:
     if raw is None:
         return {}
     _expect(doc, ("limits",), raw, dict, "limits")
     for interface, spec in raw.items():
         path = ("limits", interface)
-        if interface not in INTERFACES:
-            raise doc.error(path, f"unknown interface '{interface}'")
+        if interface not in known:
+            raise doc.error(path, unknown_interface(interface, known))
         _expect(doc, path, spec, dict, f"limits.{interface}")
         for key in spec:
             if key not in ("instance_qps", "cluster_qps", "burst_seconds", "models"):
@@ -208,12 +318,24 @@ def _parse_rules(doc: LocatedDocument, section: str, raw: Any) -> dict[str, Any]
     return dict(raw)
 
 
+def unknown_interface(interface: Any, known: tuple[str, ...]) -> str:
+    return f"unknown interface '{shown(str(interface), 80)}' (known: {', '.join(known)})"
+
+
 def parse_service_config(text: str, filename: str = "service.yaml") -> ServiceConfig:
     return _from_document(load_located(text, filename))
 
 
-def parse_rules_document(text: str, filename: str, service: str) -> ServiceConfig:
-    """A central rules document as the rules of ``service``; errors name filename:line."""
+def parse_rules_document(
+    text: str,
+    filename: str,
+    service: str,
+    declared: dict[str, tuple[str, ...]] | None = None,
+) -> ServiceConfig:
+    """A central rules document as the rules of ``service``; errors name filename:line.
+
+    ``declared``: the interfaces the service file declares, which the document's rules
+    may name when it declares none of its own."""
     doc = load_located(text, filename)
     data = doc.data if doc.data is not None else {}
     if not isinstance(data, dict):
@@ -230,7 +352,9 @@ def parse_rules_document(text: str, filename: str, service: str) -> ServiceConfi
         if key not in (*CENTRAL_SECTIONS, "service"):
             known = ", ".join(CENTRAL_SECTIONS)
             raise doc.error((key,), f"unknown section '{key}' (central rules hold: {known})")
-    return _from_document(LocatedDocument({**data, "service": service}, doc.lines, filename))
+    return _from_document(
+        LocatedDocument({**data, "service": service}, doc.lines, filename), declared or {}
+    )
 
 
 def central_filename(service: str, revision: int) -> str:
@@ -245,7 +369,9 @@ def empty_service_config(service: str) -> ServiceConfig:
     )
 
 
-def _from_document(doc: LocatedDocument) -> ServiceConfig:
+def _from_document(
+    doc: LocatedDocument, inherited: dict[str, tuple[str, ...]] | None = None
+) -> ServiceConfig:
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error((), "the service file must be a mapping")
@@ -260,17 +386,18 @@ def _from_document(doc: LocatedDocument) -> ServiceConfig:
             "service must be a reverse-DNS name such as com.example.search.ranker, "
             f"got {service!r}",
         )
-    interfaces = data.get("interfaces") or list(INTERFACES)
-    for index, interface in enumerate(interfaces):
-        if interface not in INTERFACES:
-            raise doc.error(("interfaces", index), f"unknown interface '{interface}'")
+    interfaces, declared = _parse_interfaces(doc, data.get("interfaces"))
+    if "interfaces" not in data:
+        declared = dict(inherited or {})
     cluster = data.get("cluster") or {}
     _expect(doc, ("cluster",), cluster, dict, "cluster")
+    interface_names = (*INTERFACES, *declared)
     return ServiceConfig(
         service=service,
-        interfaces=tuple(interfaces),
+        interfaces=interfaces,
+        declared=declared,
         auth=_parse_auth(doc, data.get("auth")),
-        limits=_parse_limits(doc, data.get("limits")),
+        limits=_parse_limits(doc, data.get("limits"), interface_names),
         breakers=_parse_rules(doc, "breakers", data.get("breakers")),
         concurrency=_parse_rules(doc, "concurrency", data.get("concurrency")),
         cluster=cluster,

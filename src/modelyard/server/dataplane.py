@@ -24,7 +24,7 @@ from modelyard import __version__
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.dataplane import FixedOutput, StreamResponse
 from modelyard.engines.base import ModelParameters
-from modelyard.errors import Code, ModelServerError, shown
+from modelyard.errors import Code, ModelServerError, ModelyardError, shown
 from modelyard.modelfiles.config import ModelSpec, config_to_json
 from modelyard.server.decoupled import DecoupledScheduler
 from modelyard.server.live_stats import live_stats
@@ -473,19 +473,24 @@ class LocalDataPlane:
     def lane(self, request: InferRequest) -> VersionLane:
         """Resolve and validate ``request``: the lane of every request of its shape."""
         mv = self.manager.resolve(request.model_name, request.model_version)
-        prepared, rows, reshapes = _check_inputs(mv, request)
-        requested = _requested(mv, request)
-        flags = None
-        if mv.sequence is not None:
-            flags = sequence_flags(mv.name, request.parameters, mv.sequence)
-            if mv.spec.batched and rows != 1:
-                raise ModelServerError(
-                    f"inference request to model '{mv.name}' must specify batch-size 1 due to "
-                    "requirements of sequence batcher",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="model-server/sequence",
-                    where="send one row per request: a sequence's rows follow one another",
-                )
+        try:
+            prepared, rows, reshapes = _check_inputs(mv, request)
+            requested = _requested(mv, request)
+            flags = None
+            if mv.sequence is not None:
+                flags = sequence_flags(mv.name, request.parameters, mv.sequence)
+                if mv.spec.batched and rows != 1:
+                    raise ModelServerError(
+                        f"inference request to model '{mv.name}' must specify batch-size 1 due "
+                        "to requirements of sequence batcher",
+                        code=Code.INVALID_ARGUMENT,
+                        rule="model-server/sequence",
+                        where="send one row per request: a sequence's rows follow one another",
+                    )
+        except ModelyardError as error:
+            if error.code is Code.INVALID_ARGUMENT:  # the caller's inputs, not the server
+                mv.scheduler.stats.record_bad_request()
+            raise
         return VersionLane(
             self.manager,
             request.model_version,

@@ -35,6 +35,7 @@ def _version(mv: ModelVersion) -> dict[str, Any]:
         "pending": mv.scheduler.pending,
         "success": s.success_count,
         "failure": s.fail_count,
+        "bad_requests": s.bad_request_count,
         "inference_count": s.inference_count,
         "execution_count": s.execution_count,
         "queue_ns": s.queue_ns,

@@ -129,6 +129,8 @@ class VersionStats:
     fail_count: int = 0
     fail_ns: int = 0
     fail_by_reason: dict[str, int] = field(default_factory=dict)
+    # requests refused before queueing: their inputs do not fit the model (400)
+    bad_request_count: int = 0
     queue_ns: int = 0
     compute_input_ns: int = 0
     compute_infer_ns: int = 0
@@ -196,6 +198,10 @@ class VersionStats:
         with self.lock:
             self.cache_miss_count += 1
             self.cache_miss_ns += elapsed_ns
+
+    def record_bad_request(self) -> None:
+        with self.lock:
+            self.bad_request_count += 1
 
     def record_failure(self, reason: str, elapsed_ns: int) -> None:
         with self.lock:

@@ -74,6 +74,7 @@ def test_decisions_are_counted_by_interface_and_rule(tmp_path: Path) -> None:
         "rejected": {"infer": {"ratelimit/instance-qps": 1}},
         "fallbacks": {"infer": {"breaker/bad-errors": 1}},
         "rejections_total": 1,
+        "counted_since": 1000.0,  # the governance's start, on its clock
         "breakers": [
             {
                 "rule": "breaker/bad-errors",

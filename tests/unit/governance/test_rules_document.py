@@ -121,7 +121,9 @@ def test_documents_have_one_canonical_form_and_diffs_show_only_the_change() -> N
         ("limits:\n  infer:\n    cluster_qps: 5\n", "cluster_qps needs cluster.redis_url"),
         ("auth:\n  enabled: false\n", "f:1 at auth: auth stays in each instance's local"),
         ("service: com.example.other\n", "these are the rules of 'com.example.other'"),
-        ("interfaces: [infer]\n", "unknown section 'interfaces'"),
+        ("interfaces:\n  infer: [ranker]\n", "f:2 at interfaces.infer: 'infer' is a protocol"),
+        ("limits:\n  rank:\n    instance_qps: 5\n", "unknown interface 'rank' (known: infer,"),
+        ("interfaces:\n  rank: {models: []}\n", "interface rank needs models"),
         (
             "limits:\n  infer:\n    instance_qps: 10\n    models: {a: {reserved_qps: 20}}\n",
             "reserved shares add up to 20/s, over instance_qps 10/s",
@@ -312,6 +314,43 @@ def test_rejections_are_recorded_with_the_rule_and_revision_in_force() -> None:
         assert event["setting"] == {"key": "limits.infer.instance_qps", "value": 1}
         assert event["rules_revision"] == 4 and event["time"] == clock.now
         assert f"central:{SERVICE}@r4" in event["line"]
+        await governance.aclose()
+
+    asyncio.run(go())
+
+
+def test_decisions_are_counted_across_rule_changes_not_from_zero_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("modelyard.governance.runtime._RETIRE_AFTER", 0.01)
+
+    async def go() -> None:
+        clock = FakeClock()
+        governance = Governance(
+            empty_service_config(SERVICE), rules_source=RulesSource.AUTO, clock=clock
+        )
+        started = governance.counted_since
+        await governance.apply_central(revision(1, "limits: {infer: {instance_qps: 1}}\n"))
+
+        async def ok() -> str:
+            return "ok"
+
+        await governance.guard(Call(SERVICE, "infer", "m"), ok)
+        with pytest.raises(GovernanceError):
+            await governance.guard(Call(SERVICE, "infer", "m"), ok)
+        await governance.apply_central(revision(2, "limits: {infer: {instance_qps: 2}}\n"))
+        await governance.guard(Call(SERVICE, "infer", "m"), ok)
+        expected = {
+            "admitted": {"infer": 2},
+            "rejected": {"infer": {"ratelimit/instance-qps": 1}},
+            "rejections_total": 1,
+            "counted_since": started,
+        }
+        stats = governance.live_stats()
+        assert {key: stats[key] for key in expected} == expected
+        await asyncio.sleep(0.1)  # the replaced chains are closed: what they counted stays
+        stats = governance.live_stats()
+        assert {key: stats[key] for key in expected} == expected
         await governance.aclose()
 
     asyncio.run(go())

@@ -2,7 +2,9 @@
 "use strict";
 
 const POLL_MS = 2000;
+// the view and the model filter live in the URL (#inference?model=ranker): each view has a link
 let view = "governance";
+let modelFilter = "";
 let apiKey = sessionStorage.getItem("modelyard-api-key") || "";
 
 // Elements are built with textContent only: names and error lines are data, never markup.
@@ -46,25 +48,39 @@ const fmt = (value, digits = 1) =>
   value === null || value === undefined ? "–" : Number(value).toFixed(digits);
 const badge = (text, cls) => h("span", { class: `badge ${cls || text}` }, text);
 const when = (seconds) => new Date(seconds * 1000).toLocaleTimeString();
+const viewUrl = (name, model) => `#${name}${model ? `?model=${encodeURIComponent(model)}` : ""}`;
+const shown = (model) => !modelFilter || String(model || "").toLowerCase().includes(modelFilter.toLowerCase());
+// a link to another view that does not also trigger the row it sits in
+const viewLink = (name, model, cls, text) =>
+  h("a", { href: viewUrl(name, model), class: cls, "data-model": model, onclick: (event) => event.stopPropagation() }, text);
 
 // ---- charts ---------------------------------------------------------------
 
+function chartText(x, y, text, attrs) {
+  const node = svg("text", { x, y, "font-size": 9, fill: "#5a6577", ...(attrs || {}) });
+  node.textContent = text;
+  return node;
+}
+
+// values over wall time: the time axis is labelled at its ends (the first and last poll)
 function lineChart(points, series, width = 320, height = 90) {
   const chart = svg("svg", { width, height, class: "chart", viewBox: `0 0 ${width} ${height}` });
   const values = points.flatMap((p) => series.map((s) => p[s.key])).filter((v) => v !== null && v !== undefined);
   const top = Math.max(1e-9, ...values);
+  const bottom = height - 12;  // below: the time axis
+  chart.append(svg("line", { x1: 2, y1: bottom, x2: width - 2, y2: bottom, stroke: "#dde2ea" }));
   if (points.length >= 2) {
     const t0 = points[0].t, t1 = points[points.length - 1].t;
     for (const s of series) {
       const coords = points
         .filter((p) => p[s.key] !== null && p[s.key] !== undefined)
-        .map((p) => `${((p.t - t0) / Math.max(1e-9, t1 - t0)) * (width - 4) + 2},${height - 2 - (p[s.key] / top) * (height - 14)}`);
+        .map((p) => `${((p.t - t0) / Math.max(1e-9, t1 - t0)) * (width - 4) + 2},${bottom - 1 - (p[s.key] / top) * (bottom - 14)}`);
       if (coords.length) chart.append(svg("polyline", { points: coords.join(" "), fill: "none", "stroke-width": 1.5, class: s.cls }));
     }
+    chart.append(chartText(2, height - 2, when(t0), { class: "axis-time" }),
+      chartText(width - 2, height - 2, when(t1), { class: "axis-time", "text-anchor": "end" }));
   }
-  const label = svg("text", { x: 4, y: 11, "font-size": 10, fill: "#5a6577" });
-  label.textContent = `max ${fmt(top, 2)}`;
-  chart.append(label);
+  chart.append(chartText(4, 11, `max ${fmt(top, 2)}`, { "font-size": 10 }));
   return chart;
 }
 
@@ -116,7 +132,7 @@ async function drawGovernance() {
     const card = h("div", { class: "card service", "data-service": service.name },
       h("h2", {}, service.name, " ", h("span", { class: "muted" }, `quota ${service.quota} · data centres ${service.data_centers.join(", ")}`)),
       service.gateway ? h("p", {}, "gateway ", h("code", {}, `http://${service.gateway.http}`)) : null);
-    for (const group of service.groups) {
+    for (const group of service.groups.filter((g) => !modelFilter || g.models.some(shown))) {
       const rows = group.instances.map((i) =>
         h("tr", { class: "instance", "data-instance": i.name },
           h("td", {}, i.name),
@@ -145,18 +161,27 @@ async function drawGovernance() {
         h("td", {}, lineChart(points.map((p) => ({ t: p.t, admitted: p.admitted_per_s, rejected: Object.values(p.rejected_per_s || {}).reduce((a, b) => a + b, 0) })),
           [{ key: "admitted", cls: "line-rate" }, { key: "rejected", cls: "line-p99" }], 240, 50)));
     });
-    card.append(h("h3", {}, "interfaces"),
+    card.append(h("h3", {}, "interfaces ", h("span", { class: "muted counted-since" },
+        gov.counted_since ? `counted since ${when(gov.counted_since)}, across rule changes` : "")),
       h("table", {}, h("tr", {}, ["interface", "rate", "admitted", "rejections by rule", "admitted / rejected per s"].map((t) => h("th", {}, t))), ifaceRows));
     card.append(h("h3", {}, "circuit breakers"), gov.breakers.length
       ? h("table", {}, gov.breakers.map((b) => h("tr", { class: "breaker", "data-rule": b.rule },
           h("td", {}, b.rule), h("td", {}, b.interface || "*"), h("td", {}, b.model || "*"), h("td", {}, badge(b.state)), h("td", { class: "muted" }, b.instance))))
       : h("p", { class: "muted" }, "no breaker rules"));
     card.append(h("h3", {}, "rules and their history"), rulesBlock(rulesByService[service.name]));
-    card.append(h("h3", {}, `recent rejections (${gov.rejections_total || 0} in all) — click one for its rule and where to change it`),
-      gov.recent.length
-        ? h("table", {}, gov.recent.slice(0, 15).map((r) => h("tr", { class: "rejection", "data-request-id": r.request_id, onclick: () => showRejection(service.name, r.request_id) },
-            h("td", {}, when(r.time)), h("td", {}, r.rule), h("td", {}, r.interface), h("td", {}, r.model || ""), h("td", {}, r.code))))
-        : h("p", { class: "muted" }, "none"));
+    // alike rejections are one row with their count; a row opens its newest, its model links
+    // to the model's card on the inference map
+    const grouped = (gov.grouped || []).filter((g) => shown(g.model));
+    // the groups are read from the instances now, the total at the collector's last poll
+    card.append(h("h3", {}, `recent rejections, alike ones grouped (${gov.rejections_total || 0} counted at the last poll) — click one for its rule and where to change it`),
+      grouped.length
+        ? h("table", { class: "rejections" },
+            h("tr", {}, ["newest", "rule", "interface", "model", "status", "count", "since"].map((t) => h("th", {}, t))),
+            grouped.slice(0, 15).map((g) => h("tr", { class: "rejection", "data-request-id": g.request_id, "data-rule": g.rule, "data-count": g.count, onclick: () => showRejection(service.name, g.request_id) },
+              h("td", {}, when(g.newest)), h("td", {}, g.rule), h("td", {}, g.interface),
+              h("td", {}, g.model ? viewLink("inference", g.model, "model-link", g.model) : ""), h("td", {}, g.code),
+              h("td", { class: "count" }, `×${g.count}`), h("td", { class: "muted" }, g.count > 1 ? when(g.oldest) : ""))))
+        : h("p", { class: "muted" }, modelFilter ? `none for models matching '${modelFilter}'` : "none"));
     root.append(card);
   }
   document.getElementById("governance").replaceChildren(root);
@@ -178,18 +203,39 @@ async function showRejection(service, requestId) {
   }
 }
 
+// each model's recent rejections by rule, from every service's grouped rejections
+function rejectionsByModel(governance) {
+  const byModel = {};
+  for (const service of Object.values(governance.services)) {
+    for (const g of service.grouped || []) {
+      if (!g.model) continue;
+      const rules = (byModel[g.model] = byModel[g.model] || {});
+      rules[g.rule] = (rules[g.rule] || 0) + g.count;
+    }
+  }
+  return byModel;
+}
+
 async function drawInference() {
-  const data = await api("/api/v1/inference");
+  const [data, governance] = await Promise.all([api("/api/v1/inference"), api("/api/v1/governance")]);
+  const rejections = rejectionsByModel(governance);
   const root = h("div", {});
   for (const instance of data.instances) {
+    const models = instance.models.filter((m) => shown(m.name));
+    if (modelFilter && !models.length) continue;
     const card = h("div", { class: "card inf-instance", "data-instance": instance.name },
       h("h2", {}, instance.name, " ", badge(instance.up ? "up" : "down"), " ", h("span", { class: "muted" }, instance.http)));
-    for (const model of instance.models) {
+    for (const model of models) {
       const points = model.series || [];
+      const refused = Object.entries(rejections[model.name] || {});
       const last = points[points.length - 1] || {};
       card.append(h("div", { class: "inf-model", "data-model": `${model.name}/${model.version}` },
         h("h3", {}, `${model.name} v${model.version} `, badge(model.state), " ",
-          h("span", { class: "muted" }, `engine ${model.platform} · device ${(model.devices || []).join(", ") || "cpu"} · ${model.success} ok / ${model.failure} failed`)),
+          h("span", { class: "muted" }, `engine ${model.platform} · device ${(model.devices || []).join(", ") || "cpu"} · ${model.success} ok / ${model.failure} failed · `),
+          h("span", { class: "bad-requests muted", "data-count": model.bad_requests || 0 }, `${model.bad_requests || 0} bad inputs (400)`)),
+        h("div", { class: "model-rejections" }, refused.length
+          ? ["recent rejections: ", ...refused.map(([rule, count]) => viewLink("governance", model.name, "rejection-link", `${rule} ×${count} `))]
+          : h("span", { class: "muted" }, "no recent rejections")),
         h("div", { class: "charts" },
           h("div", {}, h("div", { class: "legend" }, `latency p50 ${fmt(last.p50_ms, 2)} ms / p99 ${fmt(last.p99_ms, 2)} ms`), lineChart(points, [{ key: "p50_ms", cls: "line-p50" }, { key: "p99_ms", cls: "line-p99" }])),
           h("div", {}, h("div", { class: "legend" }, `requests ${fmt(last.requests_per_s)} /s`), lineChart(points, [{ key: "requests_per_s", cls: "line-rate" }])),
@@ -198,6 +244,7 @@ async function drawInference() {
     }
     root.append(card);
   }
+  if (!root.childElementCount) root.append(h("p", { class: "muted" }, `no model matches '${modelFilter}'`));
   document.getElementById("inference").replaceChildren(root);
 }
 
@@ -264,13 +311,22 @@ async function refresh() {
   }
 }
 
+function showFromUrl() {
+  const [name, query] = location.hash.replace(/^#\/?/, "").split("?");
+  view = DRAW[name] ? name : "governance";
+  modelFilter = new URLSearchParams(query || "").get("model") || "";
+  document.getElementById("model-filter").value = modelFilter;
+  document.querySelectorAll("nav button").forEach((b) => b.classList.toggle("active", b.dataset.view === view));
+  document.querySelectorAll(".view").forEach((section) => { section.hidden = section.id !== `view-${view}`; });
+  refresh();
+}
+
 document.querySelectorAll("nav button").forEach((button) =>
-  button.addEventListener("click", () => {
-    view = button.dataset.view;
-    document.querySelectorAll("nav button").forEach((b) => b.classList.toggle("active", b === button));
-    document.querySelectorAll(".view").forEach((section) => { section.hidden = section.id !== `view-${view}`; });
-    refresh();
-  }));
+  button.addEventListener("click", () => { location.hash = viewUrl(button.dataset.view, modelFilter); }));
+document.getElementById("model-filter").addEventListener("change", (event) => {
+  location.hash = viewUrl(view, event.target.value.trim());
+});
+window.addEventListener("hashchange", showFromUrl);
 document.getElementById("auth-form").addEventListener("submit", (event) => {
   event.preventDefault();
   apiKey = document.getElementById("api-key").value.trim();
@@ -279,5 +335,5 @@ document.getElementById("auth-form").addEventListener("submit", (event) => {
 });
 document.getElementById("rejection-close").addEventListener("click", () => { document.getElementById("rejection-detail").hidden = true; });
 
-refresh();
+showFromUrl();
 setInterval(refresh, POLL_MS);
