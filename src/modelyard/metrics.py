@@ -403,8 +403,8 @@ def serve_metrics(
     cpu_metrics: bool = True,
     counter_latencies: bool = True,
     gpu_metrics: bool = True,
-) -> int:
-    """Serve /metrics from a background thread; returns the bound port. Call it on the
+) -> MetricsServer:
+    """Serve /metrics from a background thread until ``close()``. Call it on the
     event loop that serves requests (it reads the guard chain's counters there).
     ``cpu_metrics``: the host's CPU series (tritonserver's --allow-cpu-metrics);
     ``gpu_metrics``: the GPUs' series where NVML sees any (--allow-gpu-metrics);
@@ -434,7 +434,19 @@ def serve_metrics(
             "metrics off)",
         ) from None
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
-    return int(server.server_port)
+    return MetricsServer(server)
+
+
+class MetricsServer:
+    """The /metrics server's thread: its port, and ``close()`` to stop it and free the port."""
+
+    def __init__(self, server: ThreadingWSGIServer) -> None:
+        self._server = server
+        self.port = int(server.server_port)
+
+    def close(self) -> None:
+        self._server.shutdown()  # waits for serve_forever to return
+        self._server.server_close()
 
 
 class _QuietHandler(WSGIRequestHandler):

@@ -232,9 +232,10 @@ class _Server(uvicorn.Server):
         if self._loop is None or self._exiting is not None or self.should_exit:
             super().handle_exit(sig, frame)
             return
-        self._loop.call_soon_threadsafe(self._begin_exit)
+        self._loop.call_soon_threadsafe(self.begin_exit)
 
-    def _begin_exit(self) -> None:
+    def begin_exit(self) -> None:
+        """Deregister, then drain and stop: what the first signal starts."""
         if self._exiting is None:
             self._exiting = asyncio.ensure_future(self._exit())
 
@@ -277,18 +278,69 @@ def _current_weight(path: Path | None, default: float) -> float:
         return default
 
 
-async def serve(args: argparse.Namespace) -> None:
-    """Run one instance until a signal: each part, once started, is stopped in reverse order."""
-    if args.service and not args.group:
-        raise ConfigError(
-            f"--service {args.service} needs --group",
-            code=Code.INVALID_ARGUMENT,
-            rule="discovery/group",
-            where="pass --group GROUP (where it runs and who owns it)",
-        )
-    limits = connection_limits(args)
-    rules_source = RulesSource(args.rules_source)
-    async with contextlib.AsyncExitStack() as parts:
+class InstanceServer:
+    """One instance in this process: its parts (registry handles, governance, the model
+    manager, the front doors, metrics, the registry entry) started in order on an
+    ``AsyncExitStack`` and stopped in reverse, deregistration first. ``modelyard serve``
+    runs one until a signal; tests and tools start one beside their own code::
+
+        async with InstanceServer(args) as server:  # args: the serve command's parsed flags
+            ... f"http://127.0.0.1:{server.http_port}" ...
+    """
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.http_port: int | None = None  # once started: the ports it listens on
+        self.grpc_port: int | None = None
+        self.metrics_port: int | None = None
+        self.manager: ModelManager | None = None
+        self._parts = contextlib.AsyncExitStack()
+        self._http: _Server | None = None
+        self._serving: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> InstanceServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Every part up and the HTTP port listening; a part that fails stops the ones before."""
+        try:
+            await self._start(self._parts)
+        except BaseException:
+            await self._parts.aclose()
+            raise
+
+    async def wait(self) -> None:
+        """Until the server exits: after a signal (deregistered, drained), or ``stop``."""
+        assert self._serving is not None, "start() first"
+        await self._serving
+
+    async def stop(self) -> None:
+        """Deregister, drain, and stop each part in reverse order."""
+        await self._parts.aclose()
+
+    async def _stop_serving(self) -> None:
+        http, serving = self._http, self._serving
+        if http is None or serving is None:
+            return
+        if not serving.done():
+            http.begin_exit()
+        await serving
+
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        args = self.args
+        if args.service and not args.group:
+            raise ConfigError(
+                f"--service {args.service} needs --group",
+                code=Code.INVALID_ARGUMENT,
+                rule="discovery/group",
+                where="pass --group GROUP (where it runs and who owns it)",
+            )
+        limits = connection_limits(args)
+        rules_source = RulesSource(args.rules_source)
         registry: Registry | None = None
         live: LiveInstanceCount | None = None
         publisher: Publisher | None = None
@@ -389,11 +441,13 @@ async def serve(args: argparse.Namespace) -> None:
                     hint="anyone who can reach this address can infer, load and unload models",
                 )
         http_sockets = [listen_http(http_host, args.http_port)] if args.allow_http else []
+        for listening in http_sockets:  # uvicorn closes them too once it served
+            parts.callback(listening.close)
         if live is not None:
             live.start()
         metrics_port = None
         if args.metrics_port >= 0:
-            metrics_port = serve_metrics(
+            metrics = serve_metrics(
                 manager,
                 metrics_host,
                 args.metrics_port,
@@ -402,6 +456,8 @@ async def serve(args: argparse.Namespace) -> None:
                 counter_latencies=args.counter_latencies,
                 gpu_metrics=args.allow_gpu_metrics,
             )
+            parts.push_async_callback(asyncio.to_thread, metrics.close)
+            metrics_port = metrics.port
         grpc_server: GrpcServer | None = None
         if args.grpc_port >= 0:
             grpc_server = await start_grpc_server(
@@ -460,7 +516,31 @@ async def serve(args: argparse.Namespace) -> None:
         _background(parts, announce())
         if governance is not None:
             _background(parts, governance.watch(store=rules_store))
-        await server.serve(http_sockets)  # none: uvicorn runs the loop, gRPC serves
+        # no HTTP sockets: uvicorn runs the loop, gRPC serves
+        self._http, self._serving = server, asyncio.create_task(server.serve(http_sockets))
+        parts.push_async_callback(self._stop_serving)  # deregistered (above), then drained
+        up = asyncio.ensure_future(server.up.wait())
+        await asyncio.wait({up, self._serving}, return_when=asyncio.FIRST_COMPLETED)
+        if not up.done():  # uvicorn ended before it listened: its error, or its exit
+            up.cancel()
+            await self._serving
+            raise ConfigError(
+                "the HTTP server stopped before it listened",
+                code=Code.UNAVAILABLE,
+                rule="serve/http",
+                where="the log's lines before this one say why",
+            )
+        ports = [s.getsockname()[1] for srv in server.servers for s in srv.sockets]
+        self.http_port = ports[0] if ports else None
+        self.grpc_port = grpc_server.port if grpc_server else None
+        self.metrics_port = metrics_port
+        self.manager = manager
+
+
+async def serve(args: argparse.Namespace) -> None:
+    """Run one instance until a signal: each part, once started, is stopped in reverse order."""
+    async with InstanceServer(args) as server:
+        await server.wait()
 
 
 def _background(parts: contextlib.AsyncExitStack, work: Coroutine[Any, Any, None]) -> None:
@@ -480,6 +560,17 @@ def _exit_on_failed_loads(manager: ModelManager) -> None:
             rule="serve/exit-on-error",
             where="fix the models, or modelyard serve --exit-on-error false",
         )
+
+
+def serve_args(argv: list[str]) -> argparse.Namespace:
+    """The serve command's flags as ``modelyard serve`` reads them (tritonserver's applied),
+    for an ``InstanceServer`` started in process."""
+    parser = argparse.ArgumentParser(prog="modelyard serve")
+    add_serve_arguments(parser)
+    args = parser.parse_args(argv)
+    for flag, reason in apply_triton_flags(args):
+        log.warning("triton_flag_not_applied", flag=flag, reason=reason)
+    return args
 
 
 def run_serve(args: argparse.Namespace) -> int:

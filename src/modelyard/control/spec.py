@@ -32,8 +32,9 @@
             release: {canary_steps: [10, 50, 100]}
 
 ``replicas`` is per data centre of the template's ``queues``. Parsing checks
-shapes and keeps every key's file:line; the platform's own rules (quotas,
-queues, bindings) are ``ledger.validate``'s job.
+shapes (``spec_schema.py``, the schema layer's models of this document) and
+keeps every key's file:line; the platform's own rules (quotas, queues,
+bindings) are ``ledger.validate``'s job.
 """
 
 from __future__ import annotations
@@ -131,154 +132,62 @@ class PlatformSpec:
         return self.document.where(tuple(path))
 
 
-def _mapping(doc: LocatedDocument, path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise doc.error(path, f"expected a mapping, got {type(value).__name__}", "platform/spec")
-    return value
-
-
-def _strings(doc: LocatedDocument, path: tuple[str | int, ...], value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise doc.error(path, "expected a list of names", "platform/spec")
-    return tuple(value)
-
-
-def _integer(doc: LocatedDocument, path: tuple[str | int, ...], value: Any, default: int) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise doc.error(path, f"expected an integer, got {value!r}", "platform/spec")
-    return value
-
-
-def _limit(doc: LocatedDocument, path: tuple[str | int, ...], value: Any) -> float | None:
-    """A quota's hard limit: absent is no limit, and 0 allows nothing."""
-    if value is None:
-        return None
-    limit = _number(doc, path, value)
-    if limit < 0:
-        raise doc.error(path, f"a quota cannot be negative, got {value!r}", "platform/spec")
-    return limit
-
-
-def _number(doc: LocatedDocument, path: tuple[str | int, ...], value: Any) -> float:
-    if value is None:
-        return 0.0
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise doc.error(path, f"expected a number, got {value!r}", "platform/spec")
-    return float(value)
-
-
-_KEYS = {
-    "quota": {"owner", "cpu_cores", "memory_gb", "cards"},
-    "queue": {"data_center", "pool", "gpu_models"},
-    "service": {"interfaces", "quota", "data_centers", "total_cards", "models", "groups"},
-    "group": {"models", "cards", "templates", "release", "autoscaling"},
-    "template": {"spec", "queues", "replicas", "loads"},
-    "autoscaling": {
-        "min", "max", "target_in_flight", "stable_window_s", "panic_window_s", "panic_threshold",
-    },
-    "release": {"canary_steps"},
-}  # fmt: skip
-
-
-def _known(doc: LocatedDocument, path: tuple[str, ...], raw: dict[str, Any], kind: str) -> None:
-    """A key the spec does not define is a typo until proven otherwise: name it, with file:line."""
-    for key in raw:
-        if key not in _KEYS[kind] and not (kind == "queue" and key in ("count", "cards")):
-            known = ", ".join(sorted(_KEYS[kind]))
-            raise doc.error((*path, key), f"unknown {kind} field '{key}' (known: {known})",
-                            "platform/spec")  # fmt: skip
-
-
 def parse_platform_spec(text: str, filename: str = "platform.yaml") -> PlatformSpec:
+    from modelyard.control.spec_schema import SpecDocument
+    from modelyard.schema import validated
+
     doc = load_located(text, filename, "platform/spec")
-    root = _mapping(doc, (), doc.data)
-    for key in root:
-        if key not in ("quotas", "queues", "services"):
-            raise doc.error((key,), f"unknown section '{key}'", "platform/spec")
-    quotas = {}
-    for name, raw in _mapping(doc, ("quotas",), root.get("quotas")).items():
-        path = ("quotas", name)
-        raw = _mapping(doc, path, raw)
-        _known(doc, path, raw, "quota")
-        cards: dict[str, dict[str, int]] = {}
-        for dc, models in _mapping(doc, (*path, "cards"), raw.get("cards")).items():
-            cards[dc] = {
-                gpu: _integer(doc, (*path, "cards", dc, gpu), count, 0)
-                for gpu, count in _mapping(doc, (*path, "cards", dc), models).items()
-            }
-        quotas[name] = Quota(
-            name,
-            {str(k): str(v) for k, v in _mapping(doc, (*path, "owner"), raw.get("owner")).items()},
-            _limit(doc, (*path, "cpu_cores"), raw.get("cpu_cores")),
-            _limit(doc, (*path, "memory_gb"), raw.get("memory_gb")),
-            cards,
-        )
-    queues = {}
-    for name, raw in _mapping(doc, ("queues",), root.get("queues")).items():
-        path = ("queues", name)
-        raw = _mapping(doc, path, raw)
-        _known(doc, path, raw, "queue")
-        if "count" in raw or "cards" in raw:
+    root = doc.data if doc.data is not None else {}
+    for name, raw in (root.get("queues") or {}).items() if isinstance(root, dict) else ():
+        if isinstance(raw, dict) and ("count" in raw or "cards" in raw):
             raise doc.error(
-                path, "a queue decides where, never how many: no counts here", "platform/spec"
+                ("queues", name), "a queue decides where, never how many: no counts here"
             )
-        queues[name] = Queue(
+    parsed = validated(SpecDocument, doc, root)
+    quotas = {
+        name: Quota(
             name,
-            str(raw.get("data_center", "")),
-            str(raw.get("pool", "")),
-            _strings(doc, (*path, "gpu_models"), raw.get("gpu_models")),
+            {key: str(value) for key, value in quota.owner.items()},
+            quota.cpu_cores,
+            quota.memory_gb,
+            {dc: dict(models) for dc, models in quota.cards.items()},
         )
+        for name, quota in parsed.quotas.items()
+    }
+    queues = {
+        name: Queue(name, queue.data_center, queue.pool, tuple(queue.gpu_models))
+        for name, queue in parsed.queues.items()
+    }
     services = {}
-    for name, raw in _mapping(doc, ("services",), root.get("services")).items():
-        path = ("services", name)
-        raw = _mapping(doc, path, raw)
-        _known(doc, path, raw, "service")
+    for name, service in parsed.services.items():
         groups = {}
-        for group_name, graw in _mapping(doc, (*path, "groups"), raw.get("groups")).items():
-            gpath = (*path, "groups", group_name)
-            graw = _mapping(doc, gpath, graw)
-            _known(doc, gpath, graw, "group")
-            for section in ("autoscaling", "release"):
-                _known(doc, (*gpath, section), _mapping(doc, (*gpath, section), graw.get(section)),
-                       section)  # fmt: skip
-            templates = {}
-            for tname, traw in _mapping(doc, (*gpath, "templates"), graw.get("templates")).items():
-                tpath = (*gpath, "templates", tname)
-                traw = _mapping(doc, tpath, traw)
-                _known(doc, tpath, traw, "template")
-                spec_text = str(traw.get("spec", ""))
-                templates[tname] = Template(
+        for group_name, group in service.groups.items():
+            templates = {
+                tname: Template(
                     tname,
-                    spec_text,
-                    InstanceSpec.parse(spec_text),
-                    {
-                        str(k): str(v)
-                        for k, v in _mapping(doc, (*tpath, "queues"), traw.get("queues")).items()
-                    },
-                    _integer(doc, (*tpath, "replicas"), traw.get("replicas"), 1),
-                    _strings(doc, (*tpath, "loads"), traw.get("loads")),
+                    template.spec,
+                    InstanceSpec.parse(template.spec),
+                    dict(template.queues),
+                    template.replicas,
+                    tuple(template.loads),
                 )
+                for tname, template in group.templates.items()
+            }
             groups[group_name] = Group(
                 group_name,
-                _strings(doc, (*gpath, "models"), graw.get("models")),
-                _integer(doc, (*gpath, "cards"), graw.get("cards"), 0),
+                tuple(group.models),
+                group.cards,
                 templates,
-                _mapping(doc, (*gpath, "release"), graw.get("release")),
-                _mapping(doc, (*gpath, "autoscaling"), graw.get("autoscaling")),
+                group.release.model_dump(exclude_unset=True) if group.release else {},
+                group.autoscaling.model_dump(exclude_unset=True) if group.autoscaling else {},
             )
         services[name] = Service(
             name,
-            _strings(doc, (*path, "interfaces"), raw.get("interfaces")),
-            str(raw.get("quota", "")),
-            _strings(doc, (*path, "data_centers"), raw.get("data_centers")),
-            _integer(doc, (*path, "total_cards"), raw.get("total_cards"), 0),
-            _strings(doc, (*path, "models"), raw.get("models")),
+            tuple(service.interfaces),
+            service.quota,
+            tuple(service.data_centers),
+            service.total_cards,
+            tuple(service.models),
             groups,
         )
     return PlatformSpec(quotas, queues, services, doc)

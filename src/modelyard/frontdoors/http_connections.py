@@ -199,10 +199,12 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             self._refuse(self._header_too_large(self._head_bytes))
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        # a value as the caller sent it, trailing blanks too, as Triton forwards it
-        # (--http-header-forward-pattern); uvicorn from 0.55 strips them (RFC 9110 allows both)
-        HttpToolsProtocol.on_header(self, name, value)
-        self.headers[-1] = (self.headers[-1][0], value)
+        # uvicorn's own, less its strip (from 0.55): a value as the caller sent it, trailing
+        # blanks too, as Triton forwards it (--http-header-forward-pattern; RFC 9110 allows both)
+        name = name.lower()
+        if name == b"expect" and value.lower() == b"100-continue":
+            self.expect_100_continue = True
+        self.headers.append((name, value))
 
     def on_message_complete(self) -> None:
         # when the server had read the whole request: its counted time starts here (a slow

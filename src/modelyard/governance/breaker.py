@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 from enum import Enum
-from typing import Literal
+from typing import ClassVar, Literal
 
 import structlog
 
@@ -46,6 +46,9 @@ class BreakerState(Enum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BreakerRule:
+    # how the schema layer names it in errors (runtime._typed_rule)
+    noun: ClassVar[str] = "breaker rule"
+
     id: str
     interface: str
     model: str | None = None  # None: every model of the interface, one breaker each

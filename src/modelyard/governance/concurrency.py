@@ -19,7 +19,7 @@ than half of it is in use.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from modelyard.clock import Clock
 from modelyard.errors import Code, ConfigError, GovernanceError, ModelServerError, ModelyardError
@@ -33,6 +33,9 @@ MAX_LIMITERS = 4096  # past this, idle limiters of unknown (model, version) pair
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConcurrencyRule:
+    # how the schema layer names it in errors (runtime._typed_rule)
+    noun: ClassVar[str] = "concurrency rule"
+
     id: str
     model: str | None = None  # None: every model, one limiter per (model, version)
     interface: str = "infer"

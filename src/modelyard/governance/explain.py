@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from fnmatch import fnmatchcase
 from typing import Any
 
 _CENTRAL = re.compile(r"\bcentral:(?P<service>[a-z0-9.-]+)@r(?P<revision>\d+)")
@@ -90,7 +91,30 @@ def sections_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 limit[key] = row.get("value")
         elif section in ("breakers", "concurrency") and rest:
             sections.setdefault(section, {})[rest] = row.get("value")
+        elif section == "interfaces" and rest:
+            models = (row.get("value") or {}).get("models") or []
+            sections.setdefault("interfaces", {})[rest] = list(models)
     return sections
+
+
+def models_on(sections: Mapping[str, Any], interface: str, models: list[str]) -> list[str]:
+    """Of ``models``, those whose infer calls count on ``interface``: a declared interface's
+    (the first declared that names a model), or infer's (the models none names)."""
+    declared: dict[str, list[str]] = sections.get("interfaces") or {}
+
+    def owner(model: str) -> str:
+        return next(
+            (
+                name
+                for name, patterns in declared.items()
+                if any(fnmatchcase(model, p) for p in patterns)
+            ),
+            "infer",
+        )
+
+    if interface != "infer" and interface not in declared:
+        return models
+    return [model for model in models if owner(model) == interface]
 
 
 @dataclass(slots=True)
@@ -228,6 +252,7 @@ def budget_sharing(
     key = "cluster_qps" if rule == "ratelimit/cluster-qps" else "instance_qps"
     total = limit.get(key)
     reserved = {m: float(s["reserved_qps"]) for m, s in (limit.get("models") or {}).items()}
+    models = models_on(sections, interface, models)
     everyone = ", ".join(models) if models else "all models of the service"
     where = "every instance of the service" if key == "cluster_qps" else "each instance"
     if not reserved:

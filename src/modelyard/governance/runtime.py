@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import dataclasses
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -39,6 +38,7 @@ from modelyard.errors import (
     GovernanceError,
     ModelyardError,
     retry_after_header,
+    shown,
 )
 from modelyard.governance.auth import AuthGuard, Principal, permission_denied
 from modelyard.governance.breaker import BreakerGuard, BreakerRule
@@ -58,24 +58,14 @@ from modelyard.governance.service_config import (
     unknown_interface,
 )
 from modelyard.types import InferRequest, InferResponse, OutputTensor, numpy_dtype
+from modelyard.yaml_lines import LocatedDocument
 
 log = structlog.get_logger("modelyard.governance")
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 _RETIRE_AFTER = 2.0  # seconds a replaced chain's guards stay open for calls it admitted
-
-
-def _check_fields(
-    config: ServiceConfig, section: str, rule_id: str, raw: dict[str, Any], rule_class: type
-) -> None:
-    """Name an unknown field with its file:line (the rule class's own fields are the schema)."""
-    known = {f.name for f in dataclasses.fields(rule_class)} - {"id"}
-    unknown = sorted(set(raw) - known)
-    if not unknown:
-        return
-    _refuse_field(config, section, rule_id, unknown[0], f"unknown field '{unknown[0]}' (known: "
-                  f"{', '.join(sorted(known))})")  # fmt: skip
 
 
 def _check_interface(
@@ -134,37 +124,45 @@ def _relocate(config: ServiceConfig, error: ConfigError, section: str, rule_id: 
     return doc.error(path, error.detail)
 
 
+def _typed_rule(
+    config: ServiceConfig, section: str, rule_id: str, rule_class: type[R], raw: Any, **given: Any
+) -> R:
+    """A rule's mapping as its rule class, through the schema layer (fields and types), then
+    the class's own checks (ranges, combinations); each error at its field's file:line."""
+    from modelyard.schema import DocumentError, validated_as
+
+    doc = config.document or LocatedDocument(None, {}, config.filename)
+    if not isinstance(raw, dict):
+        raise doc.error((section, rule_id), f"expected a mapping, got {shown(repr(raw), 80)}")
+    _check_interface(config, section, rule_id, raw)
+    try:
+        return validated_as(
+            rule_class, doc, raw, (section, rule_id), {"id": rule_id, **given}, frozenset({"id"})
+        )
+    except DocumentError:
+        raise
+    except ConfigError as error:  # the class's own check: it names the field
+        raise _relocate(config, error, section, rule_id) from None
+
+
 def _breaker_rules(config: ServiceConfig) -> list[BreakerRule]:
-    rules: list[BreakerRule] = []
+    rules = []
     for rule_id, raw in config.breakers.items():
-        _check_fields(config, "breakers", rule_id, raw, BreakerRule)
-        _check_interface(config, "breakers", rule_id, raw)
-        fields = {k: v for k, v in raw.items() if k != "fallback"}
-        try:
-            rules.append(
-                BreakerRule(
-                    id=rule_id, fallback=_fallback(config, rule_id, raw.get("fallback")), **fields
-                )
-            )
-        except ConfigError as error:
-            raise _relocate(config, error, "breakers", rule_id) from None
-        except TypeError as error:
-            raise _relocate(config, ConfigError(str(error)), "breakers", rule_id) from None
+        fields = {k: v for k, v in raw.items() if k != "fallback"} if isinstance(raw, dict) else raw
+        fallback = (
+            _fallback(config, rule_id, raw.get("fallback")) if isinstance(raw, dict) else None
+        )
+        rules.append(
+            _typed_rule(config, "breakers", rule_id, BreakerRule, fields, fallback=fallback)
+        )
     return rules
 
 
 def _concurrency_rules(config: ServiceConfig) -> list[ConcurrencyRule]:
-    limits: list[ConcurrencyRule] = []
-    for rule_id, raw in config.concurrency.items():
-        _check_fields(config, "concurrency", rule_id, raw, ConcurrencyRule)
-        _check_interface(config, "concurrency", rule_id, raw)
-        try:
-            limits.append(ConcurrencyRule(id=rule_id, **raw))
-        except ConfigError as error:
-            raise _relocate(config, error, "concurrency", rule_id) from None
-        except TypeError as error:
-            raise _relocate(config, ConfigError(str(error)), "concurrency", rule_id) from None
-    return limits
+    return [
+        _typed_rule(config, "concurrency", rule_id, ConcurrencyRule, raw)
+        for rule_id, raw in config.concurrency.items()
+    ]
 
 
 def _redis_url(config: ServiceConfig) -> str:
@@ -821,7 +819,12 @@ def rejections(governance: Governance | None, path: str) -> dict[str, Any]:
 
 
 def _sections(config: ServiceConfig) -> dict[str, Any]:
-    return {"limits": config.limits, "breakers": config.breakers, "concurrency": config.concurrency}
+    return {
+        "interfaces": {name: list(patterns) for name, patterns in config.declared.items()},
+        "limits": config.limits,
+        "breakers": config.breakers,
+        "concurrency": config.concurrency,
+    }
 
 
 async def _close_guards(chain: GuardChain) -> None:

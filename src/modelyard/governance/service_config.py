@@ -47,19 +47,19 @@ import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from modelyard.errors import shown
 from modelyard.governance.auth import INTERFACES, AuthConfig, Principal
 from modelyard.yaml_lines import LocatedDocument, load_located, read_text
 
+if TYPE_CHECKING:  # pydantic is imported only when a file is parsed
+    from modelyard.governance.service_schema import AuthSection, LimitSection
+
 _SERVICE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-_TOP_LEVEL = {"service", "interfaces", "auth", "limits", "breakers", "concurrency", "cluster"}
 CENTRAL_SECTIONS = ("interfaces", "limits", "breakers", "concurrency", "cluster")
 _INTERFACE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
-_MAX_PATTERNS = 64
-_MAX_PATTERN_CHARS = 256
 _MODELS_KEPT = 4096  # model names an interface lookup remembers: callers choose them
 
 
@@ -76,7 +76,10 @@ class ServiceConfig:
     cluster: dict[str, Any] = field(default_factory=dict)
     document: LocatedDocument | None = None
     auth_set_at: str | None = None  # where auth was set, when not in ``document``
-    _interface_by_model: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    # a copy made with replace() starts its own: its interfaces may differ
+    _interface_by_model: dict[str, str] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def filename(self) -> str:
@@ -165,46 +168,23 @@ class ServiceConfig:
         return rows
 
 
-def _expect(
-    doc: LocatedDocument, path: tuple[str | int, ...], value: Any, kind: type, what: str
-) -> Any:
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise doc.error(path, f"{what} must be {kind.__name__}, got {value!r}")
-    return value
-
-
-def _positive(doc: LocatedDocument, path: tuple[str | int, ...], value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise doc.error(path, f"must be a positive number, got {value!r}")
-    return float(value)
-
-
-def _parse_auth(doc: LocatedDocument, raw: Any) -> AuthConfig:
+def _parse_auth(doc: LocatedDocument, raw: AuthSection | None) -> AuthConfig:
     config = AuthConfig(service_file=doc.filename)
     if raw is None:
         return config
-    _expect(doc, ("auth",), raw, dict, "auth")
-    config.enabled = bool(raw.get("enabled", True))
-    principals = raw.get("principals") or {}
-    _expect(doc, ("auth", "principals"), principals, dict, "auth.principals")
-    for name, spec in principals.items():
+    config.enabled = raw.enabled
+    for name, spec in (raw.principals or {}).items():
         path = ("auth", "principals", name)
-        _expect(doc, path, spec, dict, f"principal {name}")
-        allow_raw = spec.get("allow") or {}
-        _expect(doc, (*path, "allow"), allow_raw, dict, "allow")
         allow: dict[str, tuple[str, ...]] = {}
-        for interface, patterns in allow_raw.items():
+        for interface, patterns in (spec.allow or {}).items():
             if interface not in INTERFACES:
                 raise doc.error(
                     (*path, "allow", interface),
                     f"unknown interface '{interface}' (known: {', '.join(INTERFACES)})",
                 )
-            if isinstance(patterns, str):
-                patterns = [patterns]
-            _expect(doc, (*path, "allow", interface), patterns, list, "model patterns")
-            allow[interface] = tuple(str(p) for p in patterns)
+            allow[interface] = (patterns,) if isinstance(patterns, str) else tuple(patterns)
         principal = Principal(name, allow, doc.where(path))
-        secrets = list(spec.get("api_keys") or []) + list(spec.get("bearer_tokens") or [])
+        secrets = list(spec.api_keys or []) + list(spec.bearer_tokens or [])
         if not secrets:
             raise doc.error(path, f"principal '{name}' has no api_keys or bearer_tokens")
         for index, digest in enumerate(secrets):
@@ -222,10 +202,10 @@ def _parse_auth(doc: LocatedDocument, raw: Any) -> AuthConfig:
 
 
 def _parse_interfaces(
-    doc: LocatedDocument, raw: Any
+    doc: LocatedDocument, raw: list[str] | dict[str, Any] | None
 ) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
     """The protocol interfaces offered, and the declared ones with their model patterns."""
-    if raw is None or raw == []:
+    if not raw:
         return INTERFACES, {}
     if isinstance(raw, list):
         for index, interface in enumerate(raw):
@@ -238,84 +218,40 @@ def _parse_interfaces(
         if len(set(raw)) != len(raw):
             raise doc.error(("interfaces",), "an interface is listed twice")
         return tuple(raw), {}
-    _expect(doc, ("interfaces",), raw, dict, "interfaces")
     declared: dict[str, tuple[str, ...]] = {}
     for name, spec in raw.items():
         path = ("interfaces", name)
-        if not isinstance(name, str) or not _INTERFACE_NAME.match(name):
+        if not _INTERFACE_NAME.match(name):
             raise doc.error(
                 path,
-                f"interface name {name!r} must be lowercase letters, digits and _, "
+                f"interface name {shown(repr(name), 80)} must be lowercase letters, digits and _, "
                 "starting with a letter (at most 63)",
             )
         if name in INTERFACES:
             raise doc.error(
                 path, f"'{name}' is a protocol interface: it exists already, declare another name"
             )
-        if isinstance(spec, list):  # the short form: NAME: [PATTERN, ...]
-            spec = {"models": spec}
-        _expect(doc, path, spec, dict, f"interfaces.{name}")
-        for key in spec:
-            if key not in ("models", "description"):
-                raise doc.error(
-                    (*path, key), f"unknown setting '{key}' (known: models, description)"
-                )
-        patterns = spec.get("models")
-        if not isinstance(patterns, list) or not patterns or len(patterns) > _MAX_PATTERNS:
-            raise doc.error(
-                (*path, "models"),
-                f"interface {name} needs models: a list of 1 to {_MAX_PATTERNS} model names or "
-                f"patterns, got {shown(repr(patterns), 80)}",
-            )
-        for index, pattern in enumerate(patterns):
-            if not isinstance(pattern, str) or not 0 < len(pattern) <= _MAX_PATTERN_CHARS:
-                raise doc.error(
-                    (*path, "models", index),
-                    f"a model pattern is a string of 1 to {_MAX_PATTERN_CHARS} characters, "
-                    f"got {shown(repr(pattern), 80)}",
-                )
-        declared[name] = tuple(patterns)
+        declared[name] = tuple(spec if isinstance(spec, list) else spec.models)
+        if not declared[name]:
+            raise doc.error(path, f"interface {name} needs models: at least one name or pattern")
     return INTERFACES, declared
 
 
-def _parse_limits(doc: LocatedDocument, raw: Any, known: tuple[str, ...]) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    _expect(doc, ("limits",), raw, dict, "limits")
-    for interface, spec in raw.items():
+def _check_limits(
+    doc: LocatedDocument, limits: dict[str, LimitSection], known: tuple[str, ...]
+) -> None:
+    for interface, spec in limits.items():
         path = ("limits", interface)
         if interface not in known:
             raise doc.error(path, unknown_interface(interface, known))
-        _expect(doc, path, spec, dict, f"limits.{interface}")
-        for key in spec:
-            if key not in ("instance_qps", "cluster_qps", "burst_seconds", "models"):
-                raise doc.error((*path, key), f"unknown setting '{key}'")
-        for key in ("instance_qps", "cluster_qps", "burst_seconds"):
-            if key in spec:
-                _positive(doc, (*path, key), spec[key])
-        models = spec.get("models") or {}
-        _expect(doc, (*path, "models"), models, dict, "models")
-        reserved = 0.0
-        for model, share in models.items():
-            share_path = (*path, "models", model)
-            _expect(doc, share_path, share, dict, f"models.{model}")
-            reserved += _positive(doc, (*share_path, "reserved_qps"), share.get("reserved_qps"))
+        reserved = sum(share.reserved_qps for share in (spec.models or {}).values())
         for key in ("instance_qps", "cluster_qps"):
-            if key in spec and reserved > spec[key]:
+            limit = getattr(spec, key)
+            if limit is not None and reserved > limit:
                 raise doc.error(
                     (*path, "models"),
-                    f"reserved shares add up to {reserved:g}/s, over {key} {spec[key]:g}/s",
+                    f"reserved shares add up to {reserved:g}/s, over {key} {limit:g}/s",
                 )
-    return dict(raw)
-
-
-def _parse_rules(doc: LocatedDocument, section: str, raw: Any) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    _expect(doc, (section,), raw, dict, section)
-    for rule_id, spec in raw.items():
-        _expect(doc, (section, rule_id), spec, dict, f"{section}.{rule_id}")
-    return dict(raw)
 
 
 def unknown_interface(interface: Any, known: tuple[str, ...]) -> str:
@@ -372,35 +308,34 @@ def empty_service_config(service: str) -> ServiceConfig:
 def _from_document(
     doc: LocatedDocument, inherited: dict[str, tuple[str, ...]] | None = None
 ) -> ServiceConfig:
+    from modelyard.governance.service_schema import ServiceFile
+    from modelyard.schema import validated
+
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error((), "the service file must be a mapping")
-    for key in data:
-        if key not in _TOP_LEVEL:
-            known = ", ".join(sorted(_TOP_LEVEL))
-            raise doc.error((key,), f"unknown section '{key}' (known: {known})")
-    service = data.get("service")
+    parsed = validated(ServiceFile, doc, data)
+    service = parsed.service
     if not isinstance(service, str) or not _SERVICE_NAME.match(service):
         raise doc.error(
             ("service",),
             "service must be a reverse-DNS name such as com.example.search.ranker, "
             f"got {service!r}",
         )
-    interfaces, declared = _parse_interfaces(doc, data.get("interfaces"))
+    interfaces, declared = _parse_interfaces(doc, parsed.interfaces)
     if "interfaces" not in data:
         declared = dict(inherited or {})
-    cluster = data.get("cluster") or {}
-    _expect(doc, ("cluster",), cluster, dict, "cluster")
-    interface_names = (*INTERFACES, *declared)
+    _check_limits(doc, parsed.limits or {}, (*INTERFACES, *declared))
+    # the rules as written (validated above): the guards and ``rules()`` read them so
     return ServiceConfig(
         service=service,
         interfaces=interfaces,
         declared=declared,
-        auth=_parse_auth(doc, data.get("auth")),
-        limits=_parse_limits(doc, data.get("limits"), interface_names),
-        breakers=_parse_rules(doc, "breakers", data.get("breakers")),
-        concurrency=_parse_rules(doc, "concurrency", data.get("concurrency")),
-        cluster=cluster,
+        auth=_parse_auth(doc, parsed.auth),
+        limits=dict(data.get("limits") or {}),
+        breakers=dict(data.get("breakers") or {}),
+        concurrency=dict(data.get("concurrency") or {}),
+        cluster=dict(data.get("cluster") or {}),
         document=doc,
     )
 

@@ -188,7 +188,8 @@ def test_a_quota_without_cpu_or_memory_limits_neither_and_a_negative_one_is_refu
     with pytest.raises(ConfigError) as negative:
         parse_platform_spec(BASE.replace("cpu_cores: 256", "cpu_cores: -1"), "platform.yaml")
     line = negative.value.line()
-    assert "a quota cannot be negative, got -1" in line and "platform.yaml:4" in line
+    assert "at quotas.search-gpu.cpu_cores: cannot be negative, got -1" in line
+    assert "platform.yaml:4" in line
 
 
 def test_an_autoscaling_max_beyond_the_group_s_card_share_is_refused() -> None:

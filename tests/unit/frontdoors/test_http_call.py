@@ -6,10 +6,10 @@ import asyncio
 from typing import Any
 
 from modelyard.frontdoors import http
+from modelyard.governance.runtime import Governance
+from modelyard.governance.service_config import empty_service_config
 
-
-class _Service:
-    service = "com.example.svc"
+GOVERNANCE = Governance(empty_service_config("com.example.svc"))
 
 
 def scope(path: str, *headers: tuple[bytes, bytes]) -> dict[str, Any]:
@@ -18,7 +18,7 @@ def scope(path: str, *headers: tuple[bytes, bytes]) -> dict[str, Any]:
 
 def test_a_call_carries_interface_model_and_credentials() -> None:
     call = http._call_from_headers(
-        _Service(),  # type: ignore[arg-type]
+        GOVERNANCE,
         scope(
             "/v2/models/ranker/versions/2/infer",
             (b"content-type", b"application/json"),
@@ -29,7 +29,7 @@ def test_a_call_carries_interface_model_and_credentials() -> None:
     assert (call.interface, call.model, call.version) == ("infer", "ranker", "2")
     assert (call.bearer_token, call.api_key, call.request_id) == ("tok-1", None, "req-7")
     key_call = http._call_from_headers(
-        _Service(),  # type: ignore[arg-type]
+        GOVERNANCE,
         scope("/v2/repository/models/ranker/load", (b"x-api-key", b"k")),
     )
     assert (key_call.interface, key_call.api_key) == ("admin", "k")

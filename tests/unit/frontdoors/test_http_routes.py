@@ -11,6 +11,8 @@ from tritonclient.grpc import service_pb2 as pb
 from modelyard.frontdoors.grpc import _SERVER_WIDE, governed_call
 from modelyard.frontdoors.http import classify
 from modelyard.governance.auth import Principal
+from modelyard.governance.runtime import Governance
+from modelyard.governance.service_config import empty_service_config
 
 
 @pytest.mark.parametrize(
@@ -36,7 +38,7 @@ def test_an_admin_of_one_model_may_not_act_for_the_whole_server() -> None:
 
 def test_a_shared_memory_rpcs_region_name_is_never_taken_for_a_model() -> None:
     assert {"SystemSharedMemoryRegister", "CudaSharedMemoryStatus"} <= _SERVER_WIDE
-    governance = SimpleNamespace(service="com.example.s")
+    governance = Governance(empty_service_config("com.example.s"))
     context = SimpleNamespace(invocation_metadata=lambda: ())
     request = pb.SystemSharedMemoryRegisterRequest(name="ranker", key="/k", byte_size=8)
     call = governed_call(governance, "SystemSharedMemoryRegister", request, context)  # type: ignore[arg-type]

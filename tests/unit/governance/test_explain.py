@@ -114,6 +114,22 @@ def test_budget_sharing_names_reserved_shares_or_every_model() -> None:
     assert budget_sharing(SECTIONS, "breaker/slow-ranker", "infer", []) is None
 
 
+def test_a_declared_interface_s_budget_is_shared_by_the_models_it_covers_only() -> None:
+    sections = {
+        "interfaces": {"rank": ["ranker*"]},
+        "limits": {"rank": {"instance_qps": 20}, "infer": {"instance_qps": 50}},
+    }
+    models = ["ranker", "ranker_v2", "digits"]
+    assert budget_sharing(sections, "ratelimit/instance-qps", "rank", models) == (
+        "one budget on each instance for every model on interface rank: ranker, ranker_v2"
+    )
+    assert budget_sharing(sections, "ratelimit/instance-qps", "infer", models) == (
+        "one budget on each instance for every model on interface infer: digits"
+    )
+    rows = [{"rule": "interfaces.rank", "value": {"models": ["ranker*"]}}]
+    assert sections_from_rows(rows) == {"interfaces": {"rank": ["ranker*"]}}
+
+
 def test_explain_names_the_rule_its_value_and_the_command() -> None:
     context = Context(
         service=SERVICE,

@@ -28,7 +28,7 @@ def test_an_unknown_field_names_its_file_line_and_the_known_fields(
         build_guards(config, FakeClock(), lambda: 1)
     message = refused.value.line()
     assert f"invalid service.yaml:{line} at {section}.r1." in message
-    assert "unknown field" in message and "(known: " in message
+    assert "rule field '" in message and "(known: " in message
 
 
 def test_repeated_rule_ids_are_refused_with_the_section_to_change() -> None:

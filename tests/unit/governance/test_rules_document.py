@@ -123,7 +123,7 @@ def test_documents_have_one_canonical_form_and_diffs_show_only_the_change() -> N
         ("service: com.example.other\n", "these are the rules of 'com.example.other'"),
         ("interfaces:\n  infer: [ranker]\n", "f:2 at interfaces.infer: 'infer' is a protocol"),
         ("limits:\n  rank:\n    instance_qps: 5\n", "unknown interface 'rank' (known: infer,"),
-        ("interfaces:\n  rank: {models: []}\n", "interface rank needs models"),
+        ("interfaces:\n  rank: {models: []}\n", "f:2 at interfaces.rank.models: expected at least"),
         (
             "limits:\n  infer:\n    instance_qps: 10\n    models: {a: {reserved_qps: 20}}\n",
             "reserved shares add up to 20/s, over instance_qps 10/s",
@@ -132,7 +132,7 @@ def test_documents_have_one_canonical_form_and_diffs_show_only_the_change() -> N
             "breakers:\n  b: {interface: infer, kind: error_ratio, threshold: 2}\n",
             "f:2 at breakers.b.threshold",
         ),
-        ("breakers:\n  b: {interface: infer, colour: red}\n", "unknown field 'colour'"),
+        ("breakers:\n  b: {interface: infer, colour: red}\n", "breaker rule field 'colour'"),
         ("limits:\n  infer:\n    instance_qps: 0.5\n", "holds 0.5 calls, less than one"),
     ],
 )

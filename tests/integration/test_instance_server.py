@@ -1,0 +1,89 @@
+"""An instance and a gateway started in this process, as tests and tools start them: they
+serve, stopping one stops each part (the ports close, the models unload), and a start
+that fails leaves nothing running."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import httpx
+import pytest
+
+from modelyard.cli.serve import InstanceServer, serve_args
+from modelyard.errors import ConfigError
+from modelyard.processes import free_port
+from tests.support.models import slow_double
+
+DOUBLE = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1.0, 2.0]}]}
+
+
+def test_an_instance_serves_in_process_and_stops_each_part(tmp_path: Path) -> None:
+    repository = tmp_path / "models"
+    slow_double(repository)
+    http_port, grpc_port, metrics_port = free_port(), free_port(), free_port()
+    args = serve_args(
+        [
+            "--model-repository", str(repository),
+            "--http-port", str(http_port),
+            "--grpc-port", str(grpc_port),
+            "--metrics-port", str(metrics_port),
+        ]
+    )  # fmt: skip
+
+    async def run() -> None:
+        async with InstanceServer(args) as server:
+            assert (server.http_port, server.grpc_port) == (http_port, grpc_port)
+            assert server.metrics_port == metrics_port
+            base = f"http://127.0.0.1:{http_port}"
+            async with httpx.AsyncClient() as client:
+                answer = await client.post(f"{base}/v2/models/slow_double/infer", json=DOUBLE)
+                assert answer.status_code == 200, answer.text
+                # the model doubles, and adds its version times 1000
+                assert answer.json()["outputs"][0]["data"] == [1002.0, 1004.0]
+                metrics = await client.get(f"http://127.0.0.1:{metrics_port}/metrics")
+                assert "nv_inference_request_success" in metrics.text
+            manager = server.manager
+            assert manager is not None and manager.is_ready()
+        assert manager.ready_versions() == []  # unloaded on the way out
+        for port in (http_port, metrics_port):
+            with pytest.raises(httpx.ConnectError):
+                httpx.get(f"http://127.0.0.1:{port}/v2/health/live", timeout=2)
+
+    asyncio.run(run())
+
+
+def test_a_start_that_fails_stops_what_it_started(tmp_path: Path) -> None:
+    repository = tmp_path / "models"
+    slow_double(repository)
+    bad = serve_args(["--model-repository", str(repository), "--service", "com.example.x"])
+    with pytest.raises(ConfigError, match="needs --group"):
+        asyncio.run(InstanceServer(bad).start())
+
+    async def busy_metrics_port() -> None:
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        metrics_port = taken.getsockname()[1]
+        http_port = free_port()
+        args = serve_args(
+            [
+                "--model-repository", str(repository),
+                "--http-port", str(http_port),
+                "--grpc-port", str(free_port()),
+                "--metrics-port", str(metrics_port),
+            ]
+        )  # fmt: skip
+        try:
+            with pytest.raises(ConfigError) as refused:
+                await InstanceServer(args).start()
+            assert str(metrics_port) in refused.value.line()
+        finally:
+            taken.close()
+        # the HTTP socket it had opened before is closed again: the port can be bound
+        with socket.socket() as again:
+            again.bind(("127.0.0.1", http_port))
+
+    asyncio.run(busy_metrics_port())
+
