@@ -249,6 +249,12 @@ def test_console_shows_live_maps_a_fired_rate_limit_and_a_rollback(
         group = f'.ledger-group[data-group="{MAIN}"]'
         wait_for(browser, f"{group} .release-state", text="canary")
         wait_for(browser, "#quota-table .quota-row", text="A30-24G")
+        # each quota's owner, cores and memory used of hard; each group's card share by its use
+        owner = '#quota-owners .quota-owner[data-quota="q"]'
+        wait_for(browser, owner, text="org test")
+        wait_for(browser, f"{owner} .quota-cpu", text="of 64")
+        wait_for(browser, f"{owner} .quota-memory", text="of 64")
+        wait_for(browser, f'#group-cards .group-cards[data-group="{MAIN}"] .card-share', text="2")
         # what losing dc1, the spec's one data centre, does: the groups are lost
         wait_for(browser, f'#dr-table .dr-row[data-lose="dc1"][data-group="{MAIN}"]', text="lost")
         screenshot(browser, "ledger-canary")

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from modelyard.cli.gateway import GatewayServer, gateway_args
 from modelyard.cli.serve import InstanceServer, serve_args
 from modelyard.errors import ConfigError
 from modelyard.processes import free_port
@@ -87,3 +88,31 @@ def test_a_start_that_fails_stops_what_it_started(tmp_path: Path) -> None:
 
     asyncio.run(busy_metrics_port())
 
+
+def test_a_gateway_in_process_forwards_to_an_instance_in_process(tmp_path: Path) -> None:
+    repository = tmp_path / "models"
+    slow_double(repository)
+    registry = f"embedded://{tmp_path / 'registry.db'}"
+    service = ["--service", "com.example.inprocess", "--registry", registry]
+    instance_args = serve_args(
+        [
+            "--model-repository", str(repository), *service, "--group", "g",
+            "--http-port", str(free_port()), "--grpc-port", "-1", "--metrics-port", "-1",
+            "--registry-ttl", "2",
+        ]
+    )  # fmt: skip
+    forwarding_args = gateway_args([*service, "--http-port", str(free_port()), "--grpc-port", "-1"])
+
+    async def run() -> None:
+        async with InstanceServer(instance_args), GatewayServer(forwarding_args) as gateway:
+            base = f"http://127.0.0.1:{gateway.http_port}/v2/models/slow_double"
+            async with httpx.AsyncClient() as client:
+                for _ in range(100):  # until the gateway's view holds the instance
+                    if (await client.get(f"{base}/ready")).status_code == 200:
+                        break
+                    await asyncio.sleep(0.1)
+                answer = await client.post(f"{base}/infer", json=DOUBLE)
+                assert answer.status_code == 200, answer.text
+                assert answer.json()["outputs"][0]["data"] == [1002.0, 1004.0]
+
+    asyncio.run(run())

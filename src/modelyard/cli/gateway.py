@@ -12,13 +12,12 @@ import contextlib
 from typing import Any
 
 import structlog
-import uvicorn
 
+from modelyard.cli.in_process import HttpServer, InProcessServer
 from modelyard.cli.runtime import (
     add_http_arguments,
     connection_limits,
     http_config,
-    listen_http,
     run_event_loop,
 )
 from modelyard.dataplane import DataPlane
@@ -86,13 +85,22 @@ def add_gateway_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def gateway(args: argparse.Namespace) -> None:
-    # the client's HTTP stack costs every other command's start-up: import it here
-    from modelyard.client import AsyncClient
-    from modelyard.gateway.forward import ForwardingDataPlane
+class GatewayServer(InProcessServer):
+    """The gateway in this process (see ``in_process``): a registry handle, the client
+    that forwards, the front doors. ``args``: the gateway command's flags."""
 
-    options: dict[str, Any] = {"timeout": args.timeout} if args.timeout is not None else {}
-    async with contextlib.AsyncExitStack() as parts:
+    def __init__(self, args: argparse.Namespace) -> None:
+        super().__init__()
+        self.args = args
+        self.grpc_port: int | None = None  # once started
+
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        # the client's HTTP stack costs every other command's start-up: import it here
+        from modelyard.client import AsyncClient
+        from modelyard.gateway.forward import ForwardingDataPlane
+
+        args = self.args
+        options: dict[str, Any] = {"timeout": args.timeout} if args.timeout is not None else {}
         registry = open_registry(args.registry)
         parts.push_async_callback(registry.aclose)
         client = AsyncClient(
@@ -109,8 +117,7 @@ async def gateway(args: argparse.Namespace) -> None:
         dataplane: DataPlane = forwarding
         app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes)
         config = http_config(app, args.host, args.http_port, connection_limits(args))
-        server = uvicorn.Server(config)
-        http_socket = listen_http(args.host, args.http_port)
+        http_socket = self.listen(parts, args.host, args.http_port)
         parts.push_async_callback(forwarding.aclose)  # also after a failed start
         await forwarding.start()
         freeze_startup_objects()
@@ -123,16 +130,31 @@ async def gateway(args: argparse.Namespace) -> None:
                 max_message_bytes=args.grpc_max_message_bytes,
             )
             parts.push_async_callback(grpc_server.stop)
+            self.grpc_port = grpc_server.port
+        await self._serve_http(parts, HttpServer(config), [http_socket])
         log.info(
             "gateway_ready",
             service=args.service,
             registry=args.registry,
-            http=f"http://{args.host}:{args.http_port}",
-            grpc=f"{args.host}:{grpc_server.port}" if grpc_server else None,
+            http=f"http://{args.host}:{self.http_port}",
+            grpc=f"{args.host}:{self.grpc_port}" if grpc_server else None,
             instances=len(client.instances()),
             models=sorted({row["name"] for row in forwarding.manager.index(ready_only=True)}),
         )
-        await server.serve([http_socket])
+
+
+async def gateway(args: argparse.Namespace) -> None:
+    """Forward until a signal: each part, once started, is stopped in reverse order."""
+    async with GatewayServer(args) as server:
+        await server.wait()
+
+
+def gateway_args(argv: list[str]) -> argparse.Namespace:
+    """The gateway command's flags as ``modelyard gateway`` reads them, for a
+    ``GatewayServer`` started in process."""
+    parser = argparse.ArgumentParser(prog="modelyard gateway")
+    add_gateway_arguments(parser)
+    return parser.parse_args(argv)
 
 
 def run_gateway(args: argparse.Namespace) -> int:

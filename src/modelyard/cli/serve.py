@@ -9,21 +9,19 @@ import functools
 import ipaddress
 import math
 import socket
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import replace
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import structlog
-import uvicorn
 
+from modelyard.cli.in_process import HttpServer, InProcessServer
 from modelyard.cli.runtime import (
     DEFAULT_GIL_SWITCH_INTERVAL_US,
     add_http_arguments,
     connection_limits,
     http_config,
-    listen_http,
     run_event_loop,
     set_gil_switch_interval,
 )
@@ -204,48 +202,6 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-class _Server(uvicorn.Server):
-    """uvicorn's server; the first SIGTERM or SIGINT runs ``before_exit`` (deregistration).
-
-    uvicorn keeps accepting until ``before_exit`` is done, then drains; the signal is not
-    re-raised afterwards, so ``serve()``'s cleanup (gRPC grace, unloading) runs. A second
-    signal is handled as uvicorn does.
-    """
-
-    def __init__(self, config: uvicorn.Config, before_exit: Callable[[], Awaitable[None]]) -> None:
-        super().__init__(config)
-        self._before_exit = before_exit
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._exiting: asyncio.Task[None] | None = None
-        self.up = asyncio.Event()  # set once the server listens
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        if self.started:
-            self.up.set()
-
-    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
-        self._loop = asyncio.get_running_loop()
-        await super().serve(sockets)
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        if self._loop is None or self._exiting is not None or self.should_exit:
-            super().handle_exit(sig, frame)
-            return
-        self._loop.call_soon_threadsafe(self.begin_exit)
-
-    def begin_exit(self) -> None:
-        """Deregister, then drain and stop: what the first signal starts."""
-        if self._exiting is None:
-            self._exiting = asyncio.ensure_future(self._exit())
-
-    async def _exit(self) -> None:
-        try:
-            await self._before_exit()
-        finally:
-            self.should_exit = True
-
-
 def _advertised_instance(
     args: argparse.Namespace, http_port: int, grpc_port: int | None
 ) -> Instance:
@@ -278,57 +234,17 @@ def _current_weight(path: Path | None, default: float) -> float:
         return default
 
 
-class InstanceServer:
-    """One instance in this process: its parts (registry handles, governance, the model
-    manager, the front doors, metrics, the registry entry) started in order on an
-    ``AsyncExitStack`` and stopped in reverse, deregistration first. ``modelyard serve``
-    runs one until a signal; tests and tools start one beside their own code::
-
-        async with InstanceServer(args) as server:  # args: the serve command's parsed flags
-            ... f"http://127.0.0.1:{server.http_port}" ...
-    """
+class InstanceServer(InProcessServer):
+    """One instance in this process (see ``in_process``): registry handles, governance, the
+    model manager, the front doors, metrics and the registry entry; deregistration first
+    when it stops. ``args``: the serve command's flags (``serve_args``)."""
 
     def __init__(self, args: argparse.Namespace) -> None:
+        super().__init__()
         self.args = args
-        self.http_port: int | None = None  # once started: the ports it listens on
-        self.grpc_port: int | None = None
+        self.grpc_port: int | None = None  # once started
         self.metrics_port: int | None = None
         self.manager: ModelManager | None = None
-        self._parts = contextlib.AsyncExitStack()
-        self._http: _Server | None = None
-        self._serving: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> InstanceServer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    async def start(self) -> None:
-        """Every part up and the HTTP port listening; a part that fails stops the ones before."""
-        try:
-            await self._start(self._parts)
-        except BaseException:
-            await self._parts.aclose()
-            raise
-
-    async def wait(self) -> None:
-        """Until the server exits: after a signal (deregistered, drained), or ``stop``."""
-        assert self._serving is not None, "start() first"
-        await self._serving
-
-    async def stop(self) -> None:
-        """Deregister, drain, and stop each part in reverse order."""
-        await self._parts.aclose()
-
-    async def _stop_serving(self) -> None:
-        http, serving = self._http, self._serving
-        if http is None or serving is None:
-            return
-        if not serving.done():
-            http.begin_exit()
-        await serving
 
     async def _start(self, parts: contextlib.AsyncExitStack) -> None:
         args = self.args
@@ -431,7 +347,7 @@ class InstanceServer:
         config = http_config(app, http_host, args.http_port, limits)
         if args.exit_timeout_secs is not None:
             config.timeout_graceful_shutdown = math.ceil(args.exit_timeout_secs)
-        server = _Server(config, deregister)
+        server = HttpServer(config, deregister)
         auth_on = governance is not None and governance.config.auth.enabled
         for host in {http_host, grpc_host}:
             if not _is_loopback(host) and not auth_on:
@@ -440,9 +356,7 @@ class InstanceServer:
                     host=host,
                     hint="anyone who can reach this address can infer, load and unload models",
                 )
-        http_sockets = [listen_http(http_host, args.http_port)] if args.allow_http else []
-        for listening in http_sockets:  # uvicorn closes them too once it served
-            parts.callback(listening.close)
+        http_sockets = [self.listen(parts, http_host, args.http_port)] if args.allow_http else []
         if live is not None:
             live.start()
         metrics_port = None
@@ -516,22 +430,7 @@ class InstanceServer:
         _background(parts, announce())
         if governance is not None:
             _background(parts, governance.watch(store=rules_store))
-        # no HTTP sockets: uvicorn runs the loop, gRPC serves
-        self._http, self._serving = server, asyncio.create_task(server.serve(http_sockets))
-        parts.push_async_callback(self._stop_serving)  # deregistered (above), then drained
-        up = asyncio.ensure_future(server.up.wait())
-        await asyncio.wait({up, self._serving}, return_when=asyncio.FIRST_COMPLETED)
-        if not up.done():  # uvicorn ended before it listened: its error, or its exit
-            up.cancel()
-            await self._serving
-            raise ConfigError(
-                "the HTTP server stopped before it listened",
-                code=Code.UNAVAILABLE,
-                rule="serve/http",
-                where="the log's lines before this one say why",
-            )
-        ports = [s.getsockname()[1] for srv in server.servers for s in srv.sockets]
-        self.http_port = ports[0] if ports else None
+        await self._serve_http(parts, server, http_sockets)  # none: gRPC serves alone
         self.grpc_port = grpc_server.port if grpc_server else None
         self.metrics_port = metrics_port
         self.manager = manager

@@ -281,13 +281,17 @@ async def _ledger(request: web.Request) -> web.Response:
         counts["instances"] += 1
         counts["gpu_instances"] += 1 if cards else 0
         counts["cards"] += cards
+    booked = ledger.to_json()
+    shares = {row["group"]: row for row in booked["groups"]}
     return web.json_response(
         {
-            **ledger.to_json(),
+            **booked,
             "running_by_group": running,
             "groups": [
                 {
                     "key": key,
+                    "cards_used": shares.get(key, {}).get("cards_used", 0),
+                    "cards_share": shares.get(key, {}).get("cards_share"),
                     "release": _release_state(state, key, state.releases.get(key)),
                     "events": history(plane.state_dir, key)[-20:],
                 }

@@ -48,6 +48,9 @@ const fmt = (value, digits = 1) =>
   value === null || value === undefined ? "–" : Number(value).toFixed(digits);
 const badge = (text, cls) => h("span", { class: `badge ${cls || text}` }, text);
 const when = (seconds) => new Date(seconds * 1000).toLocaleTimeString();
+// a quota's use of one resource: "used of hard", or "used (no limit)"
+const usedOf = (pair) => (!pair ? "—" : pair.hard === null || pair.hard === undefined
+  ? `${fmt(pair.used, 0)} (no limit)` : `${fmt(pair.used, 0)} of ${fmt(pair.hard, 0)}`);
 const viewUrl = (name, model) => `#${name}${model ? `?model=${encodeURIComponent(model)}` : ""}`;
 const shown = (model) => !modelFilter || String(model || "").toLowerCase().includes(modelFilter.toLowerCase());
 // a link to another view that does not also trigger the row it sits in
@@ -266,11 +269,19 @@ async function drawLedger() {
     h("h2", {}, `cards ${ledger.total_cards} · instances ${ledger.instances} · GPU instances ${ledger.gpu_instances}`),
     h("table", { id: "quota-table" }, h("tr", {}, ["quota", "data centre", "GPU model", "hard", "used", "reserved", "free"].map((t) => h("th", {}, t))),
       ledger.quota.map((r) => h("tr", { class: "quota-row" }, [r.quota, r.data_center, r.gpu_model, r.hard, r.used, r.reserved, r.free].map((v) => h("td", {}, v))))),
+    h("h3", {}, "quotas: owner, cores and memory (used of hard)"),
+    h("table", { id: "quota-owners" }, h("tr", {}, ["quota", "owner", "CPU cores", "memory GB"].map((t) => h("th", {}, t))),
+      (ledger.quotas || []).map((q) => h("tr", { class: "quota-owner", "data-quota": q.quota },
+        h("td", {}, q.quota),
+        h("td", {}, Object.entries(q.owner || {}).map(([k, v]) => `${k} ${v}`).join(", ") || "—"),
+        h("td", { class: "quota-cpu" }, usedOf(q.cpu_cores)), h("td", { class: "quota-memory" }, usedOf(q.memory_gb))))),
     h("h3", {}, "cards and instances by group"),
-    h("table", {}, h("tr", {}, ["group", "cards (spec)", "running instances", "GPU instances", "cards running"].map((t) => h("th", {}, t))),
+    h("table", { id: "group-cards" }, h("tr", {}, ["group", "cards (spec)", "card share", "running instances", "GPU instances", "cards running"].map((t) => h("th", {}, t))),
       Object.entries(ledger.cards_by_group).map(([group, cards]) => {
         const running = ledger.running_by_group[group] || { instances: 0, gpu_instances: 0, cards: 0 };
-        return h("tr", {}, h("td", {}, group), h("td", {}, cards), h("td", {}, running.instances), h("td", {}, running.gpu_instances), h("td", {}, running.cards));
+        const share = ((ledger.groups || []).find((g) => g.key === group) || {}).cards_share;
+        return h("tr", { class: "group-cards", "data-group": group }, h("td", {}, group), h("td", {}, cards),
+          h("td", { class: "card-share" }, share ?? "—"), h("td", {}, running.instances), h("td", {}, running.gpu_instances), h("td", {}, running.cards));
       }))));
   root.append(recoveryCard(recovery.places));
   for (const group of ledger.groups) {

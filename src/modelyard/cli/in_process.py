@@ -1,0 +1,150 @@
+"""A server in this process: its parts started in order on an ``AsyncExitStack`` and
+stopped in reverse, its HTTP port served by uvicorn beside them.
+
+``modelyard serve`` (``InstanceServer``) and ``modelyard gateway`` (``GatewayServer``)
+are each one; the command runs it until a signal, and tests and tools start one
+beside their own code::
+
+    async with InstanceServer(serve_args([...])) as server:
+        ... f"http://127.0.0.1:{server.http_port}" ...
+
+A part that fails to start stops the ones before it. Stopping runs ``before_exit``
+(an instance deregisters and waits for callers' views to drop it) while HTTP still
+answers, then drains HTTP, then stops the other parts, newest first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import Awaitable, Callable
+from types import FrameType
+
+import uvicorn
+
+from modelyard.cli.runtime import listen_http
+from modelyard.errors import Code, ConfigError
+
+
+async def _nothing() -> None:
+    return None
+
+
+class HttpServer(uvicorn.Server):
+    """uvicorn's server; the first SIGTERM or SIGINT runs ``before_exit`` (deregistration).
+
+    uvicorn keeps accepting until ``before_exit`` is done, then drains; the signal is not
+    re-raised afterwards, so the parts' cleanup (gRPC grace, unloading) runs. A second
+    signal is handled as uvicorn does.
+    """
+
+    def __init__(
+        self, config: uvicorn.Config, before_exit: Callable[[], Awaitable[None]] = _nothing
+    ) -> None:
+        super().__init__(config)
+        self._before_exit = before_exit
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._exiting: asyncio.Task[None] | None = None
+        self.up = asyncio.Event()  # set once the server listens
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self.up.set()
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self._loop is None or self._exiting is not None or self.should_exit:
+            super().handle_exit(sig, frame)
+            return
+        self._loop.call_soon_threadsafe(self.begin_exit)
+
+    def begin_exit(self) -> None:
+        """Run ``before_exit``, then drain and stop: what the first signal starts."""
+        if self._exiting is None:
+            self._exiting = asyncio.ensure_future(self._exit())
+
+    async def _exit(self) -> None:
+        try:
+            await self._before_exit()
+        finally:
+            self.should_exit = True
+
+
+class InProcessServer:
+    """Parts on an ``AsyncExitStack``; a subclass's ``_start`` starts them, the last being
+    its HTTP server (``_serve_http``)."""
+
+    def __init__(self) -> None:
+        self.http_port: int | None = None  # once started: the port HTTP listens on
+        self._parts = contextlib.AsyncExitStack()
+        self._http: HttpServer | None = None
+        self._serving: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> InProcessServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Every part up and HTTP listening; a part that fails stops the ones before it."""
+        try:
+            await self._start(self._parts)
+        except BaseException:
+            await self._parts.aclose()
+            raise
+
+    async def wait(self) -> None:
+        """Until HTTP has stopped: after a signal (``before_exit`` run, drained), or ``stop``."""
+        assert self._serving is not None, "start() first"
+        await self._serving
+
+    async def stop(self) -> None:
+        """``before_exit``, drain HTTP, and stop each part in reverse order."""
+        await self._parts.aclose()
+
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        raise NotImplementedError
+
+    async def _serve_http(
+        self, parts: contextlib.AsyncExitStack, server: HttpServer, sockets: list[socket.socket]
+    ) -> None:
+        """Serve HTTP on ``sockets`` (``listen``'s; none: uvicorn only runs beside the other
+        parts) until stopped; returns once it listens."""
+        self._http, self._serving = server, asyncio.create_task(server.serve(sockets))
+        parts.push_async_callback(self._stop_serving)
+        up = asyncio.ensure_future(server.up.wait())
+        await asyncio.wait({up, self._serving}, return_when=asyncio.FIRST_COMPLETED)
+        if not up.done():  # uvicorn ended before it listened: its error, or its exit
+            up.cancel()
+            await self._serving
+            raise ConfigError(
+                "the HTTP server stopped before it listened",
+                code=Code.UNAVAILABLE,
+                rule="serve/http",
+                where="the log's lines before this one say why",
+            )
+        ports = [s.getsockname()[1] for srv in server.servers for s in srv.sockets]
+        self.http_port = ports[0] if ports else None
+
+    @staticmethod
+    def listen(parts: contextlib.AsyncExitStack, host: str, port: int) -> socket.socket:
+        """The HTTP port bound now (a port in use is an error line at once), closed with the
+        parts: by uvicorn once it served, here if it never did."""
+        sock = listen_http(host, port)
+        parts.callback(sock.close)
+        return sock
+
+    async def _stop_serving(self) -> None:
+        http, serving = self._http, self._serving
+        if http is None or serving is None:
+            return
+        if not serving.done():
+            http.begin_exit()
+        await serving
