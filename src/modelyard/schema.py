@@ -120,7 +120,7 @@ def schema_error(
         )
         detail = f"unknown {_noun(parent)} field '{located[-1]}' (known: {', '.join(fields)})"
     elif kind == "missing":
-        missing = rest[0] if rest else "?"
+        missing = rest[-1] if rest else "?"  # after any union member's tag
         parent = _annotation_at(model, value, located)
         detail = f"the {_noun(parent)} needs '{missing}'"
     elif kind in _EXPECTED:

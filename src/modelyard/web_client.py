@@ -101,8 +101,8 @@ class WebSession:
             ) as response:
                 body = await response.read()
                 return Reply(response.status, response.reason or "", response.content_type, body)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise WebError(_described(exc, url)) from exc
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:  # ValueError: a header
+            raise WebError(_described(exc, url)) from exc  # value or URL refused before sending
 
     @asynccontextmanager
     async def lines(

@@ -51,14 +51,19 @@ def _build(node: yaml.Node, path: Path_, lines: dict[Path_, int]) -> Any:
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = yaml.safe_load(yaml.serialize(key_node)) if key_node.tag else key_node.value
+            key = _scalar(key_node) if key_node.tag else key_node.value
             key = str(key)
             lines[(*path, key)] = key_node.start_mark.line + 1
             out[key] = _build(value_node, (*path, key), lines)
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, (*path, i), lines) for i, item in enumerate(node.value)]
-    return yaml.safe_load(yaml.serialize(node))
+    return _scalar(node)
+
+
+def _scalar(node: yaml.Node) -> Any:
+    """A node's value as safe_load reads it; an empty one (``key:``) is None."""
+    return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
 
 
 def read_text(path: Path, rule: str, where: str) -> str:

@@ -82,6 +82,7 @@ def test_a_valid_document_is_typed() -> None:
             "interfaces:\n  rank: {models: 5}\n",
             "f.yaml:2 at interfaces.rank.models: expected a list",
         ),
+        ("interfaces:\n  rank: {}\n", "f.yaml:2 at interfaces.rank: the interface needs 'models'"),
         (
             "interfaces:\n  rank: {model: [r]}\n",
             "f.yaml:2 at interfaces.rank.model: unknown interface field 'model' (known: models)",

@@ -78,6 +78,11 @@ def test_a_closed_port_and_a_stalled_answer_are_each_a_web_error(server: str) ->
         fetch("GET", f"{server}/stall", timeout=0.2)
 
 
+def test_a_header_value_that_cannot_be_sent_is_a_web_error(server: str) -> None:
+    with pytest.raises(WebError):
+        fetch("GET", f"{server}/json", headers={"x-api-key": "a\r\nx-evil: 1"}, timeout=5)
+
+
 def test_a_body_that_is_not_json_is_a_value_error_when_read_as_json(server: str) -> None:
     reply = fetch("GET", f"{server}/text", timeout=5)
     assert (reply.status, reply.text) == (200, "plain")

@@ -138,7 +138,8 @@ def parse_platform_spec(text: str, filename: str = "platform.yaml") -> PlatformS
 
     doc = load_located(text, filename, "platform/spec")
     root = doc.data if doc.data is not None else {}
-    for name, raw in (root.get("queues") or {}).items() if isinstance(root, dict) else ():
+    queues_raw = root.get("queues") if isinstance(root, dict) else None
+    for name, raw in queues_raw.items() if isinstance(queues_raw, dict) else ():
         if isinstance(raw, dict) and ("count" in raw or "cards" in raw):
             raise doc.error(
                 ("queues", name), "a queue decides where, never how many: no counts here"

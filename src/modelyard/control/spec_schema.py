@@ -2,14 +2,30 @@
 
 Types and unknown keys only: what the platform's rules say of the values
 (quotas, queues, bindings, replica bounds) is ``ledger.validate``'s, with codes.
+A key left empty (``queues:``, ``replicas:``) reads as left out: its default.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from pydantic import model_validator
+
 from modelyard.schema import NonNegativeNumber, Schema
 
 
-class QuotaSection(Schema):
+class SpecSection(Schema):
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_is_absent(cls, data: Any) -> Any:
+        if data is None:
+            return {}
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
+
+
+class QuotaSection(SpecSection):
     noun = "quota"
     owner: dict[str, str | int] = {}
     cpu_cores: NonNegativeNumber | None = None  # left out: not limited; 0 allows none
@@ -17,14 +33,14 @@ class QuotaSection(Schema):
     cards: dict[str, dict[str, int]] = {}  # data centre -> GPU model -> hard count
 
 
-class QueueSection(Schema):
+class QueueSection(SpecSection):
     noun = "queue"
     data_center: str = ""
     pool: str = ""
     gpu_models: list[str] = []
 
 
-class TemplateSection(Schema):
+class TemplateSection(SpecSection):
     noun = "template"
     spec: str = ""
     queues: dict[str, str] = {}  # data centre -> queue
@@ -32,7 +48,7 @@ class TemplateSection(Schema):
     loads: list[str] = []
 
 
-class AutoscalingSection(Schema):
+class AutoscalingSection(SpecSection):
     noun = "autoscaling"
     min: int | None = None
     max: int | None = None
@@ -42,12 +58,12 @@ class AutoscalingSection(Schema):
     panic_threshold: float | None = None
 
 
-class ReleaseSection(Schema):
+class ReleaseSection(SpecSection):
     noun = "release"
     canary_steps: list[float] | None = None
 
 
-class GroupSection(Schema):
+class GroupSection(SpecSection):
     noun = "group"
     models: list[str] = []
     cards: int = 0
@@ -56,7 +72,7 @@ class GroupSection(Schema):
     autoscaling: AutoscalingSection | None = None
 
 
-class ServiceSection(Schema):
+class ServiceSection(SpecSection):
     noun = "service"
     interfaces: list[str] = []
     quota: str = ""
@@ -66,7 +82,7 @@ class ServiceSection(Schema):
     groups: dict[str, GroupSection] = {}
 
 
-class SpecDocument(Schema):
+class SpecDocument(SpecSection):
     noun = "top-level"
     quotas: dict[str, QuotaSection] = {}
     queues: dict[str, QueueSection] = {}

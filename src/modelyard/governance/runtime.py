@@ -134,6 +134,8 @@ def _typed_rule(
     doc = config.document or LocatedDocument(None, {}, config.filename)
     if not isinstance(raw, dict):
         raise doc.error((section, rule_id), f"expected a mapping, got {shown(repr(raw), 80)}")
+    if "id" in raw:
+        _refuse_field(config, section, rule_id, "id", f"a rule's id is its key ('{rule_id}')")
     _check_interface(config, section, rule_id, raw)
     try:
         return validated_as(

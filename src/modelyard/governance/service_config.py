@@ -323,7 +323,7 @@ def _from_document(
             f"got {service!r}",
         )
     interfaces, declared = _parse_interfaces(doc, parsed.interfaces)
-    if "interfaces" not in data:
+    if not declared:  # a document that declares none uses the service file's
         declared = dict(inherited or {})
     _check_limits(doc, parsed.limits or {}, (*INTERFACES, *declared))
     # the rules as written (validated above): the guards and ``rules()`` read them so

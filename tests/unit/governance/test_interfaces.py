@@ -149,11 +149,14 @@ def test_a_central_document_uses_the_service_file_s_interfaces_or_declares_its_o
         assert governance.config.declared == {"score": ("scorer",)}
         assert governance.call("infer", "scorer", None).interface == "score"
         assert governance.call("infer", "ranker", None).interface == "infer"
+        # a document declaring none (an empty mapping) uses the service file's again
+        assert await governance.apply_central(revision(3, "interfaces: {}\n"))
+        assert set(governance.config.declared) == {"rank", "embed"}
         # a revision naming an interface neither declares fails to build: the rules stay
         assert not await governance.apply_central(
-            revision(3, "limits: {nope: {instance_qps: 1}}\n")
+            revision(4, "limits: {nope: {instance_qps: 1}}\n")
         )
-        assert governance.rules()["revision"] == 2
+        assert governance.rules()["revision"] == 3
         await governance.aclose()
 
     asyncio.run(scenario())

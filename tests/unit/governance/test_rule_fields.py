@@ -31,6 +31,13 @@ def test_an_unknown_field_names_its_file_line_and_the_known_fields(
     assert "rule field '" in message and "(known: " in message
 
 
+def test_an_id_inside_a_rule_is_refused_its_key_is_its_id() -> None:
+    text = "service: com.example.test.rules\nbreakers:\n  r1:\n    {id: r2, interface: infer}\n"
+    with pytest.raises(ConfigError) as refused:
+        build_guards(parse_service_config(text, "service.yaml"), FakeClock(), lambda: 1)
+    assert "service.yaml:4 at breakers.r1.id: a rule's id is its key ('r1')" in refused.value.line()
+
+
 def test_repeated_rule_ids_are_refused_with_the_section_to_change() -> None:
     breaker = BreakerRule(id="a", interface="infer", kind="error_count", threshold=3)
     with pytest.raises(ConfigError) as breakers:

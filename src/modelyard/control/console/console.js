@@ -220,7 +220,9 @@ function rejectionsByModel(governance) {
 }
 
 async function drawInference() {
-  const [data, governance] = await Promise.all([api("/api/v1/inference"), api("/api/v1/governance")]);
+  // the rejections are the governance map's: without them the cards still draw
+  const [data, governance] = await Promise.all([api("/api/v1/inference"),
+    api("/api/v1/governance").catch((error) => { if (error instanceof AuthNeeded) throw error; return { services: {} }; })]);
   const rejections = rejectionsByModel(governance);
   const root = h("div", {});
   for (const instance of data.instances) {
@@ -324,7 +326,7 @@ async function refresh() {
 
 function showFromUrl() {
   const [name, query] = location.hash.replace(/^#\/?/, "").split("?");
-  view = DRAW[name] ? name : "governance";
+  view = Object.hasOwn(DRAW, name) ? name : "governance";
   modelFilter = new URLSearchParams(query || "").get("model") || "";
   document.getElementById("model-filter").value = modelFilter;
   document.querySelectorAll("nav button").forEach((b) => b.classList.toggle("active", b.dataset.view === view));
