@@ -52,6 +52,7 @@ from modelyard.governance.rejections import RejectionLog, rejection_not_found
 from modelyard.governance.service_config import (
     ServiceConfig,
     central_filename,
+    elsewhere,
     empty_service_config,
     parse_rules_document,
     read_service_config,
@@ -76,6 +77,10 @@ def _check_interface(
     if interface not in config.known_interfaces:
         _refuse_field(config, section, rule_id, "interface",
                       unknown_interface(interface, config.known_interfaces))  # fmt: skip
+    model = raw.get("model")
+    why = elsewhere(config.declared, interface, model) if isinstance(model, str) else None
+    if why is not None:
+        _refuse_field(config, section, rule_id, "model", why)
 
 
 def _refuse_field(

@@ -98,14 +98,7 @@ class ServiceConfig:
         known = self._interface_by_model.get(model)
         if known is not None:
             return known
-        found = next(
-            (
-                name
-                for name, patterns in self.declared.items()
-                if any(fnmatchcase(model, pattern) for pattern in patterns)
-            ),
-            protocol,
-        )
+        found = counted_on(self.declared, model)
         if len(self._interface_by_model) < _MODELS_KEPT:
             self._interface_by_model[model] = found
         return found
@@ -237,13 +230,45 @@ def _parse_interfaces(
     return INTERFACES, declared
 
 
+def counted_on(declared: dict[str, tuple[str, ...]], model: str) -> str:
+    """The interface an infer call on ``model`` counts on: the first declared one whose
+    patterns name it, else infer."""
+    for name, patterns in declared.items():
+        if any(fnmatchcase(model, pattern) for pattern in patterns):
+            return name
+    return "infer"
+
+
+def elsewhere(
+    declared: dict[str, tuple[str, ...]], interface: str, model: str | None
+) -> str | None:
+    """Why a rule for ``model`` on ``interface`` would never apply: the model's infer calls
+    count on another interface. None when they count on this one (or it is not infer's)."""
+    if model is None or not declared or (interface != "infer" and interface not in declared):
+        return None
+    owner = counted_on(declared, model)
+    if owner == interface:
+        return None
+    return (
+        f"model '{shown(model, 80)}' counts on interface {owner}, not {interface} "
+        f"(interfaces: the first that names it): a rule for it here never applies"
+    )
+
+
 def _check_limits(
-    doc: LocatedDocument, limits: dict[str, LimitSection], known: tuple[str, ...]
+    doc: LocatedDocument,
+    limits: dict[str, LimitSection],
+    known: tuple[str, ...],
+    declared: dict[str, tuple[str, ...]],
 ) -> None:
     for interface, spec in limits.items():
         path = ("limits", interface)
         if interface not in known:
             raise doc.error(path, unknown_interface(interface, known))
+        for model in spec.models or {}:
+            why = elsewhere(declared, interface, model)
+            if why is not None:
+                raise doc.error((*path, "models", model), why)
         reserved = sum(share.reserved_qps for share in (spec.models or {}).values())
         for key in ("instance_qps", "cluster_qps"):
             limit = getattr(spec, key)
@@ -325,7 +350,7 @@ def _from_document(
     interfaces, declared = _parse_interfaces(doc, parsed.interfaces)
     if not declared:  # a document that declares none uses the service file's
         declared = dict(inherited or {})
-    _check_limits(doc, parsed.limits or {}, (*INTERFACES, *declared))
+    _check_limits(doc, parsed.limits or {}, (*INTERFACES, *declared), declared)
     # the rules as written (validated above): the guards and ``rules()`` read them so
     return ServiceConfig(
         service=service,

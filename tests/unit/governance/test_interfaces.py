@@ -160,3 +160,30 @@ def test_a_central_document_uses_the_service_file_s_interfaces_or_declares_its_o
         await governance.aclose()
 
     asyncio.run(scenario())
+
+
+def test_a_rule_for_a_model_another_interface_takes_is_refused_at_its_line() -> None:
+    head = f"service: {SERVICE}\ninterfaces:\n  rank: [ranker*]\n"
+    share = (
+        head + "limits:\n  infer:\n    instance_qps: 9\n    models: {ranker: {reserved_qps: 1}}\n"
+    )
+    with pytest.raises(ConfigError) as refused:
+        parse_service_config(share, "service.yaml")
+    line = refused.value.line()
+    assert "service.yaml:7 at limits.infer.models.ranker: model 'ranker' counts on" in line
+    assert "interface rank, not infer" in line and "never applies" in line
+    breaker = (
+        head
+        + "breakers:\n  b: {interface: infer, model: ranker_v2, kind: error_count, threshold: 3}\n"
+    )
+    with pytest.raises(ConfigError) as refused:
+        Governance(parse_service_config(breaker, "service.yaml"))
+    assert "at breakers.b.model: model 'ranker_v2' counts on interface rank" in (
+        refused.value.line()
+    )
+    # on its own interface, or on one whose calls are not infer's, a rule applies
+    fine = (
+        head
+        + "breakers:\n  b: {interface: rank, model: ranker_v2, kind: error_count, threshold: 3}\n"
+    )
+    assert Governance(parse_service_config(fine, "service.yaml")).config.breakers
