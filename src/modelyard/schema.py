@@ -105,7 +105,8 @@ def schema_error(
     exc: ValidationError,
     hidden: set[str] | None = None,
 ) -> ConfigError:
-    """The first of pydantic's errors as the document's error line."""
+    """pydantic's error that reaches deepest into the document (the first of those) as the
+    document's error line."""
     # a union fails once per member: the error that reaches deepest into the document is
     # the member with the value's shape
     errors = exc.errors(include_url=False)
