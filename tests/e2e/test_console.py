@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -87,24 +87,29 @@ def wait_for(driver: WebDriver, css: str, timeout: float = 30.0, text: str | Non
         elements = d.find_elements(By.CSS_SELECTOR, css)
         return bool(elements) and (text is None or any(text in e.text for e in elements))
 
+    until(driver, found, timeout, f"no {css!r} with {text!r}")
+
+
+def until(driver: WebDriver, met: Callable[[WebDriver], bool], timeout: float, what: str) -> None:
+    """Wait for ``met``, or fail saying ``what`` with a screenshot and the page's status."""
     # the console redraws its views on every poll: an element found may be gone by the time
-    # its text is read, and the next try finds the new one
+    # it is read, and the next try finds the new one
     waiting = WebDriverWait(
         driver, timeout, poll_frequency=0.2, ignored_exceptions=[StaleElementReferenceException]
     )
     try:
-        waiting.until(found)
+        waiting.until(met)
     except TimeoutException:
         screenshot(driver, "failed")
         status = driver.find_element(By.ID, "status").text
-        raise AssertionError(
-            f"no {css!r} with {text!r} in {timeout:g}s (status: {status})"
-        ) from None
+        raise AssertionError(f"{what} in {timeout:g}s (status: {status})") from None
 
 
 def show(driver: WebDriver, view: str) -> None:
+    """Open a view from the navigation, as a person does: its URL follows."""
     driver.find_element(By.CSS_SELECTOR, f'nav button[data-view="{view}"]').click()
     wait_for(driver, f"#view-{view}:not([hidden])")
+    assert driver.current_url.endswith(f"#{view}")
 
 
 def screenshot(driver: WebDriver, name: str) -> None:
@@ -127,14 +132,7 @@ def wait_for_count(driver: WebDriver, css: str, at_least: int, timeout: float = 
         elements = d.find_elements(By.CSS_SELECTOR, css)
         return bool(elements) and int(elements[0].get_attribute("data-count") or 0) >= at_least
 
-    waiting = WebDriverWait(
-        driver, timeout, poll_frequency=0.2, ignored_exceptions=[StaleElementReferenceException]
-    )
-    try:
-        waiting.until(counted)
-    except TimeoutException:
-        screenshot(driver, "failed")
-        raise AssertionError(f"{css} never counted {at_least}") from None
+    until(driver, counted, timeout, f"{css} never counted {at_least}")
 
 
 def send_bad_inputs(platform: RunningPlatform) -> int:
@@ -267,6 +265,7 @@ def test_console_shows_live_maps_a_fired_rate_limit_and_a_rollback(
         last = platform.get(f"/api/v1/groups/{MAIN}/events")["events"][-1]
         assert last["actor"].startswith("anonymous via the control API")
         screenshot(browser, "ledger")
+        show(browser, "governance")
 
 
 def test_console_asks_for_a_key_when_auth_is_on(

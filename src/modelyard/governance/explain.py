@@ -15,8 +15,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from fnmatch import fnmatchcase
 from typing import Any
+
+from modelyard.governance.service_config import counted_on
 
 _CENTRAL = re.compile(r"\bcentral:(?P<service>[a-z0-9.-]+)@r(?P<revision>\d+)")
 _RULE_ID = re.compile(r"^(?P<family>[a-z][a-z-]*)/(?P<name>[\w.-]+)$")
@@ -100,21 +101,10 @@ def sections_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def models_on(sections: Mapping[str, Any], interface: str, models: list[str]) -> list[str]:
     """Of ``models``, those whose infer calls count on ``interface``: a declared interface's
     (the first declared that names a model), or infer's (the models none names)."""
-    declared: dict[str, list[str]] = sections.get("interfaces") or {}
-
-    def owner(model: str) -> str:
-        return next(
-            (
-                name
-                for name, patterns in declared.items()
-                if any(fnmatchcase(model, p) for p in patterns)
-            ),
-            "infer",
-        )
-
+    declared = {name: tuple(p) for name, p in (sections.get("interfaces") or {}).items()}
     if interface != "infer" and interface not in declared:
         return models
-    return [model for model in models if owner(model) == interface]
+    return [model for model in models if counted_on(declared, model) == interface]
 
 
 @dataclass(slots=True)

@@ -256,11 +256,9 @@ def elsewhere(
 
 
 def _check_limits(
-    doc: LocatedDocument,
-    limits: dict[str, LimitSection],
-    known: tuple[str, ...],
-    declared: dict[str, tuple[str, ...]],
+    doc: LocatedDocument, limits: dict[str, LimitSection], declared: dict[str, tuple[str, ...]]
 ) -> None:
+    known = (*INTERFACES, *declared)
     for interface, spec in limits.items():
         path = ("limits", interface)
         if interface not in known:
@@ -350,7 +348,7 @@ def _from_document(
     interfaces, declared = _parse_interfaces(doc, parsed.interfaces)
     if not declared:  # a document that declares none uses the service file's
         declared = dict(inherited or {})
-    _check_limits(doc, parsed.limits or {}, (*INTERFACES, *declared), declared)
+    _check_limits(doc, parsed.limits or {}, declared)
     # the rules as written (validated above): the guards and ``rules()`` read them so
     return ServiceConfig(
         service=service,
