@@ -19,6 +19,21 @@ from numpy.typing import NDArray
 from modelyard.clock import Clock
 from modelyard.types import InferRequest, InferResponse
 
+# the KServe V2 extensions an instance names in its server metadata
+INSTANCE_EXTENSIONS = [
+    "classification",
+    "model_repository",
+    "model_repository(unload_dependents)",
+    "schedule_policy",
+    "model_configuration",
+    "binary_tensor_data",
+    "parameters",
+    "statistics",
+    "logging",
+    "trace",
+    "system_shared_memory",
+]
+
 # an output whose response entry is the same for every request of a lane, but for its data:
 # name, datatype, numpy dtype, shape, binary, and whether the engine's array must have that
 # very shape (False: the config reshapes it, so only its size must match)

@@ -39,46 +39,47 @@ from modelyard.server.manager import ModelManager
 from modelyard.server.model_version import ModelVersion
 from modelyard.server.stats import Histogram
 
-_TRITON_COUNTERS: list[tuple[str, str, Callable[[ModelVersion], float]]] = [
+# (name, help, the VersionStats field it reads); Triton writes the *_ns fields in microseconds
+_TRITON_COUNTERS: list[tuple[str, str, str]] = [
     (
         "nv_inference_request_success",
         "Number of successful inference requests, all batch sizes",
-        lambda mv: mv.scheduler.stats.success_count,
+        "success_count",
     ),
     (
         "nv_inference_count",
         "Number of inferences performed (rows, not requests)",
-        lambda mv: mv.scheduler.stats.inference_count,
+        "inference_count",
     ),
     (
         "nv_inference_exec_count",
         "Number of model executions performed (batches)",
-        lambda mv: mv.scheduler.stats.execution_count,
+        "execution_count",
     ),
     (
         "nv_inference_request_duration_us",
         "Cumulative inference request duration in microseconds",
-        lambda mv: mv.scheduler.stats.success_ns / 1000,
+        "success_ns",
     ),
     (
         "nv_inference_queue_duration_us",
         "Cumulative inference queuing duration in microseconds",
-        lambda mv: mv.scheduler.stats.queue_ns / 1000,
+        "queue_ns",
     ),
     (
         "nv_inference_compute_input_duration_us",
         "Cumulative compute input duration in microseconds",
-        lambda mv: mv.scheduler.stats.compute_input_ns / 1000,
+        "compute_input_ns",
     ),
     (
         "nv_inference_compute_infer_duration_us",
         "Cumulative compute inference duration in microseconds",
-        lambda mv: mv.scheduler.stats.compute_infer_ns / 1000,
+        "compute_infer_ns",
     ),
     (
         "nv_inference_compute_output_duration_us",
         "Cumulative inference compute output duration in microseconds",
-        lambda mv: mv.scheduler.stats.compute_output_ns / 1000,
+        "compute_output_ns",
     ),
 ]
 
@@ -124,14 +125,19 @@ _LATENCY_COUNTERS = frozenset(
 )
 
 
+def _counter_value(mv: ModelVersion, field: str) -> float:
+    value = getattr(mv.scheduler.stats, field)
+    return value / 1000 if field.endswith("_ns") else float(value)
+
+
 def triton_metrics(manager: ModelManager, counter_latencies: bool = True) -> Iterator[Metric]:
     versions = manager.all_versions()
-    for name, doc, read in _TRITON_COUNTERS:
+    for name, doc, field in _TRITON_COUNTERS:
         if not counter_latencies and name in _LATENCY_COUNTERS:
             continue
         metric = Metric(name, doc, "counter")
         for mv in versions:
-            metric.add_sample(name, _labels(mv), float(read(mv)))
+            metric.add_sample(name, _labels(mv), _counter_value(mv, field))
         yield metric
     yield from _summaries(versions)
     failures = Metric(

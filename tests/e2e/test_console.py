@@ -265,6 +265,23 @@ def test_console_shows_live_maps_a_fired_rate_limit_and_a_rollback(
         last = platform.get(f"/api/v1/groups/{MAIN}/events")["events"][-1]
         assert last["actor"].startswith("anonymous via the control API")
         screenshot(browser, "ledger")
+        # a promoted canary's name is a stable one's: the role is in the state, not the name
+        assert all("canary" not in i["name"] for i in platform.instances(MAIN))
+        # the model filter keeps the groups that serve a matching model
+        browser.get(platform.control + "/#ledger?model=bytes_echo")
+        light = f"{SERVICE}/light"
+
+        def groups_in(d: WebDriver, css: str) -> list[str | None]:
+            return [e.get_attribute("data-group") for e in d.find_elements(By.CSS_SELECTOR, css)]
+
+        def filtered(d: WebDriver) -> bool:
+            cards, rows = groups_in(d, ".ledger-group"), groups_in(d, "#group-cards .group-cards")
+            return cards == [light] and rows == [light]
+
+        until(browser, filtered, 30, "the ledger never kept only the group serving bytes_echo")
+        screenshot(browser, "ledger-filtered")
+        browser.get(platform.control + "/#ledger")  # the filter cleared
+        until(browser, lambda d: len(groups_in(d, ".ledger-group")) == 2, 30, "no filter")
         show(browser, "governance")
 
 

@@ -122,6 +122,12 @@ def test_plan_apply_canary_promote_rollback_down(platform: tuple[Path, Path, Pat
     counts = versions_served(registry, 1000)
     assert set(counts) == {1, 2}
     assert 0.06 <= counts[2] / 1000 <= 0.14, counts
+    # the ledger read with the state counts the card the canary holds as reserved
+    spec_file = str(spec)
+    booked = modelyard("ledger", "-f", spec_file, "--json")
+    live = modelyard("ledger", "-f", spec_file, "--state", str(state), "--json")
+    assert [r["reserved"] for r in json.loads(booked.stdout)["quota"]] == [0]
+    assert [r["reserved"] for r in json.loads(live.stdout)["quota"]] == [1], live.stdout
 
     promoted = modelyard("release", "promote", GROUP, *common)
     assert promoted.returncode == 0, promoted.stdout + promoted.stderr

@@ -119,6 +119,17 @@ class _Client:
         await self.client.close()
 
 
+async def _send(client: _Client, result: StepResult, since: float) -> None:
+    """One request: its latency from ``since``, or its error, goes into ``result``."""
+    try:
+        await client.infer()
+    except Exception as exc:
+        key = error_key(exc)
+        result.errors[key] = result.errors.get(key, 0) + 1
+        return
+    result.latencies.append(time.perf_counter() - since)
+
+
 async def _closed_loop(client: _Client, step: Step, result: StepResult) -> None:
     end = time.perf_counter() + step.duration
 
@@ -128,13 +139,7 @@ async def _closed_loop(client: _Client, step: Step, result: StepResult) -> None:
             if start >= end:
                 return
             result.sent += 1
-            try:
-                await client.infer()
-            except Exception as exc:
-                key = error_key(exc)
-                result.errors[key] = result.errors.get(key, 0) + 1
-                continue
-            result.latencies.append(time.perf_counter() - start)
+            await _send(client, result, start)
 
     await asyncio.gather(*(user() for _ in range(max(1, int(step.level)))))
 
@@ -145,16 +150,6 @@ async def _open_loop(client: _Client, step: Step, result: StepResult) -> None:
     end = start + step.duration
     scheduled = start
     tasks: set[asyncio.Task[None]] = set()
-
-    async def one(planned: float) -> None:
-        try:
-            await client.infer()
-        except Exception as exc:
-            key = error_key(exc)
-            result.errors[key] = result.errors.get(key, 0) + 1
-            return
-        result.latencies.append(time.perf_counter() - planned)
-
     while True:
         scheduled += rng.expovariate(step.level) if step.level > 0 else step.duration
         if scheduled >= end:
@@ -165,7 +160,7 @@ async def _open_loop(client: _Client, step: Step, result: StepResult) -> None:
         else:
             result.max_lag = max(result.max_lag, -delay)
         result.sent += 1
-        task = asyncio.create_task(one(scheduled))
+        task = asyncio.create_task(_send(client, result, scheduled))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
     if tasks:

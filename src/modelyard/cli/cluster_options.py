@@ -40,7 +40,23 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, registry: bool = True
         default=[],
         type=Path,
         metavar="FILE",
-        help="a service's file (its governance), given to its pods as a ConfigMap; repeatable",
+        help="a service's file (its governance), given to its pods as a ConfigMap, or as a "
+        "Secret where it sets auth; repeatable",
+    )
+    parser.add_argument(
+        "--control-auth-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a service file whose auth.principals guard the control API and console, "
+        "given to the control plane as a Secret",
+    )
+    parser.add_argument(
+        "--control-state-size",
+        default="1Gi",
+        metavar="QUANTITY",
+        help="the size of the control plane's state claim (events, releases, replicas), a "
+        "Kubernetes quantity such as 1Gi",
     )
     parser.add_argument(
         "--gateway-attempt-timeout",
@@ -73,15 +89,25 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions:
             )
         products[model] = value
     files: dict[str, str] = {}
+    with_auth: set[str] = set()
     cluster_limits = False
     for path in args.service_file:
         config = read_service_config(path)  # checked as serve checks it: file:line in errors
         files[config.service] = read_text(path, "config/service-file", "--service-file FILE")
+        if config.auth.enabled or config.auth.by_digest:
+            with_auth.add(config.service)
         cluster_limits = cluster_limits or any(
             "cluster_qps" in rule for rule in config.limits.values() if isinstance(rule, dict)
         )
+    control_auth = None
+    if args.control_auth_file is not None:
+        read_service_config(args.control_auth_file)  # as platform up reads it
+        control_auth = read_text(args.control_auth_file, "platform/render", "--control-auth-file")
     return ClusterOptions(
         service_files=files,
+        service_files_with_auth=frozenset(with_auth),
+        control_auth_file=control_auth,
+        control_state_size=args.control_state_size,
         cluster_limits=cluster_limits,
         image=args.image,
         namespace=args.namespace,

@@ -16,7 +16,8 @@ import json
 import sys
 from typing import Any
 
-from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
+from modelyard.cli.registry_option import add_registry_argument
+from modelyard.discovery import open_registry
 from modelyard.discovery.rules_store import RulesRevision, open_rules_store
 from modelyard.errors import ModelyardError
 from modelyard.governance.explain import (
@@ -39,12 +40,7 @@ def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
         "ratelimit/cluster-qps, breaker/ID or limits.infer.cluster_qps",
     )
     parser.add_argument("--service", default=None, help="the service, e.g. com.example.ranker")
-    parser.add_argument(
-        "--registry",
-        default=DEFAULT_REGISTRY_URL,
-        metavar="URL",
-        help="embedded, embedded:///abs/path/registry.db or etcd://host:port[,host:port]",
-    )
+    add_registry_argument(parser)
     parser.add_argument(
         "--url", default=None, metavar="HOST:PORT", help="ask this instance, not the registry's"
     )

@@ -14,14 +14,16 @@ from typing import Any
 import structlog
 
 from modelyard.cli.in_process import HttpServer, InProcessServer
+from modelyard.cli.registry_option import add_registry_argument
 from modelyard.cli.runtime import (
     add_http_arguments,
+    add_listen_arguments,
     connection_limits,
     http_config,
     run_event_loop,
 )
 from modelyard.dataplane import DataPlane
-from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
+from modelyard.discovery import open_registry
 from modelyard.frontdoors.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
 from modelyard.frontdoors.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
 from modelyard.hardware.memory import freeze_startup_objects
@@ -34,17 +36,8 @@ def add_gateway_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--service", required=True, help="the service to forward to, e.g. com.example.ranker"
     )
-    parser.add_argument(
-        "--registry",
-        default=DEFAULT_REGISTRY_URL,
-        metavar="URL",
-        help="embedded, embedded:///abs/path/registry.db or etcd://host:port[,host:port]",
-    )
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--http-port", type=int, default=8000)
-    parser.add_argument(
-        "--grpc-port", type=int, default=8001, help="gRPC port (0: any free port, -1: no gRPC)"
-    )
+    add_registry_argument(parser)
+    add_listen_arguments(parser)
     parser.add_argument(
         "--transport",
         choices=["http", "grpc"],

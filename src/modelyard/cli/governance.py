@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from modelyard.discovery import DEFAULT_REGISTRY_URL
+from modelyard.cli.registry_option import add_registry_argument
 from modelyard.discovery.rules_store import RulesStore, open_rules_store
 from modelyard.errors import Code, ConfigError
 from modelyard.governance.auth import generate_key, hash_secret
@@ -48,12 +48,7 @@ def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
     def command(name: str, help: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help)
         sub.add_argument("service", help="service name, e.g. com.example.ranker")
-        sub.add_argument(
-            "--registry",
-            default=DEFAULT_REGISTRY_URL,
-            metavar="URL",
-            help="embedded, embedded:///abs/path/registry.db or etcd://host:port[,host:port]",
-        )
+        add_registry_argument(sub)
         sub.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
         return sub
 

@@ -6,18 +6,14 @@ import argparse
 import asyncio
 import json
 
-from modelyard.discovery import DEFAULT_REGISTRY_URL, Snapshot, open_registry
+from modelyard.cli.registry_option import add_registry_argument
+from modelyard.discovery import Snapshot, open_registry
 from modelyard.discovery.registry import Instance
 
 
 def add_instances_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("service", help="service name, e.g. com.example.ranker")
-    parser.add_argument(
-        "--registry",
-        default=DEFAULT_REGISTRY_URL,
-        metavar="URL",
-        help="embedded, embedded:///abs/path/registry.db or etcd://host:port[,host:port]",
-    )
+    add_registry_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the entries as JSON")
 
 

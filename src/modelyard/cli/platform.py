@@ -11,10 +11,16 @@ from pathlib import Path
 import yaml
 
 from modelyard.cli.cluster_options import add_cluster_arguments, cluster_options
-from modelyard.cli.platform_ops import OPS, add_ops_arguments, run_ops
+from modelyard.cli.platform_ops import (
+    OPS,
+    add_dr_change_arguments,
+    add_ops_arguments,
+    run_dr_change,
+    run_ops,
+)
 from modelyard.cli.platform_up import add_up_arguments, run_up
 from modelyard.clock import FakeClock
-from modelyard.control.apply import State
+from modelyard.control.apply import State, ledger_of
 from modelyard.control.autoscale import Autoscaler
 from modelyard.control.disaster import GroupRecovery, recovery
 from modelyard.control.kubernetes import render
@@ -32,6 +38,15 @@ def add_platform_arguments(parser: argparse.ArgumentParser) -> None:
     ):
         command = commands.add_parser(name, help=text)
         command.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
+        if name == "ledger":
+            command.add_argument(
+                "--state",
+                type=Path,
+                default=None,
+                metavar="DIR",
+                help="count what runs there: the autoscaler's replicas, a lost place's "
+                "replacements, and the surge cards releases in progress reserve",
+            )
         command.add_argument("--json", action="store_true")
     render_parser = commands.add_parser("render", help="manifests for a cluster")
     render_parser.add_argument("target", choices=["kubernetes"])
@@ -42,10 +57,17 @@ def add_platform_arguments(parser: argparse.ArgumentParser) -> None:
     explain = autoscale_commands.add_parser(
         "explain", help="each decision on a load trace and the constraint that bound it"
     )
-    explain.add_argument("target", metavar="SERVICE/GROUP")
+    explain.add_argument(
+        "target",
+        metavar="SERVICE/GROUP[/TEMPLATE]",
+        help="the template the control plane decides for (the group: every template at once)",
+    )
     explain.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
     explain.add_argument(
-        "--trace", type=Path, required=True, help="CSV of seconds,in_flight (group total)"
+        "--trace",
+        type=Path,
+        required=True,
+        help="CSV of seconds,in_flight (the template's instances' total, or the group's)",
     )
     explain.add_argument("--current", type=int, default=None, help="replicas at the start")
     explain.add_argument("--every", type=float, default=2.0, help="seconds between decisions")
@@ -60,6 +82,7 @@ def add_platform_arguments(parser: argparse.ArgumentParser) -> None:
     dr_evaluate.add_argument("--lose", required=True, metavar="DC|QUEUE")
     dr_evaluate.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
     dr_evaluate.add_argument("--json", action="store_true")
+    add_dr_change_arguments(dr_commands)
     add_ops_arguments(commands)
     up = commands.add_parser(
         "up", help="apply the spec, front it with gateways, autoscale, serve the API and console"
@@ -109,8 +132,8 @@ def _finding(f: object) -> dict[str, object]:
     }
 
 
-def _ledger(spec: PlatformSpec, as_json: bool) -> int:
-    ledger = build_ledger(spec)
+def _ledger(spec: PlatformSpec, as_json: bool, state_dir: Path | None = None) -> int:
+    ledger = build_ledger(spec) if state_dir is None else ledger_of(spec, State.load(state_dir))
     if as_json:
         doc = ledger.to_json()
         print(json.dumps(doc, indent=2))
@@ -146,20 +169,29 @@ def _used_of_hard(pair: tuple[float, float | None] | None) -> str:
 
 
 def _explain(spec: PlatformSpec, args: argparse.Namespace) -> int:
-    service_name, _, group_name = args.target.partition("/")
+    service_name, _, rest = args.target.partition("/")
+    group_name, _, template = rest.partition("/")
     service = spec.services.get(service_name)
     group = service.groups.get(group_name) if service else None
-    if group is None:
+    if group is None or (template and template not in group.templates):
+        known = (
+            f"its templates: {', '.join(group.templates)}"
+            if group is not None
+            else f"the groups are under services in {spec.document.filename}"
+        )
         raise ConfigError(
-            f"no group {args.target} in {spec.document.filename}",
+            f"no {'template' if group else 'group'} {args.target} in {spec.document.filename}",
             code=Code.NOT_FOUND,
             rule="platform/unknown-group",
-            where="SERVICE/GROUP as named under services in the spec",
+            where=f"SERVICE/GROUP[/TEMPLATE] as the spec names them ({known})",
         )
     rule = rule_of(group)
-    per_replica = instances_per_replica(group)  # one replica: an instance per template and dc
-    # the quota's room for this group, with the rest of the spec as written
-    ceiling, beyond = quota_bound(spec, State(Path(".")), service_name, group, rule.max_replicas)
+    # one replica: an instance per data centre of the template (of each, for the group)
+    per_replica = instances_per_replica(group, template or None)
+    # the quota's room for this template or group, with the rest of the spec as written
+    ceiling, beyond = quota_bound(
+        spec, State(Path(".")), service_name, group, rule.max_replicas, template or None
+    )
     print(f"bounds: autoscaling max {rule.max_replicas} replicas", end="")
     if beyond is None:
         print(", which the quota and the group's card share hold")
@@ -167,8 +199,9 @@ def _explain(spec: PlatformSpec, args: argparse.Namespace) -> int:
         print(f"; the quotas hold {ceiling}: one more breaks {beyond.code}: {beyond.message}")
     clock = FakeClock(0.0)
     scaler = Autoscaler(rule, clock)
-    template_replicas = sum(t.replicas for t in group.templates.values())
-    replicas = args.current if args.current is not None else template_replicas
+    chosen = [group.templates[template]] if template else group.templates.values()
+    spec_replicas = max((t.replicas for t in chosen), default=0)  # as current_replicas reads
+    replicas = args.current if args.current is not None else spec_replicas
     next_decision = args.every
     with args.trace.open(newline="") as handle:
         for row in csv.reader(handle):
@@ -189,13 +222,15 @@ def run_platform(args: argparse.Namespace) -> int:
     command = args.platform_command
     if command in OPS:
         return run_ops(args)
+    if command == "dr" and args.dr_command != "evaluate":
+        return run_dr_change(args)
     if command == "up":
         return run_up(args)
     spec = read_platform_spec(args.file)
     if command == "validate":
         return _validate(spec, args.json)
     if command == "ledger":
-        return _ledger(spec, args.json)
+        return _ledger(spec, args.json, args.state)
     if command == "dr":
         return _dr_evaluate(spec, args)
     if command == "render":

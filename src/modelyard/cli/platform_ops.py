@@ -1,4 +1,5 @@
-"""``modelyard platform plan|apply|status|down|release``: running a spec on this machine."""
+"""``modelyard platform plan|apply|status|down|release|dr fail-over|dr restore``: running a
+spec on this machine."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from modelyard.control.apply import (
     state_lock,
     status_rows,
 )
+from modelyard.control.failover import fail_over, restore
 from modelyard.control.kubernetes import render
 from modelyard.control.kubernetes_apply import api_client, apply_requests, send
 from modelyard.control.ledger import validate
@@ -108,11 +110,63 @@ def add_ops_arguments(commands: Any) -> None:
             command.add_argument("--revision", type=int, default=None)
 
 
-def run_ops(args: argparse.Namespace) -> int:
-    if getattr(args, "control", None):
-        return _via_control(args)
-    if args.platform_command == "apply" and args.target == "kubernetes":
-        return _apply_kubernetes(args)
+def add_dr_change_arguments(dr_commands: Any) -> None:
+    fail_over = dr_commands.add_parser(
+        "fail-over",
+        help="declare a data centre or queue lost: replace its instances in the others",
+    )
+    fail_over.add_argument("--lose", required=True, metavar="DC|QUEUE")
+    restore = dr_commands.add_parser(
+        "restore", help="a lost data centre or queue is back: its instances start again"
+    )
+    restore.add_argument("place", metavar="DC|QUEUE")
+    for command in (fail_over, restore):
+        command.add_argument("-f", "--file", type=Path, default=Path("platform.yaml"))
+        command.add_argument("--state", type=Path, default=None, metavar="DIR")
+        command.add_argument(
+            "--control", metavar="URL", help="act through a running control plane's API"
+        )
+        command.add_argument("--api-key", default=None, help="when the control API has auth")
+
+
+def run_dr_change(args: argparse.Namespace) -> int:
+    """``dr fail-over`` / ``dr restore``: through the control API, or on the state."""
+    lose = args.dr_command == "fail-over"
+    place = args.lose if lose else args.place
+    if args.control:
+        base = args.control.rstrip("/")
+        headers = {"x-api-key": args.api_key} if args.api_key else {}
+        path, body = ("fail-over", {"lose": place}) if lose else ("restore", {"place": place})
+        try:
+            response = fetch(
+                "POST", f"{base}/api/v1/dr/{path}", json=body, headers=headers, timeout=600
+            )
+        except WebError as error:
+            return _refuse(
+                f"cannot reach {base}: {error}", "platform/control", "is platform up running?"
+            )
+        doc = response.json() if response.content_type == "application/json" else {}
+        if response.status != 200:
+            print(doc.get("error") or f"[platform] HTTP {response.status} from {base}")
+            return 1
+        done, lost = doc["done"], doc["lost"]
+    else:
+        _require_state(args)
+        spec = read_platform_spec(args.file)
+        with state_lock(args.state):
+            state = State.load(args.state)
+            if lose:
+                done = fail_over(spec, args.file, state, place)
+            else:
+                done = restore(spec, args.file, state, place)
+            lost = state.lost
+    for line in done:
+        print(line)
+    print(f"lost: {', '.join(sorted(lost)) or 'none'}")
+    return 0
+
+
+def _require_state(args: argparse.Namespace) -> None:
     if args.state is None:
         raise ConfigError(
             "no state directory",
@@ -120,6 +174,14 @@ def run_ops(args: argparse.Namespace) -> int:
             rule="platform/state",
             where="pass --state DIR, or --control URL of a running control plane",
         )
+
+
+def run_ops(args: argparse.Namespace) -> int:
+    if getattr(args, "control", None):
+        return _via_control(args)
+    if args.platform_command == "apply" and args.target == "kubernetes":
+        return _apply_kubernetes(args)
+    _require_state(args)
     if args.platform_command == "down" and control_plane_running(args.state):
         raise ConfigError(
             f"a control plane (platform up) runs on {args.state}; it would start the "

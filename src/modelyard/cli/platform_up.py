@@ -44,6 +44,15 @@ def add_up_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--autoscale-every", type=float, default=2.0, metavar="SECONDS")
     parser.add_argument(
+        "--data-center-lost-after",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="declare a data centre lost (and replace its instances in the others) when none "
+        "of its instances answered this long while another's did; 0: only by "
+        "'platform dr fail-over'",
+    )
+    parser.add_argument(
         "--target",
         choices=TARGETS,
         default="local",
@@ -106,6 +115,7 @@ async def _up(args: argparse.Namespace, banner: Any) -> None:
             autoscale=args.autoscale,
             autoscale_every=args.autoscale_every,
             keep_instances=args.keep_instances,
+            data_center_lost_after=args.data_center_lost_after,
             target=args.target,
             namespace=args.namespace,
             kubeconfig=args.kubeconfig,

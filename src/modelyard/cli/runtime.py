@@ -58,6 +58,15 @@ def set_gil_switch_interval(microseconds: int) -> None:
     sys.setswitchinterval(microseconds / 1e6)
 
 
+def add_listen_arguments(parser: argparse.ArgumentParser) -> None:
+    """The address and the HTTP and gRPC ports a serving command listens on."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--http-port", type=int, default=8000)
+    parser.add_argument(
+        "--grpc-port", type=int, default=8001, help="gRPC port (0: any free port, -1: no gRPC)"
+    )
+
+
 def add_http_arguments(parser: argparse.ArgumentParser) -> None:
     """The HTTP port's bounds on connections, shared by every command that serves HTTP."""
     parser.add_argument(

@@ -20,6 +20,7 @@ from modelyard.cli.in_process import HttpServer, InProcessServer
 from modelyard.cli.runtime import (
     DEFAULT_GIL_SWITCH_INTERVAL_US,
     add_http_arguments,
+    add_listen_arguments,
     connection_limits,
     http_config,
     run_event_loop,
@@ -60,11 +61,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--id", default="modelyard", help="the server's name in its metadata (as tritonserver's)"
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--http-port", type=int, default=8000)
-    parser.add_argument(
-        "--grpc-port", type=int, default=8001, help="gRPC port (0: any free port, -1: no gRPC)"
-    )
+    add_listen_arguments(parser)
     parser.add_argument(
         "--model-control-mode",
         choices=[m.value for m in ControlMode],
@@ -161,6 +158,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     discovery.add_argument("--data-center", default=None, metavar="DC")
     discovery.add_argument("--queue", default=None, metavar="Q")
+    discovery.add_argument(
+        "--template",
+        default=None,
+        metavar="NAME",
+        help="the spec's template this instance was started from (the autoscaler scales each "
+        "template on its own instances' load)",
+    )
     discovery.add_argument("--spec", default="", help="resource spec, e.g. 8C/32G")
     discovery.add_argument("--weight", type=float, default=1.0)
     discovery.add_argument(
@@ -212,7 +216,7 @@ def _advertised_instance(
     grpc = None
     if grpc_port is not None:
         grpc = f"[{host}]:{grpc_port}" if ":" in host else f"{host}:{grpc_port}"
-    labels = {"data_center": args.data_center, "queue": args.queue}
+    labels = {"data_center": args.data_center, "queue": args.queue, "template": args.template}
     return Instance(
         service=args.service,
         group=args.group,

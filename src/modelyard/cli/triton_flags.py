@@ -69,56 +69,39 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
     triton.add_argument("--http-address", default=None, help="HTTP address (default: --host)")
     triton.add_argument("--grpc-address", default=None, help="gRPC address (default: --host)")
     triton.add_argument("--metrics-address", default=None, help="metrics address (default: --host)")
-    triton.add_argument(
-        "--allow-cpu-metrics",
-        type=triton_bool,
-        default=True,
-        metavar="BOOL",
-        help="false: no nv_cpu_* series",
-    )
-    triton.add_argument(
+    _add_bool(triton, "--allow-cpu-metrics", "false: no nv_cpu_* series", default=True)
+    _add_bool(
+        triton,
         "--allow-http",
-        type=triton_bool,
+        "false: no HTTP front door (gRPC serves every call; not with --service)",
         default=True,
-        metavar="BOOL",
-        help="false: no HTTP front door (gRPC serves every call; not with --service)",
     )
     for front in ("grpc", "metrics"):
-        triton.add_argument(
-            f"--allow-{front}",
-            type=triton_bool,
-            default=True,
-            metavar="BOOL",
-            help=f"false: no {front} front door",
-        )
-    triton.add_argument(
+        _add_bool(triton, f"--allow-{front}", f"false: no {front} front door", default=True)
+    _add_bool(
+        triton,
         "--allow-gpu-metrics",
-        type=triton_bool,
+        "false: no nv_gpu_* series (exported where NVML sees a GPU)",
         default=True,
-        metavar="BOOL",
-        help="false: no nv_gpu_* series (exported where NVML sees a GPU)",
     )
-    triton.add_argument(
+    _add_bool(
+        triton,
         "--allow-client-shm",
-        type=triton_bool,
-        default=False,
-        metavar="BOOL",
-        help="true: clients may register system shared memory regions and name them in "
+        "true: clients may register system shared memory regions and name them in "
         "requests (off by default, as in Triton)",
-    )
-    triton.add_argument(
-        "--strict-readiness",
-        type=triton_bool,
-        default=True,
-        metavar="BOOL",
-        help="true: ready once every model is ready; false: ready once the server is up",
-    )
-    triton.add_argument(
-        "--exit-on-error",
-        type=triton_bool,
         default=False,
-        metavar="BOOL",
-        help="true: exit if a model fails to load at start (Triton's default is true)",
+    )
+    _add_bool(
+        triton,
+        "--strict-readiness",
+        "true: ready once every model is ready; false: ready once the server is up",
+        default=True,
+    )
+    _add_bool(
+        triton,
+        "--exit-on-error",
+        "true: exit if a model fails to load at start (Triton's default is true)",
+        default=False,
     )
     triton.add_argument(
         "--exit-timeout-secs",
@@ -155,7 +138,7 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
         ("--grpc-use-ssl-mutual", "true: also require a client certificate signed by "
          "--grpc-root-cert"),
     ):  # fmt: skip
-        triton.add_argument(name, type=triton_bool, default=False, metavar="BOOL", help=help_text)
+        _add_bool(triton, name, help_text, default=False)
     for name, what in (
         ("--grpc-server-cert", "the server's certificate chain (PEM)"),
         ("--grpc-server-key", "the server's private key (PEM)"),
@@ -233,7 +216,7 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
         )
     triton.add_argument("--log-verbose", type=int, default=0, metavar="LEVEL")
     for level in ("info", "warning", "error"):
-        triton.add_argument(f"--log-{level}", type=triton_bool, default=True, metavar="BOOL")
+        _add_bool(triton, f"--log-{level}", default=True)
     triton.add_argument("--log-file", type=Path, default=None, metavar="FILE")
     triton.add_argument(
         "--model-load-retry-count",
@@ -256,24 +239,32 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
         help="configs are taken as written: tensors, max_batch_size and the python models' "
         "auto_complete_config are not filled from the model files",
     )
-    triton.add_argument(
+    _add_bool(
+        triton,
         "--strict-model-config",
-        type=triton_bool,
+        "true: as --disable-auto-complete-config (tritonserver's older flag)",
         default=None,
-        metavar="BOOL",
-        help="true: as --disable-auto-complete-config (tritonserver's older flag)",
     )
-    triton.add_argument(
+    _add_bool(
+        triton,
         "--model-namespacing",
-        type=triton_bool,
-        default=False,
-        metavar="BOOL",
-        help="true: a model name may be in several repositories; each is served as NAME::N "
+        "true: a model name may be in several repositories; each is served as NAME::N "
         "(N: its repository's place), a bare name that is ambiguous is refused, and an "
         "ensemble's steps name their own repository's models first",
+        default=False,
     )
     for flag in NOT_APPLICABLE:
         triton.add_argument(flag, action="append", default=None, metavar="VALUE")
+
+
+def _add_bool(
+    triton: argparse._ArgumentGroup,
+    flag: str,
+    help_text: str | None = None,
+    *,
+    default: bool | None,
+) -> None:
+    triton.add_argument(flag, type=triton_bool, default=default, metavar="BOOL", help=help_text)
 
 
 def _setting(setting: str, value: str) -> str:

@@ -23,7 +23,6 @@ for synchronous code: it owns an event loop in a background thread.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
@@ -46,6 +45,7 @@ from modelyard.client.transport import (
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.discovery.registry import Instance, Registry, Snapshot
 from modelyard.errors import Code, ModelyardError
+from modelyard.tasks import cancel_and_wait
 from modelyard.types import InferRequest, InferResponse, RequestedOutput
 
 log = structlog.get_logger("modelyard.client")
@@ -201,9 +201,7 @@ class AsyncClient:
 
     async def aclose(self) -> None:
         if self._follower is not None:
-            self._follower.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._follower
+            await cancel_and_wait(self._follower)
         for endpoint in [*self._endpoints.values(), *self._retired]:
             self._close(endpoint)
         self._endpoints = {}

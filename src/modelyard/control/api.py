@@ -20,10 +20,9 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from modelyard.control.apply import ACTOR, State, effective_replicas, status_rows
+from modelyard.control.apply import ACTOR, State, effective_replicas, ledger_of, status_rows
 from modelyard.control.collector import InstanceView
 from modelyard.control.disaster import against_peak, recovery
-from modelyard.control.ledger import build_ledger, expand
 from modelyard.control.plane import ControlPlane
 from modelyard.control.release import ReleaseError, history
 from modelyard.control.scaling import instances_per_replica
@@ -122,6 +121,8 @@ def make_app(plane: ControlPlane, auth: AuthConfig | None = None) -> web.Applica
     app.router.add_post("/api/v1/groups/{service}/{group}/release/{action}", _release)
     app.router.add_get("/api/v1/autoscale", _autoscale)
     app.router.add_get("/api/v1/dr", _disaster_recovery)
+    app.router.add_post("/api/v1/dr/fail-over", _fail_over)
+    app.router.add_post("/api/v1/dr/restore", _restore)
     return app
 
 
@@ -274,7 +275,7 @@ async def _ledger(request: web.Request) -> web.Response:
     plane = _plane(request)
     state = plane.state()
     spec = plane.spec
-    ledger = build_ledger(spec, state.reserved(), expand(spec, effective_replicas(spec, state)))
+    ledger = ledger_of(spec, state)
     running: dict[str, dict[str, int]] = {}
     for group_key, cards in plane.running():
         counts = running.setdefault(group_key, {"instances": 0, "gpu_instances": 0, "cards": 0})
@@ -290,13 +291,16 @@ async def _ledger(request: web.Request) -> web.Response:
             "groups": [
                 {
                     "key": key,
+                    "models": list(models),
                     "cards_used": shares.get(key, {}).get("cards_used", 0),
                     "cards_share": shares.get(key, {}).get("cards_share"),
                     "release": _release_state(state, key, state.releases.get(key)),
                     "events": history(plane.state_dir, key)[-20:],
                 }
-                for key in (
-                    f"{s.name}/{g.name}" for s in spec.services.values() for g in s.groups.values()
+                for key, models in (
+                    (f"{s.name}/{g.name}", g.models)
+                    for s in spec.services.values()
+                    for g in s.groups.values()
                 )
             ],
         }
@@ -554,21 +558,63 @@ async def _disaster_recovery(request: web.Request) -> web.Response:
         groups = []
         for result in recovery(spec, lost, target, where_flag="?lose=", replicas=replicas):
             doc = result.to_json()
-            scaling = plane.scaling.get(f"{result.service}/{result.group}")
-            if scaling is not None:
+            key = f"{result.service}/{result.group}"
+            scalings = [s for s in plane.scaling.values() if s.group_key == key]
+            if scalings:
                 group = spec.services[result.service].groups[result.group]
-                peak = scaling.scaler.peak()  # per replica: a replica is one per placement
-                if peak is not None:
-                    peak *= instances_per_replica(group)
-                doc.update(against_peak(result, peak, scaling.scaler.rule.target_in_flight))
+                # each template's peak is per replica: a replica is one per data centre; the
+                # group's is known once every template has been observed
+                peaks = [s.scaler.peak() for s in scalings]
+                total = None
+                if all(peak is not None for peak in peaks):
+                    total = sum(
+                        (peak or 0.0) * instances_per_replica(group, s.template)
+                        for peak, s in zip(peaks, scalings, strict=True)
+                    )
+                per_instance = scalings[0].scaler.rule.target_in_flight  # the group's one rule
+                doc.update(against_peak(result, total, per_instance))
             groups.append(doc)
         whole = all(g["state"] == "whole" and g.get("holds_peak") is not False for g in groups)
         return {"lose": lost, "whole": whole, "groups": groups}
 
+    lost = plane.state().lost
     if lose is not None:
-        return web.json_response(place(lose))
+        return web.json_response({**place(lose), "lost": lost})
     data_centres = sorted({queue.data_center for queue in spec.queues.values()})
-    return web.json_response({"places": [place(dc) for dc in data_centres]})
+    return web.json_response({"places": [place(dc) for dc in data_centres], "lost": lost})
+
+
+async def _place_in_body(request: web.Request, name: str) -> str:
+    def refuse(detail: str) -> ConfigError:
+        return ConfigError(
+            detail,
+            code=Code.INVALID_ARGUMENT,
+            rule="platform/api",
+            where=f'send a JSON object, e.g. {{"{name}": "dc2"}}',
+        )
+
+    body = json_object(await request.read(), "the request body", refuse)
+    place = body.get(name)
+    if not isinstance(place, str) or not place:
+        raise refuse(f"the body needs '{name}': a data centre or queue, got {place!r}")
+    principal = request.get("principal") or "anonymous"
+    ACTOR.set(f"{principal} via the control API ({request.remote})")
+    return place
+
+
+async def _fail_over(request: web.Request) -> web.Response:
+    """Declare a data centre or queue lost: its instances are replaced in the others."""
+    plane = _plane(request)
+    place = await _place_in_body(request, "lose")
+    done = await plane.fail_over(place)
+    return web.json_response({"lost": plane.state().lost, "done": done})
+
+
+async def _restore(request: web.Request) -> web.Response:
+    plane = _plane(request)
+    place = await _place_in_body(request, "place")
+    done = await plane.restore(place)
+    return web.json_response({"lost": plane.state().lost, "done": done})
 
 
 async def _autoscale(request: web.Request) -> web.Response:
@@ -579,7 +625,9 @@ async def _autoscale(request: web.Request) -> web.Response:
         rule = scaling.scaler.rule
         groups.append(
             {
-                "group": key,
+                "key": key,
+                "group": scaling.group_key,
+                "template": scaling.template,
                 "mode": plane.config.autoscale,
                 "rule": {
                     "min": rule.min_replicas,

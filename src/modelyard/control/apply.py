@@ -26,13 +26,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from modelyard.control.disaster import after_loss
 from modelyard.control.launcher import (
     LaunchedInstance,
     LocalLauncher,
     is_alive,
     stop_recorded_gateways,
 )
-from modelyard.control.ledger import Finding, PlannedInstance, Reservations, expand, validate
+from modelyard.control.ledger import (
+    Finding,
+    Ledger,
+    PlannedInstance,
+    Reservations,
+    build_ledger,
+    validate,
+)
 from modelyard.control.spec import PlatformSpec
 from modelyard.discovery import Instance, open_registry
 from modelyard.errors import Code, ConfigError
@@ -53,6 +61,8 @@ class State:
     group_revisions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # SERVICE/GROUP/TEMPLATE -> replicas the autoscaler set, in place of the spec's
     replicas: dict[str, int] = field(default_factory=dict)
+    # data centre or queue -> how it was declared lost: its instances are placed elsewhere
+    lost: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, directory: Path) -> State:
@@ -71,6 +81,7 @@ class State:
             doc.get("versions", {}),
             doc.get("group_revisions", {}),
             doc.get("replicas", {}),
+            doc.get("lost", {}),
         )
 
     def save(self) -> None:
@@ -87,6 +98,7 @@ class State:
             "versions": self.versions,
             "group_revisions": self.group_revisions,
             "replicas": self.replicas,
+            "lost": self.lost,
         }
         tmp = self.directory / "state.json.tmp"
         tmp.write_text(json.dumps(doc, indent=2) + "\n")
@@ -164,7 +176,7 @@ def slot_of(instance: LaunchedInstance) -> Slot:
     )
 
 
-def _planned_slot(planned: PlannedInstance) -> Slot:
+def planned_slot(planned: PlannedInstance) -> Slot:
     return (planned.service, planned.group, planned.template, planned.data_center, planned.index)
 
 
@@ -193,8 +205,9 @@ class Plan:
 
 def make_plan(spec: PlatformSpec, spec_file: Path, state: State) -> Plan:
     replicas = effective_replicas(spec, state)
-    findings = validate(spec, reserved=state.reserved(), replicas=replicas)
-    desired = {_planned_slot(p): p for p in expand(spec, replicas)}
+    placed = after_loss(spec, state.lost, replicas, state.reserved())[0]
+    findings = validate(spec, reserved=state.reserved(), replicas=replicas, planned=placed)
+    desired = {planned_slot(p): p for p in placed}
     # an instance whose template changed (spec, loads, queue) is replaced, not kept
     current = {
         slot_of(i): i
@@ -238,6 +251,14 @@ def missing_models(spec: PlatformSpec, repository: Path) -> list[str]:
     loads = {m for s in spec.services.values() for g in s.groups.values()
              for t in g.templates.values() for m in t.loads}  # fmt: skip
     return sorted(m for m in loads if not (repository / m).is_dir())
+
+
+def ledger_of(spec: PlatformSpec, state: State) -> Ledger:
+    """The ledger as the state has it: the autoscaler's replicas, where a lost place's
+    instances run now, and the cards releases in progress reserve."""
+    replicas = effective_replicas(spec, state)
+    placed = after_loss(spec, state.lost, replicas, state.reserved())[0]
+    return build_ledger(spec, state.reserved(), placed)
 
 
 def effective_replicas(spec: PlatformSpec, state: State) -> dict[str, int]:
@@ -368,8 +389,11 @@ def launcher_for(state: State) -> LocalLauncher:
     return LocalLauncher(state.directory, state.registry, Path(state.model_repository))
 
 
-def apply_plan(spec: PlatformSpec, state: State, plan: Plan) -> list[str]:
-    """Start and stop instances as planned, then record the state; returns what was done."""
+def apply_plan(
+    spec: PlatformSpec, state: State, plan: Plan, stop_timeout: float = 15.0
+) -> list[str]:
+    """Start and stop instances as planned, then record the state; returns what was done
+    (a stopping instance gets ``stop_timeout`` to drain before it is killed)."""
     launcher = launcher_for(state)
     done = []
     started = []
@@ -385,7 +409,7 @@ def apply_plan(spec: PlatformSpec, state: State, plan: Plan) -> list[str]:
             launcher.wait_ready(instance)
             wait_listed(state.registry, instance)
         for instance in [i for i in state.instances if i.name in plan.stop]:
-            launcher.stop(instance)
+            launcher.stop(instance, stop_timeout)
             state.instances.remove(instance)
             done.append(f"stopped {instance.name} pid {instance.pid}")
         state.spec_hash = plan.spec_hash

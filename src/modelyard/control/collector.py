@@ -48,6 +48,7 @@ class Target:
     service: str
     group: str
     http: str  # host:port
+    template: str = ""  # the spec's template it was started from ("" where unknown)
 
 
 @dataclass(slots=True)
@@ -56,6 +57,7 @@ class InstanceView:
     up: bool = False
     error: str | None = None
     polled_at: float = 0.0
+    down_since: float | None = None  # monotonic time of the first failed poll since it answered
     stats: dict[str, Any] | None = None  # the newest answer
     series: dict[str, deque[dict[str, Any]]] = field(default_factory=dict)  # model/version ->
 
@@ -89,10 +91,13 @@ class Collector:
             stats = response.json()
         except (WebError, ValueError) as exc:
             view.up, view.error = False, f"{type(exc).__name__}: {exc}"
+            if view.down_since is None:
+                view.down_since = time.monotonic()
             return
         now = time.time()
         previous, elapsed = view.stats, now - view.polled_at
         view.up, view.error, view.polled_at, view.stats = True, None, now, stats
+        view.down_since = None
         if previous is None or elapsed <= 0:
             return
         before = {(m["name"], m["version"]): m for m in previous.get("models", [])}
@@ -166,12 +171,17 @@ class Collector:
                     }
                 )
 
-    def in_flight(self, service: str, group: str) -> float:
+    def in_flight(self, service: str, group: str, template: str | None = None) -> float:
+        """The requests in flight on the group's live instances (on the template's, given
+        one)."""
         return float(
             sum(
                 (v.stats or {}).get("instance", {}).get("in_flight", 0)
                 for v in self.views.values()
-                if v.up and v.target.service == service and v.target.group == group
+                if v.up
+                and v.target.service == service
+                and v.target.group == group
+                and template in (None, v.target.template)
             )
         )
 

@@ -9,15 +9,22 @@ memory (a quota's cores and memory are not per data centre: what the lost instan
 held is free again). A group is whole when every replacement fits; degraded when some
 do not (``capacity``: the fraction of its instances it keeps); lost when nothing of it
 survives.
+
+``after_loss`` is the same placement made real: once a place is declared lost
+(``platform dr fail-over``, or the control plane seeing none of its instances
+answer), the instances the spec asks for are the survivors plus the replacements
+``evaluate`` placed, each at the next free index of its template in its new data
+centre.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from modelyard.control.ledger import build_ledger, expand
+from modelyard.control.ledger import PlannedInstance, Reservations, build_ledger, expand
 from modelyard.control.spec import PlatformSpec
 from modelyard.errors import Code, ConfigError
 
@@ -31,6 +38,7 @@ class GroupRecovery:
     lost_cards: int
     replaced: int  # lost instances the surviving data centres can take within quota
     shortfall: list[str] = field(default_factory=list)  # why the others cannot be placed
+    placed: list[PlannedInstance] = field(default_factory=list)  # the replacements
 
     @property
     def surviving(self) -> int:
@@ -59,6 +67,7 @@ class GroupRecovery:
             "replaced": self.replaced,
             "capacity": round(self.capacity(), 4),
             "shortfall": self.shortfall,
+            "placed": dict(Counter(p.data_center for p in self.placed)),
         }
 
 
@@ -104,17 +113,41 @@ def recovery(
     return results
 
 
+def after_loss(
+    spec: PlatformSpec,
+    lost: Collection[str],
+    replicas: dict[str, int] | None = None,
+    reserved: Reservations | None = None,
+) -> tuple[list[PlannedInstance], list[GroupRecovery]]:
+    """The instances the spec asks for once the ``lost`` places (data centres or queues) are
+    gone: the survivors and the replacements the surviving data centres' quotas hold (less
+    the cards releases in progress reserve); and each group's recovery."""
+    planned = expand(spec, replicas)
+    if not lost:
+        return planned, []
+    results = evaluate(spec, frozenset(lost), None, replicas, reserved)
+    survivors = [p for p in planned if not _in(p, lost)]
+    return survivors + [p for result in results for p in result.placed], results
+
+
+def _in(planned: PlannedInstance, places: Collection[str]) -> bool:
+    return planned.data_center in places or planned.queue in places
+
+
 def evaluate(
     spec: PlatformSpec,
-    lose: str,
+    lose: str | frozenset[str],
     target: str | None = None,
     replicas: dict[str, int] | None = None,
+    reserved: Reservations | None = None,
 ) -> list[GroupRecovery]:
     """Each group's recovery (or only ``target``, ``SERVICE/GROUP``) from losing ``lose``:
-    a data centre, or a queue; ``replicas``: the autoscaler's, where they differ from the
-    spec's."""
+    a data centre or a queue (or several); ``replicas``: the autoscaler's, where they differ
+    from the spec's; ``reserved``: cards releases in progress hold."""
+    lost = frozenset({lose}) if isinstance(lose, str) else lose
     planned = expand(spec, replicas)
-    ledger = build_ledger(spec, planned=planned)
+    taken = Counter((p.service, p.group, p.template, p.data_center) for p in planned)
+    ledger = build_ledger(spec, reserved, planned)
     free_cards = {(row.quota, row.data_center, row.gpu_model): row.free for row in ledger.rows}
     free_cpu = {q: (hard - used) if hard is not None else None
                 for q, (used, hard) in ledger.cpu_by_quota.items()}  # fmt: skip
@@ -123,7 +156,7 @@ def evaluate(
     quota_of = {service.name: service.quota for service in spec.services.values()}
     for gone in planned:  # what the lost instances held is free again
         quota = quota_of[gone.service]
-        if lose in (gone.data_center, gone.queue) and gone.spec is not None:
+        if _in(gone, lost) and gone.spec is not None:
             if free_cpu.get(quota) is not None:
                 free_cpu[quota] = (free_cpu[quota] or 0) + gone.spec.cpu_cores
             if free_memory.get(quota) is not None:
@@ -135,15 +168,20 @@ def evaluate(
             if target is not None and target != f"{service.name}/{group.name}":
                 continue
             mine = [p for p in planned if p.service == service.name and p.group == group.name]
-            lost = [p for p in mine if lose in (p.data_center, p.queue)]
+            taken_away = [p for p in mine if _in(p, lost)]
             recovery = GroupRecovery(
-                service.name, group.name, len(mine), len(lost), sum(p.cards for p in lost), 0
+                service.name,
+                group.name,
+                len(mine),
+                len(taken_away),
+                sum(p.cards for p in taken_away),
+                0,
             )
             turns: Counter[str] = Counter()
-            for instance in lost:
+            for instance in taken_away:
                 template = group.templates[instance.template]
                 places = [dc for dc, queue in sorted(template.queues.items())
-                          if lose not in (dc, queue)]  # fmt: skip
+                          if dc not in lost and queue not in lost]  # fmt: skip
                 spec_of = instance.spec
                 if not places or spec_of is None:
                     recovery.shortfall.append(
@@ -169,6 +207,11 @@ def evaluate(
                 if free_memory.get(quota) is not None:
                     free_memory[quota] = (free_memory[quota] or 0) - spec_of.memory_gb
                 recovery.replaced += 1
+                slot = (service.name, group.name, template.name, dc)
+                recovery.placed.append(
+                    PlannedInstance(*slot, template.queues[dc], taken[slot], spec_of)
+                )
+                taken[slot] += 1
             results.append(recovery)
     return results
 

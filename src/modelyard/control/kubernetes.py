@@ -20,12 +20,15 @@
   it tries another instance when one gives no answer in time (a dead node, a cut link);
 * etcd (a StatefulSet of 1 or 3 members, with its Services) unless an external
   registry is given;
-* a service's file (its governance: auth, limits, breakers) as a ConfigMap its pods
-  read, and Redis when a file sets cluster-wide limits (``cluster_qps``);
+* a service's file (its governance: limits, breakers) as a ConfigMap its pods read, or
+  as a Secret where it sets auth (its principals' key digests; no raw key is ever in a
+  service file), and Redis when a file sets cluster-wide limits (``cluster_qps``);
 * with the spec's text (``spec_text``), the control plane and its console
-  (``platform up --target kubernetes``: one pod, the spec from a ConfigMap), a
-  ServiceAccount, and in each quota's namespace a Role and RoleBinding that let it
-  read and set Deployments' scale and nothing else.
+  (``platform up --target kubernetes``: one pod, the spec from a ConfigMap, its state
+  on a PersistentVolumeClaim so events, releases and the ledger's replicas outlive the
+  pod, the API's auth file from a Secret), a ServiceAccount, and in each quota's
+  namespace a Role and RoleBinding that let it read and set Deployments' scale and
+  nothing else.
 
 Names are DNS labels unique for their identity (a hash of it follows the readable part).
 """
@@ -49,6 +52,10 @@ REDIS_SERVICE = "redis"
 SERVICE_FILE_DIR = "/etc/modelyard"
 SPEC_DIR = "/etc/modelyard/platform"
 CONTROL_PLANE = "control-plane"
+CONTROL_STATE = "control-plane-state"
+CONTROL_AUTH = "control-plane-auth"
+CONTROL_AUTH_DIR = "/etc/modelyard/control-auth"
+IMAGE_GID = 10001  # the Containerfile's user's group
 CONTROL_PORT = 7070
 # the spec's GPU models -> the nvidia.com/gpu.product value GPU Feature Discovery gives
 # their nodes; a form factor other than this one (PCIe for SXM) is set with --gpu-product
@@ -87,10 +94,18 @@ class ClusterOptions:
     # service -> its service file's text (governance), and whether it sets cluster limits
     service_files: dict[str, str] = field(default_factory=dict)
     cluster_limits: bool = False
+    # the services whose file sets auth: that file (key digests) is a Secret, not a ConfigMap
+    service_files_with_auth: frozenset[str] = frozenset()
+    # a service file whose auth guards the control API and console (its text), as a Secret
+    control_auth_file: str | None = None
+    control_state_size: str = "1Gi"  # the control plane's state claim: events, releases
     # seconds a gateway waits for one instance before trying another (None: the whole timeout)
     gateway_attempt_timeout: float | None = None
     # the spec file's text: the control plane's ConfigMap (None: no control plane rendered)
     spec_text: str | None = None
+
+
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 
 
 def _dns(text: str) -> str:
@@ -138,6 +153,13 @@ def render(spec: PlatformSpec, options: ClusterOptions | None = None) -> list[di
         raise _render_error(
             f"etcd runs 1 or 3 members, not {options.etcd_replicas}",
             "modelyard platform render --etcd-replicas 1|3",
+        )
+    if not _QUANTITY.match(options.control_state_size):
+        raise _render_error(
+            f"the control plane's state size '{options.control_state_size}' is not a "
+            "Kubernetes quantity",
+            "modelyard platform render --control-state-size 1Gi (a number and Ki, Mi, Gi, Ti "
+            "or k, M, G, T)",
         )
     if options.models_claim and options.models_image:
         raise _render_error(
@@ -202,6 +224,20 @@ def _control_plane(
         "--namespace", namespace, "--host", "0.0.0.0", "--port", str(CONTROL_PORT),
         "--gateway-port", "-1", "--log-format", "json",
     ]  # fmt: skip
+    volumes: list[dict[str, Any]] = [
+        {"name": "spec", "configMap": {"name": "platform-spec"}},
+        {"name": "state", "persistentVolumeClaim": {"claimName": CONTROL_STATE}},
+    ]
+    mounts: list[dict[str, Any]] = [
+        {"name": "spec", "mountPath": SPEC_DIR, "readOnly": True},
+        {"name": "state", "mountPath": "/var/lib/modelyard"},
+    ]
+    secrets: list[dict[str, Any]] = []
+    if options.control_auth_file is not None:
+        args += ["--auth-file", f"{CONTROL_AUTH_DIR}/control.yaml"]
+        secrets.append(_secret(CONTROL_AUTH, namespace, "control.yaml", options.control_auth_file))
+        volumes.append({"name": "auth", "secret": {"secretName": CONTROL_AUTH}})
+        mounts.append({"name": "auth", "mountPath": CONTROL_AUTH_DIR, "readOnly": True})
     container = {
         "name": CONTROL_PLANE,
         "image": options.image,
@@ -214,10 +250,7 @@ def _control_plane(
             "requests": {"cpu": "500m", "memory": "512Mi"},
             "limits": {"cpu": "1", "memory": "1Gi"},
         },
-        "volumeMounts": [
-            {"name": "spec", "mountPath": SPEC_DIR, "readOnly": True},
-            {"name": "state", "mountPath": "/var/lib/modelyard"},
-        ],
+        "volumeMounts": mounts,
     }
     subject = {"kind": "ServiceAccount", "name": CONTROL_PLANE, "namespace": namespace}
     access: list[dict[str, Any]] = []
@@ -255,6 +288,16 @@ def _control_plane(
             "metadata": {"name": "platform-spec", "namespace": namespace},
             "data": {"platform.yaml": spec_text},
         },
+        *secrets,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": CONTROL_STATE, "namespace": namespace},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": options.control_state_size}},
+            },
+        },
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
@@ -273,12 +316,14 @@ def _control_plane(
                     "metadata": {"labels": dict(labels)},
                     "spec": {
                         "serviceAccountName": CONTROL_PLANE,
-                        "securityContext": {"runAsNonRoot": True},
+                        # the image's user (and its group) may write the claim's files
+                        "securityContext": {
+                            "runAsNonRoot": True,
+                            "fsGroup": IMAGE_GID,
+                            "fsGroupChangePolicy": "OnRootMismatch",
+                        },
                         "containers": [container],
-                        "volumes": [
-                            {"name": "spec", "configMap": {"name": "platform-spec"}},
-                            {"name": "state", "emptyDir": {}},
-                        ],
+                        "volumes": volumes,
                     },
                 },
             },
@@ -296,11 +341,31 @@ def _control_plane(
 
 
 def _service_file(options: ClusterOptions, service: str, namespace: str) -> dict[str, Any]:
+    name, text = _object_name("service-file", service), options.service_files[service]
+    if service in options.service_files_with_auth:
+        return _secret(name, namespace, "service.yaml", text)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": _object_name("service-file", service), "namespace": namespace},
-        "data": {"service.yaml": options.service_files[service]},
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {"service.yaml": text},
+    }
+
+
+def _service_file_volume(options: ClusterOptions, service: str) -> dict[str, Any]:
+    name = _object_name("service-file", service)
+    if service in options.service_files_with_auth:
+        return {"name": "service-file", "secret": {"secretName": name}}
+    return {"name": "service-file", "configMap": {"name": name}}
+
+
+def _secret(name: str, namespace: str, key: str, text: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "type": "Opaque",
+        "stringData": {key: text},
     }
 
 
@@ -439,7 +504,8 @@ def _instances(
         "serve", "--model-repository", "/models", "--host", "0.0.0.0",
         "--advertise-host", "$(POD_IP)", "--service", service, "--group", group,
         "--registry", registry_url(options), "--data-center", dc, "--queue", queue_name,
-        "--spec", str(template.spec), "--model-control-mode", "explicit",
+        "--template", template.name, "--spec", str(template.spec),
+        "--model-control-mode", "explicit",
         "--deregister-grace", f"{DEREGISTER_GRACE_S:g}", "--exit-timeout-secs",
         f"{EXIT_TIMEOUT_S:g}",
     ]  # fmt: skip
@@ -449,8 +515,7 @@ def _instances(
     mounts = [{"name": "models", "mountPath": "/models", "readOnly": True}]
     if service in options.service_files:
         args += ["--service-config", f"{SERVICE_FILE_DIR}/service.yaml"]
-        config_map = {"name": _object_name("service-file", service)}
-        volumes.append({"name": "service-file", "configMap": config_map})
+        volumes.append(_service_file_volume(options, service))
         mounts.append({"name": "service-file", "mountPath": SERVICE_FILE_DIR, "readOnly": True})
     container = {
         "name": "modelyard",

@@ -39,6 +39,7 @@ _RESOURCES = {
     "Role": ("roles", True),
     "RoleBinding": ("rolebindings", True),
     "Secret": ("secrets", True),
+    "PersistentVolumeClaim": ("persistentvolumeclaims", True),
     "Deployment": ("deployments", True),
     "StatefulSet": ("statefulsets", True),
     "PodDisruptionBudget": ("poddisruptionbudgets", True),

@@ -168,6 +168,7 @@ class LocalLauncher:
             registry=self.registry_url,
             data_center=instance.data_center,
             queue=instance.queue,
+            template=instance.template,
             spec=instance.spec,
             weight=instance.weight,
             weight_file=self.weight_file(instance.name),

@@ -220,7 +220,11 @@ def validate(
     spec: PlatformSpec,
     reserved: Reservations | None = None,
     replicas: dict[str, int] | None = None,
+    planned: list[PlannedInstance] | None = None,
 ) -> list[Finding]:
+    """Every broken rule of the spec; the cards, cores and memory counted are those of
+    ``planned`` (where the instances run after a loss), else of the spec with ``replicas``."""
+    planned = expand(spec, replicas) if planned is None else planned
     findings: list[Finding] = []
     add = findings.append
     for service in spec.services.values():
@@ -296,9 +300,7 @@ def validate(
                     template,
                 )
             used = sum(
-                i.cards
-                for i in expand(spec, replicas)
-                if i.service == service.name and i.group == group.name
+                i.cards for i in planned if i.service == service.name and i.group == group.name
             )
             if used > group.cards:
                 add(
@@ -311,7 +313,7 @@ def validate(
                         limit=group.cards,
                     )
                 )
-    ledger = build_ledger(spec, reserved, expand(spec, replicas))
+    ledger = build_ledger(spec, reserved, planned)
     for row in ledger.rows:
         # a GPU model the quota does not list is reported per template (GPU_NOT_IN_QUOTA);
         # one it lists with 0 cards holds none

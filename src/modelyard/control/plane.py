@@ -46,6 +46,7 @@ from modelyard.control.apply import (
 )
 from modelyard.control.autoscale import Autoscaler, Decision
 from modelyard.control.collector import Collector, Target
+from modelyard.control.failover import fail_over, restore
 from modelyard.control.launcher import (
     is_alive,
     record_gateways,
@@ -57,7 +58,7 @@ from modelyard.control.scaling import (
     checked_rule,
     current_replicas,
     instances_per_replica,
-    quota_max,
+    quota_bound,
     record_replicas,
     scale_group,
     scale_on_cluster,
@@ -86,6 +87,9 @@ class PlaneConfig:
     autoscale_every: float = 2.0
     poll_every: float = 1.0
     keep_instances: bool = False  # leave the instances running when the control plane exits
+    # a data centre none of whose instances answered this long is declared lost and its
+    # instances placed in the others (0: never on its own; ``platform dr fail-over`` still)
+    data_center_lost_after: float = 60.0
     target: str = "local"  # or "kubernetes": the cluster runs the instances
     namespace: str = "modelyard"  # kubernetes: the render's shared namespace (--namespace)
     kubeconfig: str | None = None  # kubernetes, outside a pod: the cluster's kubeconfig
@@ -101,11 +105,18 @@ class Gateway:
 
 
 @dataclass(slots=True)
-class GroupScaling:
+class TemplateScaling:
+    """One template's autoscaler, under its group's rule (keyed SERVICE/GROUP/TEMPLATE)."""
+
     service: str
     group: str
+    template: str
     scaler: Autoscaler
     actions: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=200))
+
+    @property
+    def group_key(self) -> str:
+        return f"{self.service}/{self.group}"
 
 
 class ControlPlane:
@@ -115,7 +126,7 @@ class ControlPlane:
         self._spec_stamp = _stamp(config.spec_file)
         self.collector = Collector()
         self.gateways: list[Gateway] = []
-        self.scaling: dict[str, GroupScaling] = {}
+        self.scaling: dict[str, TemplateScaling] = {}
         self.started_at = time.time()
         self._tasks: list[asyncio.Task[None]] = []
         self._lock = asyncio.Lock()  # one state change at a time inside this process
@@ -255,29 +266,34 @@ class ControlPlane:
         return []
 
     def _adopt_cluster_replicas(self, keys: list[str] | None = None) -> list[str]:
-        """On a cluster: the render leaves an autoscaling group's replicas to this process,
-        whose state does not outlive its pod. At start (and when a group gains a rule) it
-        adopts the most any of the group's Deployments holds, bounded as a decision is (max,
-        quota, then min), and patches every Deployment that holds something else."""
+        """On a cluster: the render leaves an autoscaling template's replicas to this
+        process, whose state may not hold them (a first start, a claim replaced). At start
+        (and when a group gains a rule) it adopts the most any of the template's
+        Deployments holds, bounded as a decision is (max, quota, then min), and patches
+        every Deployment that holds something else."""
         assert self.scaler is not None
         spec, state, done = self.spec, State.load(self.state_dir), []
         for key in self.scaling if keys is None else keys:
-            rule = self.scaling[key].scaler.rule
-            service, _, name = key.partition("/")
-            group = spec.services[service].groups[name]
-            held = self.scaler.replicas(spec, service, group)
+            scaling = self.scaling[key]
+            rule, service, template = scaling.scaler.rule, scaling.service, scaling.template
+            group = spec.services[service].groups[scaling.group]
+            held = self.scaler.replicas(spec, service, group, template)
             known = [count for count in held if count is not None]
-            wanted = max(known) if known else current_replicas(spec, state, service, group)
+            wanted = (
+                max(known) if known else current_replicas(spec, state, service, group, template)
+            )
             wanted = min(wanted, rule.max_replicas)
-            ceiling = quota_max(spec, state, service, group, rule.max_replicas)
+            ceiling = quota_bound(spec, state, service, group, rule.max_replicas, template)[0]
             if ceiling is not None:
                 wanted = min(wanted, ceiling)
             wanted = max(wanted, rule.min_replicas)
             if any(count != wanted for count in known):
                 numbers = {"at": "adopting the cluster's replicas", "cluster_held": held}
-                done += scale_on_cluster(spec, state, service, group, wanted, numbers, self.scaler)
+                done += scale_on_cluster(
+                    spec, state, service, group, wanted, numbers, self.scaler, template
+                )
             else:
-                record_replicas(state, service, group, wanted)
+                record_replicas(state, service, group, wanted, template)
         return done
 
     def _start_gateways(self) -> None:
@@ -353,12 +369,12 @@ class ControlPlane:
     def targets(self) -> list[Target]:
         if self.on_cluster:
             return [
-                Target(i.instance_id, i.service, i.group, i.http)
+                Target(i.instance_id, i.service, i.group, i.http, i.labels.get("template", ""))
                 for i in self._cluster_instances
                 if i.http
             ]
         return [
-            Target(i.name, i.service, i.group, f"127.0.0.1:{i.http_port}")
+            Target(i.name, i.service, i.group, f"127.0.0.1:{i.http_port}", i.template)
             for i in self.state().instances
         ]
 
@@ -391,6 +407,7 @@ class ControlPlane:
                     await self._find_cluster_instances()
                 await self.collector.poll(self.targets())
                 await self.heal()
+                await self.declare_unanswered_lost()
             except Exception as exc:  # one bad poll must not end the loop
                 log.warning("poll_failed", error=f"{type(exc).__name__}: {exc}")
             await asyncio.sleep(self.config.poll_every)
@@ -409,37 +426,115 @@ class ControlPlane:
             log.warning("instance_replaced", what=line)
         return done
 
-    def _autoscaling_groups(self) -> list[tuple[str, Any]]:
+    def unanswered_data_centers(self, state: State | None = None) -> list[str]:
+        """Data centres none of whose instances answered for ``data_center_lost_after``
+        seconds while another data centre's did: lost, as far as this control plane sees.
+        One hung instance alone in its data centre counts: it is replaced elsewhere, and
+        the place waits for ``platform dr restore``."""
+        after = self.config.data_center_lost_after
+        if after <= 0 or self.on_cluster:
+            return []
+        now, state = time.monotonic(), state or self.state()
+        views: dict[str, list[Any]] = {}
+        for instance in state.stable():
+            views.setdefault(instance.data_center, []).append(
+                self.collector.views.get(instance.name)
+            )
+        answering = {dc for dc, seen in views.items() if any(v is not None and v.up for v in seen)}
         return [
-            (f"{service.name}/{group.name}", group)
+            dc
+            for dc, seen in sorted(views.items())
+            if dc not in state.lost
+            and answering - {dc}
+            and all(
+                v is not None and v.down_since is not None and now - v.down_since >= after
+                for v in seen
+            )
+        ]
+
+    async def declare_unanswered_lost(self) -> list[str]:
+        done = []
+        for dc in self.unanswered_data_centers():
+            how = f"no instance answered for {self.config.data_center_lost_after:g}s"
+            done += await self.locked(self._fail_over_if_unanswered, dc, how)
+        return done
+
+    def _fail_over_if_unanswered(self, dc: str, how: str) -> list[str]:
+        """Under the state's lock, the state as it is now (an apply may have changed the
+        data centre's instances meanwhile) must still show ``dc`` unanswered."""
+        state = self.state()
+        if dc not in self.unanswered_data_centers(state):
+            return []
+        log.warning("data_center_lost", data_center=dc, how=how)
+        return fail_over(self.spec, self.config.spec_file, state, dc, how)
+
+    async def fail_over(self, place: str) -> list[str]:
+        """Declare a data centre or queue lost (``failover.fail_over``)."""
+        self._refuse_on_cluster()
+        return list(
+            await self.locked(
+                lambda: fail_over(self.spec, self.config.spec_file, self.state(), place)
+            )
+        )
+
+    async def restore(self, place: str) -> list[str]:
+        """A lost place is back: its instances start again and the replacements stop."""
+        self._refuse_on_cluster()
+        return list(
+            await self.locked(
+                lambda: restore(self.spec, self.config.spec_file, self.state(), place)
+            )
+        )
+
+    def _refuse_on_cluster(self) -> None:
+        if self.on_cluster:
+            raise ConfigError(
+                "on Kubernetes the cluster places pods: a lost data centre's pods are the "
+                "scheduler's to move",
+                code=Code.UNIMPLEMENTED,
+                rule="platform/dr",
+                where="scale the surviving data centres' Deployments (kubectl scale)",
+            )
+
+    def _autoscaling_templates(self) -> dict[str, tuple[str, Any, str]]:
+        """SERVICE/GROUP/TEMPLATE → (service, group, template) for each template of each
+        group with an autoscaling rule."""
+        return {
+            f"{service.name}/{group.name}/{template}": (service.name, group, template)
             for service in self.spec.services.values()
             for group in service.groups.values()
             if group.autoscaling
-        ]
+            for template in group.templates
+        }
 
     def follow_rules(self) -> list[str]:
         """The spec's autoscaling rules as the file says now: a rule edited, added or removed
-        holds from the next decision on (an edited rule keeps the observations so far)."""
+        holds from the next decision on (an edited rule keeps the observations so far); each
+        template of the group gets its own decisions under the group's rule."""
         changes = []
-        wanted = dict(self._autoscaling_groups())
+        wanted = self._autoscaling_templates()
         for key in [k for k in self.scaling if k not in wanted]:
             del self.scaling[key]
             changes.append(f"{key}: autoscaling removed")
-        for key, group in wanted.items():
+        refused: set[str] = set()  # groups whose edited rule cannot make decisions
+        for key, (service, group, template) in wanted.items():
+            group_key = f"{service}/{group.name}"
             try:
                 rule = checked_rule(group)
             except (ValueError, TypeError) as exc:  # the rule in force stays
-                log.warning(
-                    "autoscale_rule_refused",
-                    group=key,
-                    error=str(exc),
-                    rule="platform/autoscaling",
-                    where=f"the autoscaling of {key} in {self.config.spec_file}",
-                )
+                if group_key not in refused:
+                    refused.add(group_key)
+                    log.warning(
+                        "autoscale_rule_refused",
+                        group=group_key,
+                        error=str(exc),
+                        rule="platform/autoscaling",
+                        where=f"the autoscaling of {group_key} in {self.config.spec_file}",
+                    )
                 continue
             scaling = self.scaling.get(key)
             if scaling is None:
-                self.scaling[key] = GroupScaling(key.split("/")[0], group.name, Autoscaler(rule))
+                self.scaling[key] = TemplateScaling(service, group.name, template, Autoscaler(rule))
                 changes.append(f"{key}: autoscaling {rule}")
             elif scaling.scaler.rule != rule:
                 scaling.scaler.rule = rule
@@ -460,12 +555,7 @@ class ControlPlane:
                     await self.locked(self._adopt_cluster_replicas, added)
                 except Exception as exc:  # the next decision scales it
                     log.warning("autoscale_adopt_failed", groups=added, error=str(exc))
-            for scaling in self.scaling.values():
-                group = self._group(scaling)
-                if group is None:
-                    continue
-                load = self.collector.in_flight(scaling.service, scaling.group)
-                scaling.scaler.observe(load / instances_per_replica(group))
+            self.observe_load()
             if time.monotonic() < next_decision:
                 continue
             next_decision = time.monotonic() + self.config.autoscale_every
@@ -475,33 +565,64 @@ class ControlPlane:
                 except Exception as exc:  # the next decision tries again
                     log.warning("autoscale_failed", group=key, error=f"{type(exc).__name__}: {exc}")
 
-    def _group(self, scaling: GroupScaling) -> Any:
+    def observe_load(self) -> None:
+        """Each autoscaling template's observation: the requests in flight on its instances,
+        per instance of a replica."""
+        for scaling in self.scaling.values():
+            group = self._group(scaling)
+            if group is None or scaling.template not in group.templates:
+                continue
+            template = scaling.template if self._templates_told_apart(scaling, group) else None
+            load = self.collector.in_flight(scaling.service, scaling.group, template)
+            scaling.scaler.observe(load / instances_per_replica(group, scaling.template))
+
+    def _templates_told_apart(self, scaling: TemplateScaling, group: Any) -> bool:
+        """Whether the template's own load can be read: the group has more than one
+        template and its instances name theirs (instances started before they registered
+        a template, e.g. pods of an older render, count for every template)."""
+        if len(group.templates) < 2:
+            return False
+        return any(
+            v.target.template
+            for v in self.collector.views.values()
+            if v.target.service == scaling.service and v.target.group == scaling.group
+        )
+
+    def _group(self, scaling: TemplateScaling) -> Any:
         service = self.spec.services.get(scaling.service)
         return service.groups.get(scaling.group) if service else None
 
     async def autoscale_once(self, key: str) -> Decision:
-        """Decide for one group and, in ``on`` mode, make the decision so."""
+        """Decide for one template and, in ``on`` mode, make the decision so."""
         scaling = self.scaling[key]
         spec = self.spec
         group = self._group(scaling)
         state = self.state()
-        if group is None or not group.autoscaling:
+        template = scaling.template
+        if group is None or not group.autoscaling or template not in group.templates:
             return scaling.scaler.decide(0, 0)
-        current = current_replicas(spec, state, scaling.service, group)
-        ceiling = quota_max(spec, state, scaling.service, group, scaling.scaler.rule.max_replicas)
+        current = current_replicas(spec, state, scaling.service, group, template)
+        ceiling, _ = quota_bound(
+            spec, state, scaling.service, group, scaling.scaler.rule.max_replicas, template
+        )
         decision = scaling.scaler.decide(current, ceiling if ceiling is not None else 0)
         if decision.replicas == current:
             return decision
         action: dict[str, Any] = {
             "at": time.time(),
+            "template": template,
             "from": current,
             "to": decision.replicas,
             "bound_by": decision.bound_by,
             "explain": decision.explain(at=False),
         }
-        moving_out = any(r.get("from_group") == key for r in state.releases.values())
-        if key in state.releases or moving_out:
+        group_key = scaling.group_key
+        moving_out = any(r.get("from_group") == group_key for r in state.releases.values())
+        if group_key in state.releases or moving_out:
             action["outcome"] = "held: a release of the group is in progress"
+        elif state.lost:  # replacements hold quota the trial replicas would not count
+            lost = ", ".join(sorted(state.lost))
+            action["outcome"] = f"held: {lost} declared lost (until platform dr restore)"
         elif self.config.autoscale == "dry-run":
             action["outcome"] = "recommended (dry run)"
         else:
@@ -517,7 +638,7 @@ class ControlPlane:
                 if self.scaler is not None:
                     return scale_on_cluster(
                         spec, fresh, scaling.service, group, decision.replicas, numbers,
-                        self.scaler,
+                        self.scaler, template,
                     )  # fmt: skip
                 return scale_group(
                     spec,
@@ -527,6 +648,7 @@ class ControlPlane:
                     group,
                     decision.replicas,
                     numbers,
+                    template,
                 )
 
             action["done"] = await self.locked(scale)

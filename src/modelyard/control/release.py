@@ -22,6 +22,10 @@ instances and A's (whose template no longer loads the model), each started
 before the old one stops. Callers name the service and the model
 throughout and never change.
 
+A canary is named as a stable instance of its slot and a later revision
+(``SERVICE/GROUP/TEMPLATE/DC/INDEX@rN``): promoted, it keeps its name, and its
+role (canary or stable) is in the state, the status and the console.
+
 Every group keeps an append-only record in ``events/<service>/<group>.jsonl``.
 """
 
@@ -40,6 +44,7 @@ from modelyard.control.apply import (
     launcher_for,
     new_instance,
     registered,
+    slot_of,
     wait_listed,
     wait_registered,
 )
@@ -164,10 +169,11 @@ def start(
         first.setdefault((instance.template, instance.data_center), instance)
     canaries = []
     for instance in first.values():
-        slot = (instance.service, instance.group, instance.template, instance.data_center, 0)
-        canary = new_instance(spec, slot, state, "canary", {**state.versions.get(key, {}), **pins})
-        canary.name = canary.name.replace("/0@", "/canary@")
-        canary.index = instance.index
+        # the slot of the instance it replaces at promotion: a canary's name is a stable name
+        # of a later revision, so a promoted one needs no renaming (its role is in the state)
+        canary = new_instance(
+            spec, slot_of(instance), state, "canary", {**state.versions.get(key, {}), **pins}
+        )
         canaries.append(canary)
     reserved = _reserve(spec, state, key, canaries, f"release of {key}")
     before = _served_versions(state, key, list(pins))
@@ -339,11 +345,10 @@ def move(
     canaries = []
     for name, template in sorted(templates.items()):
         for dc in sorted(template.queues):
-            canary = new_instance(spec, (service, group_name, name, dc, 0), state, "canary", pins)
-            canary.name = canary.name.replace("/0@", "/move@")
             stable = old.get((name, dc))
-            canary.index = stable.index if stable is not None else 0
-            canaries.append(canary)
+            index = stable.index if stable is not None else 0
+            slot = (service, group_name, name, dc, index)
+            canaries.append(new_instance(spec, slot, state, "canary", pins))
     reserved = _reserve(spec, state, key, canaries, f"moving {model} into {key}")
     _start_canaries(launcher_for(state), state, canaries)
     state.releases[key] = {
@@ -447,7 +452,7 @@ def promote(spec: PlatformSpec, state: State, key: str, action: str = "promote")
         old += _moved_from(state, release)
     for victim in old:
         group_pins = pins if f"{victim.service}/{victim.group}" == key else {}
-        fresh = new_instance(spec, _slot(victim), state, "stable", group_pins)
+        fresh = new_instance(spec, slot_of(victim), state, "stable", group_pins)
         launcher.start(fresh)
         state.instances.append(fresh)
         launcher.wait_ready(fresh)
@@ -487,13 +492,3 @@ def rollback(spec: PlatformSpec, state: State, key: str, revision: int | None) -
         abort(state, key)
     start(spec, state, key, dict(found["versions"]), 100.0)
     return promote(spec, state, key, action=f"rollback to revision {revision}")
-
-
-def _slot(instance: LaunchedInstance) -> tuple[str, str, str, str, int]:
-    return (
-        instance.service,
-        instance.group,
-        instance.template,
-        instance.data_center,
-        instance.index,
-    )

@@ -1,12 +1,17 @@
-"""Autoscaling that acts: a group's decision becomes replicas, and replicas become processes.
+"""Autoscaling that acts: a template's decision becomes replicas, and replicas become processes.
 
 The autoscaler (``control/autoscale.py``) decides in units of the spec's
-``replicas``: instances per template and data centre. A group's observation
-is its total in-flight requests divided by the instances one replica adds
-(one per template and data centre), so ``target_in_flight`` stays per
+``replicas``: instances per data centre. Each template of an autoscaling
+group is decided on its own load (a group's GPU and CPU templates see
+different traffic), under the group's one rule: its observation is the
+in-flight requests of the template's instances divided by the instances one
+replica adds (one per data centre), so ``target_in_flight`` stays per
 instance. The decision is clamped by what the quota can hold: the largest
-replica count whose ledger breaks no quota rule, with the reservations of
-releases in progress counted.
+replica count whose ledger breaks no quota rule (the quota's cards, cores and
+memory, and the group's card share), with the reservations of releases in
+progress counted. Functions that take ``template=None`` act on every template
+of the group at once (``autoscale explain``'s simulation and the cluster's
+adoption of a group).
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from modelyard.control.apply import (
     slot_of,
 )
 from modelyard.control.autoscale import AutoscaleRule
-from modelyard.control.ledger import Finding, expand, validate
+from modelyard.control.disaster import after_loss
+from modelyard.control.ledger import Finding, validate
 from modelyard.control.release import record
 from modelyard.control.spec import Group, PlatformSpec
 
@@ -55,41 +61,47 @@ def checked_rule(group: Group) -> AutoscaleRule:
     return rule
 
 
-def instances_per_replica(group: Group) -> int:
-    return max(1, sum(len(t.queues) for t in group.templates.values()))
+def instances_per_replica(group: Group, template: str | None = None) -> int:
+    """The instances one replica adds: one per data centre of the template (of each
+    template, for ``None``)."""
+    chosen = [group.templates[template]] if template else group.templates.values()
+    return max(1, sum(len(t.queues) for t in chosen))
 
 
-def template_keys(service: str, group: Group) -> list[str]:
-    return [f"{service}/{group.name}/{name}" for name in group.templates]
+def template_keys(service: str, group: Group, template: str | None = None) -> list[str]:
+    names = [template] if template else list(group.templates)
+    return [f"{service}/{group.name}/{name}" for name in names]
 
 
-def current_replicas(spec: PlatformSpec, state: State, service: str, group: Group) -> int:
-    """The group's replicas now: the autoscaler's, else the largest template's in the spec."""
+def current_replicas(
+    spec: PlatformSpec, state: State, service: str, group: Group, template: str | None = None
+) -> int:
+    """The template's replicas now (the largest of the group's, for ``None``): the
+    autoscaler's, else the spec's."""
     overrides = effective_replicas(spec, state)
     counts = [
         overrides.get(key, group.templates[key.rsplit("/", 1)[1]].replicas)
-        for key in template_keys(service, group)
+        for key in template_keys(service, group, template)
     ]
     return max(counts, default=0)
 
 
-def quota_max(
-    spec: PlatformSpec, state: State, service: str, group: Group, ceiling: int
-) -> int | None:
-    """The most replicas (up to ``ceiling``) the quotas hold; None if even 0 breaks one."""
-    return quota_bound(spec, state, service, group, ceiling)[0]
-
-
 def quota_bound(
-    spec: PlatformSpec, state: State, service: str, group: Group, ceiling: int
+    spec: PlatformSpec,
+    state: State,
+    service: str,
+    group: Group,
+    ceiling: int,
+    template: str | None = None,
 ) -> tuple[int | None, Finding | None]:
-    """The most replicas (up to ``ceiling``) the quotas hold, and what one more would break
-    (the quota's cards, cores or memory, or the group's card share: the finding with its
+    """The most replicas (up to ``ceiling``) the quotas hold for the template (every
+    template, for ``None``) with the rest as it is, and what one more would break (the
+    quota's cards, cores or memory, or the group's card share: the finding with its
     numbers); None, None when ``ceiling`` itself fits."""
     base = effective_replicas(spec, state)
     best = None
     for replicas in range(0, ceiling + 1):
-        trial = {**base, **{key: replicas for key in template_keys(service, group)}}
+        trial = {**base, **{key: replicas for key in template_keys(service, group, template)}}
         found = validate(spec, reserved=state.reserved(), replicas=trial)
         breaking = [f for f in found if f.code in QUOTA_CODES]
         if breaking:
@@ -98,19 +110,32 @@ def quota_bound(
     return best, None
 
 
-def record_replicas(state: State, service: str, group: Group, replicas: int) -> None:
-    """The group's replicas in the state: the ledger counts them, the autoscaler starts there."""
-    for template_key in template_keys(service, group):
+def record_replicas(
+    state: State, service: str, group: Group, replicas: int, template: str | None = None
+) -> None:
+    """The template's replicas in the state: the ledger counts them, the autoscaler starts
+    there."""
+    for template_key in template_keys(service, group, template):
         state.replicas[template_key] = replicas
     state.save()
 
 
 class GroupScaler(Protocol):
-    """What makes a group's replicas so on a cluster (``kubernetes_scaler.DeploymentScaler``)."""
+    """What makes a template's replicas so on a cluster
+    (``kubernetes_scaler.DeploymentScaler``); ``template=None``: each of the group's."""
 
-    def scale(self, spec: PlatformSpec, service: str, group: Group, replicas: int) -> list[str]: ...
+    def scale(
+        self,
+        spec: PlatformSpec,
+        service: str,
+        group: Group,
+        replicas: int,
+        template: str | None = None,
+    ) -> list[str]: ...
 
-    def replicas(self, spec: PlatformSpec, service: str, group: Group) -> list[int | None]: ...
+    def replicas(
+        self, spec: PlatformSpec, service: str, group: Group, template: str | None = None
+    ) -> list[int | None]: ...
 
 
 def scale_on_cluster(
@@ -121,13 +146,15 @@ def scale_on_cluster(
     replicas: int,
     numbers: dict[str, Any],
     scaler: GroupScaler,
+    template: str | None = None,
 ) -> list[str]:
-    """Set the group's replicas in the cluster, then in the ledger's state; returns what was
-    done. The cluster runs and heals the pods: nothing starts here."""
-    before = current_replicas(spec, state, service, group)
-    done = scaler.scale(spec, service, group, replicas)
-    record_replicas(state, service, group, replicas)
+    """Set the template's replicas in the cluster, then in the ledger's state; returns what
+    was done. The cluster runs and heals the pods: nothing starts here."""
+    before = current_replicas(spec, state, service, group, template)
+    done = scaler.scale(spec, service, group, replicas, template)
+    record_replicas(state, service, group, replicas, template)
     key = f"{service}/{group.name}"
+    numbers = {**numbers, "template": template} if template else numbers
     record(state, key, "autoscale", {"replicas": before}, {"replicas": replicas}, numbers)
     return done
 
@@ -140,25 +167,32 @@ def scale_group(
     group: Group,
     replicas: int,
     numbers: dict[str, Any],
+    template: str | None = None,
 ) -> list[str]:
-    """Set the group's replicas and start or stop instances to match; returns what was done.
+    """Set the template's replicas (each template's, for ``None``) and start or stop its
+    instances to match; returns what was done.
 
-    Only this group's instances change: a spec edited since the last apply
+    Only this template's instances change: a spec edited since the last apply
     is left for ``plan`` / ``apply``, which the operator runs.
     """
     key = f"{service}/{group.name}"
-    before = current_replicas(spec, state, service, group)
-    for template_key in template_keys(service, group):
+    before = current_replicas(spec, state, service, group, template)
+    for template_key in template_keys(service, group, template):
         state.replicas[template_key] = replicas
     plan = make_plan(spec, spec_file, state)
     if plan.findings:
         raise ValueError("; ".join(f.line() for f in plan.findings))
     # only more or fewer slots: an instance whose template changed is plan / apply's to replace
-    members = {slot_of(i): i for i in state.stable() if f"{i.service}/{i.group}" == key}
+    mine = {template} if template else set(group.templates)
+    members = {
+        slot_of(i): i
+        for i in state.stable()
+        if f"{i.service}/{i.group}" == key and i.template in mine
+    }
     wanted = {
         (p.service, p.group, p.template, p.data_center, p.index)
-        for p in expand(spec, effective_replicas(spec, state))
-        if f"{p.service}/{p.group}" == key
+        for p in after_loss(spec, state.lost, effective_replicas(spec, state), state.reserved())[0]
+        if f"{p.service}/{p.group}" == key and p.template in mine
     }
     plan.start = sorted(slot for slot in wanted if slot not in members)
     plan.stop = sorted(i.name for slot, i in members.items() if slot not in wanted)
@@ -166,5 +200,6 @@ def scale_group(
     done = apply_plan(spec, state, plan)
     state.spec_hash = spec_before  # the rest of an edited spec waits for plan / apply
     state.save()
+    numbers = {**numbers, "template": template} if template else numbers
     record(state, key, "autoscale", {"replicas": before}, {"replicas": replicas}, numbers)
     return done

@@ -24,25 +24,37 @@ from modelyard.errors import Code, ConfigError, ModelyardError
 
 __all__ = [
     "DEFAULT_REGISTRY_URL",
+    "REGISTRY_URL_FORMS",
     "Instance",
     "Lease",
     "Registry",
     "RegistryError",
     "Snapshot",
     "default_embedded_path",
+    "deregistered_error",
     "open_registry",
     "registry_location",
 ]
 
 DEFAULT_REGISTRY_URL = "embedded"
 
-_URL_FORMS = "embedded, embedded:///abs/path/registry.db or etcd://host:port[,host:port]"
+REGISTRY_URL_FORMS = "embedded, embedded:///abs/path/registry.db or etcd://host:port[,host:port]"
 
 
 class RegistryError(ModelyardError):
     """The registry could not be read or written (unreachable, refused, corrupt)."""
 
     layer = "discovery"
+
+
+def deregistered_error(lease: Lease) -> RegistryError:
+    """An update through a lease the registry no longer holds."""
+    return RegistryError(
+        f"lease {lease.lease_id} of {lease.service}/{lease.instance_id} was deregistered",
+        code=Code.FAILED_PRECONDITION,
+        rule="discovery/lease",
+        where="register the instance again for a new lease",
+    )
 
 
 def default_embedded_path() -> Path:
@@ -103,5 +115,5 @@ def _bad_url(url: str, why: str) -> ConfigError:
         f"bad registry URL '{url}': {why}",
         code=Code.INVALID_ARGUMENT,
         rule="discovery/registry-url",
-        where=f"--registry takes {_URL_FORMS}",
+        where=f"--registry takes {REGISTRY_URL_FORMS}",
     )

@@ -27,7 +27,7 @@ from typing import TypeVar
 import orjson
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.discovery import RegistryError
+from modelyard.discovery import RegistryError, deregistered_error
 from modelyard.discovery.registry import Instance, Lease, Registry, Snapshot
 from modelyard.discovery.rules_store import RulesConflict, RulesRevision, RulesStore
 from modelyard.errors import Code
@@ -163,7 +163,7 @@ class EmbeddedRegistry(Registry):
 
     async def update(self, lease: Lease, instance: Instance) -> None:
         if lease.lease_id not in self._entries:
-            raise _lease_error(lease)
+            raise deregistered_error(lease)
         self._entries[lease.lease_id] = instance
         await self._run(lambda db: self._put(db, lease, instance))
 
@@ -346,13 +346,4 @@ def _bump(db: sqlite3.Connection, service: str) -> None:
         "INSERT INTO services (service, revision) SELECT ?, value FROM revision WHERE id = 0"
         " ON CONFLICT (service) DO UPDATE SET revision = excluded.revision",
         (service,),
-    )
-
-
-def _lease_error(lease: Lease) -> RegistryError:
-    return RegistryError(
-        f"lease {lease.lease_id} of {lease.service}/{lease.instance_id} was deregistered",
-        code=Code.FAILED_PRECONDITION,
-        rule="discovery/lease",
-        where="register the instance again for a new lease",
     )

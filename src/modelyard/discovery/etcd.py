@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 import structlog
 
-from modelyard.discovery import RegistryError
+from modelyard.discovery import RegistryError, deregistered_error
 from modelyard.discovery.registry import Instance, Lease, Registry, Snapshot
 from modelyard.discovery.rules_store import RulesConflict, RulesRevision, RulesStore
 from modelyard.errors import Code
@@ -64,7 +64,9 @@ class _Held:
     etcd_lease: int
 
 
-class EtcdRegistry(Registry):
+class _EtcdKeys:
+    """Keys under ``prefix`` in the etcd cluster at ``endpoints``, reached through its gateway."""
+
     def __init__(
         self, endpoints: list[str], *, prefix: str = "/modelyard", timeout: float = 5.0
     ) -> None:
@@ -73,6 +75,16 @@ class EtcdRegistry(Registry):
         self.endpoints = endpoints
         self.prefix = prefix.rstrip("/")
         self._gateway = _Gateway(endpoints, timeout)
+
+    async def aclose(self) -> None:
+        await self._gateway.aclose()
+
+
+class EtcdRegistry(_EtcdKeys, Registry):
+    def __init__(
+        self, endpoints: list[str], *, prefix: str = "/modelyard", timeout: float = 5.0
+    ) -> None:
+        super().__init__(endpoints, prefix=prefix, timeout=timeout)
         self._held: dict[str, _Held] = {}
 
     # ---- Registry -------------------------------------------------------
@@ -95,12 +107,7 @@ class EtcdRegistry(Registry):
     async def update(self, lease: Lease, instance: Instance) -> None:
         held = self._held.get(lease.lease_id)
         if held is None:
-            raise RegistryError(
-                f"lease {lease.lease_id} of {lease.service}/{lease.instance_id} was deregistered",
-                code=Code.FAILED_PRECONDITION,
-                rule="discovery/lease",
-                where="register the instance again for a new lease",
-            )
+            raise deregistered_error(lease)
         held.instance = instance
         try:
             await self._put(instance, held.etcd_lease)
@@ -160,9 +167,6 @@ class EtcdRegistry(Registry):
                 seen = current
                 yield snapshot
 
-    async def aclose(self) -> None:
-        await self._gateway.aclose()
-
     # ---- internals ------------------------------------------------------
 
     def _service_prefix(self, service: str) -> str:
@@ -196,16 +200,7 @@ class EtcdRegistry(Registry):
         )
 
 
-class EtcdRulesStore(RulesStore):
-    def __init__(
-        self, endpoints: list[str], *, prefix: str = "/modelyard", timeout: float = 5.0
-    ) -> None:
-        if not endpoints:
-            raise ValueError("etcd needs at least one endpoint")
-        self.endpoints = endpoints
-        self.prefix = prefix.rstrip("/")
-        self._gateway = _Gateway(endpoints, timeout)
-
+class EtcdRulesStore(_EtcdKeys, RulesStore):
     async def get(self, service: str, revision: int | None = None) -> RulesRevision | None:
         if revision is None:
             found, _, _ = await self._read(self._current_key(service))
@@ -278,9 +273,6 @@ class EtcdRulesStore(RulesStore):
             # compacted, cancelled or broken: read the current revision again, then watch on
             await asyncio.sleep(retry)
             retry = min(retry * 2, _RETRY_MAX)
-
-    async def aclose(self) -> None:
-        await self._gateway.aclose()
 
     def _current_key(self, service: str) -> str:
         return f"{self.prefix}/rules/{service}/current"

@@ -12,11 +12,11 @@ count stands, and the follower resolves again with backoff.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import structlog
 
 from modelyard.discovery.registry import Registry, Snapshot
+from modelyard.tasks import cancel_and_wait
 
 log = structlog.get_logger("modelyard.discovery")
 
@@ -49,9 +49,7 @@ class LiveInstanceCount:
 
     async def aclose(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
         await self.registry.aclose()
 

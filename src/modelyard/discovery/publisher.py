@@ -11,7 +11,6 @@ this instance before it stops accepting requests.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -20,6 +19,7 @@ import structlog
 
 from modelyard.discovery.registry import Instance, Lease, Registry
 from modelyard.errors import ModelyardError
+from modelyard.tasks import cancel_and_wait
 
 log = structlog.get_logger("modelyard.discovery")
 
@@ -107,9 +107,7 @@ class Publisher:
             return
         self._stopped = True
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
         lease, self._lease, self._published = self._lease, None, None
         try:

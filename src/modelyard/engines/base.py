@@ -20,6 +20,8 @@ from typing import Any, ClassVar, NamedTuple
 from numpy.typing import NDArray
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelyard.errors import Code, EngineError
+
 
 class BatchedRequest(NamedTuple):
     """One request of a stacked batch, as a model that reads requests (Triton's python
@@ -124,6 +126,16 @@ class LoadContext:
         if key in self.config.parameters:
             return str(self.config.parameters[key].string_value)
         return default
+
+
+def unreadable_artifact(engine: str, ctx: LoadContext, exc: Exception) -> EngineError:
+    """The error of a model file that the engine's library could not load."""
+    return EngineError(
+        f"{engine} could not load {ctx.artifact.name}: {exc}",
+        code=Code.INVALID_ARGUMENT,
+        rule=f"engine/{engine}",
+        where=f"the file {ctx.artifact.name} of model '{ctx.config.name}'",
+    )
 
 
 class Engine(ABC):

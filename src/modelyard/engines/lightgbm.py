@@ -25,8 +25,7 @@ import lightgbm as lgb
 import numpy as np
 
 from modelyard.engines import tabular
-from modelyard.engines.base import LoadContext
-from modelyard.errors import Code, EngineError
+from modelyard.engines.base import LoadContext, unreadable_artifact
 
 _REGRESSION = frozenset(
     {
@@ -51,28 +50,22 @@ class LightGBMEngine(tabular.BoosterEngine):
     extra = "lightgbm"
     default_filenames = ("model.txt",)
     threads_parameter = "num_threads"
+    objectives = "binary, multiclass, multiclassova or a regression objective"
 
-    def open(self, ctx: LoadContext, rule: str, where: str) -> tuple[Any, str, int, int]:
+    def open(self, ctx: LoadContext, rule: str, where: str) -> tuple[Any, str, int, int | None]:
         try:
             booster = lgb.Booster(model_file=str(ctx.artifact))
         except lgb.basic.LightGBMError as exc:
-            raise EngineError(
-                f"lightgbm could not load {ctx.artifact.name}: {exc}",
-                code=Code.INVALID_ARGUMENT,
-                rule=rule,
-                where=where,
-            ) from exc
+            raise unreadable_artifact(self.name, ctx, exc) from exc
         # "multiclass num_class:3" in the file; the params hold the bare name
         objective = str(booster.params.get("objective", "")).split(" ")[0]
+        n_classes: int | None = None
         if objective == "binary":
             n_classes = 2
         elif objective in _MULTICLASS:
             n_classes = int(booster.params.get("num_class", booster.num_model_per_iteration()))
         elif objective in _REGRESSION:
             n_classes = 0
-        else:
-            supported = "binary, multiclass, multiclassova or a regression objective"
-            raise tabular.unsupported_objective(objective, supported, rule, where)
         return booster, objective, booster.num_feature(), n_classes
 
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:

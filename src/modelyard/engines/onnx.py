@@ -16,7 +16,13 @@ import onnxruntime as ort
 import structlog
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
-from modelyard.engines.base import Engine, LoadContext, Signature, TensorSpec
+from modelyard.engines.base import (
+    Engine,
+    LoadContext,
+    Signature,
+    TensorSpec,
+    unreadable_artifact,
+)
 from modelyard.errors import Code, EngineError
 
 log = structlog.get_logger("modelyard.engines")
@@ -84,12 +90,7 @@ class OnnxRuntimeEngine(Engine):
                 str(ctx.artifact), sess_options=options, providers=providers
             )
         except Exception as exc:  # onnxruntime raises its own untyped errors
-            raise EngineError(
-                f"onnxruntime could not load {ctx.artifact.name}: {exc}",
-                code=Code.INVALID_ARGUMENT,
-                rule="engine/onnxruntime",
-                where=f"the file {ctx.artifact.name} of model '{ctx.config.name}'",
-            ) from exc
+            raise unreadable_artifact(self.name, ctx, exc) from exc
         inputs = [self._spec(i) for i in self._session.get_inputs()]
         outputs = [self._spec(o) for o in self._session.get_outputs()]
         self._string_inputs = {s.name for s in inputs if s.datatype == "BYTES"}

@@ -105,9 +105,17 @@ class PythonEngine(Engine):
             return None
         self._module_name = f"modelyard_user_model_{next(_module_ids)}"
         module = self._import(ctx)
+        try:
+            self._model = self._start_model(module, ctx)
+        except Exception:
+            self._forget_module()  # a model that failed to load leaves no module behind
+            raise
+        return None
+
+    def _start_model(self, module: ModuleType, ctx: LoadContext) -> Any:
+        """The model class of ``module``, instantiated and initialized as Triton does."""
         cls = getattr(module, "Model", None) or getattr(module, "TritonPythonModel", None)
         if not isinstance(cls, type):
-            self._forget_module()
             raise EngineError(
                 f"{ctx.artifact.name} defines no class named Model or TritonPythonModel",
                 code=Code.INVALID_ARGUMENT,
@@ -136,18 +144,15 @@ class PythonEngine(Engine):
             if hasattr(model, "initialize"):
                 model.initialize(args)
         except Exception as exc:
-            self._forget_module()
             raise self._user_error("initialize", exc) from exc
         if not callable(getattr(model, "execute", None)):
-            self._forget_module()
             raise EngineError(
                 f"class {cls.__name__} has no execute(inputs) method",
                 code=Code.INVALID_ARGUMENT,
                 rule="engine/python",
                 where=self._where,
             )
-        self._model = model
-        return None
+        return model
 
     def _auto_complete(self, cls: type, ctx: LoadContext) -> None:
         """Triton's ``auto_complete_config``: the model adds what its config leaves out."""
@@ -158,7 +163,6 @@ class PythonEngine(Engine):
             ctx.config.Clear()
             json_format.ParseDict(filled, ctx.config)
         except Exception as exc:
-            self._forget_module()
             raise self._user_error("auto_complete_config", exc) from exc
 
     def _import(self, ctx: LoadContext) -> ModuleType:

@@ -470,15 +470,7 @@ class _Child:
             )
             for call_id, inputs, outputs, parameters in sent
         ]
-        try:
-            self._engine.execute_decoupled(requests)
-        except ModelyardError as error:
-            self._send(("failed", batch_id, _error_fields(error)))
-            return
-        except Exception as exc:
-            self._send(("failed", batch_id, _error_fields(errors.internal_error(exc))))
-            return
-        self._send(("done", batch_id, None))
+        self._answer(batch_id, self._engine.execute_decoupled, requests)  # it returns None
 
     def _unload(self) -> None:
         if self._engine is not None:

@@ -85,6 +85,7 @@ class BoosterEngine(Engine):
 
     describes_signature = True
     threads_parameter: ClassVar[str]  # the config parameter that sets the booster's threads
+    objectives: ClassVar[str]  # the objectives it serves, as its refusal of another names them
 
     def __init__(self) -> None:
         self._booster: Any = None
@@ -93,10 +94,11 @@ class BoosterEngine(Engine):
         self._threads = 1
 
     @abstractmethod
-    def open(self, ctx: LoadContext, rule: str, where: str) -> tuple[Any, str, int, int]:
-        """Load the booster: it, its objective, its features and its classes (0: a regressor).
+    def open(self, ctx: LoadContext, rule: str, where: str) -> tuple[Any, str, int, int | None]:
+        """Load the booster: it, its objective, its features and its classes (0: a regressor,
+        None: an objective the engine refuses).
 
-        Raises the engine's error line for a file it cannot read or an objective it refuses.
+        Raises the engine's error line for a file it cannot read.
         """
 
     def load(self, ctx: LoadContext) -> Signature:
@@ -104,6 +106,8 @@ class BoosterEngine(Engine):
         where = f"the file {ctx.artifact.name} of model '{ctx.config.name}'"
         self._threads = int(ctx.parameter(self.threads_parameter, "1") or 1)
         booster, objective, n_features, n_classes = self.open(ctx, rule, where)
+        if n_classes is None:
+            raise unsupported_objective(objective, self.objectives, rule, where)
         classes = [str(c) for c in range(n_classes)] if n_classes else None
         self._input = input_name(ctx)
         self._objective = objective

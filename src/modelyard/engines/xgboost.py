@@ -24,7 +24,7 @@ import numpy as np
 import xgboost as xgb
 
 from modelyard.engines import tabular
-from modelyard.engines.base import LoadContext
+from modelyard.engines.base import LoadContext, unreadable_artifact
 from modelyard.errors import Code, EngineError
 
 
@@ -33,18 +33,14 @@ class XGBoostEngine(tabular.BoosterEngine):
     extra = "xgboost"
     default_filenames = ("model.json", "model.ubj")
     threads_parameter = "nthread"
+    objectives = "binary:logistic, multi:softprob, multi:softmax, reg:*"
 
-    def open(self, ctx: LoadContext, rule: str, where: str) -> tuple[Any, str, int, int]:
+    def open(self, ctx: LoadContext, rule: str, where: str) -> tuple[Any, str, int, int | None]:
         try:
             booster = xgb.Booster(model_file=str(ctx.artifact))
             learner = json.loads(booster.save_config())["learner"]
         except xgb.core.XGBoostError as exc:
-            raise EngineError(
-                f"xgboost could not load {ctx.artifact.name}: {exc}",
-                code=Code.INVALID_ARGUMENT,
-                rule=rule,
-                where=where,
-            ) from exc
+            raise unreadable_artifact(self.name, ctx, exc) from exc
         booster.set_param({"nthread": self._threads})
         objective = learner["objective"]["name"]
         params = learner["learner_model_param"]
@@ -55,15 +51,13 @@ class XGBoostEngine(tabular.BoosterEngine):
                 rule=rule,
                 where=where,
             )
+        n_classes: int | None = None
         if objective == "binary:logistic":
             n_classes = 2
         elif objective in ("multi:softprob", "multi:softmax"):
             n_classes = int(params["num_class"])
         elif objective.startswith("reg:"):
             n_classes = 0
-        else:
-            supported = "binary:logistic, multi:softprob, multi:softmax, reg:*"
-            raise tabular.unsupported_objective(objective, supported, rule, where)
         return booster, objective, booster.num_features(), n_classes
 
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:

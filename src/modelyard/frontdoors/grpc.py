@@ -9,7 +9,6 @@ names, with the error line HTTP returns as its details. The standard
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -43,6 +42,7 @@ from modelyard.modelfiles.load_request import load_files, load_override
 from modelyard.protocol.shared_memory import SystemSharedMemory, place_outputs
 from modelyard.protocol.status import grpc_status_name
 from modelyard.protocol.v2_grpc import decode_infer_request, encode_infer_response, parameter_value
+from modelyard.tasks import cancel_and_wait
 from modelyard.tracing import Tracing
 from modelyard.types import InferRequest
 
@@ -504,12 +504,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     async def SystemSharedMemoryStatus(
         self, request: pb.SystemSharedMemoryStatusRequest, context: Context
     ) -> Any:
-        response = pb.SystemSharedMemoryStatusResponse()
-        for region in self.shared_memory.status(request.name or None):
-            response.regions[region["name"]].CopyFrom(
-                pb.SystemSharedMemoryStatusResponse.RegionStatus(**region)
-            )
-        return response
+        return self._region_status(pb.SystemSharedMemoryStatusResponse, request.name, "system")
 
     @_rpc
     async def SystemSharedMemoryRegister(
@@ -529,12 +524,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     async def CudaSharedMemoryStatus(
         self, request: pb.CudaSharedMemoryStatusRequest, context: Context
     ) -> Any:
-        response = pb.CudaSharedMemoryStatusResponse()
-        for region in self.shared_memory.status(request.name or None, "cuda"):
-            response.regions[region["name"]].CopyFrom(
-                pb.CudaSharedMemoryStatusResponse.RegionStatus(**region)
-            )
-        return response
+        return self._region_status(pb.CudaSharedMemoryStatusResponse, request.name, "cuda")
 
     @_rpc
     async def CudaSharedMemoryRegister(
@@ -551,6 +541,13 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     ) -> Any:
         self.shared_memory.unregister(request.name or None, "cuda")
         return pb.CudaSharedMemoryUnregisterResponse()
+
+    def _region_status(self, response_type: Any, name: str, kind: str) -> Any:
+        """The regions of ``kind`` (all, or the one ``name`` names) as ``response_type``."""
+        response = response_type()
+        for region in self.shared_memory.status(name or None, kind):
+            response.regions[region["name"]].CopyFrom(response_type.RegionStatus(**region))
+        return response
 
     @_rpc
     async def TraceSetting(self, request: pb.TraceSettingRequest, context: Context) -> Any:
@@ -662,9 +659,7 @@ class GrpcServer:
     health_task: asyncio.Task[None]
 
     async def stop(self, grace: float = SHUTDOWN_GRACE_SECS) -> None:
-        self.health_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.health_task
+        await cancel_and_wait(self.health_task)
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
 

@@ -26,21 +26,18 @@ import structlog
 from modelyard import __version__
 from modelyard.client import AsyncClient, ClientError
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.dataplane import StreamResponse
+from modelyard.dataplane import INSTANCE_EXTENSIONS, StreamResponse
 from modelyard.errors import Code, ModelyardError
+from modelyard.tasks import cancel_and_wait
 from modelyard.types import InferRequest, InferResponse
 
 log = structlog.get_logger("modelyard.gateway")
 
+# the repository API and shared memory are an instance's own: the gateway forwards inference
 EXTENSIONS = [
-    "classification",
-    "schedule_policy",
-    "model_configuration",
-    "binary_tensor_data",
-    "parameters",
-    "statistics",
-    "logging",
-    "trace",
+    name
+    for name in INSTANCE_EXTENSIONS
+    if not name.startswith(("model_repository", "system_shared_memory"))
 ]
 REFRESH_SECS = 1.0
 FETCH_TIMEOUT_SECS = 5.0
@@ -124,9 +121,7 @@ class ForwardingDataPlane:
 
     async def aclose(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
         await self.client.aclose()
 
     # ---- caches ---------------------------------------------------------

@@ -36,7 +36,6 @@ plus the local shares, when Redis is unreachable from some hosts only.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import math
 from collections.abc import Awaitable, Callable, Mapping
@@ -58,6 +57,7 @@ from modelyard.governance.ratelimit import (
     SharedLimit,
     limit_detail,
 )
+from modelyard.tasks import cancel_and_wait
 
 log = structlog.get_logger("modelyard.governance")
 
@@ -356,9 +356,7 @@ class ClusterQpsGuard:
         self._closed = True
         for task in [self._probe_task, *self._refills]:
             if task is not None and not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                await cancel_and_wait(task)
         await self._redis.aclose()
 
     async def _check_with_redis(self, iface: _Interface, lease: _Lease, call: Call) -> None:

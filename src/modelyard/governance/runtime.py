@@ -17,7 +17,6 @@ parameters. Every rejection is kept in a bounded ``RejectionLog`` for
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import functools
 from collections.abc import Awaitable, Callable
@@ -58,6 +57,7 @@ from modelyard.governance.service_config import (
     read_service_config,
     unknown_interface,
 )
+from modelyard.tasks import cancel_and_wait
 from modelyard.types import InferRequest, InferResponse, OutputTensor, numpy_dtype
 from modelyard.yaml_lines import LocatedDocument
 
@@ -637,9 +637,7 @@ class Governance:
                     log.exception("service_config_watch_failed")
         finally:
             if follower is not None:
-                follower.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await follower
+                await cancel_and_wait(follower)
 
     async def aclose(self) -> None:
         for task in list(self._closers):

@@ -22,7 +22,7 @@ import numpy as np
 
 from modelyard import __version__
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.dataplane import FixedOutput, StreamResponse
+from modelyard.dataplane import INSTANCE_EXTENSIONS, FixedOutput, StreamResponse
 from modelyard.engines.base import ModelParameters
 from modelyard.errors import Code, ModelServerError, ModelyardError, shown
 from modelyard.modelfiles.config import ModelSpec, config_to_json
@@ -42,20 +42,6 @@ from modelyard.types import (
 )
 
 BLS_TIMEOUT_S = 60.0  # the longest a model's call to another model waits
-
-EXTENSIONS = [
-    "classification",
-    "model_repository",
-    "model_repository(unload_dependents)",
-    "schedule_policy",
-    "model_configuration",
-    "binary_tensor_data",
-    "parameters",
-    "statistics",
-    "logging",
-    "trace",
-    "system_shared_memory",
-]
 
 
 def model_parameters(
@@ -360,7 +346,7 @@ class LocalDataPlane:
         return self.manager.is_ready()
 
     def server_metadata(self) -> dict[str, Any]:
-        return {"name": self.server_id, "version": __version__, "extensions": EXTENSIONS}
+        return {"name": self.server_id, "version": __version__, "extensions": INSTANCE_EXTENSIONS}
 
     def model_ready(self, name: str, version: str | None) -> bool:
         try:

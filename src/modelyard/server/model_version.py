@@ -375,14 +375,25 @@ def _sequence_policy(
 ) -> SequencePolicy:
     """What a config with ``sequence_batching`` asks of its sequence scheduler."""
     origin = f"{name}/config.pbtxt"
+    _refuse_rate_limiter(name, version, "sequence", placed, limiter)
+    return SequencePolicy.from_config(config, model_dir, origin)
+
+
+def _refuse_rate_limiter(
+    name: str,
+    version: int,
+    kind: str,
+    placed: list[tuple[str, mc.ModelInstanceGroup]],
+    limiter: ResourceLimiter | None,
+) -> None:
+    """Only the dynamic batcher's instances wait for rate_limiter resources."""
     if limiter is not None and any(instance_needs(placed)):
         raise _load_error(
             name,
             version,
-            "rate_limiter resources on a sequence model are not served",
-            f"remove instance_group's rate_limiter in {origin}",
+            f"rate_limiter resources on a {kind} model are not served",
+            f"remove instance_group's rate_limiter in {name}/config.pbtxt",
         )
-    return SequencePolicy.from_config(config, model_dir, origin)
 
 
 def _decoupled_scheduler(
@@ -415,13 +426,7 @@ def _decoupled_scheduler(
             "a decoupled sequence model is not served",
             f"remove sequence_batching or set decoupled: false in {origin}",
         )
-    if limiter is not None and any(instance_needs(placed)):
-        raise _load_error(
-            name,
-            version,
-            "rate_limiter resources on a decoupled model are not served",
-            f"remove instance_group's rate_limiter in {origin}",
-        )
+    _refuse_rate_limiter(name, version, "decoupled", placed, limiter)
     # dynamic batching gives execute() as many waiting requests as max_batch_size allows
     batch_size = config.max_batch_size if config.HasField("dynamic_batching") else 1
     return DecoupledScheduler(name, version, engines, batch_size=batch_size, clock=clock)

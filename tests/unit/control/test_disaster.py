@@ -8,8 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from modelyard.control.disaster import evaluate
+import pytest
+
+from modelyard.control.apply import State
+from modelyard.control.disaster import after_loss, evaluate
+from modelyard.control.failover import check_place
+from modelyard.control.ledger import expand
 from modelyard.control.spec import parse_platform_spec
+from modelyard.errors import ConfigError
 from tests.unit.control.test_ledger import BASE
 
 
@@ -76,3 +82,30 @@ def test_a_replacement_tries_the_next_surviving_data_centre_when_one_is_full() -
     crowded = three.replace("dc2: {A30-24G: 3}", "dc2: {A30-24G: 1}")
     gpu = _by_group(crowded, "dc1")["gpu"]
     assert gpu["state"] == "whole" and gpu["replaced"] == 1  # dc2 full, dc3 took it
+
+
+def test_after_a_loss_the_plan_holds_the_survivors_and_the_replacements_at_new_indices() -> None:
+    spec = parse_platform_spec(BASE)
+    planned, recoveries = after_loss(spec, {"dc2"})
+    (gpu,) = [r for r in recoveries if r.group == "gpu"]
+    gpu_slots = sorted((p.data_center, p.index) for p in planned if p.group == "gpu")
+    # dc2's three instances of the gpu group run in dc1 after its own three: indices 3 to 5
+    assert gpu_slots == [("dc1", i) for i in range(6)]
+    assert [(p.data_center, p.index) for p in gpu.placed] == [("dc1", 3), ("dc1", 4), ("dc1", 5)]
+    assert gpu.to_json()["placed"] == {"dc1": 3}
+    # the same with the autoscaler's 2 replicas: dc2's two follow dc1's two
+    planned, _ = after_loss(spec, {"dc2"}, {"com.example.search.ranker/gpu/a30": 2})
+    assert sorted(p.index for p in planned if p.group == "gpu") == [0, 1, 2, 3]
+    # nothing lost: the spec's own instances
+    assert after_loss(spec, set()) == (expand(spec), [])
+
+
+def test_a_place_is_one_the_spec_has_or_one_declared_lost_before_the_spec_dropped_it(
+    tmp_path: Path,
+) -> None:
+    spec = parse_platform_spec(BASE)
+    check_place(spec, State(tmp_path), "dc2")
+    check_place(spec, State(tmp_path), "dc1-gpu")  # a queue
+    with pytest.raises(ConfigError, match="'dc9' is neither a data centre nor a queue"):
+        check_place(spec, State(tmp_path), "dc9")
+    check_place(spec, State(tmp_path, lost={"dc9": {"at": "then", "how": "declared"}}), "dc9")

@@ -11,6 +11,7 @@ import pytest
 from modelyard.control.kubernetes import ClusterOptions, render
 from modelyard.control.spec import parse_platform_spec
 from modelyard.errors import ConfigError
+from modelyard.governance.auth import hash_secret
 from tests.unit.control.test_ledger import BASE
 
 MODELS = ClusterOptions(models_claim="models")  # the model repository's claim
@@ -278,3 +279,64 @@ def test_the_control_plane_scales_deployments_in_the_quota_namespaces_and_nothin
         d for d in _kinds(plain, "Deployment") if "preprocess" in d["metadata"]["name"]
     )
     assert preprocess["spec"]["replicas"] == 2
+
+
+AUTH_FILE = f"""\
+service: com.example.search.ranker
+auth:
+  enabled: true
+  principals:
+    ranker-app: {{api_keys: ["{hash_secret("app-key")}"], allow: {{infer: ["*"]}}}}
+"""
+
+
+def test_files_with_keys_are_secrets_and_the_control_plane_keeps_its_state_on_a_claim() -> None:
+    options = ClusterOptions(
+        service_files={"com.example.search.ranker": AUTH_FILE},
+        service_files_with_auth=frozenset({"com.example.search.ranker"}),
+        control_auth_file=AUTH_FILE,
+        control_state_size="2Gi",
+        models_claim="models",
+        spec_text=BASE,
+    )
+    manifests = render(parse_platform_spec(BASE), options)
+    version = kubernetes_validate.latest_version()
+    for manifest in manifests:
+        kubernetes_validate.validate(manifest, version, strict=True)
+    secrets = {m["metadata"]["name"]: m for m in _kinds(manifests, "Secret")}
+    (service_secret,) = [m for n, m in secrets.items() if n.startswith("service-file")]
+    assert service_secret["stringData"] == {"service.yaml": AUTH_FILE}
+    # the file holds digests only: no raw key is rendered anywhere
+    assert "app-key" not in repr(manifests)
+    assert all(
+        m["data"].get("service.yaml") is None for m in _kinds(manifests, "ConfigMap")
+    )  # the file is not also a ConfigMap
+    for deployment in _kinds(manifests, "Deployment"):
+        if deployment["metadata"]["name"].startswith("com-example"):
+            volumes = deployment["spec"]["template"]["spec"]["volumes"]
+            secret = {"secretName": service_secret["metadata"]["name"]}
+            assert {"name": "service-file", "secret": secret} in volumes
+    (plane,) = [
+        d for d in _kinds(manifests, "Deployment") if d["metadata"]["name"] == "control-plane"
+    ]
+    pod = plane["spec"]["template"]["spec"]
+    args = pod["containers"][0]["args"]
+    assert args[args.index("--auth-file") + 1] == "/etc/modelyard/control-auth/control.yaml"
+    assert secrets["control-plane-auth"]["stringData"] == {"control.yaml": AUTH_FILE}
+    assert {"name": "auth", "secret": {"secretName": "control-plane-auth"}} in pod["volumes"]
+    (claim,) = _kinds(manifests, "PersistentVolumeClaim")
+    assert claim["spec"]["resources"]["requests"]["storage"] == "2Gi"
+    state = {"name": "state", "persistentVolumeClaim": {"claimName": claim["metadata"]["name"]}}
+    assert state in pod["volumes"] and pod["securityContext"]["fsGroup"] == 10001
+    # a file without auth stays a ConfigMap; a size that is no quantity is refused
+    plain = render(
+        parse_platform_spec(BASE),
+        ClusterOptions(service_files={"com.example.search.ranker": SERVICE_FILE},
+                       models_claim="models"),
+    )  # fmt: skip
+    assert not _kinds(plain, "Secret") and len(_kinds(plain, "ConfigMap")) == 1
+    with pytest.raises(ConfigError, match="'lots' is not a Kubernetes quantity"):
+        render(
+            parse_platform_spec(BASE),
+            ClusterOptions(models_claim="models", spec_text=BASE, control_state_size="lots"),
+        )

@@ -27,6 +27,7 @@ from modelyard.control.kubernetes_apply import (
 )
 from modelyard.control.spec import parse_platform_spec
 from modelyard.errors import ConfigError
+from modelyard.governance.auth import hash_secret
 from tests.unit.control.test_ledger import BASE
 
 MODELS = ClusterOptions(models_claim="models")  # the model repository's claim
@@ -117,10 +118,15 @@ def test_platform_apply_to_kubernetes_dry_run_prints_what_it_would_send(tmp_path
     service_file.write_text(
         "service: com.example.search.ranker\nlimits:\n  infer: {cluster_qps: 100}\n"
     )
+    keys = tmp_path / "keys.yaml"  # auth: a Secret, for the instances and the control plane
+    keys.write_text(
+        "service: com.example.search.ranker.keys\nauth:\n  enabled: true\n  principals:\n"
+        f"    ops: {{api_keys: ['{hash_secret('ops-key')}'], allow: {{admin: ['*']}}}}\n"
+    )
     done = subprocess.run(
         [sys.executable, "-m", "modelyard.cli.main", "platform", "apply", "--target",
          "kubernetes", "-f", str(EXAMPLE), "--dry-run", "--models-claim", "models",
-         "--service-file", str(service_file)],
+         "--service-file", str(service_file), "--control-auth-file", str(keys)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -129,6 +135,8 @@ def test_platform_apply_to_kubernetes_dry_run_prints_what_it_would_send(tmp_path
     assert all(line.startswith("PATCH /") and APPLY_PATCH in line for line in lines)
     assert any("/deployments/" in line for line in lines)
     assert any("/configmaps/" in line for line in lines)  # the service file
+    assert any("/secrets/control-plane-auth?" in line for line in lines)
+    assert any("/persistentvolumeclaims/control-plane-state?" in line for line in lines)
     assert any(line.startswith("PATCH /apis/apps/v1/namespaces/modelyard/deployments/redis?")
                for line in lines)  # its cluster limits need Redis  # fmt: skip
 

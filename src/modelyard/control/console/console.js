@@ -253,12 +253,15 @@ async function drawInference() {
   document.getElementById("inference").replaceChildren(root);
 }
 
-function recoveryCard(recoveries) {
+function recoveryCard(recoveries, lost, groupShown) {
   const pct = (v) => `${Math.round(v * 100)} %`;
+  const lostPlaces = Object.entries(lost);
   return h("div", { class: "card" },
     h("h3", {}, "disaster recovery: losing one data centre"),
+    lostPlaces.length ? h("p", { id: "lost-places", class: "down" }, "declared lost: ",
+      lostPlaces.map(([place, why]) => `${place} (since ${why.at}, ${why.how})`).join("; ")) : null,
     h("table", { id: "dr-table" }, h("tr", {}, ["lost", "group", "state", "instances lost", "replaced", "capacity", "peak in flight", "held after"].map((t) => h("th", {}, t))),
-      recoveries.flatMap((r) => r.groups.map((g) => h("tr", { class: "dr-row", "data-lose": r.lose, "data-group": `${g.service}/${g.group}` },
+      recoveries.flatMap((r) => r.groups.filter((g) => groupShown(`${g.service}/${g.group}`)).map((g) => h("tr", { class: "dr-row", "data-lose": r.lose, "data-group": `${g.service}/${g.group}` },
         h("td", {}, r.lose), h("td", {}, `${g.service}/${g.group}`), h("td", {}, badge(g.state)),
         h("td", {}, `${g.lost_instances} of ${g.instances}`), h("td", {}, g.replaced), h("td", {}, pct(g.capacity)),
         h("td", {}, g.observed_peak_in_flight ?? "—"), h("td", {}, g.in_flight_held_after ?? "—"))))));
@@ -266,6 +269,8 @@ function recoveryCard(recoveries) {
 
 async function drawLedger() {
   const [ledger, autoscale, recovery] = await Promise.all([api("/api/v1/ledger"), api("/api/v1/autoscale"), api("/api/v1/dr")]);
+  // the model filter keeps the groups that serve a matching model (the quota tables stay whole)
+  const groupShown = (key) => !modelFilter || ((ledger.groups || []).find((g) => g.key === key)?.models || []).some(shown);
   const root = h("div", {});
   root.append(h("div", { class: "card" },
     h("h2", {}, `cards ${ledger.total_cards} · instances ${ledger.instances} · GPU instances ${ledger.gpu_instances}`),
@@ -279,22 +284,25 @@ async function drawLedger() {
         h("td", { class: "quota-cpu" }, usedOf(q.cpu_cores)), h("td", { class: "quota-memory" }, usedOf(q.memory_gb))))),
     h("h3", {}, "cards and instances by group"),
     h("table", { id: "group-cards" }, h("tr", {}, ["group", "cards (spec)", "card share", "running instances", "GPU instances", "cards running"].map((t) => h("th", {}, t))),
-      Object.entries(ledger.cards_by_group).map(([group, cards]) => {
+      Object.entries(ledger.cards_by_group).filter(([group]) => groupShown(group)).map(([group, cards]) => {
         const running = ledger.running_by_group[group] || { instances: 0, gpu_instances: 0, cards: 0 };
         const share = ((ledger.groups || []).find((g) => g.key === group) || {}).cards_share;
         return h("tr", { class: "group-cards", "data-group": group }, h("td", {}, group), h("td", {}, cards),
           h("td", { class: "card-share" }, share ?? "—"), h("td", {}, running.instances), h("td", {}, running.gpu_instances), h("td", {}, running.cards));
       }))));
-  root.append(recoveryCard(recovery.places));
-  for (const group of ledger.groups) {
+  root.append(recoveryCard(recovery.places, recovery.lost || {}, groupShown));
+  const groups = ledger.groups.filter((g) => groupShown(g.key));
+  if (modelFilter && !groups.length) root.append(h("p", { class: "muted" }, `no group serves a model matching '${modelFilter}'`));
+  for (const group of groups) {
     const release = group.release;
-    const scaling = autoscale.groups.find((g) => g.group === group.key);
+    const scalings = autoscale.groups.filter((g) => g.group === group.key);
     root.append(h("div", { class: "card ledger-group", "data-group": group.key },
       h("h2", {}, group.key, " ", h("span", { class: "release-state" }, badge(release.state)),
         release.percent !== undefined ? ` ${release.percent} % new` : "",
         release.group_revision ? h("span", { class: "muted" }, ` group revision ${release.group_revision}`) : ""),
-      scaling ? h("p", { class: "autoscale" }, `autoscaling ${scaling.mode}: ${scaling.rule.min}–${scaling.rule.max} replicas, target ${scaling.rule.target_in_flight} in flight; `,
-        h("span", { class: "muted" }, scaling.decisions.length ? scaling.decisions[scaling.decisions.length - 1].explain : "no decision yet")) : null,
+      scalings.map((scaling) => h("p", { class: "autoscale", "data-template": scaling.template },
+        `autoscaling ${scaling.template} ${scaling.mode}: ${scaling.rule.min}–${scaling.rule.max} replicas, target ${scaling.rule.target_in_flight} in flight; `,
+        h("span", { class: "muted" }, scaling.decisions.length ? scaling.decisions[scaling.decisions.length - 1].explain : "no decision yet"))),
       h("h3", {}, "event record"),
       group.events.length
         ? h("table", { class: "events" }, group.events.slice().reverse().map((e) => h("tr", { class: "event", "data-action": e.action },
