@@ -22,11 +22,13 @@ from tests.support.servers import wait_until
 
 MAIN = f"{SERVICE}/main"
 
-# the quota holds 2 cards, the group's share and its autoscaling bound are 3
+# the quota's cards, the group's share and its autoscaling bound are 3; its 3 cores (an
+# instance takes 1) hold the light group's one instance and 2 of the main group's
 SPEC = double_spec(
-    quota_cards=2,
+    quota_cards=3,
     main_cards=3,
     autoscaling="{min: 1, max: 3, target_in_flight: 2, stable_window_s: 6, panic_window_s: 2}",
+    cpu_cores=3,
 )
 
 ECHO = {"inputs": [{"name": "text", "shape": [1, 1], "datatype": "BYTES", "data": ["hi"]}]}
@@ -95,7 +97,7 @@ def test_up_serves_through_the_gateway_scales_with_load_within_quota_and_heals(
         assert ledger["running_by_group"][f"{SERVICE}/light"]["gpu_instances"] == 0
 
         # 12 callers on a 0.2 s model keep ~12 requests in flight: want 6 replicas, the
-        # quota holds 2 cards, so the group grows to 2 and the decision says why
+        # quota's cores hold 2, so the group grows to 2 and the decision says why
         with under_load(platform.gateway) as errors:
             wait_until(lambda: len(platform.instances(MAIN)) == 2, timeout=60, interval=0.5)
 

@@ -126,14 +126,14 @@ def test_on_kubernetes_the_control_plane_scales_the_groups_deployment_within_quo
             # at its start it read the Deployment's scale (1, the rule's min): nothing to set
             assert _KubernetesApi.reads == [path] and patches == []
 
-            # 12 callers on a 0.2 s model: want 6 replicas, the quota holds 2 cards
+            # 12 callers on a 0.2 s model: want 6 replicas, the quota's cores hold 2
             def scaled_to(replicas: int) -> bool:
                 return any(p["body"] == {"spec": {"replicas": replicas}} for p in patches)
 
             with under_load(f"http://{instance.http_url}") as errors:
                 wait_until(lambda: scaled_to(2), timeout=60)
             assert errors == []
-            assert not scaled_to(3)  # the quota's 2 cards held it
+            assert not scaled_to(3)  # the quota's cores held it
             assert all(p["path"].startswith(path) for p in patches)  # light has no rule
             assert patches[0]["type"] == "application/merge-patch+json"
             assert "fieldManager=modelyard-control-plane" in patches[0]["path"]

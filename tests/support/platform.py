@@ -24,7 +24,7 @@ _SPEC = """
 quotas:
   q:
     owner: {{org: test}}
-    cpu_cores: 64
+    cpu_cores: {cpu_cores}
     memory_gb: 64
     cards: {{dc1: {{A30-24G: {quota_cards}}}}}
 queues:
@@ -52,10 +52,15 @@ services:
 """
 
 
-def double_spec(quota_cards: int, main_cards: int, autoscaling: str = "") -> str:
-    """A service with a "GPU" group serving slow_double and a CPU-only one serving bytes_echo."""
+def double_spec(
+    quota_cards: int, main_cards: int, autoscaling: str = "", cpu_cores: int = 64
+) -> str:
+    """A service with a "GPU" group serving slow_double and a CPU-only one serving bytes_echo
+    (each instance 1 core)."""
     line = f"autoscaling: {autoscaling}" if autoscaling else ""
-    return _SPEC.format(quota_cards=quota_cards, main_cards=main_cards, autoscaling=line)
+    return _SPEC.format(
+        quota_cards=quota_cards, main_cards=main_cards, autoscaling=line, cpu_cores=cpu_cores
+    )
 
 
 @dataclass

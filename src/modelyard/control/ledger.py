@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from modelyard.control.spec import Group, InstanceSpec, PlatformSpec, Service, Template
+from modelyard.control.spec import Group, InstanceSpec, PlatformSpec, Quota, Service, Template
 
 # (quota, data centre, GPU model) -> cards
 Reservations = dict[tuple[str, str, str], int]
@@ -286,7 +286,7 @@ def validate(
                         )
                     )
             _check_autoscaling(spec, findings, gpath, group.autoscaling, group.templates)
-            _check_autoscaling_cards(spec, findings, gpath, group)
+            _check_autoscaling_cards(spec, findings, gpath, group, spec.quotas.get(service.quota))
             for template in group.templates.values():
                 tpath = (*gpath, "templates", template.name)
                 _check_template(
@@ -495,10 +495,15 @@ def _check_autoscaling(
 
 
 def _check_autoscaling_cards(
-    spec: PlatformSpec, findings: list[Finding], gpath: tuple[str, ...], group: Group
+    spec: PlatformSpec,
+    findings: list[Finding],
+    gpath: tuple[str, ...],
+    group: Group,
+    quota: Quota | None,
 ) -> None:
-    """The cards a group's autoscaling max would take are within its share. (The quota,
-    which other groups share, bounds the autoscaler as it runs: `explain` names it.)"""
+    """The cards a group's autoscaling max would take are within its share, and within
+    the quota's hard cards of each data centre and GPU model. (What other groups hold of
+    the quota bounds the autoscaler as it runs: `explain` names it.)"""
     high = group.autoscaling.get("max") if group.autoscaling else None
     if not isinstance(high, int) or high < 0:
         return
@@ -517,6 +522,26 @@ def _check_autoscaling_cards(
                 limit=group.cards,
             )
         )
+    if quota is None:
+        return
+    at_max: Counter[tuple[str, str]] = Counter()
+    for template in group.templates.values():
+        if template.spec is not None and template.spec.cards:
+            for dc in template.queues:
+                at_max[(dc, template.spec.gpu_model or "")] += high * template.spec.cards
+    for (dc, gpu), cards in sorted(at_max.items()):
+        hard = quota.cards.get(dc, {}).get(gpu, 0)
+        if cards > hard:
+            findings.append(
+                Finding(
+                    "AUTOSCALE_MAX_OVER_QUOTA",
+                    f"autoscaling max {high} replicas of group {group.name} take {cards} "
+                    f"{gpu} cards in {dc}, over quota {quota.name}'s {hard}",
+                    where,
+                    requested=cards,
+                    limit=hard,
+                )
+            )
 
 
 # a service's name is a reverse-DNS key: com.example.search.ranker

@@ -192,16 +192,24 @@ def test_a_quota_without_cpu_or_memory_limits_neither_and_a_negative_one_is_refu
     assert "platform.yaml:4" in line
 
 
-def test_an_autoscaling_max_beyond_the_group_s_card_share_is_refused() -> None:
+def test_an_autoscaling_max_beyond_the_group_s_card_share_or_the_quota_is_refused() -> None:
     text = BASE.replace(
         "                loads: [ranker]}\n",
         "                loads: [ranker]}\n        autoscaling: {min: 1, max: 50}\n",
     )
-    (finding,) = validate(parse_platform_spec(text))
-    assert finding.code == "AUTOSCALE_MAX_OVER_SHARE"
-    assert (finding.requested, finding.limit) == (100, 6)  # 50 replicas x 2 data centres
+    share, dc1, dc2 = validate(parse_platform_spec(text))
+    assert share.code == "AUTOSCALE_MAX_OVER_SHARE"
+    assert (share.requested, share.limit) == (100, 6)  # 50 replicas x 2 data centres
+    # and the quota's hard cards of each data centre: 50 against 8 in dc1, 4 in dc2
+    assert (dc1.code, dc1.requested, dc1.limit) == ("AUTOSCALE_MAX_OVER_QUOTA", 50, 8)
+    assert "take 50 A30-24G cards in dc1, over quota search-gpu's 8" in dc1.message
+    assert (dc2.code, dc2.requested, dc2.limit) == ("AUTOSCALE_MAX_OVER_QUOTA", 50, 4)
     at_share = text.replace("max: 50", "max: 3")
     assert validate(parse_platform_spec(at_share)) == []
+    # within the share, beyond what dc2's quota holds
+    small_dc2 = at_share.replace("dc2: {A30-24G: 4}", "dc2: {A30-24G: 2}")
+    codes = [(f.code, f.requested, f.limit) for f in validate(parse_platform_spec(small_dc2))]
+    assert ("AUTOSCALE_MAX_OVER_QUOTA", 3, 2) in codes
 
 
 def test_the_ledger_shows_each_quota_s_owner_cores_and_memory_and_each_group_s_share() -> None:
