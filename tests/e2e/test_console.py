@@ -127,6 +127,16 @@ def attribute(driver: WebDriver, css: str, name: str) -> str:
     raise AssertionError(f"{css} kept being redrawn")
 
 
+def click(driver: WebDriver, css: str) -> None:
+    """Click the first element ``css`` finds, found again if a redraw replaced it meanwhile."""
+
+    def clicked(d: WebDriver) -> bool:
+        d.find_element(By.CSS_SELECTOR, css).click()
+        return True
+
+    until(driver, clicked, 10.0, f"{css} could not be clicked")
+
+
 def wait_for_count(driver: WebDriver, css: str, at_least: int, timeout: float = 30.0) -> None:
     def counted(d: WebDriver) -> bool:
         elements = d.find_elements(By.CSS_SELECTOR, css)
@@ -186,14 +196,14 @@ def test_console_shows_live_maps_a_fired_rate_limit_and_a_rollback(
             browser.get(platform.control + "/")
             # the governance map: both live instances with their queue and health
             wait_for(browser, ".instance", text="up")
-            rows = browser.find_elements(By.CSS_SELECTOR, ".instance")
-            assert len(rows) == 2
-            assert any("dc1-gpu" in r.text for r in rows) and any("dc1-cpu" in r.text for r in rows)
+            wait_for(browser, ".instance", text="dc1-gpu")
+            wait_for(browser, ".instance", text="dc1-cpu")
+            assert len(browser.find_elements(By.CSS_SELECTOR, ".instance")) == 2
             # the limit fires: its rule, then one rejection with its line and the change
             wait_for(browser, '.rejection-rule[data-rule="ratelimit/instance-qps"]', timeout=40)
             wait_for(browser, '.breaker[data-rule="breaker/slow-double"]', text="closed")
             wait_for(browser, ".rejection", timeout=20)
-            browser.find_elements(By.CSS_SELECTOR, ".rejection")[0].click()
+            click(browser, ".rejection")
             wait_for(browser, "#rejection-line", text="rule=ratelimit/instance-qps")
             wait_for(
                 browser, '#rejection-explanation tr[data-row="change"]', text="modelyard rules"
@@ -209,7 +219,7 @@ def test_console_shows_live_maps_a_fired_rate_limit_and_a_rollback(
             bad_inputs = send_bad_inputs(platform)
 
             # a rejection's model opens the model's card on the inference map, its own URL
-            browser.find_element(By.CSS_SELECTOR, f"{grouped} .model-link").click()
+            click(browser, f"{grouped} .model-link")
             wait_for(browser, "#view-inference:not([hidden])")
             assert browser.current_url.endswith("#inference?model=slow_double")
             assert browser.find_element(By.ID, "model-filter").get_attribute("value") == (
@@ -226,7 +236,7 @@ def test_console_shows_live_maps_a_fired_rate_limit_and_a_rollback(
             wait_for(browser, f"{model} .rejection-link", text=times)
             wait_for_count(browser, f"{model} .bad-requests", bad_inputs)
             screenshot(browser, "inference")
-            browser.find_element(By.CSS_SELECTOR, f"{model} .rejection-link").click()
+            click(browser, f"{model} .rejection-link")
             wait_for(browser, "#view-governance:not([hidden])")
             assert browser.current_url.endswith("#governance?model=slow_double")
             wait_for(browser, grouped)

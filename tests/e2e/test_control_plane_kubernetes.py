@@ -162,17 +162,6 @@ def test_on_kubernetes_the_control_plane_scales_the_groups_deployment_within_quo
                 assert answer.status_code == 400 and text in answer.json()["error"], answer.text
                 assert "rule=platform/dr" in answer.json()["error"]
 
-            refused = httpx.post(
-                f"{platform.control}/api/v1/groups/{MAIN}/release/start",
-                json={"model": "slow_double", "version": "1"},
-                timeout=10,
-            )
-            assert refused.status_code == 501, refused.text
-            assert (
-                "releases on Kubernetes are not made by the control plane yet"
-                in (refused.json()["error"])
-            )
-
         # a control plane that restarts keeps no state: it adopts the cluster's 2 replicas
         fresh = tmp_path / "fresh-state"
         fresh.mkdir()

@@ -263,13 +263,18 @@ def test_an_instance_that_stops_answering_costs_no_request_with_an_attempt_timeo
         )
         for transport in ("http", "grpc"):
             with Client(SERVICE, registry, transport=transport, attempt_timeout=0.3) as client:
+                balancer = client.async_client.balancer
                 started = time.monotonic()
-                for _ in range(20):
+                # the first pick of a call is a coin toss: five misses of the silent one take
+                # about ten calls, and sixty leave no real chance of never getting there
+                for _ in range(60):
                     outputs = client.infer(MODEL, {"x": X}, timeout=10)
                     np.testing.assert_array_equal(outputs["y"], EXPECTED)
-                # the silent one held at most a few attempts, each 0.3 s, before its ejection
-                assert time.monotonic() - started < 5
-                ejected = [h.key.partition("@")[0] for h in client.async_client.balancer.ejected()]
+                    if balancer.ejected():
+                        break
+                # the silent one held a few attempts, each 0.3 s, before its ejection
+                assert time.monotonic() - started < 10
+                ejected = [h.key.partition("@")[0] for h in balancer.ejected()]
                 assert ejected == ["silent"]
 
 

@@ -116,3 +116,30 @@ def test_a_gateway_in_process_forwards_to_an_instance_in_process(tmp_path: Path)
                 assert answer.json()["outputs"][0]["data"] == [1002.0, 1004.0]
 
     asyncio.run(run())
+
+
+def test_a_pinned_version_is_served_whatever_the_version_policy_says(tmp_path: Path) -> None:
+    repository = tmp_path / "models"
+    slow_double(repository, versions=(1, 2, 3))  # its policy: the latest one
+    args = serve_args(
+        [
+            "--model-repository", str(repository), "--http-port", str(free_port()),
+            "--grpc-port", "-1", "--metrics-port", "-1", "--model-version", "slow_double=2",
+        ]
+    )  # fmt: skip
+
+    async def run() -> None:
+        async with InstanceServer(args) as server:
+            assert server.manager is not None
+            assert [v.version for v in server.manager.ready_versions()] == [2]
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("pin", ["slow_double", "slow_double=two", "=2"])
+def test_a_pin_that_names_no_version_number_is_refused(
+    pin: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        serve_args(["--model-repository", "m", "--model-version", pin])
+    assert f"expected MODEL=VERSION (a version number), got {pin!r}" in capsys.readouterr().err

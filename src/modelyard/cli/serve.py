@@ -76,6 +76,15 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="in explicit mode, load this model at start ('*' for all); repeatable",
     )
     parser.add_argument(
+        "--model-version",
+        action="append",
+        default=[],
+        type=_pinned_version,
+        metavar="MODEL=VERSION",
+        help="serve exactly this version of the model, whatever its version_policy says "
+        "(a release's canary); repeatable",
+    )
+    parser.add_argument(
         "--trusted-repository",
         action="store_true",
         help="allow pickle-based model files (model.pkl, model.joblib) in this repository",
@@ -165,6 +174,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="the spec's template this instance was started from (the autoscaler scales each "
         "template on its own instances' load)",
     )
+    discovery.add_argument(
+        "--role",
+        choices=("stable", "canary"),
+        default=None,
+        help="this instance's part in its group's release (a registry label)",
+    )
     discovery.add_argument("--spec", default="", help="resource spec, e.g. 8C/32G")
     discovery.add_argument("--weight", type=float, default=1.0)
     discovery.add_argument(
@@ -216,7 +231,12 @@ def _advertised_instance(
     grpc = None
     if grpc_port is not None:
         grpc = f"[{host}]:{grpc_port}" if ":" in host else f"{host}:{grpc_port}"
-    labels = {"data_center": args.data_center, "queue": args.queue, "template": args.template}
+    labels = {
+        "data_center": args.data_center,
+        "queue": args.queue,
+        "template": args.template,
+        "role": args.role,
+    }
     return Instance(
         service=args.service,
         group=args.group,
@@ -227,6 +247,13 @@ def _advertised_instance(
         spec=args.spec,
         weight=args.weight,
     )
+
+
+def _pinned_version(text: str) -> tuple[str, int]:
+    model, _, version = text.partition("=")
+    if not model or not version.isdigit():
+        raise argparse.ArgumentTypeError(f"expected MODEL=VERSION (a version number), got {text!r}")
+    return model, int(version)
 
 
 def _current_weight(path: Path | None, default: float) -> float:
@@ -288,6 +315,7 @@ class InstanceServer(InProcessServer):
             ControlMode(args.model_control_mode),
             poll_secs=args.repository_poll_secs,
             startup_models=args.load_model,
+            pinned_versions=dict(args.model_version),
             trusted_repository=args.trusted_repository,
             trusted_models=args.trust_model,
             default_max_queue_size=args.max_queue_size,

@@ -204,6 +204,7 @@ async def _overview(request: web.Request) -> web.Response:
                         "data_center": entry.labels.get("data_center"),
                         "queue": entry.labels.get("queue"),
                         "spec": entry.spec,
+                        "role": entry.labels.get("role", "stable"),
                         "weight": entry.weight,
                         "live": _live(plane.collector.views.get(entry.instance_id)),
                     }
@@ -262,9 +263,13 @@ def _release_state(state: State, key: str, release: dict[str, Any] | None) -> di
     }
     if release is None:
         return {**base, "state": "stable"}
+    if release.get("promoting"):
+        phase = "promoting"  # on a cluster: until the registry shows the promoted pods
+    else:
+        phase = "paused" if release.get("paused") else "canary"
     return {
         **base,
-        "state": "paused" if release.get("paused") else "canary",
+        "state": phase,
         "percent": release.get("percent"),
         "pins": release.get("pins"),
         "from": release.get("from"),

@@ -15,6 +15,9 @@
   deregisters on SIGTERM, keeps answering while callers' views drop it, then drains),
   and the model repository from a volume (a PersistentVolumeClaim, or an OCI image);
 * a PodDisruptionBudget per group (one pod of a group down at a time);
+* per quota namespace, the ConfigMap ``release-weights``: a Deployment's pods read their
+  registry weight from its key named after the Deployment (absent: 1), which the control
+  plane writes during a release (``control/kubernetes_release.py``);
 * per service, a gateway Deployment and Service: a gateway pod waits in a preStop hook
   while the Service's endpoints drop it, then drains; with ``gateway_attempt_timeout``
   it tries another instance when one gives no answer in time (a dead node, a cut link);
@@ -27,8 +30,9 @@
   (``platform up --target kubernetes``: one pod, the spec from a ConfigMap, its state
   on a PersistentVolumeClaim so events, releases and the ledger's replicas outlive the
   pod, the API's auth file from a Secret), a ServiceAccount, and in each quota's
-  namespace a Role and RoleBinding that let it read and set Deployments' scale and
-  nothing else.
+  namespace a Role and RoleBinding that let it set Deployments' scale, make and delete
+  a release's canary Deployments, patch a Deployment's pod template at promotion, and
+  write the release weights, and nothing else.
 
 Names are DNS labels unique for their identity (a hash of it follows the readable part).
 """
@@ -57,6 +61,12 @@ CONTROL_AUTH = "control-plane-auth"
 CONTROL_AUTH_DIR = "/etc/modelyard/control-auth"
 IMAGE_GID = 10001  # the Containerfile's user's group
 CONTROL_PORT = 7070
+# a pod's part in its group's release: the Deployments' selectors tell stable from canary
+TRACK = f"{LABEL}/track"
+# per quota namespace: each Deployment's pods read their registry weight from the key
+# named after it (absent: 1); the control plane writes them during a release
+WEIGHTS = "release-weights"
+WEIGHTS_DIR = "/etc/modelyard/weights"
 # the spec's GPU models -> the nvidia.com/gpu.product value GPU Feature Discovery gives
 # their nodes; a form factor other than this one (PCIe for SXM) is set with --gpu-product
 GPU_PRODUCTS = {
@@ -114,7 +124,7 @@ def _dns(text: str) -> str:
     return name[:63].rstrip("-")
 
 
-def _object_name(*identity: str) -> str:
+def object_name(*identity: str) -> str:
     """A name that is readable, DNS-safe and unique for its identity.
 
     The whole identity goes in (``com.teama.ranker`` and ``com.teamb.ranker`` must not
@@ -133,12 +143,12 @@ def _render_error(detail: str, where: str) -> ConfigError:
 
 
 def quota_namespace(options: ClusterOptions, quota: str) -> str:
-    return _object_name(options.namespace, quota)
+    return object_name(options.namespace, quota)
 
 
 def deployment_name(service: str, group: str, template: str, data_center: str) -> str:
     """The Deployment of one template of a group in one data centre."""
-    return _object_name(service, group, template, data_center)
+    return object_name(service, group, template, data_center)
 
 
 def registry_url(options: ClusterOptions) -> str:
@@ -187,7 +197,15 @@ def render(spec: PlatformSpec, options: ClusterOptions | None = None) -> list[di
     manifests: list[dict[str, Any]] = [_namespace(options.namespace)]
     for quota in sorted(spec.quotas.values(), key=lambda q: q.name):
         namespace = quota_namespace(options, quota.name)
-        manifests += [_namespace(namespace), _resource_quota(quota, namespace)]
+        manifests += [
+            _namespace(namespace),
+            _resource_quota(quota, namespace),
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": WEIGHTS, "namespace": namespace},
+            },
+        ]
     for service in spec.services.values():
         namespace = quota_namespace(options, service.quota)
         if service.name in options.service_files:
@@ -262,11 +280,23 @@ def _control_plane(
                 "kind": "Role",
                 "metadata": dict(meta),
                 "rules": [
-                    {  # replicas only: a pod template it cannot touch
+                    {
                         "apiGroups": ["apps"],
                         "resources": ["deployments/scale"],
                         "verbs": ["get", "patch"],
-                    }
+                    },
+                    # a release: canaries made from a Deployment, its pods' versions promoted
+                    {
+                        "apiGroups": ["apps"],
+                        "resources": ["deployments"],
+                        "verbs": ["get", "create", "patch", "delete"],
+                    },
+                    {
+                        "apiGroups": [""],
+                        "resources": ["configmaps"],
+                        "resourceNames": [WEIGHTS],
+                        "verbs": ["get", "patch"],
+                    },
                 ],
             },
             {
@@ -341,7 +371,7 @@ def _control_plane(
 
 
 def _service_file(options: ClusterOptions, service: str, namespace: str) -> dict[str, Any]:
-    name, text = _object_name("service-file", service), options.service_files[service]
+    name, text = object_name("service-file", service), options.service_files[service]
     if service in options.service_files_with_auth:
         return _secret(name, namespace, "service.yaml", text)
     return {
@@ -353,7 +383,7 @@ def _service_file(options: ClusterOptions, service: str, namespace: str) -> dict
 
 
 def _service_file_volume(options: ClusterOptions, service: str) -> dict[str, Any]:
-    name = _object_name("service-file", service)
+    name = object_name("service-file", service)
     if service in options.service_files_with_auth:
         return {"name": "service-file", "secret": {"secretName": name}}
     return {"name": "service-file", "configMap": {"name": name}}
@@ -427,7 +457,7 @@ def _resource_quota(quota: Quota, namespace: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
-        "metadata": {"name": _object_name(quota.name), "namespace": namespace},
+        "metadata": {"name": object_name(quota.name), "namespace": namespace},
         "spec": {"hard": hard},
     }
 
@@ -440,7 +470,7 @@ def _disruption_budget(service: str, group: str, namespace: str) -> dict[str, An
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": {"name": _object_name(service, group), "namespace": namespace},
+        "metadata": {"name": object_name(service, group), "namespace": namespace},
         "spec": {"maxUnavailable": 1, "selector": {"matchLabels": _group_labels(service, group)}},
     }
 
@@ -489,11 +519,12 @@ def _instances(
     queue_name: str,
 ) -> list[dict[str, Any]]:
     name = deployment_name(service, group, template.name, dc)
-    labels = {
+    slot_labels = {
         **_group_labels(service, group),
         f"{LABEL}/template": _dns(template.name),
         f"{LABEL}/data-center": _dns(dc),
     }
+    labels = {**slot_labels, TRACK: "stable"}  # a release's canaries: "canary"
     resources: dict[str, str] = {
         "cpu": str(template.spec.cpu_cores),
         "memory": f"{template.spec.memory_gb}Gi",
@@ -507,12 +538,19 @@ def _instances(
         "--template", template.name, "--spec", str(template.spec),
         "--model-control-mode", "explicit",
         "--deregister-grace", f"{DEREGISTER_GRACE_S:g}", "--exit-timeout-secs",
-        f"{EXIT_TIMEOUT_S:g}",
+        f"{EXIT_TIMEOUT_S:g}", "--weight-file", f"{WEIGHTS_DIR}/{name}",
     ]  # fmt: skip
     for model in template.loads:
         args += ["--load-model", model]
-    volumes = [_models_volume(options)]
-    mounts = [{"name": "models", "mountPath": "/models", "readOnly": True}]
+    volumes = [
+        _models_volume(options),
+        # optional: a pod starts while the namespace's ConfigMap is still being applied
+        {"name": "weights", "configMap": {"name": WEIGHTS, "optional": True}},
+    ]
+    mounts = [
+        {"name": "models", "mountPath": "/models", "readOnly": True},
+        {"name": "weights", "mountPath": WEIGHTS_DIR, "readOnly": True},
+    ]
     if service in options.service_files:
         args += ["--service-config", f"{SERVICE_FILE_DIR}/service.yaml"]
         volumes.append(_service_file_volume(options, service))
@@ -581,7 +619,7 @@ def _instances(
         "kind": "Service",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
         "spec": {
-            "selector": dict(labels),
+            "selector": dict(slot_labels),  # the slot's canary pods too
             "ports": [
                 {"name": "http", "port": 8000, "targetPort": "http"},
                 {"name": "grpc", "port": 8001, "targetPort": "grpc"},
@@ -594,7 +632,7 @@ def _instances(
 
 def _gateway(options: ClusterOptions, service: str) -> list[dict[str, Any]]:
     """A service's gateway: callers that know only its name reach its instances through it."""
-    name = _object_name("gateway", service)
+    name = object_name("gateway", service)
     labels = {f"{LABEL}/gateway": _dns(service), f"{LABEL}/component": "gateway"}
     args = [
         "gateway",

@@ -6,7 +6,10 @@ path, ``Content-Type: application/apply-patch+yaml``, ``fieldManager=modelyard``
 manager set is taken over only where the render says otherwise. Scaling a Deployment
 is a merge patch of its ``scale`` subresource under a field manager of its own
 (``modelyard-control-plane``), so the replicas it sets belong to it and a render that
-leaves them out does not take them back; ``read_scale_request`` reads them.
+leaves them out does not take them back; ``read_scale_request`` reads them. A release's
+requests (``control/kubernetes_release.py``) go under that manager too: canary
+Deployments applied and deleted, a Deployment's container patched (a strategic merge,
+as ``kubectl patch``), the weights ConfigMap merge-patched.
 ``apply_requests`` and the request builders are pure (what the tests check); ``send``
 hands them to the client's ``ApiClient``, each call bounded in time.
 The client is imported only here (``pip install 'modelyard[kubernetes]'``).
@@ -21,13 +24,15 @@ from typing import Any
 from modelyard.errors import Code, ConfigError
 
 FIELD_MANAGER = "modelyard"
-SCALE_MANAGER = "modelyard-control-plane"
+CONTROL_PLANE_MANAGER = "modelyard-control-plane"
 # seconds to connect, to read: a hung API server is an error. An apply may wait on the
 # cluster's admission webhooks; a scale is quick.
 APPLY_TIMEOUT = (3.0, 60.0)
 SCALE_TIMEOUT = (3.0, 10.0)
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+JSON = "application/json"
 
 # kind -> its resource name; which ones live in a namespace
 _RESOURCES = {
@@ -90,13 +95,50 @@ def _scale_path(namespace: str, deployment: str) -> str:
 def scale_request(namespace: str, deployment: str, replicas: int) -> ApiRequest:
     """Scale a Deployment: a merge patch of its scale subresource."""
     return ApiRequest("PATCH", _scale_path(namespace, deployment),
-                      (("fieldManager", SCALE_MANAGER),), MERGE_PATCH,
+                      (("fieldManager", CONTROL_PLANE_MANAGER),), MERGE_PATCH,
                       {"spec": {"replicas": replicas}})  # fmt: skip
 
 
 def read_scale_request(namespace: str, deployment: str) -> ApiRequest:
     """A Deployment's scale: its replicas now."""
-    return ApiRequest("GET", _scale_path(namespace, deployment), (), "application/json", {})
+    return read_request(_scale_path(namespace, deployment))
+
+
+def deployment_path(namespace: str, deployment: str) -> str:
+    return f"/apis/apps/v1/namespaces/{namespace}/deployments/{deployment}"
+
+
+def read_request(path: str) -> ApiRequest:
+    return ApiRequest("GET", path, (), JSON, {})
+
+
+def control_plane_apply_request(manifest: dict[str, Any]) -> ApiRequest:
+    """A server-side apply of an object the control plane owns (a canary Deployment)."""
+    query = (("fieldManager", CONTROL_PLANE_MANAGER), ("force", "true"))
+    return ApiRequest("PATCH", object_path(manifest), query, APPLY_PATCH, manifest)
+
+
+def container_args_request(
+    namespace: str, deployment: str, container: str, args: list[str]
+) -> ApiRequest:
+    """A Deployment's container with new arguments: a rolling update of its pods."""
+    body = {"spec": {"template": {"spec": {"containers": [{"name": container, "args": args}]}}}}
+    return ApiRequest("PATCH", deployment_path(namespace, deployment),
+                      (("fieldManager", CONTROL_PLANE_MANAGER),), STRATEGIC_MERGE_PATCH,
+                      body)  # fmt: skip
+
+
+def config_map_data_request(namespace: str, name: str, data: dict[str, str | None]) -> ApiRequest:
+    """Keys of a ConfigMap set (a string) or removed (None): a merge patch."""
+    return ApiRequest("PATCH", f"/api/v1/namespaces/{namespace}/configmaps/{name}",
+                      (("fieldManager", CONTROL_PLANE_MANAGER),), MERGE_PATCH,
+                      {"data": data})  # fmt: skip
+
+
+def delete_request(path: str) -> ApiRequest:
+    """Delete an object; its pods go with it (in the background)."""
+    body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+    return ApiRequest("DELETE", path, (), JSON, body)
 
 
 def api_client(kubeconfig: str | None = None) -> Any:

@@ -5,8 +5,8 @@ listens on a free loopback port, registers itself under the platform's
 registry and loads the models its template names in explicit mode. A
 process reads its registry weight from a file the launcher writes, so a
 release changes traffic shares without restarts. A pinned model version is
-served from an overlay repository: links to the base repository's files,
-with the model's ``version_policy`` set to that one version.
+served with ``serve --model-version MODEL=VERSION``, whatever the model's
+``version_policy`` says.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from typing import Any
 
 from modelyard.errors import Code, ConfigError
 from modelyard.processes import free_port, serve_command, wait_for_200
-
-_VERSION_POLICY = re.compile(r"version_policy\s*:?\s*\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
 
 
 @dataclass(slots=True)
@@ -127,40 +125,10 @@ class LocalLauncher:
         tmp.write_text(f"{weight:.6g}\n")
         tmp.replace(path)
 
-    def repository_for(self, pins: dict[str, str]) -> Path:
-        """The base repository, or an overlay that serves exactly the pinned versions."""
-        if not pins:
-            return self.model_repository
-        key = "+".join(f"{m}@{v}" for m, v in sorted(pins.items()))
-        overlay = self.state_dir / "repos" / safe_name(key)
-        overlay.mkdir(parents=True, exist_ok=True)
-        for entry in self.model_repository.iterdir():
-            target = overlay / entry.name
-            if entry.name not in pins:
-                if not target.exists() and not target.is_symlink():
-                    target.symlink_to(entry.resolve())
-                continue
-            target.mkdir(exist_ok=True)
-            for child in entry.iterdir():
-                link = target / child.name
-                if child.name != "config.pbtxt" and not link.exists() and not link.is_symlink():
-                    link.symlink_to(child.resolve())
-            # no config.pbtxt: the pin alone, completed from the model file as without it
-            written = entry / "config.pbtxt"
-            config = _VERSION_POLICY.sub("", written.read_text()) if written.exists() else ""
-            pinned = f"\nversion_policy {{ specific {{ versions: [{int(pins[entry.name])}] }} }}\n"
-            (target / "config.pbtxt").write_text(config.rstrip() + pinned)
-        return overlay
-
-    def start(self, instance: LaunchedInstance) -> None:
-        """Start the process and record its pid and port; ``wait_ready`` waits for it."""
-        self.set_weight(instance, instance.weight)
-        instance.http_port = free_port()
-        logs = self.state_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        log_path = logs / f"{safe_name(instance.name)}.log"
-        command = serve_command(
-            self.repository_for(instance.pins),
+    def command(self, instance: LaunchedInstance) -> list[str]:
+        """The instance's ``serve`` command line, on the port recorded for it."""
+        return serve_command(
+            self.model_repository,
             http_port=instance.http_port,
             model_control_mode="explicit",
             service=instance.service,
@@ -174,7 +142,17 @@ class LocalLauncher:
             weight_file=self.weight_file(instance.name),
             instance_id=instance.name,
             load_model=list(instance.loads),
+            model_version=[f"{m}={v}" for m, v in sorted(instance.pins.items())],
         )
+
+    def start(self, instance: LaunchedInstance) -> None:
+        """Start the process and record its pid and port; ``wait_ready`` waits for it."""
+        self.set_weight(instance, instance.weight)
+        instance.http_port = free_port()
+        logs = self.state_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        log_path = logs / f"{safe_name(instance.name)}.log"
+        command = self.command(instance)
         with log_path.open("ab") as log_file:
             process = subprocess.Popen(
                 command,

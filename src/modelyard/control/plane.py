@@ -14,8 +14,9 @@ With ``target="kubernetes"`` it runs beside a rendered platform
 (``platform render kubernetes``): the cluster runs, heals and fronts the
 instances, so it starts nothing; it finds the instances in the registry, and
 its autoscaling patches the group's Deployments' scale
-(``control/kubernetes_scaler.py``). Releases are not made there yet: they
-answer with a line that says so.
+(``control/kubernetes_scaler.py``), and its releases run canary Deployments
+beside the group's (``control/kubernetes_release.py``); its poll ends a
+promotion once the registry shows the promoted pods.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -67,6 +68,9 @@ from modelyard.control.spec import InstanceSpec, PlatformSpec, read_platform_spe
 from modelyard.discovery.registry import Instance
 from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.processes import free_port, wait_for_200
+
+if TYPE_CHECKING:
+    from modelyard.control.kubernetes_release import Cluster
 
 log = structlog.get_logger("modelyard.control")
 
@@ -132,6 +136,7 @@ class ControlPlane:
         self._lock = asyncio.Lock()  # one state change at a time inside this process
         self._claim: Any = None
         self.scaler: GroupScaler | None = None  # kubernetes: the Deployments' scale
+        self.cluster: Cluster | None = None  # kubernetes: a release's Deployments and weights
         self._registry: Any = None  # kubernetes: where the instances are found
         self._cluster_instances: list[Instance] = []
 
@@ -195,7 +200,7 @@ class ControlPlane:
         if self.on_cluster:
             done = await self.locked(self._check_for_cluster)
             if self.scaler is None:  # a kubeconfig's exec plugin may take its time
-                self.scaler = await asyncio.to_thread(_deployment_scaler, self.config)
+                self.scaler, self.cluster = await asyncio.to_thread(_cluster_hands, self.config)
         else:
             done = await self.locked(self._apply)
         self.follow_rules()
@@ -405,6 +410,7 @@ class ControlPlane:
             try:
                 if self.on_cluster:
                     await self._find_cluster_instances()
+                    await self.finish_promotions()
                 await self.collector.poll(self.targets())
                 await self.heal()
                 await self.declare_unanswered_lost()
@@ -659,6 +665,30 @@ class ControlPlane:
 
     # ---- releases through the API -------------------------------------------------
 
+    async def finish_promotions(self) -> list[str]:
+        """On a cluster: end each promotion whose pods the registry shows all promoted."""
+        if self.cluster is None or not any(
+            r.get("promoting") for r in self.state().releases.values()
+        ):
+            return []
+        from modelyard.control import kubernetes_release
+
+        cluster, instances = self.cluster, self.cluster_instances()
+
+        def run() -> list[str]:
+            state, spec = self.state(), self.spec
+            return [
+                f"{key}: promoted"
+                for key, release in list(state.releases.items())
+                if release.get("promoting")
+                and kubernetes_release.finish(spec, state, cluster, instances, key)
+            ]
+
+        done: list[str] = await self.locked(run)
+        for line in done:
+            log.info("release_promoted", what=line)
+        return done
+
     async def release(self, key: str, action: str, body: dict[str, Any]) -> dict[str, Any]:
         from modelyard.control import release
 
@@ -675,13 +705,7 @@ class ControlPlane:
             return value
 
         if self.on_cluster:
-            raise ConfigError(
-                "releases on Kubernetes are not made by the control plane yet",
-                code=Code.UNIMPLEMENTED,
-                rule="platform/release",
-                where="roll the group's Deployments (kubectl rollout); the control plane "
-                "scales them",
-            )
+            return await self._release_on_cluster(key, action, body, field)
 
         def run() -> dict[str, Any]:
             state = State.load(self.state_dir)
@@ -716,19 +740,76 @@ class ControlPlane:
 
         return dict(await self.locked(run))
 
+    async def _release_on_cluster(
+        self, key: str, action: str, body: dict[str, Any], field: Any
+    ) -> dict[str, Any]:
+        from modelyard.control import kubernetes_release as on_cluster
+        from modelyard.control import release
+        from modelyard.control.kubernetes import ClusterOptions
+
+        cluster = self.cluster
+        assert cluster is not None
+        await self._find_cluster_instances()  # the registry now: which pods a step counts
+        instances = self.cluster_instances()
+        running = sum(cards for group_key, cards in self.running() if group_key == key)
+        options = ClusterOptions(namespace=self.config.namespace, registry_url=self.config.registry)
+
+        def run() -> dict[str, Any]:
+            state, spec = State.load(self.state_dir), self.spec
+            if action == "start":
+                pins = {field("model", str, True): field("version", str, True)}
+                return on_cluster.start(spec, state, cluster, options, instances, running, key,
+                                        pins, body.get("percent"))  # fmt: skip
+            if action == "step":
+                resume = bool(field("resume", bool))
+                return on_cluster.step(state, cluster, instances, key, body.get("percent"),
+                                       resume=resume)  # fmt: skip
+            if action == "pause":
+                release.pause(state, key)
+                return {}
+            if action == "abort":
+                on_cluster.abort(state, cluster, key)
+                return {}
+            if action == "promote":
+                return {"group_revision": on_cluster.promote(state, cluster, key),
+                        "promoting": True}  # fmt: skip
+            if action == "rollback":
+                revision = on_cluster.rollback(spec, state, cluster, options, instances, running,
+                                               key, field("revision", int))  # fmt: skip
+                return {"group_revision": revision, "promoting": True}
+            if action == "move":
+                raise ConfigError(
+                    "moving a model between groups on Kubernetes is not made by the control "
+                    "plane yet",
+                    code=Code.UNIMPLEMENTED,
+                    rule="platform/release",
+                    where="bind the model to the new group in the spec, render and apply",
+                )
+            raise ConfigError(
+                f"no release action '{action}'",
+                code=Code.NOT_FOUND,
+                rule="platform/release",
+                where="start, move, step, pause, abort, promote or rollback",
+            )
+
+        return dict(await self.locked(run))
+
 
 def _cards(spec: str) -> int:
     parsed = InstanceSpec.parse(spec)
     return parsed.cards if parsed is not None else 0
 
 
-def _deployment_scaler(config: PlaneConfig) -> GroupScaler:
+def _cluster_hands(config: PlaneConfig) -> tuple[GroupScaler, Cluster]:
+    """The Deployments' scale, and a release's Deployments and weights, through one client."""
     from modelyard.control.kubernetes import ClusterOptions
     from modelyard.control.kubernetes_apply import api_client
+    from modelyard.control.kubernetes_release import ClusterReleases
     from modelyard.control.kubernetes_scaler import DeploymentScaler
 
     options = ClusterOptions(namespace=config.namespace, registry_url=config.registry)
-    return DeploymentScaler(options, api_client(config.kubeconfig))
+    client = api_client(config.kubeconfig)
+    return DeploymentScaler(options, client), ClusterReleases(client)
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

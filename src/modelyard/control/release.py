@@ -1,7 +1,7 @@
 """Releases per group: a canary of new model versions by weight steps, promote, abort, rollback.
 
 ``start`` launches one canary instance per template and data centre of the
-group, serving the new versions (an overlay repository pins them), after
+group, serving the new versions (``serve --model-version`` pins them), after
 reserving the canaries' cards in the ledger: a release the quota cannot
 hold is refused before anything starts. Traffic moves by registry weights:
 at x % the canaries' weight share new / (new + old) is x %, which the
@@ -96,7 +96,7 @@ def history(directory: Path, key: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def _group(spec: PlatformSpec, key: str) -> None:
+def check_group(spec: PlatformSpec, key: str) -> None:
     service, _, group = key.partition("/")
     if service not in spec.services or group not in spec.services[service].groups:
         raise ReleaseError(f"no group {key} in {spec.document.filename}")
@@ -106,7 +106,7 @@ def _members(state: State, key: str, role: str) -> list[LaunchedInstance]:
     return [i for i in state.instances if f"{i.service}/{i.group}" == key and i.role == role]
 
 
-def _active(state: State, key: str) -> dict[str, Any]:
+def active_release(state: State, key: str) -> dict[str, Any]:
     release = state.releases.get(key)
     if release is None:
         raise ReleaseError(f"no release in progress for {key}")
@@ -157,10 +157,10 @@ def _set_weights(state: State, key: str, percent: float) -> dict[str, float]:
 def start(
     spec: PlatformSpec, state: State, key: str, pins: dict[str, str], percent: float | None
 ) -> dict[str, Any]:
-    _group(spec, key)
+    check_group(spec, key)
     percent = checked_percent(percent)
-    _check_pins(spec, state, key, pins)
-    _idle(state, key)
+    check_pins(spec, state, key, pins)
+    check_idle(state, key)
     old = _members(state, key, "stable")
     if not old:
         raise ReleaseError(f"{key} runs no instances; apply the spec first")
@@ -175,7 +175,7 @@ def start(
             spec, slot_of(instance), state, "canary", {**state.versions.get(key, {}), **pins}
         )
         canaries.append(canary)
-    reserved = _reserve(spec, state, key, canaries, f"release of {key}")
+    reserved = reserve_cards(spec, state, key, canaries, f"release of {key}")
     before = _served_versions(state, key, list(pins))
     revisions = state.group_revisions.setdefault(key, [])
     if not revisions:
@@ -211,7 +211,7 @@ def checked_percent(value: Any) -> float | None:
     return float(value)
 
 
-def _check_pins(spec: PlatformSpec, state: State, key: str, pins: dict[str, str]) -> None:
+def check_pins(spec: PlatformSpec, state: State, key: str, pins: dict[str, str]) -> None:
     """Every pinned model belongs to the group, and its version is in the repository."""
     service, _, group_name = key.partition("/")
     owned = spec.services[service].groups[group_name].models
@@ -238,7 +238,7 @@ def _check_pins(spec: PlatformSpec, state: State, key: str, pins: dict[str, str]
             )
 
 
-def _idle(state: State, key: str) -> None:
+def check_idle(state: State, key: str) -> None:
     if key in state.releases:
         raise ReleaseError(f"a release of {key} is in progress; promote, abort or rollback it")
     for other, release in state.releases.items():
@@ -248,10 +248,16 @@ def _idle(state: State, key: str) -> None:
             )
 
 
-def _reserve(
-    spec: PlatformSpec, state: State, key: str, instances: list[LaunchedInstance], what: str
+def reserve_cards(
+    spec: PlatformSpec,
+    state: State,
+    key: str,
+    instances: list[LaunchedInstance],
+    what: str,
+    running: int | None = None,
 ) -> Counter[tuple[str, str, str]]:
-    """The cards ``instances`` add, checked against the ledger before anything starts."""
+    """The cards ``instances`` add, checked against the ledger before anything starts
+    (``running``: the group's cards now; None, those it launched here)."""
     quota = spec.services[key.partition("/")[0]].quota
     reserved: Counter[tuple[str, str, str]] = Counter()
     for instance in instances:
@@ -264,7 +270,8 @@ def _reserve(
     surge = sum(reserved.values())
     service, _, group = key.partition("/")
     share = spec.services[service].groups[group].cards
-    running = sum(i.cards for i in state.instances if i.service == service and i.group == group)
+    if running is None:
+        running = sum(i.cards for i in state.instances if i.service == service and i.group == group)
     if surge and running + surge > share:  # the surge is the group's cards too
         findings.append(
             Finding(
@@ -314,7 +321,7 @@ def move(
     spec: PlatformSpec, state: State, key: str, model: str, percent: float | None
 ) -> dict[str, Any]:
     """Start moving ``model`` into group ``key``, which the spec already binds it to."""
-    _group(spec, key)
+    check_group(spec, key)
     percent = checked_percent(percent)
     service, _, group_name = key.partition("/")
     group = spec.services[service].groups[group_name]
@@ -335,8 +342,8 @@ def move(
             f"it into {key} (found: {', '.join(sources) or 'none'})"
         )
     source = sources[0]
-    _idle(state, key)
-    _idle(state, source)
+    check_idle(state, key)
+    check_idle(state, source)
     templates = {name: t for name, t in group.templates.items() if model in t.loads}
     if not templates:
         raise ReleaseError(f"no template of {key} loads {model} in the spec")
@@ -349,7 +356,7 @@ def move(
             index = stable.index if stable is not None else 0
             slot = (service, group_name, name, dc, index)
             canaries.append(new_instance(spec, slot, state, "canary", pins))
-    reserved = _reserve(spec, state, key, canaries, f"moving {model} into {key}")
+    reserved = reserve_cards(spec, state, key, canaries, f"moving {model} into {key}")
     _start_canaries(launcher_for(state), state, canaries)
     state.releases[key] = {
         "kind": "move",
@@ -376,7 +383,7 @@ def step(
     action: str = "step",
     resume: bool = False,
 ) -> dict[str, Any]:
-    release = _active(state, key)
+    release = active_release(state, key)
     percent = checked_percent(percent)
     if release["paused"] and not resume:
         raise ReleaseError(f"the release of {key} is paused; step --resume to go on")
@@ -400,7 +407,7 @@ def _recorded_groups(key: str, release: dict[str, Any]) -> list[str]:
 
 
 def pause(state: State, key: str) -> None:
-    release = _active(state, key)
+    release = active_release(state, key)
     release["paused"] = True
     state.save()
     for group in _recorded_groups(key, release):
@@ -408,7 +415,7 @@ def pause(state: State, key: str) -> None:
 
 
 def abort(state: State, key: str) -> None:
-    release = _active(state, key)
+    release = active_release(state, key)
     launcher = launcher_for(state)
     for canary in _members(state, key, "canary"):
         launcher.stop(canary)
@@ -423,7 +430,7 @@ def abort(state: State, key: str) -> None:
 
 def promote(spec: PlatformSpec, state: State, key: str, action: str = "promote") -> int:
     """100 % new: canaries become stable, every other old instance is replaced; the revision."""
-    release = _active(state, key)
+    release = active_release(state, key)
     if release["paused"]:
         raise ReleaseError(f"the release of {key} is paused; step --resume first")
     launcher = launcher_for(state)
@@ -480,7 +487,7 @@ def promote(spec: PlatformSpec, state: State, key: str, action: str = "promote")
 
 def rollback(spec: PlatformSpec, state: State, key: str, revision: int | None) -> int:
     """Back to a recorded group revision (default: the one before the current)."""
-    _group(spec, key)
+    check_group(spec, key)
     revisions = state.group_revisions.get(key, [])
     if revision is None:
         revision = revisions[-2]["revision"] if len(revisions) >= 2 else 0

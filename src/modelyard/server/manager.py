@@ -142,8 +142,12 @@ class ModelManager:
         rate_limiter: ResourceLimiter | None = None,
         auto_complete: bool = True,
         load_retries: int = 0,
+        pinned_versions: dict[str, int] | None = None,
     ) -> None:
         self.repository = repository
+        # model -> the one version served, whatever its config's version_policy says (a
+        # release's canary: serve --model-version)
+        self.pinned_versions = dict(pinned_versions or {})
         # a failed load is tried this many more times (tritonserver's --model-load-retry-count)
         self.load_retries = load_retries
         # False: configs are taken as written (tritonserver's --disable-auto-complete-config)
@@ -558,6 +562,9 @@ class ModelManager:
                 base.name = name
             else:
                 base = read_model_config(model_dir, self.repository.config_name)
+            if name in self.pinned_versions:
+                base.version_policy.Clear()
+                base.version_policy.specific.versions[:] = [self.pinned_versions[name]]
             validate_version_policy(base, f"{name}/config.pbtxt")
             available = self.repository.versions(model_dir)
             backend = backend_for(

@@ -135,8 +135,20 @@ def test_the_whole_platform_renders_namespaces_quotas_budgets_gateways_and_etcd(
             args[args.index("--exit-timeout-secs") + 1]
         )
         assert pod["terminationGracePeriodSeconds"] > grace  # deregistration and draining fit
-        assert pod["volumes"] == [{"name": "models", "persistentVolumeClaim": {
-            "claimName": "models", "readOnly": True}}]  # fmt: skip
+        assert pod["volumes"] == [
+            {"name": "models", "persistentVolumeClaim": {"claimName": "models", "readOnly": True}},
+            {"name": "weights", "configMap": {"name": "release-weights", "optional": True}},
+        ]
+        # its registry weight: the key named after its Deployment in its namespace's map
+        name = deployment["metadata"]["name"]
+        assert args[args.index("--weight-file") + 1] == f"/etc/modelyard/weights/{name}"
+        selector = deployment["spec"]["selector"]["matchLabels"]
+        assert selector["modelyard.io/track"] == "stable"  # a release's canaries: "canary"
+        assert deployment["spec"]["template"]["metadata"]["labels"] == selector
+    weights = [m for m in _kinds(manifests, "ConfigMap") if m["metadata"]["name"] == (
+        "release-weights")]  # fmt: skip
+    assert [m["metadata"]["namespace"] for m in weights] == [quota_namespace]
+    assert all("data" not in m for m in weights)  # the control plane's keys are kept
     (gateway,) = [d for d in _kinds(manifests, "Deployment") if "gateway" in d["metadata"]["name"]]
     assert gateway["metadata"]["namespace"] == "modelyard"
     gateway_pod = gateway["spec"]["template"]["spec"]
@@ -208,7 +220,7 @@ def test_a_service_file_reaches_its_pods_and_cluster_limits_bring_redis() -> Non
     version = kubernetes_validate.latest_version()
     for manifest in manifests:
         kubernetes_validate.validate(manifest, version, strict=True)
-    (config_map,) = _kinds(manifests, "ConfigMap")
+    (config_map,) = [m for m in _kinds(manifests, "ConfigMap") if "data" in m]
     assert config_map["data"] == {"service.yaml": SERVICE_FILE}
     for deployment in _kinds(manifests, "Deployment"):
         name = deployment["metadata"]["name"]
@@ -223,7 +235,7 @@ def test_a_service_file_reaches_its_pods_and_cluster_limits_bring_redis() -> Non
     assert [d["metadata"]["name"] for d in _kinds(manifests, "Deployment") if
             d["metadata"]["name"] == "redis"] == ["redis"]  # fmt: skip
     without = render(parse_platform_spec(BASE), MODELS)
-    assert not _kinds(without, "ConfigMap")
+    assert not [m for m in _kinds(without, "ConfigMap") if "data" in m]
     assert all(d["metadata"]["name"] != "redis" for d in _kinds(without, "Deployment"))
     with pytest.raises(ConfigError):  # a file of a service the spec does not have
         render(
@@ -256,9 +268,14 @@ def test_the_control_plane_scales_deployments_in_the_quota_namespaces_and_nothin
     roles = _kinds(manifests, "Role")
     assert {r["metadata"]["namespace"] for r in roles} == quota_namespaces
     for role in roles:
-        (rule,) = role["rules"]
-        # the scale only: patching a Deployment itself could change its pods' image
-        assert rule["resources"] == ["deployments/scale"] and rule["verbs"] == ["get", "patch"]
+        scale, deployments, weights = role["rules"]
+        assert scale["resources"] == ["deployments/scale"] and scale["verbs"] == ["get", "patch"]
+        # a release: canaries made from the group's Deployments, promoted versions
+        assert deployments["resources"] == ["deployments"]
+        assert deployments["verbs"] == ["get", "create", "patch", "delete"]
+        # the weights map only: no other ConfigMap (a service file) may be read or changed
+        assert weights["resources"] == ["configmaps"] and weights["verbs"] == ["get", "patch"]
+        assert weights["resourceNames"] == ["release-weights"]
     for binding in _kinds(manifests, "RoleBinding"):
         (subject,) = binding["subjects"]
         assert subject == {
@@ -309,7 +326,7 @@ def test_files_with_keys_are_secrets_and_the_control_plane_keeps_its_state_on_a_
     # the file holds digests only: no raw key is rendered anywhere
     assert "app-key" not in repr(manifests)
     assert all(
-        m["data"].get("service.yaml") is None for m in _kinds(manifests, "ConfigMap")
+        m.get("data", {}).get("service.yaml") is None for m in _kinds(manifests, "ConfigMap")
     )  # the file is not also a ConfigMap
     for deployment in _kinds(manifests, "Deployment"):
         if deployment["metadata"]["name"].startswith("com-example"):
@@ -334,7 +351,8 @@ def test_files_with_keys_are_secrets_and_the_control_plane_keeps_its_state_on_a_
         ClusterOptions(service_files={"com.example.search.ranker": SERVICE_FILE},
                        models_claim="models"),
     )  # fmt: skip
-    assert not _kinds(plain, "Secret") and len(_kinds(plain, "ConfigMap")) == 1
+    assert not _kinds(plain, "Secret")
+    assert len([m for m in _kinds(plain, "ConfigMap") if "data" in m]) == 1
     with pytest.raises(ConfigError, match="'lots' is not a Kubernetes quantity"):
         render(
             parse_platform_spec(BASE),
