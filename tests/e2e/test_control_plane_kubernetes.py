@@ -162,6 +162,37 @@ def test_on_kubernetes_the_control_plane_scales_the_groups_deployment_within_quo
                 assert answer.status_code == 400 and text in answer.json()["error"], answer.text
                 assert "rule=platform/dr" in answer.json()["error"]
 
+            # declared lost, dc1's Deployments hold none (no data centre survives to take
+            # them); restored, each holds what it held. Autoscaling decisions are held
+            # meanwhile, so the last patches before the restore are the fail-over's and the
+            # first after it the restore's
+            light = path.replace(deployment_name(SERVICE, "main", "t", "dc1"),
+                                 deployment_name(SERVICE, "light", "cpu", "dc1"))  # fmt: skip
+            lost = httpx.post(f"{platform.control}/api/v1/dr/fail-over", json={"lose": "dc1"},
+                              timeout=30)  # fmt: skip
+            assert lost.status_code == 200, lost.text
+            assert list(lost.json()["lost"]) == ["dc1"]
+            before = len(patches)
+            last = {p["path"].partition("?")[0]: p["body"] for p in patches}
+            zero = {"spec": {"replicas": 0}}
+            assert last[path] == zero and last[light] == zero
+            events = platform.get(f"/api/v1/groups/{MAIN}/events")["events"]
+            assert events[-1]["action"] == "dr fail-over"
+            assert events[-1]["numbers"]["replicas"] == {"t/dc1": 0}
+            back = httpx.post(f"{platform.control}/api/v1/dr/restore", json={"place": "dc1"},
+                              timeout=30)  # fmt: skip
+            assert back.status_code == 200, back.text
+            assert back.json()["lost"] == {}
+            first = {p["path"].partition("?")[0]: p["body"] for p in reversed(patches[before:])}
+            restored = next(
+                e for e in reversed(platform.get(f"/api/v1/groups/{MAIN}/events")["events"])
+                if e["action"] == "dr restore"
+            )  # fmt: skip
+            replicas = restored["numbers"]["replicas"]["t/dc1"]
+            assert replicas in (1, 2)  # the autoscaler's: 2 under the load, 1 once it ended
+            assert first[path] == {"spec": {"replicas": replicas}}
+            assert first[light] == {"spec": {"replicas": 1}}
+
         # a control plane that restarts keeps no state: it adopts the cluster's 2 replicas
         fresh = tmp_path / "fresh-state"
         fresh.mkdir()

@@ -12,6 +12,11 @@ place's instances start again and the replacements stop.
 Both are idempotent: run again after a failure (a replacement that did not start),
 they make what is left so; a failure is recorded in the events of the groups the
 place holds before it is raised.
+
+On a cluster (``fail_over_on_cluster``, ``restore_on_cluster``) the same placement
+becomes each Deployment's replicas (``cluster_replicas``): 0 in the lost place, the
+survivors plus the replacements in each surviving data centre's, patched through
+the Deployments' scale.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from modelyard.control.apply import (
 from modelyard.control.disaster import GroupRecovery, after_loss, recovery
 from modelyard.control.ledger import expand
 from modelyard.control.release import record
+from modelyard.control.scaling import GroupScaler
 from modelyard.control.spec import PlatformSpec
 from modelyard.errors import Code, ConfigError, ModelyardError
 
@@ -45,10 +51,7 @@ def fail_over(
     """Declare ``place`` lost (``how`` says why: "declared", or what the control plane saw)
     and make it so; the caller holds the state's lock. A place already lost is made so
     again (what a failed attempt left)."""
-    check_place(spec, state, place)
-    if place not in state.lost:
-        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        state.lost[place] = {"at": at, "how": how}
+    _declare_lost(spec, state, place, how)
     stop_after = DECLARED_STOP_S if how == "declared" else DETECTED_STOP_S
     return _relocate(spec, spec_file, state, place, "dr fail-over", stop_after)
 
@@ -58,6 +61,13 @@ def restore(spec: PlatformSpec, spec_file: Path, state: State, place: str) -> li
     check_place(spec, state, place)
     state.lost.pop(place, None)
     return _relocate(spec, spec_file, state, place, "dr restore", DECLARED_STOP_S)
+
+
+def _declare_lost(spec: PlatformSpec, state: State, place: str, how: str) -> None:
+    check_place(spec, state, place)
+    if place not in state.lost:
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        state.lost[place] = {"at": at, "how": how}
 
 
 def check_place(spec: PlatformSpec, state: State, place: str) -> None:
@@ -151,3 +161,77 @@ def relocate(
     state.spec_hash = spec_before
     state.save()
     return done, recoveries
+
+
+DeploymentKey = tuple[str, str, str, str]  # service, group, template, data centre
+
+
+def cluster_replicas(
+    spec: PlatformSpec, state: State
+) -> tuple[dict[DeploymentKey, int], list[GroupRecovery]]:
+    """On a cluster: the pods each template's Deployment in each data centre holds with the
+    state's lost places gone (none there) and their replacements placed in the surviving
+    data centres within quota, as ``relocate`` places instances on one machine; and each
+    group's recovery."""
+    replicas = effective_replicas(spec, state)
+    planned, recoveries = after_loss(spec, state.lost, replicas, state.reserved())
+    counts = {
+        (service.name, group.name, template.name, dc): 0
+        for service in spec.services.values()
+        for group in service.groups.values()
+        for template in group.templates.values()
+        if template.spec is not None
+        for dc in template.queues
+    }
+    for instance in planned:
+        key = (instance.service, instance.group, instance.template, instance.data_center)
+        if key in counts:
+            counts[key] += 1
+    return counts, recoveries
+
+
+def fail_over_on_cluster(
+    spec: PlatformSpec, state: State, scaler: GroupScaler, place: str, how: str = "declared"
+) -> list[str]:
+    """``fail_over`` on a cluster: the Deployments' scale, each as ``cluster_replicas``
+    says. The place is recorded lost first, so running it again finishes a failed one."""
+    _declare_lost(spec, state, place, how)
+    state.save()
+    return _rescale(spec, state, scaler, place, "dr fail-over")
+
+
+def restore_on_cluster(
+    spec: PlatformSpec, state: State, scaler: GroupScaler, place: str
+) -> list[str]:
+    check_place(spec, state, place)
+    state.lost.pop(place, None)
+    state.save()
+    return _rescale(spec, state, scaler, place, "dr restore")
+
+
+def _rescale(
+    spec: PlatformSpec, state: State, scaler: GroupScaler, place: str, action: str
+) -> list[str]:
+    lost = {"lost": place, **state.lost[place]} if place in state.lost else {"lost": place}
+    counts, recoveries = cluster_replicas(spec, state)
+    try:
+        done = scaler.scale_deployments(spec, counts)
+    except ModelyardError as error:
+        for key in _groups_in(spec, place):
+            record(state, key, f"{action} failed", lost, None, {"error": error.line()})
+        raise
+    by_group = {f"{r.service}/{r.group}": r for r in recoveries}
+    for key in _groups_in(spec, place):
+        deployments = {
+            f"{template}/{dc}": count
+            for (service, group, template, dc), count in sorted(counts.items())
+            if f"{service}/{group}" == key
+        }
+        if action == "dr restore":
+            record(state, key, action, lost, {"restored": place}, {"replicas": deployments})
+            continue
+        found = by_group.get(key)
+        summary = found.to_json() if found is not None else {"placed": {}}
+        numbers = {"replicas": deployments, **summary}
+        record(state, key, action, lost, {"placed": summary["placed"]}, numbers)
+    return done

@@ -8,7 +8,8 @@ the ``scale`` subresource of each of the template's Deployments to N
 the render gave it, under a field manager of its own. ``replicas`` reads what
 the Deployments hold now, so a control plane that starts without them in its
 state (a first start, a claim replaced) adopts the cluster's replicas instead of
-resetting them.
+resetting them. A data centre declared lost sets each Deployment on its own
+(``scale_deployments``): none in the lost place, the replacements in the others.
 """
 
 from __future__ import annotations
@@ -78,6 +79,20 @@ class DeploymentScaler:
     ) -> list[str]:
         requests = group_scale_requests(spec, self.options, service, group, replicas, template)
         # a Deployment not applied yet (a new template or data centre) is skipped, not fatal
+        return send(self.client, requests, SCALE_TIMEOUT, missing_ok=True)
+
+    def scale_deployments(
+        self, spec: PlatformSpec, counts: dict[tuple[str, str, str, str], int]
+    ) -> list[str]:
+        """Each Deployment to its own count (a data centre lost, its replacements placed)."""
+        requests = [
+            scale_request(
+                quota_namespace(self.options, spec.services[service].quota),
+                deployment_name(service, group, template, dc),
+                count,
+            )
+            for (service, group, template, dc), count in sorted(counts.items())
+        ]
         return send(self.client, requests, SCALE_TIMEOUT, missing_ok=True)
 
     def replicas(

@@ -47,7 +47,12 @@ from modelyard.control.apply import (
 )
 from modelyard.control.autoscale import Autoscaler, Decision
 from modelyard.control.collector import Collector, Target
-from modelyard.control.failover import fail_over, restore
+from modelyard.control.failover import (
+    fail_over,
+    fail_over_on_cluster,
+    restore,
+    restore_on_cluster,
+)
 from modelyard.control.launcher import (
     is_alive,
     record_gateways,
@@ -278,6 +283,9 @@ class ControlPlane:
         every Deployment that holds something else."""
         assert self.scaler is not None
         spec, state, done = self.spec, State.load(self.state_dir), []
+        if state.lost:  # the Deployments hold a fail-over's counts: taking the most undoes it
+            log.warning("adoption_held", lost=sorted(state.lost), hint="platform dr restore")
+            return []
         for key in self.scaling if keys is None else keys:
             scaling = self.scaling[key]
             rule, service, template = scaling.scaler.rule, scaling.service, scaling.template
@@ -475,32 +483,25 @@ class ControlPlane:
         return fail_over(self.spec, self.config.spec_file, state, dc, how)
 
     async def fail_over(self, place: str) -> list[str]:
-        """Declare a data centre or queue lost (``failover.fail_over``)."""
-        self._refuse_on_cluster()
-        return list(
-            await self.locked(
-                lambda: fail_over(self.spec, self.config.spec_file, self.state(), place)
-            )
-        )
+        """Declare a data centre or queue lost (``failover.fail_over``; on a cluster, its
+        Deployments scaled to none and the replacements' up)."""
+
+        def run() -> list[str]:
+            if self.scaler is not None:
+                return fail_over_on_cluster(self.spec, self.state(), self.scaler, place)
+            return fail_over(self.spec, self.config.spec_file, self.state(), place)
+
+        return list(await self.locked(run))
 
     async def restore(self, place: str) -> list[str]:
         """A lost place is back: its instances start again and the replacements stop."""
-        self._refuse_on_cluster()
-        return list(
-            await self.locked(
-                lambda: restore(self.spec, self.config.spec_file, self.state(), place)
-            )
-        )
 
-    def _refuse_on_cluster(self) -> None:
-        if self.on_cluster:
-            raise ConfigError(
-                "on Kubernetes the cluster places pods: a lost data centre's pods are the "
-                "scheduler's to move",
-                code=Code.UNIMPLEMENTED,
-                rule="platform/dr",
-                where="scale the surviving data centres' Deployments (kubectl scale)",
-            )
+        def run() -> list[str]:
+            if self.scaler is not None:
+                return restore_on_cluster(self.spec, self.state(), self.scaler, place)
+            return restore(self.spec, self.config.spec_file, self.state(), place)
+
+        return list(await self.locked(run))
 
     def _autoscaling_templates(self) -> dict[str, tuple[str, Any, str]]:
         """SERVICE/GROUP/TEMPLATE → (service, group, template) for each template of each
@@ -623,12 +624,9 @@ class ControlPlane:
             "explain": decision.explain(at=False),
         }
         group_key = scaling.group_key
-        moving_out = any(r.get("from_group") == group_key for r in state.releases.values())
-        if group_key in state.releases or moving_out:
-            action["outcome"] = "held: a release of the group is in progress"
-        elif state.lost:  # replacements hold quota the trial replicas would not count
-            lost = ", ".join(sorted(state.lost))
-            action["outcome"] = f"held: {lost} declared lost (until platform dr restore)"
+        held = _held(state, group_key)
+        if held:
+            action["outcome"] = held
         elif self.config.autoscale == "dry-run":
             action["outcome"] = "recommended (dry run)"
         else:
@@ -639,8 +637,11 @@ class ControlPlane:
                 "panic_average": round(decision.panic_average, 3),
             }
 
-            def scale() -> list[str]:
+            def scale() -> list[str] | str:
                 fresh = State.load(self.state_dir)
+                held = _held(fresh, group_key)  # a release or a loss since the decision
+                if held:
+                    return held
                 if self.scaler is not None:
                     return scale_on_cluster(
                         spec, fresh, scaling.service, group, decision.replicas, numbers,
@@ -657,8 +658,11 @@ class ControlPlane:
                     template,
                 )
 
-            action["done"] = await self.locked(scale)
-            action["outcome"] = "applied"
+            done = await self.locked(scale)
+            if isinstance(done, str):
+                action["outcome"] = done
+            else:
+                action["done"], action["outcome"] = done, "applied"
         scaling.actions.append(action)
         log.info("autoscale", group=key, **{k: v for k, v in action.items() if k != "explain"})
         return decision
@@ -793,6 +797,17 @@ class ControlPlane:
             )
 
         return dict(await self.locked(run))
+
+
+def _held(state: State, group_key: str) -> str | None:
+    """Why a scaling decision for the group must wait, if it must."""
+    moving_out = any(r.get("from_group") == group_key for r in state.releases.values())
+    if group_key in state.releases or moving_out:
+        return "held: a release of the group is in progress"
+    if state.lost:  # replacements hold quota the trial replicas would not count
+        lost = ", ".join(sorted(state.lost))
+        return f"held: {lost} declared lost (until platform dr restore)"
+    return None
 
 
 def _cards(spec: str) -> int:

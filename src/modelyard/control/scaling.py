@@ -137,6 +137,12 @@ class GroupScaler(Protocol):
         self, spec: PlatformSpec, service: str, group: Group, template: str | None = None
     ) -> list[int | None]: ...
 
+    def scale_deployments(
+        self, spec: PlatformSpec, counts: dict[tuple[str, str, str, str], int]
+    ) -> list[str]:
+        """Each (service, group, template, data centre)'s Deployment to its count."""
+        ...
+
 
 def scale_on_cluster(
     spec: PlatformSpec,

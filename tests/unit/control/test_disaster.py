@@ -12,8 +12,14 @@ import pytest
 
 from modelyard.control.apply import State
 from modelyard.control.disaster import after_loss, evaluate
-from modelyard.control.failover import check_place
+from modelyard.control.failover import (
+    check_place,
+    cluster_replicas,
+    fail_over_on_cluster,
+    restore_on_cluster,
+)
 from modelyard.control.ledger import expand
+from modelyard.control.release import history
 from modelyard.control.spec import parse_platform_spec
 from modelyard.errors import ConfigError
 from tests.unit.control.test_ledger import BASE
@@ -109,3 +115,58 @@ def test_a_place_is_one_the_spec_has_or_one_declared_lost_before_the_spec_droppe
     with pytest.raises(ConfigError, match="'dc9' is neither a data centre nor a queue"):
         check_place(spec, State(tmp_path), "dc9")
     check_place(spec, State(tmp_path, lost={"dc9": {"at": "then", "how": "declared"}}), "dc9")
+
+
+class RecordingScaler:
+    """A cluster's Deployments' scale as a fail-over sets it (or a refusal, ``failing``)."""
+
+    def __init__(self, failing: bool = False) -> None:
+        self.failing = failing
+        self.counts: list[dict[tuple[str, str, str, str], int]] = []
+
+    def scale(self, *args: object, **kwargs: object) -> list[str]:
+        raise AssertionError("a fail-over sets each Deployment on its own")
+
+    def replicas(self, *args: object, **kwargs: object) -> list[int | None]:
+        raise AssertionError("not read")
+
+    def scale_deployments(
+        self, spec: object, counts: dict[tuple[str, str, str, str], int]
+    ) -> list[str]:
+        if self.failing:
+            raise ConfigError("the cluster refused PATCH", rule="platform/kubernetes-apply")
+        self.counts.append(dict(counts))
+        return [f"applied {key}" for key in counts]
+
+
+def test_on_a_cluster_a_lost_data_centre_s_deployments_go_to_none_and_the_rest_take_them(
+    tmp_path: Path,
+) -> None:
+    spec, state = parse_platform_spec(BASE), State.load(tmp_path)
+    ranker = "com.example.search.ranker"
+    dc1, dc2 = (ranker, "gpu", "a30", "dc1"), (ranker, "gpu", "a30", "dc2")
+    counts, _ = cluster_replicas(spec, state)
+    assert counts == {(ranker, "preprocess", "cpu", "dc1"): 2, dc1: 3, dc2: 3}
+    scaler = RecordingScaler()
+    fail_over_on_cluster(spec, state, scaler, "dc2")
+    # dc1 holds 8 cards, 3 used: all 3 of dc2's instances are placed there
+    assert scaler.counts[-1] == {(ranker, "preprocess", "cpu", "dc1"): 2, dc1: 6, dc2: 0}
+    assert set(State.load(tmp_path).lost) == {"dc2"}
+    (event,) = history(tmp_path, f"{ranker}/gpu")
+    assert event["action"] == "dr fail-over" and event["to"] == {"placed": {"dc1": 3}}
+    assert event["numbers"]["replicas"] == {"a30/dc1": 6, "a30/dc2": 0}
+    restore_on_cluster(spec, state, scaler, "dc2")
+    assert scaler.counts[-1] == counts and State.load(tmp_path).lost == {}
+    assert history(tmp_path, f"{ranker}/gpu")[-1]["action"] == "dr restore"
+
+
+def test_on_a_cluster_a_refused_fail_over_is_recorded_and_the_loss_kept_to_run_again(
+    tmp_path: Path,
+) -> None:
+    spec, state = parse_platform_spec(BASE), State.load(tmp_path)
+    with pytest.raises(ConfigError, match="the cluster refused PATCH"):
+        fail_over_on_cluster(spec, state, RecordingScaler(failing=True), "dc1")
+    assert set(State.load(tmp_path).lost) == {"dc1"}  # run again, it finishes the job
+    event = history(tmp_path, "com.example.search.ranker/preprocess")[-1]
+    assert event["action"] == "dr fail-over failed"
+    assert "rule=platform/kubernetes-apply" in event["numbers"]["error"]
