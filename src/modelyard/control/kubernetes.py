@@ -13,7 +13,8 @@
   readiness and liveness probes, the pod's IP advertised to the registry (downward
   API), a grace period that covers deregistration and draining (``modelyard serve``
   deregisters on SIGTERM, keeps answering while callers' views drop it, then drains),
-  and the model repository from a volume (a PersistentVolumeClaim, or an OCI image);
+  and the model repository from a volume (a PersistentVolumeClaim, or an OCI image, as
+  the spec's ``model_repository`` says or a render flag overrides);
 * a PodDisruptionBudget per group (one pod of a group down at a time);
 * per quota namespace, the ConfigMap ``release-weights``: a Deployment's pods read their
   registry weight from its key named after the Deployment (absent: 1), which the control
@@ -42,7 +43,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from modelyard.control.spec import PlatformSpec, Quota
@@ -176,6 +177,10 @@ def render(spec: PlatformSpec, options: ClusterOptions | None = None) -> list[di
             "the model repository comes from a claim or an image, not both",
             "modelyard platform render --models-claim NAME or --models-image REF",
         )
+    if not (options.models_claim or options.models_image) and spec.model_volume is not None:
+        # the spec's choice; a flag given for this render wins
+        volume = spec.model_volume
+        options = replace(options, models_claim=volume.claim, models_image=volume.image)
     unknown = sorted(set(options.service_files) - set(spec.services))
     if unknown:
         raise _render_error(
@@ -191,8 +196,8 @@ def render(spec: PlatformSpec, options: ClusterOptions | None = None) -> list[di
     if loads and not (options.models_claim or options.models_image):
         raise _render_error(
             "the templates load models, and no model repository is given for the pods",
-            "modelyard platform render --models-claim PVC (in each quota's namespace) or "
-            "--models-image REF",
+            "model_repository: {claim: PVC} (in each quota's namespace) or {image: REF} in "
+            "the spec, or modelyard platform render --models-claim PVC / --models-image REF",
         )
     manifests: list[dict[str, Any]] = [_namespace(options.namespace)]
     for quota in sorted(spec.quotas.values(), key=lambda q: q.name):

@@ -1,5 +1,6 @@
 """The platform spec: quotas, queues, services → groups → instance templates.
 
+    model_repository: {claim: model-repository}        # on a cluster (or {image: REF})
     quotas:
       search-gpu:
         owner: {org: search, project: ranker}
@@ -121,12 +122,21 @@ class Service:
     groups: dict[str, Group]
 
 
+@dataclass(frozen=True, slots=True)
+class ModelVolume:
+    """Where a cluster's pods find the model repository: a claim or an image."""
+
+    claim: str | None = None
+    image: str | None = None
+
+
 @dataclass(slots=True)
 class PlatformSpec:
     quotas: dict[str, Quota]
     queues: dict[str, Queue]
     services: dict[str, Service]
     document: LocatedDocument
+    model_volume: ModelVolume | None = None
 
     def where(self, *path: str | int) -> str:
         return self.document.where(tuple(path))
@@ -191,7 +201,16 @@ def parse_platform_spec(text: str, filename: str = "platform.yaml") -> PlatformS
             tuple(service.models),
             groups,
         )
-    return PlatformSpec(quotas, queues, services, doc)
+    volume = None
+    if parsed.model_repository is not None:
+        claim, image = parsed.model_repository.claim, parsed.model_repository.image
+        if bool(claim) == bool(image):
+            raise doc.error(
+                ("model_repository",),
+                "names a claim or an image for the pods' models: one of them",
+            )
+        volume = ModelVolume(claim or None, image or None)
+    return PlatformSpec(quotas, queues, services, doc, volume)
 
 
 def read_platform_spec(path: Path) -> PlatformSpec:

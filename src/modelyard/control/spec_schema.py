@@ -82,8 +82,15 @@ class ServiceSection(SpecSection):
     groups: dict[str, GroupSection] = {}
 
 
+class ModelRepositorySection(SpecSection):
+    noun = "model_repository"
+    claim: str | None = None  # a PersistentVolumeClaim in each quota's namespace
+    image: str | None = None  # or an OCI image holding the repository (an image volume)
+
+
 class SpecDocument(SpecSection):
     noun = "top-level"
+    model_repository: ModelRepositorySection | None = None  # on a cluster: the pods' models
     quotas: dict[str, QuotaSection] = {}
     queues: dict[str, QueueSection] = {}
     services: dict[str, ServiceSection] = {}

@@ -358,3 +358,39 @@ def test_files_with_keys_are_secrets_and_the_control_plane_keeps_its_state_on_a_
             parse_platform_spec(BASE),
             ClusterOptions(models_claim="models", spec_text=BASE, control_state_size="lots"),
         )
+
+
+def _models_volumes(manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        volume
+        for deployment in _kinds(manifests, "Deployment")
+        for volume in deployment["spec"]["template"]["spec"].get("volumes", [])
+        if volume["name"] == "models"
+    ]
+
+
+def test_the_spec_chooses_the_model_volume_and_a_render_flag_overrides_it() -> None:
+    claimed = parse_platform_spec("model_repository: {claim: repo}\n" + BASE)
+    volumes = _models_volumes(render(claimed))
+    assert len(volumes) == 3  # every instance Deployment
+    assert all(
+        v == {"name": "models", "persistentVolumeClaim": {"claimName": "repo", "readOnly": True}}
+        for v in volumes
+    )
+    imaged = parse_platform_spec("model_repository: {image: registry.example/models:7}\n" + BASE)
+    (first, *_) = _models_volumes(render(imaged))
+    assert first["image"] == {
+        "reference": "registry.example/models:7",
+        "pullPolicy": "IfNotPresent",
+    }
+    (overridden, *_) = _models_volumes(render(claimed, ClusterOptions(models_claim="other")))
+    assert overridden["persistentVolumeClaim"]["claimName"] == "other"
+    for section in ("{claim: a, image: b}", "{}"):
+        with pytest.raises(ConfigError) as error:
+            parse_platform_spec(f"model_repository: {section}\n" + BASE)
+        assert "invalid platform.yaml:1 at model_repository: names a claim or an image" in str(
+            error.value
+        )
+    with pytest.raises(ConfigError) as error:
+        render(parse_platform_spec(BASE))
+    assert "model_repository: {claim: PVC}" in str(error.value)  # where to say it
