@@ -296,9 +296,10 @@ def test_a_release_on_kubernetes_runs_a_canary_deployment_and_promotes_by_rollin
             ]  # fmt: skip
             assert events[-1]["to"] == {"slow_double": "2"}
 
-            # what a cluster does not make yet says so
+            # refused, each with its line
             moved = platform.post(f"/api/v1/groups/{MAIN}/release/move", {"model": "x"})
-            assert moved.status_code == 501, moved.text
+            assert moved.status_code == 400, moved.text
+            assert "the spec does not bind x to com.example.double/main" in moved.json()["error"]
             assert "rule=platform/release" in moved.json()["error"]
             at_once = platform.post(
                 f"/api/v1/groups/{MAIN}/release/start",

@@ -24,9 +24,14 @@ with the cluster's objects in place of processes:
   poll) deletes the canaries and the old keys and records the revision.
 * ``rollback`` starts a release of a recorded revision and promotes it.
 
-Moving a model between groups is not made on a cluster yet. Applying the render
-again puts the render's arguments back (the versions of the spec's repository):
-the control plane's versions last until then.
+Moving a model from group A to group B (``move``, once the spec binds it to B) is
+a release of B whose canaries load the model too; the weights move the model's
+traffic from A's pods (the keys of A's Deployments that load it) to B's canaries,
+and ``promote`` rolls B's Deployments to load the model and A's to drop it; the
+release ends when the registry shows B's pods serving it and none of A's.
+
+Applying the render again puts the render's arguments back (the spec's versions
+and loads): what a release changed lasts until then.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ from modelyard.control.release import (
     check_pins,
     checked_percent,
     record,
+    recorded_groups,
     reserve_cards,
 )
 from modelyard.control.scaling import current_replicas
@@ -114,19 +120,33 @@ def canary_name(service: str, group: str, template: str, data_center: str) -> st
 
 
 def release_args(
-    args: list[str], pins: dict[str, str], weight_key: str, weight: float | None, role: str | None
+    args: list[str],
+    pins: dict[str, str],
+    weight_key: str,
+    weight: float | None,
+    role: str | None,
+    loads: dict[str, bool] | None = None,
 ) -> list[str]:
     """A serve command's arguments with a release's flags replaced: the pinned versions,
-    the weight key, the starting weight and the role (None: left out)."""
+    the weight key, the starting weight and the role (None: left out); ``loads``: models
+    to load (True) or not (False) from the start."""
     kept: list[str] = []
     skip = False
-    for arg in args:
+    dropped = {model for model, load in (loads or {}).items() if not load}
+    for index, arg in enumerate(args):
         if skip:
             skip = False
         elif arg in _RELEASE_FLAGS:
             skip = True  # and its value
-        elif not arg.startswith(tuple(f"{flag}=" for flag in _RELEASE_FLAGS)):
+        elif arg.startswith(tuple(f"{flag}=" for flag in _RELEASE_FLAGS)):
+            continue
+        elif arg == "--load-model" and index + 1 < len(args) and args[index + 1] in dropped:
+            skip = True
+        else:
             kept.append(arg)
+    for model, load in sorted((loads or {}).items()):
+        if load and model not in _loads(kept):
+            kept += ["--load-model", model]
     for model, version in sorted(pins.items()):
         kept += ["--model-version", f"{model}={version}"]
     kept += ["--weight-file", f"{WEIGHTS_DIR}/{weight_key}"]
@@ -135,6 +155,16 @@ def release_args(
     if role is not None:
         kept += ["--role", role]
     return kept
+
+
+def _loads(args: list[str]) -> set[str]:
+    return {args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--load-model"}
+
+
+def _pins(args: list[str]) -> dict[str, str]:
+    """The versions a serve command pins (``--model-version MODEL=VERSION``)."""
+    pairs = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--model-version"]
+    return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
 
 
 def _container(deployment: dict[str, Any]) -> dict[str, Any]:
@@ -163,13 +193,18 @@ def weight_key(deployment: dict[str, Any]) -> str:
     return str(args[args.index("--weight-file") + 1]).rsplit("/", 1)[-1]
 
 
-def canary_deployment(stable: dict[str, Any], name: str, pins: dict[str, str]) -> dict[str, Any]:
-    """A canary beside ``stable``: its pod template, one pod, the pinned versions, weight
-    0 until a step writes its key (its name), registered as a canary."""
+def canary_deployment(
+    stable: dict[str, Any], name: str, pins: dict[str, str], loads: str | None = None
+) -> dict[str, Any]:
+    """A canary beside ``stable``: its pod template, one pod, the pinned versions (and the
+    model ``loads``, for a move), weight 0 until a step writes its key (its name),
+    registered as a canary."""
     spec = stable["spec"]
     pod = copy.deepcopy(spec["template"]["spec"])
     container = next(c for c in pod["containers"] if c.get("name") == CONTAINER)
-    container["args"] = release_args(container.get("args", []), pins, name, 0.0, "canary")
+    container["args"] = release_args(
+        container.get("args", []), pins, name, 0.0, "canary", {loads: True} if loads else None
+    )
     pod_labels = {**spec["template"]["metadata"].get("labels", {}), TRACK: "canary"}
     manifest: dict[str, Any] = {
         "apiVersion": "apps/v1",
@@ -208,41 +243,42 @@ def _served_versions(instances: list[Instance], key: str, models: list[str]) -> 
     return versions
 
 
-def start(
-    spec: PlatformSpec,
-    state: State,
-    cluster: Cluster,
-    options: ClusterOptions,
-    instances: list[Instance],
-    running_cards: int,
-    key: str,
-    pins: dict[str, str],
-    percent: float | None,
-) -> dict[str, Any]:
-    check_group(spec, key)
+def _starts_at_zero(percent: float | None) -> None:
     if checked_percent(percent):
         raise ReleaseError(
             "on Kubernetes a release starts at 0 %: step it once the canary pods are ready "
             "(release step)"
         )
-    check_pins(spec, state, key, pins)
-    check_idle(state, key)
+
+
+def _required(cluster: Cluster, namespace: str, name: str) -> dict[str, Any]:
+    found = cluster.deployment(namespace, name)
+    if found is None:
+        raise ReleaseError(
+            f"Deployment {namespace}/{name} is not on the cluster: apply the render first "
+            "(modelyard platform apply --target kubernetes)"
+        )
+    return found
+
+
+def _canaries(
+    spec: PlatformSpec,
+    cluster: Cluster,
+    namespace: str,
+    key: str,
+    pins: dict[str, str],
+    moved: str | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A slot per template (that loads ``moved``, for a move) and data centre of the
+    group: its Deployment, its weight key and its canary; and the canaries."""
     service, _, group_name = key.partition("/")
-    group = spec.services[service].groups[group_name]
-    namespace = quota_namespace(options, spec.services[service].quota)
-    pins = {**state.versions.get(key, {}), **pins}
-    slots, canaries, stables = [], [], []
-    for template in group.templates.values():
-        if template.spec is None:
+    slots, canaries = [], []
+    for template in spec.services[service].groups[group_name].templates.values():
+        if template.spec is None or (moved is not None and moved not in template.loads):
             continue
         for dc in sorted(template.queues):
             stable_name = deployment_name(service, group_name, template.name, dc)
-            stable = cluster.deployment(namespace, stable_name)
-            if stable is None:
-                raise ReleaseError(
-                    f"Deployment {namespace}/{stable_name} is not on the cluster: apply the "
-                    "render first (modelyard platform apply --target kubernetes)"
-                )
+            stable = _required(cluster, namespace, stable_name)
             name = canary_name(service, group_name, template.name, dc)
             own = {m: v for m, v in pins.items() if m in template.loads}
             slots.append(
@@ -254,18 +290,30 @@ def start(
                     "canary": name,
                 }
             )
-            stables.append(stable)
-            canaries.append(canary_deployment(stable, name, own))
+            canaries.append(canary_deployment(stable, name, own, moved))
+    return slots, canaries
+
+
+def _begin(
+    spec: PlatformSpec,
+    state: State,
+    cluster: Cluster,
+    namespace: str,
+    key: str,
+    slots: list[dict[str, Any]],
+    canaries: list[dict[str, Any]],
+    running_cards: int,
+    what: str,
+    release: dict[str, Any],
+) -> dict[str, Any]:
+    """Reserve the canaries' cards, then apply them at weight 0; on a failure none stays."""
+    service, _, group_name = key.partition("/")
     ledgered = [
         new_instance(spec, (service, group_name, s["template"], s["data_center"], 0), state,
                      "canary", {})
         for s in slots
     ]  # fmt: skip
-    reserved = reserve_cards(spec, state, key, ledgered, f"release of {key}", running_cards)
-    before = _served_versions(instances, key, list(pins))
-    revisions = state.group_revisions.setdefault(key, [])
-    if not revisions:
-        revisions.append({"revision": 1, "versions": before, "at": time.time()})
+    reserved = reserve_cards(spec, state, key, ledgered, what, running_cards)
     cluster.set_weights(namespace, {s["canary"]: "0" for s in slots})
     applied = []
     try:
@@ -280,17 +328,109 @@ def start(
         "target": "kubernetes",
         "namespace": namespace,
         "slots": slots,
-        "pins": pins,
-        "from": before,
         "percent": 0.0,
         "paused": False,
         "promoting": None,
         "reserved": [[q, dc, gpu, cards] for (q, dc, gpu), cards in sorted(reserved.items())],
-        "steps": list(group.release.get("canary_steps", [10, 50, 100])),
+        "steps": list(
+            spec.services[service].groups[group_name].release.get("canary_steps", [10, 50, 100])
+        ),
+        **release,
     }
     state.save()
-    numbers = {"canaries": len(canaries), "reserved_cards": sum(reserved.values())}
-    record(state, key, "start", before, pins, {**numbers, "deployments": applied})
+    return {"canaries": len(canaries), "reserved_cards": sum(reserved.values())}
+
+
+def start(
+    spec: PlatformSpec,
+    state: State,
+    cluster: Cluster,
+    options: ClusterOptions,
+    instances: list[Instance],
+    running_cards: int,
+    key: str,
+    pins: dict[str, str],
+    percent: float | None,
+) -> dict[str, Any]:
+    check_group(spec, key)
+    _starts_at_zero(percent)
+    check_pins(spec, state, key, pins)
+    check_idle(state, key)
+    service = key.partition("/")[0]
+    namespace = quota_namespace(options, spec.services[service].quota)
+    pins = {**state.versions.get(key, {}), **pins}
+    slots, canaries = _canaries(spec, cluster, namespace, key, pins)
+    before = _served_versions(instances, key, list(pins))
+    release = {"pins": pins, "from": before}
+    numbers = _begin(spec, state, cluster, namespace, key, slots, canaries, running_cards,
+                     f"release of {key}", release)  # fmt: skip
+    revisions = state.group_revisions.setdefault(key, [])
+    if not revisions:
+        revisions.append({"revision": 1, "versions": before, "at": time.time()})
+        state.save()
+    record(state, key, "start", before, pins, numbers)
+    return {"percent": 0.0, **numbers}
+
+
+def move(
+    spec: PlatformSpec,
+    state: State,
+    cluster: Cluster,
+    options: ClusterOptions,
+    instances: list[Instance],
+    running_cards: int,
+    key: str,
+    model: str,
+    percent: float | None,
+) -> dict[str, Any]:
+    """Start moving ``model`` into group ``key``, which the spec already binds it to."""
+    check_group(spec, key)
+    _starts_at_zero(percent)
+    service, _, group_name = key.partition("/")
+    group = spec.services[service].groups[group_name]
+    if model not in group.models:
+        raise ReleaseError(
+            f"the spec does not bind {model} to {key}: move it to that group's models and "
+            "its templates' loads first"
+        )
+    sources = sorted(
+        {
+            f"{i.service}/{i.group}"
+            for i in instances
+            if i.service == service
+            and model in i.models
+            and f"{i.service}/{i.group}" != key
+            and i.labels.get("role", "stable") == "stable"
+        }
+    )
+    if len(sources) != 1:
+        raise ReleaseError(
+            f"{model} must be served by exactly one other running group of {service} to move "
+            f"it into {key} (found: {', '.join(sources) or 'none'})"
+        )
+    source = sources[0]
+    check_idle(state, key)
+    check_idle(state, source)
+    if not any(model in t.loads for t in group.templates.values()):
+        raise ReleaseError(f"no template of {key} loads {model} in the spec")
+    namespace = quota_namespace(options, spec.services[service].quota)
+    slots, canaries = _canaries(spec, cluster, namespace, key, state.versions.get(key, {}), model)
+    givers = []  # the source's Deployments that load the model: their pods give it away
+    source_name = source.partition("/")[2]
+    source_group = spec.services[service].groups.get(source_name)
+    for template in source_group.templates.values() if source_group else []:
+        for dc in sorted(template.queues):
+            name = deployment_name(service, source_name, template.name, dc)
+            found = cluster.deployment(namespace, name)
+            if found is not None and model in _loads(_container(found).get("args", [])):
+                givers.append({"stable": name, "stable_key": weight_key(found)})
+    release = {"kind": "move", "model": model, "from_group": source, "givers": givers,
+               "pins": {}, "from": {}}  # fmt: skip
+    numbers = _begin(spec, state, cluster, namespace, key, slots, canaries, running_cards,
+                     f"moving {model} into {key}", release)  # fmt: skip
+    numbers = {"model": model, **numbers}
+    for group_key in recorded_groups(key, state.releases[key]):
+        record(state, group_key, "move start", {"group": source}, {"group": key}, numbers)
     return {"percent": 0.0, **numbers}
 
 
@@ -304,6 +444,19 @@ def _listed_canaries(instances: list[Instance], key: str, slots: list[dict[str, 
         )
         for s in slots
     )
+
+
+def _giving(release: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Deployments whose pods' weights give way to the canaries: the group's own, or,
+    for a move, the source group's that load the model."""
+    return list(release["givers"] if release.get("kind") == "move" else release["slots"])
+
+
+def _old_pods(instances: list[Instance], key: str, release: dict[str, Any]) -> int:
+    if release.get("kind") == "move":
+        pods = _pods(instances, release["from_group"], "stable")
+        return len([p for p in pods if release["model"] in p.models])
+    return len(_pods(instances, key, "stable"))
 
 
 def step(
@@ -331,7 +484,7 @@ def step(
             f"{ready} of the {len(slots)} canary pods of {key} are in the registry: a step "
             f"waits for them all (kubectl get pods -l {TRACK}=canary)"
         )
-    old = max(1, len(_pods(instances, key, "stable")))
+    old = max(1, _old_pods(instances, key, release))
     if percent <= 0:
         old_weight, new_weight = 1.0, 0.0
     elif percent >= 100:
@@ -339,10 +492,10 @@ def step(
     else:
         old_weight = 1.0
         new_weight = percent * old / ((100.0 - percent) * len(slots))
-    weights: dict[str, str | None] = {}
-    for slot in slots:
-        weights[slot["stable_key"]] = f"{old_weight:.6g}"
-        weights[slot["canary"]] = f"{new_weight:.6g}"
+    weights: dict[str, str | None] = {
+        g["stable_key"]: f"{old_weight:.6g}" for g in _giving(release)
+    }
+    weights.update({s["canary"]: f"{new_weight:.6g}" for s in slots})
     cluster.set_weights(release["namespace"], weights)
     release["percent"] = percent
     release["paused"] = False
@@ -351,9 +504,10 @@ def step(
         "percent": percent,
         "old_weight": old_weight,
         "new_weight": new_weight,
-        "stable_pods": old,
+        "old_pods": old,
     }
-    record(state, key, "step", {"percent": before}, {"percent": percent}, numbers)
+    for group_key in recorded_groups(key, release):
+        record(state, group_key, "step", {"percent": before}, {"percent": percent}, numbers)
     return numbers
 
 
@@ -364,24 +518,24 @@ def abort(state: State, cluster: Cluster, key: str) -> None:
     _remove_canaries(cluster, release)
     del state.releases[key]
     state.save()
-    record(state, key, "abort", {"percent": release["percent"]}, {"percent": 0}, {})
+    for group_key in recorded_groups(key, release):
+        record(state, group_key, "abort", {"percent": release["percent"]}, {"percent": 0}, {})
 
 
 def _remove_canaries(cluster: Cluster, release: dict[str, Any]) -> None:
-    """Delete the canaries, then drop their keys and the stable pods' (weight 1 again)."""
+    """Delete the canaries, then drop their keys and the old pods' (weight 1 again)."""
     namespace = release["namespace"]
     for slot in release["slots"]:
         cluster.delete(namespace, slot["canary"])
-    weights: dict[str, str | None] = {}
-    for slot in release["slots"]:
-        weights[slot["canary"]] = None
-        weights[slot["stable_key"]] = None
+    weights: dict[str, str | None] = {s["canary"]: None for s in release["slots"]}
+    weights.update({g["stable_key"]: None for g in _giving(release)})
     cluster.set_weights(namespace, weights)
 
 
 def promote(state: State, cluster: Cluster, key: str) -> int:
-    """Roll the group's Deployments to the pinned versions; ``finish`` ends the release once
-    the registry shows them. The revision the group will be at."""
+    """Roll the group's Deployments to the pinned versions (for a move: the group's to load
+    the model, the source's to drop it); ``finish`` ends the release once the registry
+    shows them. The revision the group will be at."""
     release = active_release(state, key)
     if release.get("promoting"):
         return int(release["promoting"])
@@ -390,56 +544,79 @@ def promote(state: State, cluster: Cluster, key: str) -> int:
     revisions = state.group_revisions.setdefault(key, [])
     revision = (revisions[-1]["revision"] if revisions else 0) + 1
     namespace = release["namespace"]
-    for slot in release["slots"]:
-        stable = cluster.deployment(namespace, slot["stable"])
+    moved = release.get("model") if release.get("kind") == "move" else None
+    rolls = [(slot, True) for slot in release["slots"]]
+    if moved is not None:
+        rolls += [(giver, False) for giver in release["givers"]]
+    for rolled, receives in rolls:
+        stable = cluster.deployment(namespace, rolled["stable"])
         if stable is None:
-            raise ReleaseError(f"Deployment {namespace}/{slot['stable']} is gone from the cluster")
-        template = _container(stable)
-        loads = _loads(template.get("args", []))
-        pins = {m: v for m, v in release["pins"].items() if m in loads}
+            raise ReleaseError(
+                f"Deployment {namespace}/{rolled['stable']} is gone from the cluster"
+            )
+        args = _container(stable).get("args", [])
+        pins = _pins(args) if moved is not None else {}
+        pins.update({m: v for m, v in release["pins"].items() if m in _loads(args)})
+        loads = None
+        if moved is not None:
+            loads = {moved: receives}
+            if not receives:
+                pins.pop(moved, None)
         # a key nobody wrote: the new pods come up at weight 1, the old ones keep theirs
-        slot["promoted_key"] = f"{slot['stable']}.r{revision}"
-        args = release_args(template.get("args", []), pins, slot["promoted_key"], None, None)
-        cluster.set_args(namespace, slot["stable"], args)
+        rolled["promoted_key"] = f"{rolled['stable']}.r{revision}"
+        new_args = release_args(args, pins, rolled["promoted_key"], None, None, loads)
+        cluster.set_args(namespace, rolled["stable"], new_args)
     release["promoting"] = revision
     state.save()
-    record(state, key, "promote started", {"percent": release["percent"]},
-           {"group_revision": revision}, {"deployments": len(release["slots"])})  # fmt: skip
+    for group_key in recorded_groups(key, release):
+        record(state, group_key, "promote started", {"percent": release["percent"]},
+               {"group_revision": revision}, {"deployments": len(rolls)})  # fmt: skip
     return revision
-
-
-def _loads(args: list[str]) -> set[str]:
-    return {args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--load-model"}
 
 
 def finish(
     spec: PlatformSpec, state: State, cluster: Cluster, instances: list[Instance], key: str
 ) -> bool:
-    """End a promotion whose pods all serve the pinned versions: the canaries go, the
+    """End a promotion whose pods all serve what it promoted: the canaries go, the
     revision is recorded. Whether it ended."""
     release = state.releases.get(key)
     if release is None or not release.get("promoting"):
         return False
     service, _, group_name = key.partition("/")
-    group = spec.services.get(service, None)
-    if group is None or group_name not in group.groups:
+    found = spec.services.get(service)
+    if found is None or group_name not in found.groups:
         return False
+    group = found.groups[group_name]
     wanted = sum(
-        current_replicas(spec, state, service, group.groups[group_name], s["template"])
-        for s in release["slots"]
+        current_replicas(spec, state, service, group, s["template"]) for s in release["slots"]
     )
     pods = _pods(instances, key, "stable")
     if len(pods) < wanted or not all(_serves(pod, release["pins"]) for pod in pods):
         return False
+    moved = release.get("model") if release.get("kind") == "move" else None
+    if moved is not None:
+        receiving = {(s["template"], s["data_center"]) for s in release["slots"]}
+        receivers = [
+            p for p in pods if (p.labels.get("template"), p.labels.get("data_center")) in receiving
+        ]
+        givers = _pods(instances, release["from_group"], "stable")
+        if not all(moved in p.models for p in receivers) or any(moved in p.models for p in givers):
+            return False
     _remove_canaries(cluster, release)
     revision = int(release["promoting"])
-    state.versions[key] = dict(release["pins"])
+    pins = {**state.versions.get(key, {}), **release["pins"]}
+    state.versions[key] = pins
     state.group_revisions.setdefault(key, []).append(
-        {"revision": revision, "versions": dict(release["pins"]), "at": time.time()}
+        {"revision": revision, "versions": dict(pins), "at": time.time()}
     )
     del state.releases[key]
     state.save()
     numbers = {"percent": 100, "stable_pods": len(pods), "group_revision": revision}
+    if moved is not None:
+        for group_key in recorded_groups(key, release):
+            record(state, group_key, "move promote", {"group": release["from_group"]},
+                   {"group": key}, {"model": moved, **numbers})  # fmt: skip
+        return True
     record(state, key, "promote", release["from"], release["pins"], numbers)
     return True
 

@@ -782,13 +782,8 @@ class ControlPlane:
                                                key, field("revision", int))  # fmt: skip
                 return {"group_revision": revision, "promoting": True}
             if action == "move":
-                raise ConfigError(
-                    "moving a model between groups on Kubernetes is not made by the control "
-                    "plane yet",
-                    code=Code.UNIMPLEMENTED,
-                    rule="platform/release",
-                    where="bind the model to the new group in the spec, render and apply",
-                )
+                return on_cluster.move(spec, state, cluster, options, instances, running, key,
+                                       field("model", str, True), body.get("percent"))  # fmt: skip
             raise ConfigError(
                 f"no release action '{action}'",
                 code=Code.NOT_FOUND,

@@ -396,12 +396,12 @@ def step(
     release["paused"] = False
     state.save()
     wait_registered(state.registry, expected_registry(state))
-    for group in _recorded_groups(key, release):
+    for group in recorded_groups(key, release):
         record(state, group, action, {"percent": before}, {"percent": percent}, numbers)
     return numbers
 
 
-def _recorded_groups(key: str, release: dict[str, Any]) -> list[str]:
+def recorded_groups(key: str, release: dict[str, Any]) -> list[str]:
     """A move is in both groups' records; any other release only in its own."""
     return [key, release["from_group"]] if release.get("kind") == "move" else [key]
 
@@ -410,7 +410,7 @@ def pause(state: State, key: str) -> None:
     release = active_release(state, key)
     release["paused"] = True
     state.save()
-    for group in _recorded_groups(key, release):
+    for group in recorded_groups(key, release):
         record(state, group, "pause", {"percent": release["percent"]}, "paused", {})
 
 
@@ -424,7 +424,7 @@ def abort(state: State, key: str) -> None:
     del state.releases[key]
     state.save()
     wait_registered(state.registry, expected_registry(state))
-    for group in _recorded_groups(key, release):
+    for group in recorded_groups(key, release):
         record(state, group, "abort", {"percent": release["percent"]}, {"percent": 0}, {})
 
 
@@ -477,7 +477,7 @@ def promote(spec: PlatformSpec, state: State, key: str, action: str = "promote")
     numbers = {"percent": 100, "replaced": replaced, "group_revision": revision}
     if release.get("kind") == "move":
         moved = {"model": release["model"], **numbers}
-        for group in _recorded_groups(key, release):
+        for group in recorded_groups(key, release):
             to = {"group": key}
             record(state, group, f"move {action}", {"group": release["from_group"]}, to, moved)
         return revision

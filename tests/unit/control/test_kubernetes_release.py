@@ -24,7 +24,7 @@ from modelyard.control.kubernetes_release import (
     release_args,
     weight_key,
 )
-from modelyard.control.release import ReleaseError
+from modelyard.control.release import ReleaseError, history
 from modelyard.control.spec import parse_platform_spec
 from modelyard.discovery.registry import Instance
 from tests.unit.control.test_ledger import BASE
@@ -203,3 +203,81 @@ def test_the_requests_a_release_sends() -> None:
     assert weights.body == {"data": {"a": "0.5", "b": None}}  # null removes a key
     gone = delete_request("/apis/apps/v1/namespaces/ns/deployments/c")
     assert gone.method == "DELETE" and gone.body["propagationPolicy"] == "Background"
+
+
+MOVED = (
+    ROOMY.replace("models: [tokenizer]\n", "models: []\n")
+    .replace("loads: [tokenizer]", "loads: []")
+    .replace("models: [ranker]\n", "models: [ranker, tokenizer]\n")
+    .replace("loads: [ranker]", "loads: [ranker, tokenizer]")
+)
+
+
+def _moving_pods(tokenizer_in_gpu: bool, tokenizer_in_preprocess: bool) -> list[Instance]:
+    gpu = {"ranker": {"1": "READY"}, **({"tokenizer": {"1": "READY"}} if tokenizer_in_gpu else {})}
+    pods = [
+        Instance(SERVICE, "gpu", f"gpu-{n}", http=f"10.0.0.{n}:8000",
+                 labels={"template": "a30", "data_center": f"dc{1 + n % 2}"}, models=dict(gpu))
+        for n in range(6)
+    ]  # fmt: skip
+    pods += [
+        Instance(SERVICE, "preprocess", f"pre-{n}", http=f"10.0.2.{n}:8000",
+                 labels={"template": "cpu", "data_center": "dc1"},
+                 models={"tokenizer": {"1": "READY"}} if tokenizer_in_preprocess else {})
+        for n in range(2)
+    ]  # fmt: skip
+    return pods + [
+        Instance(SERVICE, "gpu", f"canary-{n}", http=f"10.0.1.{n}:8000",
+                 labels={"template": "a30", "data_center": f"dc{1 + n}", "role": "canary"},
+                 models={"ranker": {"1": "READY"}, "tokenizer": {"1": "READY"}})
+        for n in range(2)
+    ]  # fmt: skip
+
+
+def _args(cluster: FakeCluster, name: str) -> list[str]:
+    return list(cluster.deployments[name]["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def test_moving_a_model_between_groups_on_a_cluster(tmp_path: Path) -> None:
+    # the cluster still runs the render from before the move; the spec binds it to gpu
+    spec, cluster, state = parse_platform_spec(MOVED), FakeCluster(ROOMY), State.load(tmp_path)
+    preprocess = deployment_name(SERVICE, "preprocess", "cpu", "dc1")
+    canaries = [canary_name(SERVICE, "gpu", "a30", dc) for dc in ("dc1", "dc2")]
+    pods = _moving_pods(tokenizer_in_gpu=False, tokenizer_in_preprocess=True)
+    with pytest.raises(ReleaseError, match="the spec does not bind ranker to"):
+        kubernetes_release.move(spec, state, cluster, OPTIONS, pods, 6,
+                                f"{SERVICE}/preprocess", "ranker", None)  # fmt: skip
+    kubernetes_release.move(spec, state, cluster, OPTIONS, pods, 6, GPU, "tokenizer", None)
+    assert cluster.applied == canaries
+    for name in canaries:  # the canaries load the model too
+        assert _args(cluster, name).count("--load-model") == 2 and "tokenizer" in _args(
+            cluster, name
+        )
+    release = state.releases[GPU]
+    assert release["from_group"] == f"{SERVICE}/preprocess"
+    assert release["givers"] == [{"stable": preprocess, "stable_key": preprocess}]
+
+    # the model's traffic leaves the two pre-processing pods for the two canaries
+    numbers = kubernetes_release.step(state, cluster, pods, GPU, 50)
+    assert numbers["old_pods"] == 2 and numbers["new_weight"] == 1.0
+    assert cluster.weights == {preprocess: "1", canaries[0]: "1", canaries[1]: "1"}
+    kubernetes_release.step(state, cluster, pods, GPU, 100)
+    assert cluster.weights[preprocess] == "0"
+
+    assert kubernetes_release.promote(state, cluster, GPU) == 1
+    for dc in ("dc1", "dc2"):
+        gpu_args = _args(cluster, deployment_name(SERVICE, "gpu", "a30", dc))
+        assert gpu_args.count("--load-model") == 2 and "tokenizer" in gpu_args
+    kept = _args(cluster, preprocess)
+    assert "tokenizer" not in kept  # it drops the model
+    assert kept[kept.index("--weight-file") + 1] == f"/etc/modelyard/weights/{preprocess}.r1"
+    # not over while a pre-processing pod serves it, or a gpu pod lacks it
+    assert not kubernetes_release.finish(spec, state, cluster, pods, GPU)
+    halfway = _moving_pods(tokenizer_in_gpu=False, tokenizer_in_preprocess=False)
+    assert not kubernetes_release.finish(spec, state, cluster, halfway, GPU)
+    done = _moving_pods(tokenizer_in_gpu=True, tokenizer_in_preprocess=False)
+    assert kubernetes_release.finish(spec, state, cluster, done, GPU)
+    assert cluster.deleted == canaries and cluster.weights == {}
+    for group in ("gpu", "preprocess"):
+        events = [e["action"] for e in history(tmp_path, f"{SERVICE}/{group}")]
+        assert events == ["move start", "step", "step", "promote started", "move promote"]
