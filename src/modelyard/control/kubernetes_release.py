@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 import time
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from modelyard.control.apply import State, new_instance
@@ -68,9 +69,13 @@ from modelyard.control.release import (
     check_idle,
     check_pins,
     checked_percent,
+    move_source,
+    next_percent,
     record,
     recorded_groups,
+    recorded_versions,
     reserve_cards,
+    split_weights,
 )
 from modelyard.control.scaling import current_replicas
 from modelyard.control.spec import PlatformSpec
@@ -90,6 +95,17 @@ class Cluster(Protocol):
     def set_args(self, namespace: str, name: str, args: list[str]) -> None: ...
     def delete(self, namespace: str, name: str) -> None: ...
     def set_weights(self, namespace: str, weights: dict[str, str | None]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class OnCluster:
+    """What a release reads and acts on: the cluster, the render's options, the pods the
+    registry lists now and the cards the group runs."""
+
+    cluster: Cluster
+    options: ClusterOptions
+    instances: list[Instance]
+    running_cards: int
 
 
 class ClusterReleases:
@@ -297,12 +313,11 @@ def _canaries(
 def _begin(
     spec: PlatformSpec,
     state: State,
-    cluster: Cluster,
+    on: OnCluster,
     namespace: str,
     key: str,
     slots: list[dict[str, Any]],
     canaries: list[dict[str, Any]],
-    running_cards: int,
     what: str,
     release: dict[str, Any],
 ) -> dict[str, Any]:
@@ -313,16 +328,16 @@ def _begin(
                      "canary", {})
         for s in slots
     ]  # fmt: skip
-    reserved = reserve_cards(spec, state, key, ledgered, what, running_cards)
-    cluster.set_weights(namespace, {s["canary"]: "0" for s in slots})
+    reserved = reserve_cards(spec, state, key, ledgered, what, on.running_cards)
+    on.cluster.set_weights(namespace, {s["canary"]: "0" for s in slots})
     applied = []
     try:
         for canary in canaries:
-            cluster.apply(canary)
+            on.cluster.apply(canary)
             applied.append(canary["metadata"]["name"])
     except Exception:
         for name in applied:
-            cluster.delete(namespace, name)
+            on.cluster.delete(namespace, name)
         raise
     state.releases[key] = {
         "target": "kubernetes",
@@ -344,10 +359,7 @@ def _begin(
 def start(
     spec: PlatformSpec,
     state: State,
-    cluster: Cluster,
-    options: ClusterOptions,
-    instances: list[Instance],
-    running_cards: int,
+    on: OnCluster,
     key: str,
     pins: dict[str, str],
     percent: float | None,
@@ -357,13 +369,13 @@ def start(
     check_pins(spec, state, key, pins)
     check_idle(state, key)
     service = key.partition("/")[0]
-    namespace = quota_namespace(options, spec.services[service].quota)
+    namespace = quota_namespace(on.options, spec.services[service].quota)
     pins = {**state.versions.get(key, {}), **pins}
-    slots, canaries = _canaries(spec, cluster, namespace, key, pins)
-    before = _served_versions(instances, key, list(pins))
+    slots, canaries = _canaries(spec, on.cluster, namespace, key, pins)
+    before = _served_versions(on.instances, key, list(pins))
     release = {"pins": pins, "from": before}
-    numbers = _begin(spec, state, cluster, namespace, key, slots, canaries, running_cards,
-                     f"release of {key}", release)  # fmt: skip
+    numbers = _begin(spec, state, on, namespace, key, slots, canaries, f"release of {key}",
+                     release)  # fmt: skip
     revisions = state.group_revisions.setdefault(key, [])
     if not revisions:
         revisions.append({"revision": 1, "versions": before, "at": time.time()})
@@ -373,60 +385,34 @@ def start(
 
 
 def move(
-    spec: PlatformSpec,
-    state: State,
-    cluster: Cluster,
-    options: ClusterOptions,
-    instances: list[Instance],
-    running_cards: int,
-    key: str,
-    model: str,
-    percent: float | None,
+    spec: PlatformSpec, state: State, on: OnCluster, key: str, model: str, percent: float | None
 ) -> dict[str, Any]:
     """Start moving ``model`` into group ``key``, which the spec already binds it to."""
     check_group(spec, key)
     _starts_at_zero(percent)
-    service, _, group_name = key.partition("/")
-    group = spec.services[service].groups[group_name]
-    if model not in group.models:
-        raise ReleaseError(
-            f"the spec does not bind {model} to {key}: move it to that group's models and "
-            "its templates' loads first"
-        )
-    sources = sorted(
-        {
-            f"{i.service}/{i.group}"
-            for i in instances
-            if i.service == service
-            and model in i.models
-            and f"{i.service}/{i.group}" != key
-            and i.labels.get("role", "stable") == "stable"
-        }
+    service = key.partition("/")[0]
+    holders = {
+        f"{i.service}/{i.group}"
+        for i in on.instances
+        if model in i.models and i.labels.get("role", "stable") == "stable"
+    }
+    source = move_source(spec, state, key, model, holders)
+    namespace = quota_namespace(on.options, spec.services[service].quota)
+    slots, canaries = _canaries(
+        spec, on.cluster, namespace, key, state.versions.get(key, {}), model
     )
-    if len(sources) != 1:
-        raise ReleaseError(
-            f"{model} must be served by exactly one other running group of {service} to move "
-            f"it into {key} (found: {', '.join(sources) or 'none'})"
-        )
-    source = sources[0]
-    check_idle(state, key)
-    check_idle(state, source)
-    if not any(model in t.loads for t in group.templates.values()):
-        raise ReleaseError(f"no template of {key} loads {model} in the spec")
-    namespace = quota_namespace(options, spec.services[service].quota)
-    slots, canaries = _canaries(spec, cluster, namespace, key, state.versions.get(key, {}), model)
     givers = []  # the source's Deployments that load the model: their pods give it away
     source_name = source.partition("/")[2]
     source_group = spec.services[service].groups.get(source_name)
     for template in source_group.templates.values() if source_group else []:
         for dc in sorted(template.queues):
             name = deployment_name(service, source_name, template.name, dc)
-            found = cluster.deployment(namespace, name)
+            found = on.cluster.deployment(namespace, name)
             if found is not None and model in _loads(_container(found).get("args", [])):
                 givers.append({"stable": name, "stable_key": weight_key(found)})
     release = {"kind": "move", "model": model, "from_group": source, "givers": givers,
                "pins": {}, "from": {}}  # fmt: skip
-    numbers = _begin(spec, state, cluster, namespace, key, slots, canaries, running_cards,
+    numbers = _begin(spec, state, on, namespace, key, slots, canaries,
                      f"moving {model} into {key}", release)  # fmt: skip
     numbers = {"model": model, **numbers}
     for group_key in recorded_groups(key, state.releases[key]):
@@ -468,15 +454,9 @@ def step(
     resume: bool = False,
 ) -> dict[str, Any]:
     release = active_release(state, key)
-    percent = checked_percent(percent)
     if release.get("promoting"):
         raise ReleaseError(f"the release of {key} is being promoted; it finishes on its own")
-    if release["paused"] and not resume:
-        raise ReleaseError(f"the release of {key} is paused; step --resume to go on")
-    before = release["percent"]
-    if percent is None:
-        later = [s for s in release["steps"] if s > before]
-        percent = float(later[0]) if later else 100.0
+    before, percent = next_percent(release, key, percent, resume)
     slots = release["slots"]
     ready = _listed_canaries(instances, key, slots)
     if percent > 0 and ready < len(slots):
@@ -485,13 +465,7 @@ def step(
             f"waits for them all (kubectl get pods -l {TRACK}=canary)"
         )
     old = max(1, _old_pods(instances, key, release))
-    if percent <= 0:
-        old_weight, new_weight = 1.0, 0.0
-    elif percent >= 100:
-        old_weight, new_weight = 0.0, 1.0
-    else:
-        old_weight = 1.0
-        new_weight = percent * old / ((100.0 - percent) * len(slots))
+    old_weight, new_weight = split_weights(percent, old, len(slots))
     weights: dict[str, str | None] = {
         g["stable_key"]: f"{old_weight:.6g}" for g in _giving(release)
     }
@@ -631,26 +605,12 @@ def _serves(pod: Instance, pins: dict[str, str]) -> bool:
 
 
 def rollback(
-    spec: PlatformSpec,
-    state: State,
-    cluster: Cluster,
-    options: ClusterOptions,
-    instances: list[Instance],
-    running_cards: int,
-    key: str,
-    revision: int | None,
+    spec: PlatformSpec, state: State, on: OnCluster, key: str, revision: int | None
 ) -> int:
     """Back to a recorded group revision (default: the one before the current)."""
     check_group(spec, key)
-    revisions = state.group_revisions.get(key, [])
-    if revision is None:
-        revision = revisions[-2]["revision"] if len(revisions) >= 2 else 0
-    found = next((r for r in revisions if r["revision"] == revision), None)
-    if found is None or not found["versions"]:
-        known = ", ".join(str(r["revision"]) for r in revisions) or "none"
-        raise ReleaseError(f"{key} has no recorded revision {revision} (recorded: {known})")
+    _, versions = recorded_versions(state, key, revision)
     if key in state.releases:
-        abort(state, cluster, key)
-    start(spec, state, cluster, options, instances, running_cards, key,
-          dict(found["versions"]), None)  # fmt: skip
-    return promote(state, cluster, key)
+        abort(state, on.cluster, key)
+    start(spec, state, on, key, versions, None)
+    return promote(state, on.cluster, key)

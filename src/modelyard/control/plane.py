@@ -80,6 +80,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("modelyard.control")
 
 AUTOSCALE_MODES = ("on", "dry-run", "off")
+RELEASE_ACTIONS = ("start", "move", "step", "pause", "abort", "promote", "rollback")
 TARGETS = ("local", "kubernetes")
 
 
@@ -708,6 +709,13 @@ class ControlPlane:
                 )
             return value
 
+        if action not in RELEASE_ACTIONS:
+            raise ConfigError(
+                f"no release action '{action}'",
+                code=Code.NOT_FOUND,
+                rule="platform/release",
+                where=", ".join(RELEASE_ACTIONS[:-1]) + " or " + RELEASE_ACTIONS[-1],
+            )
         if self.on_cluster:
             return await self._release_on_cluster(key, action, body, field)
 
@@ -732,15 +740,8 @@ class ControlPlane:
                 return {}
             if action == "promote":
                 return {"group_revision": release.promote(spec, state, key)}
-            if action == "rollback":
-                revision = field("revision", int)
-                return {"group_revision": release.rollback(spec, state, key, revision)}
-            raise ConfigError(
-                f"no release action '{action}'",
-                code=Code.NOT_FOUND,
-                rule="platform/release",
-                where="start, move, step, pause, abort, promote or rollback",
-            )
+            revision = field("revision", int)
+            return {"group_revision": release.rollback(spec, state, key, revision)}
 
         return dict(await self.locked(run))
 
@@ -755,15 +756,21 @@ class ControlPlane:
         assert cluster is not None
         await self._find_cluster_instances()  # the registry now: which pods a step counts
         instances = self.cluster_instances()
-        running = sum(cards for group_key, cards in self.running() if group_key == key)
-        options = ClusterOptions(namespace=self.config.namespace, registry_url=self.config.registry)
+        on = on_cluster.OnCluster(
+            cluster,
+            ClusterOptions(namespace=self.config.namespace, registry_url=self.config.registry),
+            instances,
+            sum(cards for group_key, cards in self.running() if group_key == key),
+        )
 
         def run() -> dict[str, Any]:
             state, spec = State.load(self.state_dir), self.spec
             if action == "start":
                 pins = {field("model", str, True): field("version", str, True)}
-                return on_cluster.start(spec, state, cluster, options, instances, running, key,
-                                        pins, body.get("percent"))  # fmt: skip
+                return on_cluster.start(spec, state, on, key, pins, body.get("percent"))
+            if action == "move":
+                model = field("model", str, True)
+                return on_cluster.move(spec, state, on, key, model, body.get("percent"))
             if action == "step":
                 resume = bool(field("resume", bool))
                 return on_cluster.step(state, cluster, instances, key, body.get("percent"),
@@ -777,19 +784,8 @@ class ControlPlane:
             if action == "promote":
                 return {"group_revision": on_cluster.promote(state, cluster, key),
                         "promoting": True}  # fmt: skip
-            if action == "rollback":
-                revision = on_cluster.rollback(spec, state, cluster, options, instances, running,
-                                               key, field("revision", int))  # fmt: skip
-                return {"group_revision": revision, "promoting": True}
-            if action == "move":
-                return on_cluster.move(spec, state, cluster, options, instances, running, key,
-                                       field("model", str, True), body.get("percent"))  # fmt: skip
-            raise ConfigError(
-                f"no release action '{action}'",
-                code=Code.NOT_FOUND,
-                rule="platform/release",
-                where="start, move, step, pause, abort, promote or rollback",
-            )
+            revision = on_cluster.rollback(spec, state, on, key, field("revision", int))
+            return {"group_revision": revision, "promoting": True}
 
         return dict(await self.locked(run))
 

@@ -134,19 +134,23 @@ def _moved_from(state: State, release: dict[str, Any]) -> list[LaunchedInstance]
     ]
 
 
+def split_weights(percent: float, old: int, new: int) -> tuple[float, float]:
+    """The weights of each of ``old`` instances and of each of ``new`` ones (canaries) that
+    give the new ones ``percent`` % of the traffic."""
+    if percent <= 0:
+        return 1.0, 0.0
+    if percent >= 100:
+        return 0.0, 1.0
+    return 1.0, percent * old / ((100.0 - percent) * max(1, new))
+
+
 def _set_weights(state: State, key: str, percent: float) -> dict[str, float]:
     launcher = launcher_for(state)
     old, new = _members(state, key, "stable"), _members(state, key, "canary")
     release = state.releases.get(key) or {}
     if release.get("kind") == "move":
         old = _moved_from(state, release)
-    if percent <= 0:
-        old_weight, new_weight = 1.0, 0.0
-    elif percent >= 100:
-        old_weight, new_weight = 0.0, 1.0
-    else:
-        old_weight = 1.0
-        new_weight = percent * len(old) / ((100.0 - percent) * max(1, len(new)))
+    old_weight, new_weight = split_weights(percent, len(old), len(new))
     for instance in old:
         launcher.set_weight(instance, old_weight)
     for instance in new:
@@ -325,28 +329,9 @@ def move(
     percent = checked_percent(percent)
     service, _, group_name = key.partition("/")
     group = spec.services[service].groups[group_name]
-    if model not in group.models:
-        raise ReleaseError(
-            f"the spec does not bind {model} to {key}: move it to that group's models and "
-            "its templates' loads first"
-        )
-    holders = [
-        i
-        for i in state.stable()
-        if i.service == service and model in i.loads and f"{i.service}/{i.group}" != key
-    ]
-    sources = sorted({f"{i.service}/{i.group}" for i in holders})
-    if len(sources) != 1:
-        raise ReleaseError(
-            f"{model} must be served by exactly one other running group of {service} to move "
-            f"it into {key} (found: {', '.join(sources) or 'none'})"
-        )
-    source = sources[0]
-    check_idle(state, key)
-    check_idle(state, source)
+    holders = {f"{i.service}/{i.group}" for i in state.stable() if model in i.loads}
+    source = move_source(spec, state, key, model, holders)
     templates = {name: t for name, t in group.templates.items() if model in t.loads}
-    if not templates:
-        raise ReleaseError(f"no template of {key} loads {model} in the spec")
     old = {(i.template, i.data_center): i for i in _members(state, key, "stable")}
     pins = state.versions.get(key, {})
     canaries = []
@@ -376,6 +361,45 @@ def move(
     return step(state, key, percent)
 
 
+def move_source(spec: PlatformSpec, state: State, key: str, model: str, holders: set[str]) -> str:
+    """The group a move of ``model`` into ``key`` takes it from: the one other group of the
+    service among ``holders`` (SERVICE/GROUP of what serves it now). The spec must bind the
+    model to ``key`` and a template there load it; neither group may be in a release."""
+    service, _, group_name = key.partition("/")
+    group = spec.services[service].groups[group_name]
+    if model not in group.models:
+        raise ReleaseError(
+            f"the spec does not bind {model} to {key}: move it to that group's models and "
+            "its templates' loads first"
+        )
+    sources = sorted(h for h in holders if h.partition("/")[0] == service and h != key)
+    if len(sources) != 1:
+        raise ReleaseError(
+            f"{model} must be served by exactly one other running group of {service} to move "
+            f"it into {key} (found: {', '.join(sources) or 'none'})"
+        )
+    check_idle(state, key)
+    check_idle(state, sources[0])
+    if not any(model in t.loads for t in group.templates.values()):
+        raise ReleaseError(f"no template of {key} loads {model} in the spec")
+    return sources[0]
+
+
+def next_percent(
+    release: dict[str, Any], key: str, percent: Any, resume: bool
+) -> tuple[float, float]:
+    """The release's share now and the one a step asks for (``None``: its next canary
+    step, else 100 %); a paused release steps only to resume."""
+    wanted = checked_percent(percent)
+    if release["paused"] and not resume:
+        raise ReleaseError(f"the release of {key} is paused; step --resume to go on")
+    before = float(release["percent"])
+    if wanted is None:
+        later = [s for s in release["steps"] if s > before]
+        wanted = float(later[0]) if later else 100.0
+    return before, wanted
+
+
 def step(
     state: State,
     key: str,
@@ -384,13 +408,7 @@ def step(
     resume: bool = False,
 ) -> dict[str, Any]:
     release = active_release(state, key)
-    percent = checked_percent(percent)
-    if release["paused"] and not resume:
-        raise ReleaseError(f"the release of {key} is paused; step --resume to go on")
-    before = release["percent"]
-    if percent is None:
-        later = [s for s in release["steps"] if s > before]
-        percent = float(later[0]) if later else 100.0
+    before, percent = next_percent(release, key, percent, resume)
     numbers: dict[str, Any] = {"percent": percent, **_set_weights(state, key, percent)}
     release["percent"] = percent
     release["paused"] = False
@@ -485,9 +503,8 @@ def promote(spec: PlatformSpec, state: State, key: str, action: str = "promote")
     return revision
 
 
-def rollback(spec: PlatformSpec, state: State, key: str, revision: int | None) -> int:
-    """Back to a recorded group revision (default: the one before the current)."""
-    check_group(spec, key)
+def recorded_versions(state: State, key: str, revision: int | None) -> tuple[int, dict[str, str]]:
+    """A recorded group revision and its versions (``None``: the one before the current)."""
     revisions = state.group_revisions.get(key, [])
     if revision is None:
         revision = revisions[-2]["revision"] if len(revisions) >= 2 else 0
@@ -495,7 +512,14 @@ def rollback(spec: PlatformSpec, state: State, key: str, revision: int | None) -
     if found is None or not found["versions"]:
         known = ", ".join(str(r["revision"]) for r in revisions) or "none"
         raise ReleaseError(f"{key} has no recorded revision {revision} (recorded: {known})")
+    return revision, dict(found["versions"])
+
+
+def rollback(spec: PlatformSpec, state: State, key: str, revision: int | None) -> int:
+    """Back to a recorded group revision (default: the one before the current)."""
+    check_group(spec, key)
+    revision, versions = recorded_versions(state, key, revision)
     if key in state.releases:
         abort(state, key)
-    start(spec, state, key, dict(found["versions"]), 100.0)
+    start(spec, state, key, versions, 100.0)
     return promote(spec, state, key, action=f"rollback to revision {revision}")

@@ -73,6 +73,11 @@ class FakeCluster:
                 self.weights[key] = value
 
 
+def _on(cluster: FakeCluster, pods: list[Instance]) -> kubernetes_release.OnCluster:
+    """The cluster and its pods as a release sees them; the group runs 6 cards."""
+    return kubernetes_release.OnCluster(cluster, OPTIONS, pods, 6)
+
+
 def _pods(stable: int, canaries: int, version: str = "1") -> list[Instance]:
     pods = [
         Instance(SERVICE, "gpu", f"stable-{n}", http=f"10.0.0.{n}:8000",
@@ -136,9 +141,7 @@ def test_a_deployment_rendered_before_releases_is_refused_with_the_way_out() -> 
 def test_the_ledger_refuses_a_release_before_any_canary_is_made(tmp_path: Path) -> None:
     spec, cluster, state = parse_platform_spec(BASE), FakeCluster(BASE), State.load(tmp_path)
     with pytest.raises(ReleaseError) as error:
-        kubernetes_release.start(
-            spec, state, cluster, OPTIONS, _pods(6, 0), 6, GPU, {"ranker": "2"}, None
-        )
+        kubernetes_release.start(spec, state, _on(cluster, _pods(6, 0)), GPU, {"ranker": "2"}, None)
     assert "its surge of 2 card(s)" in str(error.value)
     assert any(f.code == "GROUP_CARDS_EXCEEDED" for f in error.value.findings)
     assert cluster.applied == [] and cluster.weights == {} and GPU not in state.releases
@@ -149,11 +152,8 @@ def test_a_release_on_a_cluster_from_start_to_promotion(tmp_path: Path) -> None:
     stables = [deployment_name(SERVICE, "gpu", "a30", dc) for dc in ("dc1", "dc2")]
     canaries = [canary_name(SERVICE, "gpu", "a30", dc) for dc in ("dc1", "dc2")]
     with pytest.raises(ReleaseError, match="a release starts at 0 %"):
-        kubernetes_release.start(spec, state, cluster, OPTIONS, _pods(6, 0), 6, GPU,
-                                 {"ranker": "2"}, 10)  # fmt: skip
-    kubernetes_release.start(
-        spec, state, cluster, OPTIONS, _pods(6, 0), 6, GPU, {"ranker": "2"}, None
-    )
+        kubernetes_release.start(spec, state, _on(cluster, _pods(6, 0)), GPU, {"ranker": "2"}, 10)
+    kubernetes_release.start(spec, state, _on(cluster, _pods(6, 0)), GPU, {"ranker": "2"}, None)
     assert cluster.applied == canaries
     assert cluster.weights == {canaries[0]: "0", canaries[1]: "0"}
     release = state.releases[GPU]
@@ -245,9 +245,9 @@ def test_moving_a_model_between_groups_on_a_cluster(tmp_path: Path) -> None:
     canaries = [canary_name(SERVICE, "gpu", "a30", dc) for dc in ("dc1", "dc2")]
     pods = _moving_pods(tokenizer_in_gpu=False, tokenizer_in_preprocess=True)
     with pytest.raises(ReleaseError, match="the spec does not bind ranker to"):
-        kubernetes_release.move(spec, state, cluster, OPTIONS, pods, 6,
-                                f"{SERVICE}/preprocess", "ranker", None)  # fmt: skip
-    kubernetes_release.move(spec, state, cluster, OPTIONS, pods, 6, GPU, "tokenizer", None)
+        kubernetes_release.move(spec, state, _on(cluster, pods), f"{SERVICE}/preprocess",
+                                "ranker", None)  # fmt: skip
+    kubernetes_release.move(spec, state, _on(cluster, pods), GPU, "tokenizer", None)
     assert cluster.applied == canaries
     for name in canaries:  # the canaries load the model too
         assert _args(cluster, name).count("--load-model") == 2 and "tokenizer" in _args(
