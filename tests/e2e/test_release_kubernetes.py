@@ -115,7 +115,10 @@ class _Api(BaseHTTPRequestHandler):
                 if container["name"] == patched["name"]:
                     container["args"] = patched["args"]
         elif kind == "application/merge-patch+json" and "/configmaps/" in path:
-            data = self.objects.setdefault(path, {"data": {}}).setdefault("data", {})
+            if path not in self.objects:  # as an API server: a merge patch makes nothing
+                self._reply(404, {"kind": "Status", "code": 404})
+                return
+            data = self.objects[path].setdefault("data", {})
             for key, value in body["data"].items():
                 if value is None:
                     data.pop(key, None)
@@ -150,6 +153,13 @@ def cluster_api(directory: Path, objects: list[dict[str, Any]]) -> Iterator[Path
         for m in objects
         if m["kind"] == "Deployment"
     }
+    _Api.objects.update(
+        {
+            f"/api/v1/namespaces/{m['metadata']['namespace']}/configmaps/{m['metadata']['name']}": m
+            for m in objects
+            if m["kind"] == "ConfigMap"
+        }
+    )
     _Api.calls = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Api)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -307,3 +317,12 @@ def test_a_release_on_kubernetes_runs_a_canary_deployment_and_promotes_by_rollin
             )
             assert at_once.status_code == 400, at_once.text
             assert "on Kubernetes a release starts at 0 %" in at_once.json()["error"]
+            del _Api.objects[f"/api/v1/namespaces/{NAMESPACE}/configmaps/{WEIGHTS}"]
+            applied = len([c for c in _Api.calls if "apply-patch" in c[2]])
+            no_map = platform.post(
+                f"/api/v1/groups/{MAIN}/release/start", {"model": "slow_double", "version": "1"}
+            )
+            assert no_map.status_code == 400, no_map.text
+            assert f"the ConfigMap {NAMESPACE}/{WEIGHTS} the pods read" in no_map.json()["error"]
+            assert len([c for c in _Api.calls if "apply-patch" in c[2]]) == applied
+            assert _release(platform)["state"] == "stable"

@@ -136,6 +136,29 @@ def test_a_pinned_version_is_served_whatever_the_version_policy_says(tmp_path: P
     asyncio.run(run())
 
 
+def test_a_pinned_version_the_repository_lacks_says_which_flag_asked_for_it(
+    tmp_path: Path,
+) -> None:
+    repository = tmp_path / "models"
+    slow_double(repository, versions=(1,))
+    args = serve_args(
+        [
+            "--model-repository", str(repository), "--http-port", str(free_port()),
+            "--grpc-port", "-1", "--metrics-port", "-1", "--model-version", "slow_double=9",
+            "--strict-readiness", "false",
+        ]
+    )  # fmt: skip
+
+    async def run() -> None:
+        async with InstanceServer(args) as server:
+            assert server.manager is not None and server.manager.ready_versions() == []
+            (row,) = server.manager.index()
+            assert "no version directory that its version policy selects" in row["reason"]
+            assert "serve --model-version slow_double=VERSION" in row["reason"]
+
+    asyncio.run(run())
+
+
 @pytest.mark.parametrize("pin", ["slow_double", "slow_double=two", "=2"])
 def test_a_pin_that_names_no_version_number_is_refused(
     pin: str, capsys: pytest.CaptureFixture[str]

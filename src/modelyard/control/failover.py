@@ -204,9 +204,15 @@ def restore_on_cluster(
     spec: PlatformSpec, state: State, scaler: GroupScaler, place: str
 ) -> list[str]:
     check_place(spec, state, place)
-    state.lost.pop(place, None)
+    lost = state.lost.pop(place, None)
+    try:
+        done = _rescale(spec, state, scaler, place, "dr restore")
+    except ModelyardError:
+        if lost is not None:  # still lost: the Deployments hold the fail-over's counts
+            state.lost[place] = lost
+        raise
     state.save()
-    return _rescale(spec, state, scaler, place, "dr restore")
+    return done
 
 
 def _rescale(

@@ -152,6 +152,11 @@ def deployment_name(service: str, group: str, template: str, data_center: str) -
     return object_name(service, group, template, data_center)
 
 
+def canary_name(service: str, group: str, template: str, data_center: str) -> str:
+    """A release's canary Deployment beside one template's in one data centre."""
+    return object_name(service, group, template, data_center, "canary")
+
+
 def registry_url(options: ClusterOptions) -> str:
     if options.registry_url:
         return options.registry_url
@@ -229,16 +234,25 @@ def render(spec: PlatformSpec, options: ClusterOptions | None = None) -> list[di
     if options.cluster_limits:
         manifests += _redis(options)
     if options.spec_text is not None:
-        quota_namespaces = [quota_namespace(options, q) for q in sorted(spec.quotas)]
-        manifests += _control_plane(options, options.spec_text, quota_namespaces)
+        releasable: dict[str, list[str]] = {quota_namespace(options, q): [] for q in spec.quotas}
+        for service in spec.services.values():
+            names = releasable[quota_namespace(options, service.quota)]
+            for group in service.groups.values():
+                for template in group.templates.values():
+                    if template.spec is not None:
+                        for dc in sorted(template.queues):
+                            slot = (service.name, group.name, template.name, dc)
+                            names += [deployment_name(*slot), canary_name(*slot)]
+        manifests += _control_plane(options, options.spec_text, releasable)
     return manifests
 
 
 def _control_plane(
-    options: ClusterOptions, spec_text: str, quota_namespaces: list[str]
+    options: ClusterOptions, spec_text: str, releasable: dict[str, list[str]]
 ) -> list[dict[str, Any]]:
-    """The control plane and console: it scales the groups' Deployments, so it may read and
-    set their scale in the quotas' namespaces, and nothing else."""
+    """The control plane and console. In each quota's namespace (``releasable``: the names
+    of its Deployments and their canaries) it may set Deployments' scale, create canaries,
+    read, patch and delete those Deployments only, and write the release weights."""
     namespace = options.namespace
     labels = {f"{LABEL}/component": CONTROL_PLANE}
     args = [
@@ -277,25 +291,29 @@ def _control_plane(
     }
     subject = {"kind": "ServiceAccount", "name": CONTROL_PLANE, "namespace": namespace}
     access: list[dict[str, Any]] = []
-    for quota_ns in quota_namespaces:
+    for quota_ns, names in sorted(releasable.items()):
         meta = {"name": f"modelyard-{CONTROL_PLANE}", "namespace": quota_ns}
+        rules: list[dict[str, Any]] = [
+            {"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["get", "patch"]},
+            # a release makes canaries (a name cannot bound a create) ...
+            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["create"]},
+        ]
+        if names:  # ... and reads, promotes and deletes only the render's and their canaries
+            rules.append(
+                {
+                    "apiGroups": ["apps"],
+                    "resources": ["deployments"],
+                    "resourceNames": sorted(names),
+                    "verbs": ["get", "patch", "delete"],
+                }
+            )
         access += [
             {
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "Role",
                 "metadata": dict(meta),
                 "rules": [
-                    {
-                        "apiGroups": ["apps"],
-                        "resources": ["deployments/scale"],
-                        "verbs": ["get", "patch"],
-                    },
-                    # a release: canaries made from a Deployment, its pods' versions promoted
-                    {
-                        "apiGroups": ["apps"],
-                        "resources": ["deployments"],
-                        "verbs": ["get", "create", "patch", "delete"],
-                    },
+                    *rules,
                     {
                         "apiGroups": [""],
                         "resources": ["configmaps"],

@@ -42,13 +42,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from modelyard.control.apply import State, new_instance
+from modelyard.control.failover import cluster_replicas
 from modelyard.control.kubernetes import (
     TRACK,
     WEIGHTS,
     WEIGHTS_DIR,
     ClusterOptions,
+    canary_name,
     deployment_name,
-    object_name,
     quota_namespace,
 )
 from modelyard.control.kubernetes_apply import (
@@ -77,7 +78,6 @@ from modelyard.control.release import (
     reserve_cards,
     split_weights,
 )
-from modelyard.control.scaling import current_replicas
 from modelyard.control.spec import PlatformSpec
 from modelyard.discovery.registry import Instance
 
@@ -128,11 +128,12 @@ class ClusterReleases:
         send(self.client, [delete_request(deployment_path(namespace, name))], SCALE_TIMEOUT, True)
 
     def set_weights(self, namespace: str, weights: dict[str, str | None]) -> None:
-        send(self.client, [config_map_data_request(namespace, WEIGHTS, weights)], SCALE_TIMEOUT)
-
-
-def canary_name(service: str, group: str, template: str, data_center: str) -> str:
-    return object_name(service, group, template, data_center, "canary")
+        if fetch(self.client, config_map_data_request(namespace, WEIGHTS, weights)) is None:
+            raise ReleaseError(
+                f"the ConfigMap {namespace}/{WEIGHTS} the pods read their weights from is not "
+                "on the cluster: apply the render again (modelyard platform apply --target "
+                "kubernetes)"
+            )
 
 
 def release_args(
@@ -259,6 +260,14 @@ def _served_versions(instances: list[Instance], key: str, models: list[str]) -> 
     return versions
 
 
+def _not_while_lost(state: State) -> None:
+    """A place declared lost holds pods that cannot come: a canary there would never be
+    ready, nor would a promotion's pods."""
+    if state.lost:
+        lost = ", ".join(sorted(state.lost))
+        raise ReleaseError(f"{lost} is declared lost: restore it first (platform dr restore)")
+
+
 def _starts_at_zero(percent: float | None) -> None:
     if checked_percent(percent):
         raise ReleaseError(
@@ -366,7 +375,8 @@ def start(
 ) -> dict[str, Any]:
     check_group(spec, key)
     _starts_at_zero(percent)
-    check_pins(spec, state, key, pins)
+    _not_while_lost(state)
+    pins = check_pins(spec, state, key, pins)
     check_idle(state, key)
     service = key.partition("/")[0]
     namespace = quota_namespace(on.options, spec.services[service].quota)
@@ -390,6 +400,7 @@ def move(
     """Start moving ``model`` into group ``key``, which the spec already binds it to."""
     check_group(spec, key)
     _starts_at_zero(percent)
+    _not_while_lost(state)
     service = key.partition("/")[0]
     holders = {
         f"{i.service}/{i.group}"
@@ -410,6 +421,11 @@ def move(
             found = on.cluster.deployment(namespace, name)
             if found is not None and model in _loads(_container(found).get("args", [])):
                 givers.append({"stable": name, "stable_key": weight_key(found)})
+    if not givers:
+        raise ReleaseError(
+            f"no Deployment of {source} loads {model} (--load-model): its pods serve it "
+            "from elsewhere, and a move cannot take it from them"
+        )
     release = {"kind": "move", "model": model, "from_group": source, "givers": givers,
                "pins": {}, "from": {}}  # fmt: skip
     numbers = _begin(spec, state, on, namespace, key, slots, canaries,
@@ -453,7 +469,7 @@ def step(
     percent: float | None,
     resume: bool = False,
 ) -> dict[str, Any]:
-    release = active_release(state, key)
+    release = active_release(state, key, "kubernetes")
     if release.get("promoting"):
         raise ReleaseError(f"the release of {key} is being promoted; it finishes on its own")
     before, percent = next_percent(release, key, percent, resume)
@@ -486,14 +502,22 @@ def step(
 
 
 def abort(state: State, cluster: Cluster, key: str) -> None:
-    release = active_release(state, key)
-    if release.get("promoting"):
-        raise ReleaseError(f"the release of {key} is being promoted; roll back once it finished")
+    """Stop the release: the canaries go and every pod weighs 1 again; during a promotion,
+    the Deployments it rolled get their arguments back first."""
+    release = active_release(state, key, "kubernetes")
+    namespace = release["namespace"]
+    rolled_back = 0
+    for rolled, _ in _rolls(release):
+        if "previous_args" in rolled:
+            cluster.set_args(namespace, rolled["stable"], rolled["previous_args"])
+            rolled_back += 1
     _remove_canaries(cluster, release)
     del state.releases[key]
     state.save()
+    numbers = {"rolled_back": rolled_back} if rolled_back else {}
     for group_key in recorded_groups(key, release):
-        record(state, group_key, "abort", {"percent": release["percent"]}, {"percent": 0}, {})
+        record(state, group_key, "abort", {"percent": release["percent"]}, {"percent": 0},
+               numbers)  # fmt: skip
 
 
 def _remove_canaries(cluster: Cluster, release: dict[str, Any]) -> None:
@@ -506,29 +530,46 @@ def _remove_canaries(cluster: Cluster, release: dict[str, Any]) -> None:
     cluster.set_weights(namespace, weights)
 
 
+def _rolls(release: dict[str, Any]) -> list[tuple[dict[str, Any], bool]]:
+    """The Deployments a promotion rolls, and whether each receives what is released (for
+    a move, the source's drop the model)."""
+    rolls = [(slot, True) for slot in release["slots"]]
+    if release.get("kind") == "move":
+        rolls += [(giver, False) for giver in release["givers"]]
+    return rolls
+
+
 def promote(state: State, cluster: Cluster, key: str) -> int:
     """Roll the group's Deployments to the pinned versions (for a move: the group's to load
     the model, the source's to drop it); ``finish`` ends the release once the registry
-    shows them. The revision the group will be at."""
-    release = active_release(state, key)
-    if release.get("promoting"):
-        return int(release["promoting"])
-    if release["paused"]:
-        raise ReleaseError(f"the release of {key} is paused; step --resume first")
-    revisions = state.group_revisions.setdefault(key, [])
-    revision = (revisions[-1]["revision"] if revisions else 0) + 1
+    shows them. The revision the group will be at. The arguments each Deployment had are
+    kept first, so running it again after a refusal rolls the rest, and ``abort`` puts
+    them back."""
+    release = active_release(state, key, "kubernetes")
     namespace = release["namespace"]
+    rolls = _rolls(release)
+    if not release.get("promoting"):
+        if release["paused"]:
+            raise ReleaseError(f"the release of {key} is paused; step --resume first")
+        revisions = state.group_revisions.setdefault(key, [])
+        revision = (revisions[-1]["revision"] if revisions else 0) + 1
+        for rolled, _ in rolls:
+            stable = cluster.deployment(namespace, rolled["stable"])
+            if stable is None:
+                raise ReleaseError(
+                    f"Deployment {namespace}/{rolled['stable']} is gone from the cluster"
+                )
+            rolled["previous_args"] = list(_container(stable).get("args", []))
+            # a key nobody wrote: the new pods come up at weight 1, the old ones keep theirs
+            rolled["promoted_key"] = f"{rolled['stable']}.r{revision}"
+        release["promoting"] = revision
+        state.save()
+        for group_key in recorded_groups(key, release):
+            record(state, group_key, "promote started", {"percent": release["percent"]},
+                   {"group_revision": revision}, {"deployments": len(rolls)})  # fmt: skip
     moved = release.get("model") if release.get("kind") == "move" else None
-    rolls = [(slot, True) for slot in release["slots"]]
-    if moved is not None:
-        rolls += [(giver, False) for giver in release["givers"]]
     for rolled, receives in rolls:
-        stable = cluster.deployment(namespace, rolled["stable"])
-        if stable is None:
-            raise ReleaseError(
-                f"Deployment {namespace}/{rolled['stable']} is gone from the cluster"
-            )
-        args = _container(stable).get("args", [])
+        args = rolled["previous_args"]
         pins = _pins(args) if moved is not None else {}
         pins.update({m: v for m, v in release["pins"].items() if m in _loads(args)})
         loads = None
@@ -536,16 +577,9 @@ def promote(state: State, cluster: Cluster, key: str) -> int:
             loads = {moved: receives}
             if not receives:
                 pins.pop(moved, None)
-        # a key nobody wrote: the new pods come up at weight 1, the old ones keep theirs
-        rolled["promoted_key"] = f"{rolled['stable']}.r{revision}"
         new_args = release_args(args, pins, rolled["promoted_key"], None, None, loads)
         cluster.set_args(namespace, rolled["stable"], new_args)
-    release["promoting"] = revision
-    state.save()
-    for group_key in recorded_groups(key, release):
-        record(state, group_key, "promote started", {"percent": release["percent"]},
-               {"group_revision": revision}, {"deployments": len(rolls)})  # fmt: skip
-    return revision
+    return int(release["promoting"])
 
 
 def finish(
@@ -560,9 +594,11 @@ def finish(
     found = spec.services.get(service)
     if found is None or group_name not in found.groups:
         return False
-    group = found.groups[group_name]
+    # as many pods as the Deployments hold now: a lost place's none, its replacements too
+    counts = cluster_replicas(spec, state)[0]
     wanted = sum(
-        current_replicas(spec, state, service, group, s["template"]) for s in release["slots"]
+        counts.get((service, group_name, s["template"], s["data_center"]), 0)
+        for s in release["slots"]
     )
     pods = _pods(instances, key, "stable")
     if len(pods) < wanted or not all(_serves(pod, release["pins"]) for pod in pods):
@@ -591,7 +627,8 @@ def finish(
             record(state, group_key, "move promote", {"group": release["from_group"]},
                    {"group": key}, {"model": moved, **numbers})  # fmt: skip
         return True
-    record(state, key, "promote", release["from"], release["pins"], numbers)
+    action = release.get("action", "promote")
+    record(state, key, action, release["from"], release["pins"], numbers)
     return True
 
 
@@ -609,8 +646,10 @@ def rollback(
 ) -> int:
     """Back to a recorded group revision (default: the one before the current)."""
     check_group(spec, key)
-    _, versions = recorded_versions(state, key, revision)
+    revision, versions = recorded_versions(state, key, revision)
     if key in state.releases:
         abort(state, on.cluster, key)
     start(spec, state, on, key, versions, None)
+    state.releases[key]["action"] = f"rollback to revision {revision}"
+    state.save()
     return promote(state, on.cluster, key)

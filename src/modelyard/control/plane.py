@@ -419,7 +419,7 @@ class ControlPlane:
             try:
                 if self.on_cluster:
                     await self._find_cluster_instances()
-                    await self.finish_promotions()
+                    await self._finish_promotions_logged()
                 await self.collector.poll(self.targets())
                 await self.heal()
                 await self.declare_unanswered_lost()
@@ -488,8 +488,9 @@ class ControlPlane:
         Deployments scaled to none and the replacements' up)."""
 
         def run() -> list[str]:
-            if self.scaler is not None:
-                return fail_over_on_cluster(self.spec, self.state(), self.scaler, place)
+            if self.on_cluster:
+                scaler = self._connected(self.scaler)
+                return fail_over_on_cluster(self.spec, self.state(), scaler, place)
             return fail_over(self.spec, self.config.spec_file, self.state(), place)
 
         return list(await self.locked(run))
@@ -498,11 +499,24 @@ class ControlPlane:
         """A lost place is back: its instances start again and the replacements stop."""
 
         def run() -> list[str]:
-            if self.scaler is not None:
-                return restore_on_cluster(self.spec, self.state(), self.scaler, place)
+            if self.on_cluster:
+                scaler = self._connected(self.scaler)
+                return restore_on_cluster(self.spec, self.state(), scaler, place)
             return restore(self.spec, self.config.spec_file, self.state(), place)
 
         return list(await self.locked(run))
+
+    def _connected(self, hands: Any) -> Any:
+        """The cluster's client, once the start made it (a kubeconfig's exec plugin may take
+        its time while the API already answers)."""
+        if hands is None:
+            raise ConfigError(
+                "the control plane is still connecting to the cluster",
+                code=Code.UNAVAILABLE,
+                rule="platform/kubernetes",
+                where="try again in a few seconds; its log says if the connection failed",
+            )
+        return hands
 
     def _autoscaling_templates(self) -> dict[str, tuple[str, Any, str]]:
         """SERVICE/GROUP/TEMPLATE → (service, group, template) for each template of each
@@ -670,6 +684,13 @@ class ControlPlane:
 
     # ---- releases through the API -------------------------------------------------
 
+    async def _finish_promotions_logged(self) -> None:
+        """A cluster that refuses (a canary's delete) must not stop the poll's other work."""
+        try:
+            await self.finish_promotions()
+        except Exception as exc:
+            log.warning("release_finish_failed", error=f"{type(exc).__name__}: {exc}")
+
     async def finish_promotions(self) -> list[str]:
         """On a cluster: end each promotion whose pods the registry shows all promoted."""
         if self.cluster is None or not any(
@@ -752,8 +773,7 @@ class ControlPlane:
         from modelyard.control import release
         from modelyard.control.kubernetes import ClusterOptions
 
-        cluster = self.cluster
-        assert cluster is not None
+        cluster = self._connected(self.cluster)
         await self._find_cluster_instances()  # the registry now: which pods a step counts
         instances = self.cluster_instances()
         on = on_cluster.OnCluster(

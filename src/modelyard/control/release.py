@@ -106,10 +106,19 @@ def _members(state: State, key: str, role: str) -> list[LaunchedInstance]:
     return [i for i in state.instances if f"{i.service}/{i.group}" == key and i.role == role]
 
 
-def active_release(state: State, key: str) -> dict[str, Any]:
+def active_release(state: State, key: str, target: str | None = "local") -> dict[str, Any]:
+    """The group's release in progress, made here (``target``: "local", "kubernetes", or
+    None for either): a cluster's canaries are Deployments that only its control plane
+    removes."""
     release = state.releases.get(key)
     if release is None:
         raise ReleaseError(f"no release in progress for {key}")
+    made = release.get("target", "local")
+    if target is not None and made != target:
+        raise ReleaseError(
+            f"the release of {key} runs on {made}: act on it through its control plane "
+            "(platform release ... --control URL)"
+        )
     return release
 
 
@@ -163,7 +172,7 @@ def start(
 ) -> dict[str, Any]:
     check_group(spec, key)
     percent = checked_percent(percent)
-    check_pins(spec, state, key, pins)
+    pins = check_pins(spec, state, key, pins)
     check_idle(state, key)
     old = _members(state, key, "stable")
     if not old:
@@ -215,18 +224,21 @@ def checked_percent(value: Any) -> float | None:
     return float(value)
 
 
-def check_pins(spec: PlatformSpec, state: State, key: str, pins: dict[str, str]) -> None:
-    """Every pinned model belongs to the group, and its version is in the repository."""
+def check_pins(spec: PlatformSpec, state: State, key: str, pins: dict[str, str]) -> dict[str, str]:
+    """Every pinned model belongs to the group, and its version is in the repository (where
+    this machine has it); the pins as the registry writes versions ("007" is "7")."""
     service, _, group_name = key.partition("/")
     owned = spec.services[service].groups[group_name].models
     repository = Path(state.model_repository) if state.model_repository else None
+    canonical = {}
     for model, version in pins.items():
         if model not in owned:
             raise ReleaseError(
                 f"{key} does not own model {model!r} (it owns {', '.join(owned) or 'none'})"
             )
-        if not version.isdigit():
+        if not (version.isascii() and version.isdigit()) or int(version) == 0:
             raise ReleaseError(f"version {version!r} of {model} is not a version number")
+        version = canonical[model] = str(int(version))
         if repository is not None and not (repository / model / version).is_dir():
             found = (
                 sorted(
@@ -240,6 +252,7 @@ def check_pins(spec: PlatformSpec, state: State, key: str, pins: dict[str, str])
                 f"{model} has no version {version} in {repository} "
                 f"(found: {', '.join(found) or 'none'})"
             )
+    return canonical
 
 
 def check_idle(state: State, key: str) -> None:
@@ -425,7 +438,7 @@ def recorded_groups(key: str, release: dict[str, Any]) -> list[str]:
 
 
 def pause(state: State, key: str) -> None:
-    release = active_release(state, key)
+    release = active_release(state, key, target=None)
     release["paused"] = True
     state.save()
     for group in recorded_groups(key, release):

@@ -601,7 +601,10 @@ class ModelManager:
                 f"(found: {available or 'none'})",
                 code=Code.INVALID_ARGUMENT,
                 rule="model-server/no-versions",
-                where=f"add {name}/<version>/ or change version_policy",
+                where=f"add {name}/{self.pinned_versions[name]}/ or change serve "
+                f"--model-version {name}=VERSION"
+                if name in self.pinned_versions
+                else f"add {name}/<version>/ or change version_policy",
             )
             self._failed(name, record, fingerprint, error)
             raise error

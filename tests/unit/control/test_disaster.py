@@ -170,3 +170,11 @@ def test_on_a_cluster_a_refused_fail_over_is_recorded_and_the_loss_kept_to_run_a
     event = history(tmp_path, "com.example.search.ranker/preprocess")[-1]
     assert event["action"] == "dr fail-over failed"
     assert "rule=platform/kubernetes-apply" in event["numbers"]["error"]
+    fail_over_on_cluster(spec, state, RecordingScaler(), "dc1")
+    with pytest.raises(ConfigError, match="the cluster refused PATCH"):
+        restore_on_cluster(spec, state, RecordingScaler(failing=True), "dc1")
+    # the Deployments still hold the fail-over's counts: the place stays lost
+    assert set(State.load(tmp_path).lost) == {"dc1"} and set(state.lost) == {"dc1"}
+    assert history(tmp_path, "com.example.search.ranker/preprocess")[-1]["action"] == (
+        "dr restore failed"
+    )

@@ -267,12 +267,23 @@ def test_the_control_plane_scales_deployments_in_the_quota_namespaces_and_nothin
     quota_namespaces = {m["metadata"]["namespace"] for m in _kinds(manifests, "ResourceQuota")}
     roles = _kinds(manifests, "Role")
     assert {r["metadata"]["namespace"] for r in roles} == quota_namespaces
+    deployments = {
+        (m["metadata"]["namespace"], m["metadata"]["name"])
+        for m in _kinds(manifests, "Deployment")
+        if m["metadata"]["namespace"] in quota_namespaces
+    }
     for role in roles:
-        scale, deployments, weights = role["rules"]
+        scale, create, named, weights = role["rules"]
         assert scale["resources"] == ["deployments/scale"] and scale["verbs"] == ["get", "patch"]
-        # a release: canaries made from the group's Deployments, promoted versions
-        assert deployments["resources"] == ["deployments"]
-        assert deployments["verbs"] == ["get", "create", "patch", "delete"]
+        # a release: canaries made from the render's Deployments, their versions promoted;
+        # a create cannot name what it makes, the rest names the render's and their canaries
+        assert create["resources"] == ["deployments"] and create["verbs"] == ["create"]
+        assert named["verbs"] == ["get", "patch", "delete"]
+        namespace = role["metadata"]["namespace"]
+        stable = {name for ns, name in deployments if ns == namespace}
+        canaries = set(named["resourceNames"]) - stable
+        assert stable <= set(named["resourceNames"]) and len(canaries) == len(stable)
+        assert all(name.startswith(tuple(n[:20] for n in stable)) for name in canaries)
         # the weights map only: no other ConfigMap (a service file) may be read or changed
         assert weights["resources"] == ["configmaps"] and weights["verbs"] == ["get", "patch"]
         assert weights["resourceNames"] == ["release-weights"]

@@ -10,7 +10,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from modelyard.control import kubernetes_release
+from modelyard.control import kubernetes_release, release
 from modelyard.control.apply import State
 from modelyard.control.kubernetes import ClusterOptions, deployment_name, quota_namespace, render
 from modelyard.control.kubernetes_apply import (
@@ -27,6 +27,7 @@ from modelyard.control.kubernetes_release import (
 from modelyard.control.release import ReleaseError, history
 from modelyard.control.spec import parse_platform_spec
 from modelyard.discovery.registry import Instance
+from modelyard.errors import ConfigError
 from tests.unit.control.test_ledger import BASE
 
 SERVICE = "com.example.search.ranker"
@@ -174,7 +175,7 @@ def test_a_release_on_a_cluster_from_start_to_promotion(tmp_path: Path) -> None:
     assert kubernetes_release.promote(state, cluster, GPU) == 2
     assert kubernetes_release.promote(state, cluster, GPU) == 2  # again: the same promotion
     with pytest.raises(ReleaseError, match="is being promoted"):
-        kubernetes_release.abort(state, cluster, GPU)
+        kubernetes_release.step(state, cluster, _pods(6, 2), GPU, 50)
     for name in stables:
         args = cluster.deployments[name]["spec"]["template"]["spec"]["containers"][0]["args"]
         assert args[args.index("--model-version") + 1] == "ranker=2"
@@ -281,3 +282,57 @@ def test_moving_a_model_between_groups_on_a_cluster(tmp_path: Path) -> None:
     for group in ("gpu", "preprocess"):
         events = [e["action"] for e in history(tmp_path, f"{SERVICE}/{group}")]
         assert events == ["move start", "step", "step", "promote started", "move promote"]
+
+
+class RefusingCluster(FakeCluster):
+    """A cluster that refuses to patch one Deployment's container, until told not to."""
+
+    refused: str | None = None
+
+    def set_args(self, namespace: str, name: str, args: list[str]) -> None:
+        if name == self.refused:
+            raise ConfigError("the cluster refused PATCH", rule="platform/kubernetes-apply")
+        super().set_args(namespace, name, args)
+
+
+def test_a_promotion_refused_half_way_finishes_when_run_again_or_is_undone_by_abort(
+    tmp_path: Path,
+) -> None:
+    spec, cluster, state = parse_platform_spec(ROOMY), RefusingCluster(ROOMY), State.load(tmp_path)
+    dc1, dc2 = (deployment_name(SERVICE, "gpu", "a30", dc) for dc in ("dc1", "dc2"))
+    before = {name: _args(cluster, name) for name in (dc1, dc2)}
+    kubernetes_release.start(spec, state, _on(cluster, _pods(6, 0)), GPU, {"ranker": "007"}, None)
+    assert state.releases[GPU]["pins"] == {"ranker": "7"}  # as the registry writes it
+    cluster.refused = dc2
+    with pytest.raises(ConfigError, match="refused PATCH"):
+        kubernetes_release.promote(state, cluster, GPU)
+    assert "ranker=7" in _args(cluster, dc1) and _args(cluster, dc2) == before[dc2]
+    assert State.load(tmp_path).releases[GPU]["promoting"] == 2  # recorded before the patches
+    cluster.refused = None
+    assert kubernetes_release.promote(state, cluster, GPU) == 2  # rolls what is left
+    assert "ranker=7" in _args(cluster, dc2)
+    kubernetes_release.abort(state, cluster, GPU)
+    assert {name: _args(cluster, name) for name in (dc1, dc2)} == before
+    assert GPU not in state.releases and cluster.weights == {}
+    event = history(tmp_path, GPU)[-1]
+    assert event["action"] == "abort" and event["numbers"] == {"rolled_back": 2}
+
+
+def test_a_cluster_release_is_refused_while_a_place_is_lost_or_by_the_local_commands(
+    tmp_path: Path,
+) -> None:
+    spec, cluster, state = parse_platform_spec(ROOMY), FakeCluster(ROOMY), State.load(tmp_path)
+    state.lost["dc2"] = {"at": "now", "how": "declared"}
+    with pytest.raises(ReleaseError, match="dc2 is declared lost: restore it first"):
+        kubernetes_release.start(spec, state, _on(cluster, _pods(6, 0)), GPU, {"ranker": "2"}, None)
+    assert cluster.applied == []
+    state.lost.clear()
+    for version in ("0", "²", "v2"):
+        with pytest.raises(ReleaseError, match="is not a version number"):
+            kubernetes_release.start(
+                spec, state, _on(cluster, _pods(6, 0)), GPU, {"ranker": version}, None
+            )
+    kubernetes_release.start(spec, state, _on(cluster, _pods(6, 0)), GPU, {"ranker": "2"}, None)
+    with pytest.raises(ReleaseError, match="runs on kubernetes: act on it through its control"):
+        release.abort(state, GPU)  # the local command: it would leave the canaries running
+    assert cluster.deleted == [] and GPU in state.releases
