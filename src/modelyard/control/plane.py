@@ -486,23 +486,23 @@ class ControlPlane:
     async def fail_over(self, place: str) -> list[str]:
         """Declare a data centre or queue lost (``failover.fail_over``; on a cluster, its
         Deployments scaled to none and the replacements' up)."""
-
-        def run() -> list[str]:
-            if self.on_cluster:
-                scaler = self._connected(self.scaler)
-                return fail_over_on_cluster(self.spec, self.state(), scaler, place)
-            return fail_over(self.spec, self.config.spec_file, self.state(), place)
-
-        return list(await self.locked(run))
+        return await self._dr_change(place, lost=True)
 
     async def restore(self, place: str) -> list[str]:
         """A lost place is back: its instances start again and the replacements stop."""
+        return await self._dr_change(place, lost=False)
 
+    async def _dr_change(self, place: str, lost: bool) -> list[str]:
         def run() -> list[str]:
+            spec, state = self.spec, self.state()
             if self.on_cluster:
                 scaler = self._connected(self.scaler)
-                return restore_on_cluster(self.spec, self.state(), scaler, place)
-            return restore(self.spec, self.config.spec_file, self.state(), place)
+                if lost:
+                    return fail_over_on_cluster(spec, state, scaler, place)
+                return restore_on_cluster(spec, state, scaler, place)
+            if lost:
+                return fail_over(spec, self.config.spec_file, state, place)
+            return restore(spec, self.config.spec_file, state, place)
 
         return list(await self.locked(run))
 
