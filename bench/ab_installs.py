@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from modelyard.processes import free_port, wait_for_200  # noqa: E402
+from modelyard.processes import free_port, serve_command, wait_for_200  # noqa: E402
 
 DONE = """
 function done(summary, latency, requests)
@@ -100,9 +100,10 @@ def main() -> None:
     ports = {"A": free_port(), "B": free_port()}
     servers = {}
     for side, venv in (("A", args.a), ("B", args.b)):
-        command = ["taskset", "-c", "0", str(venv / "bin" / "modelyard"), "serve",
-                   "--model-repository", str(args.repository), "--http-port", str(ports[side]),
-                   "--grpc-port", "-1", "--metrics-port", "-1"]  # fmt: skip
+        serve = serve_command(
+            args.repository, http_port=ports[side], python=venv / "bin" / "python"
+        )
+        command = ["taskset", "-c", "0", *serve]
         servers[side] = subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )

@@ -42,9 +42,11 @@ def serve_command(
     http_port: int,
     grpc_port: int = -1,
     metrics_port: int = -1,
+    python: str | Path = sys.executable,
     **flags: FlagValue,
 ) -> list[str]:
-    """The command line of a ``modelyard serve`` child on this interpreter.
+    """The command line of a ``modelyard serve`` child on this interpreter (or ``python``:
+    another installation's, for an A/B of two).
 
     Each keyword is a flag (``model_control_mode="explicit"`` is
     ``--model-control-mode explicit``); a sequence repeats it (``load_model=["a", "b"]``);
@@ -52,7 +54,7 @@ def serve_command(
     (-1).
     """
     command = [
-        sys.executable,
+        str(python),
         "-m",
         "modelyard.cli.main",
         "serve",

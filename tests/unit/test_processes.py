@@ -27,3 +27,12 @@ def test_a_serve_command_parses_as_the_cli_reads_it(tmp_path: Path) -> None:
     assert args.model_control_mode == "explicit" and args.load_model == ["a", "b"]
     assert args.weight == 2.5 and args.weight_file == tmp_path / "weight"
     assert args.trusted_repository is True
+
+
+def test_a_serve_command_may_run_another_installation(tmp_path: Path) -> None:
+    """An A/B of two installations starts each one's own interpreter, never a flag of it."""
+    other = tmp_path / "venv-b" / "bin" / "python"
+    command = serve_command(tmp_path, http_port=8123, python=other, model_version=["m=2"])
+    assert command[:4] == [str(other), "-m", "modelyard.cli.main", "serve"]
+    assert "--python" not in command
+    assert build_parser().parse_args(command[3:]).model_version == [("m", 2)]
