@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from modelyard.client import Client
 from modelyard.control.kubernetes import (
@@ -35,6 +36,8 @@ from modelyard.control.spec import parse_platform_spec
 from tests.support.models import bytes_echo, slow_double
 from tests.support.platform import SERVICE, RunningPlatform, double_spec, running_platform
 from tests.support.servers import ServerProcess, running_server, wait_until
+
+pytestmark = pytest.mark.slow  # about 12 s: three pods start
 
 MAIN = f"{SERVICE}/main"
 NAMESPACE = quota_namespace(ClusterOptions(), "q")
