@@ -85,6 +85,9 @@ def test_a_data_centre_that_stops_answering_is_replaced_in_the_other_and_restore
         assert event["numbers"]["stopped"] == [frozen["name"]]
         assert event["numbers"]["state"] == "whole" and event["numbers"]["replaced"] == 1
         assert list(platform.get("/api/v1/dr")["lost"]) == ["dc2"]
+        # what-if from where instances run now: dc1 holds both, and dc2 can take neither
+        (what_if,) = platform.get("/api/v1/dr?lose=dc1")["groups"]
+        assert what_if["lost_instances"] == 2 and what_if["state"] == "lost"
 
         def served() -> bool:
             answer = httpx.post(f"{platform.gateway}/v2/models/bytes_echo/infer", json=ECHO)

@@ -554,14 +554,19 @@ async def _disaster_recovery(request: web.Request) -> web.Response:
     the autoscaler's replicas, and for an autoscaling group whether what survives holds its
     observed peak. Without ``lose``: each data centre of the spec, one after the other."""
     plane = _plane(request)
-    spec = plane.spec
-    replicas = effective_replicas(spec, plane.state())
+    spec, state = plane.spec, plane.state()
+    replicas = effective_replicas(spec, state)
     target = request.query.get("group")
     lose = request.query.get("lose")
 
     def place(lost: str) -> dict[str, Any]:
         groups = []
-        for result in recovery(spec, lost, target, where_flag="?lose=", replicas=replicas):
+        # from where the instances run now: a place lost before holds none, and its
+        # replacements count where they were placed
+        before = set(state.lost) - {lost}
+        results = recovery(spec, lost, target, where_flag="?lose=", replicas=replicas,
+                           already_lost=before, reserved=state.reserved())  # fmt: skip
+        for result in results:
             doc = result.to_json()
             key = f"{result.service}/{result.group}"
             scalings = [s for s in plane.scaling.values() if s.group_key == key]
@@ -582,7 +587,7 @@ async def _disaster_recovery(request: web.Request) -> web.Response:
         whole = all(g["state"] == "whole" and g.get("holds_peak") is not False for g in groups)
         return {"lose": lost, "whole": whole, "groups": groups}
 
-    lost = plane.state().lost
+    lost = state.lost
     if lose is not None:
         return web.json_response({**place(lose), "lost": lost})
     data_centres = sorted({queue.data_center for queue in spec.queues.values()})

@@ -91,6 +91,8 @@ def recovery(
     *,
     where_flag: str = "--lose",
     replicas: dict[str, int] | None = None,
+    already_lost: Collection[str] = (),
+    reserved: Reservations | None = None,
 ) -> list[GroupRecovery]:
     """``evaluate``, with a line for a place or group the spec does not have (``where_flag``:
     how the caller names the place, ``--lose`` or ``?lose=``)."""
@@ -102,7 +104,7 @@ def recovery(
             rule="platform/dr",
             where=f"{where_flag} one of {', '.join(sorted(places))}",
         )
-    results = evaluate(spec, lose, target, replicas)
+    results = evaluate(spec, lose, target, replicas, reserved, already_lost)
     if target is not None and not results:
         raise ConfigError(
             f"no group {target} in the spec",
@@ -140,12 +142,19 @@ def evaluate(
     target: str | None = None,
     replicas: dict[str, int] | None = None,
     reserved: Reservations | None = None,
+    already_lost: Collection[str] = (),
 ) -> list[GroupRecovery]:
     """Each group's recovery (or only ``target``, ``SERVICE/GROUP``) from losing ``lose``:
     a data centre or a queue (or several); ``replicas``: the autoscaler's, where they differ
-    from the spec's; ``reserved``: cards releases in progress hold."""
+    from the spec's; ``reserved``: cards releases in progress hold; ``already_lost``: places
+    declared lost before, whose instances already run elsewhere (``after_loss``) and
+    which take nothing."""
     lost = frozenset({lose}) if isinstance(lose, str) else lose
-    planned = expand(spec, replicas)
+    planned = (
+        after_loss(spec, already_lost, replicas, reserved)[0]
+        if already_lost
+        else expand(spec, replicas)
+    )
     taken = Counter((p.service, p.group, p.template, p.data_center) for p in planned)
     ledger = build_ledger(spec, reserved, planned)
     free_cards = {(row.quota, row.data_center, row.gpu_model): row.free for row in ledger.rows}
@@ -161,6 +170,7 @@ def evaluate(
                 free_cpu[quota] = (free_cpu[quota] or 0) + gone.spec.cpu_cores
             if free_memory.get(quota) is not None:
                 free_memory[quota] = (free_memory[quota] or 0) + gone.spec.memory_gb
+    excluded = lost | frozenset(already_lost)  # no replacement goes there
     results = []
     for service in spec.services.values():
         quota = service.quota
@@ -181,7 +191,7 @@ def evaluate(
             for instance in taken_away:
                 template = group.templates[instance.template]
                 places = [dc for dc, queue in sorted(template.queues.items())
-                          if dc not in lost and queue not in lost]  # fmt: skip
+                          if dc not in excluded and queue not in excluded]  # fmt: skip
                 spec_of = instance.spec
                 if not places or spec_of is None:
                     recovery.shortfall.append(

@@ -178,3 +178,14 @@ def test_on_a_cluster_a_refused_fail_over_is_recorded_and_the_loss_kept_to_run_a
     assert history(tmp_path, "com.example.search.ranker/preprocess")[-1]["action"] == (
         "dr restore failed"
     )
+
+
+def test_losing_a_place_while_another_is_lost_counts_from_where_instances_run_now() -> None:
+    spec = parse_platform_spec(BASE)
+    # from the spec's placement: dc1 holds 3 of the gpu group's instances, dc2 takes 1
+    (gpu,) = [r for r in evaluate(spec, "dc1") if r.group == "gpu"]
+    assert (gpu.lost_instances, gpu.replaced) == (3, 1)
+    # with dc2 already lost, its 3 run in dc1 now: losing dc1 loses all 6, and nowhere is left
+    (gpu,) = [r for r in evaluate(spec, "dc1", already_lost={"dc2"}) if r.group == "gpu"]
+    assert (gpu.lost_instances, gpu.replaced, len(gpu.shortfall)) == (6, 0, 6)
+    assert "runs in no other data centre" in gpu.shortfall[0]
