@@ -1,5 +1,5 @@
-"""Child processes' plumbing: a ``modelyard serve`` command line, a free loopback port, and
-waiting for a child to answer 200."""
+"""Child processes' plumbing: a ``modelyard serve`` command line and its flags, a free
+loopback port, and waiting for a child to answer 200."""
 
 from __future__ import annotations
 
@@ -46,18 +46,36 @@ def serve_command(
     **flags: FlagValue,
 ) -> list[str]:
     """The command line of a ``modelyard serve`` child on this interpreter (or ``python``:
-    another installation's, for an A/B of two).
+    another installation's, for an A/B of two); its flags are ``serve_arguments``'."""
+    return [
+        str(python),
+        "-m",
+        "modelyard.cli.main",
+        "serve",
+        *serve_arguments(
+            repository, http_port=http_port, grpc_port=grpc_port, metrics_port=metrics_port,
+            **flags,
+        ),
+    ]  # fmt: skip
+
+
+def serve_arguments(
+    repository: str | Path,
+    *,
+    http_port: int,
+    grpc_port: int = -1,
+    metrics_port: int = -1,
+    **flags: FlagValue,
+) -> list[str]:
+    """``modelyard serve``'s flags, for a child (``serve_command``) or for a server started in
+    this process (``cli.serve.serve_args``).
 
     Each keyword is a flag (``model_control_mode="explicit"`` is
     ``--model-control-mode explicit``); a sequence repeats it (``load_model=["a", "b"]``);
     ``True`` is a flag without a value. The front doors a caller does not ask for are off
     (-1).
     """
-    command = [
-        str(python),
-        "-m",
-        "modelyard.cli.main",
-        "serve",
+    arguments = [
         "--model-repository",
         str(repository),
         "--http-port",
@@ -70,10 +88,10 @@ def serve_command(
     for name, value in flags.items():
         flag = "--" + name.replace("_", "-")
         if value is True:
-            command.append(flag)
+            arguments.append(flag)
         elif isinstance(value, (list, tuple)):
             for item in value:
-                command += [flag, str(item)]
+                arguments += [flag, str(item)]
         else:
-            command += [flag, str(value)]
-    return command
+            arguments += [flag, str(value)]
+    return arguments

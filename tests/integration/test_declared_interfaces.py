@@ -13,7 +13,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 from tests.support.models import bytes_echo, slow_double
-from tests.support.servers import running_server, scrape
+from tests.support.servers import scrape, server_in_process
 
 SERVICE = """\
 service: com.example.test.declared
@@ -35,7 +35,7 @@ def test_a_declared_interface_s_limit_holds_its_models_and_names_itself(tmp_path
     bytes_echo(repository)
     service_file = tmp_path / "service.yaml"
     service_file.write_text(SERVICE)
-    with running_server(repository, tmp_path, "--service-config", str(service_file)) as server:
+    with server_in_process(repository, "--service-config", str(service_file)) as server:
         base = f"http://{server.http_url}/v2/models"
         with httpx.Client() as client:
             answers = [client.post(f"{base}/slow_double/infer", json=DOUBLE) for _ in range(6)]

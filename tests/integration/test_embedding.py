@@ -18,7 +18,7 @@ import pytest
 import tritonclient.http as httpclient
 
 from modelyard.examples.text import MAX_SEQUENCE_LENGTH, TOPICS, build_text_models, minilm_dir
-from tests.support.servers import ServerProcess, running_server
+from tests.support.servers import Served, server_in_process
 
 pytestmark = pytest.mark.slow
 
@@ -66,9 +66,9 @@ def repository(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Co
 
 
 @pytest.fixture(scope="module")
-def server(repository: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(repository, tmp_path_factory.mktemp("logs")) as process:
-        yield process
+def server(repository: Path) -> Iterator[Served]:
+    with server_in_process(repository) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -110,14 +110,14 @@ def assert_close(texts: list[str], got: np.ndarray, reference: dict[str, np.ndar
         assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
 
 
-def onnx_stats(server: ServerProcess) -> dict[str, Any]:
+def onnx_stats(server: Served) -> dict[str, Any]:
     url = f"http://{server.http_url}/v2/models/minilm_onnx/stats"
     stats: dict[str, Any] = httpx.get(url).json()["model_stats"][0]
     return stats
 
 
 @pytest.fixture
-def client(server: ServerProcess) -> Iterator[httpclient.InferenceServerClient]:
+def client(server: Served) -> Iterator[httpclient.InferenceServerClient]:
     # closed when the test ends: one left to the collector may be closed from another
     # thread later, where its gevent pool cannot be, and fail whichever test runs then
     with httpclient.InferenceServerClient(server.http_url) as triton:
@@ -140,7 +140,7 @@ def test_texts_in_one_request_match_torch(
 
 
 def test_many_concurrent_requests_batch_and_match_torch(
-    server: ServerProcess, reference: dict[str, np.ndarray]
+    server: Served, reference: dict[str, np.ndarray]
 ) -> None:
     requests = [TEXTS[i % 7] for i in range(96)]  # the short ones: two length buckets
 
@@ -180,7 +180,7 @@ def test_the_classifier_names_the_topic_of_held_out_sentences(
         assert label == topic and TOPICS[int(index)] == topic and float(value) > 0.5
 
 
-def test_ensemble_metadata_config_and_statistics(server: ServerProcess) -> None:
+def test_ensemble_metadata_config_and_statistics(server: Served) -> None:
     base = f"http://{server.http_url}/v2/models"
     metadata = httpx.get(f"{base}/text_classifier").json()
     assert metadata["platform"] == "ensemble"

@@ -28,7 +28,13 @@ import tritonclient.http as httpclient
 from modelyard.discovery import open_registry
 from modelyard.discovery.registry import Instance, Registry
 from tests.support.models import sequence_accumulator, slow_double
-from tests.support.servers import ServerProcess, free_ports, running_server, wait_until
+from tests.support.servers import (
+    Served,
+    free_ports,
+    running_server,
+    server_in_process,
+    wait_until,
+)
 
 SERVICE = "com.example.test.gateway"
 MODEL = "slow_double"
@@ -91,7 +97,7 @@ def running_gateway(registry_url: str, log_dir: Path, *extra: str) -> Iterator[G
             process.wait(5)
 
 
-def register(registry: Registry, server: ServerProcess, *models: str) -> None:
+def register(registry: Registry, server: Served, *models: str) -> None:
     entry = Instance(
         service=SERVICE,
         group="a",
@@ -202,7 +208,7 @@ def test_a_rejection_passes_through_the_gateway_whole(tmp_path: Path, transport:
     registry_url = f"embedded://{tmp_path / 'registry.db'}"
     registry = open_registry(registry_url)
     body = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}]}
-    with running_server(repository, tmp_path, "--service-config", str(service)) as instance:
+    with server_in_process(repository, "--service-config", str(service)) as instance:
         register(registry, instance)
         # one try: the client would otherwise wait out the retry-after and try again
         extra = ("--transport", transport, "--max-attempts", "1")
@@ -286,9 +292,8 @@ def test_a_callers_trace_context_reaches_the_instance_through_the_gateway(
     collector = OtlpCollector()
     trace_id = "0af7651916cd43dd8448eb211c80319c"
     try:
-        with running_server(
+        with server_in_process(
             repository,
-            tmp_path,
             "--trace-config=mode=opentelemetry",
             "--trace-config=level=TIMESTAMPS",
             "--trace-config=rate=1",
@@ -331,8 +336,8 @@ def test_each_sequence_sticks_to_one_instance_through_the_gateway(
     registry_url = f"embedded://{tmp_path / 'registry.db'}"
     registry = open_registry(registry_url)
     with (
-        running_server(repository, tmp_path) as first,
-        running_server(repository, tmp_path) as second,
+        server_in_process(repository) as first,
+        server_in_process(repository) as second,
     ):
         register(registry, first, "accumulator")
         register(registry, second, "accumulator")
@@ -394,7 +399,7 @@ def test_a_decoupled_model_streams_through_the_gateway(tmp_path: Path, transport
     slow_double(repository)
     repeat_int32(repository)
     registry_url = f"embedded://{tmp_path / 'registry.db'}"
-    with running_server(repository, tmp_path) as server:
+    with server_in_process(repository) as server:
         register(open_registry(registry_url), server, "repeat_int32")
         with running_gateway(registry_url, tmp_path, "--transport", transport) as gateway:
             client = grpcclient.InferenceServerClient(gateway.grpc_url)

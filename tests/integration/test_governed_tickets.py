@@ -16,7 +16,7 @@ import pytest
 
 from modelyard.governance.auth import hash_secret
 from tests.support.models import slow_double
-from tests.support.servers import ServerProcess, running_server
+from tests.support.servers import Served, server_in_process
 
 READER_KEY = "reader-key-2"
 OTHER_KEY = "other-key-2"
@@ -51,24 +51,24 @@ INFER = "/v2/models/slow_double/infer"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     root = tmp_path_factory.mktemp("tickets")
     repository = root / "models"
     slow_double(repository)
     service_file = root / "service.yaml"
     service_file.write_text(SERVICE)
-    with running_server(repository, root, "--service-config", str(service_file)) as server:
+    with server_in_process(repository, "--service-config", str(service_file)) as server:
         yield server
 
 
-def governance_counts(server: ServerProcess) -> dict[str, object]:
+def governance_counts(server: Served) -> dict[str, object]:
     response = httpx.get(f"http://{server.http_url}/v2/modelyard/stats")
     assert response.status_code == 200, response.text
     return response.json()["governance"]
 
 
 def test_refused_credentials_are_refused_every_time_and_counted_once_each(
-    server: ServerProcess,
+    server: Served,
 ) -> None:
     before = governance_counts(server)["rejected"]
     cases = [({}, 401, "no credentials"), ({"x-api-key": "wrong"}, 401, "unknown API key")]
@@ -98,9 +98,7 @@ def test_refused_credentials_are_refused_every_time_and_counted_once_each(
         ("Bearer", 401),
     ],
 )
-def test_bearer_tokens_through_tickets(
-    server: ServerProcess, authorization: str, status: int
-) -> None:
+def test_bearer_tokens_through_tickets(server: Served, authorization: str, status: int) -> None:
     with httpx.Client(base_url=f"http://{server.http_url}") as client:
         for _ in range(2):  # the second call of a shape goes through its ticket, if it got one
             response = client.post(INFER, json=BODY, headers={"authorization": authorization})
@@ -110,7 +108,7 @@ def test_bearer_tokens_through_tickets(
 
 
 def test_a_limit_refusal_through_a_ticket_answers_and_records_as_the_chain_does(
-    server: ServerProcess,
+    server: Served,
 ) -> None:
     time.sleep(1.0)  # a full bucket, whatever the tests before took from it
     admitted_before = governance_counts(server)["admitted"]

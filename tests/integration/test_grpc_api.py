@@ -20,14 +20,19 @@ from tritonclient.grpc import service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
 from tests.support.models import SLOW_DOUBLE, slow_double, write_python_model
-from tests.support.servers import ServerProcess, running_server, wait_until
+from tests.support.servers import (
+    Served,
+    running_server,
+    server_in_process,
+    wait_until,
+)
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
 
 @pytest.fixture(scope="module")
-def client(server: ServerProcess) -> Iterator[grpcclient.InferenceServerClient]:
+def client(server: Served) -> Iterator[grpcclient.InferenceServerClient]:
     client = grpcclient.InferenceServerClient(server.grpc_url)
     yield client
     client.close()
@@ -80,19 +85,19 @@ QUEUE_OF_ONE = """
 
 
 @pytest.fixture(scope="module")
-def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """slow_double (1 s per call) and queue_of_one (0.5 s, one queued request at most)."""
     root = tmp_path_factory.mktemp("slow")
     repository = root / "models"
     slow_double(repository, delay=1.0)
     model_dir = write_python_model(repository, "queue_of_one", SLOW_DOUBLE, QUEUE_OF_ONE)
     (model_dir / "delay.txt").write_text("0.5")
-    with running_server(repository, root) as server:
+    with server_in_process(repository) as server:
         yield server
 
 
 def test_a_request_whose_client_deadline_passes_in_the_queue_is_never_computed(
-    slow_server: ServerProcess,
+    slow_server: Served,
 ) -> None:
     client = grpcclient.InferenceServerClient(slow_server.grpc_url)
     try:
@@ -118,7 +123,7 @@ def test_a_request_whose_client_deadline_passes_in_the_queue_is_never_computed(
 
 
 def test_a_full_queue_is_unavailable_with_retry_after_in_trailing_metadata(
-    slow_server: ServerProcess,
+    slow_server: Served,
 ) -> None:
     request = pb.ModelInferRequest(model_name="queue_of_one")
     item = double_input()
@@ -143,8 +148,8 @@ def test_health_service_follows_models_through_load_and_unload(tmp_path: Path) -
     repository = tmp_path / "models"
     slow_double(repository, versions=(1, 2))
     with (
-        running_server(
-            repository, tmp_path, "--model-control-mode", "explicit", wait_ready=False
+        server_in_process(
+            repository, "--model-control-mode", "explicit", wait_ready=False
         ) as server,
         grpc.insecure_channel(server.grpc_url) as channel,
     ):

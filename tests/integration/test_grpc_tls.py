@@ -12,7 +12,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 from tests.support.models import slow_double
-from tests.support.servers import running_server
+from tests.support.servers import server_in_process
 
 
 def _self_signed(directory: Path, name: str) -> tuple[Path, Path]:
@@ -36,8 +36,8 @@ def _double(client: grpcclient.InferenceServerClient) -> list[list[float]]:
 def test_grpc_over_tls_serves_only_clients_that_speak_it(tmp_path: Path) -> None:
     slow_double(tmp_path / "models")
     cert, key = _self_signed(tmp_path, "server")
-    with running_server(
-        tmp_path / "models", tmp_path, "--grpc-use-ssl=true",
+    with server_in_process(
+        tmp_path / "models", "--grpc-use-ssl=true",
         f"--grpc-server-cert={cert}", f"--grpc-server-key={key}",
     ) as server:  # fmt: skip
         secure = grpcclient.InferenceServerClient(
@@ -57,8 +57,8 @@ def test_mutual_tls_refuses_a_client_without_a_certificate(tmp_path: Path) -> No
     slow_double(tmp_path / "models")
     cert, key = _self_signed(tmp_path, "server")
     client_cert, client_key = _self_signed(tmp_path, "client")
-    with running_server(
-        tmp_path / "models", tmp_path, "--grpc-use-ssl-mutual=true",
+    with server_in_process(
+        tmp_path / "models", "--grpc-use-ssl-mutual=true",
         f"--grpc-server-cert={cert}", f"--grpc-server-key={key}",
         f"--grpc-root-cert={client_cert}",
     ) as server:  # fmt: skip

@@ -1,6 +1,6 @@
-"""An instance and a gateway started in this process, as tests and tools start them: they
-serve, stopping one stops each part (the ports close, the models unload), and a start
-that fails leaves nothing running."""
+"""An instance and a gateway started in this process, as tests and tools start them (on
+the caller's event loop, or a thread of their own): they serve, stopping one stops each
+part (the ports close, the models unload), and a start that fails leaves nothing running."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from modelyard.cli.gateway import GatewayServer, gateway_args
+from modelyard.cli.in_process import ServerThread
 from modelyard.cli.serve import InstanceServer, serve_args
 from modelyard.errors import ConfigError
 from modelyard.processes import free_port
@@ -87,6 +88,38 @@ def test_a_start_that_fails_stops_what_it_started(tmp_path: Path) -> None:
             again.bind(("127.0.0.1", http_port))
 
     asyncio.run(busy_metrics_port())
+
+
+def test_a_server_on_its_own_thread_serves_synchronous_callers_and_stops(tmp_path: Path) -> None:
+    repository = tmp_path / "models"
+    slow_double(repository)
+    http_port = free_port()
+    args = serve_args(
+        [
+            "--model-repository", str(repository), "--http-port", str(http_port),
+            "--grpc-port", "-1", "--metrics-port", "-1",
+        ]
+    )  # fmt: skip
+    with ServerThread(InstanceServer(args)) as server:
+        assert server.http_port == http_port
+        base = f"http://127.0.0.1:{http_port}"
+        answer = httpx.post(f"{base}/v2/models/slow_double/infer", json=DOUBLE)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["outputs"][0]["data"] == [1002.0, 1004.0]
+    assert server.manager is not None
+    assert server.manager.ready_versions() == []  # stopped: unloaded, the port closed
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{base}/v2/health/live", timeout=2)
+
+
+def test_a_server_thread_that_cannot_start_raises_its_error_in_the_caller(tmp_path: Path) -> None:
+    repository = tmp_path / "models"
+    slow_double(repository)
+    bad = serve_args(["--model-repository", str(repository), "--service", "com.example.x"])
+    thread = ServerThread(InstanceServer(bad))
+    with pytest.raises(ConfigError, match="needs --group"):
+        thread.start()
+    thread.stop()  # nothing left to stop: returns at once
 
 
 def test_a_gateway_in_process_forwards_to_an_instance_in_process(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import httpx
 
 from modelyard.governance.auth import hash_secret
 from tests.support.models import failing, slow_double
-from tests.support.servers import ServerProcess, running_server, scrape
+from tests.support.servers import Served, scrape, server_in_process
 
 POLLER_KEY = "poller-key-1"
 CALLER_KEY = "caller-key-1"
@@ -44,7 +44,7 @@ BODY = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1
 FAILING_BODY = {"inputs": [{"name": "x", "shape": [1, 1], "datatype": "FP32", "data": [1.0]}]}
 
 
-def stats(server: ServerProcess, key: str | None = None) -> dict[str, Any]:
+def stats(server: Served, key: str | None = None) -> dict[str, Any]:
     headers = {"x-api-key": key} if key else {}
     response = httpx.get(f"http://{server.http_url}/v2/modelyard/stats", headers=headers)
     assert response.status_code == 200, response.text
@@ -57,7 +57,7 @@ def test_stats_list_each_version_with_consistent_counts(tmp_path: Path) -> None:
     text = (model_dir / "config.pbtxt").read_text().replace("latest { num_versions: 1 }", "all {}")
     (model_dir / "config.pbtxt").write_text(text)
     n = 7
-    with running_server(repository, tmp_path) as server, httpx.Client() as client:
+    with server_in_process(repository) as server, httpx.Client() as client:
         for version in ("1", "2", "2"):
             for _ in range(n):
                 url = f"http://{server.http_url}/v2/models/slow_double/versions/{version}/infer"
@@ -115,7 +115,7 @@ def test_governance_block_counts_decisions_by_interface_and_rule(tmp_path: Path)
     service_file.write_text(SERVICE)
     statuses: dict[str, list[int]] = {"slow_double": [], "failing": []}
     with (
-        running_server(repository, tmp_path, "--service-config", str(service_file)) as server,
+        server_in_process(repository, "--service-config", str(service_file)) as server,
         httpx.Client() as client,
     ):
 

@@ -20,7 +20,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from tests.support.models import simple_add_sub
-from tests.support.servers import ServerProcess, running_server
+from tests.support.servers import Served, server_in_process
 
 CONFIG = {
     "platform": "onnxruntime_onnx",
@@ -50,16 +50,13 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def explicit_server(
-    repository: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ServerProcess]:
-    with running_server(
+def explicit_server(repository: Path) -> Iterator[Served]:
+    with server_in_process(
         repository,
-        tmp_path_factory.mktemp("logs"),
         "--model-control-mode=explicit",
         "--load-model=simple",
-    ) as process:
-        yield process
+    ) as server:
+        yield server
 
 
 def _files(repository: Path) -> list[str]:
@@ -76,7 +73,7 @@ def _infer(client: Any, module: Any, model: str) -> np.ndarray:
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_a_model_loads_from_the_files_a_request_gives(
     protocol: str,
-    explicit_server: ServerProcess,
+    explicit_server: Served,
     repository: Path,
     onnx_bytes: bytes,
 ) -> None:
@@ -112,7 +109,7 @@ def test_a_model_loads_from_the_files_a_request_gives(
     ],
 )
 def test_a_file_name_that_could_leave_its_directory_is_refused(
-    key: str, explicit_server: ServerProcess, repository: Path, onnx_bytes: bytes
+    key: str, explicit_server: Served, repository: Path, onnx_bytes: bytes
 ) -> None:
     client = httpclient.InferenceServerClient(explicit_server.http_url)
     before = _files(repository)
@@ -137,7 +134,7 @@ def test_a_file_name_that_could_leave_its_directory_is_refused(
     ],
 )
 def test_malformed_file_overrides_get_their_line(
-    parameters: dict[str, Any], words: str, explicit_server: ServerProcess
+    parameters: dict[str, Any], words: str, explicit_server: Served
 ) -> None:
     if "config" not in parameters and "must be base64" in words:
         parameters = {"config": json.dumps(CONFIG), **parameters}
@@ -150,7 +147,7 @@ def test_malformed_file_overrides_get_their_line(
 
 
 def test_too_many_files_are_refused_before_any_is_written(
-    explicit_server: ServerProcess,
+    explicit_server: Served,
 ) -> None:
     parameters: dict[str, Any] = {"config": json.dumps(CONFIG)}
     parameters.update({f"file:1/f{index}": "AAAA" for index in range(65)})
@@ -163,7 +160,7 @@ def test_too_many_files_are_refused_before_any_is_written(
 
 
 def test_files_that_do_not_make_a_model_fail_to_load_and_serve_nothing(
-    explicit_server: ServerProcess,
+    explicit_server: Served,
 ) -> None:
     client = httpclient.InferenceServerClient(explicit_server.http_url)
     try:
@@ -179,7 +176,7 @@ def test_files_that_do_not_make_a_model_fail_to_load_and_serve_nothing(
 
 
 def test_a_name_that_is_both_a_file_and_a_directory_leaves_nothing_behind(
-    explicit_server: ServerProcess,
+    explicit_server: Served,
 ) -> None:
     import tempfile
 
@@ -196,7 +193,7 @@ def test_a_name_that_is_both_a_file_and_a_directory_leaves_nothing_behind(
 
 
 def test_model_files_that_are_code_are_refused_from_a_request(
-    explicit_server: ServerProcess,
+    explicit_server: Served,
 ) -> None:
     """TorchScript can read the server's files; a python model runs the caller's code."""
     client = httpclient.InferenceServerClient(explicit_server.http_url)

@@ -15,16 +15,14 @@ import tritonclient.http as httpclient
 
 from modelyard.processes import serve_command
 from tests.support.models import slow_double
-from tests.support.servers import metric_samples, running_server
+from tests.support.servers import metric_samples, server_in_process
 
 
 def test_stats_and_metrics_after_a_known_sequence(tmp_path: Path) -> None:
     repository = tmp_path / "models"
     slow_double(repository)
     with (
-        running_server(
-            repository, tmp_path, "--metrics-config", "summary_latencies=true"
-        ) as server,
+        server_in_process(repository, "--metrics-config", "summary_latencies=true") as server,
         httpclient.InferenceServerClient(server.http_url) as client,  # closed on this thread
     ):
         for rows in (1, 2, 3):
@@ -77,7 +75,7 @@ def test_stats_and_metrics_after_a_known_sequence(tmp_path: Path) -> None:
 def test_bench_writes_its_report_and_plot(tmp_path: Path) -> None:
     repository = tmp_path / "models"
     slow_double(repository)
-    with running_server(repository, tmp_path) as server:
+    with server_in_process(repository) as server:
         out = tmp_path / "report"
         completed = subprocess.run(
             [

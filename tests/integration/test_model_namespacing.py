@@ -21,7 +21,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from tests.support.models import write_python_model
-from tests.support.servers import running_server, wait_until
+from tests.support.servers import server_in_process, wait_until
 
 COMPOSING = """
 import numpy as np
@@ -126,7 +126,7 @@ def test_ensembles_reach_their_own_repository_s_model_of_a_shared_name(
         flags += ["--model-control-mode=poll", "--repository-poll-secs=0.5"]
     else:
         flags += ["--model-control-mode=explicit"]
-    with running_server(addsub, tmp_path, *flags) as server:
+    with server_in_process(addsub, *flags) as server:
         client = httpclient.InferenceServerClient(server.http_url)
         try:
             if mode == "explicit":  # loading an ensemble loads its own composing model
@@ -167,8 +167,8 @@ def test_ensembles_reach_their_own_repository_s_model_of_a_shared_name(
 
 def test_a_shared_ensemble_name_is_ambiguous_and_its_steps_are_not(tmp_path: Path) -> None:
     addsub, subadd = _repositories(tmp_path, "simple_ensemble", "composing_KIND")
-    with running_server(
-        addsub, tmp_path, "--model-repository", str(subadd), "--model-namespacing=true"
+    with server_in_process(
+        addsub, "--model-repository", str(subadd), "--model-namespacing=true"
     ) as server:
         client = httpclient.InferenceServerClient(server.http_url)
         try:

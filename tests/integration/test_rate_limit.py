@@ -12,7 +12,7 @@ import pytest
 import tritonclient.http as httpclient
 
 from tests.support.models import write_python_model
-from tests.support.servers import running_server
+from tests.support.servers import server_in_process
 
 # each execution says when it ran: [start, end] on the host's clock
 STAMPED = """
@@ -79,11 +79,9 @@ def repository(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_models_that_need_the_one_resource_never_execute_at_once(
-    repository: Path, tmp_path: Path
-) -> None:
-    with running_server(
-        repository, tmp_path, "--rate-limit=execution_count", "--rate-limit-resource=R:1"
+def test_models_that_need_the_one_resource_never_execute_at_once(repository: Path) -> None:
+    with server_in_process(
+        repository, "--rate-limit=execution_count", "--rate-limit-resource=R:1"
     ) as server:
         spans = _spans(server.http_url, ["first", "second", "third"] * 2)
     assert len(spans) == 6
@@ -91,9 +89,9 @@ def test_models_that_need_the_one_resource_never_execute_at_once(
 
 
 @pytest.mark.slow
-def test_two_of_the_resource_let_two_execute_at_once(repository: Path, tmp_path: Path) -> None:
-    with running_server(
-        repository, tmp_path, "--rate-limit=execution_count", "--rate-limit-resource=R:2"
+def test_two_of_the_resource_let_two_execute_at_once(repository: Path) -> None:
+    with server_in_process(
+        repository, "--rate-limit=execution_count", "--rate-limit-resource=R:2"
     ) as server:
         spans = _spans(server.http_url, ["first", "second", "third"])
     assert len(spans) == 3
@@ -104,10 +102,8 @@ def test_two_of_the_resource_let_two_execute_at_once(repository: Path, tmp_path:
 
 
 @pytest.mark.slow
-def test_without_the_rate_limiter_the_resources_are_ignored(
-    repository: Path, tmp_path: Path
-) -> None:
+def test_without_the_rate_limiter_the_resources_are_ignored(repository: Path) -> None:
     """As Triton: --rate-limit off (the default) leaves a config's rate_limiter unused."""
-    with running_server(repository, tmp_path) as server:
+    with server_in_process(repository) as server:
         spans = _spans(server.http_url, ["first", "second", "third"])
     assert _overlaps(spans)

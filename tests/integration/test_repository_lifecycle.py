@@ -14,7 +14,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from tests.support.models import slow_double
-from tests.support.servers import running_server, wait_until
+from tests.support.servers import server_in_process, wait_until
 
 X = np.array([[1.0, 2.0]], dtype=np.float32)
 
@@ -31,8 +31,8 @@ def test_explicit_mode_load_unload_and_config_override(tmp_path: Path) -> None:
     # the client is closed here: one left to the collector may be closed from another
     # thread later, where its gevent pool cannot be, and fail whichever test runs then
     with (
-        running_server(
-            repository, tmp_path, "--model-control-mode", "explicit", wait_ready=False
+        server_in_process(
+            repository, "--model-control-mode", "explicit", wait_ready=False
         ) as server,
         httpclient.InferenceServerClient(server.http_url) as client,
     ):
@@ -80,9 +80,8 @@ def test_explicit_mode_load_unload_and_config_override(tmp_path: Path) -> None:
 def test_hot_reload_under_load_fails_no_request(tmp_path: Path) -> None:
     repository = tmp_path / "models"
     model_dir = slow_double(repository, delay=0.002)
-    with running_server(
+    with server_in_process(
         repository,
-        tmp_path,
         "--model-control-mode",
         "poll",
         "--repository-poll-secs",

@@ -28,7 +28,7 @@ from tritonclient.utils import InferenceServerException
 
 from modelyard.processes import serve_command
 from tests.support.models import write_python_model
-from tests.support.servers import ServerProcess, running_server
+from tests.support.servers import Served, server_in_process
 
 PARAMETER = """
 import json
@@ -133,13 +133,13 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def triton(repository: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(
-        repository, tmp_path_factory.mktemp("logs"),
+def triton(repository: Path) -> Iterator[Served]:
+    with server_in_process(
+        repository,
         "--http-header-forward-pattern", "MY_HEADER.*",
         "--grpc-header-forward-pattern", "MY_HEADER.*",
-    ) as process:  # fmt: skip
-        yield process
+    ) as server:  # fmt: skip
+        yield server
 
 
 def _inputs(module: Any) -> list[Any]:
@@ -155,7 +155,7 @@ def _seen(result: Any) -> dict[str, str]:
 
 
 def _every_client(
-    server: ServerProcess, parameters: dict[str, Any], headers: dict[str, str]
+    server: Served, parameters: dict[str, Any], headers: dict[str, str]
 ) -> list[dict[str, str]]:
     """What the model saw through each client of Triton's parameters test, in its order."""
     seen = []
@@ -219,7 +219,7 @@ def _taken(answers: queue.Queue[Any]) -> Any:
     ],
 )
 def test_each_client_s_parameters_reach_the_model_and_an_ensemble_s_step(
-    triton: ServerProcess, parameters: dict[str, Any]
+    triton: Served, parameters: dict[str, Any]
 ) -> None:
     expected = {key: str(value) for key, value in parameters.items()}
     seen = _every_client(triton, parameters, {})
@@ -228,7 +228,7 @@ def test_each_client_s_parameters_reach_the_model_and_an_ensemble_s_step(
 
 
 def test_headers_that_match_the_pattern_reach_the_model_as_parameters(
-    triton: ServerProcess,
+    triton: Served,
 ) -> None:
     plain = httpclient.InferenceServerClient(triton.http_url)
     try:
@@ -245,7 +245,7 @@ def test_headers_that_match_the_pattern_reach_the_model_as_parameters(
         plain.close()
 
 
-def test_a_parameter_starting_with_triton_is_refused_over_http(triton: ServerProcess) -> None:
+def test_a_parameter_starting_with_triton_is_refused_over_http(triton: Served) -> None:
     body = {
         "inputs": [{"name": "INPUT0", "shape": [1], "datatype": "FP32", "data": [1.0]}],
         "parameters": {"triton_final_response": True},
@@ -263,11 +263,9 @@ def test_a_parameter_starting_with_triton_is_refused_over_http(triton: ServerPro
     assert ok.status_code == 200
 
 
-def test_a_case_sensitive_pattern_forwards_no_lower_cased_grpc_metadata(
-    repository: Path, tmp_path: Path
-) -> None:
-    with running_server(
-        repository, tmp_path, "--grpc-header-forward-pattern", "(?-i)MY_HEADER.*"
+def test_a_case_sensitive_pattern_forwards_no_lower_cased_grpc_metadata(repository: Path) -> None:
+    with server_in_process(
+        repository, "--grpc-header-forward-pattern", "(?-i)MY_HEADER.*"
     ) as server:
         client = grpcclient.InferenceServerClient(server.grpc_url)
         try:
@@ -278,11 +276,9 @@ def test_a_case_sensitive_pattern_forwards_no_lower_cased_grpc_metadata(
 
 
 @pytest.mark.slow
-def test_a_reserved_header_that_matches_is_refused_with_triton_s_words(
-    repository: Path, tmp_path: Path
-) -> None:
-    with running_server(
-        repository, tmp_path,
+def test_a_reserved_header_that_matches_is_refused_with_triton_s_words(repository: Path) -> None:
+    with server_in_process(
+        repository,
         "--http-header-forward-pattern", ".*", "--grpc-header-forward-pattern", ".*",
     ) as server:  # fmt: skip
         url = f"http://{server.http_url}/v2/models/parameter/infer"

@@ -11,18 +11,16 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from tests.support.models import simple_add_sub
-from tests.support.servers import ServerProcess, running_server, scrape
+from tests.support.servers import Served, scrape, server_in_process
 
 
 @pytest.fixture(scope="module")
-def cache_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def cache_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     repository = tmp_path_factory.mktemp("cache") / "models"
     simple_add_sub(repository, "cached", extra_config="response_cache { enable: true }\n")
     simple_add_sub(repository, "uncached")
-    with running_server(
-        repository, tmp_path_factory.mktemp("logs"), "--cache-config", "local,size=1048576"
-    ) as process:
-        yield process
+    with server_in_process(repository, "--cache-config", "local,size=1048576") as server:
+        yield server
 
 
 def _add_sub(client: object, module: object, model: str, first: int) -> np.ndarray:
@@ -38,7 +36,7 @@ def _inference_stats(client: httpclient.InferenceServerClient, model: str) -> di
 
 
 def test_a_repeated_request_is_answered_from_the_cache_over_http_and_grpc(
-    cache_server: ServerProcess,
+    cache_server: Served,
 ) -> None:
     http = httpclient.InferenceServerClient(cache_server.http_url)
     grpc = grpcclient.InferenceServerClient(cache_server.grpc_url)
@@ -73,7 +71,7 @@ def test_a_repeated_request_is_answered_from_the_cache_over_http_and_grpc(
 
 
 def test_a_model_that_does_not_enable_the_cache_computes_every_request(
-    cache_server: ServerProcess,
+    cache_server: Served,
 ) -> None:
     client = httpclient.InferenceServerClient(cache_server.http_url)
     try:

@@ -20,7 +20,7 @@ from tritonclient.utils import InferenceServerException
 
 from modelyard.governance.auth import hash_secret
 from tests.support.models import ENSEMBLE_OVER_OTHER, XY_TENSORS, slow_double, times_ten
-from tests.support.servers import ServerProcess, running_server
+from tests.support.servers import Served, ServerProcess, running_server, server_in_process
 
 SCOPED_KEY = "scoped-key-1"
 OPS_KEY = "ops-key-1"
@@ -64,7 +64,7 @@ def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPro
         yield server, root
 
 
-def post(server: ServerProcess, path: str, body: object, key: str) -> httpx.Response:
+def post(server: Served, path: str, body: object, key: str) -> httpx.Response:
     return httpx.post(f"http://{server.http_url}{path}", json=body, headers={"x-api-key": key})
 
 
@@ -224,7 +224,7 @@ def test_a_model_s_own_calls_reach_only_what_its_caller_may_use(
     write_python_model(repository, "caller", BLS_CALLER, config)
     service_file = tmp_path / "service.yaml"
     service_file.write_text(BLS_SERVICE)
-    with running_server(repository, tmp_path, "--service-config", str(service_file)) as server:
+    with server_in_process(repository, "--service-config", str(service_file)) as server:
         for _ in range(2):  # the second time through the HTTP lane the first one kept
             if protocol == "http":
                 allowed = post(server, "/v2/models/caller/infer", BODY, OPS_KEY)

@@ -24,23 +24,21 @@ import tritonclient.utils.shared_memory as shm
 from tritonclient.utils import InferenceServerException, triton_to_np_dtype
 
 from tests.support.models import simple_add_sub
-from tests.support.servers import ServerProcess, running_server
+from tests.support.servers import Served, server_in_process
 
 INPUT_BYTES = 16 * 4  # one row of 16 INT32
 PROTOCOLS = ("http", "grpc")
 
 
 @pytest.fixture(scope="module")
-def shm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def shm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     repository = tmp_path_factory.mktemp("shm") / "models"
     simple_add_sub(repository)
-    with running_server(
-        repository, tmp_path_factory.mktemp("logs"), "--allow-client-shm=true"
-    ) as process:
-        yield process
+    with server_in_process(repository, "--allow-client-shm=true") as server:
+        yield server
 
 
-def _client(protocol: str, server: ServerProcess) -> Any:
+def _client(protocol: str, server: Served) -> Any:
     if protocol == "grpc":
         return grpcclient.InferenceServerClient(server.grpc_url)
     return httpclient.InferenceServerClient(server.http_url)
@@ -123,7 +121,7 @@ def _add_sub_in_shared_memory(
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_the_shared_memory_example_adds_and_subtracts_through_regions(
-    protocol: str, shm_server: ServerProcess, regions: Regions
+    protocol: str, shm_server: Served, regions: Regions
 ) -> None:
     client = _client(protocol, shm_server)
     try:
@@ -155,7 +153,7 @@ def test_the_shared_memory_example_adds_and_subtracts_through_regions(
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_an_infer_call_naming_an_unregistered_region_is_refused(
-    protocol: str, shm_server: ServerProcess, regions: Regions
+    protocol: str, shm_server: Served, regions: Regions
 ) -> None:
     module = grpcclient if protocol == "grpc" else httpclient
     client = _client(protocol, shm_server)
@@ -174,7 +172,7 @@ def test_an_infer_call_naming_an_unregistered_region_is_refused(
 
 
 def test_a_region_past_its_object_or_an_offset_past_the_region_is_refused(
-    shm_server: ServerProcess, regions: Regions
+    shm_server: Served, regions: Regions
 ) -> None:
     client = httpclient.InferenceServerClient(shm_server.http_url)
     try:
@@ -219,7 +217,7 @@ def test_a_region_past_its_object_or_an_offset_past_the_region_is_refused(
     ["/../etc/passwd", "etc/passwd", "/", "/a/b", "..", "/" + "k" * 300, "/no_such_object_x"],
 )
 def test_a_key_that_is_not_one_existing_shared_memory_object_is_refused(
-    key: str, shm_server: ServerProcess
+    key: str, shm_server: Served
 ) -> None:
     response = httpx.post(
         f"http://{shm_server.http_url}/v2/systemsharedmemory/region/r/register",
@@ -231,7 +229,7 @@ def test_a_key_that_is_not_one_existing_shared_memory_object_is_refused(
 
 
 def test_a_link_in_the_shared_memory_directory_is_not_followed(
-    shm_server: ServerProcess, tmp_path: Path
+    shm_server: Served, tmp_path: Path
 ) -> None:
     target = tmp_path / "secret"
     target.write_bytes(b"s" * 64)
@@ -260,7 +258,7 @@ def test_a_link_in_the_shared_memory_directory_is_not_followed(
     ],
 )
 def test_a_malformed_register_body_gets_its_line_and_the_server_serves_on(
-    body: bytes, shm_server: ServerProcess
+    body: bytes, shm_server: Served
 ) -> None:
     base = f"http://{shm_server.http_url}"
     response = httpx.post(f"{base}/v2/systemsharedmemory/region/r/register", content=body)
@@ -269,9 +267,7 @@ def test_a_malformed_register_body_gets_its_line_and_the_server_serves_on(
     assert httpx.get(f"{base}/v2/health/ready").status_code == 200
 
 
-def test_unregistering_a_region_twice_is_no_error(
-    shm_server: ServerProcess, regions: Regions
-) -> None:
+def test_unregistering_a_region_twice_is_no_error(shm_server: Served, regions: Regions) -> None:
     client = httpclient.InferenceServerClient(shm_server.http_url)
     try:
         total, _, _ = _add_sub_in_shared_memory("http", client, regions, "inflight")
@@ -286,7 +282,7 @@ def test_unregistering_a_region_twice_is_no_error(
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_shared_memory_is_off_unless_the_server_allows_it(
-    protocol: str, server: ServerProcess, regions: Regions
+    protocol: str, server: Served, regions: Regions
 ) -> None:
     """Off by default, as in Triton since --allow-client-shm: the line says how to turn it on."""
     client = _client(protocol, server)
@@ -303,7 +299,7 @@ def test_shared_memory_is_off_unless_the_server_allows_it(
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_cuda_shared_memory_says_there_is_no_gpu(protocol: str, shm_server: ServerProcess) -> None:
+def test_cuda_shared_memory_says_there_is_no_gpu(protocol: str, shm_server: Served) -> None:
     client = _client(protocol, shm_server)
     try:
         with pytest.raises(InferenceServerException) as raised:
@@ -323,7 +319,7 @@ def test_cuda_shared_memory_says_there_is_no_gpu(protocol: str, shm_server: Serv
 @pytest.mark.gpu
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_the_cuda_shared_memory_example_adds_and_subtracts_in_device_memory(
-    protocol: str, shm_server: ServerProcess
+    protocol: str, shm_server: Served
 ) -> None:
     """tritonclient's simple_*_cudashm_client.py: both inputs in one device region, both
     outputs in another, registered by their CUDA IPC handles."""

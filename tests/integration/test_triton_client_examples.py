@@ -40,7 +40,7 @@ from tests.support.models import (
     simple_identity,
     simple_string,
 )
-from tests.support.servers import ServerProcess, running_server
+from tests.support.servers import ServerProcess, running_server, server_in_process
 
 INPUT0 = np.arange(16, dtype=np.int32).reshape(1, 16)
 INPUT1 = np.ones((1, 16), dtype=np.int32)
@@ -409,7 +409,7 @@ def test_simple_grpc_custom_args_and_keepalive_clients(triton: ServerProcess) ->
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_simple_model_control(repository: Path, tmp_path: Path, protocol: str) -> None:
     """Explicit mode: index, load, ready, unload; a load with a config override."""
-    with running_server(repository, tmp_path, "--model-control-mode=explicit") as server:
+    with server_in_process(repository, "--model-control-mode=explicit") as server:
         module: Any = grpcclient if protocol == "grpc" else httpclient
         url = server.grpc_url if protocol == "grpc" else server.http_url
         client = module.InferenceServerClient(url)

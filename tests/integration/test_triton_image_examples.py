@@ -46,7 +46,7 @@ from tests.support.image_models import (
     preprocess_inception_ensemble,
     write_digit_images,
 )
-from tests.support.servers import ServerProcess, running_server
+from tests.support.servers import Served, server_in_process
 
 pytestmark = pytest.mark.slow  # a server process, and a model trained at setup
 
@@ -72,9 +72,9 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, st
 
 
 @pytest.fixture(scope="module")
-def triton(repository: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(repository, tmp_path_factory.mktemp("logs")) as process:
-        yield process
+def triton(repository: Path) -> Iterator[Served]:
+    with server_in_process(repository) as server:
+        yield server
 
 
 def _filenames(folder: Path) -> list[str]:
@@ -194,7 +194,7 @@ SCALINGS = ["NONE", "INCEPTION"]
     ],
 )
 def test_image_client(
-    triton: ServerProcess,
+    triton: Served,
     images: tuple[Path, dict[str, str]],
     protocol: str,
     mode: str,
@@ -329,7 +329,7 @@ def _deserialize_bytes_tensor(encoded: bytes) -> np.ndarray:
 @pytest.mark.parametrize(("model", "batch_size"), MODELS)
 @pytest.mark.parametrize("mode", ["sync", "async", "streaming"])
 def test_grpc_image_client(
-    triton: ServerProcess,
+    triton: Served,
     images: tuple[Path, dict[str, str]],
     mode: str,
     model: Classifier,
@@ -419,7 +419,7 @@ def test_grpc_image_client(
 @pytest.mark.parametrize("classes", [1, CLASSES])
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_ensemble_image_client(
-    triton: ServerProcess, images: tuple[Path, dict[str, str]], protocol: str, classes: int
+    triton: Served, images: tuple[Path, dict[str, str]], protocol: str, classes: int
 ) -> None:
     """ensemble_image_client.py -i PROTOCOL -c N FOLDER: the encoded image files, a batch of
     them as BYTES [batch, 1], to preprocess_inception_ensemble."""
@@ -488,7 +488,7 @@ def test_ensemble_image_client(
 # ---- grpc_client.py ---------------------------------------------------------------------
 
 
-def test_grpc_client(triton: ServerProcess) -> None:
+def test_grpc_client(triton: Served) -> None:
     """grpc_client.py: health, metadata, config and one infer on densenet_onnx through the
     generated stub, the input 602112 bytes of 'a' as raw_input_contents."""
     model_name, model_version = "densenet_onnx", ""
@@ -558,7 +558,7 @@ def test_grpc_client(triton: ServerProcess) -> None:
 
 
 def test_http_model_config_json_has_numbers_where_triton_writes_numbers(
-    triton: ServerProcess,
+    triton: Served,
 ) -> None:
     """image_client.py and ensemble_image_client.py read GET /v2/models/M/config as JSON.
     Triton writes it from the protobuf, then turns the int64 fields protobuf's JSON

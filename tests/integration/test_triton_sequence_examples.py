@@ -30,22 +30,22 @@ from tests.support.models import (
     simple_sequence,
     simple_string_dyna_sequence,
 )
-from tests.support.servers import ServerProcess, running_server
+from tests.support.servers import Served, server_in_process
 
 VALUES = [11, 7, 5, 3, 2, 0, 1]
 STEPS = len(VALUES) + 1
 
 
 @pytest.fixture(scope="module")
-def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     repository = tmp_path_factory.mktemp("sequences") / "models"
     simple_sequence(repository)
     simple_sequence(repository, dyna=True)
     simple_string_dyna_sequence(repository)
     repeat_int32(repository)
     sequence_accumulator(repository, "accumulator")
-    with running_server(repository, tmp_path_factory.mktemp("logs")) as process:
-        yield process
+    with server_in_process(repository) as server:
+        yield server
 
 
 def _plan(dyna: bool) -> list[tuple[str, Any, list[int], list[int]]]:
@@ -80,7 +80,7 @@ def _input(module: Any, value: int) -> list[Any]:
 
 @pytest.mark.parametrize("dyna", [False, True])
 @pytest.mark.parametrize("module", [grpcclient, httpclient], ids=["grpc", "http"])
-def test_simple_sequence_sync_infer_client(triton: ServerProcess, module: Any, dyna: bool) -> None:
+def test_simple_sequence_sync_infer_client(triton: Served, module: Any, dyna: bool) -> None:
     """simple_grpc_sequence_sync_infer_client.py and simple_http_sequence_sync_infer_client.py:
     three sequences interleaved step by step, each call blocking."""
     url = triton.grpc_url if module is grpcclient else triton.http_url
@@ -102,7 +102,7 @@ def test_simple_sequence_sync_infer_client(triton: ServerProcess, module: Any, d
 
 
 @pytest.mark.parametrize("dyna", [False, True])
-def test_simple_grpc_sequence_stream_infer_client(triton: ServerProcess, dyna: bool) -> None:
+def test_simple_grpc_sequence_stream_infer_client(triton: Served, dyna: bool) -> None:
     """simple_grpc_sequence_stream_infer_client.py: every request of the three sequences sent
     on one stream without waiting; answers matched by request id."""
     client = grpcclient.InferenceServerClient(triton.grpc_url)
@@ -134,7 +134,7 @@ def test_simple_grpc_sequence_stream_infer_client(triton: ServerProcess, dyna: b
         assert [got[f"{sequence_id}_{step}"] for step in range(STEPS)] == expected
 
 
-def test_simple_grpc_aio_sequence_stream_infer_client(triton: ServerProcess) -> None:
+def test_simple_grpc_aio_sequence_stream_infer_client(triton: Served) -> None:
     """simple_grpc_aio_sequence_stream_infer_client.py: the aio client's stream_infer over an
     async iterator of requests."""
     plan = _plan(dyna=False)
@@ -170,7 +170,7 @@ def test_simple_grpc_aio_sequence_stream_infer_client(triton: ServerProcess) -> 
         assert [got[f"{sequence_id}_{step}"] for step in range(STEPS)] == expected
 
 
-def test_a_sequence_request_without_start_or_id_gets_triton_s_error(triton: ServerProcess) -> None:
+def test_a_sequence_request_without_start_or_id_gets_triton_s_error(triton: Served) -> None:
     client = grpcclient.InferenceServerClient(triton.grpc_url)
     http = httpclient.InferenceServerClient(triton.http_url)
     try:
@@ -198,7 +198,7 @@ def test_a_sequence_request_without_start_or_id_gets_triton_s_error(triton: Serv
 
 
 def test_implicit_state_carries_many_interleaved_sequences_over_http_and_grpc(
-    triton: ServerProcess,
+    triton: Served,
 ) -> None:
     """The ONNX accumulator keeps its sum in implicit state: 12 sequences, half over HTTP
     and half over gRPC, their steps sent concurrently."""
@@ -245,7 +245,7 @@ def _repeat_inputs(values: np.ndarray, delay_ms: int = 1) -> list[Any]:
     return inputs
 
 
-def test_simple_grpc_custom_repeat(triton: ServerProcess) -> None:
+def test_simple_grpc_custom_repeat(triton: Served) -> None:
     """simple_grpc_custom_repeat.py: one streamed request to the decoupled repeat_int32, ten
     responses back in order, each OUT one element; the FINAL flag alone sends nothing."""
     client = grpcclient.InferenceServerClient(triton.grpc_url)
@@ -273,7 +273,7 @@ def test_simple_grpc_custom_repeat(triton: ServerProcess) -> None:
         client.close()
 
 
-def test_a_decoupled_stream_can_end_with_an_empty_final_response(triton: ServerProcess) -> None:
+def test_a_decoupled_stream_can_end_with_an_empty_final_response(triton: Served) -> None:
     """``enable_empty_final_response``: the FINAL flag comes as an empty response marked
     triton_final_response; each earlier one is marked not final. Zero responses: only it."""
     client = grpcclient.InferenceServerClient(triton.grpc_url)
@@ -302,7 +302,7 @@ def test_a_decoupled_stream_can_end_with_an_empty_final_response(triton: ServerP
         client.close()
 
 
-def test_a_plain_call_to_a_decoupled_model_is_refused_at_once(triton: ServerProcess) -> None:
+def test_a_plain_call_to_a_decoupled_model_is_refused_at_once(triton: Served) -> None:
     grpc_client = grpcclient.InferenceServerClient(triton.grpc_url)
     http_client = httpclient.InferenceServerClient(triton.http_url)
     try:

@@ -13,7 +13,7 @@ import numpy as np
 import tritonclient.http as httpclient
 
 from tests.support.models import simple_add_sub
-from tests.support.servers import running_server
+from tests.support.servers import server_in_process
 
 CALLERS = 8
 CALLS = 60
@@ -35,7 +35,7 @@ def test_the_counters_account_for_the_waits_and_never_exceed_the_clients_time(
     simple_add_sub(tmp_path / "models")
     latencies: list[float] = []
     lock = threading.Lock()
-    with running_server(tmp_path / "models", tmp_path) as server:
+    with server_in_process(tmp_path / "models") as server:
 
         def caller() -> None:
             client = httpclient.InferenceServerClient(server.http_url)

@@ -1,4 +1,7 @@
-"""Start real modelyard processes on free loopback ports for tests."""
+"""Start real modelyard servers on free loopback ports for tests: in this process
+(``server_in_process``, the ``InstanceServer`` that ``modelyard serve`` runs) or as a child
+(``running_server``), where a test needs the process itself: its log, its exit, a signal,
+a flag that sets something process-wide."""
 
 from __future__ import annotations
 
@@ -16,7 +19,10 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from modelyard.processes import serve_command
+from modelyard.cli.in_process import ServerThread
+from modelyard.cli.serve import InstanceServer, serve_args
+from modelyard.processes import serve_arguments, serve_command
+from modelyard.server.manager import ModelManager
 
 
 def free_port() -> int:
@@ -50,20 +56,13 @@ def free_ports(count: int) -> list[int]:
     return picked
 
 
-class ServerProcess:
-    def __init__(
-        self,
-        process: subprocess.Popen[bytes],
-        http_port: int,
-        grpc_port: int,
-        metrics_port: int,
-        log_path: Path,
-    ):
-        self.process = process
+class Served:
+    """Where a server the tests started listens."""
+
+    def __init__(self, http_port: int, grpc_port: int, metrics_port: int) -> None:
         self.http_port = http_port
         self.grpc_port = grpc_port
         self.metrics_port = metrics_port
-        self.log_path = log_path
 
     @property
     def http_url(self) -> str:
@@ -72,6 +71,43 @@ class ServerProcess:
     @property
     def grpc_url(self) -> str:
         return f"127.0.0.1:{self.grpc_port}"
+
+
+class ServerInProcess(Served):
+    def __init__(self, http_port: int, grpc_port: int, metrics_port: int, manager: ModelManager):
+        super().__init__(http_port, grpc_port, metrics_port)
+        self.manager = manager
+
+
+@contextmanager
+def server_in_process(
+    repository: Path, *extra: str, wait_ready: bool = True
+) -> Iterator[ServerInProcess]:
+    """``modelyard serve`` with these flags, in this process on a thread of its own."""
+    port, grpc_port, metrics_port = free_ports(3)
+    flags = serve_arguments(
+        repository, http_port=port, grpc_port=grpc_port, metrics_port=metrics_port
+    )
+    with ServerThread(InstanceServer(serve_args([*flags, *extra]))) as instance:
+        assert instance.manager is not None
+        server = ServerInProcess(port, grpc_port, metrics_port, instance.manager)
+        if wait_ready:
+            wait_until(server.manager.is_ready, timeout=30)
+        yield server
+
+
+class ServerProcess(Served):
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        http_port: int,
+        grpc_port: int,
+        metrics_port: int,
+        log_path: Path,
+    ):
+        super().__init__(http_port, grpc_port, metrics_port)
+        self.process = process
+        self.log_path = log_path
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -144,5 +180,5 @@ def metric_samples(text: str) -> Samples:
     return out
 
 
-def scrape(server: ServerProcess) -> Samples:
+def scrape(server: Served) -> Samples:
     return metric_samples(httpx.get(f"http://127.0.0.1:{server.metrics_port}/metrics").text)

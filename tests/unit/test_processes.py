@@ -1,4 +1,4 @@
-"""``serve_command``: the one builder of a ``modelyard serve`` child's command line."""
+"""``serve_command`` and ``serve_arguments``: the one builder of ``modelyard serve``'s flags."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 from modelyard.cli.main import build_parser
-from modelyard.processes import serve_command
+from modelyard.cli.serve import serve_args
+from modelyard.processes import serve_arguments, serve_command
 
 
 def test_a_serve_command_parses_as_the_cli_reads_it(tmp_path: Path) -> None:
@@ -36,3 +37,12 @@ def test_a_serve_command_may_run_another_installation(tmp_path: Path) -> None:
     assert command[:4] == [str(other), "-m", "modelyard.cli.main", "serve"]
     assert "--python" not in command
     assert build_parser().parse_args(command[3:]).model_version == [("m", 2)]
+
+
+def test_the_serve_flags_are_the_command_s_for_a_server_in_this_process(tmp_path: Path) -> None:
+    """One builder: a server started in process reads the same flags as the child."""
+    flags = serve_arguments(tmp_path, http_port=8123, metrics_port=8125, load_model=["a"])
+    assert serve_command(tmp_path, http_port=8123, metrics_port=8125, load_model=["a"])[4:] == flags
+    args = serve_args(flags)
+    assert (args.http_port, args.grpc_port, args.metrics_port) == (8123, -1, 8125)
+    assert args.model_repository == [tmp_path] and args.load_model == ["a"]

@@ -8,6 +8,8 @@ beside their own code::
     async with InstanceServer(serve_args([...])) as server:
         ... f"http://127.0.0.1:{server.http_port}" ...
 
+or, from synchronous code, on a thread of its own (``ServerThread``).
+
 A part that fails to start stops the ones before it. Stopping runs ``before_exit``
 (an instance deregisters and waits for callers' views to drop it) while HTTP still
 answers, then drains HTTP, then stops the other parts, newest first.
@@ -18,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import threading
 from collections.abc import Awaitable, Callable
 from types import FrameType
+from typing import Generic, TypeVar
 
 import uvicorn
 
-from modelyard.cli.runtime import listen_http
+from modelyard.cli.runtime import listen_http, run_event_loop
 from modelyard.errors import Code, ConfigError
 
 
@@ -148,3 +152,77 @@ class InProcessServer:
         if not serving.done():
             http.begin_exit()
         await serving
+
+
+Server = TypeVar("Server", bound=InProcessServer)
+
+
+class ServerThread(Generic[Server]):
+    """An in-process server on a thread and event loop of its own, for synchronous callers
+    (tests, tools)::
+
+        with ServerThread(InstanceServer(serve_args([...]))) as server:
+            ... f"http://127.0.0.1:{server.http_port}" ...
+
+    Entering returns once the server has started (its error, if it did not); leaving stops
+    it as a signal would, and waits for its thread.
+    """
+
+    def __init__(self, server: Server, *, start_timeout_s: float = 120.0) -> None:
+        self.server = server
+        self._start_timeout_s = start_timeout_s
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=run_event_loop,
+            args=(self._main(),),
+            name=f"{type(server).__name__}-loop",
+            daemon=True,
+        )
+
+    def __enter__(self) -> Server:
+        self.start()
+        return self.server
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._thread.start()
+        if not self._started.wait(self._start_timeout_s):
+            self.stop()
+            raise TimeoutError(f"the server did not start in {self._start_timeout_s} s")
+        if self._error is not None:
+            self._thread.join()
+            raise self._error
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None and self._thread.is_alive():
+            with contextlib.suppress(RuntimeError):  # its loop has closed: nothing to stop
+                loop.call_soon_threadsafe(stopping.set)
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            raise TimeoutError(f"the server did not stop in {timeout_s} s")
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        try:
+            await self.server.start()
+        except BaseException as error:  # handed to the caller of start
+            self._error = error
+            self._started.set()
+            return
+        self._started.set()
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:  # until asked to stop, or HTTP stopped by itself
+            await asyncio.wait(
+                {stopping, asyncio.ensure_future(self.server.wait())},
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            stopping.cancel()
+            await self.server.stop()
