@@ -158,6 +158,7 @@ class PythonEngine(Engine):
         """Triton's ``auto_complete_config``: the model adds what its config leaves out."""
         config = json_format.MessageToDict(ctx.config, preserving_proto_field_name=True)
         try:
+            # the ignore: the hook is optional on a user's class, which the caller checked
             completed = cls.auto_complete_config(pb_utils.ModelConfig(config))  # type: ignore[attr-defined]
             filled = completed.as_dict() if completed is not None else config
             ctx.config.Clear()

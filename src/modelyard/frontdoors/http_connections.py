@@ -208,7 +208,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         # when the server had read the whole request: its counted time starts here (a slow
-        # upload is the caller's time, not the server's)
+        # upload is the caller's time, not the server's). The ignore: ASGI's scope is a
+        # TypedDict without this key of modelyard's own.
         self.scope[RECEIVED_NS] = time.monotonic_ns()  # type: ignore[literal-required]
         HttpToolsProtocol.on_message_complete(self)
 
