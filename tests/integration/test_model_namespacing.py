@@ -116,6 +116,15 @@ def _ambiguous(client: httpclient.InferenceServerClient, model: str) -> None:
     assert refused.value.status() == "400"
 
 
+def _namespaced_again(client: httpclient.InferenceServerClient) -> bool:
+    """Both keys serve, and the bare name no longer does (a scan loads them one by one)."""
+    return (
+        client.is_model_ready("composing_model::1")
+        and client.is_model_ready("composing_model::2")
+        and not client.is_model_ready("composing_model")
+    )
+
+
 @pytest.mark.parametrize("mode", ["poll", "explicit"])
 def test_ensembles_reach_their_own_repository_s_model_of_a_shared_name(
     tmp_path: Path, mode: str
@@ -157,10 +166,28 @@ def test_ensembles_reach_their_own_repository_s_model_of_a_shared_name(
                 client.load_model("simple_addsub")
             else:
                 time.sleep(1.5)  # a poll or more
-            wait_until(lambda: client.is_model_ready("composing_model::1"), timeout=30)
+            wait_until(lambda: _namespaced_again(client), timeout=30)
             _check(client, "simple_addsub", ADD_SUB)
             _check(client, "simple_subadd", SUB_ADD)
             _ambiguous(client, "composing_model")
+        finally:
+            client.close()
+
+
+def test_an_ensemble_s_step_serves_on_while_its_model_changes_key(tmp_path: Path) -> None:
+    """Between a scan that sees a name stop being shared and the load of its new key, the
+    step's model serves on under its old key: the ensemble has no gap."""
+    addsub, subadd = _repositories(tmp_path, "simple_KIND", "composing_model")
+    flags = ["--model-store", str(subadd), "--model-namespacing=true"]
+    with server_in_process(addsub, *flags) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        try:
+            _check(client, "simple_subadd", SUB_ADD)  # through composing_model::2
+            shutil.move(addsub / "composing_model", tmp_path / "composing_model")
+            server.manager.repository.model_names()  # the scan, before any load
+            assert server.manager.repository.keys_of("composing_model") == ["composing_model"]
+            assert not client.is_model_ready("composing_model")
+            _check(client, "simple_subadd", SUB_ADD)  # still composing_model::2's directory
         finally:
             client.close()
 

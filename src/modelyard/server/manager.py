@@ -745,7 +745,36 @@ class ModelManager:
             return self.resolve
         step_key = self.repository.step_key
         resolve = self.resolve
-        return lambda step, version: resolve(step_key(step, ensemble_dir), version)
+
+        def resolve_step(step: str, version: str | None) -> ModelVersion:
+            key = step_key(step, ensemble_dir)
+            try:
+                return resolve(key, version)
+            except ModelServerError:
+                old_key = self._served_before(step, key)
+                if old_key is None:
+                    raise
+                return resolve(old_key, version)
+
+        return resolve_step
+
+    def _served_before(self, name: str, key: str) -> str | None:
+        """While the roots' shared names change, the key that still serves ``key``'s
+        directory (its key before the change) until ``key`` itself serves, so an ensemble's
+        step has no gap; None when none does. Off the hot path: only after a miss."""
+        model_dir = self.repository.model_dir(key)
+        if model_dir is None:
+            return None
+        for old_key, record in self._models.items():
+            if (
+                old_key != key
+                and old_key.partition(NAMESPACE_MARK)[0] == name
+                and not record.unloaded
+                and record.ready_desc
+                and record.model_dir == model_dir
+            ):
+                return old_key
+        return None
 
     async def _drain(self, record: ModelRecord, mv: ModelVersion) -> None:
         await asyncio.get_running_loop().run_in_executor(None, mv.drain_and_unload)
