@@ -176,8 +176,7 @@ class ServerThread(Generic[Server]):
         self._started = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(
-            target=run_event_loop,
-            args=(self._main(),),
+            target=lambda: run_event_loop(self._main()),  # made there: never left unawaited
             name=f"{type(server).__name__}-loop",
             daemon=True,
         )
