@@ -368,6 +368,10 @@ class HttpFrontend:
                     lane = None  # a lane is kept for requests alike: their headers are not
                 if trace is not None:  # a sampled request takes the general path, timed
                     response = await self._infer_traced(scope, body, header_length, route, trace)
+                elif lane is None and governance is None:  # nothing to admit: a call less
+                    response = await self._run_admitted(
+                        scope, body, header_length, route, api_key, authorization, None
+                    )
                 elif lane is None:
                     response = await self._infer(
                         scope, body, header_length, route, api_key, authorization
