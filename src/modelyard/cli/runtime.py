@@ -21,6 +21,7 @@ from modelyard.frontdoors.http_connections import (
     DEFAULT_MAX_HEADER_BYTES,
     BoundedHttpProtocol,
     ConnectionLimits,
+    DirectAnswer,
 )
 
 # A model's instance thread takes the GIL around each batch (assembling it, and
@@ -146,16 +147,21 @@ def listen_http(host: str, port: int) -> socket.socket:
 
 
 def http_config(
-    app: Any, host: str, port: int, limits: ConnectionLimits | None = None
+    app: Any,
+    host: str,
+    port: int,
+    limits: ConnectionLimits | None = None,
+    direct: DirectAnswer | None = None,
 ) -> uvicorn.Config:
-    """uvicorn as modelyard serves V2: httptools bounded by ``limits``, our loop, no extras."""
+    """uvicorn as modelyard serves V2: httptools bounded by ``limits``, our loop, no extras;
+    ``direct``: the front door's direct path for infer calls (None: all take ``app``)."""
     limits = limits or ConnectionLimits()
     raise_open_file_limit(limits.max_connections)
     return uvicorn.Config(
         app,
         host=host,
         port=port,
-        http=BoundedHttpProtocol.with_limits(limits),
+        http=BoundedHttpProtocol.with_limits(limits, direct),
         ws="none",
         loop="none",
         lifespan="off",

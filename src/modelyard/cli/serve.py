@@ -376,7 +376,7 @@ class InstanceServer(InProcessServer):
         http_host = args.http_address or args.host
         grpc_host = args.grpc_address or args.host
         metrics_host = args.metrics_address or args.host
-        config = http_config(app, http_host, args.http_port, limits)
+        config = http_config(app, http_host, args.http_port, limits, direct=app.direct)
         if args.exit_timeout_secs is not None:
             config.timeout_graceful_shutdown = math.ceil(args.exit_timeout_secs)
         server = HttpServer(config, deregister)

@@ -7,16 +7,17 @@ the overhead measured on small models (see bench/RESULTS.md).
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
 import structlog
 
-from modelyard.dataplane import DataPlane
+from modelyard.dataplane import DataPlane, InferLane
 from modelyard.errors import (
     Code,
     GovernanceError,
@@ -33,7 +34,7 @@ from modelyard.frontdoors.http_compression import (
     inflate,
     preferred_encoding,
 )
-from modelyard.frontdoors.http_connections import RECEIVED_NS
+from modelyard.frontdoors.http_connections import RECEIVED_NS, DirectReply
 from modelyard.frontdoors.http_lane import HttpLane, HttpLanes
 from modelyard.governance.chain import Ticket
 from modelyard.governance.guard import CALL_HEADERS, Call, bearer_token
@@ -45,6 +46,7 @@ from modelyard.protocol.shared_memory import SystemSharedMemory, place_outputs
 from modelyard.protocol.status import http_status
 from modelyard.protocol.v2_http import (
     HEADER_LENGTH,
+    BinaryLayout,
     decode_infer_request,
     decode_with_layout,
     encode_infer_response,
@@ -313,8 +315,55 @@ def _rejection(governance: Governance, call: Call, error: GovernanceError) -> _R
     return response
 
 
+Results = dict[str, np.ndarray]
+
+
+class _Sent(NamedTuple):
+    """What a request arrived as, which keys the lane it leaves behind."""
+
+    path: str
+    body: bytes
+    header_length: int | None
+    api_key: bytes | None
+    authorization: bytes | None
+
+
+def _wire_headers(response: _Response) -> list[tuple[bytes, bytes]]:
+    if response.sized:
+        return response.headers
+    return [*response.headers, (b"content-length", str(len(response.body)).encode())]
+
+
+def _answer(reply: DirectReply, path: str, respond: Callable[[], _Response]) -> None:
+    """Reply to a direct request with what ``respond`` makes of its settled future."""
+    try:
+        response = respond()
+    except ModelyardError as error:
+        _answer_error(reply, path, error)
+        return
+    except asyncio.CancelledError:  # its future: the caller still gets an answer
+        log.warning("request_cancelled", path=path)
+        _answer_error(reply, path, internal_error(RuntimeError("request cancelled")), True)
+        return
+    except Exception as exc:
+        log.exception("request_crashed", path=path)
+        _answer_error(reply, path, internal_error(exc), logged=True)
+        return
+    reply(response.status, _wire_headers(response), response.body)
+
+
+def _answer_error(
+    reply: DirectReply, path: str, error: ModelyardError, logged: bool = False
+) -> None:
+    if not logged:
+        log.warning("request_failed", path=path, **error.fields())
+    response = _error_response(error)
+    reply(response.status, _wire_headers(response), response.body)
+
+
 class HttpFrontend:
-    """The V2 HTTP API of a data plane: an infer call takes its lane or the general path."""
+    """The V2 HTTP API of a data plane: an infer call takes its lane or the general path,
+    from the connection's callbacks (``direct``) when nothing on its way awaits."""
 
     def __init__(
         self,
@@ -405,9 +454,7 @@ class HttpFrontend:
             response = _error_response(internal_error(exc))
             if trace is not None:
                 trace.error = response.body.decode("utf-8", "replace")
-        headers = response.headers
-        if not response.sized:
-            headers = [*headers, (b"content-length", str(len(response.body)).encode())]
+        headers = _wire_headers(response)
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
         await send({"type": "http.response.body", "body": response.body})
         if trace is not None:
@@ -688,13 +735,7 @@ class HttpFrontend:
         Routed only now: an admission that awaited may have let a new version in.
         ``principal``: whom the admitting ticket named (its model's own calls are for it).
         """
-        model, version, _ = route
-        chain = None if self.governance is None else self.governance.chain
-        ticket_key = None if chain is None else (scope["path"], api_key, authorization)
-        request, layout = decode_with_layout(
-            body, header_length, model, version, self.shared_memory
-        )
-        request.arrived_ns = scope.get(RECEIVED_NS, 0)
+        request, layout = self._decoded(body, header_length, route, scope.get(RECEIVED_NS, 0))
         if principal is not None:  # whom its model's own calls (BLS) are for
             request.principals = (principal,)
         if scope.get(_FORWARDED):  # this request's own: its lane is not kept for others
@@ -704,7 +745,23 @@ class HttpFrontend:
         if target is None:  # a data plane that keeps no lanes (the gateway's)
             request.forward_headers = _trace_context(scope["headers"]) or None
             return self._infer_response(await self.dataplane.infer(request), request)
-        results = await target.submit(
+        results = await self._queued(target, request)
+        sent = _Sent(scope["path"], body, header_length, api_key, authorization)
+        return self._admitted_reply(target, request, layout, sent, results)
+
+    def _decoded(
+        self, body: bytes, header_length: int | None, route: Route, arrived_ns: int
+    ) -> tuple[InferRequest, BinaryLayout | None]:
+        model, version, _ = route
+        request, layout = decode_with_layout(
+            body, header_length, model, version, self.shared_memory
+        )
+        request.arrived_ns = arrived_ns
+        return request, layout
+
+    @staticmethod
+    def _queued(target: InferLane, request: InferRequest) -> asyncio.Future[Results]:
+        return target.submit(
             request.inputs,
             request.priority,
             request.timeout_us,
@@ -712,11 +769,85 @@ class HttpFrontend:
             None,
             request.arrived_ns,
         )
-        if layout is None or header_length is None or not target.reusable:
+
+    def _admitted_reply(
+        self,
+        target: InferLane,
+        request: InferRequest,
+        layout: BinaryLayout | None,
+        sent: _Sent,
+        results: Results,
+    ) -> _Response:
+        """The reply to a routed request; one whose inputs all travel as binary data leaves
+        its lane behind for the next request of its shape."""
+        if layout is None or sent.header_length is None or not target.reusable:
             return self._infer_response(target.response(request, results), request)
-        lane = HttpLane.make(target, layout, header_length, chain, ticket_key)
-        self.lanes.keep(scope["path"], body, api_key, authorization, lane)
-        return self._lane_reply(lane, results, body)
+        chain = None if self.governance is None else self.governance.chain
+        ticket_key = None if chain is None else (sent.path, sent.api_key, sent.authorization)
+        lane = HttpLane.make(target, layout, sent.header_length, chain, ticket_key)
+        self.lanes.keep(sent.path, sent.body, sent.api_key, sent.authorization, lane)
+        return self._lane_reply(lane, results, sent.body)
+
+    # ---- the direct path: answered from the connection's callbacks, no task --------------
+
+    def direct(
+        self,
+        path: str,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        received_ns: int,
+        reply: DirectReply,
+    ) -> bool:
+        """Answer a whole infer POST from the connection's own callbacks: queued here, replied
+        to from the callback that settles its future (``http_connections.DirectAnswer``).
+
+        Declined (False) unless nothing needs the ASGI path's awaits: governance, tracing,
+        header forwarding, compression and forwarding to another server all take it.
+        """
+        if (
+            self.governance is not None
+            or self.tracing.on
+            or self.header_forwarding is not None
+            or self.dataplane.forwards_requests
+        ):
+            return False
+        route = model_route(path)
+        if route is None or route[2] != "/infer" or len(body) > self.max_body_bytes:
+            return False
+        try:
+            header_length, api_key, authorization, encoding, accept = _infer_headers(headers)
+            if encoding is not None or accept is not None:
+                return False
+            lane = self.lanes.find(path, body, header_length, api_key, authorization, None)
+            if lane is not None:
+                future = lane.submit(body, received_ns)
+                found = lane
+                future.add_done_callback(
+                    lambda done: _answer(
+                        reply, path, lambda: self._lane_reply(found, done.result(), body)
+                    )
+                )
+                return True
+            request, layout = self._decoded(body, header_length, route, received_ns)
+            target = self.dataplane.lane(request)
+            assert target is not None  # a data plane that keeps none forwards requests
+            sent = _Sent(path, body, header_length, api_key, authorization)
+            future = self._queued(target, request)
+        except ModelyardError as error:
+            _answer_error(reply, path, error)
+            return True
+        except Exception as exc:
+            log.exception("request_crashed", path=path)
+            _answer_error(reply, path, internal_error(exc), logged=True)
+            return True
+        future.add_done_callback(
+            lambda done: _answer(
+                reply,
+                path,
+                lambda: self._admitted_reply(target, request, layout, sent, done.result()),
+            )
+        )
+        return True
 
     async def _infer_traced(
         self,

@@ -14,6 +14,12 @@ answers a plain-text 503 (and counts idle sockets against every caller).
 * a connection limit, refused at once with the error line (503);
 * the error line on the parser's own 400 for a malformed request.
 
+An infer call can be answered with no ASGI task at all (``direct``, the front
+door's direct path): a POST whose body is sized and small is read into a
+``_DirectCycle``, handed to the front door when it is whole, and answered in
+one write from the callback that settles it. What the front door declines
+takes uvicorn's request cycle and task after all, with the body read so far.
+
 A header's value is kept as sent, trailing blanks too, as Triton keeps it.
 
 Timeouts are read by one sweep per server (``_Sweeper``) on a coarse clock,
@@ -28,13 +34,18 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import httptools
 import orjson
 import structlog
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import (
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
 
 from modelyard.errors import (
     Code,
@@ -55,6 +66,22 @@ DEFAULT_MAX_HEADER_BYTES = 64 * 1024
 # how long a refused connection's further bytes are read and dropped before it closes
 _LINGER_S = 2.0
 _MAX_PARSER_TEXT = 200
+# the largest body the direct path reads whole before it is handed on; larger ones stream
+# through the request cycle, which bounds them as they arrive
+DIRECT_MAX_BODY_BYTES = 1 << 20
+
+Headers = list[tuple[bytes, bytes]]
+# answers a direct request: the status, every header but the connection's, and the body
+DirectReply = Callable[[int, Headers, bytes], None]
+
+
+class DirectAnswer(Protocol):
+    """The front door's direct path: takes a whole POST and answers it through ``reply``
+    (now or from a callback); False: declined, the ASGI app answers it instead."""
+
+    def __call__(
+        self, path: str, headers: Headers, body: bytes, received_ns: int, reply: DirectReply
+    ) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -116,6 +143,63 @@ class _Sweeper:
             self._handle = None
 
 
+class _NoEvent:
+    """What uvicorn sets when a direct request's body grows or its caller leaves: no task
+    waits for it."""
+
+    __slots__ = ()
+
+    def set(self) -> None:
+        pass
+
+
+_NO_EVENT = _NoEvent()
+
+
+class _DirectCycle:
+    """A request on the direct path: the state uvicorn's protocol and the sweep read of a
+    request cycle, and the one write that answers it."""
+
+    __slots__ = (
+        "body",
+        "disconnected",
+        "keep_alive",
+        "message_event",
+        "more_body",
+        "protocol",
+        "response_complete",
+        "response_started",
+    )
+
+    def __init__(self, protocol: BoundedHttpProtocol, keep_alive: bool) -> None:
+        self.protocol = protocol
+        self.keep_alive = keep_alive
+        self.body = bytearray()
+        self.more_body = True
+        self.response_started = False
+        self.response_complete = False
+        self.disconnected = False
+        self.message_event = _NO_EVENT
+
+    def reply(self, status: int, headers: Headers, body: bytes) -> None:
+        protocol = self.protocol
+        transport = protocol.transport
+        if self.response_complete or self.disconnected or transport.is_closing():
+            self.response_complete = True  # the caller left: nothing to answer
+            return
+        head = [STATUS_LINE[status]]
+        for name, value in (*protocol.server_state.default_headers, *headers):
+            head += (name, b": ", value, b"\r\n")
+        if not self.keep_alive:
+            head.append(b"connection: close\r\n")
+        head += (b"\r\n", body)
+        transport.write(b"".join(head))
+        self.response_started = self.response_complete = True
+        protocol.on_response_complete()
+        if not self.keep_alive:
+            transport.close()
+
+
 class _Refused(Exception):
     """Raised from a parser callback to stop parsing; the refusal is already chosen."""
 
@@ -134,15 +218,22 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     """
 
     limits: ClassVar[ConnectionLimits] = ConnectionLimits()
+    direct: ClassVar[DirectAnswer | None] = None
+    # widened: a request on the direct path holds a _DirectCycle, which has every attribute
+    # uvicorn's protocol reads of its own cycle
+    cycle: RequestResponseCycle | _DirectCycle  # type: ignore[assignment]
     _sweepers: ClassVar[weakref.WeakKeyDictionary[Any, _Sweeper]]
 
     @classmethod
-    def with_limits(cls, limits: ConnectionLimits) -> type[BoundedHttpProtocol]:
-        """The protocol class one server uses: its limits, and its own sweeper."""
+    def with_limits(
+        cls, limits: ConnectionLimits, direct: DirectAnswer | None = None
+    ) -> type[BoundedHttpProtocol]:
+        """The protocol class one server uses: its limits, its own sweeper, and the front
+        door's direct path (None: every request takes the ASGI app)."""
         return type(
             "BoundedHttpProtocol",
             (cls,),
-            {"limits": limits, "_sweepers": weakref.WeakKeyDictionary()},
+            {"limits": limits, "direct": direct, "_sweepers": weakref.WeakKeyDictionary()},
         )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -208,9 +299,18 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         # when the server had read the whole request: its counted time starts here (a slow
-        # upload is the caller's time, not the server's). The ignore: ASGI's scope is a
-        # TypedDict without this key of modelyard's own.
-        self.scope[RECEIVED_NS] = time.monotonic_ns()  # type: ignore[literal-required]
+        # upload is the caller's time, not the server's)
+        received = time.monotonic_ns()
+        cycle = self.cycle
+        if type(cycle) is _DirectCycle:
+            cycle.more_body = False
+            assert self.direct is not None
+            path = self.url.decode("ascii")  # _takes_direct: ASCII, no query, no escapes
+            if not self.direct(path, self.headers, bytes(cycle.body), received, cycle.reply):
+                self._start_cycle(cycle.body, received)
+            return
+        # the ignore: ASGI's scope is a TypedDict without this key of modelyard's own
+        self.scope[RECEIVED_NS] = received  # type: ignore[literal-required]
         HttpToolsProtocol.on_message_complete(self)
 
     def on_headers_complete(self) -> None:
@@ -222,7 +322,59 @@ class BoundedHttpProtocol(HttpToolsProtocol):
                 raise _Refused
         self._head_bytes = 0
         self._body_since = self._sweeper.now
+        if self.direct is not None and self._takes_direct():
+            self.cycle = _DirectCycle(self, self.parser.should_keep_alive())
+            return
         HttpToolsProtocol.on_headers_complete(self)
+
+    def on_body(self, body: bytes) -> None:
+        cycle = self.cycle
+        if type(cycle) is _DirectCycle:
+            cycle.body += body  # its Content-Length bounds it: _takes_direct
+            return
+        HttpToolsProtocol.on_body(self, body)
+
+    def _takes_direct(self) -> bool:
+        """Whether this request is read whole for the direct path: a POST to an infer route
+        in plain ASCII, sized and small, with nothing in flight before it on the connection
+        (a pipelined one waits its turn in uvicorn's queue)."""
+        cycle = self.cycle
+        url = self.url
+        if (
+            (cycle is not None and not cycle.response_complete)
+            or not url.startswith(b"/")
+            or not url.endswith(b"/infer")
+            or self.expect_100_continue
+            or self.parser.get_method() != b"POST"
+            or self.parser.get_http_version() != "1.1"
+            or not url.isascii()
+            or b"%" in url
+            or b"?" in url
+        ):
+            return False
+        length = None
+        for name, value in self.headers:
+            if name == b"content-length":
+                length = value
+            elif name == b"transfer-encoding" or name == b"upgrade":
+                return False
+        return (
+            length is not None
+            and length.isdigit()
+            and len(length) <= 8
+            and int(length) <= DIRECT_MAX_BODY_BYTES
+        )
+
+    def _start_cycle(self, body: bytearray, received: int) -> None:
+        """A direct request the front door declined: uvicorn's cycle and task, as it would
+        have made them at its headers, with the whole body already read."""
+        self.cycle = None  # type: ignore[assignment]  # nothing in flight: its task starts now
+        HttpToolsProtocol.on_headers_complete(self)
+        self.scope[RECEIVED_NS] = received  # type: ignore[literal-required]  # as above
+        cycle = self.cycle
+        cycle.body = body
+        cycle.more_body = False
+        cycle.message_event.set()
 
     def sweep(self, now: float) -> None:
         """Cut this connection if it has waited, or been read, past its limit."""
