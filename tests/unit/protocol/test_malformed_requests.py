@@ -48,6 +48,7 @@ def _refusal(doc: Any) -> ProtocolError:
         (_doc(parameters={"binary_data_output": "1"}), "binary_data_output"),
         (_doc(data=[1e39, 0.0, 0.0, 0.0]), "out of the range of FP32"),
         (_doc(datatype="FP16", data=[70000.0, 0.0, 0.0, 0.0]), "out of the range of FP16"),
+        (_doc(data=[0.0, -1e39, 0.0, 0.0]), "out of the range of FP32"),
     ],
 )
 def test_wrong_types_and_values_are_400s(doc: dict[str, Any], says: str) -> None:
