@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from modelyard.frontdoors.http import HttpFrontend
 from modelyard.governance.auth import hash_secret
 from tests.support.models import slow_double
 from tests.support.servers import Served, server_in_process
@@ -147,3 +150,37 @@ def test_a_limit_refusal_through_a_ticket_answers_and_records_as_the_chain_does(
     admitted = counts["admitted"]
     assert isinstance(admitted, dict)
     assert admitted["infer"] - admitted_before.get("infer", 0) == statuses.count(200)
+
+
+def test_governed_infer_calls_take_the_direct_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Admitted by a ticket or refused by a limit, a call is answered from the connection's
+    callbacks (``HttpFrontend.direct``), with no ASGI task."""
+    answered: list[bool] = []
+    direct = HttpFrontend.direct
+
+    def spy(self: HttpFrontend, *args: Any) -> bool:
+        answered.append(direct(self, *args))
+        return answered[-1]
+
+    monkeypatch.setattr(HttpFrontend, "direct", spy)
+    slow_double(tmp_path / "models")
+    (tmp_path / "service.yaml").write_text(SERVICE)
+    flags = ("--service-config", str(tmp_path / "service.yaml"))
+    with (
+        server_in_process(tmp_path / "models", *flags) as served,
+        httpx.Client(base_url=f"http://{served.http_url}") as client,
+    ):
+        reader = {"x-api-key": READER_KEY}
+        answer = client.post(INFER, json=BODY, headers=reader)
+        assert answer.status_code == 200 and answer.json()["outputs"][0]["name"] == "y"
+        refused = client.post(INFER, json=BODY)
+        assert refused.status_code == 401
+        assert "rule=auth/" in refused.json()["error"]
+        # over instance_qps 20 with a burst of one second
+        statuses = {client.post(INFER, json=BODY, headers=reader).status_code for _ in range(40)}
+        assert statuses == {200, 429}
+    # a call without credentials has no ticket: the ASGI path runs the chain and refuses it
+    assert answered[:2] == [True, False]
+    assert len(answered) == 42 and all(answered[2:])

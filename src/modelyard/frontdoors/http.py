@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -36,7 +36,7 @@ from modelyard.frontdoors.http_compression import (
 )
 from modelyard.frontdoors.http_connections import RECEIVED_NS, DirectReply
 from modelyard.frontdoors.http_lane import HttpLane, HttpLanes
-from modelyard.governance.chain import Ticket
+from modelyard.governance.chain import GuardChain, Ticket
 from modelyard.governance.guard import CALL_HEADERS, Call, bearer_token
 from modelyard.governance.runtime import Governance, rejections
 from modelyard.logging import SETTINGS
@@ -349,7 +349,7 @@ def _answer(reply: DirectReply, path: str, respond: Callable[[], _Response]) -> 
         log.exception("request_crashed", path=path)
         _answer_error(reply, path, internal_error(exc), logged=True)
         return
-    reply(response.status, _wire_headers(response), response.body)
+    _answer_response(reply, response)
 
 
 def _answer_error(
@@ -357,8 +357,22 @@ def _answer_error(
 ) -> None:
     if not logged:
         log.warning("request_failed", path=path, **error.fields())
-    response = _error_response(error)
+    _answer_response(reply, _error_response(error))
+
+
+def _answer_response(reply: DirectReply, response: _Response) -> None:
     reply(response.status, _wire_headers(response), response.body)
+
+
+def _compressing(reply: DirectReply, accept_encoding: bytes) -> DirectReply:
+    """``reply``, with a successful answer compressed as the caller prefers."""
+
+    def compressed(status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        _answer_response(
+            reply, _compressed(_Response(status, body, headers, True), accept_encoding)
+        )
+
+    return compressed
 
 
 class HttpFrontend:
@@ -382,6 +396,7 @@ class HttpFrontend:
         self.tracing = tracing or Tracing()
         self.header_forwarding = header_forwarding
         self.lanes = HttpLanes()
+        self._admitting: set[asyncio.Future[None]] = set()  # direct requests a guard awaits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -687,25 +702,10 @@ class HttpFrontend:
         A request whose inputs all travel as binary data leaves its lane behind for the
         next request of its shape.
         """
-        model, version, _ = route
         governance = self.governance
-        chain = None
-        ticket_key: Hashable | None = None
         if governance is not None:
-            chain = governance.chain
-            ticket_key = (scope["path"], api_key, authorization)  # as they arrived
-            ticket = chain.known_ticket(ticket_key)
-            if ticket is None:
-                ticket = chain.ticket(
-                    "infer",
-                    model,
-                    version,
-                    api_key.decode("latin-1") if api_key is not None else None,
-                    bearer_token(authorization.decode("latin-1"))
-                    if authorization is not None
-                    else None,
-                    key=ticket_key,
-                )
+            sent = _Sent(scope["path"], body, header_length, api_key, authorization)
+            ticket = self._ticket(governance.chain, sent, route)
             if ticket is None:  # a guard learns from outcomes: the chain runs around the call
                 return await self._infer_governed(scope, governance, body, header_length, route)
             first = ticket.admit()
@@ -798,15 +798,16 @@ class HttpFrontend:
         received_ns: int,
         reply: DirectReply,
     ) -> bool:
-        """Answer a whole infer POST from the connection's own callbacks: queued here, replied
-        to from the callback that settles its future (``http_connections.DirectAnswer``).
+        """Answer a whole infer POST from the connection's own callbacks: admitted and queued
+        here, replied to from the callback that settles its future
+        (``http_connections.DirectAnswer``); an admission a guard must await goes on in a task.
 
-        Declined (False) unless nothing needs the ASGI path's awaits: governance, tracing,
-        header forwarding, compression and forwarding to another server all take it.
+        Declined (False) where the ASGI path's steps are needed: tracing, header forwarding,
+        forwarding to another server, and a chain that issues no ticket (a guard that learns
+        from outcomes runs around the call).
         """
         if (
-            self.governance is not None
-            or self.tracing.on
+            self.tracing.on
             or self.header_forwarding is not None
             or self.dataplane.forwards_requests
         ):
@@ -816,38 +817,131 @@ class HttpFrontend:
             return False
         try:
             header_length, api_key, authorization, encoding, accept = _infer_headers(headers)
-            if encoding is not None or accept is not None:
-                return False
-            lane = self.lanes.find(path, body, header_length, api_key, authorization, None)
+            if accept is not None:
+                reply = _compressing(reply, accept)
+            if encoding is not None:
+                body = inflate(body, encoding, self.max_body_bytes)
+            sent = _Sent(path, body, header_length, api_key, authorization)
+            governance = self.governance
+            chain = None if governance is None else governance.chain
+            lane = self.lanes.find(path, body, header_length, api_key, authorization, chain)
             if lane is not None:
-                future = lane.submit(body, received_ns)
+                ticket = lane.ticket
+            elif chain is not None:
+                ticket = self._ticket(chain, sent, route)
+                if ticket is None:
+                    return False
+            else:
+                ticket = None
+            first = None if ticket is None else ticket.admit()
+            if first is None and lane is not None:
                 found = lane
-                future.add_done_callback(
+                lane.submit(body, received_ns).add_done_callback(
                     lambda done: _answer(
                         reply, path, lambda: self._lane_reply(found, done.result(), body)
                     )
                 )
                 return True
-            request, layout = self._decoded(body, header_length, route, received_ns)
-            target = self.dataplane.lane(request)
-            assert target is not None  # a data plane that keeps none forwards requests
-            sent = _Sent(path, body, header_length, api_key, authorization)
-            future = self._queued(target, request)
+            if first is not None:  # past the ticket's quick path: the chain decides
+                assert governance is not None and ticket is not None
+                call = _call_from_headers(
+                    governance, {"method": "POST", "path": path, "headers": headers}
+                )
+                call.principal = ticket.principal
+                try:
+                    pending = governance.chain.admit(call, first)
+                except GovernanceError as error:
+                    _answer_response(reply, _rejection(governance, call, error))
+                    return True
+                if pending is not None:
+                    task = asyncio.ensure_future(
+                        self._direct_after(
+                            pending, governance, call, sent, route, received_ns, reply
+                        )
+                    )
+                    self._admitting.add(task)
+                    task.add_done_callback(self._admitting.discard)
+                    return True
+            principal = None if ticket is None else ticket.principal
+            self._direct_general(sent, route, received_ns, principal, reply)
         except ModelyardError as error:
             _answer_error(reply, path, error)
-            return True
         except Exception as exc:
             log.exception("request_crashed", path=path)
             _answer_error(reply, path, internal_error(exc), logged=True)
-            return True
-        future.add_done_callback(
+        return True
+
+    def _direct_general(
+        self,
+        sent: _Sent,
+        route: Route,
+        received_ns: int,
+        principal: str | None,
+        reply: DirectReply,
+    ) -> None:
+        """An admitted direct request, decoded, validated, routed and queued now (as
+        ``_run_admitted``); it leaves its lane."""
+        request, layout = self._decoded(sent.body, sent.header_length, route, received_ns)
+        if principal is not None:
+            request.principals = (principal,)
+        target = self.dataplane.lane(request)
+        assert target is not None  # a data plane that keeps none forwards requests
+        self._queued(target, request).add_done_callback(
             lambda done: _answer(
                 reply,
-                path,
+                sent.path,
                 lambda: self._admitted_reply(target, request, layout, sent, done.result()),
             )
         )
-        return True
+
+    async def _direct_after(
+        self,
+        pending: Awaitable[Any],
+        governance: Governance,
+        call: Call,
+        sent: _Sent,
+        route: Route,
+        received_ns: int,
+        reply: DirectReply,
+    ) -> None:
+        """A direct request whose admission a guard awaits: routed only once admitted (a
+        new version may have come in meanwhile)."""
+        try:
+            await pending
+        except GovernanceError as error:
+            _answer_response(reply, _rejection(governance, call, error))
+            return
+        except Exception as exc:  # the caller is answered whatever a guard raised
+            log.exception("request_crashed", path=sent.path)
+            _answer_error(reply, sent.path, internal_error(exc), logged=True)
+            return
+        try:
+            self._direct_general(sent, route, received_ns, call.principal, reply)
+        except ModelyardError as error:
+            _answer_error(reply, sent.path, error)
+        except Exception as exc:
+            log.exception("request_crashed", path=sent.path)
+            _answer_error(reply, sent.path, internal_error(exc), logged=True)
+
+    def _ticket(self, chain: GuardChain, sent: _Sent, route: Route) -> Ticket | None:
+        """The chain's ticket for the caller's credentials on this route, made on first use;
+        None: the chain issues none."""
+        model, version, _ = route
+        key = (sent.path, sent.api_key, sent.authorization)  # as they arrived
+        ticket = chain.known_ticket(key)
+        if ticket is None:
+            api_key, authorization = sent.api_key, sent.authorization
+            ticket = chain.ticket(
+                "infer",
+                model,
+                version,
+                api_key.decode("latin-1") if api_key is not None else None,
+                bearer_token(authorization.decode("latin-1"))
+                if authorization is not None
+                else None,
+                key=key,
+            )
+        return ticket
 
     async def _infer_traced(
         self,
