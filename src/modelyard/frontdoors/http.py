@@ -432,14 +432,12 @@ class HttpFrontend:
                     lane = None  # a lane is kept for requests alike: their headers are not
                 if trace is not None:  # a sampled request takes the general path, timed
                     response = await self._infer_traced(scope, body, header_length, route, trace)
-                elif lane is None and governance is None:  # nothing to admit: a call less
-                    response = await self._run_admitted(
-                        scope, body, header_length, route, api_key, authorization, None
-                    )
                 elif lane is None:
-                    response = await self._infer(
-                        scope, body, header_length, route, api_key, authorization
-                    )
+                    sent = _Sent(scope["path"], body, header_length, api_key, authorization)
+                    if governance is None:  # nothing to admit: a coroutine less
+                        response = await self._run_admitted(scope, sent, route, None)
+                    else:
+                        response = await self._infer(scope, governance, sent, route)
                 else:
                     ticket = lane.ticket
                     first = None if ticket is None else ticket.admit()
@@ -449,10 +447,10 @@ class HttpFrontend:
                     else:  # a quick path could not decide: a guard will, awaited
                         assert ticket is not None
                         refused = await self._admit_rest(scope, ticket, first)
+                        sent = _Sent(scope["path"], body, header_length, api_key, authorization)
                         response = refused or await self._run_admitted(
-                            scope, body, header_length, route, api_key, authorization,
-                            ticket.principal,
-                        )  # fmt: skip
+                            scope, sent, route, ticket.principal
+                        )
                 if accept is not None:
                     response = _compressed(response, accept)
             elif self.governance is not None:
@@ -689,53 +687,34 @@ class HttpFrontend:
         return None
 
     async def _infer(
-        self,
-        scope: Scope,
-        body: bytes,
-        header_length: int | None,
-        route: Route,
-        api_key: bytes | None,
-        authorization: bytes | None,
+        self, scope: Scope, governance: Governance, sent: _Sent, route: Route
     ) -> _Response:
-        """The general path of an infer call: governed, decoded and validated in full.
-
-        A request whose inputs all travel as binary data leaves its lane behind for the
-        next request of its shape.
+        """The general path of a governed infer call: admitted, decoded and validated in
+        full. A request whose inputs all travel as binary data leaves its lane behind for
+        the next request of its shape.
         """
-        governance = self.governance
-        if governance is not None:
-            sent = _Sent(scope["path"], body, header_length, api_key, authorization)
-            ticket = self._ticket(governance.chain, sent, route)
-            if ticket is None:  # a guard learns from outcomes: the chain runs around the call
-                return await self._infer_governed(scope, governance, body, header_length, route)
-            first = ticket.admit()
-            if first is not None:
-                refused = await self._admit_rest(scope, ticket, first)
-                if refused is not None:
-                    return refused
-            principal = ticket.principal
-        else:
-            principal = None
-        return await self._run_admitted(
-            scope, body, header_length, route, api_key, authorization, principal
-        )
+        ticket = self._ticket(governance.chain, sent, route)
+        if ticket is None:  # a guard learns from outcomes: the chain runs around the call
+            return await self._infer_governed(
+                scope, governance, sent.body, sent.header_length, route
+            )
+        first = ticket.admit()
+        if first is not None:
+            refused = await self._admit_rest(scope, ticket, first)
+            if refused is not None:
+                return refused
+        return await self._run_admitted(scope, sent, route, ticket.principal)
 
     async def _run_admitted(
-        self,
-        scope: Scope,
-        body: bytes,
-        header_length: int | None,
-        route: Route,
-        api_key: bytes | None,
-        authorization: bytes | None,
-        principal: str | None,
+        self, scope: Scope, sent: _Sent, route: Route, principal: str | None
     ) -> _Response:
         """An admitted infer call, decoded, validated and routed now; it leaves its lane.
 
         Routed only now: an admission that awaited may have let a new version in.
         ``principal``: whom the admitting ticket named (its model's own calls are for it).
         """
-        request, layout = self._decoded(body, header_length, route, scope.get(RECEIVED_NS, 0))
+        arrived_ns = scope.get(RECEIVED_NS, 0)
+        request, layout = self._decoded(sent.body, sent.header_length, route, arrived_ns)
         if principal is not None:  # whom its model's own calls (BLS) are for
             request.principals = (principal,)
         if scope.get(_FORWARDED):  # this request's own: its lane is not kept for others
@@ -746,7 +725,6 @@ class HttpFrontend:
             request.forward_headers = _trace_context(scope["headers"]) or None
             return self._infer_response(await self.dataplane.infer(request), request)
         results = await self._queued(target, request)
-        sent = _Sent(scope["path"], body, header_length, api_key, authorization)
         return self._admitted_reply(target, request, layout, sent, results)
 
     def _decoded(

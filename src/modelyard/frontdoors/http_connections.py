@@ -35,7 +35,7 @@ import asyncio
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 import httptools
@@ -156,30 +156,19 @@ class _NoEvent:
 _NO_EVENT = _NoEvent()
 
 
+@dataclass(slots=True, eq=False)
 class _DirectCycle:
     """A request on the direct path: the state uvicorn's protocol and the sweep read of a
     request cycle, and the one write that answers it."""
 
-    __slots__ = (
-        "body",
-        "disconnected",
-        "keep_alive",
-        "message_event",
-        "more_body",
-        "protocol",
-        "response_complete",
-        "response_started",
-    )
-
-    def __init__(self, protocol: BoundedHttpProtocol, keep_alive: bool) -> None:
-        self.protocol = protocol
-        self.keep_alive = keep_alive
-        self.body = bytearray()
-        self.more_body = True
-        self.response_started = False
-        self.response_complete = False
-        self.disconnected = False
-        self.message_event = _NO_EVENT
+    protocol: BoundedHttpProtocol
+    keep_alive: bool
+    body: bytearray = field(default_factory=bytearray)
+    more_body: bool = True
+    response_started: bool = False
+    response_complete: bool = False
+    disconnected: bool = False
+    message_event: _NoEvent = _NO_EVENT
 
     def reply(self, status: int, headers: Headers, body: bytes) -> None:
         protocol = self.protocol
