@@ -10,7 +10,9 @@ the median ratio B / A per point, its range, and each side's median req/s.
         --points small:32:json,small:32:bin,big:32:json,big:32:bin
 
 The repository's models take one FP32 input named ``input`` of ``--features``
-values each (``small:64,big:256``: the peer benchmark's repository).
+values each (``small:64,big:256``: the peer benchmark's repository). With
+``--service-config FILE`` both serve governed, and ``--header "X-API-Key: KEY"`` (as
+often as needed) adds a header to every request.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ end
 """
 
 
-def scripts(work: Path, features: dict[str, int]) -> dict[tuple[str, str], Path]:
+def scripts(
+    work: Path, features: dict[str, int], extra: dict[str, str] | None = None
+) -> dict[tuple[str, str], Path]:
     """A wrk script per model and format, each POSTing one fixed row."""
     rng = np.random.default_rng(0)
     made = {}
@@ -66,6 +70,7 @@ def scripts(work: Path, features: dict[str, int]) -> dict[tuple[str, str], Path]
             body_path.write_bytes(body)
             lines = [f'local f = io.open("{body_path}", "rb")', 'wrk.method = "POST"',
                      'wrk.body = f:read("*all")', "f:close()"]  # fmt: skip
+            headers = {**headers, **(extra or {})}
             lines += [f'wrk.headers["{name}"] = "{value}"' for name, value in headers.items()]
             script = work / f"{model}.{fmt}.lua"
             script.write_text("\n".join(lines) + "\n" + DONE)
@@ -95,7 +100,11 @@ def main() -> None:
     parser.add_argument("--points", default="small:32:json,small:32:bin,big:32:json,big:32:bin")
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--seconds", type=int, default=3)
+    parser.add_argument("--service-config", type=Path, help="both serve governed by it")
+    parser.add_argument("--header", action="append", default=[], help='"Name: value"')
     args = parser.parse_args()
+    extra = dict(item.split(": ", 1) for item in args.header)
+    governed = ["--service-config", str(args.service_config)] if args.service_config else []
     features = {m: int(n) for m, n in (item.split(":") for item in args.features.split(","))}
     ports = {"A": free_port(), "B": free_port()}
     servers = {}
@@ -103,7 +112,7 @@ def main() -> None:
         serve = serve_command(
             args.repository, http_port=ports[side], python=venv / "bin" / "python"
         )
-        command = ["taskset", "-c", "0", *serve]
+        command = ["taskset", "-c", "0", *serve, *governed]
         servers[side] = subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
@@ -113,7 +122,7 @@ def main() -> None:
             if wait_for_200(url, lambda s=side: servers[s].poll() is None, 120) != "ready":
                 raise RuntimeError(f"server {side} did not get ready")
         with tempfile.TemporaryDirectory() as tmp:
-            made = scripts(Path(tmp), features)
+            made = scripts(Path(tmp), features, extra)
             for port in ports.values():  # warm-up
                 for (model, _), script in made.items():
                     rate(port, model, 8, script, 1)
