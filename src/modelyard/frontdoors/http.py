@@ -336,20 +336,22 @@ def _wire_headers(response: _Response) -> list[tuple[bytes, bytes]]:
 
 def _answer(reply: DirectReply, path: str, respond: Callable[[], _Response]) -> None:
     """Reply to a direct request with what ``respond`` makes of its settled future."""
+    _answered(reply, path, lambda: _answer_response(reply, respond()))
+
+
+def _answered(reply: DirectReply, path: str, action: Callable[[], None]) -> None:
+    """Run a step of a direct request; what it raises is the caller's answer, as the ASGI
+    path's handler makes it (no task is left to answer otherwise)."""
     try:
-        response = respond()
+        action()
     except ModelyardError as error:
         _answer_error(reply, path, error)
-        return
     except asyncio.CancelledError:  # its future: the caller still gets an answer
         log.warning("request_cancelled", path=path)
         _answer_error(reply, path, internal_error(RuntimeError("request cancelled")), True)
-        return
     except Exception as exc:
         log.exception("request_crashed", path=path)
         _answer_error(reply, path, internal_error(exc), logged=True)
-        return
-    _answer_response(reply, response)
 
 
 def _answer_error(
@@ -893,13 +895,11 @@ class HttpFrontend:
             log.exception("request_crashed", path=sent.path)
             _answer_error(reply, sent.path, internal_error(exc), logged=True)
             return
-        try:
-            self._direct_general(sent, route, received_ns, call.principal, reply)
-        except ModelyardError as error:
-            _answer_error(reply, sent.path, error)
-        except Exception as exc:
-            log.exception("request_crashed", path=sent.path)
-            _answer_error(reply, sent.path, internal_error(exc), logged=True)
+        _answered(
+            reply,
+            sent.path,
+            lambda: self._direct_general(sent, route, received_ns, call.principal, reply),
+        )
 
     def _ticket(self, chain: GuardChain, sent: _Sent, route: Route) -> Ticket | None:
         """The chain's ticket for the caller's credentials on this route, made on first use;
