@@ -41,12 +41,14 @@ from modelyard.governance.guard import CALL_HEADERS, Call, bearer_token
 from modelyard.governance.runtime import Governance, rejections
 from modelyard.logging import SETTINGS
 from modelyard.modelfiles.load_request import load_files, load_override
+from modelyard.protocol.infer_json import read as read_infer_json
 from modelyard.protocol.json_body import json_object
 from modelyard.protocol.shared_memory import SystemSharedMemory, place_outputs
 from modelyard.protocol.status import http_status
 from modelyard.protocol.v2_http import (
     HEADER_LENGTH,
     BinaryLayout,
+    JsonLayout,
     decode_infer_request,
     decode_with_layout,
     encode_infer_response,
@@ -326,6 +328,7 @@ class _Sent(NamedTuple):
     header_length: int | None
     api_key: bytes | None
     authorization: bytes | None
+    doc: dict[str, Any] | None = None  # a JSON body, read (infer_json.read)
 
 
 def _wire_headers(response: _Response) -> list[tuple[bytes, bytes]]:
@@ -427,15 +430,17 @@ class HttpFrontend:
                 if encoding is not None:
                     body = inflate(body, encoding, self.max_body_bytes)
                 chain = None if governance is None else governance.chain
+                # a sampled request decodes in its own steps, timed
+                doc = read_infer_json(body) if header_length is None and trace is None else None
                 lane = self.lanes.find(
-                    scope["path"], body, header_length, api_key, authorization, chain
+                    scope["path"], body, header_length, api_key, authorization, chain, doc
                 )
                 if self.header_forwarding is not None and self._forwarded(scope):
                     lane = None  # a lane is kept for requests alike: their headers are not
                 if trace is not None:  # a sampled request takes the general path, timed
                     response = await self._infer_traced(scope, body, header_length, route, trace)
                 elif lane is None:
-                    sent = _Sent(scope["path"], body, header_length, api_key, authorization)
+                    sent = _Sent(scope["path"], body, header_length, api_key, authorization, doc)
                     if governance is None:  # nothing to admit: a coroutine less
                         response = await self._run_admitted(scope, sent, route, None)
                     else:
@@ -445,11 +450,14 @@ class HttpFrontend:
                     first = None if ticket is None else ticket.admit()
                     if first is None:  # admitted: routing and queueing with no await between
                         arrived = scope.get(RECEIVED_NS, 0)
-                        response = self._lane_reply(lane, await lane.submit(body, arrived), body)
+                        results = await lane.submit(body, arrived, doc)
+                        response = self._lane_reply(lane, results)
                     else:  # a quick path could not decide: a guard will, awaited
                         assert ticket is not None
                         refused = await self._admit_rest(scope, ticket, first)
-                        sent = _Sent(scope["path"], body, header_length, api_key, authorization)
+                        sent = _Sent(
+                            scope["path"], body, header_length, api_key, authorization, doc
+                        )
                         response = refused or await self._run_admitted(
                             scope, sent, route, ticket.principal
                         )
@@ -716,7 +724,7 @@ class HttpFrontend:
         ``principal``: whom the admitting ticket named (its model's own calls are for it).
         """
         arrived_ns = scope.get(RECEIVED_NS, 0)
-        request, layout = self._decoded(sent.body, sent.header_length, route, arrived_ns)
+        request, layout = self._decoded(sent, route, arrived_ns)
         if principal is not None:  # whom its model's own calls (BLS) are for
             request.principals = (principal,)
         if scope.get(_FORWARDED):  # this request's own: its lane is not kept for others
@@ -730,11 +738,11 @@ class HttpFrontend:
         return self._admitted_reply(target, request, layout, sent, results)
 
     def _decoded(
-        self, body: bytes, header_length: int | None, route: Route, arrived_ns: int
-    ) -> tuple[InferRequest, BinaryLayout | None]:
+        self, sent: _Sent, route: Route, arrived_ns: int
+    ) -> tuple[InferRequest, BinaryLayout | JsonLayout | None]:
         model, version, _ = route
         request, layout = decode_with_layout(
-            body, header_length, model, version, self.shared_memory
+            sent.body, sent.header_length, model, version, self.shared_memory, sent.doc
         )
         request.arrived_ns = arrived_ns
         return request, layout
@@ -754,19 +762,19 @@ class HttpFrontend:
         self,
         target: InferLane,
         request: InferRequest,
-        layout: BinaryLayout | None,
+        layout: BinaryLayout | JsonLayout | None,
         sent: _Sent,
         results: Results,
     ) -> _Response:
         """The reply to a routed request; one whose inputs all travel as binary data leaves
         its lane behind for the next request of its shape."""
-        if layout is None or sent.header_length is None or not target.reusable:
+        if layout is None or not target.reusable:
             return self._infer_response(target.response(request, results), request)
         chain = None if self.governance is None else self.governance.chain
         ticket_key = None if chain is None else (sent.path, sent.api_key, sent.authorization)
         lane = HttpLane.make(target, layout, sent.header_length, chain, ticket_key)
         self.lanes.keep(sent.path, sent.body, sent.api_key, sent.authorization, lane)
-        return self._lane_reply(lane, results, sent.body)
+        return self._lane_reply(lane, results)
 
     # ---- the direct path: answered from the connection's callbacks, no task --------------
 
@@ -801,10 +809,11 @@ class HttpFrontend:
                 reply = _compressing(reply, accept)
             if encoding is not None:
                 body = inflate(body, encoding, self.max_body_bytes)
-            sent = _Sent(path, body, header_length, api_key, authorization)
+            doc = read_infer_json(body) if header_length is None else None
+            sent = _Sent(path, body, header_length, api_key, authorization, doc)
             governance = self.governance
             chain = None if governance is None else governance.chain
-            lane = self.lanes.find(path, body, header_length, api_key, authorization, chain)
+            lane = self.lanes.find(path, body, header_length, api_key, authorization, chain, doc)
             if lane is not None:
                 ticket = lane.ticket
             elif chain is not None:
@@ -816,9 +825,9 @@ class HttpFrontend:
             first = None if ticket is None else ticket.admit()
             if first is None and lane is not None:
                 found = lane
-                lane.submit(body, received_ns).add_done_callback(
+                lane.submit(body, received_ns, doc).add_done_callback(
                     lambda done: _answer(
-                        reply, path, lambda: self._lane_reply(found, done.result(), body)
+                        reply, path, lambda: self._lane_reply(found, done.result())
                     )
                 )
                 return True
@@ -861,7 +870,7 @@ class HttpFrontend:
     ) -> None:
         """An admitted direct request, decoded, validated, routed and queued now (as
         ``_run_admitted``); it leaves its lane."""
-        request, layout = self._decoded(sent.body, sent.header_length, route, received_ns)
+        request, layout = self._decoded(sent, route, received_ns)
         if principal is not None:
             request.principals = (principal,)
         target = self.dataplane.lane(request)
@@ -984,14 +993,14 @@ class HttpFrontend:
             return _rejection(governance, call, error)
         return self._infer_response(response, decoded[0] if decoded else None)
 
-    def _lane_reply(self, lane: HttpLane, results: dict[str, np.ndarray], body: bytes) -> _Response:
+    def _lane_reply(self, lane: HttpLane, results: dict[str, np.ndarray]) -> _Response:
         """The response to a request of a lane, from the reply encoded once for it."""
         reply = lane.reply
         if reply is not None:
             data = reply.body(results)
             if data is not None:
                 return _Response(200, data, reply.http_headers, sized=True)
-        request = lane.request(body)
+        request = lane.request()
         return self._infer_response(lane.target.response(request, results), request)
 
     @staticmethod

@@ -21,25 +21,28 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from modelyard.dataplane import InferLane
 from modelyard.governance.chain import GuardChain, Ticket
-from modelyard.protocol.v2_http import BinaryLayout, BinaryReply
+from modelyard.protocol.v2_http import BinaryLayout, BinaryReply, JsonLayout, json_layout_key
 from modelyard.types import InferRequest
 
 _LANES_MAX = 1024  # bounded: header bytes and credentials come from callers
 _LANE_HEADER_MAX = 4096  # longer headers are decoded each time, never kept
 
-LaneKey = tuple[str, bytes, bytes | None, bytes | None]  # path, header, X-API-Key, Authorization
+# path, whether binary, the header's bytes (a JSON request's: json_layout_key), X-API-Key,
+# Authorization
+LaneKey = tuple[str, bool, bytes, bytes | None, bytes | None]
 
 
 @dataclass(slots=True, eq=False)
 class HttpLane:
     target: InferLane
-    layout: BinaryLayout
-    header_length: int
+    layout: BinaryLayout | JsonLayout
+    header_length: int | None  # None: a JSON request's lane
     # the governance chain and the ticket it admits the caller by (None: ungoverned), and
     # where the chain files that ticket
     chain: GuardChain | None
@@ -51,8 +54,8 @@ class HttpLane:
     def make(
         cls,
         target: InferLane,
-        layout: BinaryLayout,
-        header_length: int,
+        layout: BinaryLayout | JsonLayout,
+        header_length: int | None,
         chain: GuardChain | None,
         ticket_key: Hashable | None,
     ) -> HttpLane:
@@ -64,19 +67,22 @@ class HttpLane:
         ticket = chain.known_ticket(ticket_key) if chain is not None else None
         return cls(target, layout, header_length, chain, ticket, ticket_key, reply)
 
-    def submit(self, body: bytes, arrived_ns: int = 0) -> asyncio.Future[dict[str, np.ndarray]]:
+    def submit(
+        self, body: bytes, arrived_ns: int = 0, doc: dict[str, Any] | None = None
+    ) -> asyncio.Future[dict[str, np.ndarray]]:
+        """Queue a request of this lane: ``body`` as it came, and a JSON request's body as
+        read (``infer_json.read``)."""
         layout = self.layout
-        inputs = layout.inputs(body, self.header_length)
+        inputs = layout.arrays(body, self.header_length, doc)
         return self.target.submit(
             inputs, layout.priority, layout.timeout_us, None, None, arrived_ns
         )
 
-    def request(self, body: bytes) -> InferRequest:
-        """The request in full, for a reply that cannot be the one encoded once."""
+    def request(self) -> InferRequest:
+        """What a reply that cannot be the one encoded once reads of its request: its
+        options (id, outputs asked for, binary output), not its inputs."""
         target = self.target
-        return self.layout.request(
-            body, self.header_length, target.model_name, target.model_version
-        )
+        return InferRequest(target.model_name, target.model_version, {}, **self.layout.options)
 
 
 class HttpLanes:
@@ -96,14 +102,27 @@ class HttpLanes:
         api_key: bytes | None,
         authorization: bytes | None,
         chain: GuardChain | None,
+        doc: dict[str, Any] | None = None,
     ) -> HttpLane | None:
-        """The lane of this request, if one is kept and still holds."""
-        if header_length is None or not 0 <= header_length <= _LANE_HEADER_MAX:
-            return None
-        key = (path, body[:header_length], api_key, authorization)
-        lane = self._lanes.get(key)
-        if lane is None or not lane.layout.fits(body, header_length):
-            return None
+        """The lane of this request, if one is kept and still holds; ``doc``: a JSON
+        request's body, read (None: it has no JSON lane)."""
+        if header_length is None:
+            if doc is None:
+                return None
+            layout_key = json_layout_key(doc)
+            if layout_key is None:
+                return None
+            key: LaneKey = (path, False, layout_key, api_key, authorization)
+            lane = self._lanes.get(key)
+            if lane is None:
+                return None
+        else:
+            if not 0 <= header_length <= _LANE_HEADER_MAX:
+                return None
+            key = (path, True, body[:header_length], api_key, authorization)
+            lane = self._lanes.get(key)
+            if lane is None or not lane.layout.fits(body, header_length):
+                return None
         if (
             lane.chain is not chain
             # the chain forgets its tickets when it holds too many; the lane follows
@@ -122,8 +141,16 @@ class HttpLanes:
         authorization: bytes | None,
         lane: HttpLane,
     ) -> None:
-        if lane.header_length > _LANE_HEADER_MAX:
+        header_length = lane.header_length
+        key: LaneKey
+        if header_length is None:
+            layout = lane.layout
+            assert isinstance(layout, JsonLayout)
+            key = (path, False, layout.key, api_key, authorization)
+        elif header_length > _LANE_HEADER_MAX:
             return
+        else:
+            key = (path, True, body[:header_length], api_key, authorization)
         if len(self._lanes) >= _LANES_MAX:
             self._lanes.clear()
-        self._lanes[(path, body[: lane.header_length], api_key, authorization)] = lane
+        self._lanes[key] = lane

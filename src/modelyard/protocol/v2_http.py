@@ -16,7 +16,7 @@ import numpy as np
 import orjson
 
 from modelyard.errors import ProtocolError, shown
-from modelyard.protocol.json_body import json_object
+from modelyard.protocol.infer_json import infer_document
 from modelyard.protocol.shared_memory import SystemSharedMemory, disabled, names_region
 from modelyard.protocol.tensors import bad_request as _bad
 from modelyard.protocol.tensors import (
@@ -47,6 +47,8 @@ def _flatten(data: Any) -> list[Any]:
 
 
 def _decode_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) -> np.ndarray:
+    if type(data) is np.ndarray:  # numbers read straight into an array (infer_json)
+        return _decode_numbers(name, datatype, shape, data)
     if not isinstance(data, list):
         data = [data]
     flat = _flatten(data)
@@ -86,6 +88,30 @@ def _decode_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) ->
     return np.asarray(flat, dtype=dtype).reshape(shape)
 
 
+def _decode_numbers(
+    name: str, datatype: str, shape: tuple[int, ...], values: np.ndarray
+) -> np.ndarray:
+    """The checks of ``_decode_json`` on values already in a float64 or (u)int64 array."""
+    count = math.prod(shape)
+    if values.size != count:
+        raise _bad(
+            f"input '{shown(name)}': {values.size} values given for shape {list(shape)} "
+            f"({count} values)"
+        )
+    dtype = V2_TO_NUMPY[datatype]
+    assert dtype is not None
+    if values.size:
+        if dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            if values.min() < info.min or values.max() > info.max:
+                raise _invalid_data(name, datatype)
+        else:
+            largest = _FLOAT_MAX.get(datatype)
+            if largest is not None and np.abs(values).max() > largest:
+                raise _bad(f"input '{shown(name)}': a value is out of the range of {datatype}")
+    return values.astype(dtype, copy=False).reshape(shape)
+
+
 _STR = frozenset((str,))
 _BOOL = frozenset((bool,))
 _INT = frozenset((int,))
@@ -94,6 +120,10 @@ _FLOAT_MAX = {
     t: float(np.finfo(np.float16 if t == "FP16" else np.float32).max)
     for t in ("FP16", "FP32", "BF16")
 }
+
+
+def _bad_json(detail: str) -> ProtocolError:
+    return _bad(detail, "protocol/json")
 
 
 def _invalid_data(name: str, datatype: str) -> ProtocolError:
@@ -154,6 +184,61 @@ class BinaryLayout:
     ) -> InferRequest:
         return InferRequest(model, version, self.inputs(body, header_length), **self.options)
 
+    def arrays(
+        self, body: bytes, header_length: int | None, doc: dict[str, Any] | None
+    ) -> dict[str, np.ndarray]:
+        """The inputs of a request whose body has this layout (``doc`` is unused)."""
+        assert header_length is not None
+        return self.inputs(body, header_length)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class JsonLayout:
+    """What a JSON request says besides its inputs' values: their names, datatypes and
+    shapes, and its other fields. Clients repeat it for every request of a shape, as they
+    repeat a binary header, so it is checked once; a later request with the same ``key``
+    has only its values read (``_decode_json``: their count, types and range)."""
+
+    key: bytes  # json_layout_key of the documents it decodes
+    tensors: tuple[tuple[str, str, tuple[int, ...]], ...]  # name, datatype, shape
+    options: dict[str, Any]  # the request's other fields, as InferRequest keywords
+    priority: int = field(init=False)
+    timeout_us: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "priority", self.options["priority"])
+        object.__setattr__(self, "timeout_us", self.options["timeout_us"])
+
+    def fits(self, body: bytes, header_length: int) -> bool:
+        """A JSON request's layout fits no body with binary data."""
+        return False
+
+    def arrays(
+        self, body: bytes, header_length: int | None, doc: dict[str, Any] | None
+    ) -> dict[str, np.ndarray]:
+        """The inputs of ``doc``, a document with this layout's key (``body`` is unused)."""
+        assert doc is not None
+        items = doc["inputs"]
+        return {
+            name: _decode_json(name, datatype, shape, items[index]["data"])
+            for index, (name, datatype, shape) in enumerate(self.tensors)
+        }
+
+
+def json_layout_key(doc: dict[str, Any]) -> bytes | None:
+    """The request's JSON without its inputs' values, when every input carries its values
+    as JSON: requests with the same key differ in nothing else."""
+    inputs = doc.get("inputs")
+    if type(inputs) is not list:
+        return None
+    shapes = []
+    for item in inputs:
+        if type(item) is not dict or "data" not in item:
+            return None
+        shapes.append({key: value for key, value in item.items() if key != "data"})
+    rest = {key: value for key, value in doc.items() if key != "inputs"}
+    return orjson.dumps((shapes, rest))
+
 
 # datatypes whose wire bytes are the array's bytes (little-endian)
 _PLAIN_DTYPES = {
@@ -199,11 +284,14 @@ def decode_with_layout(
     model: str,
     version: str | None,
     shared_memory: SystemSharedMemory | None = None,
-) -> tuple[InferRequest, BinaryLayout | None]:
-    """The request, and its layout when every input travels as binary data.
+    doc: dict[str, Any] | None = None,
+) -> tuple[InferRequest, BinaryLayout | JsonLayout | None]:
+    """The request, and its layout when every input travels as binary data, or every
+    input as JSON values.
 
     ``shared_memory``: the regions tensors may name (None: a tensor naming one is refused).
     A request that names a region leaves no layout: the region may be gone by the next.
+    ``doc``: the body of a request without binary data, read already (``infer_json.read``).
     """
     if header_length is not None:
         layout = known_layout(body, header_length)
@@ -218,13 +306,15 @@ def decode_with_layout(
         header, binary = body[:header_length], memoryview(body)[header_length:]
     else:
         header, binary = body, memoryview(b"")
-    doc = json_object(header, "inference request", lambda detail: _bad(detail, "protocol/json"))
+    if doc is None or header_length is not None:
+        doc = infer_document(header, "inference request", _bad_json)
     raw_inputs = doc.get("inputs")
     if not isinstance(raw_inputs, list) or not raw_inputs:
         raise _bad("inference request needs a non-empty 'inputs' list")
     inputs: dict[str, np.ndarray] = {}
     datatypes: dict[str, str] = {}
     binary_inputs: list[tuple[str, str, tuple[int, ...], int]] = []
+    json_tensors: list[tuple[str, str, tuple[int, ...]]] = []
     in_shared_memory = False
     shared_bytes = 0  # read from shared memory so far
     offset = 0
@@ -270,6 +360,7 @@ def decode_with_layout(
             offset += size
         elif "data" in item:
             inputs[name] = _decode_json(name, datatype, shape, item["data"])
+            json_tensors.append((name, datatype, shape))
         else:
             raise _bad(f"input '{shown(name)}' has neither 'data' nor binary_data_size")
         datatypes[name] = datatype
@@ -311,7 +402,12 @@ def decode_with_layout(
                 _LAYOUTS.clear()
             _LAYOUTS[bytes(header)] = layout
         return layout.request(body, header_length, model, version), layout
-    return InferRequest(model, version, inputs, **options), None
+    json_layout = None
+    if header_length is None and len(json_tensors) == len(inputs) and not in_shared_memory:
+        key = json_layout_key(doc)
+        if key is not None and len(key) <= _LAYOUT_HEADER_MAX:
+            json_layout = JsonLayout(key, tuple(json_tensors), options)
+    return InferRequest(model, version, inputs, **options), json_layout
 
 
 def _decode_outputs(

@@ -11,7 +11,12 @@ import pytest
 
 from modelyard.errors import Code, ModelyardError, ProtocolError
 from modelyard.protocol import v2_http
-from modelyard.protocol.v2_http import decode_infer_request, decode_with_layout
+from modelyard.protocol.v2_http import (
+    JsonLayout,
+    decode_infer_request,
+    decode_with_layout,
+    json_layout_key,
+)
 from modelyard.server.manager import ControlMode
 from modelyard.types import RequestedOutput
 from tests.support.dataplane import running_dataplane
@@ -112,9 +117,19 @@ def test_a_repeated_bytes_header_decodes_each_body_and_refuses_a_broken_one() ->
     assert "rule=protocol/v2-request" in error.value.line()
 
 
-def test_json_data_and_broken_headers_leave_no_layout() -> None:
+def test_json_data_leaves_a_json_layout_and_broken_headers_leave_none() -> None:
     doc = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1.0, 2.0]}]}
-    assert decode_with_layout(json.dumps(doc).encode(), None, "m", None)[1] is None
+    layout = decode_with_layout(json.dumps(doc).encode(), None, "m", None)[1]
+    assert isinstance(layout, JsonLayout) and layout.tensors == (("x", "FP32", (1, 2)),)
+    assert layout.key == json_layout_key(doc) and b"1.0" not in layout.key
+    mixed = {
+        "inputs": [
+            doc["inputs"][0],
+            {"name": "z", "shape": [1], "datatype": "FP32", "parameters": {"binary_data_size": 4}},
+        ]
+    }
+    header = json.dumps(mixed).encode()  # one input as JSON values, one as binary data
+    assert decode_with_layout(header + b"\0" * 4, len(header), "m", None)[1] is None
     header = json.dumps(
         {
             "inputs": [

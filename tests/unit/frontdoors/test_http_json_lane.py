@@ -1,0 +1,172 @@
+"""The HTTP front door's JSON lanes: a JSON request whose fields other than its values repeat
+is validated once, each later one has only its values read and checked, and whatever else
+differs takes the general path."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+
+from modelyard.frontdoors.http import HttpFrontend
+from modelyard.protocol import infer_json
+from modelyard.server.manager import ControlMode
+from tests.support.dataplane import running_dataplane
+from tests.support.models import slow_double
+from tests.unit.frontdoors.test_http_lane import counting_lanes
+
+PATH = "/v2/models/slow_double/infer"
+
+
+def json_request(data: Any, shape: list[int], **more: Any) -> bytes:
+    item = {"name": "x", "shape": shape, "datatype": "FP32", "data": data}
+    return json.dumps({"id": "r", "inputs": [item], **more}).encode()
+
+
+def _json_or_raw(payload: bytes) -> Any:
+    """A JSON reply, read; a reply with binary outputs as it came."""
+    try:
+        return orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return payload
+
+
+async def via_asgi(app: HttpFrontend, body: bytes) -> tuple[int, dict[str, Any]]:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": PATH, "headers": []}
+    await app(scope, receive, send)
+    return sent[0]["status"], _json_or_raw(sent[1]["body"])
+
+
+async def via_direct(app: HttpFrontend, body: bytes) -> tuple[int, dict[str, Any]]:
+    """As the connection's direct path hands a whole POST to the front door."""
+    answered: asyncio.Future[tuple[int, dict[str, Any]]] = asyncio.Future()
+
+    def reply(status: int, headers: list[tuple[bytes, bytes]], payload: bytes) -> None:
+        answered.set_result((status, _json_or_raw(payload)))
+
+    headers = [(b"content-length", str(len(body)).encode())]
+    assert app.direct(PATH, headers, body, 1, reply)
+    return await answered
+
+
+Post = Callable[[HttpFrontend, bytes], Any]
+
+
+@pytest.fixture(params=["small bodies: orjson", "any body: simdjson"])
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.param == "any body: simdjson":
+        monkeypatch.setattr(infer_json, "_SIMDJSON_MIN_BYTES", 0)
+
+
+@pytest.mark.parametrize("post", [via_asgi, via_direct], ids=["asgi", "direct"])
+def test_a_repeated_json_request_is_validated_once_and_each_gets_its_values(
+    tmp_path: Path, post: Post, reader: None
+) -> None:
+    slow_double(tmp_path)
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            app = HttpFrontend(dp)
+            made = counting_lanes(dp)
+            for i in range(5):
+                rows = [[i, 2.5 * i], [-i, 0.25]]
+                status, doc = await post(app, json_request(rows, [2, 2]))
+                assert status == 200, doc
+                assert doc["id"] == "r" and doc["model_name"] == "slow_double"
+                (output,) = doc["outputs"]
+                assert output["name"] == "y" and output["shape"] == [2, 2]
+                assert output["data"] == (np.array(rows) * 2 + 1000).ravel().tolist()
+            assert made == [1] and len(app.lanes) == 1
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("post", [via_asgi, via_direct], ids=["asgi", "direct"])
+def test_values_a_lane_cannot_take_are_refused_in_the_general_path_s_words(
+    tmp_path: Path, post: Post, reader: None
+) -> None:
+    slow_double(tmp_path)
+    refused = [
+        ([[1.0, True]], "data is not valid FP32"),
+        ([[1.0, "2"]], "data is not valid FP32"),
+        ([[1.0, None]], "data is not valid FP32"),
+        ([[1.0, 3.5e38]], "a value is out of the range of FP32"),
+        ([[1.0, 2.0, 3.0]], "3 values given for shape [1, 2] (2 values)"),
+        ([[1.0]], "1 values given for shape [1, 2] (2 values)"),
+    ]
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            app = HttpFrontend(dp)
+            made = counting_lanes(dp)
+            assert (await post(app, json_request([[1.0, 2.0]], [1, 2])))[0] == 200
+            for data, says in refused:
+                status, doc = await post(app, json_request(data, [1, 2]))
+                assert status == 400 and says in doc["error"], doc
+                assert "rule=protocol/v2-request" in doc["error"]
+            status, doc = await post(app, json_request([[3.0, 4.0]], [1, 2]))  # still served
+            assert status == 200 and doc["outputs"][0]["data"] == [1006.0, 1008.0]
+            assert made == [1]
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("post", [via_asgi, via_direct], ids=["asgi", "direct"])
+def test_anything_but_the_values_differing_takes_the_general_path(
+    tmp_path: Path, post: Post
+) -> None:
+    slow_double(tmp_path)
+    rows = [[1.0, 2.0]]
+    others = [
+        json_request(rows, [1, 2], outputs=[{"name": "y"}]),
+        json_request(rows, [1, 2], parameters={"binary_data_output": True}),
+        json_request(rows * 2, [2, 2]),
+        json_request(rows, [1, 2]).replace(b'"id": "r"', b'"id": "s"'),
+    ]
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            app = HttpFrontend(dp)
+            made = counting_lanes(dp)
+            assert (await post(app, json_request(rows, [1, 2])))[0] == 200
+            for count, body in enumerate(others, start=2):
+                status, _ = await post(app, body)
+                assert status == 200 and len(made) == count
+            status, doc = await post(app, json_request(rows, [1, 2]).replace(b'"r"', b'"s"'))
+            assert status == 200 and doc["id"] == "s" and len(made) == len(others) + 1
+            assert len(app.lanes) == len(others) + 1
+
+    asyncio.run(scenario())
+
+
+def test_a_new_version_drops_a_json_lane(tmp_path: Path) -> None:
+    model_dir = slow_double(tmp_path)
+    body = json_request([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], [3, 2])
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.EXPLICIT) as dp:
+            await dp.manager.load("slow_double")
+            app = HttpFrontend(dp)
+            for _ in range(2):
+                assert (await via_direct(app, body))[0] == 200
+            config = model_dir / "config.pbtxt"
+            config.write_text(config.read_text().replace("max_batch_size: 16", "max_batch_size: 2"))
+            await dp.manager.load("slow_double")
+            status, doc = await via_direct(app, body)
+            assert status == 400 and "over max_batch_size 2" in doc["error"], doc
+
+    asyncio.run(scenario())
