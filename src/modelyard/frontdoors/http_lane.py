@@ -1,14 +1,17 @@
 """The HTTP front door's fast lane: one compiled object per request shape.
 
 Clients repeat a request's JSON header byte for byte (tritonclient, perf_analyzer,
-load generators), and with it the route and the credentials. An ``HttpLane``, kept
-under the path, the header's bytes and the credentials as they arrived, holds
-everything those decide: the binary layout that slices the body into arrays, the
-data plane's ``InferLane`` (the version, and what validating the shape decided),
-the governance ticket that admits the caller, and the reply whose JSON header and
-HTTP headers are encoded once. A request that finds its lane is sliced, admitted,
-queued and answered with nothing decoded or validated. Every other request takes
-the general path, which makes the lane for the next one of its shape.
+load generators), and with it the route and the credentials; a request sent as JSON
+repeats everything but its inputs' values. An ``HttpLane``, kept under the path, the
+header's bytes (a JSON request's: its document less the values, ``json_layout_key``)
+and the credentials as they arrived, holds everything those decide: the layout that
+slices the body into arrays (``BinaryLayout``) or reads only the values
+(``JsonLayout``), the data plane's ``InferLane`` (the version, and what validating the
+shape decided), the governance ticket that admits the caller, and the reply whose JSON
+header and HTTP headers are encoded once. A request that finds its lane is sliced (or
+has its values read and checked), admitted, queued and answered with nothing else
+decoded or validated. Every other request takes the general path, which makes the lane
+for the next one of its shape.
 
 A lane is dropped when its version is no longer what its name resolves to (a new
 version, an unload), when the governance chain that admitted its caller has been

@@ -228,3 +228,25 @@ def test_a_document_still_held_from_the_shared_parser_does_not_stop_the_next_rea
         infer_document(body, "inference request", _refuse)["inputs"][0]["data"], np.ndarray
     )
     del held
+
+
+def test_an_object_of_many_keys_is_read_by_orjson(any_size: None) -> None:
+    """A proxy looks a key up by reading the keys before it: 50,000 of them would cost
+    more than a second where orjson takes milliseconds."""
+    many = {f"k{i}": i for i in range(50_000)}
+    item = {"name": "x", "datatype": "FP32", "data": [1.5, 2.5]}
+    for doc in ({"inputs": [item], **many}, {"inputs": [{**item, **many}]}):
+        body = json.dumps(doc).encode()
+        assert infer_json._with_arrays(body) is None
+        assert infer_json.read(body) == orjson.loads(body)
+    small = json.dumps({"inputs": [item], "id": "a"}).encode()
+    assert isinstance(infer_json.read(small)["inputs"][0]["data"], np.ndarray)  # type: ignore[index]
+
+
+def test_an_array_outlives_the_next_read_of_the_shared_parser(any_size: None) -> None:
+    """Requests wait in a batch while later ones are read: their arrays own their values."""
+    first = infer_json.read(b'{"inputs": [{"name": "x", "datatype": "FP32", "data": [1.5, 2.5]}]}')
+    assert first is not None
+    for _ in range(3):
+        infer_json.read(b'{"inputs": [{"name": "x", "datatype": "FP32", "data": [9.0, 9.0, 9.0]}]}')
+    assert first["inputs"][0]["data"].tolist() == [1.5, 2.5]
