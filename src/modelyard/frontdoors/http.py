@@ -999,7 +999,7 @@ class HttpFrontend:
         if reply is not None:
             data = reply.body(results)
             if data is not None:
-                return _Response(200, data, reply.http_headers, sized=True)
+                return _Response(200, data, reply.http_headers, sized=reply.sized)
         request = lane.request()
         return self._infer_response(lane.target.response(request, results), request)
 

@@ -30,7 +30,13 @@ import numpy as np
 
 from modelyard.dataplane import InferLane
 from modelyard.governance.chain import GuardChain, Ticket
-from modelyard.protocol.v2_http import BinaryLayout, BinaryReply, JsonLayout, json_layout_key
+from modelyard.protocol.v2_http import (
+    BinaryLayout,
+    BinaryReply,
+    JsonLayout,
+    JsonReply,
+    json_layout_key,
+)
 from modelyard.types import InferRequest
 
 _LANES_MAX = 1024  # bounded: header bytes and credentials come from callers
@@ -51,7 +57,9 @@ class HttpLane:
     chain: GuardChain | None
     ticket: Ticket | None
     ticket_key: Hashable | None
-    reply: BinaryReply | None  # None: an output travels as JSON, so each reply is encoded
+    # the reply encoded once; None: the outputs mix JSON and binary data, or are shaped per
+    # response (classification, variable dims, BYTES), so each reply is encoded
+    reply: BinaryReply | JsonReply | None
 
     @classmethod
     def make(
@@ -63,10 +71,12 @@ class HttpLane:
         ticket_key: Hashable | None,
     ) -> HttpLane:
         fixed = target.fixed_outputs
-        reply = None
+        reply: BinaryReply | JsonReply | None = None
         if fixed is not None:
             request_id = layout.options["id"]
-            reply = BinaryReply.make(target.model_name, target.model_version, request_id, fixed)
+            reply = BinaryReply.make(
+                target.model_name, target.model_version, request_id, fixed
+            ) or JsonReply.make(target.model_name, target.model_version, request_id, fixed)
         ticket = chain.known_ticket(ticket_key) if chain is not None else None
         return cls(target, layout, header_length, chain, ticket, ticket_key, reply)
 

@@ -487,6 +487,7 @@ class BinaryReply:
     header: bytes
     outputs: tuple[_ReplyOutput, ...]
     http_headers: list[tuple[bytes, bytes]]
+    sized: bool = True  # the HTTP headers hold the content length
 
     @classmethod
     def make(
@@ -537,6 +538,62 @@ class BinaryReply:
             if array.dtype is not dtype and array.dtype != dtype:  # `is`: the usual, cheap
                 array = array.astype(dtype)
             parts.append(array.tobytes())
+        return b"".join(parts)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class JsonReply:
+    """The response to every request of one lane whose outputs all travel as JSON.
+
+    All of it but the outputs' values (model, version, id, each output's name, datatype
+    and shape) is the same every time, so it is encoded once, in the bytes
+    ``encode_infer_response`` makes of it; a response joins those pieces and the values.
+    """
+
+    pieces: tuple[bytes, ...]  # the text before each output's values, and after the last
+    outputs: tuple[_ReplyOutput, ...]
+    http_headers: list[tuple[bytes, bytes]]
+    sized: bool = False  # the length is each response's own
+
+    @classmethod
+    def make(
+        cls,
+        model_name: str,
+        model_version: str,
+        request_id: str | None,
+        outputs: tuple[tuple[str, str, np.dtype[Any], tuple[int, ...], bool, bool], ...],
+    ) -> JsonReply | None:
+        """The reply, or None when an output travels as binary data."""
+        head: dict[str, Any] = {"model_name": model_name, "model_version": model_version}
+        if request_id is not None:
+            head["id"] = request_id
+        text = orjson.dumps(head)[:-1] + b',"outputs":['
+        pieces = []
+        reply_outputs = []
+        for index, (name, datatype, dtype, shape, binary, exact) in enumerate(outputs):
+            if binary:
+                return None
+            entry = orjson.dumps({"name": name, "datatype": datatype, "shape": list(shape)})
+            pieces.append(text + (b"," if index else b"") + entry[:-1] + b',"data":')
+            text = b"}"
+            reply_outputs.append((name, dtype, shape, math.prod(shape), exact))
+        pieces.append(text + b"]}")
+        return cls(tuple(pieces), tuple(reply_outputs), [(b"content-type", b"application/json")])
+
+    def body(self, results: dict[str, np.ndarray]) -> bytes | None:
+        """The response body, or None when an array is not what the reply says."""
+        parts: list[bytes] = []
+        for piece, (name, dtype, shape, count, exact) in zip(
+            self.pieces, self.outputs, strict=False
+        ):
+            array = results[name]
+            if (array.shape != shape) if exact else (array.size != count):
+                return None
+            if array.dtype is not dtype and array.dtype != dtype:  # `is`: the usual, cheap
+                array = array.astype(dtype)
+            values = np.ascontiguousarray(array).ravel()
+            parts += (piece, orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY))
+        parts.append(self.pieces[-1])
         return b"".join(parts)
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from modelyard.frontdoors.http import HttpFrontend
-from modelyard.protocol.v2_http import BinaryLayout, BinaryReply
+from modelyard.protocol.v2_http import BinaryLayout, BinaryReply, JsonReply
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode
 from tests.support.dataplane import running_dataplane
@@ -20,6 +21,7 @@ from tests.support.models import write_python_model
 # A negative first value makes y come back in a shape the config does not declare.
 SHAPES = """
 import numpy as np
+import pytest
 
 
 class Model:
@@ -110,37 +112,40 @@ def _served(tmp_path: Path, scenario: Any) -> None:
     asyncio.run(run())
 
 
-def test_a_binary_reply_answers_as_the_general_encoder_does(tmp_path: Path) -> None:
+def test_binary_and_json_replies_answer_as_the_general_encoder_does(tmp_path: Path) -> None:
     rows = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
     expected = {"y": ([2, 2], [2.0, 4.0, 6.0, 8.0]), "r": ([2, 2], [2.0, 3.0, 4.0, 5.0])}
 
     def scenario(app: HttpFrontend, dp: LocalDataPlane) -> None:
-        as_json = _outputs(*_call(app, *_request(rows, binary_output=False)))
-        assert as_json == expected  # the general encoder, JSON data
+        first = _call(app, *_request(rows, binary_output=False))
+        assert _outputs(*first) == expected  # the general encoder, JSON data
+        # the lane's JSON reply, encoded once: the very bytes of the general encoder
+        assert _call(app, *_request(rows, binary_output=False)) == first
         for _ in range(2):  # the first call encodes the reply, the second reuses it
             assert _outputs(*_call(app, *_request(rows, binary_output=True))) == expected
-        # each header left a lane; only the one whose outputs are binary has a reply
+        # each header left a lane, with the reply its outputs travel in
         replies = [lane.reply for lane in app.lanes._lanes.values()]
         assert sum(isinstance(r, BinaryReply) for r in replies) == 1
-        assert replies.count(None) == 1
+        assert sum(isinstance(r, JsonReply) for r in replies) == 1
 
     _served(tmp_path, scenario)
 
 
-def test_an_output_unlike_its_reply_gets_the_general_encoder(tmp_path: Path) -> None:
+@pytest.mark.parametrize("binary", [True, False], ids=["binary", "json"])
+def test_an_output_unlike_its_reply_gets_the_general_encoder(tmp_path: Path, binary: bool) -> None:
     odd = np.array([[-1.0, 2.0]], dtype=np.float32)  # y comes back as [1, 1, 2]
     even = np.array([[1.0, 2.0]], dtype=np.float32)
 
     def scenario(app: HttpFrontend, dp: LocalDataPlane) -> None:
-        assert _outputs(*_call(app, *_request(even, binary_output=True)))["y"] == (
+        assert _outputs(*_call(app, *_request(even, binary_output=binary)))["y"] == (
             [1, 2],
             [2.0, 4.0],
         )
-        assert _outputs(*_call(app, *_request(odd, binary_output=True))) == {
+        assert _outputs(*_call(app, *_request(odd, binary_output=binary))) == {
             "y": ([1, 1, 2], [-2.0, 4.0]),
             "r": ([1, 2], [0.0, 3.0]),
         }
-        assert _outputs(*_call(app, *_request(even, binary_output=True)))["y"] == (
+        assert _outputs(*_call(app, *_request(even, binary_output=binary)))["y"] == (
             [1, 2],
             [2.0, 4.0],
         )
