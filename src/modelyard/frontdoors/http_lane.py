@@ -154,6 +154,10 @@ class HttpLanes:
         authorization: bytes | None,
         lane: HttpLane,
     ) -> None:
+        if lane.chain is not None and lane.ticket is None:
+            # made as the rules changed, before the new chain filed a ticket for its caller:
+            # kept, it would take the caller's next calls with nothing to admit them
+            return
         header_length = lane.header_length
         key: LaneKey
         if header_length is None:

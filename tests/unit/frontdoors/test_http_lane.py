@@ -200,3 +200,30 @@ def test_each_caller_has_its_lane_and_a_rule_change_drops_them(tmp_path: Path) -
             assert len(lanes) == 1 and lanes[0].chain is governance.chain
 
     asyncio.run(scenario())
+
+
+def test_a_lane_made_as_the_rules_change_is_not_kept_without_its_ticket(tmp_path: Path) -> None:
+    """A call admitted by the old chain and answered once the new one is in force: the new
+    chain has filed no ticket for its caller yet, and a lane without one would take the
+    caller's next calls unadmitted."""
+    slow_double(tmp_path, delay=0.3)
+    rows = np.ones((1, 2), dtype=np.float32)
+
+    async def scenario() -> None:
+        governance = Governance(
+            parse_service_config(SERVICE_FILE), rules_source=RulesSource.AUTO, clock=FakeClock()
+        )
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            app = HttpFrontend(dp, governance=governance)
+            in_flight = asyncio.create_task(post(app, *binary_request(rows), "ranker-key"))
+            await asyncio.sleep(0.1)  # admitted by the first chain, and executing
+            limit = "limits: {infer: {instance_qps: 1}}\n"
+            assert await governance.apply_central(
+                RulesRevision(SERVICE, 1, limit, "alice@host", 1001.0, "test", "")
+            )
+            assert reply_y(await in_flight) == [[1002, 1002]]
+            assert len(app.lanes) == 0
+            statuses = [(await post(app, *binary_request(rows), "ranker-key"))[0] for _ in range(4)]
+            assert statuses.count(429) >= 2, statuses
+
+    asyncio.run(scenario())
