@@ -1,6 +1,6 @@
 """The HTTP front door's JSON lanes: a JSON request whose fields other than its values repeat
-is validated once, each later one has only its values read and checked, and whatever else
-differs takes the general path."""
+is validated until its layout has been seen twice, each later one has only its values read and
+checked, and whatever else differs takes the general path."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 @pytest.mark.parametrize("post", [via_asgi, via_direct], ids=["asgi", "direct"])
-def test_a_repeated_json_request_is_validated_once_and_each_gets_its_values(
+def test_a_repeated_json_request_is_validated_twice_and_each_gets_its_values(
     tmp_path: Path, post: Post, reader: None
 ) -> None:
     slow_double(tmp_path)
@@ -90,7 +90,8 @@ def test_a_repeated_json_request_is_validated_once_and_each_gets_its_values(
                 (output,) = doc["outputs"]
                 assert output["name"] == "y" and output["shape"] == [2, 2]
                 assert output["data"] == (np.array(rows) * 2 + 1000).ravel().tolist()
-            assert made == [1] and len(app.lanes) == 1
+            # the first request noted the layout, the second left the lane, the rest took it
+            assert made == [1, 1] and len(app.lanes) == 1
 
     asyncio.run(scenario())
 
@@ -113,14 +114,16 @@ def test_values_a_lane_cannot_take_are_refused_in_the_general_path_s_words(
         async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
             app = HttpFrontend(dp)
             made = counting_lanes(dp)
-            assert (await post(app, json_request([[1.0, 2.0]], [1, 2])))[0] == 200
+            for _ in range(2):  # the layout seen twice: its lane is kept
+                assert (await post(app, json_request([[1.0, 2.0]], [1, 2])))[0] == 200
+            assert len(app.lanes) == 1
             for data, says in refused:
                 status, doc = await post(app, json_request(data, [1, 2]))
                 assert status == 400 and says in doc["error"], doc
                 assert "rule=protocol/v2-request" in doc["error"]
             status, doc = await post(app, json_request([[3.0, 4.0]], [1, 2]))  # still served
             assert status == 200 and doc["outputs"][0]["data"] == [1006.0, 1008.0]
-            assert made == [1]
+            assert made == [1, 1]
 
     asyncio.run(scenario())
 
@@ -142,13 +145,17 @@ def test_anything_but_the_values_differing_takes_the_general_path(
         async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
             app = HttpFrontend(dp)
             made = counting_lanes(dp)
-            assert (await post(app, json_request(rows, [1, 2])))[0] == 200
-            for count, body in enumerate(others, start=2):
+            for _ in range(2):
+                assert (await post(app, json_request(rows, [1, 2])))[0] == 200
+            assert len(made) == 2 and len(app.lanes) == 1
+            for count, body in enumerate(others, start=1):  # each validated, none on a lane
                 status, _ = await post(app, body)
-                assert status == 200 and len(made) == count
+                assert status == 200 and len(made) == 2 + count
             status, doc = await post(app, json_request(rows, [1, 2]).replace(b'"r"', b'"s"'))
-            assert status == 200 and doc["id"] == "s" and len(made) == len(others) + 1
-            assert len(app.lanes) == len(others) + 1
+            assert status == 200 and doc["id"] == "s"  # seen twice now: validated, and kept
+            assert len(made) == len(others) + 3 and len(app.lanes) == 2
+            status, doc = await post(app, json_request(rows, [1, 2]).replace(b'"r"', b'"s"'))
+            assert status == 200 and doc["id"] == "s" and len(made) == len(others) + 3
 
     asyncio.run(scenario())
 
@@ -168,5 +175,24 @@ def test_a_new_version_drops_a_json_lane(tmp_path: Path) -> None:
             await dp.manager.load("slow_double")
             status, doc = await via_direct(app, body)
             assert status == 400 and "over max_batch_size 2" in doc["error"], doc
+
+    asyncio.run(scenario())
+
+
+def test_a_layout_seen_once_leaves_no_lane(tmp_path: Path) -> None:
+    """A client that sends a new id with every request: each is validated, and none leaves a
+    lane (one per request, kept until the map is cleared, cost the garbage collector more
+    than lanes save)."""
+    slow_double(tmp_path)
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            app = HttpFrontend(dp)
+            made = counting_lanes(dp)
+            for i in range(20):
+                body = json_request([[1.0, 2.0]], [1, 2]).replace(b'"r"', f'"r{i}"'.encode())
+                status, doc = await via_direct(app, body)
+                assert status == 200 and doc["id"] == f"r{i}"
+            assert len(made) == 20 and len(app.lanes) == 0
 
     asyncio.run(scenario())
