@@ -774,7 +774,8 @@ class HttpFrontend:
         results: Results,
     ) -> _Response:
         """The reply to a routed request; one whose inputs all travel as binary data leaves
-        its lane behind for the next request of its shape."""
+        its lane behind for the next request of its shape, and one whose inputs all travel
+        as JSON values does at its layout's second request."""
         if (
             layout is None
             or not target.reusable
