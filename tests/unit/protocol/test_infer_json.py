@@ -250,3 +250,31 @@ def test_an_array_outlives_the_next_read_of_the_shared_parser(any_size: None) ->
     for _ in range(3):
         infer_json.read(b'{"inputs": [{"name": "x", "datatype": "FP32", "data": [9.0, 9.0, 9.0]}]}')
     assert first["inputs"][0]["data"].tolist() == [1.5, 2.5]
+
+
+@pytest.mark.parametrize("size", ["small", "any"])
+def test_a_list_after_a_value_is_flattened_by_either_reader(
+    size: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """simdjson's buffer flattens [1.5, [2.5, 3.5]]; the list path reads it the same way, so a
+    request's answer does not depend on its body's size."""
+    if size == "any":
+        monkeypatch.setattr(infer_json, "_SIMDJSON_MIN_BYTES", 0)
+    item = {"name": "x", "shape": [3], "datatype": "FP32", "data": [1.5, [2.5, [3.5]]]}
+    array = decode_infer_request(json.dumps({"inputs": [item]}).encode(), None, "m", None)
+    assert array.inputs["x"].tolist() == [1.5, 2.5, 3.5]
+    item["data"] = [1.5, [2.5, "3.5"]]
+    with pytest.raises(ProtocolError, match="data is not valid FP32"):
+        decode_infer_request(json.dumps({"inputs": [item]}).encode(), None, "m", None)
+
+
+def test_data_nested_past_the_parsers_depth_is_a_json_refusal(any_size: None) -> None:
+    data = "[" * 5000 + "1.5" + "]" * 5000
+    body = b'{"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": ' + (
+        data.encode() + b"}]}"
+    )
+    with pytest.raises(ProtocolError) as info:
+        decode_infer_request(body, None, "m", None)
+    assert "malformed JSON in inference request" in info.value.detail
+    assert "rule=protocol/json" in info.value.line()
+    assert infer_json.read(body) is None
