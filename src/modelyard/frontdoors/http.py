@@ -35,7 +35,7 @@ from modelyard.frontdoors.http_compression import (
     preferred_encoding,
 )
 from modelyard.frontdoors.http_connections import RECEIVED_NS, DirectReply
-from modelyard.frontdoors.http_lane import HttpLane, HttpLanes
+from modelyard.frontdoors.http_lane import HttpLane, HttpLanes, LaneKey, lane_key
 from modelyard.governance.chain import GuardChain, Ticket
 from modelyard.governance.guard import CALL_HEADERS, Call, bearer_token
 from modelyard.governance.runtime import Governance, rejections
@@ -329,6 +329,8 @@ class _Sent(NamedTuple):
     api_key: bytes | None
     authorization: bytes | None
     doc: dict[str, Any] | None = None  # a JSON body, read (infer_json.read)
+    key: LaneKey | None = None  # lane_key's: where a lane for it is kept (None: nowhere)
+    request_id: str | None = None  # lane_key's: the id the key leaves out
 
 
 def _wire_headers(response: _Response) -> list[tuple[bytes, bytes]]:
@@ -432,15 +434,19 @@ class HttpFrontend:
                 chain = None if governance is None else governance.chain
                 # a sampled request decodes in its own steps, timed
                 doc = read_infer_json(body) if header_length is None and trace is None else None
-                lane = self.lanes.find(
-                    scope["path"], body, header_length, api_key, authorization, chain, doc
+                key, request_id = lane_key(
+                    scope["path"], body, header_length, api_key, authorization, doc
                 )
+                lane = None if key is None else self.lanes.find(key, body, header_length, chain)
                 if self.header_forwarding is not None and self._forwarded(scope):
                     lane = None  # a lane is kept for requests alike: their headers are not
                 if trace is not None:  # a sampled request takes the general path, timed
                     response = await self._infer_traced(scope, body, header_length, route, trace)
                 elif lane is None:
-                    sent = _Sent(scope["path"], body, header_length, api_key, authorization, doc)
+                    sent = _Sent(
+                        scope["path"], body, header_length, api_key, authorization, doc, key,
+                        request_id,
+                    )  # fmt: skip
                     if governance is None:  # nothing to admit: a coroutine less
                         response = await self._run_admitted(scope, sent, route, None)
                     else:
@@ -450,16 +456,17 @@ class HttpFrontend:
                     first = None if ticket is None else ticket.admit()
                     if first is None:  # admitted: routing and queueing with no await between
                         arrived = scope.get(RECEIVED_NS, 0)
-                        queued = lane.submit(body, arrived, doc)
+                        queued = lane.submit(body, header_length, arrived, doc)
                         doc = None  # not held while the request waits (_decoded)
                         results = await queued
-                        response = self._lane_reply(lane, results)
+                        response = self._lane_reply(lane, results, request_id)
                     else:  # a quick path could not decide: a guard will, awaited
                         assert ticket is not None
                         refused = await self._admit_rest(scope, ticket, first)
                         sent = _Sent(
-                            scope["path"], body, header_length, api_key, authorization, doc
-                        )
+                            scope["path"], body, header_length, api_key, authorization, doc,
+                            key, request_id,
+                        )  # fmt: skip
                         response = refused or await self._run_admitted(
                             scope, sent, route, ticket.principal
                         )
@@ -776,22 +783,20 @@ class HttpFrontend:
         """The reply to a routed request; one whose inputs all travel as binary data leaves
         its lane behind for the next request of its shape, and one whose inputs all travel
         as JSON values does at its layout's second request."""
+        key = sent.key
         if (
             layout is None
+            or key is None
             or not target.reusable
-            or (
-                type(layout) is JsonLayout
-                and not self.lanes.json_seen_before(
-                    sent.path, layout, sent.api_key, sent.authorization
-                )
-            )
+            or (type(layout) is JsonLayout and not self.lanes.json_seen_before(key))
         ):
             return self._infer_response(target.response(request, results), request)
         chain = None if self.governance is None else self.governance.chain
         ticket_key = None if chain is None else (sent.path, sent.api_key, sent.authorization)
-        lane = HttpLane.make(target, layout, sent.header_length, chain, ticket_key)
-        self.lanes.keep(sent.path, sent.body, sent.api_key, sent.authorization, lane)
-        return self._lane_reply(lane, results)
+        id_in_key = sent.header_length is not None and sent.request_id is None
+        lane = HttpLane.make(target, layout, sent.header_length, id_in_key, chain, ticket_key)
+        self.lanes.keep(key, lane, sent.body)
+        return self._lane_reply(lane, results, request.id)
 
     # ---- the direct path: answered from the connection's callbacks, no task --------------
 
@@ -827,10 +832,11 @@ class HttpFrontend:
             if encoding is not None:
                 body = inflate(body, encoding, self.max_body_bytes)
             doc = read_infer_json(body) if header_length is None else None
-            sent = _Sent(path, body, header_length, api_key, authorization, doc)
+            key, request_id = lane_key(path, body, header_length, api_key, authorization, doc)
+            sent = _Sent(path, body, header_length, api_key, authorization, doc, key, request_id)
             governance = self.governance
             chain = None if governance is None else governance.chain
-            lane = self.lanes.find(path, body, header_length, api_key, authorization, chain, doc)
+            lane = None if key is None else self.lanes.find(key, body, header_length, chain)
             if lane is not None:
                 ticket = lane.ticket
             elif chain is not None:
@@ -842,9 +848,9 @@ class HttpFrontend:
             first = None if ticket is None else ticket.admit()
             if first is None and lane is not None:
                 found = lane
-                lane.submit(body, received_ns, doc).add_done_callback(
+                lane.submit(body, header_length, received_ns, doc).add_done_callback(
                     lambda done: _answer(
-                        reply, path, lambda: self._lane_reply(found, done.result())
+                        reply, path, lambda: self._lane_reply(found, done.result(), request_id)
                     )
                 )
                 return True
@@ -1011,14 +1017,18 @@ class HttpFrontend:
             return _rejection(governance, call, error)
         return self._infer_response(response, decoded[0] if decoded else None)
 
-    def _lane_reply(self, lane: HttpLane, results: dict[str, np.ndarray]) -> _Response:
-        """The response to a request of a lane, from the reply encoded once for it."""
+    def _lane_reply(
+        self, lane: HttpLane, results: dict[str, np.ndarray], request_id: str | None
+    ) -> _Response:
+        """The response to a request of a lane, from the reply encoded once for it;
+        ``request_id``: the one its lane key left out."""
+        request_id = lane.reply_id(request_id)
         reply = lane.reply
         if reply is not None:
-            data = reply.body(results)
-            if data is not None:
-                return _Response(200, data, reply.http_headers, sized=reply.sized)
-        request = lane.request()
+            answer = reply.answer(results, request_id)
+            if answer is not None:
+                return _Response(200, answer[0], answer[1], sized=reply.sized)
+        request = lane.request(request_id)
         return self._infer_response(lane.target.response(request, results), request)
 
     @staticmethod

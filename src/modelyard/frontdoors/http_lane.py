@@ -1,17 +1,18 @@
 """The HTTP front door's fast lane: one compiled object per request shape.
 
 Clients repeat a request's JSON header byte for byte (tritonclient, perf_analyzer,
-load generators), and with it the route and the credentials; a request sent as JSON
-repeats everything but its inputs' values. An ``HttpLane``, kept under the path, the
-header's bytes (a JSON request's: its document less the values, ``json_layout_key``)
-and the credentials as they arrived, holds everything those decide: the layout that
-slices the body into arrays (``BinaryLayout``) or reads only the values
-(``JsonLayout``), the data plane's ``InferLane`` (the version, and what validating the
-shape decided), the governance ticket that admits the caller, and the reply whose JSON
-header and HTTP headers are encoded once. A request that finds its lane is sliced (or
-has its values read and checked), admitted, queued and answered with nothing else
-decoded or validated. Every other request takes the general path, which makes the lane
-for the next one of its shape.
+load generators), but for its id, and with it the route and the credentials; a request
+sent as JSON repeats everything but its id and its inputs' values. An ``HttpLane``,
+kept under ``lane_key`` (the path, the header's bytes less an id that opens them, or a
+JSON request's document less its id and values, and the credentials as they arrived),
+holds everything those decide: the layout that slices the body into arrays
+(``BinaryLayout``) or reads only the values (``JsonLayout``), the data plane's
+``InferLane`` (the version, and what validating the shape decided), the governance
+ticket that admits the caller, and the reply whose JSON header and HTTP headers are
+encoded once. A request that finds its lane is sliced (or has its values read and
+checked), admitted, queued and answered with nothing else decoded or validated. Every
+other request takes the general path, which makes the lane for the next one of its
+shape.
 
 A lane is dropped when its version is no longer what its name resolves to (a new
 version, an unload), when the governance chain that admitted its caller has been
@@ -22,11 +23,13 @@ afresh. A request whose admission must await a guard is routed afresh after it.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 
 from modelyard.dataplane import InferLane
 from modelyard.governance.chain import GuardChain, Ticket
@@ -46,12 +49,75 @@ _LANE_HEADER_MAX = 4096  # longer headers are decoded each time, never kept
 # Authorization
 LaneKey = tuple[str, bool, bytes, bytes | None, bytes | None]
 
+# A binary header that opens with its id, as tritonclient and the V2 examples write it; an
+# id with escapes is not taken out (its bytes are not its value).
+_LEADING_ID = re.compile(rb'\{"id": ?"([^"\\\x00-\x1f]*)"')
+
+
+def lane_key(
+    path: str,
+    body: bytes,
+    header_length: int | None,
+    api_key: bytes | None,
+    authorization: bytes | None,
+    doc: dict[str, Any] | None,
+) -> tuple[LaneKey | None, str | None]:
+    """The key a lane for this request is kept under (None: it can have none), and the
+    request's id when the key leaves it out.
+
+    Clients that send a new id with every request (to find it in their logs) would
+    otherwise make a lane per request. A JSON request's key leaves its id out; a binary
+    header's leaves out an id that opens it. ``doc``: a JSON request's body, read (None:
+    it has no JSON lane).
+    """
+    if header_length is None:
+        if doc is None:
+            return None, None
+        layout_key = json_layout_key(doc)
+        if layout_key is None:
+            return None, None
+        request_id = doc.get("id")
+        return (path, False, layout_key, api_key, authorization), (
+            request_id if type(request_id) is str else None
+        )
+    if not 0 <= header_length <= _LANE_HEADER_MAX:
+        return None, None
+    header = body[:header_length]
+    leading = _LEADING_ID.match(header)
+    if leading is not None:
+        start, end = leading.span(1)
+        try:
+            request_id = header[start:end].decode()
+        except UnicodeDecodeError:
+            pass
+        else:
+            return (path, True, header[:start] + header[end:], api_key, authorization), request_id
+    return (path, True, header, api_key, authorization), None
+
+
+def _leading_id_is_the_id(header: bytes, request_id: str) -> bool:
+    """Whether the id that opens ``header`` is the request's: no later key overrides it
+    (a JSON object's last duplicate wins)."""
+    leading = _LEADING_ID.match(header)
+    if leading is None:
+        return False
+    other = "a" if request_id != "a" else "b"
+    start, end = leading.span(1)
+    try:
+        doc = orjson.loads(header[:start] + other.encode() + header[end:])
+    except orjson.JSONDecodeError:
+        return False
+    return type(doc) is dict and doc.get("id") == other
+
 
 @dataclass(slots=True, eq=False)
 class HttpLane:
     target: InferLane
     layout: BinaryLayout | JsonLayout
     header_length: int | None  # None: a JSON request's lane
+    # whether the lane's key holds its requests' id (a binary header that does not open
+    # with it): then each request's id is the one the lane was made with
+    id_in_key: bool
     # the governance chain and the ticket it admits the caller by (None: ungoverned), and
     # where the chain files that ticket
     chain: GuardChain | None
@@ -67,6 +133,7 @@ class HttpLane:
         target: InferLane,
         layout: BinaryLayout | JsonLayout,
         header_length: int | None,
+        id_in_key: bool,
         chain: GuardChain | None,
         ticket_key: Hashable | None,
     ) -> HttpLane:
@@ -78,28 +145,40 @@ class HttpLane:
                 target.model_name, target.model_version, request_id, fixed
             ) or JsonReply.make(target.model_name, target.model_version, request_id, fixed)
         ticket = chain.known_ticket(ticket_key) if chain is not None else None
-        return cls(target, layout, header_length, chain, ticket, ticket_key, reply)
+        return cls(target, layout, header_length, id_in_key, chain, ticket, ticket_key, reply)
 
     def submit(
-        self, body: bytes, arrived_ns: int = 0, doc: dict[str, Any] | None = None
+        self,
+        body: bytes,
+        header_length: int | None,
+        arrived_ns: int = 0,
+        doc: dict[str, Any] | None = None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
-        """Queue a request of this lane: ``body`` as it came, and a JSON request's body as
-        read (``infer_json.read``)."""
+        """Queue a request of this lane: ``body`` and its header's length as they came
+        (its id may make it longer than the lane's), and a JSON request's body as read
+        (``infer_json.read``)."""
         layout = self.layout
-        inputs = layout.arrays(body, self.header_length, doc)
+        inputs = layout.arrays(body, header_length, doc)
         return self.target.submit(
             inputs, layout.priority, layout.timeout_us, None, None, arrived_ns
         )
 
-    def request(self) -> InferRequest:
+    def reply_id(self, request_id: str | None) -> str | None:
+        """The id a request's reply carries; ``request_id``: the one ``lane_key`` gave."""
+        return self.layout.options["id"] if self.id_in_key else request_id
+
+    def request(self, request_id: str | None) -> InferRequest:
         """What a reply that cannot be the one encoded once reads of its request: its
         options (id, outputs asked for, binary output), not its inputs."""
         target = self.target
-        return InferRequest(target.model_name, target.model_version, {}, **self.layout.options)
+        options = self.layout.options
+        if request_id != options["id"]:
+            options = {**options, "id": request_id}
+        return InferRequest(target.model_name, target.model_version, {}, **options)
 
 
 class HttpLanes:
-    """The lanes of one front door, by path, header bytes and credentials."""
+    """The lanes of one front door, by ``lane_key``."""
 
     def __init__(self) -> None:
         self._lanes: dict[LaneKey, HttpLane] = {}
@@ -110,34 +189,14 @@ class HttpLanes:
         return len(self._lanes)
 
     def find(
-        self,
-        path: str,
-        body: bytes,
-        header_length: int | None,
-        api_key: bytes | None,
-        authorization: bytes | None,
-        chain: GuardChain | None,
-        doc: dict[str, Any] | None = None,
+        self, key: LaneKey, body: bytes, header_length: int | None, chain: GuardChain | None
     ) -> HttpLane | None:
-        """The lane of this request, if one is kept and still holds; ``doc``: a JSON
-        request's body, read (None: it has no JSON lane)."""
-        if header_length is None:
-            if doc is None:
-                return None
-            layout_key = json_layout_key(doc)
-            if layout_key is None:
-                return None
-            key: LaneKey = (path, False, layout_key, api_key, authorization)
-            lane = self._lanes.get(key)
-            if lane is None:
-                return None
-        else:
-            if not 0 <= header_length <= _LANE_HEADER_MAX:
-                return None
-            key = (path, True, body[:header_length], api_key, authorization)
-            lane = self._lanes.get(key)
-            if lane is None or not lane.layout.fits(body, header_length):
-                return None
+        """The lane kept under ``key``, if it still holds for this request."""
+        lane = self._lanes.get(key)
+        if lane is None or (
+            header_length is not None and not lane.layout.fits(body, header_length)
+        ):
+            return None
         if (
             lane.chain is not chain
             # the chain forgets its tickets when it holds too many; the lane follows
@@ -148,23 +207,18 @@ class HttpLanes:
             return None
         return lane
 
-    def json_seen_before(
-        self,
-        path: str,
-        layout: JsonLayout,
-        api_key: bytes | None,
-        authorization: bytes | None,
-    ) -> bool:
-        """Whether a JSON request of this layout came before; it is noted if not.
+    def json_seen_before(self, key: LaneKey) -> bool:
+        """Whether a JSON request of this key came before; it is noted if not.
 
-        A JSON lane is made only for a layout seen twice. A client that sends a new id (or
-        any other field) with every request would otherwise make a lane per request, and
-        the lanes' objects, kept until the map is cleared, cost the garbage collector more
-        than the lanes save: 38 → 60 µs of the loop per big request, in-process.
+        A JSON lane is made only for a layout seen twice. A client that sends a new value
+        in some field with every request would otherwise make a lane per request, and the
+        lanes' objects, kept until the map is cleared, cost the garbage collector more than
+        the lanes save: 38 → 60 µs of the loop per big request, in-process.
         """
+        path, _, layout_key, api_key, authorization = key
         # one bytes object, which the garbage collector does not track (a tuple it would, as
         # each survivor of its young generation, and with every request's another survived)
-        seen = b"\n".join((path.encode(), layout.key, api_key or b"", authorization or b""))
+        seen = b"\n".join((path.encode(), layout_key, api_key or b"", authorization or b""))
         if seen in self._json_seen:
             return True
         if len(self._json_seen) >= _LANES_MAX:
@@ -172,28 +226,17 @@ class HttpLanes:
         self._json_seen.add(seen)
         return False
 
-    def keep(
-        self,
-        path: str,
-        body: bytes,
-        api_key: bytes | None,
-        authorization: bytes | None,
-        lane: HttpLane,
-    ) -> None:
+    def keep(self, key: LaneKey, lane: HttpLane, body: bytes) -> None:
+        """Keep ``lane`` under ``key``, the key of the request it was made from (``body``)."""
         if lane.chain is not None and lane.ticket is None:
             # made as the rules changed, before the new chain filed a ticket for its caller:
             # kept, it would take the caller's next calls with nothing to admit them
             return
         header_length = lane.header_length
-        key: LaneKey
-        if header_length is None:
-            layout = lane.layout
-            assert isinstance(layout, JsonLayout)
-            key = (path, False, layout.key, api_key, authorization)
-        elif header_length > _LANE_HEADER_MAX:
-            return
-        else:
-            key = (path, True, body[:header_length], api_key, authorization)
+        if header_length is not None and not lane.id_in_key:
+            request_id = lane.layout.options["id"]
+            if request_id is None or not _leading_id_is_the_id(body[:header_length], request_id):
+                return
         if len(self._lanes) >= _LANES_MAX:
             self._lanes.clear()
         self._lanes[key] = lane

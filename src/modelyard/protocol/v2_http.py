@@ -210,10 +210,10 @@ class BinaryLayout(_RequestOptions):
 class JsonLayout(_RequestOptions):
     """What a JSON request says besides its inputs' values: their names, datatypes and
     shapes, and its other fields. Clients repeat it for every request of a shape, as they
-    repeat a binary header, so it is checked once; a later request with the same ``key``
-    has only its values read (``_decode_json``: their count, types and range)."""
+    repeat a binary header, so it is checked once; a later request with the same
+    ``json_layout_key`` has only its values read (``_decode_json``: their count, types and
+    range)."""
 
-    key: bytes  # json_layout_key of the documents it decodes
     tensors: tuple[tuple[str, str, tuple[int, ...]], ...]  # name, datatype, shape
 
     def fits(self, body: bytes, header_length: int) -> bool:
@@ -233,8 +233,9 @@ class JsonLayout(_RequestOptions):
 
 
 def json_layout_key(doc: dict[str, Any]) -> bytes | None:
-    """The request's JSON without its inputs' values, when every input carries its values
-    as JSON: requests with the same key differ in nothing else."""
+    """The request's JSON without its inputs' values and its id, when every input carries
+    its values as JSON: requests with the same key differ in nothing else. None also when
+    the key would be longer than a layout is kept for."""
     inputs = doc.get("inputs")
     if type(inputs) is not list:
         return None
@@ -243,8 +244,9 @@ def json_layout_key(doc: dict[str, Any]) -> bytes | None:
         if type(item) is not dict or "data" not in item:
             return None
         shapes.append({key: value for key, value in item.items() if key != "data"})
-    rest = {key: value for key, value in doc.items() if key != "inputs"}
-    return orjson.dumps((shapes, rest))
+    rest = {key: value for key, value in doc.items() if key != "inputs" and key != "id"}
+    key = orjson.dumps((shapes, rest))
+    return key if len(key) <= _LAYOUT_HEADER_MAX else None
 
 
 # datatypes whose wire bytes are the array's bytes (little-endian)
@@ -411,9 +413,7 @@ def decode_with_layout(
         return layout.request(body, header_length, model, version), layout
     json_layout = None
     if header_length is None and len(json_tensors) == len(inputs) and not in_shared_memory:
-        key = json_layout_key(doc)
-        if key is not None and len(key) <= _LAYOUT_HEADER_MAX:
-            json_layout = JsonLayout(key, tuple(json_tensors), options=options)
+        json_layout = JsonLayout(tuple(json_tensors), options=options)
     return InferRequest(model, version, inputs, **options), json_layout
 
 
@@ -482,17 +482,43 @@ def _json_data(tensor: OutputTensor) -> Any:
 _ReplyOutput = tuple[str, np.dtype[Any], tuple[int, ...], int, bool]
 
 
+def _reply_header(head: bytes, request_id: str | None, tail: bytes) -> bytes:
+    """A response's JSON as ``encode_infer_response`` writes it: ``head`` (its model and
+    version), the id when there is one, and ``tail``."""
+    if request_id is None:
+        return head + tail
+    return b"".join((head, b',"id":', orjson.dumps(request_id), tail))
+
+
+def _reply_head(model_name: str, model_version: str) -> bytes:
+    return orjson.dumps({"model_name": model_name, "model_version": model_version})[:-1]
+
+
+def _binary_http_headers(header_length: int, size: int) -> list[tuple[bytes, bytes]]:
+    return [
+        (b"content-type", b"application/octet-stream"),
+        (b"inference-header-content-length", str(header_length).encode()),
+        (b"content-length", str(header_length + size).encode()),
+    ]
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class BinaryReply:
     """The response to every request of one layout whose outputs all travel as binary data.
 
     Its JSON header (model, version, id, each output's name, datatype, shape and size) is
-    the same every time, so it is encoded once; a response is that header and the
-    outputs' bytes, and its HTTP headers, content length included, are made once too.
+    the same every time but for the id, so it is encoded once; a response is that header
+    and the outputs' bytes. The header and the HTTP headers, content length included, are
+    kept made for the id the lane was made with; a request with another id has its own
+    made.
     """
 
-    header: bytes
+    request_id: str | None  # the id ``header`` and ``http_headers`` hold
+    head: bytes  # the header up to the id
+    tail: bytes  # the header after the id
+    size: int  # the outputs' bytes
     outputs: tuple[_ReplyOutput, ...]
+    header: bytes
     http_headers: list[tuple[bytes, bytes]]
     sized: bool = True  # the HTTP headers hold the content length
 
@@ -523,21 +549,29 @@ class BinaryReply:
             )
             reply_outputs.append((name, dtype, shape, count, exact))
             size += nbytes
-        doc: dict[str, Any] = {"model_name": model_name, "model_version": model_version}
-        if request_id is not None:
-            doc["id"] = request_id
-        doc["outputs"] = entries
-        header = orjson.dumps(doc)
-        http_headers = [
-            (b"content-type", b"application/octet-stream"),
-            (b"inference-header-content-length", str(len(header)).encode()),
-            (b"content-length", str(len(header) + size).encode()),
-        ]
-        return cls(header, tuple(reply_outputs), http_headers)
+        head = _reply_head(model_name, model_version)
+        tail = b"," + orjson.dumps({"outputs": entries})[1:]
+        header = _reply_header(head, request_id, tail)
+        return cls(
+            request_id,
+            head,
+            tail,
+            size,
+            tuple(reply_outputs),
+            header,
+            _binary_http_headers(len(header), size),
+        )
 
-    def body(self, results: dict[str, np.ndarray]) -> bytes | None:
-        """The response body, or None when an array is not what the header says."""
-        parts = [self.header]
+    def answer(
+        self, results: dict[str, np.ndarray], request_id: str | None
+    ) -> tuple[bytes, list[tuple[bytes, bytes]]] | None:
+        """The response body and its HTTP headers, or None when an array is not what the
+        header says."""
+        header, http_headers = self.header, self.http_headers
+        if request_id != self.request_id:
+            header = _reply_header(self.head, request_id, self.tail)
+            http_headers = _binary_http_headers(len(header), self.size)
+        parts = [header]
         for name, dtype, shape, count, exact in self.outputs:
             array = results[name]
             if (array.shape != shape) if exact else (array.size != count):
@@ -545,19 +579,24 @@ class BinaryReply:
             if array.dtype is not dtype and array.dtype != dtype:  # `is`: the usual, cheap
                 array = array.astype(dtype)
             parts.append(array.tobytes())
-        return b"".join(parts)
+        return b"".join(parts), http_headers
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class JsonReply:
     """The response to every request of one lane whose outputs all travel as JSON.
 
-    All of it but the outputs' values (model, version, id, each output's name, datatype
-    and shape) is the same every time, so it is encoded once, in the bytes
-    ``encode_infer_response`` makes of it; a response joins those pieces and the values.
+    All of it but the id and the outputs' values (model, version, each output's name,
+    datatype and shape) is the same every time, so it is encoded once, in the bytes
+    ``encode_infer_response`` makes of it; a response joins those pieces, the id and the
+    values. The first piece is kept made for the id the lane was made with.
     """
 
-    pieces: tuple[bytes, ...]  # the text before each output's values, and after the last
+    request_id: str | None  # the id ``pieces[0]`` holds
+    head: bytes  # the response up to the id
+    first_tail: bytes  # the first piece after the id
+    # the text before each output's values, and after the last
+    pieces: tuple[bytes, ...]
     outputs: tuple[_ReplyOutput, ...]
     http_headers: list[tuple[bytes, bytes]]
     sized: bool = False  # the length is each response's own
@@ -571,10 +610,7 @@ class JsonReply:
         outputs: tuple[tuple[str, str, np.dtype[Any], tuple[int, ...], bool, bool], ...],
     ) -> JsonReply | None:
         """The reply, or None when an output travels as binary data."""
-        head: dict[str, Any] = {"model_name": model_name, "model_version": model_version}
-        if request_id is not None:
-            head["id"] = request_id
-        text = orjson.dumps(head)[:-1] + b',"outputs":['
+        text = b',"outputs":['
         pieces = []
         reply_outputs = []
         for index, (name, datatype, dtype, shape, binary, exact) in enumerate(outputs):
@@ -585,14 +621,26 @@ class JsonReply:
             text = b"}"
             reply_outputs.append((name, dtype, shape, math.prod(shape), exact))
         pieces.append(text + b"]}")
-        return cls(tuple(pieces), tuple(reply_outputs), [(b"content-type", b"application/json")])
+        head = _reply_head(model_name, model_version)
+        first_tail = pieces[0]
+        pieces[0] = _reply_header(head, request_id, first_tail)
+        return cls(
+            request_id,
+            head,
+            first_tail,
+            tuple(pieces),
+            tuple(reply_outputs),
+            [(b"content-type", b"application/json")],
+        )
 
-    def body(self, results: dict[str, np.ndarray]) -> bytes | None:
-        """The response body, or None when an array is not what the reply says."""
+    def answer(
+        self, results: dict[str, np.ndarray], request_id: str | None
+    ) -> tuple[bytes, list[tuple[bytes, bytes]]] | None:
+        """The response body and its HTTP headers, or None when an array is not what the
+        reply says."""
+        pieces = self.pieces
         parts: list[bytes] = []
-        for piece, (name, dtype, shape, count, exact) in zip(
-            self.pieces, self.outputs, strict=False
-        ):
+        for piece, (name, dtype, shape, count, exact) in zip(pieces, self.outputs, strict=False):
             array = results[name]
             if (array.shape != shape) if exact else (array.size != count):
                 return None
@@ -600,8 +648,10 @@ class JsonReply:
                 array = array.astype(dtype)
             values = np.ascontiguousarray(array).ravel()
             parts += (piece, orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY))
-        parts.append(self.pieces[-1])
-        return b"".join(parts)
+        parts.append(pieces[-1])
+        if request_id != self.request_id:
+            parts[0] = _reply_header(self.head, request_id, self.first_tail)
+        return b"".join(parts), self.http_headers
 
 
 def encode_infer_response(response: InferResponse) -> tuple[bytes, int | None]:

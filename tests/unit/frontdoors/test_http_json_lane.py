@@ -138,7 +138,7 @@ def test_anything_but_the_values_differing_takes_the_general_path(
         json_request(rows, [1, 2], outputs=[{"name": "y"}]),
         json_request(rows, [1, 2], parameters={"binary_data_output": True}),
         json_request(rows * 2, [2, 2]),
-        json_request(rows, [1, 2]).replace(b'"id": "r"', b'"id": "s"'),
+        json_request(rows, [1, 2], parameters={"tag": "s"}),
     ]
 
     async def scenario() -> None:
@@ -151,11 +151,11 @@ def test_anything_but_the_values_differing_takes_the_general_path(
             for count, body in enumerate(others, start=1):  # each validated, none on a lane
                 status, _ = await post(app, body)
                 assert status == 200 and len(made) == 2 + count
-            status, doc = await post(app, json_request(rows, [1, 2]).replace(b'"r"', b'"s"'))
-            assert status == 200 and doc["id"] == "s"  # seen twice now: validated, and kept
+            status, _ = await post(app, others[-1])
+            assert status == 200  # seen twice now: validated, and kept
             assert len(made) == len(others) + 3 and len(app.lanes) == 2
-            status, doc = await post(app, json_request(rows, [1, 2]).replace(b'"r"', b'"s"'))
-            assert status == 200 and doc["id"] == "s" and len(made) == len(others) + 3
+            status, _ = await post(app, others[-1])
+            assert status == 200 and len(made) == len(others) + 3
 
     asyncio.run(scenario())
 
@@ -180,9 +180,9 @@ def test_a_new_version_drops_a_json_lane(tmp_path: Path) -> None:
 
 
 def test_a_layout_seen_once_leaves_no_lane(tmp_path: Path) -> None:
-    """A client that sends a new id with every request: each is validated, and none leaves a
-    lane (one per request, kept until the map is cleared, cost the garbage collector more
-    than lanes save)."""
+    """A client that sends a new value in a field with every request: each is validated, and
+    none leaves a lane (one per request, kept until the map is cleared, cost the garbage
+    collector more than lanes save)."""
     slow_double(tmp_path)
 
     async def scenario() -> None:
@@ -190,9 +190,49 @@ def test_a_layout_seen_once_leaves_no_lane(tmp_path: Path) -> None:
             app = HttpFrontend(dp)
             made = counting_lanes(dp)
             for i in range(20):
-                body = json_request([[1.0, 2.0]], [1, 2]).replace(b'"r"', f'"r{i}"'.encode())
+                body = json_request([[1.0, 2.0]], [1, 2], parameters={"sequence": i})
                 status, doc = await via_direct(app, body)
-                assert status == 200 and doc["id"] == f"r{i}"
+                assert status == 200 and doc["outputs"][0]["data"] == [1002.0, 1004.0]
             assert len(made) == 20 and len(app.lanes) == 0
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("post", [via_asgi, via_direct], ids=["asgi", "direct"])
+@pytest.mark.parametrize("classify", [False, True], ids=["encoded-once", "encoded-each"])
+def test_a_new_id_with_every_request_takes_the_lane_and_each_reply_carries_its_own(
+    tmp_path: Path, post: Post, classify: bool
+) -> None:
+    """The id is not part of a JSON lane's key: a client that numbers its requests (to find
+    them in its logs) takes the lane from its second request on. A reply not encoded once
+    (classification) carries the request's id too."""
+    slow_double(tmp_path)
+    more: dict[str, Any] = (
+        {"outputs": [{"name": "y", "parameters": {"classification": 1}}]} if classify else {}
+    )
+
+    def numbered(request_id: Any, value: float) -> bytes:
+        doc = orjson.loads(json_request([[value, 2.0]], [1, 2], **more))
+        if request_id is None:
+            del doc["id"]
+        else:
+            doc["id"] = request_id
+        return orjson.dumps(doc)
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            app = HttpFrontend(dp)
+            made = counting_lanes(dp)
+            for i in range(8):
+                status, doc = await post(app, numbered(f"call-{i}", 3.0 * i))
+                assert status == 200 and doc["id"] == f"call-{i}", doc
+                y = [6.0 * i + 1000, 1004.0]
+                top = f"{max(y):f}:{y.index(max(y))}"  # Triton's classification entry
+                assert doc["outputs"][0]["data"] == ([top] if classify else y)
+            assert made == [1, 1] and len(app.lanes) == 1
+            for request_id in (None, 17):  # on the lane, answered with no id as in general
+                status, doc = await post(app, numbered(request_id, 3.0))
+                assert status == 200 and "id" not in doc, doc
+            assert made == [1, 1]
 
     asyncio.run(scenario())

@@ -34,17 +34,17 @@ auth:
 """
 
 
-def binary_request(rows: np.ndarray, request_id: str = "r") -> tuple[bytes, int]:
-    header = json.dumps(
-        {
-            "id": request_id,
-            "inputs": [
-                {"name": "x", "shape": list(rows.shape), "datatype": "FP32",
-                 "parameters": {"binary_data_size": rows.nbytes}},
-            ],
-            "parameters": {"binary_data_output": True},
-        }
-    ).encode()  # fmt: skip
+def binary_request(
+    rows: np.ndarray, request_id: str | None = "r", **parameters: Any
+) -> tuple[bytes, int]:
+    """A request as tritonclient writes it (``json.dumps``, the id first)."""
+    doc: dict[str, Any] = {} if request_id is None else {"id": request_id}
+    doc["inputs"] = [
+        {"name": "x", "shape": list(rows.shape), "datatype": "FP32",
+         "parameters": {"binary_data_size": rows.nbytes}},
+    ]  # fmt: skip
+    doc["parameters"] = {"binary_data_output": True, **parameters}
+    header = json.dumps(doc).encode()
     return header + rows.astype("<f4").tobytes(), len(header)
 
 
@@ -161,7 +161,8 @@ def test_lanes_stay_bounded_when_every_header_differs(tmp_path: Path, monkeypatc
         async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
             app = HttpFrontend(dp)
             for i in range(30):
-                assert reply_y(await post(app, *binary_request(rows, f"id-{i}"))) == [[1002, 1002]]
+                reply = await post(app, *binary_request(rows, sequence=i))
+                assert reply_y(reply) == [[1002, 1002]]
                 assert len(app.lanes) <= 8
 
     asyncio.run(scenario())
@@ -225,5 +226,66 @@ def test_a_lane_made_as_the_rules_change_is_not_kept_without_its_ticket(tmp_path
             assert len(app.lanes) == 0
             statuses = [(await post(app, *binary_request(rows), "ranker-key"))[0] for _ in range(4)]
             assert statuses.count(429) >= 2, statuses
+
+    asyncio.run(scenario())
+
+
+def reply_header(status_body: tuple[int, bytes]) -> dict[str, Any]:
+    status, body = status_body
+    assert status == 200, body
+    doc: dict[str, Any] = orjson.loads(body[: body.index(b"}]}") + 3])
+    return doc
+
+
+def test_a_new_id_with_every_request_takes_one_lane_and_each_reply_carries_its_own(
+    tmp_path: Path,
+) -> None:
+    """The id that opens a header (tritonclient's) is not part of the lane's key; an id the
+    lane cannot take out (escaped, or not the header's first field) is, as the header's
+    other bytes."""
+    slow_double(tmp_path)
+    rows = np.ones((1, 2), dtype=np.float32)
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            app = HttpFrontend(dp)
+            made = counting_lanes(dp)
+            for i in range(6):  # ids of different lengths: the body's offsets move
+                request_id = "n" * i
+                reply = await post(app, *binary_request(rows * i, request_id))
+                assert reply_header(reply)["id"] == request_id
+                assert reply_y(reply) == [[2 * i + 1000, 2 * i + 1000]]
+            assert made == [1] and len(app.lanes) == 1
+
+            escaped = binary_request(rows, 'say "hi"')  # written with escapes
+            plain, plain_length = binary_request(rows, None)
+            header = json.dumps({**json.loads(plain[:plain_length]), "id": "late"}).encode()
+            for body, length, request_id in (
+                (*escaped, 'say "hi"'),
+                (header + plain[plain_length:], len(header), "late"),  # not the first field
+            ):
+                for _ in range(3):
+                    assert reply_header(await post(app, body, length))["id"] == request_id
+            assert len(made) == 3 and len(app.lanes) == 3
+
+    asyncio.run(scenario())
+
+
+def test_a_header_whose_id_is_given_twice_leaves_no_lane(tmp_path: Path) -> None:
+    """A JSON object's last duplicate key wins: the id that opens such a header is not the
+    request's, so the lane could not put each request's own id in its reply."""
+    slow_double(tmp_path)
+    rows = np.ones((1, 2), dtype=np.float32)
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            app = HttpFrontend(dp)
+            made = counting_lanes(dp)
+            for i in range(3):
+                body, length = binary_request(rows, f"first-{i}")
+                twice = body[: length - 1] + b', "id": "last"}'  # the header's last field
+                status_body = await post(app, twice + body[length:], len(twice))
+                assert reply_header(status_body)["id"] == "last"
+            assert len(made) == 3 and len(app.lanes) == 0
 
     asyncio.run(scenario())

@@ -11,9 +11,15 @@ import numpy as np
 import pytest
 
 from modelyard.frontdoors.http import HttpFrontend
-from modelyard.protocol.v2_http import BinaryLayout, BinaryReply, JsonReply
+from modelyard.protocol.v2_http import (
+    BinaryLayout,
+    BinaryReply,
+    JsonReply,
+    encode_infer_response,
+)
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode
+from modelyard.types import InferResponse, OutputTensor
 from tests.support.dataplane import running_dataplane
 from tests.support.models import write_python_model
 
@@ -211,3 +217,30 @@ def test_repeated_calls_of_a_layout_make_no_request_and_get_their_own_rows(
             assert made == [1]
 
     _served(tmp_path, scenario)
+
+
+@pytest.mark.parametrize("binary", [True, False], ids=["binary", "json"])
+@pytest.mark.parametrize("request_id", ["call-1", "call-22", 'a "quoted" id', "", None])
+def test_a_reply_made_for_one_id_answers_any_id_in_the_general_encoder_s_bytes(
+    binary: bool, request_id: str | None
+) -> None:
+    """A lane's requests may each carry their own id (it is not part of the lane's key)."""
+    f32 = np.dtype(np.float32)
+    fixed = (("y", "FP32", f32, (2, 2), binary, True), ("r", "FP32", f32, (2, 2), binary, True))
+    results = {"y": np.arange(4, dtype=f32).reshape(2, 2), "r": np.ones((2, 2), f32) / 3}
+    reply = (BinaryReply if binary else JsonReply).make("shapes", "1", "call-1", fixed)
+    assert reply is not None
+    answer = reply.answer(results, request_id)
+    assert answer is not None
+    outputs = [OutputTensor(name, "FP32", results[name], binary) for name in ("y", "r")]
+    general, header_length = encode_infer_response(
+        InferResponse("shapes", "1", outputs, id=request_id)
+    )
+    body, http_headers = answer
+    assert body == general
+    headers = dict(http_headers)
+    if binary:
+        assert headers[b"inference-header-content-length"] == str(header_length).encode()
+        assert headers[b"content-length"] == str(len(body)).encode()
+    else:
+        assert header_length is None and headers == {b"content-type": b"application/json"}
