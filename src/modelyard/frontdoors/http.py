@@ -1022,7 +1022,8 @@ class HttpFrontend:
     ) -> _Response:
         """The response to a request of a lane, from the reply encoded once for it;
         ``request_id``: the one its lane key left out."""
-        request_id = lane.reply_id(request_id)
+        if lane.id_in_key:
+            request_id = lane.layout.options["id"]
         reply = lane.reply
         if reply is not None:
             answer = reply.answer(results, request_id)

@@ -83,7 +83,7 @@ def lane_key(
     if not 0 <= header_length <= _LANE_HEADER_MAX:
         return None, None
     header = body[:header_length]
-    leading = _LEADING_ID.match(header)
+    leading = _LEADING_ID.match(header) if header.startswith(b'{"id"') else None
     if leading is not None:
         start, end = leading.span(1)
         try:
@@ -91,7 +91,9 @@ def lane_key(
         except UnicodeDecodeError:
             pass
         else:
-            return (path, True, header[:start] + header[end:], api_key, authorization), request_id
+            # what follows the id says all the rest (what precedes it is `{"id":` and
+            # maybe a space); it starts with a quote, where a whole header starts with `{`
+            return (path, True, header[end:], api_key, authorization), request_id
     return (path, True, header, api_key, authorization), None
 
 
@@ -162,10 +164,6 @@ class HttpLane:
         return self.target.submit(
             inputs, layout.priority, layout.timeout_us, None, None, arrived_ns
         )
-
-    def reply_id(self, request_id: str | None) -> str | None:
-        """The id a request's reply carries; ``request_id``: the one ``lane_key`` gave."""
-        return self.layout.options["id"] if self.id_in_key else request_id
 
     def request(self, request_id: str | None) -> InferRequest:
         """What a reply that cannot be the one encoded once reads of its request: its
