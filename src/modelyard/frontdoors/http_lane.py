@@ -3,7 +3,7 @@
 Clients repeat a request's JSON header byte for byte (tritonclient, perf_analyzer,
 load generators), but for its id, and with it the route and the credentials; a request
 sent as JSON repeats everything but its id and its inputs' values. An ``HttpLane``,
-kept under ``lane_key`` (the path, the header's bytes less an id that opens them, or a
+kept under ``lane_key`` (the path, the header's bytes after an id that opens them, or a
 JSON request's document less its id and values, and the credentials as they arrived),
 holds everything those decide: the layout that slices the body into arrays
 (``BinaryLayout``) or reads only the values (``JsonLayout``), the data plane's
