@@ -45,9 +45,12 @@ from modelyard.types import InferRequest
 _LANES_MAX = 1024  # bounded: header bytes and credentials come from callers
 _LANE_HEADER_MAX = 4096  # longer headers are decoded each time, never kept
 
-# path, whether binary, the header's bytes (a JSON request's: json_layout_key), X-API-Key,
-# Authorization
-LaneKey = tuple[str, bool, bytes, bytes | None, bytes | None]
+# path, the kind of key (below), its bytes, X-API-Key, Authorization
+LaneKey = tuple[str, int, bytes, bytes | None, bytes | None]
+# the kinds: a JSON request's json_layout_key, a binary request's whole header, and the
+# bytes after the id that opens a binary request's header (kept apart from whole headers:
+# a caller could send such bytes as a header of their own, which no parser would take)
+_JSON_LAYOUT, _HEADER, _AFTER_ID = 0, 1, 2
 
 # A binary header that opens with its id, as tritonclient and the V2 examples write it; an
 # id with escapes is not taken out (its bytes are not its value).
@@ -77,7 +80,7 @@ def lane_key(
         if layout_key is None:
             return None, None
         request_id = doc.get("id")
-        return (path, False, layout_key, api_key, authorization), (
+        return (path, _JSON_LAYOUT, layout_key, api_key, authorization), (
             request_id if type(request_id) is str else None
         )
     if not 0 <= header_length <= _LANE_HEADER_MAX:
@@ -92,9 +95,9 @@ def lane_key(
             pass
         else:
             # what follows the id says all the rest (what precedes it is `{"id":` and
-            # maybe a space); it starts with a quote, where a whole header starts with `{`
-            return (path, True, header[end:], api_key, authorization), request_id
-    return (path, True, header, api_key, authorization), None
+            # maybe a space)
+            return (path, _AFTER_ID, header[end:], api_key, authorization), request_id
+    return (path, _HEADER, header, api_key, authorization), None
 
 
 def _leading_id_is_the_id(header: bytes, request_id: str) -> bool:

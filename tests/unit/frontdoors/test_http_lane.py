@@ -81,6 +81,23 @@ async def post(
     return sent[0]["status"], sent[1]["body"]
 
 
+async def post_direct(app: HttpFrontend, body: bytes, header_length: int) -> tuple[int, bytes]:
+    """As ``post``, through the direct path a connection hands a whole POST to."""
+    answered: asyncio.Future[tuple[int, bytes]] = asyncio.Future()
+    headers = [
+        (b"inference-header-content-length", str(header_length).encode()),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    assert app.direct(
+        "/v2/models/slow_double/infer",
+        headers,
+        body,
+        1,
+        lambda status, _, payload: answered.set_result((status, payload)),
+    )
+    return await answered
+
+
 def y_of(body: bytes, header_length: int) -> list[list[float]]:
     doc = orjson.loads(body[:header_length])
     rows = doc["outputs"][0]["shape"][0]
@@ -253,9 +270,21 @@ def test_a_new_id_with_every_request_takes_one_lane_and_each_reply_carries_its_o
             made = counting_lanes(dp)
             for i in range(6):  # ids of different lengths: the body's offsets move
                 request_id = "n" * i
-                reply = await post(app, *binary_request(rows * i, request_id))
+                body, length = binary_request(rows * i, request_id)
+                if i % 2:  # without the space: the same request
+                    body = body.replace(b'{"id": "', b'{"id":"', 1)
+                    length -= 1
+                reply = await (post_direct if i > 3 else post)(app, body, length)
                 assert reply_header(reply)["id"] == request_id
                 assert reply_y(reply) == [[2 * i + 1000, 2 * i + 1000]]
+            assert made == [1] and len(app.lanes) == 1
+
+            # what follows the id, sent as a header of its own: no JSON, and no lane takes it
+            body, length = binary_request(rows, "abc")
+            tail = body[len('{"id": "abc') : length]
+            for send in (post, post_direct):
+                status, answer = await send(app, tail + body[length:], len(tail))
+                assert status == 400 and "rule=protocol/json" in orjson.loads(answer)["error"]
             assert made == [1] and len(app.lanes) == 1
 
             escaped = binary_request(rows, 'say "hi"')  # written with escapes

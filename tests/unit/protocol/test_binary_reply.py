@@ -221,14 +221,15 @@ def test_repeated_calls_of_a_layout_make_no_request_and_get_their_own_rows(
 
 @pytest.mark.parametrize("binary", [True, False], ids=["binary", "json"])
 @pytest.mark.parametrize("request_id", ["call-1", "call-22", 'a "quoted" id', "", None])
+@pytest.mark.parametrize("made_with", ["call-1", None])
 def test_a_reply_made_for_one_id_answers_any_id_in_the_general_encoder_s_bytes(
-    binary: bool, request_id: str | None
+    binary: bool, request_id: str | None, made_with: str | None
 ) -> None:
     """A lane's requests may each carry their own id (it is not part of the lane's key)."""
     f32 = np.dtype(np.float32)
     fixed = (("y", "FP32", f32, (2, 2), binary, True), ("r", "FP32", f32, (2, 2), binary, True))
     results = {"y": np.arange(4, dtype=f32).reshape(2, 2), "r": np.ones((2, 2), f32) / 3}
-    reply = (BinaryReply if binary else JsonReply).make("shapes", "1", "call-1", fixed)
+    reply = (BinaryReply if binary else JsonReply).make("shapes", "1", made_with, fixed)
     assert reply is not None
     answer = reply.answer(results, request_id)
     assert answer is not None
