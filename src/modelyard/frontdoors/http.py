@@ -709,8 +709,8 @@ class HttpFrontend:
         self, scope: Scope, governance: Governance, sent: _Sent, route: Route
     ) -> _Response:
         """The general path of a governed infer call: admitted, decoded and validated in
-        full. A request whose inputs all travel as binary data leaves its lane behind for
-        the next request of its shape.
+        full. A request whose inputs all travel as binary data, or all as JSON values,
+        leaves its lane behind for the next request of its shape (``_admitted_reply``).
         """
         ticket = self._ticket(governance.chain, sent, route)
         if ticket is None:  # a guard learns from outcomes: the chain runs around the call
@@ -780,16 +780,10 @@ class HttpFrontend:
         sent: _Sent,
         results: Results,
     ) -> _Response:
-        """The reply to a routed request; one whose inputs all travel as binary data leaves
-        its lane behind for the next request of its shape, and one whose inputs all travel
-        as JSON values does at its layout's second request."""
+        """The reply to a routed request; one whose inputs all travel as binary data, or
+        all as JSON values, leaves its lane behind at its key's second request."""
         key = sent.key
-        if (
-            layout is None
-            or key is None
-            or not target.reusable
-            or (type(layout) is JsonLayout and not self.lanes.json_seen_before(key))
-        ):
+        if layout is None or key is None or not target.reusable or not self.lanes.seen_before(key):
             return self._infer_response(target.response(request, results), request)
         chain = None if self.governance is None else self.governance.chain
         ticket_key = None if chain is None else (sent.path, sent.api_key, sent.authorization)

@@ -183,8 +183,8 @@ class HttpLanes:
 
     def __init__(self) -> None:
         self._lanes: dict[LaneKey, HttpLane] = {}
-        # JSON layouts seen once: a lane is made at the second request of a layout
-        self._json_seen: set[bytes] = set()
+        # keys seen once: a lane is made at the second request of its key
+        self._seen: set[bytes] = set()
 
     def __len__(self) -> int:
         return len(self._lanes)
@@ -208,23 +208,26 @@ class HttpLanes:
             return None
         return lane
 
-    def json_seen_before(self, key: LaneKey) -> bool:
-        """Whether a JSON request of this key came before; it is noted if not.
+    def seen_before(self, key: LaneKey) -> bool:
+        """Whether a request of this key came before; it is noted if not.
 
-        A JSON lane is made only for a layout seen twice. A client that sends a new value
-        in some field with every request would otherwise make a lane per request, and the
-        lanes' objects, kept until the map is cleared, cost the garbage collector more than
-        the lanes save: 38 → 60 µs of the loop per big request, in-process.
+        A lane is made only for a key seen twice. A client that sends a new value in some
+        field with every request would otherwise make a lane per request, and the lanes'
+        objects, kept until the map is cleared, cost the garbage collector more than the
+        lanes save: 38 → 60 µs of the loop per big JSON request, in-process.
         """
-        path, _, layout_key, api_key, authorization = key
+        path, kind, key_bytes, api_key, authorization = key
         # one bytes object, which the garbage collector does not track (a tuple it would, as
-        # each survivor of its young generation, and with every request's another survived)
-        seen = b"\n".join((path.encode(), layout_key, api_key or b"", authorization or b""))
-        if seen in self._json_seen:
+        # each survivor of its young generation, and with every request's another survived);
+        # the key's bytes last, the only part that may hold a newline
+        seen = b"\n".join(
+            (path.encode(), b"%d" % kind, api_key or b"", authorization or b"", key_bytes)
+        )
+        if seen in self._seen:
             return True
-        if len(self._json_seen) >= _LANES_MAX:
-            self._json_seen.clear()
-        self._json_seen.add(seen)
+        if len(self._seen) >= _LANES_MAX:
+            self._seen.clear()
+        self._seen.add(seen)
         return False
 
     def keep(self, key: LaneKey, lane: HttpLane, body: bytes) -> None:
