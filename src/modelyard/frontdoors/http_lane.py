@@ -12,7 +12,7 @@ ticket that admits the caller, and the reply whose JSON header and HTTP headers 
 encoded once. A request that finds its lane is sliced (or has its values read and
 checked), admitted, queued and answered with nothing else decoded or validated. Every
 other request takes the general path, which makes the lane for the next one of its
-shape.
+shape once its key has come twice.
 
 A lane is dropped when its version is no longer what its name resolves to (a new
 version, an unload), when the governance chain that admitted its caller has been
