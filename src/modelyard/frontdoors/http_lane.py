@@ -69,7 +69,7 @@ def lane_key(
     request's id when the key leaves it out.
 
     Clients that send a new id with every request (to find it in their logs) would
-    otherwise make a lane per request. A JSON request's key leaves its id out; a binary
+    otherwise never take a lane. A JSON request's key leaves its id out; a binary
     header's leaves out an id that opens it. ``doc``: a JSON request's body, read (None:
     it has no JSON lane).
     """
