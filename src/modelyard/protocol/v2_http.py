@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from modelyard.dataplane import FixedOutput
 from modelyard.errors import ProtocolError, shown
 from modelyard.protocol.infer_json import infer_document
 from modelyard.protocol.shared_memory import SystemSharedMemory, disabled, names_region
@@ -482,6 +483,17 @@ def _json_data(tensor: OutputTensor) -> Any:
 _ReplyOutput = tuple[str, np.dtype[Any], tuple[int, ...], int, bool]
 
 
+def _fitted(array: np.ndarray, output: _ReplyOutput) -> np.ndarray | None:
+    """The engine's array in the reply's dtype, or None when its shape (or, for an output
+    the config reshapes, its size) is not the one the reply was made for."""
+    _, dtype, shape, count, exact = output
+    if (array.shape != shape) if exact else (array.size != count):
+        return None
+    if array.dtype is not dtype and array.dtype != dtype:  # `is`: the usual, cheap
+        array = array.astype(dtype)
+    return array
+
+
 def _reply_header(head: bytes, request_id: str | None, tail: bytes) -> bytes:
     """A response's JSON as ``encode_infer_response`` writes it: ``head`` (its model and
     version), the id when there is one, and ``tail``."""
@@ -528,7 +540,7 @@ class BinaryReply:
         model_name: str,
         model_version: str,
         request_id: str | None,
-        outputs: tuple[tuple[str, str, np.dtype[Any], tuple[int, ...], bool, bool], ...],
+        outputs: tuple[FixedOutput, ...],
     ) -> BinaryReply | None:
         """The reply, or None when an output travels as JSON."""
         entries = []
@@ -572,12 +584,10 @@ class BinaryReply:
             header = _reply_header(self.head, request_id, self.tail)
             http_headers = _binary_http_headers(len(header), self.size)
         parts = [header]
-        for name, dtype, shape, count, exact in self.outputs:
-            array = results[name]
-            if (array.shape != shape) if exact else (array.size != count):
+        for output in self.outputs:
+            array = _fitted(results[output[0]], output)
+            if array is None:
                 return None
-            if array.dtype is not dtype and array.dtype != dtype:  # `is`: the usual, cheap
-                array = array.astype(dtype)
             parts.append(array.tobytes())
         return b"".join(parts), http_headers
 
@@ -607,7 +617,7 @@ class JsonReply:
         model_name: str,
         model_version: str,
         request_id: str | None,
-        outputs: tuple[tuple[str, str, np.dtype[Any], tuple[int, ...], bool, bool], ...],
+        outputs: tuple[FixedOutput, ...],
     ) -> JsonReply | None:
         """The reply, or None when an output travels as binary data."""
         text = b',"outputs":['
@@ -640,12 +650,10 @@ class JsonReply:
         reply says."""
         pieces = self.pieces
         parts: list[bytes] = []
-        for piece, (name, dtype, shape, count, exact) in zip(pieces, self.outputs, strict=False):
-            array = results[name]
-            if (array.shape != shape) if exact else (array.size != count):
+        for piece, output in zip(pieces, self.outputs, strict=False):
+            array = _fitted(results[output[0]], output)
+            if array is None:
                 return None
-            if array.dtype is not dtype and array.dtype != dtype:  # `is`: the usual, cheap
-                array = array.astype(dtype)
             values = np.ascontiguousarray(array).ravel()
             parts += (piece, orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY))
         parts.append(pieces[-1])

@@ -19,7 +19,7 @@ from modelyard.protocol import infer_json
 from modelyard.server.manager import ControlMode
 from tests.support.dataplane import running_dataplane
 from tests.support.models import slow_double
-from tests.unit.frontdoors.test_http_lane import counting_lanes
+from tests.unit.frontdoors.test_http_lane import counted_front_door
 
 PATH = "/v2/models/slow_double/infer"
 
@@ -79,9 +79,7 @@ def test_a_repeated_json_request_is_validated_twice_and_each_gets_its_values(
     slow_double(tmp_path)
 
     async def scenario() -> None:
-        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
-            app = HttpFrontend(dp)
-            made = counting_lanes(dp)
+        async with counted_front_door(tmp_path) as (app, made):
             for i in range(5):
                 rows = [[i, 2.5 * i], [-i, 0.25]]
                 status, doc = await post(app, json_request(rows, [2, 2]))
@@ -111,9 +109,7 @@ def test_values_a_lane_cannot_take_are_refused_in_the_general_path_s_words(
     ]
 
     async def scenario() -> None:
-        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
-            app = HttpFrontend(dp)
-            made = counting_lanes(dp)
+        async with counted_front_door(tmp_path) as (app, made):
             for _ in range(2):  # the layout seen twice: its lane is kept
                 assert (await post(app, json_request([[1.0, 2.0]], [1, 2])))[0] == 200
             assert len(app.lanes) == 1
@@ -142,9 +138,7 @@ def test_anything_but_the_values_differing_takes_the_general_path(
     ]
 
     async def scenario() -> None:
-        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
-            app = HttpFrontend(dp)
-            made = counting_lanes(dp)
+        async with counted_front_door(tmp_path) as (app, made):
             for _ in range(2):
                 assert (await post(app, json_request(rows, [1, 2])))[0] == 200
             assert len(made) == 2 and len(app.lanes) == 1
@@ -186,9 +180,7 @@ def test_a_layout_seen_once_leaves_no_lane(tmp_path: Path) -> None:
     slow_double(tmp_path)
 
     async def scenario() -> None:
-        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
-            app = HttpFrontend(dp)
-            made = counting_lanes(dp)
+        async with counted_front_door(tmp_path) as (app, made):
             for i in range(20):
                 body = json_request([[1.0, 2.0]], [1, 2], parameters={"sequence": i})
                 status, doc = await via_direct(app, body)
@@ -220,9 +212,7 @@ def test_a_new_id_with_every_request_takes_the_lane_and_each_reply_carries_its_o
         return orjson.dumps(doc)
 
     async def scenario() -> None:
-        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
-            app = HttpFrontend(dp)
-            made = counting_lanes(dp)
+        async with counted_front_door(tmp_path) as (app, made):
             for i in range(8):
                 status, doc = await post(app, numbered(f"call-{i}", 3.0 * i))
                 assert status == 200 and doc["id"] == f"call-{i}", doc

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -124,15 +126,22 @@ def counting_lanes(dp: LocalDataPlane) -> list[int]:
     return made
 
 
+@asynccontextmanager
+async def counted_front_door(
+    tmp_path: Path, governance: Governance | None = None
+) -> AsyncIterator[tuple[HttpFrontend, list[int]]]:
+    """A front door over a running data plane, and its count of validations."""
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        yield HttpFrontend(dp, governance=governance), counting_lanes(dp)
+
+
 def test_a_repeated_header_is_validated_until_seen_twice_and_each_request_gets_its_rows(
     tmp_path: Path,
 ) -> None:
     slow_double(tmp_path)
 
     async def scenario() -> None:
-        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
-            app = HttpFrontend(dp)
-            made = counting_lanes(dp)
+        async with counted_front_door(tmp_path) as (app, made):
             for i in range(5):
                 rows = np.array([[i, 2.0 * i]], dtype=np.float32)
                 assert reply_y(await post(app, *binary_request(rows))) == (rows * 2 + 1000).tolist()
@@ -202,9 +211,7 @@ def test_each_caller_has_its_lane_and_a_rule_change_drops_them(tmp_path: Path) -
         governance = Governance(
             parse_service_config(SERVICE_FILE), rules_source=RulesSource.AUTO, clock=FakeClock()
         )
-        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
-            app = HttpFrontend(dp, governance=governance)
-            made = counting_lanes(dp)
+        async with counted_front_door(tmp_path, governance) as (app, made):
             for _ in range(3):
                 for key in KEYS:
                     assert reply_y(await post(app, *binary_request(rows), key)) == [[1002, 1002]]
@@ -276,9 +283,7 @@ def test_a_new_id_with_every_request_takes_one_lane_and_each_reply_carries_its_o
     rows = np.ones((1, 2), dtype=np.float32)
 
     async def scenario() -> None:
-        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
-            app = HttpFrontend(dp)
-            made = counting_lanes(dp)
+        async with counted_front_door(tmp_path) as (app, made):
             for i in range(6):  # ids of different lengths: the body's offsets move
                 request_id = "n" * i
                 body, length = binary_request(rows * i, request_id)
@@ -295,6 +300,11 @@ def test_a_new_id_with_every_request_takes_one_lane_and_each_reply_carries_its_o
             tail = body[len('{"id": "abc') : length]
             for send in (post, post_direct):
                 status, answer = await send(app, tail + body[length:], len(tail))
+                assert status == 400 and "rule=protocol/json" in orjson.loads(answer)["error"]
+            # an opening id that is not UTF-8: keyed whole, found nowhere, refused as JSON
+            not_utf8 = body.replace(b'"abc"', b'"\xff\xfe"', 1)
+            for send in (post, post_direct):
+                status, answer = await send(app, not_utf8, length)
                 assert status == 400 and "rule=protocol/json" in orjson.loads(answer)["error"]
             assert made == [1, 1] and len(app.lanes) == 1
 
