@@ -230,6 +230,46 @@ def triton_text(manager: ModelManager, counter_latencies: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _token_metrics(versions: list[ModelVersion]) -> Iterator[Metric]:
+    """An encoder's tokens (batched by tokens), and a text model's embedding cache."""
+    encoders = [mv for mv in versions if getattr(mv.scheduler, "tokens", None) is not None]
+    tokens = CounterMetricFamily(
+        "modelyard_tokens",
+        "Tokens an encoder's executions computed: real (the rows' own) or padded (what ran)",
+        labels=["model", "version", "kind"],
+    )
+    cache = CounterMetricFamily(
+        "modelyard_embedding_cache_lookups",
+        "Texts a text model's embedding cache answered (hit) or not (miss)",
+        labels=["model", "version", "result"],
+    )
+    cache_bytes = GaugeMetricFamily(
+        "modelyard_embedding_cache_bytes",
+        "Memory a text model's embedding cache holds, and its budget",
+        labels=["model", "version", "kind"],
+    )
+    for mv in encoders:
+        stats = mv.scheduler.stats
+        labels = [mv.name, str(mv.version)]
+        tokens.add_metric([*labels, "real"], stats.tokens_real)
+        tokens.add_metric([*labels, "padded"], stats.tokens_padded)
+        kept = mv.scheduler.tokens.cache  # type: ignore[union-attr]
+        if kept is not None:
+            cache.add_metric([*labels, "hit"], stats.text_cache_hits)
+            cache.add_metric([*labels, "miss"], stats.text_cache_misses)
+            cache_bytes.add_metric([*labels, "used"], kept.bytes)
+            cache_bytes.add_metric([*labels, "budget"], kept.budget_bytes)
+    yield tokens
+    yield _histogram(
+        "modelyard_padding_ratio",
+        "Padded tokens over real tokens, per execution of an encoder batched by tokens",
+        lambda mv: mv.scheduler.stats.padding_ratio,
+        encoders,
+    )
+    yield cache
+    yield cache_bytes
+
+
 class ModelServerCollector(Collector):
     def __init__(self, manager: ModelManager) -> None:
         self.manager = manager
@@ -260,6 +300,7 @@ class ModelServerCollector(Collector):
             lambda mv: mv.scheduler.stats.batch_size,
             versions,
         )
+        yield from _token_metrics(versions)
         memory = Metric(
             "modelyard_model_memory_bytes",
             "Host memory each loaded model version took at load (RSS delta)",

@@ -1,8 +1,8 @@
 """Seeded malformed requests against a real ``modelyard serve``: no 5xx, ever.
 
 The repository holds iris_sklearn (a skops classifier), tiny_onnx (auto-completed
-from its graph) and the MiniLM text models (tokenizer, encoder, pooling and the
-text_embedding ensemble). Requests are made from each model's metadata and then
+from its graph) and the MiniLM models (text_embedding, from text, and minilm_onnx,
+the bare encoder, both batched by tokens). Requests are made from each model's metadata and then
 broken one way each, in the categories of issue 22 (malformed JSON, wrong types at
 every field, shapes, dims, duplicate and unknown names, parameters, binary headers,
 datatypes, values, token ids and UTF-8, oversized names, routes). Valid requests are
@@ -351,7 +351,7 @@ def http_bad_datatypes(rng: random.Random, models: Models) -> HttpRequest:
 
 
 def http_bad_values(rng: random.Random, models: Models) -> HttpRequest:
-    model = rng.choice(["iris_sklearn", "tiny_onnx", "minilm_pooling"])
+    model = rng.choice(["iris_sklearn", "tiny_onnx"])
     arrays = models.inputs(rng, model)
     name = next(n for n, a in arrays.items() if a.dtype == np.float32)
     if rng.random() < 0.5:
@@ -373,8 +373,8 @@ def http_text_values(rng: random.Random, models: Models) -> HttpRequest:
         ids[rng.randrange(len(ids))] = rng.choice([VOCABULARY, VOCABULARY + 7, 2**62, -1, -(2**62)])
         doc, raw = _binary_doc(models, "minilm_onnx", arrays)
         return _binary("minilm_onnx", doc, raw)
-    if choice == 2:  # a mask of another length than the ids (or the hidden states)
-        model = rng.choice(["minilm_onnx", "minilm_pooling"])
+    if choice == 2:  # a mask of another length than the ids
+        model = "minilm_onnx"
         arrays = models.inputs(rng, model)
         length = arrays["attention_mask"].shape[1]
         arrays["attention_mask"] = np.ones((1, length + rng.randrange(1, 5)), np.int64)
@@ -389,7 +389,7 @@ def http_text_values(rng: random.Random, models: Models) -> HttpRequest:
         doc, raw = _binary_doc(models, "minilm_onnx", arrays)
         return _binary("minilm_onnx", doc, raw)
     # text that is not UTF-8
-    model = rng.choice(["minilm_tokenizer", "text_embedding"])
+    model = "text_embedding"
     text = rng.choice([b"\xff\xfe", b"caf\xe9", b"\xc3", b"ok \xed\xa0\x80"])
     arrays = {"TEXT": np.array([[text]], dtype=object)}
     doc, raw = _binary_doc(models, model, arrays)
@@ -535,7 +535,7 @@ def grpc_case(rng: random.Random, models: Models) -> tuple[str, pb.ModelInferReq
         request = _grpc_request(models, rng, "minilm_onnx", arrays)
         if rng.random() < 0.3:
             text = np.array([[b"\xff\xfe"]], dtype=object)
-            request = _grpc_request(models, rng, "minilm_tokenizer", {"TEXT": text})
+            request = _grpc_request(models, rng, "text_embedding", {"TEXT": text})
     else:
         choice = rng.randrange(4)
         if choice == 0:
@@ -605,9 +605,7 @@ def test_no_malformed_request_gets_a_5xx(server: ServerProcess) -> None:
         for name in (
             "iris_sklearn",
             "tiny_onnx",
-            "minilm_tokenizer",
             "minilm_onnx",
-            "minilm_pooling",
             "text_embedding",
         )
     }

@@ -108,7 +108,11 @@ class GatewayServer(InProcessServer):
         )
         forwarding = ForwardingDataPlane(client)
         dataplane: DataPlane = forwarding
-        app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes)
+        app = HttpFrontend(
+            dataplane,
+            max_body_bytes=args.http_max_body_bytes,
+            embedding_model=args.embedding_model,
+        )
         config = http_config(app, args.host, args.http_port, connection_limits(args))
         http_socket = self.listen(parts, args.host, args.http_port)
         parts.push_async_callback(forwarding.aclose)  # also after a failed start

@@ -105,6 +105,13 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="largest request line and header block (431 past it)",
     )
+    parser.add_argument(
+        "--embedding-model",
+        default=None,
+        metavar="NAME",
+        help="the text model text-embeddings-inference's POST /embed uses (OpenAI's "
+        "POST /v1/embeddings names its model itself)",
+    )
 
 
 def connection_limits(args: argparse.Namespace) -> ConnectionLimits:

@@ -360,6 +360,7 @@ class InstanceServer(InProcessServer):
             shared_memory=shared_memory,
             tracing=tracing,
             header_forwarding=args.http_header_forwarding,
+            embedding_model=args.embedding_model,
         )
         await manager.start()
         parts.push_async_callback(manager.stop)

@@ -27,6 +27,7 @@ from modelyard.errors import (
     retry_after_header,
     shown,
 )
+from modelyard.frontdoors.embeddings import EmbeddingRoutes
 from modelyard.frontdoors.header_forwarding import HeaderForwarding
 from modelyard.frontdoors.http_compression import (
     MIN_COMPRESSED_BYTES,
@@ -41,6 +42,7 @@ from modelyard.governance.guard import CALL_HEADERS, Call, bearer_token
 from modelyard.governance.runtime import Governance, rejections
 from modelyard.logging import SETTINGS
 from modelyard.modelfiles.load_request import load_files, load_override
+from modelyard.protocol.embeddings import EMBEDDING_PATHS
 from modelyard.protocol.infer_json import read as read_infer_json
 from modelyard.protocol.json_body import json_object
 from modelyard.protocol.shared_memory import SystemSharedMemory, place_outputs
@@ -175,6 +177,8 @@ def _allowed_methods(path: str, route: Route | None) -> tuple[str, ...] | None:
         return _POST if route[2] == "/infer" else _GET
     if path in _GET_ROUTES or path.startswith(_REJECTIONS_PATH):
         return _GET
+    if path in EMBEDDING_PATHS:
+        return _POST
     if path == LOGGING_PATH or _TRACE_ROUTE.match(path):
         return _GET_OR_POST
     if path == "/v2/repository/index" or _REPOSITORY_ROUTE.match(path):
@@ -395,6 +399,7 @@ class HttpFrontend:
         shared_memory: SystemSharedMemory | None = None,
         tracing: Tracing | None = None,
         header_forwarding: HeaderForwarding | None = None,
+        embedding_model: str | None = None,
     ):
         self.dataplane = dataplane
         self.max_body_bytes = max_body_bytes
@@ -403,6 +408,7 @@ class HttpFrontend:
         self.tracing = tracing or Tracing()
         self.header_forwarding = header_forwarding
         self.lanes = HttpLanes()
+        self.embeddings = EmbeddingRoutes(dataplane, governance, embedding_model)
         self._admitting: set[asyncio.Future[None]] = set()  # direct requests a guard awaits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -472,6 +478,11 @@ class HttpFrontend:
                         )
                 if accept is not None:
                     response = _compressed(response, accept)
+            elif scope["path"] in EMBEDDING_PATHS and scope["method"] == "POST":
+                body = await self._read_body(scope, receive)
+                response = _Response(
+                    *await self.embeddings.answer(scope["path"], scope["headers"], body)
+                )
             elif self.governance is not None:
                 response = await self._guarded(scope, receive, self.governance)
             else:

@@ -21,7 +21,12 @@ arrives. It knows Triton's ``dynamic_batching`` settings:
   once when full; ``default_timeout_microseconds`` (overridable per request
   when ``allow_timeout_override``) with ``timeout_action`` REJECT (dropped with
   an error, never computed) or DELAY (served after every request still in time);
-* requests whose tensor shapes or dtypes differ never share a batch.
+* requests whose tensor shapes or dtypes differ never share a batch;
+* an encoder's requests (``max_batch_tokens``: see server/token_batching.py) are
+  batched by padded tokens, not rows: each request says its tokens per row, and
+  a batch is the head and the queued requests nearest its length, as long as
+  rows times the longest stays within ``max_batch_tokens`` and within
+  ``max_padding_ratio`` of the tokens the rows really have.
 
 The queue is not thread-safe; the scheduler calls it under its lock.
 """
@@ -38,7 +43,9 @@ from tritonclient.grpc import model_config_pb2 as mc
 from modelyard.errors import Code, ModelServerError
 
 _ROWS = operator.attrgetter("rows")
+_TOKENS = operator.attrgetter("tokens")
 _GAP_SMOOTHING = 8  # the gap between arrivals is a moving average over about 8 of them
+DEFAULT_EXECUTION_TOKENS = 8.0
 
 REJECT = mc.ModelQueuePolicy.TimeoutAction.REJECT
 DELAY = mc.ModelQueuePolicy.TimeoutAction.DELAY
@@ -71,6 +78,10 @@ class BatchingPolicy:
     priority_levels: int = 1
     default_priority: int = 1
     policies: tuple[QueuePolicy, ...] = (QueuePolicy(),)  # index: priority level - 1
+    # an encoder's batches: at most this many padded tokens (rows times the longest row); 0: rows
+    max_batch_tokens: int = 0
+    # ... and padded tokens at most this many times the tokens the rows have
+    max_padding_ratio: float = 1.0
     # the rows a batch aims at: the largest preferred size, else max_batch_size
     target: int = field(init=False)
 
@@ -127,6 +138,10 @@ class QueuedRequest:
     seq: int = 0
     payload: Any = None  # the scheduler's own data (inputs, future ...)
     delayed: bool = field(default=False)
+    tokens: int = 0  # an encoder's request: tokens per row (its sequence length)
+    # the request a part of an encoder's request belongs to: without dynamic batching only
+    # the parts of one request share a batch
+    group: int = 0
 
 
 @dataclass(slots=True)
@@ -153,6 +168,9 @@ class RequestQueue:
         # queue already holding some: the pace at which a batch's partners arrive
         self._last_add_ns = 0
         self._gap_ns = 0
+        # an encoder's: what one execution costs beyond its tokens, in tokens (its scheduler
+        # learns it from the executions' times); batching by tokens trades it for padding
+        self.execution_tokens = DEFAULT_EXECUTION_TOKENS
 
     def __len__(self) -> int:
         return self.size
@@ -202,6 +220,23 @@ class RequestQueue:
             for t in (request.deadline_ns, request.client_deadline_ns):
                 if t is not None and (self._next_expiry_ns is None or t < self._next_expiry_ns):
                     self._next_expiry_ns = t
+
+    def add_all(
+        self, requests: list[QueuedRequest], now_ns: int, priority: int = 0, timeout_us: int = 0
+    ) -> None:
+        """Queue the parts of one request together, or none of them if they do not fit."""
+        level = priority or self.policy.default_priority
+        if 1 <= level <= len(self._levels):
+            limit = self.policy.policies[level - 1].max_queue_size
+            queued = len(self._levels[level - 1])
+            if limit and queued + len(requests) > limit:
+                raise self._full(level, queued, limit)
+        gap = self._gap_ns
+        for index, request in enumerate(requests):
+            self.add(request, now_ns, priority, timeout_us)
+            if index == 0:
+                gap = self._gap_ns  # parts come at once: the pace is the requests'
+        self._gap_ns = gap
 
     def _full(self, level: int, queued: int, limit: int) -> ModelServerError:
         setting = (
@@ -335,24 +370,28 @@ class RequestQueue:
         if head is None:
             return None
         policy = self.policy
-        if not policy.batching:
+        if policy.max_batch_tokens:
+            chosen, full = self._by_tokens(head)
+            rows = sum(map(_ROWS, chosen))
+        elif not policy.batching:
             return self._remove([head])
-        limit = policy.max_batch_size
-        target = policy.target
-        chosen: list[QueuedRequest] = []
-        rows = 0
-        for queue in self._ordered():
-            for request in queue:
-                if request.shape_key != head.shape_key:
-                    continue
-                if rows + request.rows > limit:
+        else:
+            limit = policy.max_batch_size
+            chosen = []
+            rows = 0
+            for queue in self._ordered():
+                for request in queue:
+                    if request.shape_key != head.shape_key:
+                        continue
+                    if rows + request.rows > limit:
+                        break
+                    chosen.append(request)
+                    rows += request.rows
+                if rows >= limit:
                     break
-                chosen.append(request)
-                rows += request.rows
-            if rows >= limit:
-                break
+            full = rows >= policy.target
         delay = policy.max_queue_delay_ns
-        if rows < target and delay > 0 and now_ns - head.enqueued_ns < delay:
+        if not full and policy.batching and delay > 0 and now_ns - head.enqueued_ns < delay:
             if executing > 0:
                 return head.enqueued_ns + delay
             if hold:
@@ -363,9 +402,80 @@ class RequestQueue:
                 # partners still arriving at their usual pace: wait for the next one
                 if self._returning_rows > 1 and now_ns - self._last_add_ns < 2 * self._gap_ns:
                     return min(self._last_add_ns + 2 * self._gap_ns, head.enqueued_ns + delay)
-        if policy.preferred and rows > policy.preferred[0]:
+        if policy.preferred and rows > policy.preferred[0] and not policy.max_batch_tokens:
             chosen = self._cut_to_preferred(chosen)
         return self._remove(chosen)
+
+    def _by_tokens(self, head: QueuedRequest) -> tuple[list[QueuedRequest], bool]:
+        """The head and the queued requests nearest its length: (the batch, whether it is full).
+
+        Candidates are sorted by tokens per row (stable: in the order of service among equal
+        lengths). The batch grows from the head to a neighbour, a shorter row or the rows of
+        the next longer length, while that lowers its cost per real token: its padded tokens
+        (rows times the longest) plus an execution's own cost in tokens
+        (``execution_tokens``), over the tokens its rows have. Rows of one length always
+        join; rows of another join while the execution they share saves more than the
+        padding they add. Rows, padded tokens and their ratio to the real ones stay within
+        the policy, so a long text never makes short ones pay its length.
+        """
+        policy = self.policy
+        key = head.shape_key
+        group = 0 if policy.batching else head.group
+        candidates = [
+            r
+            for queue in self._ordered()
+            for r in queue
+            if r.shape_key == key and (not group or r.group == group)
+        ]
+        candidates.sort(key=_TOKENS)
+        low = high = candidates.index(head)
+        limit = policy.max_batch_size or head.rows
+        budget = policy.max_batch_tokens
+        ratio = policy.max_padding_ratio
+        overhead = self.execution_tokens
+        rows = head.rows
+        real = head.rows * head.tokens
+        longest = head.tokens
+        last = len(candidates) - 1
+        while True:
+            cost = (rows * longest + overhead) / max(real, 1)
+            best = cost
+            step = None  # (side, requests taken, rows, real tokens, longest)
+            if low > 0:
+                shorter = candidates[low - 1]
+                more_rows = rows + shorter.rows
+                more_real = real + shorter.rows * shorter.tokens
+                padded = more_rows * longest
+                if more_rows <= limit and padded <= budget and padded <= ratio * more_real:
+                    then = (padded + overhead) / max(more_real, 1)
+                    if then <= best:
+                        best, step = then, (-1, 1, more_rows, more_real, longest)
+            if high < last:
+                length = candidates[high + 1].tokens
+                more_rows, more_real, taken = rows, real, 0
+                for request in candidates[high + 1 :]:  # the next length's rows, as fit
+                    if request.tokens != length or (more_rows + request.rows) * length > budget:
+                        break
+                    if more_rows + request.rows > limit:
+                        break
+                    more_rows += request.rows
+                    more_real += request.rows * request.tokens
+                    taken += 1
+                padded = more_rows * length
+                if taken and padded <= ratio * more_real:
+                    then = (padded + overhead) / max(more_real, 1)
+                    if then <= best:
+                        best, step = then, (1, taken, more_rows, more_real, length)
+            if step is None:
+                break
+            side, taken, rows, real, longest = step
+            if side < 0:
+                low -= 1
+            else:
+                high += taken
+        chosen = candidates[low : high + 1]
+        full = rows >= policy.target or (rows + 1) * longest > budget
+        return chosen, full
 
     def _cut_to_preferred(self, chosen: list[QueuedRequest]) -> list[QueuedRequest]:
         """The longest prefix whose rows equal a preferred size, if any reaches one."""

@@ -25,7 +25,7 @@ from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.dataplane import INSTANCE_EXTENSIONS, FixedOutput, StreamResponse
 from modelyard.engines.base import ModelParameters
 from modelyard.errors import Code, ModelServerError, ModelyardError, shown
-from modelyard.modelfiles.config import ModelSpec, config_to_json
+from modelyard.modelfiles.config import ModelSpec
 from modelyard.server.decoupled import DecoupledScheduler
 from modelyard.server.live_stats import live_stats
 from modelyard.server.manager import ModelManager
@@ -140,7 +140,7 @@ def _check_inputs(
 
 def _requested(mv: ModelVersion, request: InferRequest) -> list[RequestedOutput]:
     spec = mv.spec
-    if request.outputs is None:
+    if not request.outputs:  # none named, or an empty list: every output, as in Triton
         return [RequestedOutput(name) for name in spec.outputs]
     if len(request.outputs) > len(spec.outputs):  # the decoders refuse a name given twice
         raise _invalid(
@@ -375,7 +375,7 @@ class LocalDataPlane:
         }
 
     def model_config(self, name: str, version: str | None) -> dict[str, Any]:
-        return config_to_json(self.manager.resolve(name, version).config)
+        return self.manager.resolve(name, version).config_document()
 
     # ---- inference ------------------------------------------------------
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from modelyard.server.model_version import ModelVersion
-from modelyard.server.stats import Histogram
+from modelyard.server.stats import Histogram, VersionStats
 
 if TYPE_CHECKING:
     from modelyard.server.dataplane import LocalDataPlane
@@ -24,9 +24,33 @@ def _histogram(hist: Histogram) -> dict[str, list[Any]]:
     return {"bounds": list(hist.bounds), "counts": list(hist.counts)}
 
 
+def _tokens(mv: ModelVersion, s: VersionStats) -> dict[str, Any] | None:
+    """An encoder batched by tokens: its limits, its tokens and its embedding cache."""
+    tokens = getattr(mv.scheduler, "tokens", None)
+    if tokens is None:
+        return None
+    block: dict[str, Any] = {
+        "max_batch_tokens": tokens.max_batch_tokens,
+        "max_padding_ratio": tokens.max_padding_ratio,
+        "real": s.tokens_real,
+        "padded": s.tokens_padded,
+        "padding_ratio": _histogram(s.padding_ratio),
+    }
+    if tokens.cache is not None:
+        block["embedding_cache"] = {
+            "hits": s.text_cache_hits,
+            "misses": s.text_cache_misses,
+            "entries": len(tokens.cache),
+            "bytes": tokens.cache.bytes,
+            "budget_bytes": tokens.cache.budget_bytes,
+            "evictions": tokens.cache.evictions,
+        }
+    return block
+
+
 def _version(mv: ModelVersion) -> dict[str, Any]:
     s = mv.scheduler.stats.snapshot()
-    return {
+    row = {
         "name": mv.name,
         "version": str(mv.version),
         "state": str(mv.state),
@@ -47,6 +71,10 @@ def _version(mv: ModelVersion) -> dict[str, Any]:
             "batch_size": _histogram(s.batch_size),
         },
     }
+    tokens = _tokens(mv, s)
+    if tokens is not None:
+        row["tokens"] = tokens
+    return row
 
 
 def live_stats(dataplane: LocalDataPlane, governance: dict[str, Any] | None) -> dict[str, Any]:

@@ -23,14 +23,18 @@ from modelyard.hardware.placement import (
     placed_groups,
     visible_gpus,
 )
-from modelyard.modelfiles.config import ModelSpec, compile_spec, complete_config
+from modelyard.modelfiles.config import ModelSpec, compile_spec, complete_config, config_to_json
 from modelyard.server.batcher import BatchingPolicy
 from modelyard.server.decoupled import DecoupledScheduler
+from modelyard.server.embedding_cache import EmbeddingCache, parse_size
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.rate_limiter import ResourceLimiter, instance_needs
 from modelyard.server.scheduler import Scheduler
 from modelyard.server.sequence_batcher import SequenceScheduler
 from modelyard.server.sequence_policy import SequencePolicy
+from modelyard.server.text_encoding import TextEncoding, is_text_model, load_text_encoding
+from modelyard.server.token_batching import TokenBatching, token_batching_for
+from modelyard.server.token_scheduler import TokenScheduler
 from modelyard.types import CONFIG_TO_V2, numpy_dtype
 
 if TYPE_CHECKING:
@@ -69,6 +73,7 @@ class ModelVersion:
 
     # whether its engines read each request (Triton's python backend): its parameters
     takes_requests: bool = field(init=False, default=False)
+    _config_document: dict[str, Any] | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.takes_requests = any(getattr(e, "takes_requests", False) for e in self.engines)
@@ -79,6 +84,13 @@ class ModelVersion:
         self.scheduler.join(timeout)
         unload_all(self.engines)
         self.state = VersionState.UNAVAILABLE
+
+    def config_document(self) -> dict[str, Any]:
+        """The completed config as Triton's JSON (made once: the version's config is fixed
+        once it has loaded). Not to be changed by its readers."""
+        if self._config_document is None:
+            self._config_document = config_to_json(self.config)
+        return self._config_document
 
     def engine_info(self) -> dict[str, Any]:
         return {"backend": self.backend, **(self.engines[0].describe() if self.engines else {})}
@@ -172,11 +184,20 @@ def _check_signature(
             )
 
 
-def run_warmup(engine: Engine, samples: list[tuple[dict[str, np.ndarray], list[str], int]]) -> None:
-    """Execute warm-up samples on one engine before its version takes traffic."""
+def run_warmup(
+    engine: Engine,
+    samples: list[tuple[dict[str, np.ndarray], list[str], int]],
+    tokens: TokenBatching | None = None,
+) -> None:
+    """Execute warm-up samples on one engine before its version takes traffic (an encoder's
+    as its scheduler would: tokenized, padded, pooled)."""
     for inputs, outputs, count in samples:
         for _ in range(max(1, count)):
-            engine.execute(inputs, outputs)
+            if tokens is None:
+                engine.execute(inputs, outputs)
+            else:
+                rows = len(next(iter(inputs.values()))) if inputs else 1
+                tokens.execute_unqueued(engine, inputs, outputs, rows)
 
 
 def warmup_samples(
@@ -264,6 +285,9 @@ def load_model_version(
     rss_before = process_rss_bytes()
     device_before = device_memory_used(devices)
     signature: Signature | None = None
+    text: TextEncoding | None = None
+    tokens: TokenBatching | None = None
+    graph: Signature | None = None
     try:
         for index, device in enumerate(devices):
             engine = cls()
@@ -280,7 +304,10 @@ def load_model_version(
             described = engine.load(ctx)
             engines.append(engine)
             if index == 0:
-                signature = described
+                graph = signature = described
+                if is_text_model(version_dir, config, graph):
+                    text = _text_encoding(name, version, version_dir, config, graph)
+                    signature = text.signature
                 _check_signature(name, version, config, signature)
                 if auto_complete:
                     complete_config(config, signature, f"{name}/config.pbtxt")
@@ -289,8 +316,10 @@ def load_model_version(
         if not config.platform and backend in _PLATFORM_OF:
             config.platform = _PLATFORM_OF[backend]
         spec = compile_spec(config, f"{name}/config.pbtxt")
+        tokens = token_batching_for(name, version, config, graph, text, _embedding_cache(
+            name, version, config, text))  # fmt: skip
         for engine in engines:
-            run_warmup(engine, warmup_samples(config, spec, model_dir))
+            run_warmup(engine, warmup_samples(config, spec, model_dir), tokens)
     except ModelyardError:
         _release(engines)
         raise
@@ -310,7 +339,8 @@ def load_model_version(
             scheduler = SequenceScheduler(name, version, engines, sequence, clock=clock)
         else:
             scheduler = _dynamic_scheduler(name, version, config, engines, placed, limiter,
-                                           clock, loop_load, default_max_queue_size)  # fmt: skip
+                                           clock, loop_load, default_max_queue_size,
+                                           tokens)  # fmt: skip
     except ModelyardError:
         _release(engines)
         raise
@@ -340,8 +370,10 @@ def _dynamic_scheduler(
     clock: Clock,
     loop_load: LoopLoad | None,
     default_max_queue_size: int,
+    tokens: TokenBatching | None = None,
 ) -> Scheduler:
-    """The scheduler of a model that answers each request once: dynamic batching, or none."""
+    """The scheduler of a model that answers each request once: dynamic batching (by tokens,
+    for an encoder), or none."""
     policy = BatchingPolicy.from_config(config, default_max_queue_size)
     key = "modelyard_inline_execution"
     inline = config.parameters[key].string_value.lower() if key in config.parameters else ""
@@ -349,6 +381,11 @@ def _dynamic_scheduler(
     if any(needs):
         assert limiter is not None
         limiter.add(needs, name)
+    if tokens is not None:
+        return TokenScheduler(
+            name, version, engines, policy, tokens, clock=clock, loop_load=loop_load,
+            limiter=limiter if any(needs) else None, needs=needs,
+        )  # fmt: skip
     return Scheduler(
         name,
         version,
@@ -363,6 +400,41 @@ def _dynamic_scheduler(
         limiter=limiter if any(needs) else None,
         needs=needs,
     )
+
+
+def _text_encoding(
+    name: str, version: int, version_dir: Path, config: mc.ModelConfig, graph: Signature | None
+) -> TextEncoding:
+    if graph is None:
+        raise _load_error(
+            name,
+            version,
+            "a text model needs an engine that reads its graph's inputs and outputs "
+            "(onnxruntime)",
+            f"serve the encoder as an ONNX file, or remove tokenizer from {name}/config.pbtxt",
+        )
+    return load_text_encoding(name, version, version_dir, config, graph)
+
+
+def _embedding_cache(
+    name: str, version: int, config: mc.ModelConfig, text: TextEncoding | None
+) -> EmbeddingCache | None:
+    """A text model's embedding cache, where its config asks for one."""
+    key = "embedding_cache_size"
+    if key not in config.parameters:
+        return None
+    asked = config.parameters[key].string_value
+    size = parse_size(asked)
+    if text is None or size is None or size <= 0:
+        raise _load_error(
+            name,
+            version,
+            f"{key} '{asked}' is not a size in bytes (64M, 1G ...) of a text model's cache"
+            if text is not None
+            else f"{key} is served for text models only (a tokenizer before the encoder)",
+            f"{key} in {name}/config.pbtxt",
+        )
+    return EmbeddingCache(size)
 
 
 def _sequence_policy(

@@ -18,6 +18,7 @@ TIME_BUCKETS = (
     2.5, 5.0, 10.0,
 )  # fmt: skip
 BATCH_BUCKETS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
+PADDING_BUCKETS = (1.0, 1.05, 1.1, 1.15, 1.25, 1.5, 2.0, 3.0, 5.0)
 
 
 @dataclass(slots=True)
@@ -144,6 +145,14 @@ class VersionStats:
     cache_miss_count: int = 0
     cache_miss_ns: int = 0
     last_inference_ms: int = 0
+    # an encoder batched by tokens: the tokens its executions' rows have, and what they ran
+    # padded to each execution's longest row; each execution's padded ÷ real
+    tokens_real: int = 0
+    tokens_padded: int = 0
+    padding_ratio: Histogram = field(default_factory=lambda: Histogram(PADDING_BUCKETS))
+    # a text model's embedding cache: texts answered from it, and texts computed
+    text_cache_hits: int = 0
+    text_cache_misses: int = 0
     # batch size -> [count, compute_input ns, compute_infer ns, compute_output ns]
     batch_stats: dict[int, list[int]] = field(default_factory=dict)
     # each successful request, enqueued to results ready (what success_ns adds up)
@@ -166,6 +175,7 @@ class VersionStats:
                 queue_seconds=self.queue_seconds.copy(),
                 compute_seconds=self.compute_seconds.copy(),
                 batch_size=self.batch_size.copy(),
+                padding_ratio=self.padding_ratio.copy(),
                 lock=threading.Lock(),
             )
 
@@ -193,6 +203,25 @@ class VersionStats:
             if self.summaries is not None:
                 for name in ("request", "queue"):
                     self.summaries.series[name].sum += total_ns / 1000
+
+    def record_tokens(self, real: int, padded: int) -> None:
+        """One execution of an encoder: its rows' own tokens, and the tokens it computed."""
+        with self.lock:
+            self.tokens_real += real
+            self.tokens_padded += padded
+            self.padding_ratio.observe(padded / real if real else 1.0)
+
+    def record_text_cache(self, hits: int, misses: int, answered_ns: int) -> None:
+        """A text model's request looked its texts up; answered whole from the cache when
+        ``answered_ns`` (a success, as the response cache's hits are)."""
+        with self.lock:
+            self.text_cache_hits += hits
+            self.text_cache_misses += misses
+            if answered_ns:
+                self.success_count += 1
+                self.success_ns += answered_ns
+                self.request_seconds.observe(answered_ns / 1e9)
+                self.queue_seconds.observe(0.0)
 
     def record_cache_miss(self, elapsed_ns: int) -> None:
         with self.lock:
