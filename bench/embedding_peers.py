@@ -327,6 +327,63 @@ def engine_limit(texts: list[str]) -> float:
     return len(feeds) / (time.perf_counter() - start)
 
 
+def int8_report(texts: list[str], keep_fp32: tuple[str, ...]) -> dict[str, Any]:
+    """The INT8 variant of text_embedding (``modelyard optimize --to int8-dynamic``): each
+    bench text's cosine against FP32, and the speed-up, in this process on core 0."""
+    from modelyard.optimize.quantize import write_variant
+    from modelyard.optimize.text_report import text_accuracy_report
+
+    model_dir = HOME / "int8" / "text_embedding"
+    shutil.rmtree(model_dir.parent, ignore_errors=True)
+    (model_dir / "1").mkdir(parents=True)
+    source = modelyard_repository() / "text_embedding"
+    shutil.copyfile(source / "config.pbtxt", model_dir / "config.pbtxt")
+    for name in ("model.onnx", "tokenizer.json"):
+        (model_dir / "1" / name).hardlink_to(source / "1" / name)
+    write_variant(model_dir, "int8-dynamic", keep_fp32=keep_fp32)
+    os.sched_setaffinity(0, {SERVER_CPU})
+    try:
+        return text_accuracy_report(model_dir, 1, 2, texts)
+    finally:
+        os.sched_setaffinity(0, {CLIENT_CPU})
+
+
+async def _one_call_ms(session: aiohttp.ClientSession, server: Server, text: str) -> float:
+    start = time.perf_counter()
+    await embed(session, server, [text])
+    return (time.perf_counter() - start) * 1000
+
+
+def cache_report(texts: list[str]) -> dict[str, float]:
+    """One text per call, one caller: a text the embedding cache has not seen (a miss)
+    against one it has (a hit), median milliseconds of each."""
+    repository = modelyard_repository()
+    config = repository / "text_embedding" / "config.pbtxt"
+    original = config.read_text()
+    config.write_text(
+        original + '\nparameters { key: "embedding_cache_size" value { string_value: "64M" } }\n'
+    )
+    server = Server("modelyard")
+    try:
+        asyncio.run(wait_ready(server))
+
+        async def calls() -> tuple[list[float], list[float]]:
+            async with aiohttp.ClientSession() as session:
+                misses = [await _one_call_ms(session, server, text) for text in texts[:200]]
+                hits = [await _one_call_ms(session, server, text) for text in texts[:200]]
+            return misses, hits
+
+        misses, hits = asyncio.run(calls())
+    finally:
+        server.stop()
+        config.write_text(original)
+    return {
+        "miss_ms": statistics.median(misses),
+        "hit_ms": statistics.median(hits),
+        "ratio": statistics.median(misses) / statistics.median(hits),
+    }
+
+
 # -- the run --------------------------------------------------------------------------------
 
 
@@ -376,7 +433,7 @@ def table(results: dict[str, dict], columns: list[str]) -> str:
         "|---|" + "---|" * (len(columns) + 1),
     ]
     for name, summary in results.items():
-        if name == "engine":
+        if name in ("engine", "int8", "cache"):
             continue
         cells = [
             f"{summary[c]['texts_per_s']:.1f} (p99 {summary[c]['p99_ms']:.0f} ms)"
@@ -393,6 +450,16 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--no-engine", action="store_true", help="skip the engine-alone limit")
+    parser.add_argument(
+        "--extras", action="store_true", help="also the INT8 variant and the embedding cache"
+    )
+    parser.add_argument(
+        "--keep-fp32",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="the INT8 variant's nodes kept in FP32 (as modelyard optimize --keep-fp32)",
+    )
     args = parser.parse_args()
     args.conc = [int(c) for c in args.conc.split(",")]
     HOME.mkdir(parents=True, exist_ok=True)
@@ -408,6 +475,9 @@ def main() -> int:
         os.sched_setaffinity(0, {SERVER_CPU})
         results["engine"] = {"texts_per_s": engine_limit(texts[:600])}
         os.sched_setaffinity(0, {CLIENT_CPU})
+    if args.extras:
+        results["int8"] = int8_report(texts, tuple(args.keep_fp32))
+        results["cache"] = cache_report(texts)
     columns = [f"c={c}" for c in args.conc] + ["32 texts"]
     print()
     print(f"machine: {platform.node()} {platform.processor() or platform.machine()}, "
@@ -415,6 +485,18 @@ def main() -> int:
     print(table(results, columns))
     if "engine" in results:
         print(f"engine alone, each text at its own length: {results['engine']['texts_per_s']:.1f}")
+    if "modelyard" in results and "tokens" in results["modelyard"]:
+        tokens = results["modelyard"]["tokens"]
+        print(f"modelyard's tokens: {tokens['padded']} padded for {tokens['real']} real "
+              f"({tokens['ratio']:.3f})")
+    if "int8" in results:
+        int8 = results["int8"]
+        print(f"int8-dynamic on {int8['texts']} texts: cosine least {int8['cosine']['min']:.4f}, "
+              f"mean {int8['cosine']['mean']:.4f}; {int8['speedup']:.2f}x the texts/s of fp32")
+    if "cache" in results:
+        cache = results["cache"]
+        print(f"embedding cache, one text a call: miss {cache['miss_ms']:.2f} ms, hit "
+              f"{cache['hit_ms']:.2f} ms ({cache['ratio']:.1f}x)")
     (HOME / "results.json").write_text(json.dumps(results, indent=1))
     return 0
 

@@ -8,8 +8,12 @@ then L2 normalisation (what sentence-transformers does).
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,9 +26,11 @@ import openai
 import pytest
 import tritonclient.http as httpclient
 
+from modelyard.discovery import open_registry
+from modelyard.discovery.registry import Instance
 from modelyard.examples.text import MAX_SEQUENCE_LENGTH, TOPICS, build_text_models, minilm_dir
 from modelyard.governance.auth import hash_secret
-from tests.support.servers import Served, server_in_process, wait_until
+from tests.support.servers import Served, free_ports, server_in_process, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -401,3 +407,56 @@ def test_embedding_calls_go_through_governance(governed: Served) -> None:
     assert limited.value.response.headers["retry-after"]
     tei = httpx.post(f"{base}/embed", json={"inputs": "x"}, headers={"authorization": "Bearer no"})
     assert tei.status_code == 401 and "rule=auth" in tei.json()["error"]
+
+
+def test_embedding_calls_reach_a_text_model_through_the_gateway(
+    server: Served, client: httpclient.InferenceServerClient, tmp_path: Path
+) -> None:
+    service = "com.example.embeddings"
+    registry_url = f"embedded://{tmp_path / 'registry.db'}"
+    registry = open_registry(registry_url)
+    entry = Instance(
+        service=service,
+        group="a",
+        instance_id="text-1",
+        http=server.http_url,
+        grpc=server.grpc_url,
+        models={"text_embedding": {"1": "READY"}},
+    )
+    asyncio.run(registry.register(entry, ttl=300))
+    asyncio.run(registry.aclose())
+    (http_port,) = free_ports(1)
+    with (tmp_path / "gateway.log").open("wb") as log:
+        gateway = subprocess.Popen(
+            [
+                sys.executable, "-m", "modelyard.cli.main", "gateway", "--service", service,
+                "--registry", registry_url, "--http-port", str(http_port), "--grpc-port", "-1",
+                "--embedding-model", "text_embedding",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{http_port}"
+    try:
+
+        def configured() -> bool:
+            assert gateway.poll() is None, (tmp_path / "gateway.log").read_text()
+            try:
+                url = f"{base}/v2/models/text_embedding/config"
+                return httpx.get(url, timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(configured, timeout=60)
+        texts = ["through the gateway", LONG]
+        vectors, tokens = embed(client, texts)
+        with openai.OpenAI(base_url=f"{base}/v1", api_key="unused") as caller:
+            answer = caller.embeddings.create(model="text_embedding", input=texts)
+        tei = httpx.post(f"{base}/embed", json={"inputs": texts})
+    finally:
+        gateway.terminate()
+        gateway.wait(15)
+    assert np.allclose([d.embedding for d in answer.data], vectors, atol=1e-6)
+    assert answer.usage.prompt_tokens == int(tokens.sum())
+    assert tei.status_code == 200 and np.allclose(tei.json(), vectors, atol=1e-6)

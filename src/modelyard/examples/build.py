@@ -16,7 +16,8 @@ iris_sklearn                sklearn      a skops file; the engine describes its 
 breast_cancer_xgboost       xgboost      Booster JSON
 wine_lightgbm               lightgbm     Booster text file
 digits_python               python       a model.py with its own data file
-text_embedding, ...         ensemble     MiniLM sentence embeddings and a topic classifier,
+text_embedding, ...         onnxruntime  MiniLM sentence embeddings from text (a text model),
+                                         the bare encoder and a topic classifier ensemble,
                                          built by ``modelyard.examples.text``
 ==========================  ===========  ==================================================
 

@@ -140,9 +140,7 @@ class TextEncoding:
         if len(self.text_inputs) == 2:
             second = self.texts(inputs[self.text_inputs[1]], self.text_inputs[1])
             encodings = self.tokenizer.encode_batch_fast(list(zip(first, second, strict=True)))
-        elif len(first) == 1:
-            encodings = [self.tokenizer.encode(first[0])]
-        else:
+        else:  # without offsets: 15 % less than encode() for one text
             encodings = self.tokenizer.encode_batch_fast(first)
         rows = []
         for encoding in encodings:

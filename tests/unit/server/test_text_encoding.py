@@ -172,3 +172,26 @@ def test_cache_sizes_read_as_people_write_them(text: str, size: int) -> None:
 
 def test_a_size_that_is_none_reads_as_none() -> None:
     assert parse_size("lots") is None and parse_size("-5M") is None
+
+
+def test_a_model_of_two_texts_tokenizes_them_as_a_pair(version_dir: Path) -> None:
+    pair = text_format.Parse(
+        """
+        name: "rerank"
+        max_batch_size: 8
+        input { name: "QUERY" data_type: TYPE_STRING dims: [1] }
+        input { name: "PASSAGE" data_type: TYPE_STRING dims: [1] }
+        """
+        + parameter("pooling", "cls"),
+        mc.ModelConfig(),
+    )
+    text = load_text_encoding("rerank", 1, version_dir, pair, GRAPH)
+    assert [s.name for s in text.signature.inputs] == ["QUERY", "PASSAGE"]
+    (row,) = text.encode(
+        {
+            "QUERY": np.array([[b"hello"]], dtype=object),
+            "PASSAGE": np.array([[b"big world"]], dtype=object),
+        }
+    )
+    assert row["input_ids"].tolist() == [101, 7592, 102, 2502, 2088, 102]
+    assert row["token_type_ids"].tolist() == [0, 0, 0, 1, 1, 1]
