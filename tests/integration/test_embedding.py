@@ -460,3 +460,73 @@ def test_embedding_calls_reach_a_text_model_through_the_gateway(
     assert np.allclose([d.embedding for d in answer.data], vectors, atol=1e-6)
     assert answer.usage.prompt_tokens == int(tokens.sum())
     assert tei.status_code == 200 and np.allclose(tei.json(), vectors, atol=1e-6)
+
+
+TORCH_ENCODER_CONFIG = """
+name: "torch_encoder"
+platform: "pytorch_libtorch"
+max_batch_size: 16
+dynamic_batching { max_queue_delay_microseconds: 20000 }
+input [
+  { name: "INPUT__0" data_type: TYPE_INT64 dims: [-1] },
+  { name: "INPUT__1" data_type: TYPE_INT64 dims: [-1] }
+]
+output [
+  { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [-1, 4] },
+  { name: "OUTPUT__1" data_type: TYPE_FP32 dims: [4] }
+]
+parameters { key: "max_batch_tokens" value { string_value: "256" } }
+"""
+
+
+def test_a_torchscript_encoder_declared_in_its_config_is_batched_by_tokens(
+    tmp_path: Path,
+) -> None:
+    import torch
+
+    class Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(0)
+            self.embedding = torch.nn.Embedding(100, 4)
+
+        def forward(
+            self, ids: torch.Tensor, mask: torch.Tensor
+        ) -> tuple[torch.Tensor, torch.Tensor]:
+            weights = mask.unsqueeze(-1).float()
+            states = self.embedding(ids) * weights
+            mean = states.sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+            return states + mean.unsqueeze(1), mean
+
+    model_dir = tmp_path / "models" / "torch_encoder"
+    (model_dir / "1").mkdir(parents=True)
+    encoder = Encoder().eval()
+    torch.jit.save(torch.jit.script(encoder), str(model_dir / "1" / "model.pt"))
+    (model_dir / "config.pbtxt").write_text(TORCH_ENCODER_CONFIG)
+    rng = np.random.default_rng(1)
+    requests = [rng.integers(1, 100, size=(1, 2 + i % 6)) for i in range(24)]
+
+    def one(url: str, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        with httpclient.InferenceServerClient(url) as client:
+            items = []
+            for name, values in (("INPUT__0", ids), ("INPUT__1", np.ones_like(ids))):
+                item = httpclient.InferInput(name, list(values.shape), "INT64")
+                item.set_data_from_numpy(values.astype(np.int64))
+                items.append(item)
+            result = client.infer("torch_encoder", items)
+            states, mean = result.as_numpy("OUTPUT__0"), result.as_numpy("OUTPUT__1")
+            assert states is not None and mean is not None
+            return states, mean
+
+    with server_in_process(tmp_path / "models") as server:
+        with ThreadPoolExecutor(12) as pool:
+            answers = list(pool.map(lambda ids: one(server.http_url, ids), requests))
+        stats = live(server, "torch_encoder")
+    with torch.no_grad():
+        for ids, (states, mean) in zip(requests, answers, strict=True):
+            want_states, want_mean = encoder(torch.from_numpy(ids), torch.ones(ids.shape).long())
+            assert states.shape == (1, ids.shape[1], 4)
+            assert np.allclose(states, want_states.numpy(), atol=1e-6)
+            assert np.allclose(mean, want_mean.numpy(), atol=1e-6)
+    assert stats["execution_count"] < len(requests)  # lengths 2 to 7 shared executions
+    assert stats["tokens"]["real"] == sum(ids.size for ids in requests)
