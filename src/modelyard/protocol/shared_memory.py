@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from modelyard.errors import Code, ProtocolError, shown
 from modelyard.protocol.cuda_shared_memory import CudaRegion, raw_handle
-from modelyard.protocol.tensors import encode_raw_tensor
+from modelyard.protocol.tensors import encode_raw_tensor, size_mismatch
 from modelyard.types import InferRequest, InferResponse
 
 SHM_DIRECTORY = "/dev/shm"  # where Linux's shm_open keeps its objects
@@ -268,16 +268,14 @@ class SystemSharedMemory:
         return TensorSlice(region, offset, size)
 
     def read_input(
-        self, tensor: str, params: dict[str, Any], expected: int | None, spent: int
+        self, tensor: str, params: dict[str, Any], expected: int | None, spent: int, model: str = ""
     ) -> bytes:
         """An input's bytes: ``expected``: what its shape and datatype take (None: BYTES,
-        any); ``spent``: what the request's earlier inputs read from regions."""
+        any; another size is refused in Triton's words, naming ``model``); ``spent``: what
+        the request's earlier inputs read from regions."""
         where = self.tensor_slice(tensor, params)
         if expected is not None and where.byte_size != expected:
-            raise _error(
-                f"input '{shown(tensor)}': shared_memory_byte_size {where.byte_size} but its "
-                f"shape and datatype take {expected} bytes"
-            )
+            raise size_mismatch(tensor, model, expected, where.byte_size)
         if spent + where.byte_size > self.max_request_bytes:
             raise _error(
                 f"a request's tensors in shared memory come to over {self.max_request_bytes} bytes",

@@ -125,7 +125,7 @@ def test_sizes_are_checked_before_a_byte_is_read(shm_object: tuple[str, Path]) -
     params = {"shared_memory_region": "r", "shared_memory_byte_size": 32}
     with pytest.raises(ProtocolError) as mismatch:
         regions.read_input("x", params, 16, 0)
-    assert "shape and datatype take 16 bytes" in str(mismatch.value)
+    assert "input byte size mismatch for input 'x'. Expected 16, got 32" in str(mismatch.value)
     assert regions.read_input("x", params, 32, 0) == bytes(range(32))
     with pytest.raises(ProtocolError) as over:
         regions.read_input("y", params, 32, 32)  # a second input: 64 bytes in all
