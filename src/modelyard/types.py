@@ -97,6 +97,9 @@ class InferRequest:
     # (Triton's BLS) the principals of the requests it executes; a call they may not make
     # is refused
     principals: tuple[str, ...] = ()
+    # the shared memory regions its inputs were read from, held while it lives: Triton
+    # refuses to unregister a region a request in flight uses
+    regions: tuple[Any, ...] = ()
 
     def binary_outputs(self) -> tuple[dict[str, bool], bool]:
         """Whether each named output was asked for as binary data, and the default."""

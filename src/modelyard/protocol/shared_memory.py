@@ -55,8 +55,8 @@ def _error(
     )
 
 
-def _count(value: Any, what: str) -> int:
-    if type(value) is not int or not 0 <= value < 2**63:  # not a bool either
+def _count(value: Any, what: str, limit: int = 2**63) -> int:
+    if type(value) is not int or not 0 <= value < limit:  # not a bool either
         raise _error(f"{what} must be a non-negative integer, not {shown(repr(value), 40)}")
     return value
 
@@ -152,6 +152,18 @@ class Region:
         self.close()
 
 
+# the references a region has while no request holds it, as _in_use counts them: the
+# registry's, _in_use's parameter and getrefcount's argument (its callers hold none)
+_UNHELD_REFERENCES = 3
+
+
+def _in_use(region: Region | CudaRegion) -> bool:
+    """Whether a request in flight holds the region (its ``InferRequest.regions`` or a
+    requested output's ``TensorSlice``), read from its reference count as Triton reads a
+    region's ``shared_ptr::use_count``."""
+    return sys.getrefcount(region) > _UNHELD_REFERENCES
+
+
 class TensorSlice(NamedTuple):
     """Where one tensor of a request lives: ``byte_size`` bytes at ``offset`` of ``region``."""
 
@@ -228,17 +240,33 @@ class SystemSharedMemory:
 
     def unregister(self, name: str | None = None, kind: str = "system") -> None:
         """Unregister one region of a kind, or all of them; a name not registered is no
-        error (as Triton).
-
-        A request in flight that names the region still holds it: it is unmapped when
-        the last such request has written its outputs.
-        """
+        error (as Triton). A region a request in flight uses (an input read from it, an
+        output to write into it) is refused in Triton's words; unregistering them all
+        unregisters the others and names those refused."""
         self._check_allowed()
-        names = [n for n, r in self._regions.items() if r.kind == kind] if name is None else [name]
-        for each in names:
-            region = self._regions.get(each)
-            if region is not None and region.kind == kind:
+        if name is not None:
+            if name in self._regions and self._regions[name].kind == kind:
+                if _in_use(self._regions[name]):  # no reference held here: see _in_use
+                    raise _error(
+                        f"Cannot unregister shared memory region '{shown(name)}', it is "
+                        "currently in use.",
+                        Code.FAILED_PRECONDITION,
+                    )
+                del self._regions[name]
+            return
+        refused = []
+        for each in sorted(n for n, r in self._regions.items() if r.kind == kind):
+            if _in_use(self._regions[each]):
+                refused.append(each)
+            else:
                 del self._regions[each]
+        if refused:
+            kinds = "cuda" if kind == "cuda" else "system"
+            raise _error(
+                f"Failed to unregister the following {kinds} shared memory regions: "
+                + "".join(f"{each} ," for each in refused),
+                Code.FAILED_PRECONDITION,
+            )
 
     def close(self) -> None:
         for region in self._regions.values():
@@ -257,7 +285,9 @@ class SystemSharedMemory:
                 "'shared_memory_region'"
             )
         size = _count(params["shared_memory_byte_size"], "'shared_memory_byte_size'")
-        offset = _count(params.get("shared_memory_offset", 0), "'shared_memory_offset'")
+        # any 64-bit offset: one past the region is refused in Triton's words below (Triton
+        # reads 2**64 - 32 as -32, and refuses it so)
+        offset = _count(params.get("shared_memory_offset", 0), "'shared_memory_offset'", 2**64)
         region = self._regions.get(name)
         if region is None:
             raise _error(f"Unable to find shared memory region: '{shown(name)}'", Code.NOT_FOUND)
@@ -268,12 +298,21 @@ class SystemSharedMemory:
         return TensorSlice(region, offset, size)
 
     def read_input(
-        self, tensor: str, params: dict[str, Any], expected: int | None, spent: int, model: str = ""
+        self,
+        tensor: str,
+        params: dict[str, Any],
+        expected: int | None,
+        spent: int,
+        model: str = "",
+        held: list[Any] | None = None,
     ) -> bytes:
         """An input's bytes: ``expected``: what its shape and datatype take (None: BYTES,
         any; another size is refused in Triton's words, naming ``model``); ``spent``: what
-        the request's earlier inputs read from regions."""
+        the request's earlier inputs read from regions; ``held``: where its region goes,
+        for the request to hold (``InferRequest.regions``)."""
         where = self.tensor_slice(tensor, params)
+        if held is not None:
+            held.append(where.region)
         if expected is not None and where.byte_size != expected:
             raise size_mismatch(tensor, model, expected, where.byte_size)
         if spent + where.byte_size > self.max_request_bytes:

@@ -120,6 +120,7 @@ def decode_infer_request(
     # a tensor whose bytes its shape does not take is refused once every input is read, as
     # Triton refuses it after the other checks (and for the last such input given)
     wrong_size: ProtocolError | None = None
+    held: list[Any] = []  # the regions inputs are read from, which the request holds
     for tensor in message.inputs:
         name = tensor.name
         if name in inputs:
@@ -144,8 +145,9 @@ def decode_infer_request(
                 raise disabled(name)
             try:
                 region_bytes = shared_memory.read_input(
-                    name, _parameters(tensor), expected_bytes(datatype, shape), shared_bytes, model
-                )
+                    name, _parameters(tensor), expected_bytes(datatype, shape), shared_bytes,
+                    model, held,
+                )  # fmt: skip
             except ProtocolError as error:
                 if error.rule != SIZE_RULE:
                     raise
@@ -196,6 +198,7 @@ def decode_infer_request(
         binary_output_default=True,
         priority=priority,
         timeout_us=timeout,
+        regions=tuple(held),
     )
 
 

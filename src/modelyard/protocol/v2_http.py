@@ -333,6 +333,7 @@ def decode_with_layout(
     # a tensor whose bytes its shape does not take is refused once every input is read, as
     # Triton refuses it after the other checks (and for the last such input given)
     wrong_size: ProtocolError | None = None
+    held: list[Any] = []  # the regions inputs are read from, which the request holds
     for item in raw_inputs:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise _bad("each input needs a 'name'")
@@ -357,7 +358,7 @@ def decode_with_layout(
             in_shared_memory = True
             try:
                 raw = shared_memory.read_input(
-                    name, params, expected_bytes(datatype, shape), shared_bytes, model
+                    name, params, expected_bytes(datatype, shape), shared_bytes, model, held
                 )
                 shared_bytes += len(raw)
                 inputs[name] = decode_raw_tensor(name, datatype, shape, raw, model)
@@ -434,7 +435,9 @@ def decode_with_layout(
     json_layout = None
     if header_length is None and len(json_tensors) == len(inputs) and not in_shared_memory:
         json_layout = JsonLayout(tuple(json_tensors), options=options)
-    return InferRequest(model, version, inputs, **options), json_layout
+    request = InferRequest(model, version, inputs, **options)
+    request.regions = tuple(held)
+    return request, json_layout
 
 
 def _decode_outputs(
