@@ -15,7 +15,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -98,15 +97,22 @@ class Server:
         self.process.stop()
 
 
-def _answers(host: LoopbackHost, path: str) -> bool:
-    probe = subprocess.run(
-        host.command(
-            ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", f"localhost:8000{path}"]
-        ),
-        capture_output=True,
-        text=True,
-    )
-    return probe.stdout.strip() == "200"
+_WAIT_SCRIPT = """
+import os, sys, time, urllib.request
+pid, path, deadline = int(sys.argv[1]), sys.argv[2], time.monotonic() + float(sys.argv[3])
+while time.monotonic() < deadline:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        sys.exit(2)
+    try:
+        if urllib.request.urlopen("http://localhost:8000" + path, timeout=1).status == 200:
+            sys.exit(0)
+    except OSError:
+        pass
+    time.sleep(0.05)
+sys.exit(3)
+"""
 
 
 @contextmanager
@@ -123,16 +129,17 @@ def tritonserver(
     process = host.start([*TRITONSERVER, *args], log_path, cwd=cwd, env=_environment())
     server = Server(process)
     path = "/v2/health/ready" if wait == "ready" else "/v2/health/live"
-    deadline = time.monotonic() + timeout
     try:
-        while not _answers(host, path):
-            if not process.running():
-                raise RuntimeError(f"tritonserver exited:\n{server.log()[-6000:]}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"tritonserver not {wait} in {timeout}s:\n{server.log()[-6000:]}"
-                )
-            time.sleep(0.1)
+        waited = subprocess.run(  # one poller in the namespace (its localhost is the server's)
+            host.command(
+                [sys.executable, "-c", _WAIT_SCRIPT, str(process.process.pid), path, str(timeout)]
+            ),
+            capture_output=True,
+            timeout=timeout + 30,
+        )
+        if waited.returncode != 0:
+            state = "exited" if waited.returncode == 2 else f"not {wait} in {timeout}s"
+            raise RuntimeError(f"tritonserver {state}:\n{server.log()[-6000:]}")
         yield server
     finally:
         server.stop()

@@ -76,11 +76,13 @@ def repeat_int32(repository: Path) -> Path:
     return model_dir
 
 
-def model_control_models(repository: Path) -> Path:
-    """The seven models the model-control examples expect to find in the repository
-    (``simple_*_model_control.py`` counts them): Triton's example models less the
-    downloaded densenet_onnx."""
+def counted_example_models(repository: Path, grpc: bool = False) -> Path:
+    """Triton's example models as L0_http's repository holds them (seven: its model-control
+    example and aio test count them) or, with ``grpc``, L0_grpc's (eight: densenet_onnx
+    besides)."""
     repository.mkdir(parents=True, exist_ok=True)
+    if grpc:
+        classifier(repository, DENSENET)
     simple_add_sub(repository)
     simple_add_sub(repository, "simple_int8", "INT8")
     simple_string(repository)

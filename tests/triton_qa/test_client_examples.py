@@ -87,9 +87,7 @@ def test_model_control_example(host: LoopbackHost, tmp_path: Path, script: str) 
     """As test.sh: a server of its own in explicit model control (in a namespace of its
     own: the others' server holds port 8000); the HTTP script counts seven models in the
     repository, the gRPC one eight (densenet_onnx besides)."""
-    models = repositories.model_control_models(tmp_path / "models")
-    if "grpc" in script:
-        repositories.classifier(models, repositories.DENSENET)
+    models = repositories.counted_example_models(tmp_path / "models", grpc="grpc" in script)
     args = [f"--model-repository={models}", "--model-control-mode=explicit"]
     with (
         LoopbackHost("qa-control") as own,

@@ -365,6 +365,7 @@ class InstanceServer(InProcessServer):
             shared_memory=shared_memory,
             tracing=tracing,
             header_forwarding=args.http_header_forwarding,
+            restrictions=args.http_restrictions,
         )
         await manager.start()
         parts.push_async_callback(manager.stop)
@@ -393,7 +394,11 @@ class InstanceServer(InProcessServer):
                     host=host,
                     hint="anyone who can reach this address can infer, load and unload models",
                 )
-        http_sockets = [self.listen(parts, http_host, args.http_port)] if args.allow_http else []
+        http_sockets = (
+            [self.listen(parts, http_host, args.http_port, bool(args.reuse_http_port))]
+            if args.allow_http
+            else []
+        )
         if live is not None:
             live.start()
         metrics_port = None
@@ -422,6 +427,9 @@ class InstanceServer(InProcessServer):
                 tls=args.grpc_tls,
                 header_forwarding=args.grpc_header_forwarding,
                 keepalive_time_ms=args.grpc_keepalive_time,
+                restrictions=args.grpc_restrictions,
+                compression=args.grpc_compression,
+                **args.grpc_connection,
             )
             grace = args.exit_timeout_secs
             parts.push_async_callback(

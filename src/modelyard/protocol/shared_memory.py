@@ -42,6 +42,20 @@ _DISABLED = (
 )
 
 
+# the beginnings of Triton's own texts here: a line with one leads with it
+_TRITON_WORDS = (
+    "Unable to open shared memory region",
+    "Unable to find ",
+    "Invalid shared memory region",
+    "Invalid offset",
+    "failed to register shared memory region",
+    "shared memory region '",
+    "Cannot unregister shared memory region",
+    "Failed to unregister the following",
+    "shared memory size specified with the request for output",
+)
+
+
 def _error(
     detail: str, code: Code = Code.INVALID_ARGUMENT, where: str | None = None
 ) -> ProtocolError:
@@ -52,6 +66,7 @@ def _error(
         where=where
         or "the client's shared memory region, its registration or the tensor's "
         "shared_memory_* parameters",
+        triton=detail.startswith(_TRITON_WORDS),
     )
 
 
@@ -73,16 +88,18 @@ class Region:
         self.byte_size = byte_size
         match = _KEY.fullmatch(key)
         if match is None or match[1] in (".", ".."):
-            raise _error(
+            raise _error(  # INTERNAL: Triton's code, which its QA suite checks
                 f"Unable to open shared memory region: '{shown(key, 80)}': a key is one "
-                "shared-memory object name (letters, digits, '_', '.', '-'), '/' only first"
+                "shared-memory object name (letters, digits, '_', '.', '-'), '/' only first",
+                Code.INTERNAL,
             )
         path = os.path.join(SHM_DIRECTORY, match[1])
         try:
             fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError as exc:
             raise _error(
-                f"Unable to open shared memory region: '{shown(key, 80)}' ({exc.strerror})"
+                f"Unable to open shared memory region: '{shown(key, 80)}' ({exc.strerror})",
+                Code.INTERNAL,
             ) from None
         try:
             info = os.fstat(fd)
@@ -187,8 +204,8 @@ class SystemSharedMemory:
 
     def _check_new(self, name: str) -> None:
         self._check_allowed()
-        if not name or len(name) > MAX_NAME_CHARS:
-            raise _error(f"a region name is 1 to {MAX_NAME_CHARS} characters")
+        if len(name) > MAX_NAME_CHARS:
+            raise _error(f"a region name is at most {MAX_NAME_CHARS} characters")
         if name in self._regions:
             raise _error(f"shared memory region '{shown(name)}' already in manager")
         if len(self._regions) >= MAX_REGIONS:

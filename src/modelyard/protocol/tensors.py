@@ -25,8 +25,13 @@ MAX_DIMS = 32
 MAX_ELEMENTS = 2**40
 
 
-def bad_request(detail: str, rule: str = "protocol/v2-request") -> ProtocolError:
-    return ProtocolError(detail, code=Code.INVALID_ARGUMENT, rule=rule, where=WHERE)
+def bad_request(
+    detail: str, rule: str = "protocol/v2-request", triton: bool = False
+) -> ProtocolError:
+    """``triton``: the detail is Triton's own words (the line leads with them)."""
+    return ProtocolError(
+        detail, code=Code.INVALID_ARGUMENT, rule=rule, where=WHERE, triton=triton
+    )
 
 
 def check_shape(name: str, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -52,7 +57,8 @@ def wrong_value_count(name: str, given: int, shape: tuple[int, ...]) -> Protocol
     """A tensor given as values (JSON data, gRPC contents) that its shape does not hold."""
     return bad_request(
         "Unable to parse 'data': Shape does not match true shape of 'data' field (input "
-        f"'{shown(name)}': {given} values given for shape {list(shape)})"
+        f"'{shown(name)}': {given} values given for shape {list(shape)})",
+        triton=True,
     )
 
 
@@ -67,6 +73,7 @@ def size_mismatch(name: str, model: str, expected: int, got: int) -> ProtocolErr
         + (f" for model '{shown(model)}'" if model else "")
         + f". Expected {expected}, got {got}",
         SIZE_RULE,
+        triton=True,
     )
 
 
@@ -86,12 +93,14 @@ def deserialize_bytes(
                 f"bytes but only {total - offset} bytes available. Please make sure the "
                 "string length indicator is in one buffer.",
                 SIZE_RULE,
+                triton=True,
             )
         if len(items) == count:  # Triton stops at the first element past the shape's
             raise bad_request(
                 f"unexpected number of string elements {count + 1} for {_of(name, model)}, "
                 f"expecting {count}",
                 SIZE_RULE,
+                triton=True,
             )
         (length,) = struct.unpack_from("<I", view, offset)
         offset += 4
@@ -107,6 +116,7 @@ def deserialize_bytes(
         raise bad_request(
             f"expected {count} string elements for {_of(name, model)}, got {len(items)}",
             SIZE_RULE,
+            triton=True,
         )
     array = np.empty(count, dtype=object)
     array[:] = items

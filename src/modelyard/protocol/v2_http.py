@@ -309,6 +309,10 @@ def decode_with_layout(
         layout = known_layout(body, header_length)
         if layout is not None:
             return layout.request(body, header_length, model, version), layout
+        if header_length == 0:  # Triton's raw binary request: the body is the one input
+            request = InferRequest(model, version, {}, {}, binary_output_default=True)
+            request.raw_input = bytes(body)
+            return request, None
     if header_length is not None:
         if header_length < 0 or header_length > len(body):
             raise _bad(

@@ -71,7 +71,9 @@ def _invalid(model: str, detail: str, where: str) -> ModelServerError:
 def _refused(
     detail: str, where: str, rule: str = "model-server/input-validation"
 ) -> ModelServerError:
-    return ModelServerError(detail, code=Code.INVALID_ARGUMENT, rule=rule, where=where)
+    return ModelServerError(
+        detail, code=Code.INVALID_ARGUMENT, rule=rule, where=where, triton=True
+    )
 
 
 def _listed(names: list[str]) -> str:
@@ -191,6 +193,67 @@ def _check_inputs(
         prepared[input_name] = array
     prepared = {n: prepared[n] for n in spec.inputs if n in prepared}  # the config's order
     return prepared, rows, tuple(reshapes)
+
+
+def _fill_raw_input(mv: ModelVersion, request: InferRequest) -> None:
+    """A raw binary request's one input, named, typed and shaped from the config as
+    Triton's ``InferenceRequest::Normalize`` does, in its words: one batch row where the
+    model batches, the one variable dim taken from the byte count, and a BYTES input only
+    where it is one element (the body is that element)."""
+    spec = mv.spec
+    name = mv.name
+    raw = request.raw_input or b""
+    where = f"GET /v2/models/{name}/config shows the model's input"
+    if len(spec.inputs) != 1:
+        raise _refused(
+            f"Raw request must only have 1 input (found 1) to be deduced but got "
+            f"{len(spec.inputs)} inputs in '{name}' model configuration",
+            where,
+        )
+    tensor = next(iter(spec.inputs.values()))
+    shape = [1] if spec.batched else []
+    dynamic = -1
+    count = 1
+    for dim in tensor.dims:
+        if dim == -1:
+            if dynamic != -1:
+                raise _refused(
+                    f"The shape of the raw input '{tensor.name}' can not be deduced because "
+                    "there are more than one variable-sized dimension",
+                    where,
+                )
+            dynamic = len(shape)
+        else:
+            count *= dim
+        shape.append(dim)
+    if tensor.datatype == "BYTES":
+        if dynamic != -1 or count != 1:
+            raise _refused(
+                f"For BYTE datatype raw input '{tensor.name}', the model must have input "
+                "shape [1]",
+                where,
+            )
+        array = np.empty(1, dtype=object)
+        array[0] = raw
+        array = array.reshape(shape)
+    elif tensor.datatype == "BF16":
+        raise _refused(f"raw input '{tensor.name}' of BF16 is not served", where)
+    else:
+        itemsize = tensor.dtype.itemsize
+        if dynamic != -1:
+            shape[dynamic] = len(raw) // max(count * itemsize, 1)
+        expected = math.prod(shape) * itemsize
+        if len(raw) != expected:
+            raise _refused(
+                f"input byte size mismatch for input '{tensor.name}' for model '{name}'. "
+                f"Expected {expected}, got {len(raw)}",
+                where,
+                "protocol/tensor-size",
+            )
+        array = np.frombuffer(raw, dtype=tensor.dtype.newbyteorder("<")).reshape(shape)
+    request.inputs = {tensor.name: array}
+    request.input_datatypes = {tensor.name: tensor.datatype}
+    request.raw_input = None
 
 
 def _requested(mv: ModelVersion, request: InferRequest) -> list[RequestedOutput]:
@@ -524,6 +587,8 @@ class LocalDataPlane:
         """Resolve and validate ``request``: the lane of every request of its shape."""
         mv = self.manager.resolve(request.model_name, request.model_version)
         try:
+            if request.raw_input is not None:
+                _fill_raw_input(mv, request)
             prepared, rows, reshapes = _check_inputs(mv, request)
             requested = _requested(mv, request)
             flags = None

@@ -406,11 +406,13 @@ class ModelManager:
 
     def _refuse_unless_explicit(self, action: str) -> None:
         if self.mode is not ControlMode.EXPLICIT:
-            raise ModelServerError(
-                f"explicit model {action} is not allowed in model control mode '{self.mode}'",
+            raise ModelServerError(  # Triton's words (it says so in 'none' mode too)
+                "explicit model load / unload is not allowed if polling is enabled (model "
+                f"control mode '{self.mode}', asked to {action})",
                 code=Code.UNAVAILABLE,
                 rule="model-server/control-mode",
                 where="serve with --model-control-mode explicit",
+                triton=True,
             )
 
     async def load(

@@ -164,7 +164,7 @@ def test_a_region_whose_opening_was_refused_closes_without_an_error() -> None:
     [
         ({"b64": "not base64!"}, 0, "raw_handle"),
         (7, 0, "raw_handle"),
-        ({"b64": "AAAA"}, 0, "raw_handle is 3 bytes"),
+        ({"b64": "AAAA"}, 0, "invalid args (raw_handle is 3 bytes"),
         ({"b64": "A" * 88}, -1, "'device_id' must be a non-negative integer"),
         ({"b64": "A" * 88}, 2**40, "is not a CUDA device number"),
     ],

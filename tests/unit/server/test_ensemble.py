@@ -15,7 +15,7 @@ import pytest
 from modelyard.errors import ModelyardError
 from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.dataplane import LocalDataPlane
-from modelyard.server.ensemble import load_order
+from modelyard.server.ensemble import _batch_converted, load_order
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.types import InferRequest
 from tests.support.models import failing, write_python_model
@@ -361,3 +361,17 @@ def test_an_unloaded_step_model_fails_requests_with_its_routing_error(tmp_path: 
         assert gone.value.line().startswith("Request for unknown model: 'double' is not found")
 
     run(scenario, tmp_path, mode=ControlMode.EXPLICIT, startup_models=["*"])
+
+
+def test_a_tensor_crosses_between_batching_and_non_batching_steps_as_in_triton() -> None:
+    """Triton's ReshapeTensorDims: an unbatched tensor shaped as a batching step's dims
+    goes as one row; a one-row tensor not shaped as a non-batching step's dims loses its
+    batch dimension; anything else goes as it is."""
+    flat = np.zeros((2, 0), dtype=np.float16)
+    assert _batch_converted((-1, -1), True, 0, flat).shape == (1, 2, 0)
+    assert _batch_converted((-1,), True, 0, flat).shape == (2, 0)  # taken as a batch already
+    row = np.zeros((1, 5), dtype=np.float32)
+    assert _batch_converted((-1, -1), False, 1, row).shape == (1, 5)  # its dims fit: kept
+    assert _batch_converted((-1,), False, 1, row).shape == (5,)
+    assert _batch_converted((-1,), False, 2, np.zeros((2, 5))).shape == (2, 5)
+    assert _batch_converted((-1,), True, 3, np.zeros((3, 5))).shape == (3, 5)  # both batch

@@ -257,3 +257,25 @@ def test_names_and_versions_no_model_has_are_404s_with_short_lines(tmp_path: Pat
                 await dp.infer(request)
 
     asyncio.run(scenario())
+
+
+def test_a_raw_binary_body_is_the_one_input_the_config_describes(tmp_path: Path) -> None:
+    """Triton's raw request (Inference-Header-Content-Length: 0): the config names, types
+    and shapes the body; a model it cannot describe is refused in Triton's words."""
+    slow_double(tmp_path)  # x: FP32 dims [2], max_batch_size 16
+    raw = np.array([1.0, 2.0], dtype="<f4").tobytes()
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            request = decode_infer_request(raw, 0, "slow_double", None)
+            assert request.inputs == {} and request.raw_input == raw
+            response = await dp.infer(request)
+            assert response.outputs[0].binary  # as Triton: binary outputs by default
+            assert response.outputs[0].data.tolist() == [[1002.0, 1004.0]]
+            with pytest.raises(ModelyardError) as short:
+                await dp.infer(decode_infer_request(raw[:6], 0, "slow_double", None))
+            assert short.value.line().startswith(
+                "input byte size mismatch for input 'x' for model 'slow_double'. Expected 8, got 6"
+            )
+
+    asyncio.run(scenario())
