@@ -33,7 +33,11 @@ CASES = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize(
+    "case",
+    [case if case == "test_params" else pytest.param(case, marks=pytest.mark.triton_qa_full)
+     for case in CASES],
+)  # fmt: skip
 def test_parameters(host: LoopbackHost, tmp_path: Path, case: str) -> None:
     work = harness.work_directory(tmp_path, "L0_parameters")
     models = work / "model_repository"

@@ -47,7 +47,9 @@ def simple(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return models
 
 
-@pytest.mark.parametrize("client_type", ["http", "grpc"])
+@pytest.mark.parametrize(
+    "client_type", ["http", pytest.param("grpc", marks=pytest.mark.triton_qa_full)]
+)
 def test_shared_memory(host: LoopbackHost, tmp_path: Path, simple: Path, client_type: str) -> None:
     work = harness.work_directory(tmp_path, "L0_shared_memory")
     for test in TESTS:
@@ -63,6 +65,7 @@ def test_shared_memory(host: LoopbackHost, tmp_path: Path, simple: Path, client_
         run.check(count=1)
 
 
+@pytest.mark.triton_qa_full  # its model sleeps 15 s
 @pytest.mark.parametrize("client_type", ["http", "grpc"])
 def test_unregister_during_inference(host: LoopbackHost, tmp_path: Path, client_type: str) -> None:
     work = harness.work_directory(tmp_path, "L0_shared_memory")
