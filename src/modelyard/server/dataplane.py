@@ -195,6 +195,10 @@ def _check_inputs(
     return prepared, rows, tuple(reshapes)
 
 
+def _by_name_and_version(mv: ModelVersion) -> tuple[str, int]:
+    return mv.name, mv.version
+
+
 def _fill_raw_input(mv: ModelVersion, request: InferRequest) -> None:
     """A raw binary request's one input, named, typed and shaped from the config as
     Triton's ``InferenceRequest::Normalize`` does, in its words: one batch row where the
@@ -644,6 +648,7 @@ class LocalDataPlane:
                     self.manager.resolve(name, version)
         else:
             versions = self.manager.all_versions()
+        versions = sorted(versions, key=_by_name_and_version)  # Triton's order
         return {"model_stats": [self._version_stats(mv) for mv in versions]}
 
     @staticmethod

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import itertools
 import math
 import threading
 from collections.abc import Callable, Iterable
@@ -31,16 +32,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import structlog
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.errors import Code, ModelServerError, ModelyardError
 from modelyard.modelfiles.config import ModelSpec, TensorConfig, compile_spec, read_model_config
 from modelyard.server.model_version import ModelVersion, _read_labels
+from modelyard.server.response_cache import ResponseCache
 from modelyard.server.scheduler import failure_reason, unloading
 from modelyard.server.stats import VersionStats
 
 ENSEMBLE = "ensemble"
+
+log = structlog.get_logger("modelyard.ensemble")
+# each load of an ensemble keys its cache entries apart; negative, so that no plain
+# model's load (the scheduler counts those up from 1) has the same number
+_LOADS = itertools.count(1)
 
 Resolve = Callable[[str, str | None], ModelVersion]
 
@@ -305,6 +313,11 @@ class EnsembleScheduler:
         self._closed = False
         self._in_flight = 0
         self._idle = threading.Condition()
+        # the server's response cache where the ensemble's config enables it (the manager
+        # sets it): a repeated request is answered whole, its steps never run (Triton's
+        # top-level cache); each load of the ensemble keys its own entries
+        self.cache: ResponseCache | None = None
+        self._generation = -next(_LOADS)
 
     @property
     def pending(self) -> int:
@@ -333,10 +346,54 @@ class EnsembleScheduler:
             "timeout_us": timeout_us,
             "parameters": parameters,
         }
+        if self.cache is not None:
+            return self._submit_cached(self.cache, inputs, outputs, rows, options)
         with self._idle:
             self._in_flight += 1
         task = asyncio.get_running_loop().create_task(self._run(inputs, outputs, rows, options))
         task.add_done_callback(self._done)
+        return task
+
+    def _submit_cached(
+        self,
+        cache: ResponseCache,
+        inputs: dict[str, np.ndarray],
+        outputs: list[str],
+        rows: int,
+        options: dict[str, Any],
+    ) -> asyncio.Future[dict[str, np.ndarray]]:
+        """A request answered from the response cache, or run and its results kept."""
+        clock = self._clock
+        start_ns = clock.monotonic_ns()
+        key = cache.key(self.model, self._generation, inputs, outputs, options["parameters"])
+        kept = cache.get(key)
+        loop = asyncio.get_running_loop()
+        if kept is not None:
+            hit: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
+            hit.set_result(kept)
+            self.stats.record_cache_hit(clock.monotonic_ns() - start_ns)
+            return hit
+        lookup_ns = clock.monotonic_ns() - start_ns
+        with self._idle:
+            self._in_flight += 1
+        task = loop.create_task(self._run(inputs, outputs, rows, options))
+        task.add_done_callback(self._done)
+
+        def keep(done: asyncio.Future[dict[str, np.ndarray]]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                return
+            kept_from = clock.monotonic_ns()
+            if not cache.put(key, done.result()):
+                log.warning(  # Triton's words, which its QA suite looks for in the log
+                    "response_cache_insert_failed",
+                    model=self.model,
+                    version=self.version,
+                    reason="Failed to insert key into the response cache: the response is "
+                    f"bigger than the cache's {cache.capacity_bytes} bytes",
+                )
+            self.stats.record_cache_miss(lookup_ns + clock.monotonic_ns() - kept_from)
+
+        task.add_done_callback(keep)
         return task
 
     async def _run(

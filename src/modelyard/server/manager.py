@@ -49,6 +49,7 @@ from modelyard.modelfiles.load_request import OVERRIDE_PREFIX, write_override
 from modelyard.modelfiles.repository import NAMESPACE_MARK, ModelFingerprint, ModelRepository
 from modelyard.server.ensemble import (
     ENSEMBLE,
+    EnsembleScheduler,
     load_ensemble_version,
     load_order,
     reached_models,
@@ -494,7 +495,9 @@ class ModelManager:
     def _attach_cache(self, mv: ModelVersion) -> None:
         if not mv.config.response_cache.enable:
             return
-        if self.response_cache is None or not isinstance(mv.scheduler, Scheduler):
+        if self.response_cache is None or not isinstance(
+            mv.scheduler, (Scheduler, EnsembleScheduler)
+        ):
             log.warning(
                 "response_cache_not_used",
                 model=mv.name,
