@@ -76,7 +76,9 @@ def retry_after_header(seconds: float) -> str:
 
 # the beginnings of Triton's own messages that clients and scripts match on (tritonclient's
 # examples test ``message.startswith("Request for unknown model")``): a line whose detail
-# begins so starts with it, and its rule names the layer
+# begins so starts with it, and its rule names the layer; an error made with
+# ``triton=True`` does the same for any of Triton's words (its QA suite matches
+# ``[StatusCode.UNAVAILABLE] explicit model load / unload is not allowed ...``)
 TRITON_WORDING = ("Request for unknown model: ", "failed to load '")
 
 
@@ -93,6 +95,7 @@ class ModelyardError(Exception):
         rule: str | None = None,
         where: str | None = None,
         retry_after: float | None = None,
+        triton: bool = False,
     ) -> None:
         super().__init__(detail)
         self.detail = detail
@@ -100,10 +103,12 @@ class ModelyardError(Exception):
         self.rule = rule
         self.where = where
         self.retry_after = retry_after
+        self.triton = triton  # the detail begins with Triton's own words: the line leads with them
 
     def line(self) -> str:
         detail = shown(self.detail, DETAIL_CHARS)
-        parts = [detail if detail.startswith(TRITON_WORDING) else f"[{self.layer}] {detail}"]
+        lead = self.triton or detail.startswith(TRITON_WORDING)
+        parts = [detail if lead else f"[{self.layer}] {detail}"]
         if self.rule:
             parts.append(f"rule={self.rule}")
         if self.where:

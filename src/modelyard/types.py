@@ -97,6 +97,13 @@ class InferRequest:
     # (Triton's BLS) the principals of the requests it executes; a call they may not make
     # is refused
     principals: tuple[str, ...] = ()
+    # the shared memory regions its inputs were read from, held while it lives: Triton
+    # refuses to unregister a region a request in flight uses
+    regions: tuple[Any, ...] = ()
+    # an HTTP body that is only the bytes of the model's one input (Triton's raw binary
+    # request, Inference-Header-Content-Length: 0): the model's config gives its name,
+    # datatype and shape (LocalDataPlane.lane)
+    raw_input: bytes | None = None
 
     def binary_outputs(self) -> tuple[dict[str, bool], bool]:
         """Whether each named output was asked for as binary data, and the default."""

@@ -67,7 +67,10 @@ def test_a_bad_request_on_a_stream_gets_its_error_line_and_the_stream_goes_on(
     errors = [error for _, error in first if error is not None]
     assert len(errors) == 1
     line = errors[0].message()
-    assert line.startswith("[model-server] input 'input' has shape [1, 32], expected [-1, 64]")
+    assert line.startswith(  # Triton's words lead; the rule names the layer
+        "unexpected shape for input 'input' for model 'digits_onnx'. "
+        "Expected [-1,64], got [1,32]."
+    )
     assert "; rule=model-server/input-validation; change: " in line
     rows = {r.get_response().id: r.as_numpy("label").shape[0] for r, e in first if e is None}
     assert rows == {"good-1": 2, "good-2": 3}

@@ -201,6 +201,22 @@ def test_a_malformed_request_gets_400_with_the_error_line(server: ServerProcess)
     assert "rule=protocol/http" in _error_line(body)
 
 
+def test_a_chunked_body_that_also_declares_a_length_is_read_by_its_chunks_then_closed(
+    server: ServerProcess,
+) -> None:
+    """Triton reads such a body (its QA suite sends one); RFC 9112 6.1: Transfer-Encoding
+    wins, and the connection closes after the answer, so nothing can be smuggled after it."""
+    chunked = f"{len(BODY):X}\r\n".encode() + BODY + b"\r\n0\r\n\r\n"
+    with _connect(server) as sock:
+        sock.sendall(
+            b"POST /v2/models/iris_sklearn/infer HTTP/1.1\r\nHost: x\r\n"
+            b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n" + chunked
+        )
+        status, headers, body = _answer(sock)  # reads until the server closes
+    assert status == 200 and headers["connection"] == "close"
+    assert json.loads(body)["outputs"][0]["data"] == [0]
+
+
 def test_connections_past_the_limit_get_503_and_the_rest_are_served(server: ServerProcess) -> None:
     held = [_connect(server) for _ in range(MAX_CONNECTIONS + 5)]
     try:

@@ -160,3 +160,56 @@ class Network:
 
     def unblock(self, host: int, address: str) -> None:
         _ip("-n", self.hosts[host - 1], "route", "del", "blackhole", f"{address}/32")
+
+
+class LoopbackHost:
+    """One namespace with only its own loopback: a process there may listen on
+    localhost:8000 whatever listens on the machine's. A context manager."""
+
+    def __init__(self, tag: str) -> None:
+        self.name = f"{PREFIX}{os.getpid()}-{tag}"
+        self._processes: list[HostProcess] = []
+
+    def __enter__(self) -> LoopbackHost:
+        _sweep_stale()
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
+        _ip("netns", "add", self.name)
+        try:
+            _ip("-n", self.name, "link", "set", "lo", "up")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for process in self._processes:
+            process.kill()
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` run in this namespace."""
+        return ["ip", "netns", "exec", self.name, *argv]
+
+    def start(
+        self,
+        argv: Sequence[str],
+        log_path: Path,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> HostProcess:
+        """Run ``argv`` here; killed on close if the test did not stop it."""
+        with log_path.open("ab") as log:
+            process = subprocess.Popen(
+                self.command(argv),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=dict(env or os.environ, PYTHONUNBUFFERED="1"),
+                cwd=cwd,
+                start_new_session=True,
+            )
+        started = HostProcess(process, log_path)
+        self._processes.append(started)
+        return started

@@ -134,11 +134,15 @@ def raise_open_file_limit(connections: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
-def listen_http(host: str, port: int) -> socket.socket:
-    """The HTTP port's socket, bound here so a port in use gets its error line."""
+def listen_http(host: str, port: int, reuse_port: bool = False) -> socket.socket:
+    """The HTTP port's socket, bound here so a port in use gets its error line;
+    ``reuse_port``: servers that all set it share the port (tritonserver's
+    --reuse-http-port)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:

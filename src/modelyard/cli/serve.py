@@ -16,6 +16,7 @@ from typing import Any
 
 import structlog
 
+from modelyard import __version__
 from modelyard.cli.in_process import HttpServer, InProcessServer
 from modelyard.cli.runtime import (
     DEFAULT_GIL_SWITCH_INTERVAL_US,
@@ -61,6 +62,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--id", default="modelyard", help="the server's name in its metadata (as tritonserver's)"
     )
+    # the version server metadata gives: modelyard's, or Triton's under `tritonserver`
+    parser.set_defaults(server_version=__version__)
     add_listen_arguments(parser)
     parser.add_argument(
         "--model-control-mode",
@@ -332,7 +335,9 @@ class InstanceServer(InProcessServer):
             auto_complete=args.auto_complete,
             load_retries=args.model_load_retry_count,
         )
-        dataplane = LocalDataPlane(manager, server_id=args.id)
+        dataplane = LocalDataPlane(
+            manager, server_id=args.id, server_version=args.server_version
+        )
         governance = await open_governance(
             args.service_config,
             args.service,
@@ -361,6 +366,7 @@ class InstanceServer(InProcessServer):
             tracing=tracing,
             header_forwarding=args.http_header_forwarding,
             embedding_model=args.embedding_model,
+            restrictions=args.http_restrictions,
         )
         await manager.start()
         parts.push_async_callback(manager.stop)
@@ -389,7 +395,11 @@ class InstanceServer(InProcessServer):
                     host=host,
                     hint="anyone who can reach this address can infer, load and unload models",
                 )
-        http_sockets = [self.listen(parts, http_host, args.http_port)] if args.allow_http else []
+        http_sockets = (
+            [self.listen(parts, http_host, args.http_port, bool(args.reuse_http_port))]
+            if args.allow_http
+            else []
+        )
         if live is not None:
             live.start()
         metrics_port = None
@@ -418,6 +428,9 @@ class InstanceServer(InProcessServer):
                 tls=args.grpc_tls,
                 header_forwarding=args.grpc_header_forwarding,
                 keepalive_time_ms=args.grpc_keepalive_time,
+                restrictions=args.grpc_restrictions,
+                compression=args.grpc_compression,
+                **args.grpc_connection,
             )
             grace = args.exit_timeout_secs
             parts.push_async_callback(
@@ -433,6 +446,8 @@ class InstanceServer(InProcessServer):
             grpc_port = grpc_server.port if grpc_server else None
             log.info(
                 "server_ready",
+                modelyard=__version__,
+                answers_as=f"{args.id} {args.server_version}",
                 http=f"http://{http_host}:{port}" if http_sockets else None,
                 grpc=f"{grpc_host}:{grpc_port}" if grpc_port else None,
                 metrics=f"http://{metrics_host}:{metrics_port}/metrics" if metrics_port else None,

@@ -19,9 +19,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import grpc
+
 from modelyard.errors import Code, ConfigError
 from modelyard.frontdoors.grpc import GrpcTls
 from modelyard.frontdoors.header_forwarding import HeaderForwarding
+from modelyard.frontdoors.restricted import Restrictions
 from modelyard.server.rate_limiter import parse_resource
 from modelyard.server.stats import DEFAULT_QUANTILES
 from modelyard.tracing import LEVELS
@@ -51,7 +54,37 @@ NOT_APPLICABLE = {
     "--host-policy": "placement follows each config's instance_group",
     "--min-supported-compute-capability": "TensorRT plans check their GPU when they load",
     "--metrics-interval-ms": "metrics are read from the counters at each scrape",
+    "--grpc-infer-allocation-pool-size": "gRPC responses are built per call, not pooled",
+    "--cuda-virtual-address-size": "engines reserve their own device memory",
+    "--enable-peer-access": "engines copy between GPUs as their libraries do",
+    "--model-load-gpu-limit": "--memory-budget bounds what loaded models hold",
+    "--cache-directory": "the response cache is modelyard's own (--cache-config local)",
+    "--repoagent-directory": "repository agents are not served",
+    "--allow-sagemaker": "SageMaker's endpoint is not served (the V2 API is)",
+    "--sagemaker-port": "SageMaker's endpoint is not served",
+    "--sagemaker-safe-port-range": "SageMaker's endpoint is not served",
+    "--sagemaker-thread-count": "SageMaker's endpoint is not served",
+    "--allow-vertex-ai": "Vertex AI's endpoint is not served (the V2 API is)",
+    "--vertex-ai-port": "Vertex AI's endpoint is not served",
+    "--vertex-ai-thread-count": "Vertex AI's endpoint is not served",
+    "--vertex-ai-default-model": "Vertex AI's endpoint is not served",
 }
+
+# tritonserver's gRPC connection flags: the server option each sets (ms, counts, booleans)
+GRPC_CONNECTION_FLAGS = {
+    "--grpc-keepalive-timeout": "keepalive_timeout_ms",
+    "--grpc-keepalive-permit-without-calls": "keepalive_permit_without_calls",
+    "--grpc-http2-max-pings-without-data": "http2_max_pings_without_data",
+    "--grpc-http2-min-recv-ping-interval-without-data": (
+        "http2_min_recv_ping_interval_without_data_ms"
+    ),
+    "--grpc-http2-max-ping-strikes": "http2_max_ping_strikes",
+    "--grpc-max-connection-age": "max_connection_age_ms",
+    "--grpc-max-connection-age-grace": "max_connection_age_grace_ms",
+    "--reuse-grpc-port": "reuse_port",
+}
+# --grpc-infer-response-compression-level: the compression of infer responses
+_COMPRESSION = {"none": None, "low": "deflate", "medium": "gzip", "high": "gzip"}
 
 
 def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
@@ -253,6 +286,42 @@ def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
         "ensemble's steps name their own repository's models first",
         default=False,
     )
+    for flag in GRPC_CONNECTION_FLAGS:
+        if flag in ("--grpc-keepalive-permit-without-calls", "--reuse-grpc-port"):
+            _add_bool(triton, flag, f"as tritonserver's {flag}", default=None)
+        else:
+            triton.add_argument(
+                flag, type=int, default=None, metavar="N", help=f"as tritonserver's {flag}"
+            )
+    _add_bool(
+        triton,
+        "--reuse-http-port",
+        "true: servers that all set it share the HTTP port (SO_REUSEPORT)",
+        default=False,
+    )
+    triton.add_argument(
+        "--grpc-infer-response-compression-level",
+        choices=list(_COMPRESSION),
+        default="none",
+        help="compression of gRPC infer responses (low: deflate, medium and high: gzip)",
+    )
+    triton.add_argument(
+        "--http-restricted-api",
+        action="append",
+        default=[],
+        metavar="APIS:KEY=VALUE",
+        help="only calls with header KEY: VALUE may use these APIs (comma-separated among "
+        "health, metadata, inference, shared-memory, model-config, model-repository, "
+        "statistics, trace, logging); repeatable",
+    )
+    triton.add_argument(
+        "--grpc-restricted-protocol",
+        action="append",
+        default=[],
+        metavar="PROTOCOLS:KEY=VALUE",
+        help="only calls with metadata triton-grpc-protocol-KEY: VALUE may use these "
+        "protocols (as --http-restricted-api's); repeatable",
+    )
     for flag in NOT_APPLICABLE:
         triton.add_argument(flag, action="append", default=None, metavar="VALUE")
 
@@ -373,6 +442,10 @@ def _apply_trace_config(args: argparse.Namespace) -> None:
     args.trace = trace
 
 
+def _grpc_compression(algorithm: str) -> grpc.Compression:
+    return grpc.Compression.Deflate if algorithm == "deflate" else grpc.Compression.Gzip
+
+
 def _grpc_tls(args: argparse.Namespace) -> GrpcTls | None:
     """The gRPC front door's TLS from --grpc-use-ssl[-mutual] and its files, or None."""
     if not args.grpc_use_ssl and not args.grpc_use_ssl_mutual:
@@ -470,6 +543,15 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
     _apply_trace_config(args)
     args.rate_limit_resources = [parse_resource(text) for text in args.rate_limit_resource]
     args.grpc_tls = _grpc_tls(args)
+    args.http_restrictions = Restrictions.parse(args.http_restricted_api, "http")
+    args.grpc_restrictions = Restrictions.parse(args.grpc_restricted_protocol, "grpc")
+    args.grpc_connection = {
+        key: getattr(args, _dest(flag))
+        for flag, key in GRPC_CONNECTION_FLAGS.items()
+        if getattr(args, _dest(flag)) is not None
+    }
+    algorithm = _COMPRESSION[args.grpc_infer_response_compression_level]
+    args.grpc_compression = None if algorithm is None else _grpc_compression(algorithm)
     if args.strict_model_config:
         args.auto_complete = False
     for front in ("http", "grpc"):

@@ -109,6 +109,7 @@ def error_from_line(
     )
     if layer != cls.layer:
         error.layer = layer  # a layer this client does not know: keep the line
+    error.triton = match["layer"] is None  # a line that led with Triton's words still does
     return error
 
 
@@ -174,7 +175,7 @@ def error_from_http(
 def error_from_grpc(error: grpc.aio.AioRpcError, address: str, timeout: float) -> ModelyardError:
     status = error.code()
     details = error.details() or ""
-    if not details.startswith(("[", *TRITON_WORDING)):
+    if not details.startswith(("[", *TRITON_WORDING)) and "; rule=" not in details:
         # no error line: gRPC itself ended the call (connection lost, server shutting down)
         if status in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
             return connection_error(address, f"{status.name}: {details}")

@@ -17,6 +17,7 @@ _ENGINES: dict[str, tuple[str, str, str, str]] = {
     "lightgbm": ("modelyard.engines.lightgbm", "LightGBMEngine", "lightgbm", "lightgbm"),
     "python": ("modelyard.engines.python", "PythonEngine", "numpy", "all"),
     "tensorrt": ("modelyard.engines.tensorrt", "TensorRTEngine", "tensorrt", "tensorrt"),
+    "identity": ("modelyard.engines.identity", "IdentityEngine", "numpy", "all"),
 }
 
 # Triton platform names -> backend

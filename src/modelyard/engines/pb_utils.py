@@ -39,6 +39,21 @@ def calling_through(infer: Callable[[Any], Any] | None) -> None:
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
 TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+TRITONSERVER_REQUEST_RELEASE_ALL = 1
+TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
+
+# config type names -> numpy types, as python_backend's TRITON_STRING_TO_NUMPY
+TRITON_STRING_TO_NUMPY: dict[str, Any] = {
+    name: (np.object_ if V2_TO_NUMPY[v2] is None else V2_TO_NUMPY[v2].type)  # type: ignore[union-attr]
+    for name, v2 in CONFIG_TO_V2.items()
+    if v2 != "BF16"
+}
+# the DataType enum's numbers (model_config.proto) -> numpy types, and back
+_ENUM_TO_NUMPY: dict[int, Any] = {
+    1: np.bool_, 2: np.uint8, 3: np.uint16, 4: np.uint32, 5: np.uint64, 6: np.int8,
+    7: np.int16, 8: np.int32, 9: np.int64, 10: np.float16, 11: np.float32, 12: np.float64,
+    13: np.object_,
+}  # fmt: skip
 
 
 class TritonError:
@@ -293,6 +308,55 @@ def get_output_config_by_name(model_config: dict[str, Any], name: str) -> dict[s
     return next((o for o in model_config.get("output", []) if o.get("name") == name), None)
 
 
+def using_decoupled_model_transaction_policy(model_config: dict[str, Any]) -> bool:
+    """Whether the config says ``model_transaction_policy { decoupled: true }``."""
+    policy = model_config.get("model_transaction_policy")
+    return bool(policy.get("decoupled", False)) if isinstance(policy, dict) else False
+
+
+def triton_to_numpy_type(data_type: int) -> Any:
+    """The numpy type of a DataType enum number (``11`` -> ``numpy.float32``); None if
+    unknown."""
+    return _ENUM_TO_NUMPY.get(data_type)
+
+
+def numpy_to_triton_type(data_type: Any) -> int | None:
+    """The DataType enum number of a numpy type (``numpy.bytes_`` is TYPE_STRING, 13)."""
+    if data_type == np.bytes_:
+        return 13
+    return next((n for n, np_type in _ENUM_TO_NUMPY.items() if np_type == data_type), None)
+
+
+def serialize_byte_tensor(input_tensor: np.ndarray) -> np.ndarray | None:
+    """A BYTES tensor in Triton's wire layout (a little-endian uint32 length before each
+    element), as a uint8 array; None for an empty tensor."""
+    if input_tensor.size == 0:
+        return None
+    if input_tensor.dtype != np.object_ and input_tensor.dtype.type != np.bytes_:
+        raise TritonModelException("cannot serialize bytes tensor: invalid datatype")
+    parts: list[bytes] = []
+    for item in input_tensor.flatten(order="C"):
+        data = item if isinstance(item, bytes) else str(item).encode("utf-8")
+        parts.append(len(data).to_bytes(4, "little"))
+        parts.append(data)
+    return np.frombuffer(b"".join(parts), dtype=np.uint8)
+
+
+def deserialize_bytes_tensor(encoded_tensor: bytes) -> np.ndarray:
+    """The elements of a BYTES tensor in Triton's wire layout, as a 1-D object array."""
+    items: list[bytes] = []
+    offset = 0
+    view = memoryview(encoded_tensor)
+    while offset < len(view):
+        length = int.from_bytes(view[offset : offset + 4], "little")
+        offset += 4
+        items.append(bytes(view[offset : offset + length]))
+        offset += length
+    array = np.empty(len(items), dtype=object)
+    array[:] = items
+    return array
+
+
 def triton_string_to_numpy(triton_type_string: str) -> Any:
     """``TYPE_FP32`` -> ``numpy.float32``; ``TYPE_STRING`` -> ``numpy.object_``."""
     datatype = CONFIG_TO_V2.get(triton_type_string)
@@ -327,6 +391,26 @@ class ModelConfig:
 
     def set_dynamic_batching(self) -> None:
         self._config.setdefault("dynamic_batching", {})
+
+    def set_model_transaction_policy(self, transaction_policy_dict: dict[str, Any]) -> None:
+        """Set ``model_transaction_policy`` (``{"decoupled": bool}``), as python_backend:
+        refused where the config already says otherwise."""
+        if not isinstance(transaction_policy_dict, dict) or set(transaction_policy_dict) - {
+            "decoupled"
+        }:
+            raise TritonModelException(
+                "model transaction property in auto-complete-config function for model "
+                f"'{self._config.get('name', '')}' contains property other than 'decoupled'"
+            )
+        current = self._config.get("model_transaction_policy") or {}
+        wanted = bool(transaction_policy_dict.get("decoupled", False))
+        if "decoupled" in current and bool(current["decoupled"]) != wanted:
+            raise TritonModelException(
+                "trying to change decoupled property in auto-complete-config for model "
+                f"'{self._config.get('name', '')}', which is already set to "
+                f"'{current['decoupled']}'."
+            )
+        self._config["model_transaction_policy"] = {"decoupled": wanted}
 
     def add_input(self, tensor: dict[str, Any]) -> None:
         self._add("input", tensor)

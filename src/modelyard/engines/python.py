@@ -45,6 +45,7 @@ import functools
 import importlib.util
 import inspect
 import itertools
+import json
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -65,6 +66,7 @@ from modelyard.engines.base import (
 )
 from modelyard.engines.python_stub import StubProcess, runs_in_a_stub
 from modelyard.errors import Code, EngineError, ModelyardError, without_paths
+from modelyard.modelfiles.config import config_to_json
 
 _module_ids = itertools.count()
 
@@ -130,8 +132,9 @@ class PythonEngine(Engine):
         if self._triton_api and completes and hasattr(cls, "auto_complete_config"):
             self._auto_complete(cls, ctx)
         args = {
-            # field names as in the proto (max_batch_size, data_type), as Triton passes them
-            "model_config": json_format.MessageToJson(ctx.config, preserving_proto_field_name=True),
+            # as Triton passes it: proto field names (max_batch_size, data_type), every field
+            # at its default too (empty input and output lists), 64-bit integers as numbers
+            "model_config": json.dumps(config_to_json(ctx.config)),
             "model_name": ctx.config.name,
             "model_version": ctx.version_dir.name,
             "model_repository": str(ctx.version_dir.parent),
@@ -156,7 +159,7 @@ class PythonEngine(Engine):
 
     def _auto_complete(self, cls: type, ctx: LoadContext) -> None:
         """Triton's ``auto_complete_config``: the model adds what its config leaves out."""
-        config = json_format.MessageToDict(ctx.config, preserving_proto_field_name=True)
+        config = config_to_json(ctx.config)  # as Triton's ModelConfig.as_dict() gives it
         try:
             # the ignore: the hook is optional on a user's class, which the caller checked
             completed = cls.auto_complete_config(pb_utils.ModelConfig(config))  # type: ignore[attr-defined]

@@ -35,6 +35,7 @@ from modelyard.errors import (
     shown,
 )
 from modelyard.frontdoors.header_forwarding import HeaderForwarding
+from modelyard.frontdoors.restricted import GRPC_METHODS, Restrictions
 from modelyard.governance.guard import CALL_HEADERS, Call
 from modelyard.governance.runtime import Governance
 from modelyard.logging import SETTINGS
@@ -139,11 +140,15 @@ def _rpc(
     """Answer a unary RPC's ModelyardError (or crash) with its status and error line."""
     name = method.__name__
 
+    category = GRPC_METHODS.get(name, "")
+
     @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: Context) -> Reply:
         governance: Governance | None = self.governance
         call: Call | None = None
         try:
+            if self.restrictions is not None:
+                _check_restricted(self.restrictions, category, context)
             if governance is None:
                 return await method(self, request, context)
             call = governed_call(governance, name, request, context)
@@ -161,6 +166,19 @@ def _rpc(
         raise AssertionError("context.abort returned")  # pragma: no cover
 
     return wrapper
+
+
+def _check_restricted(restrictions: Restrictions, category: str, context: Context) -> None:
+    """Refuse a call tritonserver's --grpc-restricted-protocol restricts, lacking its key."""
+    if category not in restrictions.by_category:
+        return
+    metadata = {
+        key: value if isinstance(value, str) else value.decode("latin-1")
+        for key, value in context.invocation_metadata() or ()
+    }
+    refusal = restrictions.refusal(category, metadata)
+    if refusal is not None:
+        raise refusal
 
 
 def _trace_context(context: Context) -> dict[str, str]:
@@ -230,12 +248,16 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         shared_memory: SystemSharedMemory | None = None,
         tracing: Tracing | None = None,
         header_forwarding: HeaderForwarding | None = None,
+        restrictions: Restrictions | None = None,
     ) -> None:
         self.dataplane = dataplane
         self.governance = governance
         self.shared_memory = shared_memory or SystemSharedMemory(allowed=False)
         self.tracing = tracing or Tracing()
         self.header_forwarding = header_forwarding
+        self.restrictions = restrictions  # tritonserver's --grpc-restricted-protocol
+        # of infer responses (tritonserver's --grpc-infer-response-compression-level)
+        self.compression: grpc.Compression | None = None
 
     def _decode(self, message: pb.ModelInferRequest, context: Context) -> InferRequest:
         """The request, with the metadata ``--grpc-header-forward-pattern`` makes parameters."""
@@ -345,6 +367,8 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             if decoded:
                 place_outputs(decoded[0], response)
             reply = encode_infer_response(response)
+            if self.compression is not None:
+                context.set_compression(self.compression)
         except ModelyardError as error:
             if trace is not None:
                 trace.error = error.line()
@@ -362,6 +386,11 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         model's many per request. Each says whether it is its request's last
         (``triton_final_response``); a FINAL flag sent alone becomes an empty response only
         for a request that set ``triton_enable_empty_final_response``."""
+        if self.restrictions is not None:  # refused at once: the stream ends with the line
+            try:
+                _check_restricted(self.restrictions, "inference", context)
+            except ModelyardError as error:
+                await _abort(context, "ModelStreamInfer", error)
         answers: asyncio.Queue[pb.ModelStreamInferResponse | None] = asyncio.Queue()
         deadline = _deadline(self.dataplane, context)
 
@@ -632,23 +661,43 @@ class GrpcTls:
     root_certificates: bytes | None = None
 
 
+# tritonserver's gRPC connection flags and the grpc core option each sets
+CONNECTION_OPTIONS = {
+    "keepalive_time_ms": "grpc.keepalive_time_ms",
+    "keepalive_timeout_ms": "grpc.keepalive_timeout_ms",
+    "keepalive_permit_without_calls": "grpc.keepalive_permit_without_calls",
+    "http2_max_pings_without_data": "grpc.http2.max_pings_without_data",
+    "http2_min_recv_ping_interval_without_data_ms": "grpc.http2.min_ping_interval_without_data_ms",
+    "http2_max_ping_strikes": "grpc.http2.max_ping_strikes",
+    "max_connection_age_ms": "grpc.max_connection_age_ms",
+    "max_connection_age_grace_ms": "grpc.max_connection_age_grace_ms",
+    "reuse_port": "grpc.so_reuseport",
+}
+
+
 def server_options(
-    max_message_bytes: int, keepalive_time_ms: int | None = None
+    max_message_bytes: int, keepalive_time_ms: int | None = None, **connection: int | None
 ) -> list[tuple[str, int]]:
     """``keepalive_time_ms``: how often the server pings an idle client's connection
-    (tritonserver's --grpc-keepalive-time); None: the grpc library's default."""
-    options = [
+    (tritonserver's --grpc-keepalive-time); ``connection``: the other keys of
+    CONNECTION_OPTIONS (tritonserver's --grpc-keepalive-*, --grpc-http2-*,
+    --grpc-max-connection-age*, --reuse-grpc-port); None: modelyard's default."""
+    defaults = {
+        # clients that ping every few seconds, even between calls, keep their connection
+        "grpc.keepalive_permit_without_calls": 1,
+        "grpc.http2.min_ping_interval_without_data_ms": 5_000,
+        # a port another server holds is an error, not a silent share
+        "grpc.so_reuseport": 0,
+    }
+    chosen = {"keepalive_time_ms": keepalive_time_ms, **connection}
+    for key, value in chosen.items():
+        if value is not None:
+            defaults[CONNECTION_OPTIONS[key]] = int(value)
+    return [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
-        # clients that ping every few seconds, even between calls, keep their connection
-        ("grpc.keepalive_permit_without_calls", 1),
-        ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
-        # a port another server holds is an error, not a silent share
-        ("grpc.so_reuseport", 0),
+        *defaults.items(),
     ]
-    if keepalive_time_ms is not None:
-        options.append(("grpc.keepalive_time_ms", keepalive_time_ms))
-    return options
 
 
 @dataclass
@@ -676,13 +725,22 @@ async def start_grpc_server(
     tls: GrpcTls | None = None,
     header_forwarding: HeaderForwarding | None = None,
     keepalive_time_ms: int | None = None,
+    restrictions: Restrictions | None = None,
+    compression: grpc.Compression | None = None,
+    **connection: int | None,
 ) -> GrpcServer:
     """Start serving on ``host:port`` (0: any free port) in the running event loop;
-    ``tls``: serve over TLS (tritonserver's --grpc-use-ssl), None: in the clear."""
-    server = grpc.aio.server(options=server_options(max_message_bytes, keepalive_time_ms))
-    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(
-        InferenceService(dataplane, governance, shared_memory, tracing, header_forwarding), server
+    ``tls``: serve over TLS (tritonserver's --grpc-use-ssl), None: in the clear;
+    ``compression``: of infer responses (tritonserver's
+    --grpc-infer-response-compression-level); ``connection``: see ``server_options``."""
+    server = grpc.aio.server(
+        options=server_options(max_message_bytes, keepalive_time_ms, **connection)
     )
+    service = InferenceService(
+        dataplane, governance, shared_memory, tracing, header_forwarding, restrictions
+    )
+    service.compression = compression
+    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(service, server)
     health = HealthService(dataplane)
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

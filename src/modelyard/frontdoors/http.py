@@ -37,6 +37,7 @@ from modelyard.frontdoors.http_compression import (
 )
 from modelyard.frontdoors.http_connections import RECEIVED_NS, DirectReply
 from modelyard.frontdoors.http_lane import HttpLane, HttpLanes, LaneKey, lane_key
+from modelyard.frontdoors.restricted import Restrictions
 from modelyard.governance.chain import GuardChain, Ticket
 from modelyard.governance.guard import CALL_HEADERS, Call, bearer_token
 from modelyard.governance.runtime import Governance, rejections
@@ -233,6 +234,49 @@ def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
     return "metadata", None, None
 
 
+_MODEL_ACTION_CATEGORY = {
+    "/infer": "inference",
+    "/ready": "health",
+    "/config": "model-config",
+    "/stats": "statistics",
+    None: "metadata",
+}
+
+
+def restricted_category(path: str) -> str | None:
+    """The category of tritonserver's --http-restricted-api a path is in (None: none)."""
+    route = model_route(path)
+    if route is not None:
+        return _MODEL_ACTION_CATEGORY.get(route[2])
+    if path in ("/v2/health/live", "/v2/health/ready"):
+        return "health"
+    if path in ("/v2", "/v2/"):
+        return "metadata"
+    if path == "/v2/models/stats":
+        return "statistics"
+    if path == LOGGING_PATH:
+        return "logging"
+    if _TRACE_ROUTE.match(path):
+        return "trace"
+    if _SHARED_MEMORY_ROUTE.match(path):
+        return "shared-memory"
+    if path.startswith("/v2/repository/"):
+        return "model-repository"
+    if path in EMBEDDING_PATHS:  # an infer call in another API's words
+        return "inference"
+    return None
+
+
+def _check_restricted(restrictions: Restrictions, scope: Scope) -> None:
+    category = restricted_category(scope["path"])
+    if category is None or category not in restrictions.by_category:
+        return
+    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+    refusal = restrictions.refusal(category, headers)
+    if refusal is not None:
+        raise refusal
+
+
 _CALL_HEADERS = frozenset(name.encode() for name in CALL_HEADERS)
 _CREDENTIALS = frozenset((b"x-api-key", b"authorization"))
 
@@ -400,8 +444,15 @@ class HttpFrontend:
         tracing: Tracing | None = None,
         header_forwarding: HeaderForwarding | None = None,
         embedding_model: str | None = None,
+        restrictions: Restrictions | None = None,
     ):
         self.dataplane = dataplane
+        # tritonserver's --http-restricted-api; an infer call it restricts takes the ASGI
+        # path, where the header is checked (``direct`` declines it)
+        self.restrictions = restrictions
+        self.restricts_inference = (
+            restrictions is not None and "inference" in restrictions.by_category
+        )
         self.max_body_bytes = max_body_bytes
         self.governance = governance
         self.shared_memory = shared_memory or SystemSharedMemory(allowed=False)
@@ -419,6 +470,8 @@ class HttpFrontend:
             return
         trace: RequestTrace | None = None
         try:
+            if self.restrictions is not None:
+                _check_restricted(self.restrictions, scope)
             route = model_route(scope["path"])
             if route is not None and route[2] == "/infer" and scope["method"] == "POST":
                 if self.tracing.on:
@@ -825,6 +878,7 @@ class HttpFrontend:
             self.tracing.on
             or self.header_forwarding is not None
             or self.dataplane.forwards_requests
+            or self.restricts_inference
         ):
             return False
         route = model_route(path)

@@ -239,6 +239,10 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._idle_cycle: Any = None
         self._refusal: ModelyardError | None = None
         self._refused = False
+        # a request with both Transfer-Encoding and Content-Length is read by its chunks,
+        # as Triton reads it (RFC 9112 6.1: TE wins), and its connection closes after the
+        # answer (on_headers_complete), so no second reading of its bytes can follow
+        self.parser.set_dangerous_leniencies(lenient_chunked_length=True)
 
     # uvicorn's own override narrows asyncio.Protocol's BaseTransport the same way
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -315,6 +319,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             self.cycle = _DirectCycle(self, self.parser.should_keep_alive())
             return
         HttpToolsProtocol.on_headers_complete(self)
+        names = {name for name, _ in self.headers}
+        if b"transfer-encoding" in names and b"content-length" in names:
+            self.cycle.keep_alive = False  # both lengths: RFC 9112 6.1, close after answering
 
     def on_body(self, body: bytes) -> None:
         cycle = self.cycle

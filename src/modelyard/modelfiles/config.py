@@ -59,14 +59,10 @@ _UNSERVED: dict[str, tuple[Any, str]] = {
     "response_cache": (
         lambda c: (
             c.response_cache.enable
-            and (
-                c.platform == "ensemble"
-                or c.HasField("sequence_batching")
-                or c.model_transaction_policy.decoupled
-            )
+            and (c.HasField("sequence_batching") or c.model_transaction_policy.decoupled)
         ),
-        "an ensemble's, a sequence model's or a decoupled model's own response cache is not "
-        "served; set enable: false (for an ensemble, enable the cache on its steps' models)",
+        "a sequence model's or a decoupled model's own response cache is not served; set "
+        "enable: false",
     ),
     "batch_input": (
         lambda c: len(c.batch_input) > 0,

@@ -19,10 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import structlog
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.errors import Code, ProtocolError, shown
+from modelyard.errors import Code, ModelyardError, ProtocolError, shown
 from modelyard.modelfiles.config import parse_json_config
+
+log = structlog.get_logger("modelyard.load_request")
 
 FILE_PREFIX = "file:"
 MAX_FILES = 64
@@ -56,13 +59,18 @@ def load_override(model: str, params: dict[str, Any]) -> mc.ModelConfig | None:
         )
     try:
         document = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise _bad(
-            f"load parameter 'config' is not valid JSON: {exc}",
+        if not isinstance(document, dict):
+            raise ValueError(f"the config is a JSON {type(document).__name__}, not an object")
+        return parse_json_config(document, f"load request for '{model}'")
+    except (ValueError, ModelyardError) as exc:  # orjson's JSONDecodeError is a ValueError
+        detail = exc.detail if isinstance(exc, ModelyardError) else str(exc)
+        error = _bad(
+            f"failed to load '{shown(model)}', Invalid config override: {detail}",
             "protocol/load-config",
-            "the load request's parameters.config",
-        ) from None
-    return parse_json_config(document, f"load request for '{model}'")
+            "the load request's parameters.config (a model config as JSON)",
+        )
+        log.warning("model_load_failed", model=shown(model), **error.fields())
+        raise error from None
 
 
 def load_files(model: str, params: dict[str, Any]) -> dict[tuple[str, ...], bytes]:

@@ -27,7 +27,10 @@ from pathlib import Path
 
 from modelyard.errors import Code, ConfigError
 
-_MODEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+# Triton serves any folder that is not hidden (its generators name some
+# ``nop_TYPE_FP16_-1,-1``); left out here: whitespace and control characters, which a
+# log line or a label would have to escape, path separators, and ':' (NAMESPACE_MARK)
+_MODEL_NAME = re.compile(r"^[^.\s/\\:\x00-\x1f\x7f][^\s/\\:\x00-\x1f\x7f]{0,254}$")
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,10 @@ RAW_HANDLE_BYTES = 64  # sizeof(cudaIpcMemHandle_t)
 
 
 def _error(
-    detail: str, code: Code = Code.INVALID_ARGUMENT, where: str | None = None
+    detail: str,
+    code: Code = Code.INVALID_ARGUMENT,
+    where: str | None = None,
+    triton: bool = False,
 ) -> ProtocolError:
     return ProtocolError(
         detail,
@@ -34,6 +37,7 @@ def _error(
         rule="protocol/cuda-shared-memory",
         where=where
         or "the CUDA shared memory registration or the tensor's shared_memory_* parameters",
+        triton=triton,
     )
 
 
@@ -78,9 +82,11 @@ class CudaRegion:
 
     def __init__(self, name: str, raw_handle: bytes, device_id: int, byte_size: int) -> None:
         if len(raw_handle) != RAW_HANDLE_BYTES:
-            raise _error(
-                f"failed to register CUDA shared memory region '{shown(name)}': raw_handle is "
-                f"{len(raw_handle)} bytes, a cudaIpcMemHandle_t is {RAW_HANDLE_BYTES}"
+            raise _error(  # Triton's words for a handle CUDA cannot open
+                f"failed to register shared memory region '{shown(name)}': invalid args "
+                f"(raw_handle is {len(raw_handle)} bytes, a cudaIpcMemHandle_t is "
+                f"{RAW_HANDLE_BYTES})",
+                triton=True,
             )
         if byte_size <= 0:
             raise _error(f"failed to register CUDA shared memory region '{shown(name)}': "

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from modelyard.errors import Code, ProtocolError, shown
 from modelyard.protocol.cuda_shared_memory import CudaRegion, raw_handle
-from modelyard.protocol.tensors import encode_raw_tensor
+from modelyard.protocol.tensors import encode_raw_tensor, size_mismatch
 from modelyard.types import InferRequest, InferResponse
 
 SHM_DIRECTORY = "/dev/shm"  # where Linux's shm_open keeps its objects
@@ -39,6 +39,20 @@ _KEY = re.compile(r"/?([A-Za-z0-9_.\-]{1,250})")
 _ALLOW = "modelyard serve --allow-client-shm=true"
 _DISABLED = (
     "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable."
+)
+
+
+# the beginnings of Triton's own texts here: a line with one leads with it
+_TRITON_WORDS = (
+    "Unable to open shared memory region",
+    "Unable to find ",
+    "Invalid shared memory region",
+    "Invalid offset",
+    "failed to register shared memory region",
+    "shared memory region '",
+    "Cannot unregister shared memory region",
+    "Failed to unregister the following",
+    "shared memory size specified with the request for output",
 )
 
 
@@ -52,11 +66,12 @@ def _error(
         where=where
         or "the client's shared memory region, its registration or the tensor's "
         "shared_memory_* parameters",
+        triton=detail.startswith(_TRITON_WORDS),
     )
 
 
-def _count(value: Any, what: str) -> int:
-    if type(value) is not int or not 0 <= value < 2**63:  # not a bool either
+def _count(value: Any, what: str, limit: int = 2**63) -> int:
+    if type(value) is not int or not 0 <= value < limit:  # not a bool either
         raise _error(f"{what} must be a non-negative integer, not {shown(repr(value), 40)}")
     return value
 
@@ -73,16 +88,18 @@ class Region:
         self.byte_size = byte_size
         match = _KEY.fullmatch(key)
         if match is None or match[1] in (".", ".."):
-            raise _error(
+            raise _error(  # INTERNAL: Triton's code, which its QA suite checks
                 f"Unable to open shared memory region: '{shown(key, 80)}': a key is one "
-                "shared-memory object name (letters, digits, '_', '.', '-'), '/' only first"
+                "shared-memory object name (letters, digits, '_', '.', '-'), '/' only first",
+                Code.INTERNAL,
             )
         path = os.path.join(SHM_DIRECTORY, match[1])
         try:
             fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError as exc:
             raise _error(
-                f"Unable to open shared memory region: '{shown(key, 80)}' ({exc.strerror})"
+                f"Unable to open shared memory region: '{shown(key, 80)}' ({exc.strerror})",
+                Code.INTERNAL,
             ) from None
         try:
             info = os.fstat(fd)
@@ -152,6 +169,18 @@ class Region:
         self.close()
 
 
+# the references a region has while no request holds it, as _in_use counts them: the
+# registry's, _in_use's parameter and getrefcount's argument (its callers hold none)
+_UNHELD_REFERENCES = 3
+
+
+def _in_use(region: Region | CudaRegion) -> bool:
+    """Whether a request in flight holds the region (its ``InferRequest.regions`` or a
+    requested output's ``TensorSlice``), read from its reference count as Triton reads a
+    region's ``shared_ptr::use_count``."""
+    return sys.getrefcount(region) > _UNHELD_REFERENCES
+
+
 class TensorSlice(NamedTuple):
     """Where one tensor of a request lives: ``byte_size`` bytes at ``offset`` of ``region``."""
 
@@ -175,8 +204,8 @@ class SystemSharedMemory:
 
     def _check_new(self, name: str) -> None:
         self._check_allowed()
-        if not name or len(name) > MAX_NAME_CHARS:
-            raise _error(f"a region name is 1 to {MAX_NAME_CHARS} characters")
+        if len(name) > MAX_NAME_CHARS:
+            raise _error(f"a region name is at most {MAX_NAME_CHARS} characters")
         if name in self._regions:
             raise _error(f"shared memory region '{shown(name)}' already in manager")
         if len(self._regions) >= MAX_REGIONS:
@@ -228,17 +257,33 @@ class SystemSharedMemory:
 
     def unregister(self, name: str | None = None, kind: str = "system") -> None:
         """Unregister one region of a kind, or all of them; a name not registered is no
-        error (as Triton).
-
-        A request in flight that names the region still holds it: it is unmapped when
-        the last such request has written its outputs.
-        """
+        error (as Triton). A region a request in flight uses (an input read from it, an
+        output to write into it) is refused in Triton's words; unregistering them all
+        unregisters the others and names those refused."""
         self._check_allowed()
-        names = [n for n, r in self._regions.items() if r.kind == kind] if name is None else [name]
-        for each in names:
-            region = self._regions.get(each)
-            if region is not None and region.kind == kind:
+        if name is not None:
+            if name in self._regions and self._regions[name].kind == kind:
+                if _in_use(self._regions[name]):  # no reference held here: see _in_use
+                    raise _error(
+                        f"Cannot unregister shared memory region '{shown(name)}', it is "
+                        "currently in use.",
+                        Code.FAILED_PRECONDITION,
+                    )
+                del self._regions[name]
+            return
+        refused = []
+        for each in sorted(n for n, r in self._regions.items() if r.kind == kind):
+            if _in_use(self._regions[each]):
+                refused.append(each)
+            else:
                 del self._regions[each]
+        if refused:
+            kinds = "cuda" if kind == "cuda" else "system"
+            raise _error(
+                f"Failed to unregister the following {kinds} shared memory regions: "
+                + "".join(f"{each} ," for each in refused),
+                Code.FAILED_PRECONDITION,
+            )
 
     def close(self) -> None:
         for region in self._regions.values():
@@ -257,7 +302,9 @@ class SystemSharedMemory:
                 "'shared_memory_region'"
             )
         size = _count(params["shared_memory_byte_size"], "'shared_memory_byte_size'")
-        offset = _count(params.get("shared_memory_offset", 0), "'shared_memory_offset'")
+        # any 64-bit offset: one past the region is refused in Triton's words below (Triton
+        # reads 2**64 - 32 as -32, and refuses it so)
+        offset = _count(params.get("shared_memory_offset", 0), "'shared_memory_offset'", 2**64)
         region = self._regions.get(name)
         if region is None:
             raise _error(f"Unable to find shared memory region: '{shown(name)}'", Code.NOT_FOUND)
@@ -268,16 +315,23 @@ class SystemSharedMemory:
         return TensorSlice(region, offset, size)
 
     def read_input(
-        self, tensor: str, params: dict[str, Any], expected: int | None, spent: int
+        self,
+        tensor: str,
+        params: dict[str, Any],
+        expected: int | None,
+        spent: int,
+        model: str = "",
+        held: list[Any] | None = None,
     ) -> bytes:
         """An input's bytes: ``expected``: what its shape and datatype take (None: BYTES,
-        any); ``spent``: what the request's earlier inputs read from regions."""
+        any; another size is refused in Triton's words, naming ``model``); ``spent``: what
+        the request's earlier inputs read from regions; ``held``: where its region goes,
+        for the request to hold (``InferRequest.regions``)."""
         where = self.tensor_slice(tensor, params)
+        if held is not None:
+            held.append(where.region)
         if expected is not None and where.byte_size != expected:
-            raise _error(
-                f"input '{shown(tensor)}': shared_memory_byte_size {where.byte_size} but its "
-                f"shape and datatype take {expected} bytes"
-            )
+            raise size_mismatch(tensor, model, expected, where.byte_size)
         if spent + where.byte_size > self.max_request_bytes:
             raise _error(
                 f"a request's tensors in shared memory come to over {self.max_request_bytes} bytes",

@@ -25,8 +25,13 @@ MAX_DIMS = 32
 MAX_ELEMENTS = 2**40
 
 
-def bad_request(detail: str, rule: str = "protocol/v2-request") -> ProtocolError:
-    return ProtocolError(detail, code=Code.INVALID_ARGUMENT, rule=rule, where=WHERE)
+def bad_request(
+    detail: str, rule: str = "protocol/v2-request", triton: bool = False
+) -> ProtocolError:
+    """``triton``: the detail is Triton's own words (the line leads with them)."""
+    return ProtocolError(
+        detail, code=Code.INVALID_ARGUMENT, rule=rule, where=WHERE, triton=triton
+    )
 
 
 def check_shape(name: str, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -45,7 +50,38 @@ def check_shape(name: str, shape: tuple[int, ...]) -> tuple[int, ...]:
     return shape
 
 
-def deserialize_bytes(raw: bytes | memoryview, count: int, name: str) -> np.ndarray:
+SIZE_RULE = "protocol/tensor-size"
+
+
+def wrong_value_count(name: str, given: int, shape: tuple[int, ...]) -> ProtocolError:
+    """A tensor given as values (JSON data, gRPC contents) that its shape does not hold."""
+    return bad_request(
+        "Unable to parse 'data': Shape does not match true shape of 'data' field (input "
+        f"'{shown(name)}': {given} values given for shape {list(shape)})",
+        triton=True,
+    )
+
+
+def _of(name: str, model: str) -> str:
+    return f"inference input '{shown(name)}'" + (f" for model '{shown(model)}'" if model else "")
+
+
+def size_mismatch(name: str, model: str, expected: int, got: int) -> ProtocolError:
+    """A tensor whose bytes are not what its shape and datatype take, in Triton's words."""
+    return bad_request(
+        f"input byte size mismatch for input '{shown(name)}'"
+        + (f" for model '{shown(model)}'" if model else "")
+        + f". Expected {expected}, got {got}",
+        SIZE_RULE,
+        triton=True,
+    )
+
+
+def deserialize_bytes(
+    raw: bytes | memoryview, count: int, name: str, model: str = ""
+) -> np.ndarray:
+    """``count`` BYTES elements from Triton's layout (a little-endian uint32 length before
+    each); a count or layout that is not that is refused in Triton's words."""
     items: list[bytes] = []
     view = memoryview(raw)
     offset = 0
@@ -53,19 +89,34 @@ def deserialize_bytes(raw: bytes | memoryview, count: int, name: str) -> np.ndar
     while offset < total:
         if offset + 4 > total:
             raise bad_request(
-                f"input '{shown(name)}': truncated BYTES element length at byte {offset}"
+                f"incomplete string length indicator for {_of(name, model)}, expecting 4 "
+                f"bytes but only {total - offset} bytes available. Please make sure the "
+                "string length indicator is in one buffer.",
+                SIZE_RULE,
+                triton=True,
+            )
+        if len(items) == count:  # Triton stops at the first element past the shape's
+            raise bad_request(
+                f"unexpected number of string elements {count + 1} for {_of(name, model)}, "
+                f"expecting {count}",
+                SIZE_RULE,
+                triton=True,
             )
         (length,) = struct.unpack_from("<I", view, offset)
         offset += 4
         if offset + length > total:
             raise bad_request(
-                f"input '{shown(name)}': BYTES element of {length} bytes runs past the data"
+                f"{_of(name, model)}: a BYTES element of {length} bytes runs past the "
+                f"{total} bytes of data",
+                SIZE_RULE,
             )
         items.append(bytes(view[offset : offset + length]))
         offset += length
     if len(items) != count:
         raise bad_request(
-            f"input '{shown(name)}': {len(items)} BYTES elements for a shape of {count} elements"
+            f"expected {count} string elements for {_of(name, model)}, got {len(items)}",
+            SIZE_RULE,
+            triton=True,
         )
     array = np.empty(count, dtype=object)
     array[:] = items
@@ -101,18 +152,16 @@ def expected_bytes(datatype: str, shape: tuple[int, ...]) -> int | None:
 
 
 def decode_raw_tensor(
-    name: str, datatype: str, shape: tuple[int, ...], raw: bytes | memoryview
+    name: str, datatype: str, shape: tuple[int, ...], raw: bytes | memoryview, model: str = ""
 ) -> np.ndarray:
-    """One input tensor from its raw bytes; the array shares memory with ``raw``."""
+    """One input tensor from its raw bytes; the array shares memory with ``raw``.
+    ``model``: the model the request names, for Triton's words when the size is wrong."""
     count = math.prod(shape)
     if datatype == "BYTES":
-        return deserialize_bytes(raw, count, name).reshape(shape)
+        return deserialize_bytes(raw, count, name, model).reshape(shape)
     expected = count * element_size(datatype)
     if len(raw) != expected:
-        raise bad_request(
-            f"input '{shown(name)}': binary data is {len(raw)} bytes but shape {list(shape)} of "
-            f"{datatype} needs {expected}"
-        )
+        raise size_mismatch(name, model, expected, len(raw))
     if datatype == "BF16":
         return bf16_to_fp32(raw, count).reshape(shape)
     dtype = V2_TO_NUMPY[datatype]

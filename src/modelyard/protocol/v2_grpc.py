@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 from tritonclient.grpc import service_pb2 as pb
 
-from modelyard.errors import shown
+from modelyard.errors import ProtocolError, shown
 from modelyard.protocol.shared_memory import SystemSharedMemory, disabled
 from modelyard.protocol.tensors import (
+    SIZE_RULE,
     bad_request,
     check_shape,
     decode_raw_tensor,
@@ -26,6 +27,7 @@ from modelyard.protocol.tensors import (
     expected_bytes,
     from_values,
     wire_tensor,
+    wrong_value_count,
 )
 from modelyard.types import V2_TO_NUMPY, InferRequest, InferResponse, OutputTensor, RequestedOutput
 
@@ -78,10 +80,7 @@ def _decode_typed(name: str, datatype: str, shape: tuple[int, ...], tensor: Any)
     values = getattr(contents, field)
     count = math.prod(shape)
     if len(values) != count:
-        raise bad_request(
-            f"input '{shown(name)}': {len(values)} values given for shape {list(shape)} "
-            f"({count} values)"
-        )
+        raise wrong_value_count(name, len(values), shape)
     if wide is None:
         array = np.empty(count, dtype=object)
         array[:] = list(values)
@@ -105,8 +104,6 @@ def decode_infer_request(
     message: pb.ModelInferRequest, shared_memory: SystemSharedMemory | None = None
 ) -> InferRequest:
     """The request; ``shared_memory``: the regions its tensors may name (None: refused)."""
-    if not message.inputs:
-        raise bad_request("inference request needs a non-empty 'inputs' list")
     raw = message.raw_input_contents
     # a tensor in shared memory has no raw_input_contents entry (as tritonclient sends it)
     sent = sum(1 for tensor in message.inputs if not _in_shared_memory(tensor))
@@ -119,6 +116,11 @@ def decode_infer_request(
     datatypes: dict[str, str] = {}
     index = 0
     shared_bytes = 0  # read from shared memory so far
+    model = message.model_name
+    # a tensor whose bytes its shape does not take is refused once every input is read, as
+    # Triton refuses it after the other checks (and for the last such input given)
+    wrong_size: ProtocolError | None = None
+    held: list[Any] = []  # the regions inputs are read from, which the request holds
     for tensor in message.inputs:
         name = tensor.name
         if name in inputs:
@@ -141,21 +143,30 @@ def decode_infer_request(
                 )
             if shared_memory is None:
                 raise disabled(name)
-            region_bytes = shared_memory.read_input(
-                name, _parameters(tensor), expected_bytes(datatype, shape), shared_bytes
-            )
+            try:
+                region_bytes = shared_memory.read_input(
+                    name, _parameters(tensor), expected_bytes(datatype, shape), shared_bytes,
+                    model, held,
+                )  # fmt: skip
+            except ProtocolError as error:
+                if error.rule != SIZE_RULE:
+                    raise
+                inputs[name], wrong_size = _UNREAD, error
+                continue
             shared_bytes += len(region_bytes)
-            inputs[name] = decode_raw_tensor(name, datatype, shape, region_bytes)
+            wrong_size = _decoded(inputs, name, datatype, shape, region_bytes, model) or wrong_size
         elif raw:
             if tensor.HasField("contents"):
                 raise bad_request(
                     f"input '{shown(name)}' has both contents and raw_input_contents; send one"
                 )
-            inputs[name] = decode_raw_tensor(name, datatype, shape, raw[index])
+            wrong_size = _decoded(inputs, name, datatype, shape, raw[index], model) or wrong_size
             index += 1
         else:
             inputs[name] = _decode_typed(name, datatype, shape, tensor)
         datatypes[name] = datatype
+    if wrong_size is not None:
+        raise wrong_size
     params: dict[str, Any] = {}
     if message.parameters:
         params = {key: parameter_value(value) for key, value in message.parameters.items()}
@@ -187,7 +198,30 @@ def decode_infer_request(
         binary_output_default=True,
         priority=priority,
         timeout_us=timeout,
+        regions=tuple(held),
     )
+
+
+_UNREAD = np.empty(0)  # in place of a tensor of the wrong size: its request is refused
+
+
+def _decoded(
+    inputs: dict[str, np.ndarray],
+    name: str,
+    datatype: str,
+    shape: tuple[int, ...],
+    raw: bytes | memoryview,
+    model: str,
+) -> ProtocolError | None:
+    """Decode one tensor into ``inputs``; its size error, kept for later, if it has one."""
+    try:
+        inputs[name] = decode_raw_tensor(name, datatype, shape, raw, model)
+    except ProtocolError as error:
+        if error.rule != SIZE_RULE:
+            raise
+        inputs[name] = _UNREAD
+        return error
+    return None
 
 
 def _decode_outputs(

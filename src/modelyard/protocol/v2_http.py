@@ -19,15 +19,17 @@ from modelyard.dataplane import FixedOutput
 from modelyard.errors import ProtocolError, shown
 from modelyard.protocol.infer_json import infer_document
 from modelyard.protocol.shared_memory import SystemSharedMemory, disabled, names_region
-from modelyard.protocol.tensors import bad_request as _bad
 from modelyard.protocol.tensors import (
+    SIZE_RULE,
     check_shape,
     decode_raw_tensor,
     encode_raw_tensor,
     expected_bytes,
     from_values,
     wire_tensor,
+    wrong_value_count,
 )
+from modelyard.protocol.tensors import bad_request as _bad
 from modelyard.types import V2_TO_NUMPY, InferRequest, InferResponse, OutputTensor, RequestedOutput
 
 HEADER_LENGTH = "inference-header-content-length"
@@ -59,10 +61,7 @@ def _decode_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) ->
         types = set(map(type, flat))
     count = math.prod(shape)
     if len(flat) != count:
-        raise _bad(
-            f"input '{shown(name)}': {len(flat)} values given for shape {list(shape)} "
-            f"({count} values)"
-        )
+        raise wrong_value_count(name, len(flat), shape)
     if datatype == "BYTES":
         if not types <= _STR:
             raise _bad(f"input '{shown(name)}': BYTES data must be strings")
@@ -96,10 +95,7 @@ def _decode_numbers(
     """The checks of ``_decode_json`` on values already in a float64 or (u)int64 array."""
     count = math.prod(shape)
     if values.size != count:
-        raise _bad(
-            f"input '{shown(name)}': {values.size} values given for shape {list(shape)} "
-            f"({count} values)"
-        )
+        raise wrong_value_count(name, values.size, shape)
     dtype = V2_TO_NUMPY[datatype]
     assert dtype is not None
     if values.size:
@@ -132,6 +128,9 @@ _FLOAT_MAX = {
 
 def _bad_json(detail: str) -> ProtocolError:
     return _bad(detail, "protocol/json")
+
+
+_UNREAD = np.empty(0)  # in place of a tensor of the wrong size: its request is refused
 
 
 def _invalid_data(name: str, datatype: str) -> ProtocolError:
@@ -181,14 +180,15 @@ class BinaryLayout(_RequestOptions):
         """Whether a body with this header carries exactly the binary data it declares."""
         return self.binary_size == len(body) - header_length
 
-    def inputs(self, body: bytes, header_length: int) -> dict[str, np.ndarray]:
-        """The request's input arrays: views of the body where the datatype allows."""
+    def inputs(self, body: bytes, header_length: int, model: str = "") -> dict[str, np.ndarray]:
+        """The request's input arrays: views of the body where the datatype allows
+        (``model``: named where a BYTES tensor is refused)."""
         offset = header_length
         inputs: dict[str, np.ndarray] = {}
         for name, datatype, shape, size, dtype in self.tensors:
             if dtype is None:  # BYTES, BF16: converted, not viewed
                 raw = memoryview(body)[offset : offset + size]
-                inputs[name] = decode_raw_tensor(name, datatype, shape, raw)
+                inputs[name] = decode_raw_tensor(name, datatype, shape, raw, model)
             else:  # sizes were checked against shapes when the layout was made
                 inputs[name] = np.ndarray(shape, dtype, body, offset)
             offset += size
@@ -197,7 +197,9 @@ class BinaryLayout(_RequestOptions):
     def request(
         self, body: bytes, header_length: int, model: str, version: str | None
     ) -> InferRequest:
-        return InferRequest(model, version, self.inputs(body, header_length), **self.options)
+        return InferRequest(
+            model, version, self.inputs(body, header_length, model), **self.options
+        )
 
     def arrays(
         self, body: bytes, header_length: int | None, doc: dict[str, Any] | None
@@ -307,6 +309,10 @@ def decode_with_layout(
         layout = known_layout(body, header_length)
         if layout is not None:
             return layout.request(body, header_length, model, version), layout
+        if header_length == 0:  # Triton's raw binary request: the body is the one input
+            request = InferRequest(model, version, {}, {}, binary_output_default=True)
+            request.raw_input = bytes(body)
+            return request, None
     if header_length is not None:
         if header_length < 0 or header_length > len(body):
             raise _bad(
@@ -319,8 +325,8 @@ def decode_with_layout(
     if doc is None or header_length is not None:
         doc = infer_document(header, "inference request", _bad_json)
     raw_inputs = doc.get("inputs")
-    if not isinstance(raw_inputs, list) or not raw_inputs:
-        raise _bad("inference request needs a non-empty 'inputs' list")
+    if not isinstance(raw_inputs, list):  # an empty list is the model's to refuse
+        raise _bad("inference request needs an 'inputs' list")
     inputs: dict[str, np.ndarray] = {}
     datatypes: dict[str, str] = {}
     binary_inputs: list[tuple[str, str, tuple[int, ...], int]] = []
@@ -328,6 +334,10 @@ def decode_with_layout(
     in_shared_memory = False
     shared_bytes = 0  # read from shared memory so far
     offset = 0
+    # a tensor whose bytes its shape does not take is refused once every input is read, as
+    # Triton refuses it after the other checks (and for the last such input given)
+    wrong_size: ProtocolError | None = None
+    held: list[Any] = []  # the regions inputs are read from, which the request holds
     for item in raw_inputs:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise _bad("each input needs a 'name'")
@@ -349,12 +359,17 @@ def decode_with_layout(
                 )
             if shared_memory is None:
                 raise disabled(name)
-            raw = shared_memory.read_input(
-                name, params, expected_bytes(datatype, shape), shared_bytes
-            )
-            shared_bytes += len(raw)
-            inputs[name] = decode_raw_tensor(name, datatype, shape, raw)
             in_shared_memory = True
+            try:
+                raw = shared_memory.read_input(
+                    name, params, expected_bytes(datatype, shape), shared_bytes, model, held
+                )
+                shared_bytes += len(raw)
+                inputs[name] = decode_raw_tensor(name, datatype, shape, raw, model)
+            except ProtocolError as error:
+                if error.rule != SIZE_RULE:
+                    raise
+                inputs[name], wrong_size = _UNREAD, error
         elif size is not None:
             if (
                 type(size) is not int  # not a bool either
@@ -365,7 +380,14 @@ def decode_with_layout(
                     f"input '{shown(name)}': binary_data_size {shown(repr(size), 40)} runs past "
                     f"the {len(binary)} bytes of binary data"
                 )
-            inputs[name] = decode_raw_tensor(name, datatype, shape, binary[offset : offset + size])
+            try:
+                inputs[name] = decode_raw_tensor(
+                    name, datatype, shape, binary[offset : offset + size], model
+                )
+            except ProtocolError as error:
+                if error.rule != SIZE_RULE:
+                    raise
+                inputs[name], wrong_size = _UNREAD, error
             binary_inputs.append((name, datatype, shape, size))
             offset += size
         elif "data" in item:
@@ -376,6 +398,8 @@ def decode_with_layout(
         datatypes[name] = datatype
     if offset != len(binary):
         raise _bad(f"{len(binary) - offset} bytes of binary data belong to no input")
+    if wrong_size is not None:
+        raise wrong_size
     params = doc.get("parameters") or {}
     if not isinstance(params, dict):
         raise _bad("'parameters' must be an object")
@@ -415,7 +439,9 @@ def decode_with_layout(
     json_layout = None
     if header_length is None and len(json_tensors) == len(inputs) and not in_shared_memory:
         json_layout = JsonLayout(tuple(json_tensors), options=options)
-    return InferRequest(model, version, inputs, **options), json_layout
+    request = InferRequest(model, version, inputs, **options)
+    request.regions = tuple(held)
+    return request, json_layout
 
 
 def _decode_outputs(
@@ -471,11 +497,23 @@ def _output_in_shared_memory(
 
 def _json_data(tensor: OutputTensor) -> Any:
     if tensor.datatype == "BYTES":
-        return [
-            v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
-            for v in tensor.data.ravel()
-        ]
+        return [_json_text(tensor.name, v) for v in tensor.data.ravel()]
     return np.ascontiguousarray(tensor.data).ravel()
+
+
+def _json_text(name: str, value: Any) -> str:
+    """A BYTES element as a JSON string; bytes that are not UTF-8 have no JSON form (Triton
+    writes them raw, which its clients then fail to read)."""
+    if not isinstance(value, bytes):
+        return str(value)
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _bad(
+            f"output '{shown(name)}' holds bytes that are not UTF-8, which a JSON reply "
+            "cannot carry; ask for it as binary data",
+            "protocol/json-output",
+        ) from None
 
 
 # an output of a fixed reply: name, numpy dtype, shape, element count, and whether the

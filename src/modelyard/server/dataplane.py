@@ -68,74 +68,196 @@ def _invalid(model: str, detail: str, where: str) -> ModelServerError:
     )
 
 
+def _refused(
+    detail: str, where: str, rule: str = "model-server/input-validation"
+) -> ModelServerError:
+    return ModelServerError(
+        detail, code=Code.INVALID_ARGUMENT, rule=rule, where=where, triton=True
+    )
+
+
+def _listed(names: list[str]) -> str:
+    """Names as Triton lists them in its errors: ``['INPUT0','INPUT1']``."""
+    return "[" + ",".join(f"'{shown(n)}'" for n in names) + "]"
+
+
+def _dims_text(dims: Any) -> str:
+    return "[" + ",".join(str(d) for d in dims) + "]"
+
+
+def _check_input_count(
+    spec: ModelSpec, name: str, given: list[str], where: str, check_names: bool = False
+) -> None:
+    """Triton's check of how many inputs a request gives, in its words; ``check_names``:
+    also that every required one is among them (after the names are known good)."""
+    required = [t.name for t in spec.inputs.values() if not t.optional]
+    missing = [n for n in required if n not in given]
+    if len(spec.inputs) >= len(given) >= len(required) and (check_names is False or not missing):
+        return
+    if len(required) == len(spec.inputs):
+        expected = f"expected {len(spec.inputs)} inputs"
+    else:
+        expected = f"expected number of inputs between {len(required)} and {len(spec.inputs)}"
+    raise _refused(
+        f"{expected} but got {len(given)} inputs for model '{name}'. Got input(s) "
+        f"{_listed(given)}, but missing required input(s) {_listed(missing)}. Please "
+        "provide all required input(s).",
+        where,
+    )
+
+
 def _check_inputs(
     mv: ModelVersion, request: InferRequest
 ) -> tuple[dict[str, np.ndarray], int, tuple[tuple[str, tuple[int, ...]], ...]]:
-    """The inputs as the engine takes them, the rows, and the reshapes made."""
+    """The inputs as the engine takes them, the rows, and the reshapes made.
+
+    The checks and their words are Triton's (``InferenceRequest::PrepareForInference``),
+    in its order: the number of inputs, their names, the batch, then each input's datatype
+    and shape. Where several inputs are wrong, the one named is the one Triton names: it
+    goes through a request's inputs last given first."""
     spec: ModelSpec = mv.spec
     name = mv.name
     where = f"GET /v2/models/{name}/config shows the expected inputs"
     inputs = request.inputs
-    for input_name in inputs:
+    given = list(reversed(inputs))  # Triton's order (its map of a request's inputs)
+    _check_input_count(spec, name, given, where)
+    for input_name in given:
         if input_name not in spec.inputs:
-            raise _invalid(
-                name,
-                f"unexpected input '{shown(input_name)}' (expects {', '.join(spec.inputs)})",
-                where,
+            raise _refused(
+                f"unexpected inference input '{shown(input_name)}' for model '{name}'", where
             )
+    _check_input_count(spec, name, given, where, check_names=True)  # optional for required
     rows = 1
-    batch: int | None = None
-    prepared: dict[str, np.ndarray] = {}
-    reshapes: list[tuple[str, tuple[int, ...]]] = []
-    for tensor in spec.inputs.values():
-        array = inputs.get(tensor.name)
-        if array is None:
-            if tensor.optional:
-                continue
-            raise _invalid(name, f"missing input '{tensor.name}'", where)
-        datatype = request.input_datatypes.get(tensor.name, tensor.datatype)
-        if datatype != tensor.datatype:
-            raise _invalid(
-                name,
-                f"input '{tensor.name}' has datatype {datatype}, expected {tensor.datatype}",
-                where,
-            )
-        shape = array.shape
-        if spec.batched:
-            if len(shape) < 1 or shape[0] < 1:
-                raise _invalid(name, f"input '{tensor.name}' has no batch dimension", where)
-            if shape[0] > spec.max_batch_size:
-                raise ModelServerError(
-                    f"batch size {shape[0]} of input '{tensor.name}' is over max_batch_size "
-                    f"{spec.max_batch_size} for model '{name}'",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="model-server/max-batch-size",
-                    where=f"max_batch_size in {name}/config.pbtxt, or split the request",
+    if spec.batched:
+        batch: int | None = None
+        for input_name in given:
+            shape = inputs[input_name].shape
+            if len(shape) < 1:
+                raise _refused(
+                    f"input '{input_name}' has no shape but model requires batch dimension "
+                    f"for '{name}'",
+                    where,
                 )
             if batch is None:
                 batch = shape[0]
             elif shape[0] != batch:
-                raise _invalid(
-                    name, f"inputs disagree on batch size ({batch} vs {shape[0]})", where
+                raise _refused(
+                    f"input '{input_name}' batch size does not match other inputs for '{name}'",
+                    where,
                 )
-            item_shape = shape[1:]
-        else:
-            item_shape = shape
+        if batch is not None:
+            if batch < 1:
+                raise _refused(f"inference request batch-size must be >= 1 for '{name}'", where)
+            if batch > spec.max_batch_size:
+                raise _refused(
+                    f"inference request batch-size must be <= {spec.max_batch_size} for "
+                    f"'{name}'",
+                    f"max_batch_size in {name}/config.pbtxt, or split the request",
+                    "model-server/max-batch-size",
+                )
+            rows = batch
+    prepared: dict[str, np.ndarray] = {}
+    reshapes: list[tuple[str, tuple[int, ...]]] = []
+    for input_name in given:
+        tensor = spec.inputs[input_name]
+        array = inputs[input_name]
+        datatype = request.input_datatypes.get(input_name, tensor.datatype)
+        if datatype != tensor.datatype:
+            raise _refused(
+                f"inference input '{input_name}' data-type is '{datatype}', but model "
+                f"'{name}' expects '{tensor.datatype}'",
+                where,
+            )
+        shape = array.shape
+        item_shape = shape[1:] if spec.batched else shape
         if not tensor.accepts_shape(item_shape):
             expected = [-1, *tensor.dims] if spec.batched else list(tensor.dims)
-            raise _invalid(
-                name,
-                f"input '{tensor.name}' has shape {list(shape)}, expected {expected}",
+            note = (
+                " NOTE: Setting a non-zero max_batch_size in the model config requires a batch "
+                "dimension to be prepended to each input shape. If you want to specify the "
+                "full shape including the batch dim in your input dims config, try setting "
+                "max_batch_size to zero. See the model configuration docs for more info on "
+                "max_batch_size."
+                if spec.batched
+                else ""
+            )
+            raise _refused(
+                f"unexpected shape for input '{input_name}' for model '{name}'. Expected "
+                f"{_dims_text(expected)}, got {_dims_text(shape)}.{note}",
                 where,
             )
         if tensor.reshape is not None:
             lead = (shape[0],) if spec.batched else ()
             array = array.reshape(lead + tensor.reshape)
-            reshapes.append((tensor.name, array.shape))
-        prepared[tensor.name] = array
-    if spec.batched and batch is not None:
-        rows = batch
+            reshapes.append((input_name, array.shape))
+        prepared[input_name] = array
+    prepared = {n: prepared[n] for n in spec.inputs if n in prepared}  # the config's order
     return prepared, rows, tuple(reshapes)
+
+
+def _by_name_and_version(mv: ModelVersion) -> tuple[str, int]:
+    return mv.name, mv.version
+
+
+def _fill_raw_input(mv: ModelVersion, request: InferRequest) -> None:
+    """A raw binary request's one input, named, typed and shaped from the config as
+    Triton's ``InferenceRequest::Normalize`` does, in its words: one batch row where the
+    model batches, the one variable dim taken from the byte count, and a BYTES input only
+    where it is one element (the body is that element)."""
+    spec = mv.spec
+    name = mv.name
+    raw = request.raw_input or b""
+    where = f"GET /v2/models/{name}/config shows the model's input"
+    if len(spec.inputs) != 1:
+        raise _refused(
+            f"Raw request must only have 1 input (found 1) to be deduced but got "
+            f"{len(spec.inputs)} inputs in '{name}' model configuration",
+            where,
+        )
+    tensor = next(iter(spec.inputs.values()))
+    shape = [1] if spec.batched else []
+    dynamic = -1
+    count = 1
+    for dim in tensor.dims:
+        if dim == -1:
+            if dynamic != -1:
+                raise _refused(
+                    f"The shape of the raw input '{tensor.name}' can not be deduced because "
+                    "there are more than one variable-sized dimension",
+                    where,
+                )
+            dynamic = len(shape)
+        else:
+            count *= dim
+        shape.append(dim)
+    if tensor.datatype == "BYTES":
+        if dynamic != -1 or count != 1:
+            raise _refused(
+                f"For BYTE datatype raw input '{tensor.name}', the model must have input "
+                "shape [1]",
+                where,
+            )
+        array = np.empty(1, dtype=object)
+        array[0] = raw
+        array = array.reshape(shape)
+    elif tensor.datatype == "BF16":
+        raise _refused(f"raw input '{tensor.name}' of BF16 is not served", where)
+    else:
+        itemsize = tensor.dtype.itemsize
+        if dynamic != -1:
+            shape[dynamic] = len(raw) // max(count * itemsize, 1)
+        expected = math.prod(shape) * itemsize
+        if len(raw) != expected:
+            raise _refused(
+                f"input byte size mismatch for input '{tensor.name}' for model '{name}'. "
+                f"Expected {expected}, got {len(raw)}",
+                where,
+                "protocol/tensor-size",
+            )
+        array = np.frombuffer(raw, dtype=tensor.dtype.newbyteorder("<")).reshape(shape)
+    request.inputs = {tensor.name: array}
+    request.input_datatypes = {tensor.name: tensor.datatype}
+    request.raw_input = None
 
 
 def _requested(mv: ModelVersion, request: InferRequest) -> list[RequestedOutput]:
@@ -150,10 +272,10 @@ def _requested(mv: ModelVersion, request: InferRequest) -> list[RequestedOutput]
         )
     for out in request.outputs:
         if out.name not in spec.outputs:
-            raise _invalid(
-                mv.name,
-                f"unknown output '{shown(out.name)}' (has {', '.join(spec.outputs)})",
-                f"GET /v2/models/{mv.name}/config shows the outputs",
+            raise _refused(
+                f"unexpected inference output '{shown(out.name)}' for model '{mv.name}'",
+                f"GET /v2/models/{mv.name}/config shows the outputs "
+                f"({', '.join(spec.outputs)})",
             )
         if out.classification and spec.outputs[out.name].datatype in ("BYTES", "BOOL"):
             raise _invalid(
@@ -326,13 +448,18 @@ class LocalDataPlane:
     forwards_requests = False
 
     def __init__(
-        self, manager: ModelManager, clock: Clock = SYSTEM_CLOCK, server_id: str = "modelyard"
+        self,
+        manager: ModelManager,
+        clock: Clock = SYSTEM_CLOCK,
+        server_id: str = "modelyard",
+        server_version: str = __version__,
     ) -> None:
         self.manager = manager
         self.clock = clock
         self.started = clock.monotonic()
         manager.infer_from_thread = self.infer_from_thread
         self.server_id = server_id  # the name server metadata gives (tritonserver's --id)
+        self.server_version = server_version  # Triton's, when started as tritonserver
         # where auth is on: (principals, model) raises unless each may infer on the model;
         # a model's own calls (BLS) pass through it (governance sets it)
         self.authorize_call: Callable[[tuple[str, ...], str], None] | None = None
@@ -346,7 +473,11 @@ class LocalDataPlane:
         return self.manager.is_ready()
 
     def server_metadata(self) -> dict[str, Any]:
-        return {"name": self.server_id, "version": __version__, "extensions": INSTANCE_EXTENSIONS}
+        return {
+            "name": self.server_id,
+            "version": self.server_version,
+            "extensions": INSTANCE_EXTENSIONS,
+        }
 
     def model_ready(self, name: str, version: str | None) -> bool:
         try:
@@ -460,6 +591,8 @@ class LocalDataPlane:
         """Resolve and validate ``request``: the lane of every request of its shape."""
         mv = self.manager.resolve(request.model_name, request.model_version)
         try:
+            if request.raw_input is not None:
+                _fill_raw_input(mv, request)
             prepared, rows, reshapes = _check_inputs(mv, request)
             requested = _requested(mv, request)
             flags = None
@@ -515,6 +648,7 @@ class LocalDataPlane:
                     self.manager.resolve(name, version)
         else:
             versions = self.manager.all_versions()
+        versions = sorted(versions, key=_by_name_and_version)  # Triton's order
         return {"model_stats": [self._version_stats(mv) for mv in versions]}
 
     @staticmethod

@@ -23,24 +23,32 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import itertools
 import math
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import structlog
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.errors import Code, ModelServerError, ModelyardError
 from modelyard.modelfiles.config import ModelSpec, TensorConfig, compile_spec, read_model_config
 from modelyard.server.model_version import ModelVersion, _read_labels
+from modelyard.server.response_cache import ResponseCache
 from modelyard.server.scheduler import failure_reason, unloading
 from modelyard.server.stats import VersionStats
 
 ENSEMBLE = "ensemble"
+
+log = structlog.get_logger("modelyard.ensemble")
+# each load of an ensemble keys its cache entries apart; negative, so that no plain
+# model's load (the scheduler counts those up from 1) has the same number
+_LOADS = itertools.count(1)
 
 Resolve = Callable[[str, str | None], ModelVersion]
 
@@ -87,6 +95,8 @@ def _compatible(a: _Tensor, b: _Tensor) -> bool:
 class EnsembleGraph:
     name: str
     steps: tuple[EnsembleStep, ...]
+    batched: bool = False
+    output_dims: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, config: mc.ModelConfig, spec: ModelSpec, resolve: Resolve) -> EnsembleGraph:
@@ -132,7 +142,8 @@ class EnsembleGraph:
             if input_name not in used:
                 raise ensemble_error(name, f"ensemble input '{input_name}' is used by no step")
         _check_acyclic(name, steps, set(spec.inputs))
-        return cls(name, tuple(steps))
+        dims = {output.name: output.dims for output in spec.outputs.values()}
+        return cls(name, tuple(steps), spec.batched, dims)
 
 
 def _step(name: str, index: int, raw: Any) -> EnsembleStep:
@@ -217,11 +228,38 @@ def _check_acyclic(name: str, steps: list[EnsembleStep], available: set[str]) ->
             available.update(step.outputs.values())
 
 
-def _prepare(step: EnsembleStep, spec: ModelSpec, inputs: dict[str, np.ndarray]) -> int:
-    """Check and reshape one step's inputs in place, as the dataplane does; return rows."""
+def _batch_converted(
+    dims: tuple[int, ...], batched: bool, batch: int, array: np.ndarray
+) -> np.ndarray:
+    """A tensor made by a batching model for a non-batching one, or the other way round, as
+    Triton's ensembles convert it (``ReshapeTensorDims``): ``batch`` is the rows of the
+    request that made it, 0 when that did not batch. A batching consumer of an unbatched
+    tensor whose shape is its dims gets it as one row; a non-batching consumer of a 1-row
+    tensor whose shape is not its dims gets it without the batch dimension. Otherwise the
+    tensor goes as it is (a tensor already in the batch the model expects)."""
+    if batched == (batch != 0):
+        return array
+    shape = array.shape
+    fits = len(shape) == len(dims) and all(d in (-1, s) for d, s in zip(dims, shape, strict=False))
+    if batched and fits:
+        return array.reshape((1, *shape))
+    if not batched and not fits and batch == 1 and array.ndim:
+        return array.reshape(shape[1:])
+    return array
+
+
+def _prepare(
+    step: EnsembleStep, spec: ModelSpec, inputs: dict[str, np.ndarray], batches: dict[str, int]
+) -> int:
+    """Check and reshape one step's inputs in place, as the dataplane does; return rows.
+
+    ``batches``: the rows of the request that made each of the step's input tensors (0:
+    it did not batch), by the step's input name."""
     rows = 1
     for input_name, array in inputs.items():
         tensor = spec.inputs[input_name]
+        array = _batch_converted(tensor.dims, spec.batched, batches[input_name], array)
+        inputs[input_name] = array
         item_shape = array.shape[1:] if spec.batched else array.shape
         if spec.batched:
             rows = array.shape[0] if array.ndim else 0
@@ -275,6 +313,11 @@ class EnsembleScheduler:
         self._closed = False
         self._in_flight = 0
         self._idle = threading.Condition()
+        # the server's response cache where the ensemble's config enables it (the manager
+        # sets it): a repeated request is answered whole, its steps never run (Triton's
+        # top-level cache); each load of the ensemble keys its own entries
+        self.cache: ResponseCache | None = None
+        self._generation = -next(_LOADS)
 
     @property
     def pending(self) -> int:
@@ -303,10 +346,54 @@ class EnsembleScheduler:
             "timeout_us": timeout_us,
             "parameters": parameters,
         }
+        if self.cache is not None:
+            return self._submit_cached(self.cache, inputs, outputs, rows, options)
         with self._idle:
             self._in_flight += 1
         task = asyncio.get_running_loop().create_task(self._run(inputs, outputs, rows, options))
         task.add_done_callback(self._done)
+        return task
+
+    def _submit_cached(
+        self,
+        cache: ResponseCache,
+        inputs: dict[str, np.ndarray],
+        outputs: list[str],
+        rows: int,
+        options: dict[str, Any],
+    ) -> asyncio.Future[dict[str, np.ndarray]]:
+        """A request answered from the response cache, or run and its results kept."""
+        clock = self._clock
+        start_ns = clock.monotonic_ns()
+        key = cache.key(self.model, self._generation, inputs, outputs, options["parameters"])
+        kept = cache.get(key)
+        loop = asyncio.get_running_loop()
+        if kept is not None:
+            hit: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
+            hit.set_result(kept)
+            self.stats.record_cache_hit(clock.monotonic_ns() - start_ns)
+            return hit
+        lookup_ns = clock.monotonic_ns() - start_ns
+        with self._idle:
+            self._in_flight += 1
+        task = loop.create_task(self._run(inputs, outputs, rows, options))
+        task.add_done_callback(self._done)
+
+        def keep(done: asyncio.Future[dict[str, np.ndarray]]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                return
+            kept_from = clock.monotonic_ns()
+            if not cache.put(key, done.result()):
+                log.warning(  # Triton's words, which its QA suite looks for in the log
+                    "response_cache_insert_failed",
+                    model=self.model,
+                    version=self.version,
+                    reason="Failed to insert key into the response cache: the response is "
+                    f"bigger than the cache's {cache.capacity_bytes} bytes",
+                )
+            self.stats.record_cache_miss(lookup_ns + clock.monotonic_ns() - kept_from)
+
+        task.add_done_callback(keep)
         return task
 
     async def _run(
@@ -319,6 +406,8 @@ class EnsembleScheduler:
         clock = self._clock
         start_ns = clock.monotonic_ns()
         tensors = dict(inputs)
+        # the rows of the request that made each tensor, 0 where it did not batch
+        batches = dict.fromkeys(inputs, rows if self.graph.batched else 0)
         waiting = list(self.graph.steps)
         running: dict[asyncio.Future[dict[str, np.ndarray]], tuple[EnsembleStep, ModelSpec, int]]
         running = {}
@@ -326,7 +415,7 @@ class EnsembleScheduler:
             while waiting or running:
                 for step in [s for s in waiting if all(t in tensors for t in s.inputs.values())]:
                     waiting.remove(step)
-                    future, spec, step_rows = self._submit_step(step, tensors, options)
+                    future, spec, step_rows = self._submit_step(step, tensors, batches, options)
                     running[future] = (step, spec, step_rows)
                 if not running:  # only an optional ensemble input left out can do this
                     missing = {t for s in waiting for t in s.inputs.values() if t not in tensors}
@@ -340,6 +429,7 @@ class EnsembleScheduler:
                     _finish_outputs(spec, results, step_rows)
                     for model_output, tensor in step.outputs.items():
                         tensors[tensor] = results[model_output]
+                        batches[tensor] = step_rows if spec.batched else 0
         except Exception as exc:
             self.stats.record_failure(failure_reason(exc), clock.monotonic_ns() - start_ns)
             raise
@@ -353,15 +443,26 @@ class EnsembleScheduler:
         self.stats.record_execution(
             [start_ns], start_ns, rows, 0, end_ns - start_ns, 0, end_ns, int(clock.wall() * 1000)
         )
-        return {name: tensors[name] for name in outputs}
+        graph = self.graph
+        return {
+            name: _batch_converted(
+                graph.output_dims[name], graph.batched, batches[name], tensors[name]
+            )
+            for name in outputs
+        }
 
     def _submit_step(
-        self, step: EnsembleStep, tensors: dict[str, np.ndarray], options: dict[str, Any]
+        self,
+        step: EnsembleStep,
+        tensors: dict[str, np.ndarray],
+        batches: dict[str, int],
+        options: dict[str, Any],
     ) -> tuple[asyncio.Future[dict[str, np.ndarray]], ModelSpec, int]:
         # resolve and submit back to back on the loop: a swap cannot fall between them
         mv = self._resolve(step.model, step.version)
         inputs = {model_input: tensors[tensor] for model_input, tensor in step.inputs.items()}
-        rows = _prepare(step, mv.spec, inputs)
+        made_by = {model_input: batches[tensor] for model_input, tensor in step.inputs.items()}
+        rows = _prepare(step, mv.spec, inputs, made_by)
         if options["parameters"] and not mv.takes_requests:
             options = {**options, "parameters": None}
         future = mv.scheduler.submit(inputs, list(step.outputs), rows, **options)

@@ -49,6 +49,7 @@ from modelyard.modelfiles.load_request import OVERRIDE_PREFIX, write_override
 from modelyard.modelfiles.repository import NAMESPACE_MARK, ModelFingerprint, ModelRepository
 from modelyard.server.ensemble import (
     ENSEMBLE,
+    EnsembleScheduler,
     load_ensemble_version,
     load_order,
     reached_models,
@@ -406,11 +407,13 @@ class ModelManager:
 
     def _refuse_unless_explicit(self, action: str) -> None:
         if self.mode is not ControlMode.EXPLICIT:
-            raise ModelServerError(
-                f"explicit model {action} is not allowed in model control mode '{self.mode}'",
+            raise ModelServerError(  # Triton's words (it says so in 'none' mode too)
+                "explicit model load / unload is not allowed if polling is enabled (model "
+                f"control mode '{self.mode}', asked to {action})",
                 code=Code.UNAVAILABLE,
                 rule="model-server/control-mode",
                 where="serve with --model-control-mode explicit",
+                triton=True,
             )
 
     async def load(
@@ -492,7 +495,9 @@ class ModelManager:
     def _attach_cache(self, mv: ModelVersion) -> None:
         if not mv.config.response_cache.enable:
             return
-        if self.response_cache is None or not isinstance(mv.scheduler, Scheduler):
+        if self.response_cache is None or not isinstance(
+            mv.scheduler, (Scheduler, EnsembleScheduler)
+        ):
             log.warning(
                 "response_cache_not_used",
                 model=mv.name,

@@ -112,6 +112,8 @@ def _find_artifact(
         (config.default_model_filename,) if config.default_model_filename else ()
     )
     names = names or tuple(cls.default_filenames)
+    if not names:  # a backend without a model file (Triton's identity)
+        return version_dir
     for filename in names:
         if "/" in filename or filename in ("", ".", ".."):
             continue

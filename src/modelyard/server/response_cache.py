@@ -76,15 +76,16 @@ class ResponseCache:
         # copies: what a request gets is its own, as a computed result is
         return {name: array.copy() for name, array in entry[0].items()}
 
-    def put(self, key: bytes, results: dict[str, np.ndarray]) -> None:
+    def put(self, key: bytes, results: dict[str, np.ndarray]) -> bool:
+        """Keep ``results`` under ``key``; False when they are bigger than the whole cache."""
         if key in self._entries:
-            return
+            return True
         kept: dict[str, np.ndarray] = {}
         size = ENTRY_OVERHEAD_BYTES
         for name, array in results.items():
             size += _array_bytes(array)
             if size > self.capacity_bytes:
-                return  # bigger than the whole cache: never kept
+                return False  # bigger than the whole cache: never kept
             copy = np.array(array, copy=True)
             copy.flags.writeable = False
             kept[name] = copy
@@ -93,3 +94,4 @@ class ResponseCache:
             self.used_bytes -= freed
         self._entries[key] = (kept, size)
         self.used_bytes += size
+        return True

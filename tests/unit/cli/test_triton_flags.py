@@ -221,3 +221,60 @@ def test_metrics_config_turns_summaries_on_and_counters_off(tmp_path: Path) -> N
         with pytest.raises(ConfigError) as refused:
             parsed("--model-repository", str(tmp_path), "--metrics-config", entry)
         assert f"--metrics-config {entry}" in refused.value.line()
+
+
+# every flag of tritonserver 2.51's command line (src/command_line_parser.cc), with a value
+TRITONSERVER_FLAGS = [
+    "--id=t", "--exit-timeout-secs=5", "--exit-on-error=false",
+    "--disable-auto-complete-config", "--strict-readiness=false", "--model-control-mode=none",
+    "--repository-poll-secs=5", "--load-model=m", "--model-config-name=c",
+    "--model-load-thread-count=2", "--model-load-retry-count=1", "--model-namespacing=false",
+    "--enable-peer-access=true", "--allow-http=true", "--http-address=127.0.0.1",
+    "--http-port=8000", "--reuse-http-port=false", "--http-header-forward-pattern=x.*",
+    "--http-thread-count=4", "--http-restricted-api=trace:k=v", "--allow-grpc=true",
+    "--grpc-address=127.0.0.1", "--grpc-port=8001", "--reuse-grpc-port=false",
+    "--grpc-header-forward-pattern=x.*", "--grpc-infer-allocation-pool-size=8",
+    "--grpc-use-ssl=false", "--grpc-use-ssl-mutual=false", "--grpc-server-cert=c",
+    "--grpc-server-key=k", "--grpc-root-cert=r", "--grpc-infer-response-compression-level=low",
+    "--grpc-keepalive-time=7200000", "--grpc-keepalive-timeout=20000",
+    "--grpc-keepalive-permit-without-calls=true", "--grpc-http2-max-pings-without-data=2",
+    "--grpc-http2-min-recv-ping-interval-without-data=300000",
+    "--grpc-http2-max-ping-strikes=2", "--grpc-max-connection-age=60000",
+    "--grpc-max-connection-age-grace=5000", "--grpc-restricted-protocol=trace:k=v",
+    "--log-verbose=0", "--log-info=true", "--log-warning=true", "--log-error=true",
+    "--log-format=default", "--log-file=/dev/null", "--allow-sagemaker=false",
+    "--sagemaker-port=8080", "--sagemaker-safe-port-range=8000-8080",
+    "--sagemaker-thread-count=8", "--allow-vertex-ai=false", "--vertex-ai-port=8080",
+    "--vertex-ai-thread-count=8", "--vertex-ai-default-model=m", "--allow-metrics=true",
+    "--allow-gpu-metrics=false", "--allow-cpu-metrics=true", "--metrics-address=127.0.0.1",
+    "--metrics-port=8002", "--metrics-interval-ms=2000", "--metrics-config=summary_latencies=true",
+    "--trace-config=rate=1", "--cache-config=local,size=1024", "--cache-directory=/c",
+    "--rate-limit=off", "--rate-limit-resource=R:1", "--pinned-memory-pool-byte-size=1",
+    "--cuda-memory-pool-byte-size=0:1", "--cuda-virtual-address-size=0:1",
+    "--buffer-manager-thread-count=1", "--host-policy=p,numa-node=0",
+    "--model-load-gpu-limit=0:0.5", "--backend-directory=/b", "--backend-config=b,k=v",
+    "--repoagent-directory=/r", "--strict-model-config=false", "--response-cache-byte-size=1024",
+    "--trace-file=/tmp/t.json", "--trace-level=OFF", "--trace-rate=1", "--trace-count=-1",
+    "--trace-log-frequency=0", "--min-supported-compute-capability=6.0",
+]  # fmt: skip
+
+
+def test_every_tritonserver_flag_is_accepted(tmp_path: Path) -> None:
+    args, not_applied = parsed("--model-repository", str(tmp_path), *TRITONSERVER_FLAGS)
+    assert "--grpc-infer-allocation-pool-size" in dict(not_applied)
+    assert args.grpc_connection == {  # type: ignore[attr-defined]
+        "keepalive_timeout_ms": 20000,
+        "keepalive_permit_without_calls": True,
+        "http2_max_pings_without_data": 2,
+        "http2_min_recv_ping_interval_without_data_ms": 300000,
+        "http2_max_ping_strikes": 2,
+        "max_connection_age_ms": 60000,
+        "max_connection_age_grace_ms": 5000,
+        "reuse_port": False,
+    }
+    from modelyard.frontdoors.grpc import server_options
+
+    options = dict(server_options(1024, 7200000, **args.grpc_connection))  # type: ignore[attr-defined]
+    assert options["grpc.keepalive_timeout_ms"] == 20000
+    assert options["grpc.max_connection_age_ms"] == 60000
+    assert options["grpc.so_reuseport"] == 0

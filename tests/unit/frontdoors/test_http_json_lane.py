@@ -104,8 +104,8 @@ def test_values_a_lane_cannot_take_are_refused_in_the_general_path_s_words(
         ([[1.0, "2"]], "data is not valid FP32"),
         ([[1.0, None]], "data is not valid FP32"),
         ([[1.0, 3.5e38]], "a value is out of the range of FP32"),
-        ([[1.0, 2.0, 3.0]], "3 values given for shape [1, 2] (2 values)"),
-        ([[1.0]], "1 values given for shape [1, 2] (2 values)"),
+        ([[1.0, 2.0, 3.0]], "3 values given for shape [1, 2]"),
+        ([[1.0]], "1 values given for shape [1, 2]"),
     ]
 
     async def scenario() -> None:
@@ -168,7 +168,7 @@ def test_a_new_version_drops_a_json_lane(tmp_path: Path) -> None:
             config.write_text(config.read_text().replace("max_batch_size: 16", "max_batch_size: 2"))
             await dp.manager.load("slow_double")
             status, doc = await via_direct(app, body)
-            assert status == 400 and "over max_batch_size 2" in doc["error"], doc
+            assert status == 400 and "batch-size must be <= 2" in doc["error"], doc
 
     asyncio.run(scenario())
 

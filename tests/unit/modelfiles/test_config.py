@@ -29,7 +29,7 @@ def test_the_config_json_shows_fields_at_their_default_value() -> None:
     [
         (
             "response_cache",
-            'platform: "ensemble"\nresponse_cache {\n  enable: true\n}',
+            "model_transaction_policy { decoupled: true }\nresponse_cache {\n  enable: true\n}",
         ),
         ("response_cache", "sequence_batching { }\nresponse_cache {\n  enable: true\n}"),
         ("batch_input", 'batch_input [{ kind: BATCH_ELEMENT_COUNT target_name: "n" }]'),

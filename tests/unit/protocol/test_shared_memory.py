@@ -34,24 +34,44 @@ def test_a_tensor_is_read_from_its_offset_within_the_region(shm_object: tuple[st
     assert regions.status() == [{"name": "r", "key": key, "offset": 16, "byte_size": 32}]
 
 
-def test_a_request_in_flight_keeps_its_region_after_unregister(
+def test_a_region_a_request_in_flight_uses_cannot_be_unregistered(
     shm_object: tuple[str, Path],
 ) -> None:
-    """Triton's semantics: unregistering is no error, the request still writes its output,
-    and the next request naming the region is refused."""
+    """Triton's semantics: a region an input was read from or an output will be written to
+    is refused while its request lives, in Triton's words; unregistering all unregisters
+    the others and names the refused; once the request is done the region goes."""
     key, path = shm_object
     regions = SystemSharedMemory(allowed=True)
-    regions.register("out", key, 0, 64)
+    for name in ("in", "out", "idle"):
+        regions.register(name, key, 0, 64)
+    held: list[object] = []
+    regions.read_input("x", {"shared_memory_region": "in", "shared_memory_byte_size": 8}, 8, 0,
+                       "m", held)  # fmt: skip
     where = regions.tensor_slice("y", {"shared_memory_region": "out", "shared_memory_byte_size": 8})
     request = InferRequest("m", None, {}, {}, outputs=[RequestedOutput("y", False, 0, where)])
-    regions.unregister("out")
+    request.regions = tuple(held)
+    del held, where
+    for name in ("in", "out"):
+        with pytest.raises(ProtocolError) as raised:
+            regions.unregister(name)
+        assert f"Cannot unregister shared memory region '{name}', it is currently in use." in (
+            raised.value.detail
+        )
+    with pytest.raises(ProtocolError) as raised:
+        regions.unregister()
+    assert raised.value.detail.startswith(
+        "Failed to unregister the following system shared memory regions: in ,out ,"
+    )
+    assert [r["name"] for r in regions.status()] == ["in", "out"]  # "idle" went
     response = InferResponse("m", "1", [OutputTensor("y", "INT32", np.array([7, 9], np.int32))])
     place_outputs(request, response)
-    assert response.outputs[0].in_shared_memory
     assert path.read_bytes()[:8] == np.array([7, 9], np.int32).tobytes()
-    with pytest.raises(ProtocolError) as raised:
+    del request
+    regions.unregister()
+    assert regions.status() == []
+    with pytest.raises(ProtocolError) as gone:
         regions.tensor_slice("y", {"shared_memory_region": "out", "shared_memory_byte_size": 8})
-    assert raised.value.code is Code.NOT_FOUND
+    assert gone.value.code is Code.NOT_FOUND
 
 
 def test_an_object_made_smaller_after_registering_is_refused_not_read(
@@ -125,7 +145,7 @@ def test_sizes_are_checked_before_a_byte_is_read(shm_object: tuple[str, Path]) -
     params = {"shared_memory_region": "r", "shared_memory_byte_size": 32}
     with pytest.raises(ProtocolError) as mismatch:
         regions.read_input("x", params, 16, 0)
-    assert "shape and datatype take 16 bytes" in str(mismatch.value)
+    assert "input byte size mismatch for input 'x'. Expected 16, got 32" in str(mismatch.value)
     assert regions.read_input("x", params, 32, 0) == bytes(range(32))
     with pytest.raises(ProtocolError) as over:
         regions.read_input("y", params, 32, 32)  # a second input: 64 bytes in all
@@ -144,7 +164,7 @@ def test_a_region_whose_opening_was_refused_closes_without_an_error() -> None:
     [
         ({"b64": "not base64!"}, 0, "raw_handle"),
         (7, 0, "raw_handle"),
-        ({"b64": "AAAA"}, 0, "raw_handle is 3 bytes"),
+        ({"b64": "AAAA"}, 0, "invalid args (raw_handle is 3 bytes"),
         ({"b64": "A" * 88}, -1, "'device_id' must be a non-negative integer"),
         ({"b64": "A" * 88}, 2**40, "is not a CUDA device number"),
     ],

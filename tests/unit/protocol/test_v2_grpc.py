@@ -94,7 +94,7 @@ def test_malformed_messages_are_invalid_arguments() -> None:
 
     truncated = client_request({"s": ("BYTES", np.array([b"abcd"], dtype=object))})
     truncated.raw_input_contents[0] = truncated.raw_input_contents[0][:-1]
-    assert "runs past the data" in _invalid(truncated)
+    assert "runs past the 7 bytes of data" in _invalid(truncated)
 
 
 def test_outputs_are_raw_unless_every_output_asks_for_typed_contents() -> None:

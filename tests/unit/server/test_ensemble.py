@@ -15,7 +15,7 @@ import pytest
 from modelyard.errors import ModelyardError
 from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.dataplane import LocalDataPlane
-from modelyard.server.ensemble import load_order
+from modelyard.server.ensemble import _batch_converted, load_order
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.types import InferRequest
 from tests.support.models import failing, write_python_model
@@ -361,3 +361,56 @@ def test_an_unloaded_step_model_fails_requests_with_its_routing_error(tmp_path: 
         assert gone.value.line().startswith("Request for unknown model: 'double' is not found")
 
     run(scenario, tmp_path, mode=ControlMode.EXPLICIT, startup_models=["*"])
+
+
+def test_a_tensor_crosses_between_batching_and_non_batching_steps_as_in_triton() -> None:
+    """Triton's ReshapeTensorDims: an unbatched tensor shaped as a batching step's dims
+    goes as one row; a one-row tensor not shaped as a non-batching step's dims loses its
+    batch dimension; anything else goes as it is."""
+    flat = np.zeros((2, 0), dtype=np.float16)
+    assert _batch_converted((-1, -1), True, 0, flat).shape == (1, 2, 0)
+    assert _batch_converted((-1,), True, 0, flat).shape == (2, 0)  # taken as a batch already
+    row = np.zeros((1, 5), dtype=np.float32)
+    assert _batch_converted((-1, -1), False, 1, row).shape == (1, 5)  # its dims fit: kept
+    assert _batch_converted((-1,), False, 1, row).shape == (5,)
+    assert _batch_converted((-1,), False, 2, np.zeros((2, 5))).shape == (2, 5)
+    assert _batch_converted((-1,), True, 3, np.zeros((3, 5))).shape == (3, 5)  # both batch
+
+
+def test_an_ensemble_with_its_own_cache_answers_a_repeat_without_running_its_steps(
+    tmp_path: Path,
+) -> None:
+    """Triton's top-level cache: the whole answer is kept; a hit counts on the ensemble and
+    runs no step; an answer bigger than the cache is not kept (two misses)."""
+    from modelyard.server.response_cache import ResponseCache
+
+    model_dir = diamond(tmp_path)
+    config = model_dir / "config.pbtxt"
+    config.write_text(config.read_text() + "\nresponse_cache { enable: true }\n")
+
+    async def scenario(dp: LocalDataPlane) -> None:
+        first = await dp.infer(request("diamond", [[1.0, 2.0]]))
+        again = await dp.infer(request("diamond", [[1.0, 2.0]]))
+        assert again.outputs[0].data.tolist() == first.outputs[0].data.tolist() == [[4.0, 7.0]]
+        stats = {s["name"]: s for s in dp.statistics(None, None)["model_stats"]}
+        diamond_stats = stats["diamond"]["inference_stats"]
+        assert diamond_stats["cache_hit"]["count"] == 1
+        assert diamond_stats["cache_miss"]["count"] == 1
+        assert diamond_stats["success"]["count"] == 2
+        for _ in range(200):  # a step records its execution just after it answers
+            if stats["combine"]["execution_count"] == 1:
+                break
+            await asyncio.sleep(0.01)
+            stats = {s["name"]: s for s in dp.statistics(None, None)["model_stats"]}
+        assert stats["combine"]["execution_count"] == 1  # the hit ran no step
+
+    run(scenario, tmp_path, response_cache=ResponseCache(1 << 20))
+
+    async def too_small(dp: LocalDataPlane) -> None:
+        for _ in range(2):
+            await dp.infer(request("diamond", [[1.0, 2.0]]))
+        stats = {s["name"]: s for s in dp.statistics(None, None)["model_stats"]}
+        assert stats["diamond"]["inference_stats"]["cache_miss"]["count"] == 2
+        assert stats["diamond"]["inference_stats"]["cache_hit"].get("count", 0) == 0
+
+    run(too_small, tmp_path, response_cache=ResponseCache(100))

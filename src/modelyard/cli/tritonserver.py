@@ -1,0 +1,46 @@
+"""``tritonserver``: ``modelyard serve`` under Triton's name, for scripts that start it.
+
+A Triton user's scripts run ``tritonserver --model-repository=...`` and their clients
+check that the server says it is Triton (``get_server_metadata()["name"] == "triton"``).
+This command takes the same flags as ``modelyard serve`` (tritonserver's among them:
+docs/triton-flags.md) with Triton's defaults where they differ: the server's name is
+``triton`` (``--id`` still sets it), its metadata gives the version of Triton whose
+behaviour modelyard follows, and a model that fails to load at start ends the server
+(``--exit-on-error=false`` keeps it serving the others). ``modelyard serve`` keeps
+modelyard's name and version; the log's ``server_ready`` line names both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from modelyard.cli.serve import add_serve_arguments, run_serve
+from modelyard.errors import ModelyardError
+
+# the Triton release whose server, clients and QA suite modelyard is checked against
+TRITON_VERSION = "2.51.0"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tritonserver", description="modelyard serve, answering as Triton Inference Server"
+    )
+    add_serve_arguments(parser)
+    parser.set_defaults(id="triton", server_version=TRITON_VERSION, exit_on_error=True)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run_serve(args)
+    except ModelyardError as error:
+        print(error.line(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""Triton's identity backend (``backend: "identity"``): OUTPUTn is INPUTn.
+
+Triton ships it with its server and its QA models use it where only the server's part
+of a request matters (the ``nop_*`` steps of its ensembles, ``identity_*`` models). It
+has no model file. As Triton's: inputs and outputs pair up by index (``INPUT<n>`` and
+``OUTPUT<n>`` with the same datatype and shape, checked at load); an optional input a
+request leaves out gives zeros of its shape (-1 taken as 1); the ``execute_delay_ms``
+parameter sleeps before each execution (``instance_wise_delay_multiplier``: times the
+instance's index), ``creation_delay_sec`` before the load finishes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from tritonclient.grpc import model_config_pb2 as mc
+
+from modelyard.engines.base import Engine, LoadContext, Signature
+from modelyard.errors import Code, EngineError
+from modelyard.types import CONFIG_TO_V2, numpy_dtype
+
+# the largest delays a config may ask for: a test model's, never a stall
+_MAX_DELAY_MS = 600_000
+_MAX_CREATION_DELAY_S = 600
+
+
+def _refuse(ctx: LoadContext, detail: str) -> EngineError:
+    return EngineError(
+        detail,
+        code=Code.INVALID_ARGUMENT,
+        rule="engine/identity",
+        where=f"input and output in {ctx.config.name}/config.pbtxt",
+    )
+
+
+def _shape(entry: Any) -> tuple[int, ...]:
+    return tuple(entry.reshape.shape) if entry.HasField("reshape") else tuple(entry.dims)
+
+
+def _int_parameter(ctx: LoadContext, key: str, ceiling: int) -> int:
+    raw = ctx.parameter(key, "0") or "0"
+    try:
+        value = int(raw)
+    except ValueError:
+        raise EngineError(
+            f"parameter '{key}' must be an integer, got '{raw[:40]}'",
+            code=Code.INVALID_ARGUMENT,
+            rule="engine/identity",
+            where=f"parameters in {ctx.config.name}/config.pbtxt",
+        ) from None
+    return min(max(value, 0), ceiling)
+
+
+class IdentityEngine(Engine):
+    name = "identity"
+    extra = "all"
+    default_filenames = ()
+
+    def __init__(self) -> None:
+        self._pairs: dict[str, str] = {}  # output -> input
+        self._optional: dict[str, tuple[np.dtype[Any], tuple[int, ...]]] = {}  # by output
+        self._batched = False
+        self._delay_s = 0.0
+
+    def load(self, ctx: LoadContext) -> Signature | None:
+        config = ctx.config
+        if len(config.input) != len(config.output):
+            raise _refuse(ctx, "model configuration must have equal input/output pairs")
+        inputs: dict[str, tuple[str, tuple[int, ...], bool]] = {}
+        outputs: dict[str, tuple[str, tuple[int, ...]]] = {}
+        for entry, output in zip(config.input, config.output, strict=True):
+            if not entry.name.startswith("INPUT"):
+                raise _refuse(
+                    ctx, f"expected input name to follow INPUT<index> pattern, got '{entry.name}'"
+                )
+            if not output.name.startswith("OUTPUT"):
+                raise _refuse(
+                    ctx,
+                    f"expected output name to follow OUTPUT<index> pattern, got '{output.name}'",
+                )
+            datatype = mc.DataType.Name(entry.data_type)
+            inputs[entry.name[5:]] = (datatype, _shape(entry), entry.optional)
+            outputs[output.name[6:]] = (mc.DataType.Name(output.data_type), _shape(output))
+        for index, (datatype, shape) in outputs.items():
+            if index not in inputs:
+                raise _refuse(ctx, "expected input and output indices to match")
+            in_type, in_shape, optional = inputs[index]
+            if in_type != datatype:
+                raise _refuse(
+                    ctx,
+                    f"expected input and output datatype to match, got {in_type} and {datatype}",
+                )
+            if in_shape != shape:
+                raise _refuse(
+                    ctx,
+                    f"expected input and output shape to match, got {list(in_shape)} and "
+                    f"{list(shape)}",
+                )
+            self._pairs[f"OUTPUT{index}"] = f"INPUT{index}"
+            if optional:
+                dtype = numpy_dtype(CONFIG_TO_V2.get(in_type, "FP32"))
+                self._optional[f"OUTPUT{index}"] = (dtype, tuple(d if d > 0 else 1 for d in shape))
+        self._batched = config.max_batch_size > 0
+        delay_ms = _int_parameter(ctx, "execute_delay_ms", _MAX_DELAY_MS)
+        multiplier = _int_parameter(ctx, "instance_wise_delay_multiplier", 1_000)
+        if multiplier > 0:
+            delay_ms *= max(multiplier * ctx.instance_index, 1)
+        self._delay_s = min(delay_ms, _MAX_DELAY_MS) / 1000
+        creation_delay = _int_parameter(ctx, "creation_delay_sec", _MAX_CREATION_DELAY_S)
+        if creation_delay:
+            time.sleep(creation_delay)
+        return None
+
+    def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        if self._delay_s:
+            time.sleep(self._delay_s)
+        rows = next((len(a) for a in inputs.values() if a.ndim), 1) if self._batched else 0
+        results: dict[str, np.ndarray] = {}
+        for output in outputs:
+            source = inputs.get(self._pairs.get(output, ""))
+            if source is not None:
+                results[output] = source
+            elif output in self._optional:
+                dtype, shape = self._optional[output]
+                full = (rows, *shape) if self._batched else shape
+                fill = b"" if dtype == np.object_ else 0
+                results[output] = np.full(full, fill, dtype=dtype)
+        return results
