@@ -122,6 +122,33 @@ def parse_json_config(document: dict[str, Any], origin: str = "<config>") -> mc.
     return config
 
 
+def model_parameter(config: mc.ModelConfig, key: str) -> str | None:
+    """A config's ``parameters`` entry as text, stripped; None when the config has none."""
+    if key in config.parameters:
+        return str(config.parameters[key].string_value).strip()
+    return None
+
+
+def positive_int_parameter(
+    model: str, version: int, config: mc.ModelConfig, key: str, default: int
+) -> int:
+    """A parameter that is a positive whole number, ``default`` when not set; refused at load
+    with its key otherwise."""
+    text = model_parameter(config, key)
+    if not text:
+        return default
+    value = int(text) if text.isascii() and text.isdigit() and len(text) < 19 else 0
+    if value < 1:
+        raise ConfigError(
+            f"failed to load '{model}' version {version}: {key} '{text[:40]}' is not a "
+            "positive whole number",
+            code=Code.INVALID_ARGUMENT,
+            rule="config/parameter",
+            where=f"{key} in {model}/config.pbtxt",
+        )
+    return value
+
+
 def config_path(model_dir: Path, config_name: str | None = None) -> Path:
     """The config file a model loads from: ``configs/NAME.pbtxt`` where tritonserver's
     --model-config-name names one and the model has it, else ``config.pbtxt``."""

@@ -37,6 +37,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.engines.base import Signature, TensorSpec
 from modelyard.errors import Code, ModelServerError
+from modelyard.modelfiles.config import model_parameter, positive_int_parameter
 
 TOKEN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")  # what a tokenizer fills
 POOLING_MODES = ("mean", "cls", "last", "none")
@@ -59,12 +60,6 @@ def _load_error(model: str, version: int, detail: str, where: str) -> ModelServe
     )
 
 
-def _parameter(config: mc.ModelConfig, key: str) -> str | None:
-    if key in config.parameters:
-        return str(config.parameters[key].string_value).strip()
-    return None
-
-
 def _plain_name(name: str) -> bool:
     return bool(name) and "/" not in name and "\\" not in name and not name.startswith(".")
 
@@ -82,7 +77,7 @@ def _read_json(path: Path) -> Any:
 def is_text_model(version_dir: Path, config: mc.ModelConfig, graph: Signature | None) -> bool:
     """Whether a model is served from text: it names a tokenizer, or it ships a
     ``tokenizer.json`` and its config takes BYTES where its graph takes token ids."""
-    if _parameter(config, "tokenizer") is not None:
+    if model_parameter(config, "tokenizer") is not None:
         return True
     if graph is None or not (version_dir / "tokenizer.json").is_file():
         return False
@@ -222,7 +217,7 @@ def load_text_encoding(
     from tokenizers import Tokenizer  # the embeddings extra; imported only for text models
 
     origin = f"{model}/config.pbtxt"
-    filename = _parameter(config, "tokenizer") or "tokenizer.json"
+    filename = model_parameter(config, "tokenizer") or "tokenizer.json"
     if not _plain_name(filename):
         raise _load_error(
             model, version, f"tokenizer '{filename}' is not a file name", f"tokenizer in {origin}"
@@ -244,7 +239,7 @@ def load_text_encoding(
         ) from exc
     default_length, default_pooling, default_normalize = _defaults(version_dir)
     truncation = tokenizer.truncation or {}
-    max_length = _int_parameter(
+    max_length = positive_int_parameter(
         model,
         version,
         config,
@@ -254,7 +249,7 @@ def load_text_encoding(
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length)
 
-    pooling = (_parameter(config, "pooling") or default_pooling or "mean").lower()
+    pooling = (model_parameter(config, "pooling") or default_pooling or "mean").lower()
     if pooling not in POOLING_MODES:
         raise _load_error(
             model,
@@ -262,7 +257,7 @@ def load_text_encoding(
             f"pooling '{pooling}' is not one of {', '.join(POOLING_MODES)}",
             f"pooling in {origin}",
         )
-    normalize_text = (_parameter(config, "normalize") or "").lower()
+    normalize_text = (model_parameter(config, "normalize") or "").lower()
     normalize = (
         normalize_text in ("true", "1", "yes")
         if normalize_text
@@ -295,7 +290,7 @@ def load_text_encoding(
             f"not {', '.join(text_inputs)}",
             f"the inputs in {origin}",
         )
-    token_count_output = _parameter(config, "token_count_output") or ""
+    token_count_output = model_parameter(config, "token_count_output") or ""
     if token_count_output and not _plain_name(token_count_output):
         token_count_output = ""
     counted = [TensorSpec(token_count_output, "INT64", (-1, 1))] if token_count_output else []
@@ -306,7 +301,7 @@ def load_text_encoding(
         outputs = [*graph.outputs, *counted]
     else:
         candidates = _token_axis_outputs(graph)
-        pooled_from = _parameter(config, "pooling_output") or (
+        pooled_from = model_parameter(config, "pooling_output") or (
             candidates[0].name if candidates else ""
         )
         source = next((o for o in graph.outputs if o.name == pooled_from), None)
@@ -343,23 +338,3 @@ def load_text_encoding(
 
 def _integer_dtype(datatype: str) -> np.dtype[Any]:
     return np.dtype(np.int32) if datatype == "INT32" else np.dtype(np.int64)
-
-
-def _int_parameter(
-    model: str, version: int, config: mc.ModelConfig, key: str, default: int
-) -> int:
-    text = _parameter(config, key)
-    if text is None or text == "":
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise _load_error(
-            model,
-            version,
-            f"{key} '{text}' is not a positive whole number",
-            f"{key} in {model}/config.pbtxt",
-        )
-    return value

@@ -32,6 +32,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.engines.base import Engine, Signature
 from modelyard.errors import Code, ModelServerError
+from modelyard.modelfiles.config import model_parameter, positive_int_parameter
 from modelyard.server.embedding_cache import EmbeddingCache
 from modelyard.server.text_encoding import TextEncoding
 
@@ -42,12 +43,6 @@ DEFAULT_MAX_BATCH_TOKENS = 2048
 # sharing an execution saves more (server/batcher.py), this bounds it whatever the costs
 DEFAULT_MAX_PADDING_RATIO = 1.5
 DEFAULT_MAX_SEQUENCE_LENGTH = 512
-
-
-def _parameter(config: mc.ModelConfig, key: str) -> str | None:
-    if key in config.parameters:
-        return str(config.parameters[key].string_value).strip()
-    return None
 
 
 def _setting_error(model: str, version: int, key: str, text: str, want: str) -> ModelServerError:
@@ -211,7 +206,7 @@ def token_batching_for(
     cache: EmbeddingCache | None = None,
 ) -> TokenBatching | None:
     """How a model is batched by tokens, or None when it is batched by rows."""
-    asked = _parameter(config, "max_batch_tokens")
+    asked = model_parameter(config, "max_batch_tokens")
     if asked == "0" or config.max_batch_size <= 0:
         return None
     batching = config.HasField("dynamic_batching")
@@ -242,12 +237,16 @@ def token_batching_for(
             raise _setting_error(
                 model, version, "max_batch_tokens", asked or "", "for a model with token inputs"
             )
-    budget = _number(model, version, config, "max_batch_tokens", DEFAULT_MAX_BATCH_TOKENS)
+    budget = positive_int_parameter(
+        model, version, config, "max_batch_tokens", DEFAULT_MAX_BATCH_TOKENS
+    )
     ratio = _ratio(model, version, config)
     longest = (
         text.max_length
         if text is not None
-        else _number(model, version, config, "max_sequence_length", DEFAULT_MAX_SEQUENCE_LENGTH)
+        else positive_int_parameter(
+            model, version, config, "max_sequence_length", DEFAULT_MAX_SEQUENCE_LENGTH
+        )
     )
     if config.dynamic_batching.preserve_ordering:
         raise ModelServerError(
@@ -269,21 +268,8 @@ def token_batching_for(
     )
 
 
-def _number(model: str, version: int, config: mc.ModelConfig, key: str, default: int) -> int:
-    text = _parameter(config, key)
-    if text is None or text == "":
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise _setting_error(model, version, key, text, "a positive whole number")
-    return value
-
-
 def _ratio(model: str, version: int, config: mc.ModelConfig) -> float:
-    text = _parameter(config, "max_padding_ratio")
+    text = model_parameter(config, "max_padding_ratio")
     if text is None or text == "":
         return DEFAULT_MAX_PADDING_RATIO
     try:

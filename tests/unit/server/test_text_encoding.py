@@ -12,7 +12,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.engines.base import Signature, TensorSpec
-from modelyard.errors import ModelServerError
+from modelyard.errors import ModelServerError, ModelyardError
 from modelyard.server.embedding_cache import EmbeddingCache, parse_size, text_key
 from modelyard.server.text_encoding import is_text_model, load_text_encoding, pool
 
@@ -126,7 +126,7 @@ def test_sentence_transformers_settings_beside_the_model_are_its_defaults(
 def test_settings_a_text_model_cannot_serve_are_refused_at_load(
     version_dir: Path, extra: str, words: str
 ) -> None:
-    with pytest.raises(ModelServerError, match=words) as error:
+    with pytest.raises(ModelyardError, match=words) as error:
         load_text_encoding("embed", 1, version_dir, config(extra), GRAPH)
     assert error.value.line().startswith("failed to load 'embed' version 1")
 

@@ -10,7 +10,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.engines.base import Signature, TensorSpec
-from modelyard.errors import Code, ModelServerError
+from modelyard.errors import Code, ModelServerError, ModelyardError
 from modelyard.server.batcher import BatchingPolicy, QueuedRequest, RequestQueue
 from modelyard.server.token_batching import (
     ExecutionCost,
@@ -256,7 +256,7 @@ def test_token_batching_is_off_without_a_mask_without_dynamic_batching_or_when_a
 )
 def test_token_settings_that_are_no_numbers_are_refused_at_load(words: str, value: str) -> None:
     extra = f'parameters {{ key: "{words}" value {{ string_value: "{value}" }} }}'
-    with pytest.raises(ModelServerError, match=words) as error:
+    with pytest.raises(ModelyardError, match=words) as error:
         token_batching_for("m", 1, config(ENCODER_CONFIG + extra), GRAPH, None)
     assert f"change: {words} in m/config.pbtxt" in error.value.line()
 
