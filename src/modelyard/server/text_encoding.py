@@ -182,7 +182,7 @@ def pool(states: np.ndarray, lengths: np.ndarray, mode: str) -> np.ndarray:
     return summed / np.maximum(lengths, 1).astype(np.float32)[:, None]
 
 
-def _defaults(version_dir: Path) -> tuple[int | None, str | None, bool | None]:
+def _defaults(version_dir: Path) -> tuple[int | None, str | None, bool]:
     """sentence-transformers' settings beside the model: max length, pooling, normalize."""
     bert = _read_json(version_dir / "sentence_bert_config.json")
     max_length = bert.get("max_seq_length") if isinstance(bert, dict) else None
@@ -198,7 +198,7 @@ def _defaults(version_dir: Path) -> tuple[int | None, str | None, bool | None]:
                 pooling = mode
                 break
     modules = _read_json(version_dir / "modules.json")
-    normalize = None
+    normalize = True  # an embedding is compared by angle: unit length unless told otherwise
     if isinstance(modules, list):
         normalize = any(
             isinstance(m, dict) and str(m.get("type", "")).endswith("Normalize") for m in modules
@@ -214,30 +214,9 @@ def load_text_encoding(
     model: str, version: int, version_dir: Path, config: mc.ModelConfig, graph: Signature
 ) -> TextEncoding:
     """Read a text model's tokenizer and settings; refuse what cannot be served, with why."""
-    from tokenizers import Tokenizer  # the embeddings extra; imported only for text models
-
-    origin = f"{model}/config.pbtxt"
-    filename = model_parameter(config, "tokenizer") or "tokenizer.json"
-    if not _plain_name(filename):
-        raise _load_error(
-            model, version, f"tokenizer '{filename}' is not a file name", f"tokenizer in {origin}"
-        )
-    path = version_dir / filename
-    if not path.is_file() or path.stat().st_size > TOKENIZER_FILE_MAX_BYTES:
-        raise _load_error(
-            model,
-            version,
-            f"no tokenizer file {filename} of at most {TOKENIZER_FILE_MAX_BYTES >> 20} MiB in "
-            f"version {version}",
-            f"put {filename} in {model}/{version}/, or set tokenizer in {origin}",
-        )
-    try:
-        tokenizer = Tokenizer.from_file(str(path))
-    except Exception as exc:  # the library raises its own untyped errors
-        raise _load_error(
-            model, version, f"tokenizers could not read {filename}: {exc}", f"{model}/{version}"
-        ) from exc
+    where = _Where(model, version)
     default_length, default_pooling, default_normalize = _defaults(version_dir)
+    tokenizer = _tokenizer(where, version_dir, config)
     truncation = tokenizer.truncation or {}
     max_length = positive_int_parameter(
         model,
@@ -248,92 +227,120 @@ def load_text_encoding(
     )
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length)
-
     pooling = (model_parameter(config, "pooling") or default_pooling or "mean").lower()
     if pooling not in POOLING_MODES:
-        raise _load_error(
-            model,
-            version,
-            f"pooling '{pooling}' is not one of {', '.join(POOLING_MODES)}",
-            f"pooling in {origin}",
+        raise where.error(
+            f"pooling '{pooling}' is not one of {', '.join(POOLING_MODES)}", "pooling"
         )
-    normalize_text = (model_parameter(config, "normalize") or "").lower()
-    normalize = (
-        normalize_text in ("true", "1", "yes")
-        if normalize_text
-        else (default_normalize if default_normalize is not None else True)
-    )
-
-    graph_inputs = []
-    for spec in graph.inputs:
-        if spec.name not in TOKEN_INPUTS:
-            raise _load_error(
-                model,
-                version,
-                f"the graph's input '{spec.name}' is not one a tokenizer fills "
-                f"({', '.join(TOKEN_INPUTS)})",
-                f"export the model with those inputs, or serve it without a tokenizer "
-                f"(remove tokenizer from {origin})",
-            )
-        graph_inputs.append((spec.name, _integer_dtype(spec.datatype)))
-    if "input_ids" not in {name for name, _ in graph_inputs}:
-        raise _load_error(
-            model, version, "the graph takes no input_ids", f"the model file of {model}"
-        )
-
-    text_inputs = tuple(i.name for i in config.input) or (DEFAULT_INPUT,)
-    if len(text_inputs) > 2 or any(i.data_type != mc.TYPE_STRING for i in config.input):
-        raise _load_error(
-            model,
-            version,
-            "a text model takes one BYTES input (a text) or two (a text pair), "
-            f"not {', '.join(text_inputs)}",
-            f"the inputs in {origin}",
-        )
+    normalize = (model_parameter(config, "normalize") or "").lower()
+    text_inputs = _text_inputs(where, config)
     token_count_output = model_parameter(config, "token_count_output") or ""
-    if token_count_output and not _plain_name(token_count_output):
+    if not _plain_name(token_count_output):
         token_count_output = ""
-    counted = [TensorSpec(token_count_output, "INT64", (-1, 1))] if token_count_output else []
-
-    pooled_from = ""
-    embedding_output = ""
-    if pooling == "none":
-        outputs = [*graph.outputs, *counted]
-    else:
-        candidates = _token_axis_outputs(graph)
-        pooled_from = model_parameter(config, "pooling_output") or (
-            candidates[0].name if candidates else ""
-        )
-        source = next((o for o in graph.outputs if o.name == pooled_from), None)
-        if source is None or len(source.dims) != 3:
-            raise _load_error(
-                model,
-                version,
-                f"no graph output of token states [batch, tokens, width] to pool "
-                f"(outputs: {', '.join(o.name for o in graph.outputs)})",
-                f"pooling_output in {origin}, or pooling: none",
-            )
-        named = [o.name for o in config.output if o.name != token_count_output]
-        embedding_output = named[0] if named else DEFAULT_OUTPUT
-        width = source.dims[2]
-        outputs = [TensorSpec(embedding_output, "FP32", (-1, width)), *counted]
-    signature = Signature(
-        inputs=[TensorSpec(name, "BYTES", (-1, 1)) for name in text_inputs],
-        outputs=outputs,
-        batched=True,
+    pooled_from, embedding_output, outputs = _outputs(
+        where, config, graph, pooling, token_count_output
     )
     return TextEncoding(
         tokenizer=tokenizer,
         text_inputs=text_inputs,
-        graph_inputs=tuple(graph_inputs),
+        graph_inputs=_graph_inputs(where, graph),
         max_length=max_length,
         pooling=pooling,
         pooled_from=pooled_from,
-        normalize=normalize,
+        normalize=normalize in ("true", "1", "yes") if normalize else default_normalize,
         embedding_output=embedding_output,
         token_count_output=token_count_output,
-        signature=signature,
+        signature=Signature(
+            inputs=[TensorSpec(name, "BYTES", (-1, 1)) for name in text_inputs],
+            outputs=outputs,
+            batched=True,
+        ),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """The model a setting is refused for, and where its config is."""
+
+    model: str
+    version: int
+
+    def error(self, detail: str, change: str) -> ModelServerError:
+        return _load_error(
+            self.model, self.version, detail, f"{change} in {self.model}/config.pbtxt"
+        )
+
+
+def _tokenizer(where: _Where, version_dir: Path, config: mc.ModelConfig) -> Any:
+    from tokenizers import Tokenizer  # the embeddings extra; imported only for text models
+
+    filename = model_parameter(config, "tokenizer") or "tokenizer.json"
+    if not _plain_name(filename):
+        raise where.error(f"tokenizer '{filename}' is not a file name", "tokenizer")
+    path = version_dir / filename
+    if not path.is_file() or path.stat().st_size > TOKENIZER_FILE_MAX_BYTES:
+        raise where.error(
+            f"no tokenizer file {filename} of at most {TOKENIZER_FILE_MAX_BYTES >> 20} MiB in "
+            f"version {where.version}",
+            f"put {filename} in {where.model}/{where.version}/, or tokenizer",
+        )
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as exc:  # the library raises its own untyped errors
+        raise where.error(f"tokenizers could not read {filename}: {exc}", "tokenizer") from exc
+
+
+def _graph_inputs(where: _Where, graph: Signature) -> tuple[tuple[str, np.dtype[Any]], ...]:
+    """The graph's inputs, each one a tokenizer fills, with its integer type."""
+    for spec in graph.inputs:
+        if spec.name not in TOKEN_INPUTS:
+            raise where.error(
+                f"the graph's input '{spec.name}' is not one a tokenizer fills "
+                f"({', '.join(TOKEN_INPUTS)})",
+                "export the model with those inputs, or remove tokenizer",
+            )
+    if not any(spec.name == "input_ids" for spec in graph.inputs):
+        raise where.error(
+            "the graph takes no input_ids", "export the model with input_ids, or remove tokenizer"
+        )
+    return tuple((spec.name, _integer_dtype(spec.datatype)) for spec in graph.inputs)
+
+
+def _text_inputs(where: _Where, config: mc.ModelConfig) -> tuple[str, ...]:
+    names = tuple(i.name for i in config.input) or (DEFAULT_INPUT,)
+    if len(names) > 2 or any(i.data_type != mc.TYPE_STRING for i in config.input):
+        raise where.error(
+            "a text model takes one BYTES input (a text) or two (a text pair), "
+            f"not {', '.join(names)}",
+            "the inputs",
+        )
+    return names
+
+
+def _outputs(
+    where: _Where, config: mc.ModelConfig, graph: Signature, pooling: str, counted_as: str
+) -> tuple[str, str, list[TensorSpec]]:
+    """The graph output pooled, the config's embedding output, and the model's outputs."""
+    counted = [TensorSpec(counted_as, "INT64", (-1, 1))] if counted_as else []
+    if pooling == "none":
+        return "", "", [*graph.outputs, *counted]
+    candidates = _token_axis_outputs(graph)
+    pooled_from = model_parameter(config, "pooling_output") or (
+        candidates[0].name if candidates else ""
+    )
+    source = next((o for o in graph.outputs if o.name == pooled_from), None)
+    if source is None or len(source.dims) != 3:
+        raise where.error(
+            f"no graph output of token states [batch, tokens, width] to pool "
+            f"(outputs: {', '.join(o.name for o in graph.outputs)})",
+            "pooling_output, or pooling: none",
+        )
+    named = [o.name for o in config.output if o.name != counted_as]
+    embedding_output = named[0] if named else DEFAULT_OUTPUT
+    return pooled_from, embedding_output, [
+        TensorSpec(embedding_output, "FP32", (-1, source.dims[2])),
+        *counted,
+    ]
 
 
 def _integer_dtype(datatype: str) -> np.dtype[Any]:

@@ -209,45 +209,13 @@ def token_batching_for(
     asked = model_parameter(config, "max_batch_tokens")
     if asked == "0" or config.max_batch_size <= 0:
         return None
-    batching = config.HasField("dynamic_batching")
-    if text is not None:
-        token_inputs = tuple(name for name, _ in text.graph_inputs)
-        token_outputs = frozenset(
-            o.name for o in (graph.outputs if graph else []) if _token_axis(o.dims)
+    axes = _token_axes(config, graph, text)
+    if text is None and asked is None and not _found_an_encoder(config, axes[0]):
+        return None
+    if not axes[0]:
+        raise _setting_error(
+            model, version, "max_batch_tokens", asked or "", "for a model with token inputs"
         )
-    else:
-        # the config's dims leave the batch axis out; the graph's say which outputs share
-        # the token axis, where the engine read them
-        token_inputs = tuple(i.name for i in config.input if len(i.dims) >= 1 and i.dims[0] < 0)
-        token_outputs = frozenset(
-            o.name for o in config.output if len(o.dims) >= 1 and o.dims[0] < 0
-        )
-        if graph is not None:
-            token_outputs = frozenset(o.name for o in graph.outputs if _token_axis(o.dims))
-        found = (
-            batching
-            and bool(config.input)
-            and len(token_inputs) == len(config.input)
-            and any(name == "attention_mask" for name in token_inputs)
-            and all(i.data_type in (mc.TYPE_INT64, mc.TYPE_INT32) for i in config.input)
-        )
-        if asked is None and not found:
-            return None
-        if not token_inputs:
-            raise _setting_error(
-                model, version, "max_batch_tokens", asked or "", "for a model with token inputs"
-            )
-    budget = positive_int_parameter(
-        model, version, config, "max_batch_tokens", DEFAULT_MAX_BATCH_TOKENS
-    )
-    ratio = _ratio(model, version, config)
-    longest = (
-        text.max_length
-        if text is not None
-        else positive_int_parameter(
-            model, version, config, "max_sequence_length", DEFAULT_MAX_SEQUENCE_LENGTH
-        )
-    )
     if config.dynamic_batching.preserve_ordering:
         raise ModelServerError(
             f"failed to load '{model}' version {version}: preserve_ordering is not served for "
@@ -258,13 +226,48 @@ def token_batching_for(
             f"{model}/config.pbtxt",
         )
     return TokenBatching(
-        token_inputs=token_inputs,
-        token_outputs=token_outputs,
-        max_batch_tokens=budget,
-        max_padding_ratio=ratio,
-        max_sequence_length=longest,
+        token_inputs=axes[0],
+        token_outputs=axes[1],
+        max_batch_tokens=positive_int_parameter(
+            model, version, config, "max_batch_tokens", DEFAULT_MAX_BATCH_TOKENS
+        ),
+        max_padding_ratio=_ratio(model, version, config),
+        max_sequence_length=text.max_length
+        if text is not None
+        else positive_int_parameter(
+            model, version, config, "max_sequence_length", DEFAULT_MAX_SEQUENCE_LENGTH
+        ),
         text=text,
         cache=cache,
+    )
+
+
+def _token_axes(
+    config: mc.ModelConfig, graph: Signature | None, text: TextEncoding | None
+) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The inputs and the engine outputs that carry the token axis: a text model's token
+    inputs, else the config's inputs with a variable first axis; the outputs the graph says
+    share it, where the engine read them, else the config's with a variable first axis."""
+    if text is not None:
+        inputs = tuple(name for name, _ in text.graph_inputs)
+    else:  # the config's dims leave the batch axis out
+        inputs = tuple(i.name for i in config.input if len(i.dims) >= 1 and i.dims[0] < 0)
+    if graph is not None:
+        outputs = frozenset(o.name for o in graph.outputs if _token_axis(o.dims))
+    else:
+        outputs = frozenset(o.name for o in config.output if len(o.dims) >= 1 and o.dims[0] < 0)
+    return inputs, outputs
+
+
+def _found_an_encoder(config: mc.ModelConfig, token_inputs: tuple[str, ...]) -> bool:
+    """Whether a model batching dynamically looks like an encoder: every input integer
+    tokens, one of them the attention mask (padding is safe only behind a mask)."""
+    return (
+        config.HasField("dynamic_batching")
+        and bool(config.input)
+        and len(token_inputs) == len(config.input)
+        and "attention_mask" in token_inputs
+        and all(i.data_type in (mc.TYPE_INT64, mc.TYPE_INT32) for i in config.input)
     )
 
 

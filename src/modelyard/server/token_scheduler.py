@@ -171,14 +171,7 @@ class TokenScheduler(Scheduler):
         # what an execution costs beyond its tokens, which the queue trades against padding
         self.cost.observe(rows * longest, (time.thread_time_ns() - cpu_start) / 1e9)
         self._queue.execution_tokens = self.cost.overhead_tokens()
-        cache = tokens.cache
-        done: list[_Answer] = []
-        for queued, pending, answer in zip(live, pendings, answers, strict=True):
-            request = pending.request
-            if cache is not None and pending.key is not None:
-                cache.put(pending.key, answer)
-            if request.settled(pending.index, answer):
-                done.append((queued, request.joined()))
+        done = self._settled(live, pendings, answers)
         end_ns = clock.monotonic_ns()
         self.stats.record_execution(
             [min(q.payload.request.arrived_ns, q.enqueued_ns) or q.enqueued_ns for q, _ in done],
@@ -196,6 +189,23 @@ class TokenScheduler(Scheduler):
                 timing = queued.payload.request.timing
                 if timing is not None:
                     timing += (queued.enqueued_ns, start_ns, infer_start, infer_end, end_ns)
+        return done
+
+    def _settled(
+        self,
+        live: list[QueuedRequest],
+        pendings: list[PartPending],
+        answers: list[dict[str, np.ndarray]],
+    ) -> list[_Answer]:
+        """Each part's answer kept (and cached); the requests that now have all of theirs."""
+        cache = self.tokens.cache
+        done: list[_Answer] = []
+        for queued, pending, answer in zip(live, pendings, answers, strict=True):
+            request = pending.request
+            if cache is not None and pending.key is not None:
+                cache.put(pending.key, answer)
+            if request.settled(pending.index, answer):
+                done.append((queued, request.joined()))
         return done
 
     def _failed(self, request: QueuedRequest, error: BaseException, end_ns: int) -> _Answer:
