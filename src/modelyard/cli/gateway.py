@@ -23,7 +23,7 @@ from modelyard.cli.runtime import (
     run_event_loop,
 )
 from modelyard.dataplane import DataPlane
-from modelyard.discovery import open_registry
+from modelyard.discovery import open_registry, require_registry
 from modelyard.frontdoors.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
 from modelyard.frontdoors.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
 from modelyard.hardware.memory import freeze_startup_objects
@@ -106,6 +106,7 @@ class GatewayServer(InProcessServer):
             max_message_bytes=args.grpc_max_message_bytes,
             **options,
         )
+        require_registry(args.registry)  # the service's instances register into one
         forwarding = ForwardingDataPlane(client)
         dataplane: DataPlane = forwarding
         app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes)
