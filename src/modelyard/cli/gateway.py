@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -26,6 +27,7 @@ from modelyard.dataplane import DataPlane
 from modelyard.discovery import open_registry, require_registry
 from modelyard.frontdoors.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
 from modelyard.frontdoors.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
+from modelyard.gateway.handover import ClosingApp, hand_over
 from modelyard.hardware.memory import freeze_startup_objects
 from modelyard.logging import configure_logging
 
@@ -53,11 +55,75 @@ def add_gateway_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--attempt-timeout",
-        type=float,
+        type=_attempt_timeout,
+        default="auto",
+        metavar="auto|off|SECS",
+        help="how long one instance may take before the request is tried on another (a hung "
+        "instance, a host that stops answering); auto (the default): from the model's "
+        "observed latency (4 x p99, at least 0.25 s; 1 s until known); off: an attempt may "
+        "take the whole timeout",
+    )
+    parser.add_argument(
+        "--hedge",
+        action="store_true",
+        help="send a second attempt to another instance once the first has taken the model's "
+        "observed p95; the first answer wins",
+    )
+    parser.add_argument(
+        "--interface-attempts",
+        action="append",
+        default=[],
+        type=_interface_attempts,
+        metavar="INTERFACE=auto|off|SECS[,hedge]",
+        help="the attempt timeout (and hedging) of one interface (infer, metadata, or one "
+        "the --service-config declares); repeatable",
+    )
+    parser.add_argument(
+        "--service-config",
+        type=Path,
         default=None,
+        metavar="FILE",
+        help="a service file: its attempts section (per interface) and the interfaces it "
+        "declares by their models; its governance rules are the instances'",
+    )
+    parser.add_argument(
+        "--instances-cache",
+        default="auto",
+        metavar="auto|off|FILE",
+        help="where the last instances read from the registry are kept, to serve from when "
+        "the registry cannot be read at start (auto: a file per service and registry in "
+        "~/.cache/modelyard/instances)",
+    )
+    parser.add_argument(
+        "--reuse-port",
+        action="store_true",
+        help="share the HTTP (and gRPC) port with the service's other gateway processes "
+        "(SO_REUSEPORT): one that stops or dies leaves the others serving",
+    )
+    parser.add_argument(
+        "--status-port",
+        type=int,
+        default=-1,
+        metavar="PORT",
+        help="a port of this process alone, on 127.0.0.1, answering as the shared one does: "
+        "a supervisor reads each process's health and counters there (0: any free port; -1: "
+        "none)",
+    )
+    parser.add_argument(
+        "--successor-wait",
+        type=float,
+        default=0.0,
         metavar="SECS",
-        help="seconds one instance may take before the request is tried on another (an "
-        "instance whose host stops answering); default: an attempt may take the whole timeout",
+        help="on SIGTERM, keep accepting until another process listens on the port, at most "
+        "this long, then hand the port over (platform up: 10)",
+    )
+    parser.add_argument(
+        "--drain-grace",
+        type=float,
+        default=1.0,
+        metavar="SECS",
+        help="after it stops accepting: how long open connections may bring one more request "
+        "(answered with Connection: close) before the idle ones are closed",
     )
     parser.add_argument(
         "--data-center",
@@ -86,14 +152,30 @@ class GatewayServer(InProcessServer):
         super().__init__()
         self.args = args
         self.grpc_port: int | None = None  # once started
+        self.status_port: int | None = None  # this process's own port, if asked
 
     async def _start(self, parts: contextlib.AsyncExitStack) -> None:
         # the client's HTTP stack costs every other command's start-up: import it here
         from modelyard.client import AsyncClient
+        from modelyard.client.attempts import rules_from_sections
+        from modelyard.client.instances_cache import default_cache_path
         from modelyard.gateway.forward import ForwardingDataPlane
 
         args = self.args
         options: dict[str, Any] = {"timeout": args.timeout} if args.timeout is not None else {}
+        attempts, interfaces = {}, {}
+        if args.service_config is not None:
+            from modelyard.governance.service_config import read_service_config
+
+            config_file = read_service_config(args.service_config)
+            attempts = rules_from_sections(config_file.attempts)
+            interfaces = {name: list(models) for name, models in config_file.declared.items()}
+        attempts.update(dict(args.interface_attempts))
+        cache: Path | None = Path(args.instances_cache)
+        if args.instances_cache == "off":
+            cache = None
+        elif args.instances_cache == "auto":
+            cache = default_cache_path(args.service, args.registry)
         registry = open_registry(args.registry)
         parts.push_async_callback(registry.aclose)
         client = AsyncClient(
@@ -101,17 +183,25 @@ class GatewayServer(InProcessServer):
             registry,
             transport=args.transport,
             attempt_timeout=args.attempt_timeout,
+            hedge=args.hedge,
+            attempts=attempts,
+            interfaces=interfaces,
             data_center=args.data_center,
             max_attempts=args.max_attempts,
+            wait_on_rate_limit=False,  # a rate limit's refusal is the caller's, at once
             max_message_bytes=args.grpc_max_message_bytes,
+            instances_cache=cache,
             **options,
         )
         require_registry(args.registry)  # the service's instances register into one
         forwarding = ForwardingDataPlane(client)
         dataplane: DataPlane = forwarding
-        app = HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes)
-        config = http_config(app, args.host, args.http_port, connection_limits(args))
-        http_socket = self.listen(parts, args.host, args.http_port)
+        self.app = ClosingApp(HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes))
+        config = http_config(self.app, args.host, args.http_port, connection_limits(args))
+        sockets = [self.listen(parts, args.host, args.http_port, args.reuse_port)]
+        if args.status_port >= 0:
+            sockets.append(self.listen(parts, "127.0.0.1", args.status_port))
+            self.status_port = sockets[-1].getsockname()[1]
         parts.push_async_callback(forwarding.aclose)  # also after a failed start
         await forwarding.start()
         freeze_startup_objects()
@@ -122,19 +212,61 @@ class GatewayServer(InProcessServer):
                 args.host,
                 args.grpc_port,
                 max_message_bytes=args.grpc_max_message_bytes,
+                reuse_port=args.reuse_port,
             )
             parts.push_async_callback(grpc_server.stop)
             self.grpc_port = grpc_server.port
-        await self._serve_http(parts, HttpServer(config), [http_socket])
+        http = HttpServer(config, before_exit=lambda: self._hand_over(forwarding))
+        await self._serve_http(parts, http, sockets)
         log.info(
             "gateway_ready",
             service=args.service,
             registry=args.registry,
             http=f"http://{args.host}:{self.http_port}",
             grpc=f"{args.host}:{self.grpc_port}" if grpc_server else None,
+            status=f"http://127.0.0.1:{self.status_port}" if self.status_port else None,
             instances=len(client.instances()),
             models=sorted({row["name"] for row in forwarding.manager.index(ready_only=True)}),
+            attempt_timeout=client.attempt_timeout,
+            cached_instances_age_s=client.cached_age,
         )
+
+    async def _hand_over(self, forwarding: Any) -> None:
+        """On SIGTERM: readiness goes false, the port passes to another process (``handover``),
+        then uvicorn drains what is in flight."""
+        forwarding.draining = True
+        assert self._http is not None and self.http_port is not None
+        await hand_over(
+            self._http,
+            self.app,
+            self.http_port,
+            own_listeners=1,
+            successor_wait=self.args.successor_wait,
+            drain_grace=self.args.drain_grace,
+        )
+
+
+def _attempt_timeout(text: str) -> Any:
+    from modelyard.client.attempts import parse_timeout
+
+    try:  # a number out of range is the client's to refuse, with its line
+        return parse_timeout(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"auto, off or seconds, not {text!r}") from None
+
+
+def _interface_attempts(text: str) -> tuple[str, Any]:
+    """``INTERFACE=auto|off|SECS[,hedge]`` as (interface, its rule)."""
+    from modelyard.client.attempts import AttemptRule
+
+    interface, sep, rest = text.partition("=")
+    value, _, flag = rest.partition(",")
+    if not sep or not interface or flag not in ("", "hedge"):
+        raise argparse.ArgumentTypeError(f"INTERFACE=auto|off|SECS[,hedge], not {text!r}")
+    try:
+        return interface, AttemptRule(_attempt_timeout(value), flag == "hedge")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 async def gateway(args: argparse.Namespace) -> None:

@@ -138,10 +138,12 @@ class InProcessServer:
         self.http_port = ports[0] if ports else None
 
     @staticmethod
-    def listen(parts: contextlib.AsyncExitStack, host: str, port: int) -> socket.socket:
+    def listen(
+        parts: contextlib.AsyncExitStack, host: str, port: int, reuse_port: bool = False
+    ) -> socket.socket:
         """The HTTP port bound now (a port in use is an error line at once), closed with the
         parts: by uvicorn once it served, here if it never did."""
-        sock = listen_http(host, port)
+        sock = listen_http(host, port, reuse_port)
         parts.callback(sock.close)
         return sock
 

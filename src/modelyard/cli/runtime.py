@@ -127,11 +127,15 @@ def raise_open_file_limit(connections: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
-def listen_http(host: str, port: int) -> socket.socket:
-    """The HTTP port's socket, bound here so a port in use gets its error line."""
+def listen_http(host: str, port: int, reuse_port: bool = False) -> socket.socket:
+    """The HTTP port's socket, bound here so a port in use gets its error line; with
+    ``reuse_port``, shared with the other processes that ask the same (SO_REUSEPORT: the
+    kernel spreads new connections over them, and one that exits leaves the others)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:

@@ -7,11 +7,11 @@ A key left empty (``queues:``, ``replicas:``) reads as left out: its default.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import model_validator
 
-from modelyard.schema import NonNegativeNumber, Schema
+from modelyard.schema import NonNegativeNumber, PositiveInt, PositiveNumber, Schema
 
 
 class SpecSection(Schema):
@@ -72,9 +72,22 @@ class GroupSection(SpecSection):
     autoscaling: AutoscalingSection | None = None
 
 
+class GatewaySection(SpecSection):
+    noun = "gateway"
+    processes: PositiveInt = 2  # sharing the service's port: one killed, the others serve
+
+
+class AttemptSection(SpecSection):
+    noun = "attempts"
+    timeout_s: PositiveNumber | Literal["auto", "off"] = "auto"
+    hedge: bool = False
+
+
 class ServiceSection(SpecSection):
     noun = "service"
     interfaces: list[str] = []
+    gateway: GatewaySection | None = None
+    attempts: dict[str, AttemptSection] = {}  # interface -> how the gateway's attempts go
     quota: str = ""
     data_centers: list[str] = []
     total_cards: int = 0

@@ -633,18 +633,19 @@ class GrpcTls:
 
 
 def server_options(
-    max_message_bytes: int, keepalive_time_ms: int | None = None
+    max_message_bytes: int, keepalive_time_ms: int | None = None, reuse_port: bool = False
 ) -> list[tuple[str, int]]:
     """``keepalive_time_ms``: how often the server pings an idle client's connection
-    (tritonserver's --grpc-keepalive-time); None: the grpc library's default."""
+    (tritonserver's --grpc-keepalive-time); None: the grpc library's default. ``reuse_port``:
+    share the port with other processes that ask the same (a gateway's processes)."""
     options = [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
         # clients that ping every few seconds, even between calls, keep their connection
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
-        # a port another server holds is an error, not a silent share
-        ("grpc.so_reuseport", 0),
+        # a port another server holds is an error, not a silent share, unless asked
+        ("grpc.so_reuseport", 1 if reuse_port else 0),
     ]
     if keepalive_time_ms is not None:
         options.append(("grpc.keepalive_time_ms", keepalive_time_ms))
@@ -676,10 +677,13 @@ async def start_grpc_server(
     tls: GrpcTls | None = None,
     header_forwarding: HeaderForwarding | None = None,
     keepalive_time_ms: int | None = None,
+    reuse_port: bool = False,
 ) -> GrpcServer:
     """Start serving on ``host:port`` (0: any free port) in the running event loop;
     ``tls``: serve over TLS (tritonserver's --grpc-use-ssl), None: in the clear."""
-    server = grpc.aio.server(options=server_options(max_message_bytes, keepalive_time_ms))
+    server = grpc.aio.server(
+        options=server_options(max_message_bytes, keepalive_time_ms, reuse_port)
+    )
     service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(
         InferenceService(dataplane, governance, shared_memory, tracing, header_forwarding), server
     )

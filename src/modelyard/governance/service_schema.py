@@ -10,7 +10,7 @@ classes' (``runtime.py`` checks them against those).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -60,6 +60,15 @@ class ClusterSection(Schema):
     lease_chunk: PositiveInt | None = None
 
 
+class AttemptSection(Schema):
+    """One interface's attempts, as callers of the service make them (the gateway's
+    ``--service-config``, the SDK's ``attempts``): instances do not read it."""
+
+    noun = "attempts"
+    timeout_s: PositiveNumber | Literal["auto", "off"] = "auto"
+    hedge: bool = False
+
+
 class ServiceFile(Schema):
     noun = "top-level"
     service: Any = None  # checked for its reverse-DNS form, with its own message
@@ -69,3 +78,4 @@ class ServiceFile(Schema):
     breakers: dict[str, dict[str, Any]] | None = None
     concurrency: dict[str, dict[str, Any]] | None = None
     cluster: ClusterSection | None = None
+    attempts: dict[str, AttemptSection] | None = None
