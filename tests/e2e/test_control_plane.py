@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -226,7 +227,9 @@ def test_a_control_plane_started_again_on_its_state_adopts_its_running_gateways(
                           ports=ports) as p:  # fmt: skip
         recorded = json.loads((state / "gateways.json").read_text())
         pids = sorted(entry["pid"] for entry in recorded)
-        assert len(pids) == 2 and all(is_alive(pid, SERVICE) for pid in pids)  # two by default
+        # two on the port and one standing by, by default
+        assert sorted(entry["slot"] for entry in recorded) == [-1, 0, 1]
+        assert all(is_alive(pid, SERVICE) for pid in pids)
         p.process.kill()  # no cleanup runs: the gateways and instances are left behind
         p.process.wait()
         answer = httpx.post(f"{p.gateway}/v2/models/bytes_echo/infer", json=ECHO)
@@ -236,7 +239,8 @@ def test_a_control_plane_started_again_on_its_state_adopts_its_running_gateways(
         # the same processes serve on: adopted, not replaced
         gateways = p.get("/api/v1/overview")["services"][0]["gateways"]
         assert sorted(g["pid"] for g in gateways) == pids
-        assert all(g["adopted"] and g["state"] == "running" for g in gateways)
+        assert all(g["adopted"] for g in gateways)
+        assert [g["state"] for g in gateways] == ["running", "running", "standby"]
         assert "adopted the gateway of com.example.double" in p.log.read_text()
         answer = httpx.post(f"{p.gateway}/v2/models/bytes_echo/infer", json=ECHO)
         assert answer.status_code == 200, answer.text
@@ -254,28 +258,35 @@ def test_a_killed_gateway_or_instance_is_reaped_recorded_and_started_again(
 ) -> None:
     spec, state, repository = files
     with running_platform(spec, state, repository, "--autoscale", "off", expected_instances=2) as p:
-        (victim, other) = p.get("/api/v1/overview")["services"][0]["gateways"]
+
+        def gateways() -> list[dict[str, Any]]:
+            return list(p.get("/api/v1/overview")["services"][0]["gateways"])
+
+        wait_until(lambda: gateways()[2]["state"] == "standby", timeout=30)
+        (victim, other, standby) = gateways()
+        assert standby["slot"] == -1 and victim["slot"] == 0
         killed_at = time.monotonic()
         os.kill(victim["pid"], signal.SIGKILL)
         # reaped at once: no zombie left behind
         wait_until(lambda: not Path(f"/proc/{victim['pid']}").exists(), timeout=1.0)
 
         def serving_again() -> bool:
-            gateways = p.get("/api/v1/overview")["services"][0]["gateways"]
-            again = next(g for g in gateways if g["slot"] == victim["slot"])
+            again = next(g for g in gateways() if g["slot"] == victim["slot"])
             return again["state"] == "running" and again["pid"] != victim["pid"]
 
         wait_until(serving_again, timeout=20, interval=0.05)
         back_after = time.monotonic() - killed_at
-        gateways = p.get("/api/v1/overview")["services"][0]["gateways"]
-        again = next(g for g in gateways if g["slot"] == victim["slot"])
+        now = gateways()
+        again = next(g for g in now if g["slot"] == victim["slot"])
         assert again["restarts"] == 1 and again["last_exit"]["signal"] == "SIGKILL"
         assert again["http_port"] == victim["http_port"]  # on the service's port again
-        assert next(g for g in gateways if g["slot"] == other["slot"])["pid"] == other["pid"]
+        assert again["pid"] == standby["pid"]  # the standby took its place
+        assert gateways()[2]["pid"] not in (standby["pid"], victim["pid"])  # and a new one waits
+        assert next(g for g in now if g["slot"] == other["slot"])["pid"] == other["pid"]
         log = p.log.read_text()
         assert "gateway_exited" in log and "exit_signal=SIGKILL" in log
-        # within 2 s on an idle machine; this machine runs other tests beside this one
-        assert back_after < 10, back_after
+        # the standby binds the port in milliseconds; the bound leaves room for a busy machine
+        assert back_after < 5, back_after
 
         instance = p.instances(f"{SERVICE}/light")[0]
         os.kill(instance["pid"], signal.SIGKILL)

@@ -8,7 +8,10 @@ failover. It serves no model itself.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,8 @@ from modelyard.cli.runtime import (
 )
 from modelyard.dataplane import DataPlane
 from modelyard.discovery import open_registry, require_registry
-from modelyard.frontdoors.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
+from modelyard.errors import Code, ConfigError
+from modelyard.frontdoors.grpc import DEFAULT_MAX_MESSAGE_BYTES, start_grpc_server
 from modelyard.frontdoors.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
 from modelyard.gateway.handover import ClosingApp, hand_over
 from modelyard.hardware.memory import freeze_startup_objects
@@ -110,6 +114,12 @@ def add_gateway_arguments(parser: argparse.ArgumentParser) -> None:
         "none)",
     )
     parser.add_argument(
+        "--standby",
+        action="store_true",
+        help="start everything but the service's port (needs --status-port): serve it on "
+        "SIGUSR1, at once, in place of a process that died",
+    )
+    parser.add_argument(
         "--successor-wait",
         type=float,
         default=0.0,
@@ -153,6 +163,8 @@ class GatewayServer(InProcessServer):
         self.args = args
         self.grpc_port: int | None = None  # once started
         self.status_port: int | None = None  # this process's own port, if asked
+        self.shared_port: int | None = None  # the service's port, once this process serves it
+        self._promoting: set[asyncio.Future[None]] = set()
 
     async def _start(self, parts: contextlib.AsyncExitStack) -> None:
         # the client's HTTP stack costs every other command's start-up: import it here
@@ -198,32 +210,40 @@ class GatewayServer(InProcessServer):
         dataplane: DataPlane = forwarding
         self.app = ClosingApp(HttpFrontend(dataplane, max_body_bytes=args.http_max_body_bytes))
         config = http_config(self.app, args.host, args.http_port, connection_limits(args))
-        sockets = [self.listen(parts, args.host, args.http_port, args.reuse_port)]
+        if args.standby and args.status_port < 0:
+            raise ConfigError(
+                "a standby gateway answers only on its status port until it takes the "
+                "service's: it needs one",
+                code=Code.INVALID_ARGUMENT,
+                rule="gateway/standby",
+                where="--status-port PORT (0: any free port) with --standby",
+            )
+        sockets = []
+        if not args.standby:
+            sockets.append(self.listen(parts, args.host, args.http_port, args.reuse_port))
         if args.status_port >= 0:
             sockets.append(self.listen(parts, "127.0.0.1", args.status_port))
             self.status_port = sockets[-1].getsockname()[1]
+        self.forwarding = forwarding
+        forwarding.standby = args.standby
         parts.push_async_callback(forwarding.aclose)  # also after a failed start
         await forwarding.start()
         freeze_startup_objects()
-        grpc_server: GrpcServer | None = None
-        if args.grpc_port >= 0:
-            grpc_server = await start_grpc_server(
-                dataplane,
-                args.host,
-                args.grpc_port,
-                max_message_bytes=args.grpc_max_message_bytes,
-                reuse_port=args.reuse_port,
-            )
-            parts.push_async_callback(grpc_server.stop)
-            self.grpc_port = grpc_server.port
+        if not args.standby:
+            await self._start_grpc(parts)
         http = HttpServer(config, before_exit=lambda: self._hand_over(forwarding))
+        if args.standby:  # before its status port answers: a supervisor may signal at once
+            self._parts = parts
+            asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, self._promote_soon)
         await self._serve_http(parts, http, sockets)
+        if not args.standby:
+            self.shared_port = self.http_port
         log.info(
-            "gateway_ready",
+            "gateway_standby" if args.standby else "gateway_ready",
             service=args.service,
             registry=args.registry,
-            http=f"http://{args.host}:{self.http_port}",
-            grpc=f"{args.host}:{self.grpc_port}" if grpc_server else None,
+            http=f"http://{args.host}:{self.shared_port or args.http_port}",
+            grpc=f"{args.host}:{self.grpc_port}" if self.grpc_port else None,
             status=f"http://127.0.0.1:{self.status_port}" if self.status_port else None,
             instances=len(client.instances()),
             models=sorted({row["name"] for row in forwarding.manager.index(ready_only=True)}),
@@ -231,17 +251,64 @@ class GatewayServer(InProcessServer):
             cached_instances_age_s=client.cached_age,
         )
 
+    async def _start_grpc(self, parts: contextlib.AsyncExitStack) -> None:
+        args = self.args
+        if args.grpc_port < 0:
+            return
+        grpc_server = await start_grpc_server(
+            self.forwarding,
+            args.host,
+            args.grpc_port,
+            max_message_bytes=args.grpc_max_message_bytes,
+            reuse_port=args.reuse_port,
+        )
+        parts.push_async_callback(grpc_server.stop)
+        self.grpc_port = grpc_server.port
+
+    def _promote_soon(self) -> None:
+        task = asyncio.ensure_future(self._promote())
+        self._promoting.add(task)
+        task.add_done_callback(self._promoting.discard)
+
+    async def _promote(self) -> None:
+        """SIGUSR1 on a standby: take the service's port (beside its other processes)."""
+        args, forwarding = self.args, self.forwarding
+        while self._http is None:  # the signal came as it started
+            await asyncio.sleep(0.01)
+        await self._http.up.wait()
+        if not forwarding.standby:
+            return
+        started = time.monotonic()
+        try:
+            sock = self.listen(self._parts, args.host, args.http_port, args.reuse_port)
+            await self._http.serve_socket(sock)
+            self.shared_port = sock.getsockname()[1]
+            await self._start_grpc(self._parts)
+        except Exception as exc:  # it cannot serve: exit, and its supervisor starts another
+            log.error("gateway_promotion_failed", error=f"{type(exc).__name__}: {exc}")
+            self._http.begin_exit()
+            return
+        forwarding.standby = False
+        log.info(
+            "gateway_promoted",
+            service=args.service,
+            http=f"http://{args.host}:{self.shared_port}",
+            after_s=round(time.monotonic() - started, 3),
+        )
+
     async def _hand_over(self, forwarding: Any) -> None:
         """On SIGTERM: readiness goes false, the port passes to another process (``handover``),
         then uvicorn drains what is in flight."""
         forwarding.draining = True
-        assert self._http is not None and self.http_port is not None
+        assert self._http is not None
+        # SIGTERM asks for a successor; SIGINT (a terminal, platform up's own stop) does not
+        asked = self._http.exit_signal in (signal.SIGTERM, None)
         await hand_over(
             self._http,
             self.app,
-            self.http_port,
+            self.shared_port,
             own_listeners=1,
-            successor_wait=self.args.successor_wait,
+            successor_wait=self.args.successor_wait if asked and self.shared_port else 0.0,
             drain_grace=self.args.drain_grace,
         )
 

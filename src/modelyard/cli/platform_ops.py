@@ -264,8 +264,9 @@ def _print_status(
         since = datetime.fromtimestamp(control["started_at"]).isoformat(" ", "seconds")
         print(f"control plane  pid {control['pid']}  up since {since}")
     for g in gateways:
+        slot = "standby" if g["slot"] < 0 else f"#{g['slot']}"
         print(
-            f"gateway {g['service']} #{g['slot']:<3} {g['state']:<9} pid {g['pid']:<7} "
+            f"gateway {g['service']} {slot:<8} {g['state']:<9} pid {g['pid']:<7} "
             f"http {g['http_port']:<6} restarts {g['restarts']:<3} last exit: {g['last_exit_text']}"
             + ("  (adopted)" if g.get("adopted") else "")
         )

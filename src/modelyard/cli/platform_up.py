@@ -166,10 +166,12 @@ def _summary(plane: ControlPlane, args: argparse.Namespace) -> str:
     for service, processes in services.items():
         first = processes[0]
         grpc = f", gRPC {args.host}:{first.grpc_port}" if first.grpc_port else ""
-        pids = ", ".join(str(g.pid) for g in processes)
+        serving = [g for g in processes if g.slot >= 0]
+        pids = ", ".join(str(g.pid) for g in serving)
+        standby = " and one standing by" if len(serving) < len(processes) else ""
         lines.append(
             f"  gateway   {service}: http://{args.host}:{first.http_port}{grpc} "
-            f"({len(processes)} processes on the port, pids {pids})"
+            f"({len(serving)} processes on the port: pids {pids}{standby})"
         )
     control = f"http://{args.host}:{args.port}"
     lines += [

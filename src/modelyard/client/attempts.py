@@ -8,7 +8,9 @@ its models):
 
 - ``timeout="auto"`` (the default): ``LATENCY_MULTIPLE`` times the p99 of the
   model's last ``WINDOW`` answered attempts, never under ``MIN_ATTEMPT_SECS``;
-  until ``MIN_SAMPLES`` attempts have answered, ``DEFAULT_ATTEMPT_SECS``;
+  until ``MIN_SAMPLES`` attempts have answered, ``DEFAULT_ATTEMPT_SECS`` (which
+  the client also gives an instance that has not answered yet, and the last
+  instance left to try gets the call's whole time);
 - ``timeout=SECS``: that, whatever the latency;
 - ``timeout=None``: no bound of its own (an attempt may take the call's whole time).
 

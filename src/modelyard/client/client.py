@@ -41,7 +41,12 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import structlog
 
-from modelyard.client.attempts import AttemptPolicy, AttemptRule, Timeout
+from modelyard.client.attempts import (
+    DEFAULT_ATTEMPT_SECS,
+    AttemptPolicy,
+    AttemptRule,
+    Timeout,
+)
 from modelyard.client.balancer import Balancer, Host, OutlierPolicy
 from modelyard.client.instances_cache import DEFAULT_CACHE, InstancesCache, default_cache_path
 from modelyard.client.retry import Action, RetryBudget, RetryPolicy, counts_as_failure
@@ -73,7 +78,7 @@ TRANSPORTS = ("http", "grpc")
 class Endpoint(Host):
     """An instance the client can send to: its registry entry, its balancer state, its pool."""
 
-    __slots__ = ("address", "instance", "retired", "stream_transport", "transport")
+    __slots__ = ("address", "answered", "instance", "retired", "stream_transport", "transport")
 
     def __init__(self, key: str, instance: Instance, address: str) -> None:
         super().__init__(key, instance.weight)
@@ -82,6 +87,7 @@ class Endpoint(Host):
         self.transport: Transport | None = None
         self.stream_transport: GrpcTransport | None = None  # streams, where HTTP is the transport
         self.retired = False
+        self.answered = False  # has answered an attempt: its caches are warm
 
 
 def _version_key(version: str) -> tuple[int, str]:
@@ -464,6 +470,10 @@ class AsyncClient:
             remaining = deadline - clock.monotonic()
             attempt_secs = remaining
             per_attempt = self.attempts.timeout(rule, model) if bounded else None
+            if per_attempt is not None and rule.timeout == "auto" and not endpoint.answered:
+                # an instance's first answers come slower (lazy loads, cold caches): until
+                # it has answered once, it gets the default rather than the model's history
+                per_attempt = max(per_attempt, DEFAULT_ATTEMPT_SECS)
             # a derived deadline bounds an attempt only where another instance is left to
             # try after it: the last one may take what the call has left, so a model slower
             # than its history (or than the default) still answers
@@ -547,6 +557,7 @@ class AsyncClient:
             self._finish(endpoint, None)
             raise
         self._finish(endpoint, False)
+        endpoint.answered = True
         self.attempts.answered(model, clock.monotonic() - started)
         return True, result
 

@@ -268,7 +268,7 @@ def _gateway_process(plane: ControlPlane, gateway: GatewayProcess) -> dict[str, 
     stats = (view.stats or {}) if view is not None and view.up else {}
     return {
         **gateway.to_json(),
-        "up": gateway.state == "running" and view is not None and view.up,
+        "up": gateway.state in ("running", "standby") and view is not None and view.up,
         "last_exit_text": describe_exit(gateway.backoff.last_exit),
         "calls": stats.get("calls"),
         "answered": stats.get("answered"),

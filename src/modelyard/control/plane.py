@@ -330,14 +330,16 @@ class ControlPlane:
                 timeout = "off" if rule.timeout is None else rule.timeout
                 value = f"{interface}={timeout}" + (",hedge" if rule.hedge else "")
                 extra += ["--interface-attempts", value]
-            plans.append(GatewayPlan(name, http_port, grpc_port, service.gateway_processes, extra))
+            processes, standby = service.gateway_processes, service.gateway_standby
+            plans.append(GatewayPlan(name, http_port, grpc_port, processes, extra, standby))
         return plans
 
     async def _wait_gateways_live(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while True:
             await self._check_gateways()
-            waiting = [g for g in self.gateways if g.state != "running"]
+            waiting = [g for g in self.gateways if g.state not in ("running", "standby")]
+            waiting = [g for g in waiting if g.slot >= 0]  # a standby may come after
             if not waiting:
                 return
             gone = [g for g in waiting if g.state == "backoff"]
@@ -353,18 +355,25 @@ class ControlPlane:
             await asyncio.sleep(0.1)
 
     async def _check_gateways(self) -> None:
-        """Reap and restart gateway processes; those starting that answer are running."""
-        starting = [g for g in self.gateways if g.state == "starting" and g.status_port]
-        answers = await asyncio.gather(*(self._live(g) for g in starting))
-        live = {g.pid for g, ok in zip(starting, answers, strict=True) if ok}
-        self.supervisor.check_gateways(lambda g: g.pid in live)
+        """Reap and restart gateway processes; note what those being started say."""
+        starting = [
+            g for g in self.gateways if g.state in ("starting", "promoting") and g.status_port
+        ]
+        answers = await asyncio.gather(*(self._standing(g) for g in starting))
+        seen = {g.pid: said for g, said in zip(starting, answers, strict=True) if said}
+        self.supervisor.check_gateways(seen)
 
-    async def _live(self, gateway: GatewayProcess) -> bool:
-        url = f"http://127.0.0.1:{gateway.status_port}/v2/health/live"
+    async def _standing(self, gateway: GatewayProcess) -> str | None:
+        """What a gateway process says on its status port: "serving", "standby", or None
+        (no answer yet)."""
+        url = f"http://127.0.0.1:{gateway.status_port}/v2/modelyard/stats"
         try:
-            return (await self._gateway_checks.get(url)).status == 200
-        except WebError:
-            return False
+            reply = await self._gateway_checks.get(url)
+            if reply.status != 200:
+                return None
+            return "standby" if reply.json()["gateway"].get("standby") else "serving"
+        except (WebError, ValueError, KeyError, TypeError):
+            return None
 
     async def _supervise_loop(self) -> None:
         """Five times a second: reap the children that exited, record each exit, restart

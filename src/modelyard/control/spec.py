@@ -13,7 +13,7 @@
     services:
       com.example.search.ranker:
         interfaces: [infer, metadata]
-        gateway: {processes: 2}                         # on the service's port (the default)
+        gateway: {processes: 2, standby: true}          # on its port, and one ready (defaults)
         attempts: {infer: {timeout_s: auto, hedge: false}}  # the gateway's, per interface
         quota: search-gpu
         data_centers: [dc1]
@@ -129,6 +129,7 @@ class Service:
     # the gateway's processes on the service's port, and its attempts per interface
     gateway_processes: int = DEFAULT_GATEWAY_PROCESSES
     attempts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    gateway_standby: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +219,7 @@ def parse_platform_spec(text: str, filename: str = "platform.yaml") -> PlatformS
             groups,
             service.gateway.processes if service.gateway else DEFAULT_GATEWAY_PROCESSES,
             {key: section.model_dump() for key, section in service.attempts.items()},
+            service.gateway.standby if service.gateway else True,
         )
     volume = None
     if parsed.model_repository is not None:

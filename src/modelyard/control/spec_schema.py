@@ -75,6 +75,7 @@ class GroupSection(SpecSection):
 class GatewaySection(SpecSection):
     noun = "gateway"
     processes: PositiveInt = 2  # sharing the service's port: one killed, the others serve
+    standby: bool = True  # one more, ready without the port: it takes a dead one's place
 
 
 class AttemptSection(SpecSection):

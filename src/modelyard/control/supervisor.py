@@ -8,7 +8,11 @@ started again after its backoff:
 - a service's gateway runs as ``processes`` processes sharing the service's port
   (``gateway --reuse-port``): one that exits is started again on the same port
   while the others serve; each has a port of its own (``--status-port``) where
-  its health and counters are read;
+  its health and counters are read. With ``standby``, one more process per
+  service is started and kept ready without the port (``gateway --standby``):
+  when a serving one exits, the standby takes its place at once (SIGUSR1: it
+  binds the port in milliseconds, where a fresh process needs its start-up) and
+  a new standby is started;
 - an instance that exits is replaced in its slot by the control plane's healing
   (``ControlPlane.heal``), which the supervisor wakes at once and which waits out
   the slot's backoff.
@@ -122,7 +126,8 @@ class GatewayProcess:
     status_port: int = 0
     started_at: float = 0.0  # wall time
     started_mono: float = 0.0
-    state: str = "starting"  # starting | running | backoff | stopped
+    # starting | standby (ready, without the port) | promoting | running | backoff | stopped
+    state: str = "starting"
     process: subprocess.Popen[bytes] | None = None  # None: adopted, or not started
     backoff: Backoff = field(default_factory=Backoff)
 
@@ -146,6 +151,9 @@ class GatewayProcess:
         }
 
 
+STANDBY = -1  # the slot of a service's standby process
+
+
 @dataclass(slots=True)
 class GatewayPlan:
     """What a service's gateway processes run with."""
@@ -155,6 +163,7 @@ class GatewayPlan:
     grpc_port: int | None
     processes: int
     extra: list[str]  # attempt flags from the spec
+    standby: bool = True
 
 
 class Supervisor:
@@ -180,38 +189,43 @@ class Supervisor:
         return ports
 
     def start_gateways(self, plans: list[GatewayPlan]) -> list[str]:
-        """Adopt the recorded gateways that fit ``plans``, start the rest, then stop the
-        recorded ones that did not fit (after the new ones listen); what was done."""
+        """Adopt the recorded gateways that fit ``plans``, start the rest; the recorded ones
+        that do not fit are stopped later (``stop_leftovers``, once the new ones listen).
+        What was done."""
         done: list[str] = []
         self.plans = {plan.service: plan for plan in plans}
         leftover: list[dict[str, Any]] = []
-        adopted: dict[str, list[dict[str, Any]]] = {}
+        adopted: dict[tuple[str, bool], list[dict[str, Any]]] = {}
         for entry in read_gateways(self.state_dir):
             pid, service = int(entry.get("pid", 0)), str(entry.get("service", ""))
             if not is_alive(pid, service):
                 continue
             plan = self.plans.get(service)
+            standby = entry.get("slot") == STANDBY
+            wanted = 0 if plan is None else (int(plan.standby) if standby else plan.processes)
             fits = (
                 plan is not None
                 and entry.get("http_port") == plan.http_port
                 and entry.get("grpc_port") == plan.grpc_port
-                and len(adopted.get(service, [])) < plan.processes
+                and len(adopted.get((service, standby), [])) < wanted
             )
-            (adopted.setdefault(service, []) if fits else leftover).append(entry)
+            (adopted.setdefault((service, standby), []) if fits else leftover).append(entry)
         for plan in plans:
-            mine = adopted.get(plan.service, [])
-            for slot in range(plan.processes):
+            slots = [*range(plan.processes), *([STANDBY] if plan.standby else [])]
+            for slot in slots:
                 gateway = self._new(plan, slot)
-                if slot < len(mine):
-                    entry = mine[slot]
+                mine = adopted.get((plan.service, slot == STANDBY), [])
+                if mine:
+                    entry = mine.pop(0)
                     gateway.pid = int(entry["pid"])
                     gateway.status_port = int(entry.get("status_port") or 0)
                     gateway.started_at = float(entry.get("started_at") or time.time())
                     gateway.started_mono = time.monotonic()
-                    gateway.state = "running"
+                    gateway.state = "standby" if slot == STANDBY else "running"
                     done.append(
-                        f"adopted the gateway of {plan.service} pid {gateway.pid} on port "
-                        f"{plan.http_port}, left running by an earlier control plane"
+                        f"adopted the gateway of {plan.service} pid {gateway.pid} "
+                        f"({'standby' if slot == STANDBY else 'on port ' + str(plan.http_port)}), "
+                        "left running by an earlier control plane"
                     )
                 else:
                     self._launch(gateway)
@@ -237,7 +251,8 @@ class Supervisor:
     def _new(self, plan: GatewayPlan, slot: int) -> GatewayProcess:
         logs = self.state_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        name = f"gateway-{safe_name(plan.service)}-{slot}.log"
+        which = "standby" if slot == STANDBY else str(slot)
+        name = f"gateway-{safe_name(plan.service)}-{which}.log"
         return GatewayProcess(plan.service, slot, plan.http_port, plan.grpc_port, str(logs / name))
 
     def command(self, gateway: GatewayProcess) -> list[str]:
@@ -268,6 +283,7 @@ class Supervisor:
             "--instances-cache",
             str(cache),
             *plan.extra,
+            *(["--standby"] if gateway.slot == STANDBY else []),
         ]
 
     def _launch(self, gateway: GatewayProcess) -> None:
@@ -295,44 +311,92 @@ class Supervisor:
             restarts=gateway.backoff.restarts,
         )
 
-    def check_gateways(self, live: Callable[[GatewayProcess], bool]) -> list[GatewayProcess]:
-        """Reap and record the gateway processes that exited, start those whose backoff is
-        over, and mark as running those that answer ``live``; the ones that exited now."""
+    def check_gateways(self, seen: dict[int, str]) -> list[GatewayProcess]:
+        """Reap and record the gateway processes that exited; put the service's standby in
+        the place of a serving one that exited, or start it again after its backoff; note
+        what the processes being started say of themselves (``seen``: pid -> "serving" or
+        "standby", from their status ports). The processes that exited now."""
         now = time.monotonic()
         exited = []
         for gateway in self.gateways:
-            if gateway.state in ("starting", "running"):
+            if gateway.state in ("starting", "standby", "promoting", "running"):
                 status = self._exit_of(gateway)
                 if status is not None:
                     exited.append(gateway)
-                    ran = now - gateway.started_mono
-                    wait = gateway.backoff.exited(status, ran, now)
-                    gateway.state, gateway.process = "backoff", None
-                    self._dirty = True
-                    log.warning(
-                        "gateway_exited",
-                        service=gateway.service,
-                        slot=gateway.slot,
-                        pid=gateway.pid,
-                        exit=describe_exit(status),
-                        ran_s=round(ran, 1),
-                        restart_in_s=wait,
-                        **_status_fields(status),
-                    )
-                elif gateway.state == "starting" and live(gateway):
-                    gateway.state = "running"
-                    self._dirty = True
-                    log.info(
-                        "gateway_serving",
-                        service=gateway.service,
-                        slot=gateway.slot,
-                        pid=gateway.pid,
-                        after_s=round(now - gateway.started_mono, 2),
-                    )
-            if gateway.state == "backoff" and now >= gateway.backoff.not_before:
+                    self._exited(gateway, status, now)
+                    continue
+                said = seen.get(gateway.pid)
+                if gateway.state == "starting" and said == "standby":
+                    self._now(gateway, "standby", now)
+                elif gateway.state in ("starting", "promoting") and said == "serving":
+                    self._now(gateway, "running", now)
+        for gateway in self.gateways:
+            if (
+                gateway.state == "backoff"
+                and not self._promote_standby(gateway)
+                and now >= gateway.backoff.not_before
+            ):
                 gateway.backoff.restarts += 1
                 self._launch(gateway)
         return exited
+
+    def _exited(self, gateway: GatewayProcess, status: dict[str, Any], now: float) -> None:
+        ran = now - gateway.started_mono
+        wait = gateway.backoff.exited(status, ran, now)
+        gateway.state, gateway.process = "backoff", None
+        self._dirty = True
+        log.warning(
+            "gateway_exited",
+            service=gateway.service,
+            slot=gateway.slot,
+            pid=gateway.pid,
+            exit=describe_exit(status),
+            ran_s=round(ran, 1),
+            restart_in_s=wait,
+            **_status_fields(status),
+        )
+
+    def _now(self, gateway: GatewayProcess, state: str, now: float) -> None:
+        gateway.state = state
+        self._dirty = True
+        log.info(
+            "gateway_serving" if state == "running" else "gateway_standing_by",
+            service=gateway.service,
+            slot=gateway.slot,
+            pid=gateway.pid,
+            after_s=round(now - gateway.started_mono, 2),
+        )
+
+    def _promote_standby(self, gateway: GatewayProcess) -> bool:
+        """A serving slot that exited: its service's standby, if ready, takes its place at
+        once, and a new standby starts."""
+        if gateway.slot == STANDBY:
+            return False
+        standby = next(
+            (g for g in self.gateways if g.service == gateway.service and g.slot == STANDBY),
+            None,
+        )
+        if standby is None or standby.state != "standby":
+            return False
+        try:
+            os.kill(standby.pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            return False
+        gateway.pid, gateway.process = standby.pid, standby.process
+        gateway.status_port = standby.status_port
+        gateway.started_at, gateway.started_mono = standby.started_at, standby.started_mono
+        gateway.state = "promoting"
+        gateway.backoff.restarts += 1
+        log.info(
+            "gateway_standby_promoted",
+            service=gateway.service,
+            slot=gateway.slot,
+            pid=gateway.pid,
+            restarts=gateway.backoff.restarts,
+        )
+        standby.process, standby.pid = None, 0
+        self._launch(standby)  # the next standby
+        return True
 
     def _exit_of(self, gateway: GatewayProcess) -> dict[str, Any] | None:
         if gateway.process is not None:
@@ -403,7 +467,7 @@ class Supervisor:
         if not self._dirty:
             return
         self._dirty = False
-        live = [g for g in self.gateways if g.pid and g.state in ("starting", "running")]
+        live = [g for g in self.gateways if g.pid and g.state != "backoff" and g.state != "stopped"]
         _write_json(self.state_dir / "gateways.json", [g.to_json() for g in live])
         _write_json(
             self.state_dir / "supervision.json",

@@ -117,6 +117,7 @@ class ForwardingDataPlane:
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.draining = False  # handing its port over: not ready for new callers
+        self.standby = False  # started, not serving the service's port yet
         self.started_at = time.time()
         self.calls = 0  # infer calls forwarded (streams included)
         self.answered = 0
@@ -217,7 +218,7 @@ class ForwardingDataPlane:
         return True
 
     def server_ready(self) -> bool:
-        return not self.draining and self.manager.is_ready()
+        return not (self.draining or self.standby) and self.manager.is_ready()
 
     def server_metadata(self) -> dict[str, Any]:
         return {"name": "modelyard", "version": __version__, "extensions": EXTENSIONS}
@@ -253,6 +254,7 @@ class ForwardingDataPlane:
                 "pid": os.getpid(),
                 "started_at": self.started_at,
                 "draining": self.draining,
+                "standby": self.standby,
                 "calls": self.calls,
                 "answered": self.answered,
                 "in_flight": self.in_flight,

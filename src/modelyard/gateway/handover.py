@@ -72,19 +72,22 @@ class ClosingApp:
 async def hand_over(
     server: uvicorn.Server,
     app: ClosingApp,
-    port: int,
+    port: int | None,
     own_listeners: int,
     successor_wait: float,
     drain_grace: float,
 ) -> None:
     """Steps 1 and 2 above; uvicorn's own shutdown then closes what is idle and waits for
-    the calls in flight. ``own_listeners``: the sockets this process holds on ``port``."""
+    the calls in flight. ``own_listeners``: the sockets this process holds on ``port`` (None:
+    it serves none, a standby)."""
     started = time.monotonic()
     deadline = started + successor_wait
-    while listeners(port) <= own_listeners and time.monotonic() < deadline:
+    while port is not None and listeners(port) <= own_listeners and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    others = listeners(port) - own_listeners
-    if others > 0:
+    others = listeners(port) - own_listeners if port is not None else 0
+    if port is None or successor_wait <= 0:
+        pass  # nothing to hand over, or told not to wait (SIGINT)
+    elif others > 0:
         log.info("gateway_handing_over", port=port, others_listening=others,
                  waited_s=round(time.monotonic() - started, 3))  # fmt: skip
     else:

@@ -130,7 +130,8 @@ function rulesBlock(rules) {
 function gatewayTable(processes, totals) {
   if (!processes.length) return null;
   const rows = processes.map((g) => h("tr", { class: "gateway-process", "data-pid": g.pid, "data-state": g.state },
-    h("td", {}, `#${g.slot}`), h("td", {}, badge(g.up ? "up" : (g.state === "running" ? "down" : g.state))),
+    h("td", {}, g.slot < 0 ? "standby" : `#${g.slot}`),
+    h("td", {}, badge(g.up ? (g.state === "standby" ? "standby" : "up") : (g.state === "running" ? "down" : g.state))),
     h("td", {}, g.pid), h("td", { class: "restarts" }, g.restarts), h("td", {}, g.last_exit_text),
     h("td", {}, g.calls ?? "–"),
     h("td", {}, g.refused ? Object.values(g.refused).reduce((a, b) => a + b, 0) : "–")));
@@ -151,7 +152,7 @@ async function drawGovernance() {
     const card = h("div", { class: "card service", "data-service": service.name },
       h("h2", {}, service.name, " ", h("span", { class: "muted" }, `quota ${service.quota} · data centres ${service.data_centers.join(", ")}`)),
       service.gateway ? h("p", {}, "gateway ", h("code", {}, `http://${service.gateway.http}`),
-        h("span", { class: "muted" }, ` · ${(service.gateways || []).length} process(es) on the port`)) : null,
+        h("span", { class: "muted" }, ` · ${(service.gateways || []).filter((g) => g.slot >= 0).length} process(es) on the port`)) : null,
       gatewayTable(service.gateways || [], gov.gateway));
     for (const group of service.groups.filter((g) => !modelFilter || g.models.some(shown))) {
       const rows = group.instances.map((i) =>
