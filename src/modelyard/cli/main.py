@@ -77,7 +77,7 @@ def _demo(args: argparse.Namespace) -> int:
             "per instance; go over it to see what refused you and where to change it (the "
             "bench prints each rule's count and its first line), then raise the limit:\n"
             f"  modelyard bench --url localhost:{port} --model iris_sklearn --rate 300 "
-            "--duration 3 --no-progress\n"
+            "--duration 3 --warmup 0 --no-progress\n"
             f"  modelyard rules get {DEMO_SERVICE} --registry {registry}\n"
             f"  modelyard rules set {DEMO_SERVICE} limits.infer.instance_qps 500 "
             f"--registry {registry}\n"

@@ -69,13 +69,13 @@ def parse_timeout(text: str) -> Timeout:
 
 def rules_from_sections(sections: Mapping[str, Mapping[str, Any]]) -> dict[str, AttemptRule]:
     """Interface → rule from the ``attempts`` of a service file or a platform spec's service
-    (``{timeout_s: auto | off | SECS, hedge: BOOL}``, checked by their schema)."""
+    (``{timeout_s: auto | off | SECS, hedge: BOOL}``, checked by their schema; YAML reads a
+    bare ``off`` as false)."""
     rules = {}
     for interface, section in sections.items():
         timeout = section.get("timeout_s", "auto")
-        rules[interface] = AttemptRule(
-            None if timeout == "off" else timeout, bool(section.get("hedge", False))
-        )
+        off = timeout is False or timeout == "off"
+        rules[interface] = AttemptRule(None if off else timeout, bool(section.get("hedge", False)))
     return rules
 
 

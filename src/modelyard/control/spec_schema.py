@@ -7,11 +7,11 @@ A key left empty (``queues:``, ``replicas:``) reads as left out: its default.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import model_validator
 
-from modelyard.schema import NonNegativeNumber, PositiveInt, PositiveNumber, Schema
+from modelyard.schema import AttemptTimeout, NonNegativeNumber, PositiveInt, Schema
 
 
 class SpecSection(Schema):
@@ -80,7 +80,7 @@ class GatewaySection(SpecSection):
 
 class AttemptSection(SpecSection):
     noun = "attempts"
-    timeout_s: PositiveNumber | Literal["auto", "off"] = "auto"
+    timeout_s: AttemptTimeout = "auto"  # off: an attempt may take the call's whole time
     hedge: bool = False
 
 

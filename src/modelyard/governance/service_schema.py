@@ -10,11 +10,11 @@ classes' (``runtime.py`` checks them against those).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field
 
-from modelyard.schema import PositiveInt, PositiveNumber, Schema
+from modelyard.schema import AttemptTimeout, PositiveInt, PositiveNumber, Schema
 
 MAX_PATTERNS = 64
 MAX_PATTERN_CHARS = 256
@@ -65,7 +65,7 @@ class AttemptSection(Schema):
     ``--service-config``, the SDK's ``attempts``): instances do not read it."""
 
     noun = "attempts"
-    timeout_s: PositiveNumber | Literal["auto", "off"] = "auto"
+    timeout_s: AttemptTimeout = "auto"  # off: an attempt may take the call's whole time
     hedge: bool = False
 
 
