@@ -57,6 +57,11 @@ def test_an_instance_sigstopped(platform: FaultPlatform) -> None:
     no_call_failed(run(platform, "instance SIGSTOP", hold=4.0))
 
 
+def test_an_instance_restarted(platform: FaultPlatform) -> None:
+    # it deregisters, drains and exits; the supervisor replaces it in its slot
+    no_call_failed(run(platform, "instance restart (SIGTERM)"))
+
+
 def test_the_gateway_restarted(platform: FaultPlatform) -> None:
     no_call_failed(run(platform, "gateway restart (SIGTERM each process)"))
 

@@ -316,6 +316,24 @@ def instance_sigkill(platform: FaultPlatform, load: SteadyLoad, hold: float) -> 
     return started, started
 
 
+def instance_restart(platform: FaultPlatform, load: SteadyLoad, hold: float) -> tuple[float, float]:
+    """SIGTERM: the instance deregisters, drains and exits; the supervisor replaces it."""
+    victim = platform.instances()[0]
+    started = load.now()
+    os.kill(victim["pid"], signal.SIGTERM)
+
+    def replaced() -> bool:
+        now = platform.instances()
+        return (
+            victim["name"] not in {i["name"] for i in now}
+            and all(i["alive"] and i["live"]["up"] for i in now)
+            and len(now) == platform.replicas
+        )
+
+    wait_until(replaced, timeout=90, interval=0.1)
+    return started, load.now()
+
+
 def instance_sigstop(platform: FaultPlatform, load: SteadyLoad, hold: float) -> tuple[float, float]:
     victim = platform.instances()[0]
     started = load.now()
@@ -431,6 +449,7 @@ def gateway_start_with_etcd_down(
 FAULTS: dict[str, Fault] = {
     "instance SIGKILL": instance_sigkill,
     "instance SIGSTOP": instance_sigstop,
+    "instance restart (SIGTERM)": instance_restart,
     "gateway restart (SIGTERM each process)": gateway_restart,
     "gateway SIGKILL": gateway_sigkill,
     "etcd down": etcd_down,
