@@ -169,20 +169,12 @@ class GatewayServer(InProcessServer):
     async def _start(self, parts: contextlib.AsyncExitStack) -> None:
         # the client's HTTP stack costs every other command's start-up: import it here
         from modelyard.client import AsyncClient
-        from modelyard.client.attempts import rules_from_sections
         from modelyard.client.instances_cache import default_cache_path
         from modelyard.gateway.forward import ForwardingDataPlane
 
         args = self.args
         options: dict[str, Any] = {"timeout": args.timeout} if args.timeout is not None else {}
-        attempts, interfaces = {}, {}
-        if args.service_config is not None:
-            from modelyard.governance.service_config import read_service_config
-
-            config_file = read_service_config(args.service_config)
-            attempts = rules_from_sections(config_file.attempts)
-            interfaces = {name: list(models) for name, models in config_file.declared.items()}
-        attempts.update(dict(args.interface_attempts))
+        attempts = dict(args.interface_attempts)  # over the service file's
         cache: Path | None = Path(args.instances_cache)
         if args.instances_cache == "off":
             cache = None
@@ -197,7 +189,7 @@ class GatewayServer(InProcessServer):
             attempt_timeout=args.attempt_timeout,
             hedge=args.hedge,
             attempts=attempts,
-            interfaces=interfaces,
+            service_config=args.service_config,
             data_center=args.data_center,
             max_attempts=args.max_attempts,
             wait_on_rate_limit=False,  # a rate limit's refusal is the caller's, at once

@@ -94,6 +94,23 @@ def _version_key(version: str) -> tuple[int, str]:
     return (int(version), "") if version.isdigit() else (-1, version)
 
 
+def _from_service_file(
+    path: Path,
+    attempts: Mapping[str, AttemptRule] | None,
+    interfaces: Mapping[str, Sequence[str]] | None,
+) -> tuple[dict[str, AttemptRule], dict[str, Sequence[str]]]:
+    """A service file's attempts and declared interfaces, under what the caller gave."""
+    from modelyard.client.attempts import rules_from_sections
+    from modelyard.governance.service_config import read_service_config
+
+    config = read_service_config(path)
+    declared: dict[str, Sequence[str]] = dict(config.declared)
+    return (
+        {**rules_from_sections(config.attempts), **(attempts or {})},
+        {**declared, **(interfaces or {})},
+    )
+
+
 def _age(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f}s"
@@ -114,6 +131,7 @@ class AsyncClient:
         hedge: bool = False,
         attempts: Mapping[str, AttemptRule] | None = None,
         interfaces: Mapping[str, Sequence[str]] | None = None,
+        service_config: Path | str | None = None,
         data_center: str | None = None,
         max_attempts: int = 3,
         wait_on_rate_limit: bool = True,
@@ -129,7 +147,9 @@ class AsyncClient:
         tried ("auto": from the model's observed latency, see ``client.attempts``; seconds;
         "off" or None: an attempt may take the whole timeout); ``hedge``: a second attempt
         after the model's observed p95; ``attempts``: per interface (``infer``, ``metadata``,
-        or one of ``interfaces``, declared interface → model patterns), over those two.
+        or one of ``interfaces``, declared interface → model patterns), over those two;
+        ``service_config``: a service file whose ``attempts`` and declared interfaces are
+        read (``attempts`` and ``interfaces`` given here win).
         ``wait_on_rate_limit``: a rate limit's rejection is tried again after the wait it
         asks for, while the deadline allows (off: it is the caller's at once, as a gateway
         hands it on). ``instances_cache``: the file that keeps the last instances read from
@@ -157,6 +177,8 @@ class AsyncClient:
                 "the model's observed latency) or 'off': an attempt may take the whole timeout",
             ) from None
         self.timeout = timeout
+        if service_config is not None:
+            attempts, interfaces = _from_service_file(Path(service_config), attempts, interfaces)
         self.attempts = AttemptPolicy(default_rule, attempts, interfaces)
         self.data_center = data_center
         self.clock = clock

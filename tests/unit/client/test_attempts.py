@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from modelyard.cli.gateway import gateway_args
+from modelyard.client import AsyncClient
 from modelyard.client.attempts import (
     DEFAULT_ATTEMPT_SECS,
     LATENCY_MULTIPLE,
@@ -13,6 +17,7 @@ from modelyard.client.attempts import (
     AttemptRule,
     parse_timeout,
 )
+from tests.support.memory_registry import MemoryRegistry
 
 
 def test_auto_is_the_default_constant_until_the_latency_is_known_then_a_multiple_of_p99() -> None:
@@ -74,3 +79,39 @@ def test_the_command_line_words() -> None:
     assert parse_timeout("auto") == "auto"
     assert parse_timeout("off") is None
     assert parse_timeout("0.5") == 0.5
+
+
+def test_a_client_reads_attempts_and_interfaces_from_a_service_file(tmp_path: Path) -> None:
+    service_file = tmp_path / "service.yaml"
+    service_file.write_text(
+        "service: com.example.search\n"
+        'interfaces:\n  rank: {models: ["ranker*"]}\n'
+        "attempts:\n  rank: {timeout_s: 0.2, hedge: true}\n  infer: {timeout_s: 0.9}\n"
+    )
+    client = AsyncClient(
+        "com.example.search", MemoryRegistry(), service_config=service_file,
+        attempts={"infer": AttemptRule(0.5)},  # given here: over the file's
+    )  # fmt: skip
+    policy = client.attempts
+    assert policy.interface("ranker_v2") == "rank"
+    assert policy.rule("rank") == AttemptRule(0.2, hedge=True)
+    assert policy.rule("infer") == AttemptRule(0.5)
+
+
+@pytest.mark.parametrize(
+    ("flag", "parsed"),
+    [
+        ("rank=0.2,hedge", ("rank", AttemptRule(0.2, hedge=True))),
+        ("metadata=off", ("metadata", AttemptRule(None))),
+        ("infer=auto", ("infer", AttemptRule("auto"))),
+    ],
+)
+def test_the_gateway_reads_interface_attempts(flag: str, parsed: object) -> None:
+    args = gateway_args(["--service", "s", "--interface-attempts", flag])
+    assert args.interface_attempts == [parsed]
+
+
+@pytest.mark.parametrize("flag", ["rank", "rank=soon", "rank=0.2,fast", "=0.2", "rank=-1"])
+def test_a_bad_interface_attempts_flag_is_an_argument_error(flag: str) -> None:
+    with pytest.raises(SystemExit):
+        gateway_args(["--service", "s", "--interface-attempts", flag])
