@@ -210,6 +210,14 @@ class Supervisor:
                 and len(adopted.get((service, standby), [])) < wanted
             )
             (adopted.setdefault((service, standby), []) if fits else leftover).append(entry)
+        # one left on a port wanted now, or recorded without its port (an older control
+        # plane's, which did not share it), must go first: a new one could not bind beside it
+        wanted_ports = {plan.http_port for plan in plans}
+        for entry in [e for e in leftover if e.get("http_port") in (*wanted_ports, None)]:
+            leftover.remove(entry)
+            if stop_process(int(entry["pid"]), str(entry["service"]), signal.SIGINT):
+                done.append(f"stopped the gateway of {entry['service']} pid {entry['pid']}, "
+                            "left by an earlier control plane")  # fmt: skip
         for plan in plans:
             slots = [*range(plan.processes), *([STANDBY] if plan.standby else [])]
             for slot in slots:
