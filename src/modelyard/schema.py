@@ -16,9 +16,27 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from typing import Annotated, Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import (
+    Annotated,
+    Any,
+    ClassVar,
+    Literal,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    create_model,
+)
 
 from modelyard.errors import ConfigError, shown
 from modelyard.yaml_lines import LocatedDocument
@@ -31,6 +49,18 @@ PositiveNumber = Annotated[float, Field(gt=0)]
 NonNegativeNumber = Annotated[float, Field(ge=0)]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
+
+
+def _off_only(value: bool) -> bool:
+    if value:
+        raise ValueError("an attempt timeout is auto, off or seconds, not true")
+    return value
+
+
+# auto, off or seconds; YAML reads a bare off as false, which means off too (never 0)
+AttemptTimeout = (
+    PositiveNumber | Literal["auto", "off"] | Annotated[StrictBool, AfterValidator(_off_only)]
+)
 
 
 class Schema(BaseModel):

@@ -8,9 +8,11 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -18,7 +20,7 @@ import pytest
 from modelyard.control.launcher import is_alive
 from tests.support.models import bytes_echo, slow_double
 from tests.support.platform import SERVICE, double_spec, running_platform
-from tests.support.servers import wait_until
+from tests.support.servers import free_ports, wait_until
 
 MAIN = f"{SERVICE}/main"
 
@@ -216,16 +218,100 @@ def test_api_errors_are_error_lines(files: tuple[Path, Path, Path]) -> None:
         assert len(p.instances()) == 2
 
 
-def test_a_restart_after_the_control_plane_was_killed_stops_its_orphaned_gateway(
+def test_a_control_plane_started_again_on_its_state_adopts_its_running_gateways(
+    files: tuple[Path, Path, Path],
+) -> None:
+    spec, state, repository = files
+    ports = tuple(free_ports(2))
+    with running_platform(spec, state, repository, "--autoscale", "off", expected_instances=2,
+                          ports=ports) as p:  # fmt: skip
+        recorded = json.loads((state / "gateways.json").read_text())
+        pids = sorted(entry["pid"] for entry in recorded)
+        # two on the port and one standing by, by default
+        assert sorted(entry["slot"] for entry in recorded) == [-1, 0, 1]
+        assert all(is_alive(pid, SERVICE) for pid in pids)
+        p.process.kill()  # no cleanup runs: the gateways and instances are left behind
+        p.process.wait()
+        answer = httpx.post(f"{p.gateway}/v2/models/bytes_echo/infer", json=ECHO)
+        assert answer.status_code == 200, answer.text  # the data path outlives it
+    with running_platform(spec, state, repository, "--autoscale", "off", expected_instances=2,
+                          ports=ports) as p:  # fmt: skip
+        # the same processes serve on: adopted, not replaced
+        gateways = p.get("/api/v1/overview")["services"][0]["gateways"]
+        assert sorted(g["pid"] for g in gateways) == pids
+        assert all(g["adopted"] for g in gateways)
+        assert [g["state"] for g in gateways] == ["running", "running", "standby"]
+        assert "adopted the gateway of com.example.double" in p.log.read_text()
+        answer = httpx.post(f"{p.gateway}/v2/models/bytes_echo/infer", json=ECHO)
+        assert answer.status_code == 200, answer.text
+        p.process.kill()
+        p.process.wait()
+    # started on another gateway port: the old gateways hand over to new ones, then stop
+    with running_platform(spec, state, repository, "--autoscale", "off", expected_instances=2) as p:
+        wait_until(lambda: not any(is_alive(pid, SERVICE) for pid in pids), timeout=30)
+        answer = httpx.post(f"{p.gateway}/v2/models/bytes_echo/infer", json=ECHO)
+        assert answer.status_code == 200, answer.text
+
+
+def test_a_killed_gateway_or_instance_is_reaped_recorded_and_started_again(
     files: tuple[Path, Path, Path],
 ) -> None:
     spec, state, repository = files
     with running_platform(spec, state, repository, "--autoscale", "off", expected_instances=2) as p:
-        (orphan,) = json.loads((state / "gateways.json").read_text())
-        assert is_alive(orphan["pid"], SERVICE)
-        p.process.kill()  # no cleanup runs: the gateway and instances are left behind
-        p.process.wait()
-    with running_platform(spec, state, repository, "--autoscale", "off", expected_instances=2) as p:
-        wait_until(lambda: not is_alive(orphan["pid"], SERVICE), timeout=20)
-        answer = httpx.post(f"{p.gateway}/v2/models/bytes_echo/infer", json=ECHO)
-        assert answer.status_code == 200, answer.text
+
+        def gateways() -> list[dict[str, Any]]:
+            return list(p.get("/api/v1/overview")["services"][0]["gateways"])
+
+        wait_until(lambda: gateways()[2]["state"] == "standby", timeout=30)
+        (victim, other, standby) = gateways()
+        assert standby["slot"] == -1 and victim["slot"] == 0
+        killed_at = time.monotonic()
+        os.kill(victim["pid"], signal.SIGKILL)
+        # reaped at once: no zombie left behind
+        wait_until(lambda: not Path(f"/proc/{victim['pid']}").exists(), timeout=1.0)
+
+        def serving_again() -> bool:
+            again = next(g for g in gateways() if g["slot"] == victim["slot"])
+            return again["state"] == "running" and again["pid"] != victim["pid"]
+
+        wait_until(serving_again, timeout=20, interval=0.05)
+        back_after = time.monotonic() - killed_at
+        now = gateways()
+        again = next(g for g in now if g["slot"] == victim["slot"])
+        assert again["restarts"] == 1 and again["last_exit"]["signal"] == "SIGKILL"
+        assert again["http_port"] == victim["http_port"]  # on the service's port again
+        assert again["pid"] == standby["pid"]  # the standby took its place
+        assert gateways()[2]["pid"] not in (standby["pid"], victim["pid"])  # and a new one waits
+        assert next(g for g in now if g["slot"] == other["slot"])["pid"] == other["pid"]
+        log = p.log.read_text()
+        assert "gateway_exited" in log and "exit_signal=SIGKILL" in log
+        # the standby binds the port in milliseconds; the bound leaves room for a busy machine
+        assert back_after < 5, back_after
+
+        instance = p.instances(f"{SERVICE}/light")[0]
+        os.kill(instance["pid"], signal.SIGKILL)
+        wait_until(lambda: not Path(f"/proc/{instance['pid']}").exists(), timeout=1.0)
+
+        def replaced() -> bool:
+            now = p.instances(f"{SERVICE}/light")
+            return len(now) == 1 and now[0]["name"] != instance["name"] and now[0]["live"]["up"]
+
+        wait_until(replaced, timeout=60, interval=0.2)
+        (row,) = p.instances(f"{SERVICE}/light")
+        assert row["restarts"] == 1 and row["last_exit"]["signal"] == "SIGKILL"
+        assert "instance_exited" in p.log.read_text()
+
+        status = subprocess.run(
+            [sys.executable, "-m", "modelyard.cli.main", "platform", "status", "--state",
+             str(state)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert status.returncode == 0, status.stderr
+        lines = status.stdout.splitlines()
+        assert lines[0].startswith(f"control plane  pid {p.process.pid}")
+        (restarted,) = [
+            line for line in lines if line.startswith(f"gateway {SERVICE} #{victim['slot']}")
+        ]
+        assert "running" in restarted and "restarts 1" in restarted and "SIGKILL" in restarted
+        (light,) = [line for line in lines if "/light/" in line]
+        assert "restarts 1, last exit: killed by SIGKILL" in light

@@ -169,6 +169,8 @@ def test_five_instances_follow_set_rollback_and_explain(tmp_path: Path) -> None:
     repository = tmp_path / "models"
     slow_double(repository)
     registry = f"embedded://{tmp_path / 'registry.db'}"
+    # what runs a platform makes its registry (rules commands refuse a file that is not there)
+    (tmp_path / "registry.db").touch()
     with running_redis(tmp_path) as redis, ExitStack() as stack:
         rules_file = tmp_path / "rules.yaml"
         rules_file.write_text(

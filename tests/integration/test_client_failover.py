@@ -18,8 +18,10 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+from structlog.testing import capture_logs
 
 from modelyard.client import Client, ClientError
+from modelyard.client.attempts import DEFAULT_ATTEMPT_SECS
 from modelyard.discovery.registry import Instance, Lease
 from modelyard.errors import Code, ModelServerError
 from tests.support.memory_registry import MemoryRegistry
@@ -290,6 +292,87 @@ def test_the_attempt_timeout_says_which_instance_did_not_answer() -> None:
         assert error.value.code is Code.UNAVAILABLE
         assert error.value.rule == "client/attempt-timeout"
         assert f"no answer from instance {silent} within the attempt timeout" in str(error.value)
+
+
+def test_by_default_a_silent_instance_costs_an_attempt_not_the_call(
+    one_server: ServerProcess,
+) -> None:
+    """No attempt_timeout given: each attempt is bounded by a deadline derived from the
+    model's latency (DEFAULT_ATTEMPT_SECS until it is known), tried elsewhere once past it,
+    and the silent instance is ejected as a failing one."""
+    registry = MemoryRegistry()
+    with silent_listener() as silent:
+        register(registry, instance(one_server))
+        register(registry, Instance(SERVICE, "a", "silent", http=silent, models=dict(READY)))
+        with Client(SERVICE, registry) as client:
+            balancer = client.async_client.balancer
+            slowest = 0.0
+            for _ in range(60):
+                started = time.monotonic()
+                outputs = client.infer(MODEL, {"x": X}, timeout=10)
+                slowest = max(slowest, time.monotonic() - started)
+                np.testing.assert_array_equal(outputs["y"], EXPECTED)
+                if balancer.ejected():
+                    break
+            assert [h.key.partition("@")[0] for h in balancer.ejected()] == ["silent"]
+            assert slowest < DEFAULT_ATTEMPT_SECS + 2.0, slowest
+
+
+def test_the_derived_deadline_leaves_the_last_instance_the_whole_call() -> None:
+    """With one instance there is nowhere else to try: a derived deadline does not cut its
+    attempt short (a model slower than the default still answers), the call's timeout does."""
+    registry = MemoryRegistry()
+    with silent_listener() as silent:
+        register(registry, Instance(SERVICE, "a", "silent", http=silent, models=dict(READY)))
+        with Client(SERVICE, registry) as client, pytest.raises(ClientError) as error:
+            client.infer(MODEL, {"x": X}, timeout=DEFAULT_ATTEMPT_SECS + 0.5)
+        assert error.value.rule == "client/deadline"
+
+
+def test_a_hedged_call_answers_from_another_instance_after_the_p95(
+    one_server: ServerProcess,
+) -> None:
+    registry = MemoryRegistry()
+    with silent_listener() as silent:
+        register(registry, instance(one_server))
+        with Client(SERVICE, registry, attempt_timeout="off", hedge=True) as client:
+            for _ in range(40):  # the model's p95 is known after 20 answers
+                client.infer(MODEL, {"x": X}, timeout=10)
+            p95 = client.async_client.attempts.latency(MODEL).p95
+            assert p95 is not None
+            register(registry, Instance(SERVICE, "a", "silent", http=silent, models=dict(READY)))
+            wait_until(lambda: len(client.instances()) == 2)
+            slowest = 0.0
+            for _ in range(30):  # about half pick the silent one first: hedged after the p95
+                started = time.monotonic()
+                outputs = client.infer(MODEL, {"x": X}, timeout=10)
+                slowest = max(slowest, time.monotonic() - started)
+                np.testing.assert_array_equal(outputs["y"], EXPECTED)
+            assert slowest < 1.0, (slowest, p95)
+            assert client.async_client.balancer.ejected() == []  # a lost hedge is no failure
+
+
+def test_a_client_started_while_the_registry_is_down_serves_the_instances_it_kept(
+    one_server: ServerProcess, tmp_path: Path
+) -> None:
+    registry = MemoryRegistry()
+    cache = tmp_path / "instances.json"
+    register(registry, instance(one_server))
+    with Client(SERVICE, registry, instances_cache=cache) as client:
+        assert client.async_client.cached_age is None
+    assert cache.exists()
+    registry.reachable = False
+    with capture_logs() as logs, Client(SERVICE, registry, instances_cache=cache) as client:
+        age = client.async_client.cached_age
+        assert age is not None and 0 <= age < 60
+        (warning,) = [e for e in logs if e["event"] == "serving_cached_instances"]
+        assert warning["age_s"] == round(age, 1) and "read from it" in warning["hint"]
+        np.testing.assert_array_equal(client.infer(MODEL, {"x": X})["y"], EXPECTED)
+        registry.reachable = True  # the follower lists it again, and the cache is left
+        wait_until(lambda: client.async_client.cached_age is None, timeout=15)
+    registry.reachable = False
+    with Client(SERVICE, registry, instances_cache=None) as client, pytest.raises(ClientError):
+        client.infer(MODEL, {"x": X})  # no cache: no instance known
 
 
 def test_an_attempt_timeout_must_be_positive() -> None:

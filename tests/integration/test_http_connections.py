@@ -253,6 +253,7 @@ def test_an_http_port_in_use_ends_the_command_with_an_error_line(
         "gateway": ["--service", "com.example.none", "--registry",
                     f"embedded://{tmp_path / 'registry.db'}"],
     }[command]  # fmt: skip
+    (tmp_path / "registry.db").touch()  # a gateway reads a registry that exists
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
         held.listen()

@@ -98,8 +98,10 @@ def running_platform(
     *extra: str,
     api_key: str | None = None,
     expected_instances: int = 1,
+    ports: tuple[int, int] | None = None,
 ) -> Iterator[RunningPlatform]:
-    control_port, gateway_port = free_ports(2)
+    """``ports``: the control API's and the gateway's (default: free ones)."""
+    control_port, gateway_port = ports or free_ports(2)
     log_path = state.parent / f"platform-{control_port}.log"
     log = log_path.open("wb")
     process = subprocess.Popen(

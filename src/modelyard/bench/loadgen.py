@@ -47,6 +47,7 @@ class Step:
 class StepResult:
     latencies: list[float] = field(default_factory=list)  # seconds, successes only
     errors: dict[str, int] = field(default_factory=dict)  # rule (or status) -> count
+    examples: dict[str, str] = field(default_factory=dict)  # rule -> its first error line
     sent: int = 0
     elapsed: float = 0.0
     max_lag: float = 0.0  # open loop: how late the generator sent, at worst
@@ -126,6 +127,8 @@ async def _send(client: _Client, result: StepResult, since: float) -> None:
     except Exception as exc:
         key = error_key(exc)
         result.errors[key] = result.errors.get(key, 0) + 1
+        if key not in result.examples:
+            result.examples[key] = str(exc)[:1000]
         return
     result.latencies.append(time.perf_counter() - since)
 
@@ -239,6 +242,8 @@ class WorkerPool:
             merged.max_lag = max(merged.max_lag, payload.max_lag)
             for key, count in payload.errors.items():
                 merged.errors[key] = merged.errors.get(key, 0) + count
+            for key, line in payload.examples.items():
+                merged.examples.setdefault(key, line)
         return merged
 
     def close(self) -> None:

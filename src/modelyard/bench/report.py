@@ -26,6 +26,7 @@ def summarize(mode: str, level: float, result: StepResult) -> dict[str, Any]:
         "ok": ok,
         "errors": errors,
         "errors_by_rule": dict(sorted(result.errors.items())),
+        "error_lines": dict(sorted(result.examples.items())),  # the first of each rule
         "seconds": round(elapsed, 3),
     }
     for name, q in PERCENTILES.items():
@@ -90,4 +91,7 @@ def format_table(report: dict[str, Any]) -> str:
         )
         for rule, count in s["errors_by_rule"].items():
             lines.append(f"{'':>12} {count:>10} x {rule}")
+            example = s.get("error_lines", {}).get(rule)
+            if example:
+                lines.append(f"{'':>12} {'the first:':>10} {example}")
     return "\n".join(lines)

@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from modelyard.cli.registry_option import add_registry_argument
-from modelyard.discovery import open_registry
+from modelyard.discovery import open_registry, require_registry
 from modelyard.discovery.rules_store import RulesRevision, open_rules_store
 from modelyard.errors import ModelyardError
 from modelyard.governance.explain import (
@@ -123,6 +123,11 @@ async def _instances(args: argparse.Namespace, service: str | None) -> tuple[lis
         return [args.url], []
     if service is None:
         return [], []
+    try:
+        require_registry(args.registry)
+    except ModelyardError as error:
+        print(f"warning: {error.line()}", file=sys.stderr)
+        return [], []
     registry = open_registry(args.registry)
     try:
         snapshot = await registry.resolve(service)
@@ -184,6 +189,11 @@ async def _models(client: WebSession, address: str) -> list[str]:
 
 async def _central(registry: str, service: str | None) -> RulesRevision | None:
     if service is None:
+        return None
+    try:
+        require_registry(registry)
+    except ModelyardError as error:
+        print(f"warning: {error.line()}", file=sys.stderr)
         return None
     store = open_rules_store(registry)
     try:

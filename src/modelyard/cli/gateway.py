@@ -8,7 +8,11 @@ failover. It serves no model itself.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import signal
+import time
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -23,9 +27,11 @@ from modelyard.cli.runtime import (
     run_event_loop,
 )
 from modelyard.dataplane import DataPlane
-from modelyard.discovery import open_registry
-from modelyard.frontdoors.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
+from modelyard.discovery import open_registry, require_registry
+from modelyard.errors import Code, ConfigError
+from modelyard.frontdoors.grpc import DEFAULT_MAX_MESSAGE_BYTES, start_grpc_server
 from modelyard.frontdoors.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
+from modelyard.gateway.handover import ClosingApp, hand_over
 from modelyard.hardware.memory import freeze_startup_objects
 from modelyard.logging import configure_logging
 
@@ -53,11 +59,81 @@ def add_gateway_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--attempt-timeout",
-        type=float,
+        type=_attempt_timeout,
+        default="auto",
+        metavar="auto|off|SECS",
+        help="how long one instance may take before the request is tried on another (a hung "
+        "instance, a host that stops answering); auto (the default): from the model's "
+        "observed latency (4 x p99, at least 0.25 s; 1 s until known); off: an attempt may "
+        "take the whole timeout",
+    )
+    parser.add_argument(
+        "--hedge",
+        action="store_true",
+        help="send a second attempt to another instance once the first has taken the model's "
+        "observed p95; the first answer wins",
+    )
+    parser.add_argument(
+        "--interface-attempts",
+        action="append",
+        default=[],
+        type=_interface_attempts,
+        metavar="INTERFACE=auto|off|SECS[,hedge]",
+        help="the attempt timeout (and hedging) of one interface (infer, metadata, or one "
+        "the --service-config declares); repeatable",
+    )
+    parser.add_argument(
+        "--service-config",
+        type=Path,
         default=None,
+        metavar="FILE",
+        help="a service file: its attempts section (per interface) and the interfaces it "
+        "declares by their models; its governance rules are the instances'",
+    )
+    parser.add_argument(
+        "--instances-cache",
+        default="auto",
+        metavar="auto|off|FILE",
+        help="where the last instances read from the registry are kept, to serve from when "
+        "the registry cannot be read at start (auto: a file per service and registry in "
+        "~/.cache/modelyard/instances)",
+    )
+    parser.add_argument(
+        "--reuse-port",
+        action="store_true",
+        help="share the HTTP (and gRPC) port with the service's other gateway processes "
+        "(SO_REUSEPORT): one that stops or dies leaves the others serving",
+    )
+    parser.add_argument(
+        "--status-port",
+        type=int,
+        default=-1,
+        metavar="PORT",
+        help="a port of this process alone, on 127.0.0.1, answering as the shared one does: "
+        "a supervisor reads each process's health and counters there (0: any free port; -1: "
+        "none)",
+    )
+    parser.add_argument(
+        "--standby",
+        action="store_true",
+        help="start everything but the service's port (needs --status-port): serve it on "
+        "SIGUSR1, at once, in place of a process that died",
+    )
+    parser.add_argument(
+        "--successor-wait",
+        type=float,
+        default=0.0,
         metavar="SECS",
-        help="seconds one instance may take before the request is tried on another (an "
-        "instance whose host stops answering); default: an attempt may take the whole timeout",
+        help="on SIGTERM, keep accepting until another process listens on the port, at most "
+        "this long, then hand the port over (platform up: 10)",
+    )
+    parser.add_argument(
+        "--drain-grace",
+        type=float,
+        default=1.0,
+        metavar="SECS",
+        help="after it stops accepting: how long open connections may bring one more request "
+        "(answered with Connection: close) before the idle ones are closed",
     )
     parser.add_argument(
         "--data-center",
@@ -86,14 +162,24 @@ class GatewayServer(InProcessServer):
         super().__init__()
         self.args = args
         self.grpc_port: int | None = None  # once started
+        self.status_port: int | None = None  # this process's own port, if asked
+        self.shared_port: int | None = None  # the service's port, once this process serves it
+        self._promoting: set[asyncio.Future[None]] = set()
 
     async def _start(self, parts: contextlib.AsyncExitStack) -> None:
         # the client's HTTP stack costs every other command's start-up: import it here
         from modelyard.client import AsyncClient
+        from modelyard.client.instances_cache import default_cache_path
         from modelyard.gateway.forward import ForwardingDataPlane
 
         args = self.args
         options: dict[str, Any] = {"timeout": args.timeout} if args.timeout is not None else {}
+        attempts = dict(args.interface_attempts)  # over the service file's
+        cache: Path | None = Path(args.instances_cache)
+        if args.instances_cache == "off":
+            cache = None
+        elif args.instances_cache == "auto":
+            cache = default_cache_path(args.service, args.registry)
         registry = open_registry(args.registry)
         parts.push_async_callback(registry.aclose)
         client = AsyncClient(
@@ -101,43 +187,151 @@ class GatewayServer(InProcessServer):
             registry,
             transport=args.transport,
             attempt_timeout=args.attempt_timeout,
+            hedge=args.hedge,
+            attempts=attempts,
+            service_config=args.service_config,
             data_center=args.data_center,
             max_attempts=args.max_attempts,
+            wait_on_rate_limit=False,  # a rate limit's refusal is the caller's, at once
             max_message_bytes=args.grpc_max_message_bytes,
+            instances_cache=cache,
             **options,
         )
+        require_registry(args.registry)  # the service's instances register into one
         forwarding = ForwardingDataPlane(client)
         dataplane: DataPlane = forwarding
-        app = HttpFrontend(
-            dataplane,
-            max_body_bytes=args.http_max_body_bytes,
-            embedding_model=args.embedding_model,
+        self.app = ClosingApp(
+            HttpFrontend(
+                dataplane,
+                max_body_bytes=args.http_max_body_bytes,
+                embedding_model=args.embedding_model,
+            )
         )
-        config = http_config(app, args.host, args.http_port, connection_limits(args))
-        http_socket = self.listen(parts, args.host, args.http_port)
+        config = http_config(self.app, args.host, args.http_port, connection_limits(args))
+        if args.standby and args.status_port < 0:
+            raise ConfigError(
+                "a standby gateway answers only on its status port until it takes the "
+                "service's: it needs one",
+                code=Code.INVALID_ARGUMENT,
+                rule="gateway/standby",
+                where="--status-port PORT (0: any free port) with --standby",
+            )
+        sockets = []
+        if not args.standby:
+            sockets.append(self.listen(parts, args.host, args.http_port, args.reuse_port))
+        if args.status_port >= 0:
+            sockets.append(self.listen(parts, "127.0.0.1", args.status_port))
+            self.status_port = sockets[-1].getsockname()[1]
+        self.forwarding = forwarding
+        forwarding.standby = args.standby
         parts.push_async_callback(forwarding.aclose)  # also after a failed start
         await forwarding.start()
         freeze_startup_objects()
-        grpc_server: GrpcServer | None = None
-        if args.grpc_port >= 0:
-            grpc_server = await start_grpc_server(
-                dataplane,
-                args.host,
-                args.grpc_port,
-                max_message_bytes=args.grpc_max_message_bytes,
-            )
-            parts.push_async_callback(grpc_server.stop)
-            self.grpc_port = grpc_server.port
-        await self._serve_http(parts, HttpServer(config), [http_socket])
+        if not args.standby:
+            await self._start_grpc(parts)
+        http = HttpServer(config, before_exit=lambda: self._hand_over(forwarding))
+        if args.standby:  # before its status port answers: a supervisor may signal at once
+            self._parts = parts
+            asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, self._promote_soon)
+        await self._serve_http(parts, http, sockets)
+        if not args.standby:
+            self.shared_port = self.http_port
         log.info(
-            "gateway_ready",
+            "gateway_standby" if args.standby else "gateway_ready",
             service=args.service,
             registry=args.registry,
-            http=f"http://{args.host}:{self.http_port}",
-            grpc=f"{args.host}:{self.grpc_port}" if grpc_server else None,
+            http=f"http://{args.host}:{self.shared_port or args.http_port}",
+            grpc=f"{args.host}:{self.grpc_port}" if self.grpc_port else None,
+            status=f"http://127.0.0.1:{self.status_port}" if self.status_port else None,
             instances=len(client.instances()),
             models=sorted({row["name"] for row in forwarding.manager.index(ready_only=True)}),
+            attempt_timeout=client.attempt_timeout,
+            cached_instances_age_s=client.cached_age,
         )
+
+    async def _start_grpc(self, parts: contextlib.AsyncExitStack) -> None:
+        args = self.args
+        if args.grpc_port < 0:
+            return
+        grpc_server = await start_grpc_server(
+            self.forwarding,
+            args.host,
+            args.grpc_port,
+            max_message_bytes=args.grpc_max_message_bytes,
+            reuse_port=args.reuse_port,
+        )
+        parts.push_async_callback(grpc_server.stop)
+        self.grpc_port = grpc_server.port
+
+    def _promote_soon(self) -> None:
+        task = asyncio.ensure_future(self._promote())
+        self._promoting.add(task)
+        task.add_done_callback(self._promoting.discard)
+
+    async def _promote(self) -> None:
+        """SIGUSR1 on a standby: take the service's port (beside its other processes)."""
+        args, forwarding = self.args, self.forwarding
+        while self._http is None:  # the signal came as it started
+            await asyncio.sleep(0.01)
+        await self._http.up.wait()
+        if not forwarding.standby:
+            return
+        started = time.monotonic()
+        try:
+            sock = self.listen(self._parts, args.host, args.http_port, args.reuse_port)
+            await self._http.serve_socket(sock)
+            self.shared_port = sock.getsockname()[1]
+            await self._start_grpc(self._parts)
+        except Exception as exc:  # it cannot serve: exit, and its supervisor starts another
+            log.error("gateway_promotion_failed", error=f"{type(exc).__name__}: {exc}")
+            self._http.begin_exit()
+            return
+        forwarding.standby = False
+        log.info(
+            "gateway_promoted",
+            service=args.service,
+            http=f"http://{args.host}:{self.shared_port}",
+            after_s=round(time.monotonic() - started, 3),
+        )
+
+    async def _hand_over(self, forwarding: Any) -> None:
+        """On SIGTERM: readiness goes false, the port passes to another process (``handover``),
+        then uvicorn drains what is in flight."""
+        forwarding.draining = True
+        assert self._http is not None
+        # SIGTERM asks for a successor; SIGINT (a terminal, platform up's own stop) does not
+        asked = self._http.exit_signal in (signal.SIGTERM, None)
+        await hand_over(
+            self._http,
+            self.app,
+            self.shared_port,
+            own_listeners=1,
+            successor_wait=self.args.successor_wait if asked and self.shared_port else 0.0,
+            drain_grace=self.args.drain_grace,
+        )
+
+
+def _attempt_timeout(text: str) -> Any:
+    from modelyard.client.attempts import parse_timeout
+
+    try:  # a number out of range is the client's to refuse, with its line
+        return parse_timeout(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"auto, off or seconds, not {text!r}") from None
+
+
+def _interface_attempts(text: str) -> tuple[str, Any]:
+    """``INTERFACE=auto|off|SECS[,hedge]`` as (interface, its rule)."""
+    from modelyard.client.attempts import AttemptRule
+
+    interface, sep, rest = text.partition("=")
+    value, _, flag = rest.partition(",")
+    if not sep or not interface or flag not in ("", "hedge"):
+        raise argparse.ArgumentTypeError(f"INTERFACE=auto|off|SECS[,hedge], not {text!r}")
+    try:
+        return interface, AttemptRule(_attempt_timeout(value), flag == "hedge")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 async def gateway(args: argparse.Namespace) -> None:

@@ -19,20 +19,16 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from modelyard.cli.registry_option import add_registry_argument
-from modelyard.discovery.rules_store import RulesStore, open_rules_store
 from modelyard.errors import Code, ConfigError
-from modelyard.governance.auth import generate_key, hash_secret
-from modelyard.governance.rules_document import (
-    commit_change,
-    load_rules,
-    parse_value,
-    read_rules_file,
-    set_key,
-)
-from modelyard.web_client import WebError, fetch
+
+if TYPE_CHECKING:
+    from modelyard.discovery.rules_store import RulesStore
+
+# each command imports what it uses when it runs: reading a revision loads neither the
+# HTTP client nor the guards that a change is validated against
 
 
 def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,6 +73,8 @@ def run_rules(args: argparse.Namespace) -> int:
 
 
 def _live_rules(args: argparse.Namespace) -> int:
+    from modelyard.web_client import WebError, fetch
+
     headers = {"x-api-key": args.api_key} if args.api_key else {}
     try:
         response = fetch("GET", f"http://{args.url}/v2/modelyard/rules", headers=headers, timeout=5)
@@ -154,6 +152,10 @@ def default_author() -> str:
 
 
 async def _central_rules(args: argparse.Namespace) -> int:
+    from modelyard.discovery import require_registry
+    from modelyard.discovery.rules_store import open_rules_store
+
+    require_registry(args.registry)
     store = open_rules_store(args.registry)
     try:
         if args.rules_command == "get":
@@ -205,6 +207,13 @@ Edit = Callable[[dict[str, Any]], dict[str, Any]]
 
 async def _edit(store: RulesStore, args: argparse.Namespace) -> tuple[Edit, str]:
     """The change a write command asks for, and how history will name it."""
+    from modelyard.governance.rules_document import (
+        load_rules,
+        parse_value,
+        read_rules_file,
+        set_key,
+    )
+
     if args.rules_command == "set":
         value = parse_value(args.value)
         return (
@@ -226,6 +235,8 @@ async def _edit(store: RulesStore, args: argparse.Namespace) -> tuple[Edit, str]
 
 
 async def _write(store: RulesStore, args: argparse.Namespace) -> int:
+    from modelyard.governance.rules_document import commit_change
+
     author = args.author or default_author()
     try:
         edit, action = await _edit(store, args)
@@ -262,6 +273,8 @@ def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_auth(args: argparse.Namespace) -> int:
+    from modelyard.governance.auth import generate_key, hash_secret
+
     if args.auth_command == "hash-key":
         print(hash_secret(args.key))
     else:

@@ -51,6 +51,7 @@ class HttpServer(uvicorn.Server):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._exiting: asyncio.Task[None] | None = None
         self.up = asyncio.Event()  # set once the server listens
+        self.exit_signal: int | None = None  # the signal that asked it to exit, if one did
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -61,7 +62,25 @@ class HttpServer(uvicorn.Server):
         self._loop = asyncio.get_running_loop()
         await super().serve(sockets)
 
+    async def serve_socket(self, sock: socket.socket) -> None:
+        """Serve one more socket, after startup (a standby gateway taking the service's
+        port): its connections are this server's, drained and closed with the others."""
+        config = self.config
+
+        def create_protocol(_loop: asyncio.AbstractEventLoop | None = None) -> asyncio.Protocol:
+            return config.http_protocol_class(  # type: ignore[call-arg]  # as uvicorn makes it
+                config=config,
+                server_state=self.server_state,
+                app_state=self.lifespan.state,
+                _loop=_loop,
+            )
+
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(create_protocol, sock=sock, backlog=config.backlog)
+        self.servers.append(server)
+
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.exit_signal = sig
         if self._loop is None or self._exiting is not None or self.should_exit:
             super().handle_exit(sig, frame)
             return

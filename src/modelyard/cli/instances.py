@@ -7,7 +7,7 @@ import asyncio
 import json
 
 from modelyard.cli.registry_option import add_registry_argument
-from modelyard.discovery import Snapshot, open_registry
+from modelyard.discovery import Snapshot, open_registry, require_registry
 from modelyard.discovery.registry import Instance
 
 
@@ -18,6 +18,7 @@ def add_instances_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _resolve(url: str, service: str) -> Snapshot:
+    require_registry(url)
     registry = open_registry(url)
     try:
         return await registry.resolve(service)

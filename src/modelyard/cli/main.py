@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
+from typing import Any
 
 from modelyard import __version__
 from modelyard.errors import ModelyardError
@@ -72,11 +74,10 @@ def _demo(args: argparse.Namespace) -> int:
             f"{summary}\ntry the gateway (callers name only the model):\n"
             f"  curl -s localhost:{port}/v2/models/iris_sklearn/infer -d '{IRIS_BODY}'\n"
             f"governance: the service's central rules limit infer to {DEMO_LIMIT} requests/s "
-            "per instance; go over it and read what refused you, and where to change it:\n"
+            "per instance; go over it to see what refused you and where to change it (the "
+            "bench prints each rule's count and its first line), then raise the limit:\n"
             f"  modelyard bench --url localhost:{port} --model iris_sklearn --rate 300 "
-            "--duration 3   # refusals by rule\n"
-            f"  seq 300 | xargs -P 16 -I{{}} curl -s localhost:{port}/v2/models/iris_sklearn/infer "
-            f"-d '{IRIS_BODY}' -w '\\n' | grep -m1 error   # the line\n"
+            "--duration 3 --warmup 0 --no-progress\n"
             f"  modelyard rules get {DEMO_SERVICE} --registry {registry}\n"
             f"  modelyard rules set {DEMO_SERVICE} limits.infer.instance_qps 500 "
             f"--registry {registry}\n"
@@ -87,90 +88,72 @@ def _demo(args: argparse.Namespace) -> int:
     return run_up(args, banner)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from modelyard.cli.bench import add_bench_arguments, run_bench
-    from modelyard.cli.explain import add_explain_arguments, run_explain
-    from modelyard.cli.gateway import add_gateway_arguments, run_gateway
-    from modelyard.cli.governance import (
-        add_auth_arguments,
-        add_rules_arguments,
-        run_auth,
-        run_rules,
-    )
-    from modelyard.cli.instances import add_instances_arguments, run_instances
-    from modelyard.cli.optimize import add_optimize_arguments, run_optimize
-    from modelyard.cli.platform import add_platform_arguments, run_platform
-    from modelyard.cli.platform_up import add_up_arguments
-    from modelyard.cli.serve import add_serve_arguments, run_serve
-    from modelyard.cli.tune import add_tune_arguments, run_tune
+# name, help, the module that owns its arguments and runs it: a command's module is
+# imported only when that command is the one asked for, so ``modelyard --help`` and an
+# unknown command answer without loading numpy, the server or the client
+COMMANDS = [
+    ("serve", "serve a Triton-layout model repository", "serve"),
+    ("gateway", "the V2 HTTP and gRPC API in front of a service found in a registry", "gateway"),
+    ("bench", "load generator: closed-loop sweep or open-loop fixed rate", "bench"),
+    ("rules", "governance rules: live on an instance, or central in the registry", "governance"),
+    ("explain", "why a request was refused: the rule, its numbers, how to change it", "explain"),
+    ("instances", "list the live instances of a service", "instances"),
+    (
+        "optimize",
+        "write an FP16 / INT8 variant of an ONNX model, with an accuracy report",
+        "optimize",
+    ),
+    ("tune", "sweep instances, batch size and queue delay; recommend within a p99 SLO", "tune"),
+    (
+        "platform",
+        "control plane: spec, ledger, plan / apply, releases, the control plane and console",
+        "platform",
+    ),
+    ("auth", "API keys: hash one, or generate one", "governance"),
+]
+DEMO_HELP = (
+    "the example platform on this machine: build the examples (if missing), launch a CPU "
+    "pre-processing group and a GPU group, a gateway and the console"
+)
+# each command's functions in its module: add_<name>_arguments and run_<name>
+_FUNCTIONS = {"platform": ("add_platform_arguments", "run_platform")}
+ALL = "*"
 
+
+def _command_functions(name: str, module: str) -> tuple[Any, Any]:
+    imported = importlib.import_module(f"modelyard.cli.{module}")
+    add, run = _FUNCTIONS.get(name, (f"add_{name}_arguments", f"run_{name}"))
+    return getattr(imported, add), getattr(imported, run)
+
+
+def build_parser(command: str | None = ALL) -> argparse.ArgumentParser:
+    """The command line; ``command``: the one command whose arguments are read (the others
+    are listed with their help only), ``ALL`` for every command's, None for none."""
     parser = argparse.ArgumentParser(prog="modelyard", description=__doc__)
     parser.add_argument("--version", action="version", version=f"modelyard {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
+    for name, text, module in COMMANDS:
+        sub = commands.add_parser(name, help=text)
+        if command in (ALL, name):
+            add_arguments, handler = _command_functions(name, module)
+            add_arguments(sub)
+            sub.set_defaults(handler=handler)
 
-    # name, help, arguments, handler: each command's module owns its arguments
-    table = [
-        ("serve", "serve a Triton-layout model repository", add_serve_arguments, run_serve),
-        (
-            "gateway",
-            "the V2 HTTP and gRPC API in front of a service found in a registry",
-            add_gateway_arguments,
-            run_gateway,
-        ),
-        (
-            "bench",
-            "load generator: closed-loop sweep or open-loop fixed rate",
-            add_bench_arguments,
-            run_bench,
-        ),
-        (
-            "rules",
-            "governance rules: live on an instance, or central in the registry",
-            add_rules_arguments,
-            run_rules,
-        ),
-        (
-            "explain",
-            "why a request was refused: the rule, its numbers, how to change it",
-            add_explain_arguments,
-            run_explain,
-        ),
-        (
-            "instances",
-            "list the live instances of a service",
-            add_instances_arguments,
-            run_instances,
-        ),
-        (
-            "optimize",
-            "write an FP16 / INT8 variant of an ONNX model, with an accuracy report",
-            add_optimize_arguments,
-            run_optimize,
-        ),
-        (
-            "tune",
-            "sweep instances, batch size and queue delay; recommend within a p99 SLO",
-            add_tune_arguments,
-            run_tune,
-        ),
-        (
-            "platform",
-            "control plane: spec, ledger, plan / apply, releases, the control plane and console",
-            add_platform_arguments,
-            run_platform,
-        ),
-        ("auth", "API keys: hash one, or generate one", add_auth_arguments, run_auth),
-    ]
-    for name, text, add_arguments, handler in table:
-        command = commands.add_parser(name, help=text)
-        add_arguments(command)
-        command.set_defaults(handler=handler)
+    demo = commands.add_parser("demo", help=DEMO_HELP)
+    if command in (ALL, "demo"):
+        _add_demo_arguments(demo)
 
-    demo = commands.add_parser(
-        "demo",
-        help="the example platform on this machine: build the examples (if missing), launch "
-        "a CPU pre-processing group and a GPU group, a gateway and the console",
-    )
+    examples = commands.add_parser("examples", help="example model repositories")
+    example_commands = examples.add_subparsers(dest="example_command", required=True)
+    build = example_commands.add_parser("build", help="train and write the example models")
+    build.add_argument("directory", type=Path)
+    build.set_defaults(handler=_examples_build)
+    return parser
+
+
+def _add_demo_arguments(demo: argparse.ArgumentParser) -> None:
+    from modelyard.cli.platform_up import add_up_arguments
+
     add_up_arguments(demo)
     demo.set_defaults(
         handler=_demo,
@@ -183,16 +166,20 @@ def build_parser() -> argparse.ArgumentParser:
             action.required = False
             action.help = argparse.SUPPRESS if action.dest == "file" else action.help
 
-    examples = commands.add_parser("examples", help="example model repositories")
-    example_commands = examples.add_subparsers(dest="example_command", required=True)
-    build = example_commands.add_parser("build", help="train and write the example models")
-    build.add_argument("directory", type=Path)
-    build.set_defaults(handler=_examples_build)
-    return parser
+
+def _chosen(argv: list[str]) -> str | None:
+    """The command ``argv`` names: its first word (the top level's options take no value)."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word
+        if word in ("-h", "--help", "--version"):
+            return None
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(_chosen(words)).parse_args(words)
     try:
         return int(args.handler(args))
     except ModelyardError as error:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from modelyard.control.kubernetes import render
 from modelyard.control.kubernetes_apply import api_client, apply_requests, send
 from modelyard.control.ledger import validate
 from modelyard.control.spec import read_platform_spec
+from modelyard.control.supervisor import describe_exit, read_supervision
 from modelyard.errors import Code, ConfigError
 from modelyard.web_client import WebError, fetch
 
@@ -201,7 +203,13 @@ def _run_ops(args: argparse.Namespace, state: State) -> int:
     if command == "apply":
         return _apply(args, state)
     if command == "status":
-        _print_status(status_rows(state), args.json)
+        supervision = read_supervision(args.state) if control_plane_running(args.state) else {}
+        rows = status_rows(state, supervision.get("slots"))
+        gateways = [
+            {**g, "last_exit_text": describe_exit(g.get("last_exit"))}
+            for g in supervision.get("gateways", [])
+        ]
+        _print_status(rows, args.json, gateways, supervision.get("control_plane"))
         return 0
     if command == "down":
         for line in down(state):
@@ -236,15 +244,40 @@ def _refuse(detail: str, rule: str, where: str) -> int:
     return 1
 
 
-def _print_status(rows: list[dict[str, Any]], as_json: bool) -> None:
+def _print_status(
+    rows: list[dict[str, Any]],
+    as_json: bool,
+    gateways: list[dict[str, Any]] | None = None,
+    control: dict[str, Any] | None = None,
+) -> None:
+    """The instances, and (where a control plane runs) itself and its gateway processes,
+    each with its restarts and last exit. JSON: one list, the instances' rows first, then
+    rows of ``kind`` gateway and control-plane."""
+    gateways = gateways or []
     if as_json:
-        print(json.dumps(rows, indent=2))
+        extra = [{"kind": "gateway", **g} for g in gateways]
+        if control:
+            extra.append({"kind": "control-plane", **control})
+        print(json.dumps([{"kind": "instance", **r} for r in rows] + extra, indent=2))
         return
+    if control:
+        since = datetime.fromtimestamp(control["started_at"]).isoformat(" ", "seconds")
+        print(f"control plane  pid {control['pid']}  up since {since}")
+    for g in gateways:
+        slot = "standby" if g["slot"] < 0 else f"#{g['slot']}"
+        print(
+            f"gateway {g['service']} {slot:<8} {g['state']:<9} pid {g['pid']:<7} "
+            f"http {g['http_port']:<6} restarts {g['restarts']:<3} last exit: {g['last_exit_text']}"
+            + ("  (adopted)" if g.get("adopted") else "")
+        )
     for row in rows:
+        exits = ""
+        if row.get("restarts") or row.get("last_exit"):
+            exits = f"  restarts {row['restarts']}, last exit: {describe_exit(row['last_exit'])}"
         print(
             f"{row['name']:<56} {'alive' if row['alive'] else 'DEAD':<6} pid {row['pid']:<7} "
             f"{row['http']:<16} {row['group']} template {row['template']} {row['role']} "
-            f"weight {row['weight']:g}"
+            f"weight {row['weight']:g}{exits}"
         )
 
 
@@ -256,13 +289,15 @@ def _via_control(args: argparse.Namespace) -> int:
         if args.platform_command == "status":
             response = fetch("GET", f"{base}/api/v1/overview", headers=headers, timeout=30)
             if response.status == 200:
+                overview = response.json()
                 rows = [
                     {k: v for k, v in i.items() if k != "live"}
-                    for s in response.json()["services"]
+                    for s in overview["services"]
                     for g in s["groups"]
                     for i in g["instances"]
                 ]
-                _print_status(rows, args.json)
+                gateways = [g for s in overview["services"] for g in s.get("gateways", [])]
+                _print_status(rows, args.json, gateways, overview.get("control_plane"))
                 return 0
         elif args.release_command == "history":
             url = f"{base}/api/v1/groups/{args.target}/events"

@@ -160,9 +160,19 @@ def _summary(plane: ControlPlane, args: argparse.Namespace) -> str:
         f"modelyard platform up: {len(state.instances)} instance(s) of "
         f"{len(plane.spec.services)} service(s) from {args.file}",
     ]
+    services: dict[str, list[Any]] = {}
     for gateway in plane.gateways:
-        grpc = f", gRPC {args.host}:{gateway.grpc_port}" if gateway.grpc_port else ""
-        lines.append(f"  gateway   {gateway.service}: http://{args.host}:{gateway.http_port}{grpc}")
+        services.setdefault(gateway.service, []).append(gateway)
+    for service, processes in services.items():
+        first = processes[0]
+        grpc = f", gRPC {args.host}:{first.grpc_port}" if first.grpc_port else ""
+        serving = [g for g in processes if g.slot >= 0]
+        pids = ", ".join(str(g.pid) for g in serving)
+        standby = " and one standing by" if len(serving) < len(processes) else ""
+        lines.append(
+            f"  gateway   {service}: http://{args.host}:{first.http_port}{grpc} "
+            f"({len(serving)} processes on the port: pids {pids}{standby})"
+        )
     control = f"http://{args.host}:{args.port}"
     lines += [
         f"  console   {control}/",

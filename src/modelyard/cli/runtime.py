@@ -135,9 +135,10 @@ def raise_open_file_limit(connections: int) -> None:
 
 
 def listen_http(host: str, port: int, reuse_port: bool = False) -> socket.socket:
-    """The HTTP port's socket, bound here so a port in use gets its error line;
-    ``reuse_port``: servers that all set it share the port (tritonserver's
-    --reuse-http-port)."""
+    """The HTTP port's socket, bound here so a port in use gets its error line; with
+    ``reuse_port``, shared with the other processes that ask the same (SO_REUSEPORT: the
+    kernel spreads new connections over them, and one that exits leaves the others; a
+    gateway's processes, tritonserver's --reuse-http-port)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

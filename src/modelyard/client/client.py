@@ -25,13 +25,30 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
-from typing import Any, TypeVar
+import time
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from pathlib import Path
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import structlog
 
+from modelyard.client.attempts import (
+    DEFAULT_ATTEMPT_SECS,
+    AttemptPolicy,
+    AttemptRule,
+    Timeout,
+)
 from modelyard.client.balancer import Balancer, Host, OutlierPolicy
+from modelyard.client.instances_cache import DEFAULT_CACHE, InstancesCache, default_cache_path
 from modelyard.client.retry import Action, RetryBudget, RetryPolicy, counts_as_failure
 from modelyard.client.transport import (
     DEFAULT_HTTP_POOL_SIZE,
@@ -61,7 +78,7 @@ TRANSPORTS = ("http", "grpc")
 class Endpoint(Host):
     """An instance the client can send to: its registry entry, its balancer state, its pool."""
 
-    __slots__ = ("address", "instance", "retired", "stream_transport", "transport")
+    __slots__ = ("address", "answered", "instance", "retired", "stream_transport", "transport")
 
     def __init__(self, key: str, instance: Instance, address: str) -> None:
         super().__init__(key, instance.weight)
@@ -70,10 +87,36 @@ class Endpoint(Host):
         self.transport: Transport | None = None
         self.stream_transport: GrpcTransport | None = None  # streams, where HTTP is the transport
         self.retired = False
+        self.answered = False  # has answered an attempt: its caches are warm
 
 
 def _version_key(version: str) -> tuple[int, str]:
     return (int(version), "") if version.isdigit() else (-1, version)
+
+
+def _from_service_file(
+    path: Path,
+    attempts: Mapping[str, AttemptRule] | None,
+    interfaces: Mapping[str, Sequence[str]] | None,
+) -> tuple[dict[str, AttemptRule], dict[str, Sequence[str]]]:
+    """A service file's attempts and declared interfaces, under what the caller gave."""
+    from modelyard.client.attempts import rules_from_sections
+    from modelyard.governance.service_config import read_service_config
+
+    config = read_service_config(path)
+    declared: dict[str, Sequence[str]] = dict(config.declared)
+    return (
+        {**rules_from_sections(config.attempts), **(attempts or {})},
+        {**declared, **(interfaces or {})},
+    )
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}min"
+    return f"{seconds / 3600:.1f}h"
 
 
 class AsyncClient:
@@ -84,16 +127,34 @@ class AsyncClient:
         *,
         transport: str = "http",
         timeout: float = DEFAULT_TIMEOUT_SECS,
-        attempt_timeout: float | None = None,
+        attempt_timeout: Timeout | str = "auto",
+        hedge: bool = False,
+        attempts: Mapping[str, AttemptRule] | None = None,
+        interfaces: Mapping[str, Sequence[str]] | None = None,
+        service_config: Path | str | None = None,
         data_center: str | None = None,
         max_attempts: int = 3,
+        wait_on_rate_limit: bool = True,
         outlier: OutlierPolicy | None = None,
         retry_budget: RetryBudget | None = None,
         http_pool_size: int = DEFAULT_HTTP_POOL_SIZE,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        instances_cache: Path | str | None = DEFAULT_CACHE,
         clock: Clock = SYSTEM_CLOCK,
         rng: random.Random | None = None,
     ) -> None:
+        """``attempt_timeout``: how long one attempt may take before another instance is
+        tried ("auto": from the model's observed latency, see ``client.attempts``; seconds;
+        "off" or None: an attempt may take the whole timeout); ``hedge``: a second attempt
+        after the model's observed p95; ``attempts``: per interface (``infer``, ``metadata``,
+        or one of ``interfaces``, declared interface → model patterns), over those two;
+        ``service_config``: a service file whose ``attempts`` and declared interfaces are
+        read (``attempts`` and ``interfaces`` given here win).
+        ``wait_on_rate_limit``: a rate limit's rejection is tried again after the wait it
+        asks for, while the deadline allows (off: it is the caller's at once, as a gateway
+        hands it on). ``instances_cache``: the file that keeps the last instances read from
+        the registry, served from when the registry cannot be read at start (default: one
+        per service and registry URL in the user's cache; None: none)."""
         if transport not in TRANSPORTS:
             raise ClientError(
                 f"unknown transport '{transport}'",
@@ -103,23 +164,34 @@ class AsyncClient:
             )
         self.service = service
         self.transport = transport
-        if attempt_timeout is not None and not attempt_timeout > 0:
+        if isinstance(attempt_timeout, str) and attempt_timeout.lower() in ("off", "none"):
+            attempt_timeout = None
+        try:
+            default_rule = AttemptRule(attempt_timeout, hedge)  # type: ignore[arg-type]
+        except ValueError as exc:
             raise ClientError(
-                f"attempt_timeout must be a positive number of seconds, not {attempt_timeout}",
+                str(exc).replace("an attempt timeout", "attempt_timeout"),
                 code=Code.INVALID_ARGUMENT,
                 rule="client/attempt-timeout",
-                where="attempt_timeout=SECS (the gateway's --attempt-timeout SECS), or none: "
-                "an attempt may take the whole timeout",
-            )
+                where="attempt_timeout=SECS (the gateway's --attempt-timeout SECS), 'auto' (from "
+                "the model's observed latency) or 'off': an attempt may take the whole timeout",
+            ) from None
         self.timeout = timeout
-        self.attempt_timeout = attempt_timeout
+        if service_config is not None:
+            attempts, interfaces = _from_service_file(Path(service_config), attempts, interfaces)
+        self.attempts = AttemptPolicy(default_rule, attempts, interfaces)
         self.data_center = data_center
         self.clock = clock
         self.balancer = Balancer(outlier, clock=clock, rng=rng)
-        self.policy = RetryPolicy(max_attempts=max_attempts)
+        self.policy = RetryPolicy(max_attempts, wait_on_rate_limit)
         self.budget = retry_budget or RetryBudget(clock=clock)
         self._registry_url = registry if isinstance(registry, str) else None
         self._registry: Registry | None = None if isinstance(registry, str) else registry
+        if instances_cache is DEFAULT_CACHE:
+            instances_cache = (
+                default_cache_path(service, self._registry_url) if self._registry_url else None
+            )
+        self.cache = InstancesCache(Path(instances_cache), service) if instances_cache else None
         self._http_pool_size = http_pool_size
         self._max_message_bytes = max_message_bytes
         self._endpoints: dict[str, Endpoint] = {}
@@ -128,11 +200,17 @@ class AsyncClient:
         self._instances: list[Instance] = []
         self._revision: int | None = None
         self._registry_error: BaseException | None = None
+        self.cached_age: float | None = None  # serving from the cache: its age at start
         self._started = False
         self._start_task: asyncio.Task[None] | None = None
         self._follower: asyncio.Task[None] | None = None
         self._closing: set[asyncio.Task[None]] = set()
         self._listeners: list[Callable[[], None]] = []
+
+    @property
+    def attempt_timeout(self) -> Timeout:
+        """The deadline of an attempt where no interface's rule says otherwise."""
+        return self.attempts.default.timeout
 
     # ---- lifecycle ------------------------------------------------------
 
@@ -153,6 +231,7 @@ class AsyncClient:
         except Exception as exc:
             self._registry_error = exc
             log.warning("registry_unreachable", service=self.service, error=str(exc))
+            self._serve_cached()
         self._follower = asyncio.create_task(self._follow())
         self._started = True
 
@@ -199,6 +278,27 @@ class AsyncClient:
                 delay = min(delay * 2, REGISTRY_RETRY_MAX_SECS)
                 relist = True  # a watch from an old revision may be refused
 
+    def _serve_cached(self) -> None:
+        """The registry could not be read at start: route on the instances last read from
+        it, kept on disk, until it can be (the follower lists it again meanwhile)."""
+        if self.cache is None:
+            return
+        cached = self.cache.load()
+        if cached is None:
+            return
+        instances, saved_at = cached
+        self.cached_age = max(0.0, time.time() - saved_at)
+        log.warning(
+            "serving_cached_instances",
+            service=self.service,
+            instances=len(instances),
+            age_s=round(self.cached_age, 1),
+            cache=str(self.cache.path),
+            hint=f"the registry could not be read; these instances were read from it "
+            f"{_age(self.cached_age)} ago",
+        )
+        self._apply(Snapshot(instances, -1), cached=True)
+
     async def aclose(self) -> None:
         if self._follower is not None:
             await cancel_and_wait(self._follower)
@@ -221,7 +321,7 @@ class AsyncClient:
 
     # ---- the routing table ------------------------------------------------
 
-    def _apply(self, snapshot: Snapshot) -> None:
+    def _apply(self, snapshot: Snapshot, cached: bool = False) -> None:
         old = self._endpoints
         endpoints: dict[str, Endpoint] = {}
         for instance in snapshot.instances:
@@ -261,10 +361,15 @@ class AsyncClient:
         self._endpoints = endpoints
         self._routes = {}
         self._instances = list(snapshot.instances)
-        self._revision = snapshot.revision
-        self._registry_error = None
         for listener in self._listeners:
             listener()
+        if cached:  # the registry is still unread: the follower lists it, not watches
+            return
+        self._revision = snapshot.revision
+        self._registry_error = None
+        self.cached_age = None
+        if self.cache is not None:
+            self.cache.save(self._instances)
 
     def _route(self, model: str, version: str | None) -> list[Endpoint]:
         serving: list[Endpoint] = []
@@ -362,59 +467,62 @@ class AsyncClient:
         deadline: float | None = None,
         affinity: str | None = None,
         streamed: bool = False,
+        interface: str = "infer",
     ) -> T:
         """``affinity``: a key whose calls all go to one instance while it serves (a sequence
-        id: a stateful model keeps the sequence's state there). ``streamed``: ``send`` opens a
-        stream, which ``attempt_timeout`` does not bound (a stream lasts as its caller wants)."""
+        id: a stateful model keeps the sequence's state there); such a call is never hedged,
+        and bounded per attempt only by an explicit timeout. ``streamed``: ``send`` opens a
+        stream, which no attempt deadline bounds (a stream lasts as its caller wants)."""
         if not self._started:
             await self.start()
         clock = self.clock
-        balancer = self.balancer
         limit = clock.monotonic() + (self.timeout if timeout is None else timeout)
         deadline = limit if deadline is None else min(deadline, limit)
         self.budget.on_request()
+        rule = self.attempts.rule(self.attempts.interface(model, interface))
+        bounded = not streamed and (affinity is None or rule.timeout != "auto")
+        hedged = rule.hedge and not streamed and affinity is None
         tried: list[Endpoint] = []
         error: ModelyardError | None = None
         attempts = 0
-        per_attempt = None if streamed else self.attempt_timeout
         while True:
-            candidates = self.candidates(model, version)
-            if not candidates:
-                endpoint = None
-            elif affinity is not None:
-                endpoint = balancer.pick_for(affinity, candidates, tried)
-            elif self.data_center is not None:
-                endpoint = balancer.pick_nearby(candidates, tried)
-            else:
-                endpoint = balancer.pick(candidates, tried)
+            endpoint = self._pick(model, version, affinity, tried)
             if endpoint is None:
                 raise error if error is not None else self.no_instance_error(model, version)
-            balancer.start(endpoint)
             remaining = deadline - clock.monotonic()
-            # a host that stops answering (its link cut) holds an attempt only this long
             attempt_secs = remaining
-            if per_attempt is not None and per_attempt < remaining:
+            per_attempt = self.attempts.timeout(rule, model) if bounded else None
+            if per_attempt is not None and rule.timeout == "auto" and not endpoint.answered:
+                # an instance's first answers come slower (lazy loads, cold caches): until
+                # it has answered once, it gets the default rather than the model's history
+                per_attempt = max(per_attempt, DEFAULT_ATTEMPT_SECS)
+            # a derived deadline bounds an attempt only where another instance is left to
+            # try after it: the last one may take what the call has left, so a model slower
+            # than its history (or than the default) still answers
+            if (
+                per_attempt is not None
+                and per_attempt < remaining
+                and (
+                    rule.timeout != "auto"
+                    or (
+                        attempts + 1 < self.policy.max_attempts
+                        and self._others(model, version, [*tried, endpoint])
+                    )
+                )
+            ):
                 attempt_secs = per_attempt
-            try:
-                result = await send(self._transport(endpoint), attempt_secs)
-            except ModelyardError as exc:
-                error = exc
-                if (
-                    attempt_secs < remaining
-                    and isinstance(exc, ClientError)
-                    and exc.rule == "client/deadline"  # no answer, not the server's own line
-                    and deadline > clock.monotonic()  # the request's own time is left
-                ):
-                    error = attempt_timeout_error(endpoint.address, attempt_secs)
-            except BaseException:
-                self._finish(endpoint, None)
-                raise
+            hedge_after = self.attempts.hedge_after(rule, model) if hedged else None
+            if hedge_after is not None and hedge_after < attempt_secs:
+                ok, outcome, used = await self._hedged(
+                    endpoint, model, version, send, attempt_secs, hedge_after, deadline, tried
+                )
             else:
-                self._finish(endpoint, False)
-                return result
-            assert error is not None
-            self._finish(endpoint, counts_as_failure(error))
-            attempts += 1
+                used = [endpoint]
+                ok, outcome = await self._attempt(endpoint, model, send, attempt_secs, deadline)
+            if ok:
+                return cast(T, outcome)
+            error = cast(ModelyardError, outcome)
+            attempts += len(used)
             decision = self.policy.decide(error, attempts, deadline - clock.monotonic())
             if decision.action is Action.FAIL or not self.budget.try_spend():
                 raise error
@@ -423,7 +531,98 @@ class AsyncClient:
             elif affinity is not None:  # another instance has not the sequence's state
                 raise error
             else:
-                tried.append(endpoint)
+                tried.extend(used)
+
+    def _pick(
+        self, model: str, version: str | None, affinity: str | None, tried: list[Endpoint]
+    ) -> Endpoint | None:
+        candidates = self.candidates(model, version)
+        if not candidates:
+            return None
+        if affinity is not None:
+            return self.balancer.pick_for(affinity, candidates, tried)
+        if self.data_center is not None:
+            return self.balancer.pick_nearby(candidates, tried)
+        return self.balancer.pick(candidates, tried)
+
+    def _others(self, model: str, version: str | None, tried: list[Endpoint]) -> bool:
+        """Whether an instance that serves the model is left untried."""
+        return any(e not in tried for e in self.candidates(model, version))
+
+    async def _attempt(
+        self,
+        endpoint: Endpoint,
+        model: str,
+        send: Callable[[Transport, float], Awaitable[T]],
+        attempt_secs: float,
+        deadline: float,
+    ) -> tuple[bool, T | ModelyardError]:
+        """One attempt on ``endpoint``: (True, its result) or (False, its error), counted by
+        the balancer (and, answered, in the model's latency)."""
+        clock = self.clock
+        self.balancer.start(endpoint)
+        started = clock.monotonic()
+        try:
+            result = await send(self._transport(endpoint), attempt_secs)
+        except ModelyardError as exc:
+            error = exc
+            if (
+                attempt_secs < deadline - started
+                and isinstance(exc, ClientError)
+                and exc.rule == "client/deadline"  # no answer, not the server's own line
+                and deadline > clock.monotonic()  # the request's own time is left
+            ):
+                error = attempt_timeout_error(endpoint.address, attempt_secs)
+            self._finish(endpoint, counts_as_failure(error))
+            return False, error
+        except BaseException:  # cancelled (a hedge that lost, the caller gone), or a bug
+            self._finish(endpoint, None)
+            raise
+        self._finish(endpoint, False)
+        endpoint.answered = True
+        self.attempts.answered(model, clock.monotonic() - started)
+        return True, result
+
+    async def _hedged(
+        self,
+        first: Endpoint,
+        model: str,
+        version: str | None,
+        send: Callable[[Transport, float], Awaitable[T]],
+        attempt_secs: float,
+        hedge_after: float,
+        deadline: float,
+        tried: list[Endpoint],
+    ) -> tuple[bool, T | ModelyardError, list[Endpoint]]:
+        """``first``'s attempt, and another instance's once ``hedge_after`` has passed with
+        no answer (paid from the retry budget): the first answer wins, the other is
+        cancelled; both failing gives the last error."""
+        running = {asyncio.ensure_future(self._attempt(first, model, send, attempt_secs, deadline))}
+        used = [first]
+        try:
+            done, _ = await asyncio.wait(running, timeout=hedge_after)
+            if not done:
+                second = self._pick(model, version, None, [*tried, first])
+                if second is not None and self.budget.try_spend():
+                    secs = max(0.0, min(attempt_secs, deadline - self.clock.monotonic()))
+                    running.add(
+                        asyncio.ensure_future(self._attempt(second, model, send, secs, deadline))
+                    )
+                    used.append(second)
+            outcome: tuple[bool, T | ModelyardError] | None = None
+            while running:
+                done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    outcome = task.result()
+                    if outcome[0]:
+                        return outcome[0], outcome[1], used
+            assert outcome is not None
+            return outcome[0], outcome[1], used
+        finally:
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
 
     def _finish(self, endpoint: Endpoint, failed: bool | None) -> None:
         self.balancer.finish(endpoint, failed)
@@ -531,7 +730,7 @@ class AsyncClient:
         def send(transport: Transport, remaining: float) -> Awaitable[dict[str, Any]]:
             return transport.model_metadata(model, v, remaining)
 
-        doc = await self._call(model, v, send, timeout)
+        doc = await self._call(model, v, send, timeout, interface="metadata")
         doc["versions"] = self.ready_versions(model) or doc.get("versions", [])
         return doc
 
@@ -543,7 +742,7 @@ class AsyncClient:
         def send(transport: Transport, remaining: float) -> Awaitable[dict[str, Any]]:
             return transport.model_config(model, v, remaining)
 
-        return await self._call(model, v, send, timeout)
+        return await self._call(model, v, send, timeout, interface="metadata")
 
     async def statistics(
         self, model: str | None = None, version: str | int | None = None, timeout: float = 5.0

@@ -8,7 +8,10 @@
   behind a model move, try another instance;
 - a governance rejection with RESOURCE_EXHAUSTED (a rate limit): never try
   elsewhere; wait ``retry_after`` and try again only when that fits before the
-  deadline;
+  deadline, unless ``wait_on_rate_limit`` is off (a gateway: the caller gets the
+  rejection at once, with its retry-after, and decides; a proxy that retried it
+  would multiply the load the limit refused and count one caller's call as several
+  rejections);
 - anything else (bad input, a model's own error, the deadline): give up.
 
 Every retry is paid from a ``RetryBudget``: at most ``ratio`` of the requests of
@@ -100,6 +103,7 @@ def counts_as_failure(error: ModelyardError) -> bool | None:
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     max_attempts: int = 3
+    wait_on_rate_limit: bool = True
 
     def decide(self, error: ModelyardError, attempts: int, remaining: float) -> Decision:
         """What to do after ``attempts`` failed tries, ``remaining`` seconds before the deadline."""
@@ -108,7 +112,7 @@ class RetryPolicy:
         code = error.code
         if isinstance(error, GovernanceError) and code is Code.RESOURCE_EXHAUSTED:
             wait = error.retry_after
-            if wait is None or wait >= remaining:
+            if not self.wait_on_rate_limit or wait is None or wait >= remaining:
                 return _GIVE_UP
             return Decision(Action.WAIT_AND_RETRY, wait, "rate limited")
         if code is Code.UNAVAILABLE:

@@ -12,6 +12,7 @@ listed in ``docs/control-api.md``.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import time
 from importlib import resources
@@ -26,6 +27,7 @@ from modelyard.control.disaster import against_peak, recovery
 from modelyard.control.plane import ControlPlane
 from modelyard.control.release import ReleaseError, history
 from modelyard.control.scaling import instances_per_replica
+from modelyard.control.supervisor import GatewayProcess, describe_exit
 from modelyard.discovery.rules_store import open_rules_store
 from modelyard.errors import Code, ConfigError, GovernanceError, ModelyardError
 from modelyard.governance.auth import AuthConfig, AuthGuard
@@ -173,7 +175,8 @@ def _live(view: InstanceView | None) -> dict[str, Any]:
 async def _overview(request: web.Request) -> web.Response:
     plane = _plane(request)
     state = plane.state()
-    rows = {row["name"]: row for row in status_rows(state)}
+    slots = {slot: backoff.to_json() for slot, backoff in plane.supervisor.slots.items()}
+    rows = {row["name"]: row for row in status_rows(state, slots)}
     services = []
     for service in plane.spec.services.values():
         groups = []
@@ -237,6 +240,9 @@ async def _overview(request: web.Request) -> web.Response:
                     ),
                     None,
                 ),
+                "gateways": [
+                    _gateway_process(plane, g) for g in plane.gateways if g.service == service.name
+                ],
                 "groups": groups,
             }
         )
@@ -247,11 +253,29 @@ async def _overview(request: web.Request) -> web.Response:
             "registry": state.registry,
             "state_revision": state.revision,
             "started_at": plane.started_at,
+            "control_plane": {"pid": os.getpid(), "started_at": plane.started_at},
             "autoscale": plane.config.autoscale,
             "target": plane.config.target,
             "services": services,
         }
     )
+
+
+def _gateway_process(plane: ControlPlane, gateway: GatewayProcess) -> dict[str, Any]:
+    """One gateway process as the supervisor keeps it, with its own counters when it
+    answered the last poll on its status port."""
+    view = plane.collector.gateway_views.get(gateway.pid)
+    stats = (view.stats or {}) if view is not None and view.up else {}
+    return {
+        **gateway.to_json(),
+        "up": gateway.state in ("running", "standby") and view is not None and view.up,
+        "last_exit_text": describe_exit(gateway.backoff.last_exit),
+        "calls": stats.get("calls"),
+        "answered": stats.get("answered"),
+        "refused": stats.get("refused"),
+        "errors": stats.get("errors"),
+        "cached_instances_age_s": stats.get("cached_instances_age_s"),
+    }
 
 
 def _release_state(state: State, key: str, release: dict[str, Any] | None) -> dict[str, Any]:
@@ -357,6 +381,7 @@ async def _governance(request: web.Request) -> web.Response:
     limit = _points(request)
     services = plane.collector.governance_totals()
     for service, entry in services.items():
+        entry["gateway"] = plane.collector.gateway_totals(service)
         entry["series"] = {
             interface: list(points)[-limit:]
             for interface, points in plane.collector.governance.get(service, {}).items()

@@ -422,14 +422,20 @@ def apply_plan(
     return done
 
 
-def replace_dead(spec: PlatformSpec, spec_file: Path, state: State) -> list[str]:
-    """Start a fresh instance in the slot of every stable instance whose process died.
+def replace_dead(
+    spec: PlatformSpec,
+    spec_file: Path,
+    state: State,
+    due: Callable[[LaunchedInstance], bool] = lambda _: True,
+) -> list[str]:
+    """Start a fresh instance in the slot of every stable instance whose process died (and
+    that ``due`` says may be replaced now: a slot whose instance keeps dying waits).
 
     Only the dead slots change; anything else the spec asks for waits for
     ``plan`` / ``apply``. Canaries that died are dropped from the state (a
     release step or abort decides what follows).
     """
-    dead = [i for i in state.instances if not is_alive(i.pid, i.name)]
+    dead = [i for i in state.instances if not is_alive(i.pid, i.name) and due(i)]
     if not dead:
         return []
     slots = {slot_of(i) for i in dead if i.role == "stable"}
@@ -459,18 +465,29 @@ def down(state: State) -> list[str]:
     return done
 
 
-def status_rows(state: State) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": i.name,
-            "alive": is_alive(i.pid, i.name),
-            "pid": i.pid,
-            "http": f"127.0.0.1:{i.http_port}",
-            "group": f"{i.service}/{i.group}",
-            "template": i.template,
-            "role": i.role,
-            "weight": i.weight,
-            "pins": i.pins,
-        }
-        for i in state.instances
-    ]
+def status_rows(
+    state: State, slots: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Each launched instance; ``slots``: what supervision recorded per slot (restarts, last
+    exit), from the running control plane or its ``supervision.json``."""
+    rows = []
+    for i in state.instances:
+        slot = "/".join(map(str, slot_of(i)))
+        record = (slots or {}).get(slot, {})
+        rows.append(
+            {
+                "name": i.name,
+                "alive": is_alive(i.pid, i.name),
+                "pid": i.pid,
+                "http": f"127.0.0.1:{i.http_port}",
+                "group": f"{i.service}/{i.group}",
+                "template": i.template,
+                "role": i.role,
+                "weight": i.weight,
+                "pins": i.pins,
+                "slot": slot,
+                "restarts": record.get("restarts", 0),
+                "last_exit": record.get("last_exit"),
+            }
+        )
+    return rows

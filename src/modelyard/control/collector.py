@@ -62,10 +62,22 @@ class InstanceView:
     series: dict[str, deque[dict[str, Any]]] = field(default_factory=dict)  # model/version ->
 
 
+@dataclass(slots=True)
+class GatewayView:
+    """One gateway process's own counters, read on its status port."""
+
+    service: str
+    pid: int
+    up: bool = False
+    error: str | None = None
+    stats: dict[str, Any] | None = None  # its live stats' "gateway" block
+
+
 class Collector:
     def __init__(self, keep: int = 300, timeout: float = 0.8) -> None:
         self.keep = keep
         self.views: dict[str, InstanceView] = {}
+        self.gateway_views: dict[int, GatewayView] = {}  # pid ->
         # service -> interface -> deque of {t, admitted/s, rejected/s by rule}
         self.governance: dict[str, dict[str, deque[dict[str, Any]]]] = {}
         self._client = WebSession(timeout)
@@ -107,6 +119,44 @@ class Collector:
             point = _model_point(model, old, elapsed, now)
             series = view.series.setdefault("/".join(key), deque(maxlen=self.keep))
             series.append(point)
+
+    async def poll_gateways(self, targets: list[tuple[str, int, str]]) -> None:
+        """Each gateway process's counters: (service, pid, host:status_port) per process."""
+        pids = {pid for _, pid, _ in targets}
+        for gone in set(self.gateway_views) - pids:
+            del self.gateway_views[gone]
+        views = [self.gateway_views.setdefault(pid, GatewayView(service, pid))
+                 for service, pid, _ in targets]  # fmt: skip
+        await asyncio.gather(
+            *(self._poll_gateway(view, address)
+              for view, (_, _, address) in zip(views, targets, strict=True))
+        )  # fmt: skip
+
+    async def _poll_gateway(self, view: GatewayView, address: str) -> None:
+        try:
+            response = await self._client.get(f"http://{address}/v2/modelyard/stats")
+            if response.status != 200:
+                raise WebError(f"answered {response.status} {response.reason}")
+            view.stats = response.json().get("gateway")
+            view.up, view.error = True, None
+        except (WebError, ValueError) as exc:
+            view.up, view.error = False, f"{type(exc).__name__}: {exc}"
+
+    def gateway_totals(self, service: str) -> dict[str, Any]:
+        """The service's gateway processes' counters summed (those that answered): calls,
+        answers, governance refusals handed on and other errors, by rule."""
+        total: dict[str, Any] = {"calls": 0, "answered": 0, "refused": {}, "errors": {},
+                                 "processes": 0}  # fmt: skip
+        for view in self.gateway_views.values():
+            if view.service != service or not view.up or not view.stats:
+                continue
+            total["processes"] += 1
+            total["calls"] += view.stats.get("calls", 0)
+            total["answered"] += view.stats.get("answered", 0)
+            for key in ("refused", "errors"):
+                for rule, count in (view.stats.get(key) or {}).items():
+                    total[key][rule] = total[key].get(rule, 0) + count
+        return total
 
     def governance_totals(self) -> dict[str, dict[str, Any]]:
         """Every service's governance counters summed over its up instances (zero if none).

@@ -228,7 +228,7 @@ def render(spec: PlatformSpec, options: ClusterOptions | None = None) -> list[di
                 for dc, queue_name in sorted(template.queues.items()):
                     manifests += _instances(spec, options, namespace, service.name, group.name,
                                             template, dc, queue_name)  # fmt: skip
-        manifests += _gateway(options, service.name)
+        manifests += _gateway(options, service.name, service.attempts)
     if not options.registry_url:
         manifests += _etcd(options)
     if options.cluster_limits:
@@ -653,8 +653,11 @@ def _instances(
     return [deployment, service_object]
 
 
-def _gateway(options: ClusterOptions, service: str) -> list[dict[str, Any]]:
-    """A service's gateway: callers that know only its name reach its instances through it."""
+def _gateway(
+    options: ClusterOptions, service: str, attempts: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """A service's gateway: callers that know only its name reach its instances through it;
+    ``attempts``: the spec's per interface (timeout_s, hedge)."""
     name = object_name("gateway", service)
     labels = {f"{LABEL}/gateway": _dns(service), f"{LABEL}/component": "gateway"}
     args = [
@@ -668,6 +671,13 @@ def _gateway(options: ClusterOptions, service: str) -> list[dict[str, Any]]:
     ]
     if options.gateway_attempt_timeout is not None:
         args += ["--attempt-timeout", f"{options.gateway_attempt_timeout:g}"]
+    for interface, rule in (attempts or {}).items():
+        timeout = rule.get("timeout_s", "auto")
+        if timeout is False:  # YAML's reading of a bare off
+            timeout = "off"
+        value = timeout if isinstance(timeout, str) else f"{timeout:g}"
+        hedge = ",hedge" if rule.get("hedge") else ""
+        args += ["--interface-attempts", f"{interface}={value}{hedge}"]
     container = {
         "name": "gateway",
         "image": options.image,

@@ -16,6 +16,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -76,14 +77,42 @@ def is_alive(pid: int, name: str | None = None) -> bool:
     return True
 
 
-def record_gateways(state_dir: Path, gateways: list[tuple[int, str]]) -> None:
-    """Remember the gateway processes (pid, service), so a later start can stop orphans."""
-    path = state_dir / "gateways.json"
-    path.write_text(json.dumps([{"pid": pid, "service": service} for pid, service in gateways]))
+# Every instance process this process started and has not stopped, whichever launcher
+# started it (plan / apply make one per call): the control plane's supervisor reaps them
+# here (``exited_children``) as soon as they exit, so none stays a zombie.
+_CHILDREN: dict[int, tuple[subprocess.Popen[bytes], float]] = {}
+_CHILDREN_LOCK = threading.Lock()
+
+
+def _track(process: subprocess.Popen[bytes]) -> None:
+    with _CHILDREN_LOCK:
+        _CHILDREN[process.pid] = (process, time.monotonic())
+
+
+def _untrack(pid: int) -> subprocess.Popen[bytes] | None:
+    with _CHILDREN_LOCK:
+        found = _CHILDREN.pop(pid, None)
+    return found[0] if found else None
+
+
+def exited_children() -> list[tuple[int, int, float]]:
+    """The instance processes started here that exited since the last call, reaped:
+    (pid, return code, seconds it ran)."""
+    now = time.monotonic()
+    with _CHILDREN_LOCK:
+        done = [
+            (pid, code, now - started)
+            for pid, (process, started) in _CHILDREN.items()
+            if (code := process.poll()) is not None
+        ]
+        for pid, _, _ in done:
+            del _CHILDREN[pid]
+    return done
 
 
 def stop_recorded_gateways(state_dir: Path, timeout: float = 15.0) -> list[str]:
-    """Stop gateways a control plane started and left behind (it was killed); what was done."""
+    """Stop gateways a control plane started and left behind (it was killed and not started
+    again: ``platform down``); what was done. SIGINT: no successor is coming."""
     path = state_dir / "gateways.json"
     if not path.exists():
         return []
@@ -92,7 +121,7 @@ def stop_recorded_gateways(state_dir: Path, timeout: float = 15.0) -> list[str]:
         pid, service = int(entry["pid"]), str(entry["service"])
         if not is_alive(pid, service):
             continue
-        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGINT)
         deadline = time.monotonic() + timeout
         while is_alive(pid, service) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -112,7 +141,6 @@ class LocalLauncher:
         self.state_dir = state_dir
         self.registry_url = registry_url
         self.model_repository = model_repository
-        self._children: dict[int, subprocess.Popen[bytes]] = {}
 
     def weight_file(self, name: str) -> Path:
         return self.state_dir / "weights" / f"{safe_name(name)}.txt"
@@ -162,7 +190,7 @@ class LocalLauncher:
                 env=dict(os.environ, PYTHONUNBUFFERED="1"),
                 start_new_session=True,  # outlives the command that launched it
             )
-        self._children[process.pid] = process
+        _track(process)
         instance.pid = process.pid
         instance.log = str(log_path)
 
@@ -183,8 +211,8 @@ class LocalLauncher:
         pid = instance.pid
         if not is_alive(pid, instance.name):
             return
+        child = _untrack(pid)  # stopped on purpose: no exit for the supervisor to report
         os.kill(pid, signal.SIGTERM)
-        child = self._children.pop(pid, None)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if child is not None and child.poll() is not None:

@@ -22,11 +22,8 @@ promotion once the registry shows the promoted pods.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -43,6 +40,7 @@ from modelyard.control.apply import (
     make_plan,
     missing_models,
     replace_dead,
+    slot_of,
     state_lock,
 )
 from modelyard.control.autoscale import Autoscaler, Decision
@@ -53,12 +51,7 @@ from modelyard.control.failover import (
     restore,
     restore_on_cluster,
 )
-from modelyard.control.launcher import (
-    is_alive,
-    record_gateways,
-    safe_name,
-    stop_recorded_gateways,
-)
+from modelyard.control.launcher import exited_children, is_alive
 from modelyard.control.scaling import (
     GroupScaler,
     checked_rule,
@@ -70,9 +63,11 @@ from modelyard.control.scaling import (
     scale_on_cluster,
 )
 from modelyard.control.spec import InstanceSpec, PlatformSpec, read_platform_spec
+from modelyard.control.supervisor import GatewayPlan, GatewayProcess, Supervisor
 from modelyard.discovery.registry import Instance
 from modelyard.errors import Code, ConfigError, ModelyardError
-from modelyard.processes import free_port, wait_for_200
+from modelyard.processes import free_port
+from modelyard.web_client import WebError, WebSession
 
 if TYPE_CHECKING:
     from modelyard.control.kubernetes_release import Cluster
@@ -92,6 +87,7 @@ class PlaneConfig:
     registry: str | None = None
     host: str = "127.0.0.1"
     gateway_port: int = 8000  # the first service's; others get free ports; -1: no gateways
+    supervise_every: float = 0.2  # how often exited children are reaped and restarted
     gateway_grpc_port: int = -1
     autoscale: str = "on"
     autoscale_every: float = 2.0
@@ -103,15 +99,6 @@ class PlaneConfig:
     target: str = "local"  # or "kubernetes": the cluster runs the instances
     namespace: str = "modelyard"  # kubernetes: the render's shared namespace (--namespace)
     kubeconfig: str | None = None  # kubernetes, outside a pod: the cluster's kubeconfig
-
-
-@dataclass(slots=True)
-class Gateway:
-    service: str
-    http_port: int
-    grpc_port: int | None
-    log: str
-    process: subprocess.Popen[bytes] | None = None
 
 
 @dataclass(slots=True)
@@ -135,7 +122,9 @@ class ControlPlane:
         self._spec: PlatformSpec = read_platform_spec(config.spec_file)
         self._spec_stamp = _stamp(config.spec_file)
         self.collector = Collector()
-        self.gateways: list[Gateway] = []
+        self.supervisor = Supervisor(config.state_dir, config.host, lambda: self.state().registry)
+        self._heal_now = asyncio.Event()  # an instance exited: heal without waiting for the poll
+        self._gateway_checks = WebSession(0.5)
         self.scaling: dict[str, TemplateScaling] = {}
         self.started_at = time.time()
         self._tasks: list[asyncio.Task[None]] = []
@@ -145,6 +134,7 @@ class ControlPlane:
         self.cluster: Cluster | None = None  # kubernetes: a release's Deployments and weights
         self._registry: Any = None  # kubernetes: where the instances are found
         self._cluster_instances: list[Instance] = []
+        self._seen_dead: set[str] = set()  # instances whose exit was recorded
 
     @property
     def on_cluster(self) -> bool:
@@ -213,7 +203,11 @@ class ControlPlane:
         if self.on_cluster:
             done += await self.locked(self._adopt_cluster_replicas)
         if self.config.gateway_port >= 0 and not self.on_cluster:
-            await asyncio.to_thread(self._start_gateways)
+            done += await asyncio.to_thread(self.supervisor.start_gateways, self._gateway_plans())
+            await self._wait_gateways_live()
+            done += await asyncio.to_thread(self.supervisor.stop_leftovers)
+        if not self.on_cluster:
+            self._tasks.append(asyncio.create_task(self._supervise_loop()))
         self._tasks.append(asyncio.create_task(self._poll_loop()))
         if self.config.autoscale != "off":  # also for rules the spec gains later
             self._tasks.append(asyncio.create_task(self._autoscale_loop()))
@@ -310,70 +304,113 @@ class ControlPlane:
                 record_replicas(state, service, group, wanted, template)
         return done
 
-    def _start_gateways(self) -> None:
-        for line in stop_recorded_gateways(self.state_dir):
-            log.warning("orphan_stopped", what=line)
-        registry = self.state().registry
-        logs = self.state_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        for index, service in enumerate(sorted(self.spec.services)):
-            http_port = self.config.gateway_port if index == 0 else free_port()
+    @property
+    def gateways(self) -> list[GatewayProcess]:
+        """Every gateway process, a service's several sharing its port."""
+        return self.supervisor.gateways
+
+    def _gateway_plans(self) -> list[GatewayPlan]:
+        """Each service's gateway: the first service on ``gateway_port``, the others on the
+        port a gateway of theirs held before (kept across restarts) or a free one."""
+        from modelyard.client.attempts import rules_from_sections
+
+        recorded = self.supervisor.recorded_ports()
+        plans = []
+        for index, name in enumerate(sorted(self.spec.services)):
+            service = self.spec.services[name]
+            held = recorded.get(name)
+            http_port = self.config.gateway_port if index == 0 else (
+                held[0] if held else free_port())  # fmt: skip
             grpc_port = None
             if self.config.gateway_grpc_port >= 0:
-                grpc_port = self.config.gateway_grpc_port if index == 0 else free_port()
-            gateway = Gateway(
-                service, http_port, grpc_port, str(logs / f"gateway-{safe_name(service)}.log")
-            )
-            command = [
-                sys.executable,
-                "-m",
-                "modelyard.cli.main",
-                "gateway",
-                "--service",
-                service,
-                "--registry",
-                registry,
-                "--host",
-                self.config.host,
-                "--http-port",
-                str(http_port),
-                "--grpc-port",
-                str(-1 if grpc_port is None else grpc_port),
-            ]
-            with open(gateway.log, "ab") as handle:
-                gateway.process = subprocess.Popen(
-                    command,
-                    stdout=handle,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                grpc_port = self.config.gateway_grpc_port if index == 0 else (
+                    held[1] if held and held[1] else free_port())  # fmt: skip
+            extra = []
+            for interface, rule in rules_from_sections(service.attempts).items():
+                timeout = "off" if rule.timeout is None else rule.timeout
+                value = f"{interface}={timeout}" + (",hedge" if rule.hedge else "")
+                extra += ["--interface-attempts", value]
+            processes, standby = service.gateway_processes, service.gateway_standby
+            plans.append(GatewayPlan(name, http_port, grpc_port, processes, extra, standby))
+        return plans
+
+    async def _wait_gateways_live(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            await self._check_gateways()
+            waiting = [g for g in self.gateways if g.state not in ("running", "standby")]
+            waiting = [g for g in waiting if g.slot >= 0]  # a standby may come after
+            if not waiting:
+                return
+            gone = [g for g in waiting if g.state == "backoff"]
+            if gone or time.monotonic() > deadline:
+                gateway = (gone or waiting)[0]
+                happened = "exited" if gone else f"is not live after {timeout:g}s"
+                raise ConfigError(
+                    f"the gateway of {gateway.service} on port {gateway.http_port} {happened}",
+                    code=Code.UNAVAILABLE,
+                    rule="platform/gateway",
+                    where=f"its log {gateway.log}; a port in use is changed with --gateway-port",
                 )
-            self.gateways.append(gateway)
-        record_gateways(
-            self.state_dir, [(g.process.pid, g.service) for g in self.gateways if g.process]
-        )
-        for gateway in self.gateways:
-            _wait_live(gateway)
+            await asyncio.sleep(0.1)
+
+    async def _check_gateways(self) -> None:
+        """Reap and restart gateway processes; note what those being started say."""
+        starting = [
+            g for g in self.gateways if g.state in ("starting", "promoting") and g.status_port
+        ]
+        answers = await asyncio.gather(*(self._standing(g) for g in starting))
+        seen = {g.pid: said for g, said in zip(starting, answers, strict=True) if said}
+        self.supervisor.check_gateways(seen)
+
+    async def _standing(self, gateway: GatewayProcess) -> str | None:
+        """What a gateway process says on its status port: "serving", "standby", or None
+        (no answer yet)."""
+        url = f"http://127.0.0.1:{gateway.status_port}/v2/modelyard/stats"
+        try:
+            reply = await self._gateway_checks.get(url)
+            if reply.status != 200:
+                return None
+            return "standby" if reply.json()["gateway"].get("standby") else "serving"
+        except (WebError, ValueError, KeyError, TypeError):
+            return None
+
+    async def _supervise_loop(self) -> None:
+        """Five times a second: reap the children that exited, record each exit, restart
+        gateways whose backoff is over and wake healing for instances."""
+        while True:
+            try:
+                await self._check_gateways()
+                self._reap_instances()
+                self.supervisor.record()
+            except Exception as exc:  # one bad round must not end supervision
+                log.warning("supervise_failed", error=f"{type(exc).__name__}: {exc}")
+            await asyncio.sleep(self.config.supervise_every)
+
+    def _reap_instances(self) -> None:
+        exited = exited_children()
+        if not exited:
+            return
+        by_pid = {i.pid: i for i in self.state().instances}
+        for pid, code, ran_for in exited:
+            instance = by_pid.get(pid)
+            if instance is None:  # stopped meanwhile, or not an instance of this state
+                continue
+            self.supervisor.instance_exited(_slot_key(instance), instance.name, pid, code, ran_for)
+            self._seen_dead.add(instance.name)
+        self._heal_now.set()
 
     async def stop(self) -> list[str]:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
-        for gateway in self.gateways:
-            if gateway.process is not None and gateway.process.poll() is None:
-                gateway.process.send_signal(signal.SIGTERM)
-        for gateway in self.gateways:
-            if gateway.process is not None:
-                try:
-                    await asyncio.to_thread(gateway.process.wait, 15)
-                except subprocess.TimeoutExpired:
-                    gateway.process.kill()
+        await asyncio.to_thread(self.supervisor.stop_gateways)
+        await self._gateway_checks.aclose()
         await self.collector.aclose()
         if self._registry is not None:
             await self._registry.aclose()
             self._registry = None
-        (self.state_dir / "gateways.json").unlink(missing_ok=True)
         if self.config.keep_instances or self.on_cluster:
             return []
         return list(await self.locked(lambda: down(State.load(self.state_dir))))
@@ -421,22 +458,43 @@ class ControlPlane:
                     await self._find_cluster_instances()
                     await self._finish_promotions_logged()
                 await self.collector.poll(self.targets())
+                await self.collector.poll_gateways(
+                    [(g.service, g.pid, f"127.0.0.1:{g.status_port}")
+                     for g in self.gateways if g.pid and g.status_port]
+                )  # fmt: skip
                 await self.heal()
                 await self.declare_unanswered_lost()
             except Exception as exc:  # one bad poll must not end the loop
                 log.warning("poll_failed", error=f"{type(exc).__name__}: {exc}")
-            await asyncio.sleep(self.config.poll_every)
+            with contextlib.suppress(TimeoutError):  # an exit wakes healing at once
+                await asyncio.wait_for(self._heal_now.wait(), self.config.poll_every)
+            self._heal_now.clear()
 
     async def heal(self) -> list[str]:
-        """Replace instances whose process died (a crash, an OOM kill, a lost machine); on a
-        cluster its Deployments do."""
-        if self.on_cluster or all(is_alive(i.pid, i.name) for i in self.state().instances):
+        """Replace instances whose process died (a crash, an OOM kill, a lost machine) once
+        their slot's backoff is over; on a cluster its Deployments do."""
+        if self.on_cluster:
+            return []
+        dead = [i for i in self.state().instances if not is_alive(i.pid, i.name)]
+        for instance in dead:
+            if instance.name not in self._seen_dead:  # not a child of this process: no status
+                self._seen_dead.add(instance.name)
+                self.supervisor.instance_exited(
+                    _slot_key(instance), instance.name, instance.pid, None, float("inf")
+                )
+        due = {_slot_key(i) for i in dead if self.supervisor.may_replace(_slot_key(i))}
+        if not due:
             return []
 
         def replace() -> list[str]:
-            return replace_dead(self.spec, self.config.spec_file, State.load(self.state_dir))
+            return replace_dead(
+                self.spec, self.config.spec_file, State.load(self.state_dir),
+                lambda instance: _slot_key(instance) in due,
+            )  # fmt: skip
 
         done: list[str] = await self.locked(replace)
+        for slot in due:
+            self.supervisor.replaced(slot)
         for line in done:
             log.warning("instance_replaced", what=line)
         return done
@@ -846,17 +904,6 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return status.st_mtime_ns, status.st_size
 
 
-def _wait_live(gateway: Gateway, timeout: float = 60.0) -> None:
-    process = gateway.process
-    assert process is not None
-    url = f"http://127.0.0.1:{gateway.http_port}/v2/health/live"
-    outcome = wait_for_200(url, lambda: process.poll() is None, timeout)
-    if outcome == "ready":
-        return
-    raise ConfigError(
-        f"the gateway of {gateway.service} on port {gateway.http_port} "
-        + ("exited" if outcome == "exited" else f"is not live after {timeout:g}s"),
-        code=Code.UNAVAILABLE,
-        rule="platform/gateway",
-        where=f"its log {gateway.log}; a port in use is changed with --gateway-port",
-    )
+def _slot_key(instance: Any) -> str:
+    """An instance's slot, as supervision records it: SERVICE/GROUP/TEMPLATE/DC/INDEX."""
+    return "/".join(map(str, slot_of(instance)))

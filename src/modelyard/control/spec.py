@@ -13,6 +13,8 @@
     services:
       com.example.search.ranker:
         interfaces: [infer, metadata]
+        gateway: {processes: 2, standby: true}          # on its port, and one ready (defaults)
+        attempts: {infer: {timeout_s: auto, hedge: false}}  # the gateway's, per interface
         quota: search-gpu
         data_centers: [dc1]
         total_cards: 4
@@ -111,6 +113,10 @@ class Group:
     autoscaling: dict[str, Any] = field(default_factory=dict)
 
 
+DEFAULT_GATEWAY_PROCESSES = 2
+PROTOCOL_INTERFACES = ("infer", "metadata")  # what a gateway's attempts are made for
+
+
 @dataclass(slots=True)
 class Service:
     name: str
@@ -120,6 +126,10 @@ class Service:
     total_cards: int
     models: tuple[str, ...]
     groups: dict[str, Group]
+    # the gateway's processes on the service's port, and its attempts per interface
+    gateway_processes: int = DEFAULT_GATEWAY_PROCESSES
+    attempts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    gateway_standby: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +202,13 @@ def parse_platform_spec(text: str, filename: str = "platform.yaml") -> PlatformS
                 group.release.model_dump(exclude_unset=True) if group.release else {},
                 group.autoscaling.model_dump(exclude_unset=True) if group.autoscaling else {},
             )
+        for interface in service.attempts:
+            known = (*PROTOCOL_INTERFACES, *service.interfaces)
+            if interface not in known:
+                raise doc.error(
+                    ("services", name, "attempts", interface),
+                    f"unknown interface '{interface}' (known: {', '.join(dict.fromkeys(known))})",
+                )
         services[name] = Service(
             name,
             tuple(service.interfaces),
@@ -200,6 +217,9 @@ def parse_platform_spec(text: str, filename: str = "platform.yaml") -> PlatformS
             service.total_cards,
             tuple(service.models),
             groups,
+            service.gateway.processes if service.gateway else DEFAULT_GATEWAY_PROCESSES,
+            {key: section.model_dump() for key, section in service.attempts.items()},
+            service.gateway.standby if service.gateway else True,
         )
     volume = None
     if parsed.model_repository is not None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import model_validator
 
-from modelyard.schema import NonNegativeNumber, Schema
+from modelyard.schema import AttemptTimeout, NonNegativeNumber, PositiveInt, Schema
 
 
 class SpecSection(Schema):
@@ -72,9 +72,23 @@ class GroupSection(SpecSection):
     autoscaling: AutoscalingSection | None = None
 
 
+class GatewaySection(SpecSection):
+    noun = "gateway"
+    processes: PositiveInt = 2  # sharing the service's port: one killed, the others serve
+    standby: bool = True  # one more, ready without the port: it takes a dead one's place
+
+
+class AttemptSection(SpecSection):
+    noun = "attempts"
+    timeout_s: AttemptTimeout = "auto"  # off: an attempt may take the call's whole time
+    hedge: bool = False
+
+
 class ServiceSection(SpecSection):
     noun = "service"
     interfaces: list[str] = []
+    gateway: GatewaySection | None = None
+    attempts: dict[str, AttemptSection] = {}  # interface -> how the gateway's attempts go
     quota: str = ""
     data_centers: list[str] = []
     total_cards: int = 0

@@ -34,6 +34,7 @@ __all__ = [
     "deregistered_error",
     "open_registry",
     "registry_location",
+    "require_registry",
 ]
 
 DEFAULT_REGISTRY_URL = "embedded"
@@ -73,6 +74,54 @@ def open_registry(url: str, *, clock: Clock = SYSTEM_CLOCK) -> Registry:
     from modelyard.discovery.etcd import EtcdRegistry
 
     return EtcdRegistry(location)
+
+
+def require_registry(url: str) -> None:
+    """A command that reads or changes a registry needs one that exists: opening an embedded
+    file that is not there would make a new, empty registry, and the change would land
+    where no instance reads it. The error names the registries found nearby."""
+    location = registry_location(url)
+    if not isinstance(location, Path) or location.is_file():
+        return
+    found = nearby_registries(location)
+    seen = ", ".join(f"embedded://{path}" for path in found) if found else "none found"
+    raise ConfigError(
+        f"no registry at {location}: nothing has made one there (registries nearby: {seen})",
+        code=Code.NOT_FOUND,
+        rule="discovery/registry-missing",
+        where="--registry embedded:///abs/path/registry.db of a platform that runs (modelyard "
+        "platform up and modelyard demo make DIR/registry.db in their state directory)",
+    )
+
+
+def nearby_registries(missing: Path, limit: int = 5) -> list[Path]:
+    """Embedded registries that exist near ``missing``: beside it, one folder up from it or
+    down from the working directory (where ``modelyard demo`` keeps modelyard-demo/), and
+    the default one."""
+    places = [missing.parent, missing.parent.parent, Path.cwd()]
+    found: list[Path] = []
+    for place in places:
+        for pattern in ("*.db", "*/registry.db"):
+            try:
+                found += sorted(place.glob(pattern))
+            except OSError:
+                continue
+    found.append(default_embedded_path())
+    unique: list[Path] = []
+    for path in found:
+        resolved = path.resolve()
+        if resolved not in unique and resolved != missing and _is_registry(resolved):
+            unique.append(resolved)
+    return unique[:limit]
+
+
+def _is_registry(path: Path) -> bool:
+    """Whether ``path`` is an SQLite file (every embedded registry is one)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
 
 
 def registry_location(url: str) -> Path | list[str]:

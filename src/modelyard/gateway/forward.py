@@ -5,8 +5,11 @@ front doors run unchanged in front of a whole service: callers without the SDK
 (curl, tritonclient, perf_analyzer) get discovery, balancing, ejection and
 retries too.
 
-``infer`` forwards. The other calls are synchronous in the front doors, so they
-are answered from what the gateway already knows: readiness and the repository
+``infer`` forwards, and counts what it forwarded and how each call ended
+(``live_stats``: calls, answers, governance refusals and other errors by rule),
+so a console can hold the gateway's count beside the instances'. The other
+calls are synchronous in the front doors, so they are answered from what the
+gateway already knows: readiness and the repository
 index from the registry snapshot; model metadata and config from a cache that
 is filled for every model version the service serves as soon as a snapshot
 shows it; statistics summed over the instances, refreshed every
@@ -18,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -111,6 +116,14 @@ class ForwardingDataPlane:
         self._stats: list[dict[str, Any]] = []
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.draining = False  # handing its port over: not ready for new callers
+        self.standby = False  # started, not serving the service's port yet
+        self.started_at = time.time()
+        self.calls = 0  # infer calls forwarded (streams included)
+        self.answered = 0
+        self.in_flight = 0
+        self.refused: dict[str, int] = {}  # governance rejections handed on, by rule
+        self.errors: dict[str, int] = {}  # every other error, by rule
 
     async def start(self) -> None:
         """Follow the registry, fill the caches once, and keep them fresh in the background."""
@@ -205,7 +218,7 @@ class ForwardingDataPlane:
         return True
 
     def server_ready(self) -> bool:
-        return self.manager.is_ready()
+        return not (self.draining or self.standby) and self.manager.is_ready()
 
     def server_metadata(self) -> dict[str, Any]:
         return {"name": "modelyard", "version": __version__, "extensions": EXTENSIONS}
@@ -232,21 +245,65 @@ class ForwardingDataPlane:
         return {"model_stats": rows}
 
     def live_stats(self, governance: dict[str, Any] | None) -> dict[str, Any]:
-        raise ClientError(
-            "the gateway keeps no live statistics of its own",
-            code=Code.UNIMPLEMENTED,
-            rule="gateway/live-stats",
-            where="GET /v2/modelyard/stats on each instance of the service (modelyard serve)",
-        )
+        """This gateway process's own counters (the models' statistics are the instances':
+        ``GET /v2/modelyard/stats`` on each of them)."""
+        client = self.client
+        return {
+            "gateway": {
+                "service": client.service,
+                "pid": os.getpid(),
+                "started_at": self.started_at,
+                "draining": self.draining,
+                "standby": self.standby,
+                "calls": self.calls,
+                "answered": self.answered,
+                "in_flight": self.in_flight,
+                "refused": dict(self.refused),
+                "errors": dict(self.errors),
+                "instances": len(client.instances()),
+                "ejected": len(client.balancer.ejected()),
+                "cached_instances_age_s": client.cached_age,
+            }
+        }
+
+    def _ended(self, error: ModelyardError | None) -> None:
+        self.in_flight -= 1
+        if error is None:
+            self.answered += 1
+            return
+        counts = self.refused if error.layer == "governance" else self.errors
+        rule = error.rule or error.code.value
+        counts[rule] = counts.get(rule, 0) + 1
 
     async def infer(self, request: InferRequest) -> InferResponse:
-        return await self.client.infer_request(request)
+        self.calls += 1
+        self.in_flight += 1
+        try:
+            response = await self.client.infer_request(request)
+        except ModelyardError as error:
+            self._ended(error)
+            raise
+        except BaseException:
+            self.in_flight -= 1
+            raise
+        self._ended(None)
+        return response
 
     async def infer_stream(self, request: InferRequest) -> AsyncIterator[StreamResponse]:
         """A streamed call, forwarded on an instance's gRPC stream: each response (a
         decoupled model's many) relayed as it comes, the last one final."""
-        async for response, error, final in self.client.stream_request(request):
-            yield StreamResponse(response, error, final)
+        self.calls += 1
+        self.in_flight += 1
+        ended: ModelyardError | None = None
+        try:
+            async for response, error, final in self.client.stream_request(request):
+                ended = error if error is not None else ended
+                yield StreamResponse(response, error, final)
+        except ModelyardError as error:
+            ended = error
+            raise
+        finally:
+            self._ended(ended)
 
     def lane(self, request: InferRequest) -> None:
         """None: each request is forwarded whole; an instance validates it."""

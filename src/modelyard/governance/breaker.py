@@ -46,7 +46,7 @@ class BreakerState(Enum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BreakerRule:
-    # how the schema layer names it in errors (runtime._typed_rule)
+    # how the schema layer names it in errors (rule_checks._typed_rule)
     noun: ClassVar[str] = "breaker rule"
 
     id: str

@@ -33,7 +33,7 @@ MAX_LIMITERS = 4096  # past this, idle limiters of unknown (model, version) pair
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConcurrencyRule:
-    # how the schema layer names it in errors (runtime._typed_rule)
+    # how the schema layer names it in errors (rule_checks._typed_rule)
     noun: ClassVar[str] = "concurrency rule"
 
     id: str

@@ -22,7 +22,7 @@ import yaml
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.discovery.rules_store import RulesConflict, RulesRevision, RulesStore
 from modelyard.errors import Code, ConfigError
-from modelyard.governance.runtime import check_rules
+from modelyard.governance.rule_checks import check_rules
 from modelyard.governance.service_config import (
     CENTRAL_SECTIONS,
     ServiceConfig,

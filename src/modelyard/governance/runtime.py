@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import structlog
@@ -37,166 +37,32 @@ from modelyard.errors import (
     GovernanceError,
     ModelyardError,
     retry_after_header,
-    shown,
 )
 from modelyard.governance.auth import AuthGuard, Principal, permission_denied
-from modelyard.governance.breaker import BreakerGuard, BreakerRule
+from modelyard.governance.breaker import BreakerGuard
 from modelyard.governance.chain import GuardChain
 from modelyard.governance.cluster import ClusterQpsGuard
-from modelyard.governance.concurrency import AdaptiveConcurrencyGuard, ConcurrencyRule
+from modelyard.governance.concurrency import AdaptiveConcurrencyGuard
 from modelyard.governance.explain import rule_setting
 from modelyard.governance.guard import Call, Degraded, Fallback, Guard
-from modelyard.governance.ratelimit import InstanceQpsGuard, LimitShares, qps_limits
+from modelyard.governance.ratelimit import InstanceQpsGuard, qps_limits
 from modelyard.governance.rejections import RejectionLog, rejection_not_found
+from modelyard.governance.rule_checks import breaker_rules, concurrency_rules, redis_url
 from modelyard.governance.service_config import (
     ServiceConfig,
     central_filename,
-    elsewhere,
     empty_service_config,
     parse_rules_document,
     read_service_config,
-    unknown_interface,
 )
 from modelyard.tasks import cancel_and_wait
 from modelyard.types import InferRequest, InferResponse, OutputTensor, numpy_dtype
-from modelyard.yaml_lines import LocatedDocument
 
 log = structlog.get_logger("modelyard.governance")
 
 T = TypeVar("T")
-R = TypeVar("R")
 
 _RETIRE_AFTER = 2.0  # seconds a replaced chain's guards stay open for calls it admitted
-
-
-def _check_interface(
-    config: ServiceConfig, section: str, rule_id: str, raw: dict[str, Any]
-) -> None:
-    """A rule's interface is one the service has: the protocol's, or one it declares."""
-    interface = raw.get("interface", "infer")
-    if interface not in config.known_interfaces:
-        _refuse_field(config, section, rule_id, "interface",
-                      unknown_interface(interface, config.known_interfaces))  # fmt: skip
-    model = raw.get("model")
-    why = elsewhere(config.declared, interface, model) if isinstance(model, str) else None
-    if why is not None:
-        _refuse_field(config, section, rule_id, "model", why)
-
-
-def _refuse_field(
-    config: ServiceConfig, section: str, rule_id: str, key: str, message: str
-) -> NoReturn:
-    if config.document:
-        raise config.document.error((section, rule_id, key), message)
-    raise ConfigError(
-        f"{section}.{rule_id}: {message}",
-        code=Code.INVALID_ARGUMENT,
-        rule="config/service-file",
-        where=f"{section}.{rule_id}",
-    )
-
-
-def _fallback(config: ServiceConfig, rule_id: str, raw: Any) -> Fallback | None:
-    if raw is None:
-        return None
-    doc = config.document
-    path = ("breakers", rule_id, "fallback")
-    if not isinstance(raw, dict) or not ({"model", "static"} & set(raw)):
-        if doc:
-            raise doc.error(path, "fallback needs 'model' (and optional 'version') or 'static'")
-        raise ConfigError(f"breakers.{rule_id}.fallback is invalid")
-    if "static" in raw:
-        outputs = raw["static"].get("outputs") if isinstance(raw["static"], dict) else None
-        if not isinstance(outputs, dict) or not outputs:
-            if doc:
-                raise doc.error(
-                    (*path, "static"),
-                    "static fallback needs outputs: {NAME: {datatype, shape, data}}",
-                )
-            raise ConfigError(f"breakers.{rule_id}.fallback.static is invalid")
-        return Fallback(static_outputs=outputs)
-    version = raw.get("version")
-    return Fallback(model=str(raw["model"]), version=None if version is None else str(version))
-
-
-def _relocate(config: ServiceConfig, error: ConfigError, section: str, rule_id: str) -> ConfigError:
-    """Give a rule's validation error the file:line of the field it names."""
-    doc = config.document
-    if doc is None:
-        return error
-    field = (error.where or "").rsplit(".", 1)[-1]
-    path: tuple[str, ...] = (section, rule_id, field) if field else (section, rule_id)
-    return doc.error(path, error.detail)
-
-
-def _typed_rule(
-    config: ServiceConfig, section: str, rule_id: str, rule_class: type[R], raw: Any, **given: Any
-) -> R:
-    """A rule's mapping as its rule class, through the schema layer (fields and types), then
-    the class's own checks (ranges, combinations); each error at its field's file:line."""
-    from modelyard.schema import DocumentError, validated_as
-
-    doc = config.document or LocatedDocument(None, {}, config.filename)
-    if not isinstance(raw, dict):
-        raise doc.error((section, rule_id), f"expected a mapping, got {shown(repr(raw), 80)}")
-    if "id" in raw:
-        _refuse_field(config, section, rule_id, "id", f"a rule's id is its key ('{rule_id}')")
-    _check_interface(config, section, rule_id, raw)
-    try:
-        return validated_as(
-            rule_class, doc, raw, (section, rule_id), {"id": rule_id, **given}, frozenset({"id"})
-        )
-    except DocumentError:
-        raise
-    except ConfigError as error:  # the class's own check: it names the field
-        raise _relocate(config, error, section, rule_id) from None
-
-
-def _breaker_rules(config: ServiceConfig) -> list[BreakerRule]:
-    rules = []
-    for rule_id, raw in config.breakers.items():
-        fields = {k: v for k, v in raw.items() if k != "fallback"} if isinstance(raw, dict) else raw
-        fallback = (
-            _fallback(config, rule_id, raw.get("fallback")) if isinstance(raw, dict) else None
-        )
-        rules.append(
-            _typed_rule(config, "breakers", rule_id, BreakerRule, fields, fallback=fallback)
-        )
-    return rules
-
-
-def _concurrency_rules(config: ServiceConfig) -> list[ConcurrencyRule]:
-    return [
-        _typed_rule(config, "concurrency", rule_id, ConcurrencyRule, raw)
-        for rule_id, raw in config.concurrency.items()
-    ]
-
-
-def _redis_url(config: ServiceConfig) -> str:
-    redis_url = config.cluster.get("redis_url")
-    if not redis_url:
-        doc = config.document
-        message = "cluster_qps needs cluster.redis_url (the Redis that counts for the service)"
-        raise doc.error(("limits",), message) if doc else ConfigError(message)
-    return str(redis_url)
-
-
-def check_rules(config: ServiceConfig) -> None:
-    """Refuse what ``build_guards`` would refuse, without building guards or clients."""
-    for key in ("instance_qps", "cluster_qps"):
-        for interface, limit in qps_limits(config.limits, key).items():
-            where = f"limits.{interface}.{key} in {config.filename}"
-            LimitShares.of(
-                limit.qps,
-                limit.burst_seconds,
-                limit.reserved_qps,
-                subject=f"{key} of interface {interface}",
-                where=where,
-            )
-    if qps_limits(config.limits, "cluster_qps"):
-        _redis_url(config)
-    _breaker_rules(config)
-    _concurrency_rules(config)
 
 
 def build_guards(
@@ -218,7 +84,7 @@ def build_guards(
             ClusterQpsGuard(
                 config.service,
                 cluster,
-                _redis_url(config),
+                redis_url(config),
                 clock,
                 live_instances,
                 file,
@@ -226,10 +92,10 @@ def build_guards(
                 chunk=int(config.cluster.get("lease_chunk", 20)),
             )
         )
-    rules = _breaker_rules(config)
+    rules = breaker_rules(config)
     if rules:
         guards.append(BreakerGuard(rules, clock, file))
-    limits = _concurrency_rules(config)
+    limits = concurrency_rules(config)
     if limits:
         guards.append(AdaptiveConcurrencyGuard(limits, clock, file))
     return guards

@@ -26,6 +26,8 @@
       ranker-aimd: {model: ranker, algorithm: aimd, min_limit: 1, max_limit: 64,
                     latency_target_ms: 50}
     cluster: {redis_url: "redis://127.0.0.1:6379/0", lease_chunk: 20}
+    attempts:                             # how callers bound each attempt (the gateway's
+      rank: {timeout_s: 0.2, hedge: true} # --service-config, the SDK): auto, off or seconds
 
 Interfaces are the governance dimension: limits, breakers, concurrency rules,
 shares, counters and error lines name them. The protocol's own (infer, metadata,
@@ -74,6 +76,8 @@ class ServiceConfig:
     breakers: dict[str, Any] = field(default_factory=dict)
     concurrency: dict[str, Any] = field(default_factory=dict)
     cluster: dict[str, Any] = field(default_factory=dict)
+    # interface -> {timeout_s, hedge}: how callers bound and hedge their attempts
+    attempts: dict[str, Any] = field(default_factory=dict)
     document: LocatedDocument | None = None
     auth_set_at: str | None = None  # where auth was set, when not in ``document``
     # a copy made with replace() starts its own: its interfaces may differ
@@ -349,6 +353,10 @@ def _from_document(
     if not declared:  # a document that declares none uses the service file's
         declared = dict(inherited or {})
     _check_limits(doc, parsed.limits or {}, declared)
+    for interface in parsed.attempts or {}:
+        known = (*INTERFACES, *declared)
+        if interface not in known:
+            raise doc.error(("attempts", interface), unknown_interface(interface, known))
     # the rules as written (validated above): the guards and ``rules()`` read them so
     return ServiceConfig(
         service=service,
@@ -359,6 +367,7 @@ def _from_document(
         breakers=dict(data.get("breakers") or {}),
         concurrency=dict(data.get("concurrency") or {}),
         cluster=dict(data.get("cluster") or {}),
+        attempts=dict(data.get("attempts") or {}),
         document=doc,
     )
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from modelyard.schema import PositiveInt, PositiveNumber, Schema
+from modelyard.schema import AttemptTimeout, PositiveInt, PositiveNumber, Schema
 
 MAX_PATTERNS = 64
 MAX_PATTERN_CHARS = 256
@@ -60,6 +60,15 @@ class ClusterSection(Schema):
     lease_chunk: PositiveInt | None = None
 
 
+class AttemptSection(Schema):
+    """One interface's attempts, as callers of the service make them (the gateway's
+    ``--service-config``, the SDK's ``attempts``): instances do not read it."""
+
+    noun = "attempts"
+    timeout_s: AttemptTimeout = "auto"  # off: an attempt may take the call's whole time
+    hedge: bool = False
+
+
 class ServiceFile(Schema):
     noun = "top-level"
     service: Any = None  # checked for its reverse-DNS form, with its own message
@@ -69,3 +78,4 @@ class ServiceFile(Schema):
     breakers: dict[str, dict[str, Any]] | None = None
     concurrency: dict[str, dict[str, Any]] | None = None
     cluster: ClusterSection | None = None
+    attempts: dict[str, AttemptSection] | None = None

@@ -154,7 +154,7 @@ def test_the_whole_platform_renders_namespaces_quotas_budgets_gateways_and_etcd(
     gateway_pod = gateway["spec"]["template"]["spec"]
     gateway_args = gateway_pod["containers"][0]["args"]
     assert gateway_args[:3] == ["gateway", "--service", "com.example.search.ranker"]
-    assert "--attempt-timeout" not in gateway_args  # off unless asked: models may be slow
+    assert "--attempt-timeout" not in gateway_args  # derived from the latency unless asked
     # the Service's endpoints drop the pod before it stops accepting, then it drains
     prestop = gateway_pod["containers"][0]["lifecycle"]["preStop"]["sleep"]["seconds"]
     assert gateway_pod["terminationGracePeriodSeconds"] > prestop + 30
@@ -405,3 +405,16 @@ def test_the_spec_chooses_the_model_volume_and_a_render_flag_overrides_it() -> N
     with pytest.raises(ConfigError) as error:
         render(parse_platform_spec(BASE))
     assert "model_repository: {claim: PVC}" in str(error.value)  # where to say it
+
+
+def test_the_spec_attempts_reach_the_rendered_gateway() -> None:
+    text = BASE.replace(
+        "    interfaces: [infer, metadata]\n",
+        "    interfaces: [infer, metadata]\n"
+        "    attempts: {infer: {timeout_s: 0.4, hedge: true}, metadata: {timeout_s: off}}\n",
+    )
+    manifests = render(parse_platform_spec(text), MODELS)
+    (gateway,) = [d for d in _kinds(manifests, "Deployment") if "gateway" in d["metadata"]["name"]]
+    args = gateway["spec"]["template"]["spec"]["containers"][0]["args"]
+    flags = [args[i + 1] for i, arg in enumerate(args) if arg == "--interface-attempts"]
+    assert flags == ["infer=0.4,hedge", "metadata=off"]

@@ -7,6 +7,7 @@ import pytest
 
 from modelyard.control.spec import parse_platform_spec
 from modelyard.errors import ConfigError
+from tests.unit.control.test_ledger import BASE
 
 
 def test_a_section_of_the_wrong_kind_is_refused_at_its_line_not_a_crash() -> None:
@@ -29,3 +30,35 @@ def test_a_key_left_empty_reads_as_left_out() -> None:
     assert spec.quotas == {} and spec.queues == {}
     template = spec.services["a.b"].groups["g"].templates["t"]
     assert (template.replicas, template.loads, template.queues) == (1, (), {})
+
+
+def test_a_service_names_its_gateway_processes_and_attempts() -> None:
+    text = BASE.replace(
+        "    interfaces: [infer, metadata]\n",
+        "    interfaces: [infer, metadata]\n"
+        "    gateway: {processes: 3, standby: false}\n"
+        "    attempts: {infer: {timeout_s: auto, hedge: true}}\n",
+    )
+    service = parse_platform_spec(text).services["com.example.search.ranker"]
+    assert (service.gateway_processes, service.gateway_standby) == (3, False)
+    assert service.attempts == {"infer": {"timeout_s": "auto", "hedge": True}}
+    default = parse_platform_spec(BASE).services["com.example.search.ranker"]
+    assert (default.gateway_processes, default.gateway_standby, default.attempts) == (2, True, {})
+
+
+@pytest.mark.parametrize(
+    ("section", "words"),
+    [
+        ("gateway: {processes: 0}", "must be a positive number, got 0"),
+        ("attempts: {infer: {timeout_s: -1}}", "timeout_s"),
+        ("attempts: {infer: {timeout_s: soon}}", "timeout_s"),
+        ("attempts: {rank: {timeout_s: 1}}", "unknown interface 'rank'"),
+    ],
+)
+def test_gateway_and_attempts_are_refused_at_their_line(section: str, words: str) -> None:
+    text = BASE.replace(
+        "    interfaces: [infer, metadata]\n", f"    interfaces: [infer, metadata]\n    {section}\n"
+    )
+    with pytest.raises(ConfigError) as refused:
+        parse_platform_spec(text)
+    assert words in str(refused.value) and "platform.yaml:" in str(refused.value)

@@ -125,6 +125,23 @@ function rulesBlock(rules) {
         h("td", {}, h("details", {}, h("summary", {}, "diff"), h("pre", {}, r.diff || "")))))));
 }
 
+// each gateway process as the supervisor keeps it: health, restarts, last exit, and its own
+// counters (calls it forwarded; refusals it handed on, which the instances counted too)
+function gatewayTable(processes, totals) {
+  if (!processes.length) return null;
+  const rows = processes.map((g) => h("tr", { class: "gateway-process", "data-pid": g.pid, "data-state": g.state },
+    h("td", {}, g.slot < 0 ? "standby" : `#${g.slot}`),
+    h("td", {}, badge(g.up ? (g.state === "standby" ? "standby" : "up") : (g.state === "running" ? "down" : g.state))),
+    h("td", {}, g.pid), h("td", { class: "restarts" }, g.restarts), h("td", {}, g.last_exit_text),
+    h("td", {}, g.calls ?? "–"),
+    h("td", {}, g.refused ? Object.values(g.refused).reduce((a, b) => a + b, 0) : "–")));
+  const refused = totals ? Object.values(totals.refused || {}).reduce((a, b) => a + b, 0) : 0;
+  return h("div", { class: "gateways" },
+    h("table", {}, h("tr", {}, ["gateway", "health", "pid", "restarts", "last exit", "calls", "refused"].map((t) => h("th", {}, t))), rows),
+    totals ? h("p", { class: "muted gateway-totals", "data-calls": totals.calls, "data-refused": refused },
+      `gateway processes answering: ${totals.processes} · calls ${totals.calls} · answered ${totals.answered} · refusals handed on ${refused}`) : null);
+}
+
 async function drawGovernance() {
   const [overview, governance] = await Promise.all([api("/api/v1/overview"), api("/api/v1/governance")]);
   const rulesByService = Object.fromEntries(await Promise.all(overview.services.map(async (s) =>
@@ -134,7 +151,9 @@ async function drawGovernance() {
     const gov = governance.services[service.name] || { admitted: {}, rejected: {}, breakers: [], series: {}, recent: [] };
     const card = h("div", { class: "card service", "data-service": service.name },
       h("h2", {}, service.name, " ", h("span", { class: "muted" }, `quota ${service.quota} · data centres ${service.data_centers.join(", ")}`)),
-      service.gateway ? h("p", {}, "gateway ", h("code", {}, `http://${service.gateway.http}`)) : null);
+      service.gateway ? h("p", {}, "gateway ", h("code", {}, `http://${service.gateway.http}`),
+        h("span", { class: "muted" }, ` · ${(service.gateways || []).filter((g) => g.slot >= 0).length} process(es) on the port`)) : null,
+      gatewayTable(service.gateways || [], gov.gateway));
     for (const group of service.groups.filter((g) => !modelFilter || g.models.some(shown))) {
       const rows = group.instances.map((i) =>
         h("tr", { class: "instance", "data-instance": i.name },
