@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Awaitable, Callable
 from enum import StrEnum
 
 # how much of a caller-given name an error line shows, and of any detail: a line goes into
@@ -146,6 +147,25 @@ class GovernanceError(ModelyardError):
 
 class ModelServerError(ModelyardError):
     layer = "model-server"
+
+
+class NotResident(ModelServerError):
+    """A request named a model of the repository that is not loaded now and loads when asked
+    (``serve --model-residency``): ``resident(deadline)`` loads it, or waits for its load
+    already under way, within the request's deadline (monotonic seconds; None: none);
+    then the request is routed again. Answered as it stands (503, retry after a second)
+    where nothing awaits the load."""
+
+    def __init__(self, model: str, resident: Callable[[float | None], Awaitable[None]]) -> None:
+        super().__init__(
+            f"model '{model}' is not resident; it loads when asked",
+            code=Code.UNAVAILABLE,
+            rule="model-server/not-resident",
+            where="send the request again: the model is loading",
+            retry_after=1.0,
+        )
+        self.model = model
+        self.resident = resident
 
 
 def internal_error(exc: Exception) -> ModelServerError:

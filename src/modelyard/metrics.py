@@ -270,6 +270,51 @@ def _token_metrics(versions: list[ModelVersion]) -> Iterator[Metric]:
     yield cache_bytes
 
 
+def _residency_metrics(manager: ModelManager) -> Iterator[Metric]:
+    """serve --model-residency: loads, unloads to make room, waits for loads, residents."""
+    residency = manager.residency
+    if residency is None:
+        return
+    models = sorted(residency.models.values(), key=lambda m: m.name)
+    loads = CounterMetricFamily(
+        "modelyard_model_loads", "Loads of each model while residency is on", labels=["model"]
+    )
+    evictions = CounterMetricFamily(
+        "modelyard_model_evictions",
+        "Unloads of each idle model to make room for another (least recently used first)",
+        labels=["model"],
+    )
+    resident = GaugeMetricFamily(
+        "modelyard_model_resident", "1 while a model is loaded, 0 otherwise", labels=["model"]
+    )
+    loaded = {mv.name for mv in manager.all_versions()}
+    held = manager.resident_bytes()
+    for state in models:
+        loads.add_metric([state.name], state.loads)
+        evictions.add_metric([state.name], state.evictions)
+        resident.add_metric([state.name], 1.0 if state.name in loaded else 0.0)
+    yield loads
+    yield evictions
+    yield resident
+    wait = HistogramMetricFamily(
+        "modelyard_model_load_wait_seconds",
+        "How long requests waited for their model to load",
+        labels=["model"],
+    )
+    for state in models:
+        hist = state.load_wait
+        wait.add_metric([state.name], hist.cumulative(), sum_value=hist.total)
+    yield wait
+    memory = GaugeMetricFamily(
+        "modelyard_residency_bytes",
+        "What the resident models hold (as residency counts it), and the memory budget",
+        labels=["kind"],
+    )
+    memory.add_metric(["held"], float(sum(held.values())))
+    memory.add_metric(["budget"], float(residency.budget))
+    yield memory
+
+
 class ModelServerCollector(Collector):
     def __init__(self, manager: ModelManager) -> None:
         self.manager = manager
@@ -301,6 +346,7 @@ class ModelServerCollector(Collector):
             versions,
         )
         yield from _token_metrics(versions)
+        yield from _residency_metrics(self.manager)
         memory = Metric(
             "modelyard_model_memory_bytes",
             "Host memory each loaded model version took at load (RSS delta)",

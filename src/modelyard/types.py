@@ -105,6 +105,15 @@ class InferRequest:
     # datatype and shape (LocalDataPlane.lane)
     raw_input: bytes | None = None
 
+    def wait_deadline(self) -> float | None:
+        """The monotonic second after which waiting for this request's model is useless: its
+        deadline, or its timeout counted from its arrival; None when it has neither."""
+        deadline = self.deadline
+        if self.timeout_us and self.arrived_ns:
+            by_timeout = self.arrived_ns / 1e9 + self.timeout_us / 1e6
+            deadline = by_timeout if deadline is None else min(deadline, by_timeout)
+        return deadline
+
     def binary_outputs(self) -> tuple[dict[str, bool], bool]:
         """Whether each named output was asked for as binary data, and the default."""
         default = self.binary_output_default

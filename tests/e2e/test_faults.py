@@ -69,12 +69,14 @@ def test_the_gateway_restarted(platform: FaultPlatform) -> None:
 def test_a_gateway_process_sigkilled(platform: FaultPlatform) -> None:
     outcome = run(platform, "gateway SIGKILL")
     # only calls in flight on that process at that instant may fail: each started before
-    # the kill, and there are at most as many as callers
+    # the kill (or while the kernel still had the dying process's listening socket to hand a
+    # new connection to: until its exit closes it, a quarter of a second at most on a busy
+    # machine), and there are at most as many as callers
     killed = outcome.fault_started
     assert outcome.failed <= 8, outcome.failures
     for failure in outcome.failures:
         started = float(re.match(r"t=([0-9.]+)s", failure).group(1))  # type: ignore[union-attr]
-        assert started <= killed + 0.05, (failure, killed)
+        assert started <= killed + 0.25, (failure, killed)
     assert outcome.p99_during <= MAX_P99_S, outcome
     # serving again within 2 s on an idle machine (bench/faults.py); CI shares its cores
     assert outcome.notes["serving_again_s"] < 10

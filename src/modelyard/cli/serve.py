@@ -45,6 +45,7 @@ from modelyard.protocol.shared_memory import SystemSharedMemory
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.server.rate_limiter import ResourceLimiter
+from modelyard.server.residency import Residency
 from modelyard.server.response_cache import ResponseCache
 from modelyard.tracing import Tracing
 
@@ -124,6 +125,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="SIZE",
         help="host memory the loaded models may hold (e.g. 4G); loads over it are refused",
+    )
+    parser.add_argument(
+        "--model-residency",
+        choices=["off", "lru"],
+        default="off",
+        help="lru: every model of the repository is servable, loaded when first asked for, "
+        "the least recently used idle ones unloaded to stay within --memory-budget",
     )
     parser.add_argument(
         "--service-config",
@@ -213,6 +221,21 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="on SIGTERM, keep serving this long after deregistering, so callers' registry "
         "views drop the instance before its port closes",
     )
+
+
+def _residency(args: argparse.Namespace) -> Residency | None:
+    """What --model-residency asks for; lru needs a budget to keep within."""
+    if args.model_residency != "lru":
+        return None
+    if not args.memory_budget:
+        raise ConfigError(
+            "--model-residency lru keeps the loaded models within a memory budget, and none "
+            "was given",
+            code=Code.INVALID_ARGUMENT,
+            rule="config/model-residency",
+            where="modelyard serve --memory-budget SIZE (e.g. 2G) with --model-residency lru",
+        )
+    return Residency(parse_size(args.memory_budget))
 
 
 def _is_loopback(host: str) -> bool:
@@ -323,6 +346,7 @@ class InstanceServer(InProcessServer):
             trusted_models=args.trust_model,
             default_max_queue_size=args.max_queue_size,
             memory_budget=parse_size(args.memory_budget) if args.memory_budget else None,
+            residency=_residency(args),
             strict_readiness=args.strict_readiness,
             load_threads=args.model_load_thread_count,
             summary_quantiles=args.summary_quantiles,

@@ -17,11 +17,12 @@ import numpy as np
 import orjson
 import structlog
 
-from modelyard.dataplane import DataPlane, InferLane
+from modelyard.dataplane import DataPlane, InferLane, resident_lane
 from modelyard.errors import (
     Code,
     GovernanceError,
     ModelyardError,
+    NotResident,
     ProtocolError,
     internal_error,
     retry_after_header,
@@ -804,7 +805,7 @@ class HttpFrontend:
         if scope.get(_FORWARDED):  # this request's own: its lane is not kept for others
             layout = None
             self._with_forwarded(scope, request)
-        target = self.dataplane.lane(request)
+        target = await resident_lane(self.dataplane, request)
         if target is None:  # a data plane that keeps no lanes (the gateway's)
             request.forward_headers = _trace_context(scope["headers"]) or None
             return self._infer_response(await self.dataplane.infer(request), request)
@@ -956,7 +957,15 @@ class HttpFrontend:
         sent = sent._replace(doc=None)  # held by the callback until the reply (_decoded)
         if principal is not None:
             request.principals = (principal,)
-        target = self.dataplane.lane(request)
+        try:
+            target = self.dataplane.lane(request)
+        except NotResident as missing:  # its model loads first: awaited in a task
+            task = asyncio.ensure_future(
+                self._direct_when_resident(missing, request, sent, route, principal, reply)
+            )
+            self._admitting.add(task)
+            task.add_done_callback(self._admitting.discard)
+            return
         assert target is not None  # a data plane that keeps none forwards requests
         self._queued(target, request).add_done_callback(
             lambda done: _answer(
@@ -964,6 +973,31 @@ class HttpFrontend:
                 sent.path,
                 lambda: self._admitted_reply(target, request, layout, sent, done.result()),
             )
+        )
+
+    async def _direct_when_resident(
+        self,
+        missing: NotResident,
+        request: InferRequest,
+        sent: _Sent,
+        route: Route,
+        principal: str | None,
+        reply: DirectReply,
+    ) -> None:
+        """A direct request to a model that loads when asked for: routed once it has loaded."""
+        try:
+            await missing.resident(request.wait_deadline())
+        except ModelyardError as error:
+            _answer_error(reply, sent.path, error)
+            return
+        except Exception as exc:  # the caller is answered whatever the load raised
+            log.exception("request_crashed", path=sent.path)
+            _answer_error(reply, sent.path, internal_error(exc), logged=True)
+            return
+        _answered(
+            reply,
+            sent.path,
+            lambda: self._direct_general(sent, route, request.arrived_ns, principal, reply),
         )
 
     async def _direct_after(

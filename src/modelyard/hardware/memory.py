@@ -14,10 +14,12 @@ frozen.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
 import re
 import resource
+from collections.abc import Callable
 from pathlib import Path
 
 from modelyard.errors import Code, ConfigError, ModelServerError
@@ -36,6 +38,27 @@ def parse_size(text: str) -> int:
             where="--memory-budget (e.g. 512M, 4G)",
         )
     return int(float(match[1]) * _UNITS[match[2].upper()])
+
+
+def _trim() -> Callable[[int], object] | None:
+    try:
+        trim: Callable[[int], object] = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc: nothing to give back
+        return None
+    return trim
+
+
+_MALLOC_TRIM = _trim()
+
+
+def settled_rss_bytes() -> int:
+    """The resident set after the allocator gave back the memory freed but kept (glibc's
+    malloc_trim): what live objects hold. A load reads its file, parses it and builds its
+    tensors; the copies it let go of would otherwise count as its footprint (an ONNX table
+    of 16 MB measured 27 to 44 MB without this, 17 with it)."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+    return process_rss_bytes()
 
 
 def process_rss_bytes() -> int:

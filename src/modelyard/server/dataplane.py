@@ -24,7 +24,7 @@ from modelyard import __version__
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.dataplane import INSTANCE_EXTENSIONS, FixedOutput, StreamResponse
 from modelyard.engines.base import ModelParameters
-from modelyard.errors import Code, ModelServerError, ModelyardError, shown
+from modelyard.errors import Code, ModelServerError, ModelyardError, NotResident, shown
 from modelyard.modelfiles.config import ModelSpec
 from modelyard.server.decoupled import DecoupledScheduler
 from modelyard.server.live_stats import live_stats
@@ -511,7 +511,7 @@ class LocalDataPlane:
     # ---- inference ------------------------------------------------------
 
     async def infer(self, request: InferRequest) -> InferResponse:
-        lane = self.lane(request)
+        lane = await self._resident_lane(request)
         trace = request.trace
         results = await lane.submit(
             request.inputs,
@@ -527,7 +527,7 @@ class LocalDataPlane:
         """A request's responses as they come: a decoupled model's zero, one or many, the
         last marked final (alone, when the model sent FINAL with no response); any other
         model's one response, final."""
-        lane = self.lane(request)
+        lane = await self._resident_lane(request)
         version = lane.version
         scheduler = version.scheduler
         if not isinstance(scheduler, DecoupledScheduler):
@@ -586,6 +586,14 @@ class LocalDataPlane:
                 rule="model-server/bls",
                 where=f"model '{request.model_name}' (its queue and instances)",
             ) from None
+
+    async def _resident_lane(self, request: InferRequest) -> VersionLane:
+        """``lane(request)``, after its model's load where it loads on demand."""
+        try:
+            return self.lane(request)
+        except NotResident as missing:
+            await missing.resident(request.wait_deadline())
+            return self.lane(request)
 
     def lane(self, request: InferRequest) -> VersionLane:
         """Resolve and validate ``request``: the lane of every request of its shape."""

@@ -77,16 +77,46 @@ def _version(mv: ModelVersion) -> dict[str, Any]:
     return row
 
 
+def _residency(dataplane: LocalDataPlane) -> dict[str, Any] | None:
+    """serve --model-residency: the budget, what the resident models hold, each model's
+    loads and unloads, and how long ago a request last named it."""
+    manager = dataplane.manager
+    residency = manager.residency
+    if residency is None:
+        return None
+    held = manager.resident_bytes()
+    now = residency.now()
+    return {
+        "budget_bytes": residency.budget,
+        "held_bytes": sum(held.values()),
+        "models": {
+            state.name: {
+                "resident": state.name in held,
+                "bytes": held.get(state.name, state.footprint),
+                "pinned": state.name in residency.pinned,
+                "loads": state.loads,
+                "evictions": state.evictions,
+                "idle_s": now - state.last_used if state.last_used else None,
+            }
+            for state in sorted(residency.models.values(), key=lambda m: m.name)
+        },
+    }
+
+
 def live_stats(dataplane: LocalDataPlane, governance: dict[str, Any] | None) -> dict[str, Any]:
     """The whole document; ``governance`` is ``Governance.live_stats()``, or None without one."""
     clock = dataplane.clock
     versions = sorted(dataplane.manager.all_versions(), key=lambda mv: (mv.name, mv.version))
+    instance: dict[str, Any] = {
+        "in_flight": dataplane.in_flight,
+        "uptime_s": clock.monotonic() - dataplane.started,
+        "time": clock.wall(),
+    }
+    residency = _residency(dataplane)
+    if residency is not None:
+        instance["residency"] = residency
     return {
-        "instance": {
-            "in_flight": dataplane.in_flight,
-            "uptime_s": clock.monotonic() - dataplane.started,
-            "time": clock.wall(),
-        },
+        "instance": instance,
         "models": [_version(mv) for mv in versions],
         "governance": governance,
     }

@@ -40,6 +40,7 @@ from modelyard.errors import (
     GovernanceError,
     ModelServerError,
     ModelyardError,
+    NotResident,
     shown,
     without_paths,
 )
@@ -63,6 +64,7 @@ from modelyard.server.model_version import (
     load_model_version,
 )
 from modelyard.server.rate_limiter import ResourceLimiter
+from modelyard.server.residency import PINNED, RESIDENCY_KEY, WARM, Residency, describe
 from modelyard.server.response_cache import ResponseCache
 from modelyard.server.scheduler import Scheduler
 from modelyard.server.stats import LatencySummaries
@@ -144,8 +146,14 @@ class ModelManager:
         auto_complete: bool = True,
         load_retries: int = 0,
         pinned_versions: dict[str, int] | None = None,
+        residency: Residency | None = None,
     ) -> None:
         self.repository = repository
+        # serve --model-residency: every model servable, loaded when asked for, the least
+        # recently used idle ones unloaded to make room (server/residency.py); None: off
+        self.residency = residency
+        # on-demand loads one at a time, so that two never unload what the other needs
+        self._resident_load = asyncio.Lock()
         # model -> the one version served, whatever its config's version_policy says (a
         # release's canary: serve --model-version)
         self.pinned_versions = dict(pinned_versions or {})
@@ -194,7 +202,10 @@ class ModelManager:
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.loop_load.start()
-        if self.mode is ControlMode.EXPLICIT:
+        if self.residency is not None:
+            names = await self.loop.run_in_executor(None, self._resident_at_start)
+            names = self._missing_steps(names) + names
+        elif self.mode is ControlMode.EXPLICIT:
             names = [key for name in self._startup_models for key in self.repository.keys_of(name)]
             if "*" in names:
                 names = self.repository.model_names()
@@ -231,6 +242,8 @@ class ModelManager:
         if record is None or record.unloaded or (not record.versions and not record.retiring):
             if self.repository.ambiguity(name):
                 raise self._ambiguous(name)
+            if self.residency is not None and self.repository.model_dir(name) is not None:
+                raise NotResident(name, functools.partial(self.make_resident, name))
             raise ModelServerError(
                 f"Request for unknown model: '{shown(name)}' is not found",
                 code=Code.NOT_FOUND,
@@ -239,6 +252,8 @@ class ModelManager:
                 if self.mode is ControlMode.EXPLICIT
                 else "GET /v2/repository/index lists the models",
             )
+        if self.residency is not None:
+            self.residency.touch(name)
         if not version:
             if record.ready_desc:
                 return record.versions[record.ready_desc[0]]
@@ -359,6 +374,146 @@ class ModelManager:
         if retiring:
             versions += [mv for r in records for mv in list(r.retiring)]
         return versions
+
+    # ---- residency (serve --model-residency) ------------------------------
+
+    def _resident_at_start(self) -> list[str]:
+        """The models loaded at start: those whose config pins or warms them, and those the
+        command line names (explicit mode); the others load when asked for."""
+        residency = self.residency
+        assert residency is not None
+        names = []
+        for name in self.repository.model_names():
+            model_dir = self.repository.model_dir(name)
+            if model_dir is None:
+                continue
+            try:
+                config = read_model_config(model_dir, self.repository.config_name)
+            except ModelyardError:
+                continue  # loads (and fails, with its line) when asked for
+            setting = config.parameters[RESIDENCY_KEY].string_value.strip().lower() if (
+                RESIDENCY_KEY in config.parameters
+            ) else ""
+            if setting == PINNED:
+                residency.pinned.add(name)
+            if setting in (PINNED, WARM):
+                names.append(name)
+        if self.mode is ControlMode.EXPLICIT:
+            asked = [key for name in self._startup_models for key in self.repository.keys_of(name)]
+            names += [n for n in (self.repository.model_names() if "*" in asked else asked)
+                      if n not in names]  # fmt: skip
+        return names
+
+    async def make_resident(self, name: str, deadline: float | None) -> None:
+        """Return once ``name`` serves: its load (one at a time per model), or the one under
+        way, awaited within ``deadline`` (monotonic seconds); refused at once when the load
+        would outlast it."""
+        residency = self.residency
+        assert residency is not None
+        state = residency.of(name)
+        started = residency.now()
+        loop = asyncio.get_running_loop()
+        model_dir = self.repository.model_dir(name)
+        if model_dir is None:
+            raise _not_in_repository(name)
+        estimate = state.footprint or await loop.run_in_executor(
+            None, estimate_bytes, model_dir, 1
+        )
+        residency.refuse_if_too_slow(name, estimate, deadline, describe(self.resident_bytes()))
+        if state.loading is None:
+            state.loading = loop.create_future()
+            state.loading.add_done_callback(_retrieved)
+            task = loop.create_task(self._load_on_demand(name, state.loading))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        try:
+            left = None if deadline is None else max(0.0, deadline - residency.now())
+            await asyncio.wait_for(asyncio.shield(state.loading), left)
+        except TimeoutError:
+            raise ModelServerError(
+                f"the request's deadline passed while model '{name}' loaded "
+                f"({residency.now() - started:.2f} s waited)",
+                code=Code.DEADLINE_EXCEEDED,
+                rule="model-server/load-time",
+                where="give the request more time, or pin the model (parameters residency)",
+            ) from None
+        finally:
+            state.load_wait.observe(residency.now() - started)
+
+    async def _load_on_demand(self, name: str, loaded: asyncio.Future[None]) -> None:
+        residency = self.residency
+        assert residency is not None
+        try:
+            async with self._resident_load:
+                loop = asyncio.get_running_loop()
+                steps = await loop.run_in_executor(None, self._missing_steps, [name])
+                for key in [*steps, name]:  # an ensemble's models first, as in Triton
+                    await self._load(key, None)
+        except ModelyardError as exc:
+            log.warning("model_load_failed", model=name, reason="on demand", **exc.fields())
+            loaded.set_exception(self._public(exc))
+        except Exception as exc:  # a waiting request is answered whatever went wrong
+            log.exception("model_load_crashed", model=name)
+            loaded.set_exception(exc)
+        else:
+            loaded.set_result(None)
+        finally:
+            residency.of(name).loading = None
+
+    def resident_bytes(self) -> dict[str, int]:
+        """Bytes each model holds now (its versions, and those still draining); with
+        residency at least what it counts for the model (the most the model was seen to
+        hold, never less than its files): what the memory budget is kept against."""
+        held: dict[str, int] = {}
+        for name, _, size in self.held_memory():
+            held[name] = held.get(name, 0) + size
+        if self.residency is not None:
+            for name in held:
+                held[name] = max(held[name], self.residency.of(name).footprint)
+        return held
+
+    def _idle(self, name: str) -> bool:
+        """Whether a model may be unloaded now: nothing queued or executing, nothing
+        draining, not loading."""
+        record = self._models.get(name)
+        if record is None:
+            return True
+        residency = self.residency
+        if record.retiring or (residency is not None and residency.of(name).loading):
+            return False
+        return all(mv.scheduler.pending == 0 for mv in record.versions.values())
+
+    def _ensembles_steps(self) -> set[str]:
+        """The models that loaded ensembles call: they stay while their ensemble does."""
+        steps: set[str] = set()
+        for record in self._models.values():
+            for mv in record.versions.values():
+                graph = getattr(mv.scheduler, "graph", None)
+                if graph is not None:
+                    steps.update(step.model for step in graph.steps)
+        return steps
+
+    async def _make_room(self, name: str, needed: int) -> None:
+        """Unload the least recently used idle models until ``needed`` more bytes fit in the
+        budget; raise (changing nothing) when no choice of them would make room."""
+        residency = self.residency
+        assert residency is not None
+        held = self.resident_bytes()
+        keep = {name} | self._ensembles_steps()
+        victims = residency.victims(needed, held, self._idle, keep)
+        if victims is None:
+            busy = [n for n in held if n in keep or not self._idle(n)]
+            raise residency.full(name, needed, held, busy)
+        drains: list[asyncio.Task[None]] = []
+        for victim in victims:
+            residency.of(victim).evictions += 1
+            log.info(
+                "model_evicted", model=victim, bytes=held[victim], for_model=name,
+                budget=residency.budget,
+            )  # fmt: skip
+            drains += self._unload(victim)
+        if drains:
+            await asyncio.gather(*drains)
 
     # ---- repository API -------------------------------------------------
 
@@ -556,6 +711,7 @@ class ModelManager:
         override_dir: Path | None = None,
     ) -> None:
         loop = asyncio.get_running_loop()
+        loop_started = self._clock.monotonic()
         model_dir = override_dir or self.repository.model_dir(name)
         if model_dir is None:
             raise _not_in_repository(name)
@@ -641,7 +797,7 @@ class ModelManager:
                         name=name,
                     )  # fmt: skip
                 else:
-                    self._check_memory(name, v, model_dir, base, None)
+                    await self._room_for(name, v, model_dir, base)
                     load = functools.partial(
                         load_model_version,
                         model_dir,
@@ -666,7 +822,11 @@ class ModelManager:
                 continue
             if backend != ENSEMBLE:
                 try:
-                    self._check_memory(name, v, model_dir, base, loaded[v])
+                    if self.residency is None:
+                        self._check_memory(name, v, model_dir, base, loaded[v])
+                    else:  # what it measured may need more room
+                        state = self.residency.of(name)
+                        await self._make_room(name, max(loaded[v].memory_bytes, state.footprint))
                 except ModelyardError as exc:
                     await loop.run_in_executor(None, loaded.pop(v).drain_and_unload)
                     record.failures[v] = self._public(exc).line()
@@ -693,6 +853,8 @@ class ModelManager:
                 record.failures.pop(v)
         record.fingerprint = fingerprint
         record.refresh()
+        if self.residency is not None and loaded:
+            self._count_load(name, record, loop_started)
         if errors:  # the versions that loaded serve, and so does what a failed one replaced
             raise errors[0]
 
@@ -704,6 +866,30 @@ class ModelManager:
         record.unloaded = False
         record.failures = {0: self._public(error).line()}
         record.fingerprint = fingerprint
+
+    async def _room_for(
+        self, name: str, version: int, model_dir: Path, config: mc.ModelConfig
+    ) -> None:
+        """Before a version loads: with residency, room made for it (what it held when it
+        last loaded, else its files); without, the budget checked against its files."""
+        if self.residency is None:
+            self._check_memory(name, version, model_dir, config, None)
+            return
+        state = self.residency.of(name)
+        files = estimate_bytes(model_dir / str(version), instance_count(name, version, config))
+        state.footprint = max(state.footprint, files)
+        await self._make_room(name, state.footprint)
+
+    def _count_load(self, name: str, record: ModelRecord, started: float) -> None:
+        assert self.residency is not None
+        state = self.residency.of(name)
+        state.loads += 1
+        state.load_seconds = self._clock.monotonic() - started
+        # a reload often measures little (the allocator reuses what the last unload freed):
+        # a model counts the most it was ever seen to hold, and never less than its files
+        measured = sum(mv.memory_bytes for mv in record.versions.values())
+        state.footprint = max(state.footprint, measured)
+        state.last_used = max(state.last_used, self._clock.monotonic())
 
     def held_memory(self) -> list[tuple[str, int, int]]:
         """(model, version, bytes) of every version that holds memory now."""
@@ -730,7 +916,9 @@ class ModelManager:
             needed = loaded.memory_bytes
         check_budget(name, version, needed, held, self.memory_budget, measured=loaded is not None)
 
-    def _retire(self, record: ModelRecord, versions: list[int]) -> None:
+    def _retire(self, record: ModelRecord, versions: list[int]) -> list[asyncio.Task[None]]:
+        """Stop the versions taking requests; the tasks that drain and unload them."""
+        drains = []
         for v in versions:
             mv = record.versions.pop(v, None)
             if mv is None:
@@ -741,7 +929,9 @@ class ModelManager:
             task = asyncio.get_running_loop().create_task(self._drain(record, mv))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+            drains.append(task)
         record.refresh()
+        return drains
 
     def _step_resolver(self, ensemble_dir: Path) -> Callable[[str, str | None], ModelVersion]:
         """How an ensemble's steps find their models: by name, or, with namespacing, its own
@@ -788,7 +978,8 @@ class ModelManager:
         collect_frozen_garbage()
         log.info("model_version_unloaded", model=mv.name, version=mv.version)
 
-    def _unload(self, name: str) -> None:
+    def _unload(self, name: str) -> list[asyncio.Task[None]]:
+        """Unload a model: the tasks that drain and unload its versions."""
         record = self._models.get(name)
         if record is None:
             if self.repository.model_dir(name) is None:
@@ -798,14 +989,15 @@ class ModelManager:
                     rule="model-server/unknown-model",
                     where="GET /v2/repository/index lists the models",
                 )
-            return
-        self._retire(record, list(record.versions))
+            return []
+        drains = self._retire(record, list(record.versions))
         record.failures.clear()
         record.unloaded = True
         record.fingerprint = None
         if record.override_dir is not None:
             _remove_override(record.override_dir)
             record.override_dir = None
+        return drains
 
     async def poll_once(self) -> None:
         loop = asyncio.get_running_loop()
@@ -816,6 +1008,8 @@ class ModelManager:
             model_dir = self.repository.model_dir(name)
             if model_dir is None:
                 continue
+            if self.residency is not None and (record is None or record.unloaded):
+                continue  # it loads when asked for
             if record is not None and record.fingerprint is not None:
                 current = await loop.run_in_executor(None, self.repository.fingerprint, model_dir)
                 if current == record.fingerprint:
@@ -838,6 +1032,12 @@ class ModelManager:
                 await self.poll_once()
             except Exception:  # a scan error must never stop polling
                 log.exception("repository_poll_failed")
+
+
+def _retrieved(future: asyncio.Future[None]) -> None:
+    """A load's outcome is read even when every request that waited for it has gone."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _not_in_repository(name: str) -> ModelServerError:

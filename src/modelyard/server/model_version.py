@@ -16,7 +16,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines import PLATFORMS, Engine, LoadContext, Signature, engine_class
 from modelyard.errors import Code, ModelServerError, ModelyardError
-from modelyard.hardware.memory import process_rss_bytes
+from modelyard.hardware.memory import settled_rss_bytes
 from modelyard.hardware.placement import (
     asks_for_gpus,
     device_memory_used,
@@ -284,7 +284,7 @@ def load_model_version(
     placed = instance_placements(name, version, config)
     devices = [device for device, _ in placed]
     engines: list[Engine] = []
-    rss_before = process_rss_bytes()
+    rss_before = settled_rss_bytes()
     device_before = device_memory_used(devices)
     signature: Signature | None = None
     text: TextEncoding | None = None
@@ -355,7 +355,7 @@ def load_model_version(
         scheduler=scheduler,
         engines=engines,
         labels=_read_labels(model_dir, config, signature),
-        memory_bytes=max(0, process_rss_bytes() - rss_before),
+        memory_bytes=max(0, settled_rss_bytes() - rss_before),
         device_memory_bytes=max(0, device_memory_used(devices) - device_before),
         devices=devices,
         sequence=sequence,

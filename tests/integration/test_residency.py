@@ -1,0 +1,239 @@
+"""Many models, bounded memory: loaded when asked for, the least recently used idle ones out.
+
+Each model is an ONNX embedding table whose weights take a known number of megabytes
+(what residency counts for a model is never less than its files), or a python model
+that holds an array of that size and may take its time to answer. Budgets are chosen so
+that what must fit does whatever the process's own measure adds, and what must not fit
+does not.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from modelyard.processes import serve_command
+from tests.support.servers import Served, free_ports, scrape, server_in_process
+
+MB = 1 << 20
+
+
+def embedding_table(repository: Path, name: str, mb: int, residency: str = "") -> None:
+    """An ONNX model that looks rows up in a table of ``mb`` megabytes."""
+    version_dir = repository / name / "1"
+    version_dir.mkdir(parents=True)
+    rows = mb * MB // (4 * 64)
+    table = np.random.default_rng(len(name)).standard_normal((rows, 64)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "ids"], ["rows"], axis=0)],
+        name,
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [None, 1])],
+        [helper.make_tensor_value_info("rows", TensorProto.FLOAT, [None, 1, 64])],
+        [numpy_helper.from_array(table, "table")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(version_dir / "model.onnx"))
+    pinned = (
+        f'parameters {{ key: "residency" value {{ string_value: "{residency}" }} }}'
+        if residency
+        else ""
+    )
+    (repository / name / "config.pbtxt").write_text(
+        f'name: "{name}"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n{pinned}\n'
+    )
+
+
+HOLDER = """
+import time
+
+import numpy as np
+
+
+class Model:
+    def initialize(self, args):
+        self.held = np.ones({size}, dtype=np.uint8)  # memory the model holds while loaded
+
+    def execute(self, inputs):
+        time.sleep(float(inputs["seconds"].ravel()[0]))
+        return {{"done": inputs["seconds"]}}
+"""
+
+
+def holder(repository: Path, name: str, mb: int) -> None:
+    """A python model holding ``mb`` megabytes that answers after the seconds it is sent."""
+    version_dir = repository / name / "1"
+    version_dir.mkdir(parents=True)
+    (version_dir / "model.py").write_text(textwrap.dedent(HOLDER.format(size=mb * MB)))
+    (repository / name / "config.pbtxt").write_text(
+        textwrap.dedent(
+            f"""
+            name: "{name}"
+            backend: "python"
+            max_batch_size: 4
+            input [{{ name: "seconds" data_type: TYPE_FP32 dims: [ 1 ] }}]
+            output [{{ name: "done" data_type: TYPE_FP32 dims: [ 1 ] }}]
+            """
+        )
+    )
+
+
+def look_up(server: Served, model: str, **parameters: Any) -> httpx.Response:
+    body: dict[str, Any] = {
+        "inputs": [{"name": "ids", "shape": [1, 1], "datatype": "INT64", "data": [3]}]
+    }
+    if parameters:
+        body["parameters"] = parameters
+    return httpx.post(f"http://{server.http_url}/v2/models/{model}/infer", json=body, timeout=60)
+
+
+def hold(server: Served, model: str, seconds: float) -> httpx.Response:
+    body = {"inputs": [{"name": "seconds", "shape": [1, 1], "datatype": "FP32", "data": [seconds]}]}
+    return httpx.post(f"http://{server.http_url}/v2/models/{model}/infer", json=body, timeout=60)
+
+
+def residency(server: Served) -> dict[str, Any]:
+    doc = httpx.get(f"http://{server.http_url}/v2/modelyard/stats").json()
+    found: dict[str, Any] = doc["instance"]["residency"]
+    return found
+
+
+def resident(server: Served) -> set[str]:
+    return {name for name, row in residency(server)["models"].items() if row["resident"]}
+
+
+def serving(repository: Path, budget: str) -> Iterator[Served]:
+    return server_in_process(  # type: ignore[return-value]
+        repository, "--model-residency", "lru", "--memory-budget", budget
+    )
+
+
+@pytest.fixture
+def tables(tmp_path: Path) -> Path:
+    repository = tmp_path / "models"
+    for name in ("a", "b", "c"):
+        embedding_table(repository, name, mb=16)
+    return repository
+
+
+def test_models_load_when_asked_and_the_least_recently_used_makes_room(tables: Path) -> None:
+    # three tables of 16 MB each cannot share 40 MB: the third evicts the first asked for
+    with serving(tables, "40M") as server:
+        assert resident(server) == set()  # nothing loads before it is asked for
+        for name in ("a", "b", "c"):
+            answer = look_up(server, name)
+            assert answer.status_code == 200, answer.text
+        state = residency(server)
+        assert "c" in resident(server) and "a" not in resident(server)
+        assert state["models"]["a"]["evictions"] == 1
+        assert state["held_bytes"] <= state["budget_bytes"]
+        assert look_up(server, "a").status_code == 200  # and back, on demand
+        assert residency(server)["models"]["a"]["loads"] == 2
+        index = httpx.post(f"http://{server.http_url}/v2/repository/index").json()
+        states = {row["name"]: row.get("state") for row in index}
+        assert states["a"] == "READY" and "UNAVAILABLE" in states.values()  # as Triton shows
+        metrics = scrape(server)
+        model_a = (("model", "a"),)
+        assert metrics[("modelyard_model_evictions_total", model_a)] == 1
+        assert metrics[("modelyard_model_loads_total", model_a)] == 2
+        assert metrics[("modelyard_model_load_wait_seconds_count", model_a)] >= 2
+        assert metrics[("modelyard_model_resident", model_a)] == 1
+
+
+def test_a_pinned_model_loads_at_start_and_is_never_unloaded(tmp_path: Path) -> None:
+    repository = tmp_path / "models"
+    embedding_table(repository, "pinned", mb=16, residency="pinned")
+    for index in range(6):
+        embedding_table(repository, f"t{index}", mb=16)
+    with serving(repository, "100M") as server:
+        assert resident(server) == {"pinned"}
+        for _ in range(2):  # 112 MB of tables go round a 100 MB budget, twice
+            for index in range(6):
+                assert look_up(server, f"t{index}").status_code == 200
+                assert "pinned" in resident(server)
+        state = residency(server)
+        assert state["models"]["pinned"]["evictions"] == 0
+        assert sum(row["evictions"] for row in state["models"].values()) >= 1
+
+
+def test_a_model_with_a_request_in_flight_is_never_unloaded(tmp_path: Path) -> None:
+    repository = tmp_path / "models"
+    holder(repository, "busy", mb=24)
+    embedding_table(repository, "other", mb=8)
+    with serving(repository, "32M") as server:
+        assert hold(server, "busy", 0.0).status_code == 200  # loaded
+        slow: list[httpx.Response] = []
+        caller = threading.Thread(target=lambda: slow.append(hold(server, "busy", 2.0)))
+        caller.start()
+        time.sleep(0.5)  # the busy model is executing
+        refused = look_up(server, "other")
+        caller.join()
+        assert slow[0].status_code == 200
+        assert refused.status_code == 503, refused.text
+        line = refused.json()["error"]
+        assert "rule=model-server/memory-budget" in line and "busy (" in line and ", busy)" in line
+        assert refused.headers["retry-after"]
+        assert look_up(server, "other").status_code == 200  # idle now: it made room
+        assert resident(server) == {"other"}
+
+
+def test_a_model_that_cannot_fit_even_alone_is_refused(tmp_path: Path) -> None:
+    repository = tmp_path / "models"
+    embedding_table(repository, "huge", mb=16)
+    with serving(repository, "8M") as server:
+        refused = look_up(server, "huge")
+        assert refused.status_code == 503, refused.text
+        line = refused.json()["error"]
+        assert line.startswith("[model-server] model 'huge' needs 16.0 MB")
+        assert "memory budget 8.0 MB" in line and "change: raise --memory-budget" in line
+        assert resident(server) == set()
+
+
+def test_a_request_whose_deadline_is_shorter_than_the_load_is_refused_at_once(
+    tables: Path,
+) -> None:
+    with serving(tables, "40M") as server:
+        started = time.monotonic()
+        refused = look_up(server, "a", timeout=50_000)  # 50 ms; a 16 MB load takes longer
+        assert time.monotonic() - started < 1.0
+        assert refused.status_code == 503, refused.text
+        line = refused.json()["error"]
+        assert "model 'a' is not resident and loads in about" in line
+        assert "memory budget 40.0 MB, resident: nothing" in line
+        assert "rule=model-server/load-time" in line
+        assert float(refused.headers["retry-after"]) >= 1
+        assert look_up(server, "a").status_code == 200  # without a deadline it waits
+
+
+def test_requests_that_come_during_a_load_wait_for_that_one_load(tables: Path) -> None:
+    with serving(tables, "40M") as server:
+        answers: list[int] = []
+        callers = [
+            threading.Thread(target=lambda: answers.append(look_up(server, "b").status_code))
+            for _ in range(6)
+        ]
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join()
+        assert answers == [200] * 6
+        assert residency(server)["models"]["b"]["loads"] == 1
+
+
+def test_residency_without_a_budget_stops_the_server_with_its_line(tables: Path) -> None:
+    command = [*serve_command(tables, http_port=free_ports(1)[0]), "--model-residency", "lru"]
+    ended = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert ended.returncode != 0
+    assert "rule=config/model-residency" in ended.stdout + ended.stderr
+    assert "--memory-budget SIZE" in ended.stdout + ended.stderr
