@@ -24,7 +24,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from modelyard.processes import serve_command
-from tests.support.servers import Served, free_ports, scrape, server_in_process
+from tests.support.servers import Served, free_ports, scrape, server_in_process, wait_until
 
 MB = 1 << 20
 
@@ -237,3 +237,45 @@ def test_residency_without_a_budget_stops_the_server_with_its_line(tables: Path)
     assert ended.returncode != 0
     assert "rule=config/model-residency" in ended.stdout + ended.stderr
     assert "--memory-budget SIZE" in ended.stdout + ended.stderr
+
+
+def test_callers_send_a_cold_model_to_one_instance_and_prefer_one_that_holds_it(
+    tables: Path, tmp_path: Path
+) -> None:
+    from modelyard.client import Client
+
+    registry = f"embedded://{tmp_path / 'registry.db'}"
+    service = "com.example.residency"
+    shared = ("--service", service, "--group", "g", "--registry", registry, "--registry-ttl", "2")
+    flags = ("--model-residency", "lru", "--memory-budget", "100M", *shared)
+    ids = np.array([[3]], dtype=np.int64)
+    with (
+        server_in_process(tables, *flags) as first,
+        server_in_process(tables, *flags) as second,
+        Client(service, registry, transport="http") as client,
+    ):
+        def listed() -> bool:
+            instances = client.async_client.instances()
+            return len(instances) == 2 and all(
+                i.models.get("a", {}).get("*") == "LOADABLE" for i in instances
+            )
+
+        wait_until(listed, timeout=30)
+        for _ in range(6):  # no instance holds it: every call goes to the same one
+            client.infer("a", {"ids": ids})
+        loads = [residency(s)["models"]["a"]["loads"] for s in (first, second)]
+        assert sorted(loads) == [0, 1]
+        holder, other = (first, second) if loads[0] else (second, first)
+        assert look_up(other, "b").status_code == 200  # b only on the other instance
+
+        def b_ready_there() -> bool:
+            states = {
+                i.instance_id: i.models.get("b", {}) for i in client.async_client.instances()
+            }
+            return any(s.get("1") == "READY" for s in states.values())
+
+        wait_until(b_ready_there, timeout=30)
+        for _ in range(6):
+            client.infer("b", {"ids": ids})
+        assert residency(holder)["models"]["b"]["loads"] == 0  # the one that holds it answered
+        assert residency(other)["models"]["b"]["loads"] == 1

@@ -488,7 +488,7 @@ class InstanceServer(InProcessServer):
                 registry,
                 lambda: replace(
                     template,
-                    models=models_from_index(manager.index()),
+                    models=models_from_index(manager.index(), manager.loadable_models()),
                     weight=_current_weight(args.weight_file, template.weight),
                     cluster_limit_local=governance is not None
                     and governance.cluster_limits_local(),

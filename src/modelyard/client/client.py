@@ -197,6 +197,8 @@ class AsyncClient:
         self._endpoints: dict[str, Endpoint] = {}
         self._retired: set[Endpoint] = set()  # gone from the registry, requests still in flight
         self._routes: dict[tuple[str, str | None], list[Endpoint]] = {}
+        # routes to instances that load the model when asked for: no instance holds it
+        self._cold: set[tuple[str, str | None]] = set()
         self._instances: list[Instance] = []
         self._revision: int | None = None
         self._registry_error: BaseException | None = None
@@ -307,6 +309,7 @@ class AsyncClient:
         self._endpoints = {}
         self._retired = set()
         self._routes = {}
+        self._cold = set()
         if self._closing:
             await asyncio.gather(*self._closing, return_exceptions=True)
         if self._registry is not None and self._registry_url is not None:
@@ -360,6 +363,7 @@ class AsyncClient:
             )
         self._endpoints = endpoints
         self._routes = {}
+        self._cold = set()
         self._instances = list(snapshot.instances)
         for listener in self._listeners:
             listener()
@@ -374,11 +378,18 @@ class AsyncClient:
     def _route(self, model: str, version: str | None) -> list[Endpoint]:
         serving: list[Endpoint] = []
         draining: list[Endpoint] = []
+        loading: list[Endpoint] = []
         for endpoint in self._endpoints.values():
             instance = endpoint.instance
             if instance.serves(model, version):
                 (serving if instance.state == "SERVING" else draining).append(endpoint)
-        return serving or draining  # a draining instance still answers until it goes
+            elif instance.state == "SERVING" and instance.loads(model):
+                loading.append(endpoint)
+        if serving or draining:  # a draining instance still answers until it goes
+            return serving or draining
+        if loading:  # a cold model: every caller sends it to the same one (``_pick``)
+            self._cold.add((model, version))
+        return loading
 
     def candidates(self, model: str, version: str | None = None) -> list[Endpoint]:
         """The endpoints that serve the model (and version) READY, from the current table."""
@@ -491,7 +502,9 @@ class AsyncClient:
                 raise error if error is not None else self.no_instance_error(model, version)
             remaining = deadline - clock.monotonic()
             attempt_secs = remaining
-            per_attempt = self.attempts.timeout(rule, model) if bounded else None
+            # a cold model's attempt waits for its load: not cut short to try another
+            cold = (model, version) in self._cold
+            per_attempt = self.attempts.timeout(rule, model) if bounded and not cold else None
             if per_attempt is not None and rule.timeout == "auto" and not endpoint.answered:
                 # an instance's first answers come slower (lazy loads, cold caches): until
                 # it has answered once, it gets the default rather than the model's history
@@ -539,6 +552,10 @@ class AsyncClient:
         candidates = self.candidates(model, version)
         if not candidates:
             return None
+        if affinity is None and (model, version) in self._cold:
+            # no instance holds it: one loads it, the same for every caller (rendezvous on
+            # the model's name), the next one only when that one fails
+            affinity = f"model:{model}"
         if affinity is not None:
             return self.balancer.pick_for(affinity, candidates, tried)
         if self.data_center is not None:

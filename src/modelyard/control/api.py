@@ -24,6 +24,7 @@ from aiohttp import web
 from modelyard.control.apply import ACTOR, State, effective_replicas, ledger_of, status_rows
 from modelyard.control.collector import InstanceView
 from modelyard.control.disaster import against_peak, recovery
+from modelyard.control.placement import by_group, copies
 from modelyard.control.plane import ControlPlane
 from modelyard.control.release import ReleaseError, history
 from modelyard.control.scaling import instances_per_replica
@@ -122,6 +123,7 @@ def make_app(plane: ControlPlane, auth: AuthConfig | None = None) -> web.Applica
     app.router.add_get("/api/v1/groups/{service}/{group}/events", _events)
     app.router.add_post("/api/v1/groups/{service}/{group}/release/{action}", _release)
     app.router.add_get("/api/v1/autoscale", _autoscale)
+    app.router.add_get("/api/v1/residency", _residency)
     app.router.add_get("/api/v1/dr", _disaster_recovery)
     app.router.add_post("/api/v1/dr/fail-over", _fail_over)
     app.router.add_post("/api/v1/dr/restore", _restore)
@@ -156,6 +158,50 @@ def _plane(request: web.Request) -> ControlPlane:
     return request.app[PLANE]
 
 
+def _resident(residency: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An instance's residency, as a person reads it: its budget, what it holds, and each
+    model it holds with its bytes (None: the instance keeps every model it loads)."""
+    if not residency:
+        return None
+    return {
+        "budget_bytes": residency["budget_bytes"],
+        "held_bytes": residency["held_bytes"],
+        "resident": {
+            name: row["bytes"] for name, row in residency["models"].items() if row["resident"]
+        },
+    }
+
+
+async def _residency(request: web.Request) -> web.Response:
+    """Per group whose instances keep their models within a budget: each instance's budget
+    and resident models, each model's copies and request rate."""
+    plane = _plane(request)
+    instances = plane.resident_instances()
+    groups = []
+    for (service, group), members in sorted(by_group(instances).items()):
+        rates = plane.model_rates(members)
+        groups.append(
+            {
+                "service": service,
+                "group": group,
+                "instances": [
+                    {
+                        "name": m.name,
+                        "budget_bytes": m.budget,
+                        "held_bytes": m.held,
+                        "resident": sorted(n for n, row in m.models.items() if row["resident"]),
+                    }
+                    for m in members
+                ],
+                "models": {
+                    model: {"copies": holders, "requests_per_s": rates.get(model, 0.0)}
+                    for model, holders in sorted(copies(members).items())
+                },
+            }
+        )
+    return web.json_response({"groups": groups})
+
+
 def _live(view: InstanceView | None) -> dict[str, Any]:
     if view is None:
         return {"up": False, "error": "not polled yet"}
@@ -165,6 +211,7 @@ def _live(view: InstanceView | None) -> dict[str, Any]:
         "error": view.error,
         "polled_at": view.polled_at,
         "in_flight": stats.get("instance", {}).get("in_flight"),
+        "residency": _resident(stats.get("instance", {}).get("residency")),
         "models": [
             {k: m.get(k) for k in ("name", "version", "state", "platform", "devices", "pending")}
             for m in stats.get("models", [])

@@ -281,6 +281,7 @@ def _launched_as(spec: PlatformSpec, planned: PlannedInstance, instance: Launche
     return (
         instance.spec == template.spec_text
         and instance.loads == list(template.loads)
+        and instance.memory_budget == template.memory_budget
         and instance.queue == planned.queue
     )
 
@@ -382,6 +383,7 @@ def new_instance(
         loads=list(template.loads),
         pins={m: v for m, v in pins.items() if m in template.loads},
         role=role,
+        memory_budget=template.memory_budget,
     )
 
 

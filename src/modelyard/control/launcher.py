@@ -41,6 +41,9 @@ class LaunchedInstance:
     cards: int
     loads: list[str]
     pins: dict[str, str] = field(default_factory=dict)  # model -> version served
+    # its template's budget: the models of ``loads`` load when asked for within it ("": all
+    # loaded at start)
+    memory_budget: str = ""
     role: str = "stable"  # stable | canary
     weight: float = 1.0
     pid: int = 0
@@ -155,7 +158,12 @@ class LocalLauncher:
 
     def command(self, instance: LaunchedInstance) -> list[str]:
         """The instance's ``serve`` command line, on the port recorded for it."""
-        return serve_command(
+        residency = (
+            ["--model-residency", "lru", "--memory-budget", instance.memory_budget]
+            if instance.memory_budget
+            else []
+        )
+        command = serve_command(
             self.model_repository,
             http_port=instance.http_port,
             model_control_mode="explicit",
@@ -172,6 +180,7 @@ class LocalLauncher:
             load_model=list(instance.loads),
             model_version=[f"{m}={v}" for m, v in sorted(instance.pins.items())],
         )
+        return [*command, *residency]
 
     def start(self, instance: LaunchedInstance) -> None:
         """Start the process and record its pid and port; ``wait_ready`` waits for it."""

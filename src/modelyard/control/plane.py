@@ -52,6 +52,7 @@ from modelyard.control.failover import (
     restore_on_cluster,
 )
 from modelyard.control.launcher import exited_children, is_alive
+from modelyard.control.placement import ResidentInstance, by_group, copies_to_make
 from modelyard.control.scaling import (
     GroupScaler,
     checked_rule,
@@ -429,6 +430,50 @@ class ControlPlane:
             for i in self.state().instances
         ]
 
+    def resident_instances(self) -> list[ResidentInstance]:
+        """The instances with residency (a template's memory_budget), as last polled."""
+        found = []
+        for view in self.collector.views.values():
+            target = view.target
+            if view.up and view.stats is not None:
+                instance = ResidentInstance.from_stats(
+                    target.name, target.service, target.group, target.http, view.stats
+                )
+                if instance is not None:
+                    found.append(instance)
+        return found
+
+    def model_rates(self, instances: list[ResidentInstance]) -> dict[str, float]:
+        """Requests a second per model over the instances, as their last poll measured."""
+        rates: dict[str, float] = {}
+        for instance in instances:
+            view = self.collector.views.get(instance.name)
+            for key, series in (view.series.items() if view is not None else ()):
+                if series:
+                    model = key.rsplit("/", 1)[0]
+                    rates[model] = rates.get(model, 0.0) + series[-1]["requests_per_s"]
+        return rates
+
+    async def place_hot_models(self) -> list[str]:
+        """Each group's hot models on each of its instances (control/placement.py)."""
+        done = []
+        for members in by_group(self.resident_instances()).values():
+            for instance, model in copies_to_make(members, self.model_rates(members)):
+                url = f"http://{instance.http}/v2/repository/models/{model}/load"
+                try:
+                    reply = await self._gateway_checks.post(url, json={})
+                except WebError as exc:
+                    log.warning("hot_model_not_copied", model=model, instance=instance.name,
+                                error=str(exc))  # fmt: skip
+                    continue
+                if reply.status == 200:
+                    log.info("hot_model_copied", model=model, instance=instance.name)
+                    done.append(f"{model} on {instance.name}")
+                else:
+                    log.warning("hot_model_not_copied", model=model, instance=instance.name,
+                                status=reply.status, error=reply.text[:300])  # fmt: skip
+        return done
+
     def cluster_instances(self) -> list[Instance]:
         """On a cluster: the spec's services' instances, as the registry last listed them."""
         return list(self._cluster_instances)
@@ -464,6 +509,7 @@ class ControlPlane:
                 )  # fmt: skip
                 await self.heal()
                 await self.declare_unanswered_lost()
+                await self.place_hot_models()
             except Exception as exc:  # one bad poll must not end the loop
                 log.warning("poll_failed", error=f"{type(exc).__name__}: {exc}")
             with contextlib.suppress(TimeoutError):  # an exit wakes healing at once

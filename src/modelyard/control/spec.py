@@ -101,6 +101,7 @@ class Template:
     queues: dict[str, str]  # data centre -> queue name
     replicas: int
     loads: tuple[str, ...]
+    memory_budget: str = ""  # "": every model it loads stays; else residency within it
 
 
 @dataclass(slots=True)
@@ -191,6 +192,7 @@ def parse_platform_spec(text: str, filename: str = "platform.yaml") -> PlatformS
                     dict(template.queues),
                     template.replicas,
                     tuple(template.loads),
+                    template.memory_budget,
                 )
                 for tname, template in group.templates.items()
             }

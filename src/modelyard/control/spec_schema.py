@@ -46,6 +46,9 @@ class TemplateSection(SpecSection):
     queues: dict[str, str] = {}  # data centre -> queue
     replicas: int = 1
     loads: list[str] = []
+    # with a budget, an instance serves every model of ``loads`` within it, each loaded when
+    # asked for, the least recently used out (serve --model-residency lru --memory-budget)
+    memory_budget: str = ""
 
 
 class AutoscalingSection(SpecSection):

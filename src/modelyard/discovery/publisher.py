@@ -17,15 +17,18 @@ from typing import Any
 
 import structlog
 
-from modelyard.discovery.registry import Instance, Lease, Registry
+from modelyard.discovery.registry import LOADABLE, Instance, Lease, Registry
 from modelyard.errors import ModelyardError
 from modelyard.tasks import cancel_and_wait
 
 log = structlog.get_logger("modelyard.discovery")
 
 
-def models_from_index(index: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
-    """``ModelManager.index()`` rows as model → version → state; models with no version drop out."""
+def models_from_index(
+    index: Iterable[Mapping[str, Any]], loadable: Iterable[str] = ()
+) -> dict[str, dict[str, str]]:
+    """``ModelManager.index()`` rows as model → version → state; models with no version drop
+    out, but for those the instance loads when asked for (``loadable``: "*" → LOADABLE)."""
     models: dict[str, dict[str, str]] = {}
     for row in index:
         version = row.get("version")
@@ -35,6 +38,9 @@ def models_from_index(index: Iterable[Mapping[str, Any]]) -> dict[str, dict[str,
         # a version being replaced shows twice (new and retiring): the ready one speaks for it
         if versions.get(str(version)) != "READY":
             versions[str(version)] = str(row["state"])
+    for name in loadable:
+        if not any(state == "READY" for state in models.get(name, {}).values()):
+            models.setdefault(name, {})["*"] = LOADABLE
     return models
 
 

@@ -14,6 +14,9 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# a model an instance's residency loads when a request names it (as version "*")
+LOADABLE = "LOADABLE"
+
 
 @dataclass(slots=True)
 class Instance:
@@ -36,6 +39,11 @@ class Instance:
         if version:
             return versions.get(version) == "READY"
         return any(state == "READY" for state in versions.values())
+
+    def loads(self, model: str) -> bool:
+        """Whether it loads the model when asked for (``serve --model-residency``): listed as
+        LOADABLE, not READY."""
+        return LOADABLE in self.models.get(model, {}).values()
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -86,21 +86,19 @@ def _residency(dataplane: LocalDataPlane) -> dict[str, Any] | None:
         return None
     held = manager.resident_bytes()
     now = residency.now()
-    return {
-        "budget_bytes": residency.budget,
-        "held_bytes": sum(held.values()),
-        "models": {
-            state.name: {
-                "resident": state.name in held,
-                "bytes": held.get(state.name, state.footprint),
-                "pinned": state.name in residency.pinned,
-                "loads": state.loads,
-                "evictions": state.evictions,
-                "idle_s": now - state.last_used if state.last_used else None,
-            }
-            for state in sorted(residency.models.values(), key=lambda m: m.name)
-        },
-    }
+    names = sorted({*held, *residency.models, *manager.loadable_models()})
+    rows = {}
+    for name in names:  # what it holds, what it knows of, and what it may load
+        state = residency.of(name)
+        rows[name] = {
+            "resident": name in held,
+            "bytes": held.get(name, state.footprint),
+            "pinned": name in residency.pinned,
+            "loads": state.loads,
+            "evictions": state.evictions,
+            "idle_s": now - state.last_used if state.last_used else None,
+        }
+    return {"budget_bytes": residency.budget, "held_bytes": sum(held.values()), "models": rows}
 
 
 def live_stats(dataplane: LocalDataPlane, governance: dict[str, Any] | None) -> dict[str, Any]:

@@ -242,7 +242,7 @@ class ModelManager:
         if record is None or record.unloaded or (not record.versions and not record.retiring):
             if self.repository.ambiguity(name):
                 raise self._ambiguous(name)
-            if self.residency is not None and self.repository.model_dir(name) is not None:
+            if self.residency is not None and self._servable(name):
                 raise NotResident(name, functools.partial(self.make_resident, name))
             raise ModelServerError(
                 f"Request for unknown model: '{shown(name)}' is not found",
@@ -377,15 +377,27 @@ class ModelManager:
 
     # ---- residency (serve --model-residency) ------------------------------
 
+    def _servable(self, name: str) -> bool:
+        """Whether residency loads the model when asked for: a model of the repository, and
+        in explicit mode one the command line names (``--load-model``, '*' for all)."""
+        if self.repository.model_dir(name) is None:
+            return False
+        if self.mode is not ControlMode.EXPLICIT or "*" in self._startup_models:
+            return True
+        return name in self._startup_models or name.partition(NAMESPACE_MARK)[0] in (
+            self._startup_models
+        )
+
     def _resident_at_start(self) -> list[str]:
-        """The models loaded at start: those whose config pins or warms them, and those the
-        command line names (explicit mode); the others load when asked for."""
+        """The models loaded at start: those whose config pins or warms them (of those it
+        may serve: in explicit mode, the ones ``--load-model`` names); the others load when
+        asked for."""
         residency = self.residency
         assert residency is not None
         names = []
         for name in self.repository.model_names():
             model_dir = self.repository.model_dir(name)
-            if model_dir is None:
+            if model_dir is None or not self._servable(name):
                 continue
             try:
                 config = read_model_config(model_dir, self.repository.config_name)
@@ -398,10 +410,6 @@ class ModelManager:
                 residency.pinned.add(name)
             if setting in (PINNED, WARM):
                 names.append(name)
-        if self.mode is ControlMode.EXPLICIT:
-            asked = [key for name in self._startup_models for key in self.repository.keys_of(name)]
-            names += [n for n in (self.repository.model_names() if "*" in asked else asked)
-                      if n not in names]  # fmt: skip
         return names
 
     async def make_resident(self, name: str, deadline: float | None) -> None:
@@ -414,7 +422,7 @@ class ModelManager:
         started = residency.now()
         loop = asyncio.get_running_loop()
         model_dir = self.repository.model_dir(name)
-        if model_dir is None:
+        if model_dir is None or not self._servable(name):
             raise _not_in_repository(name)
         estimate = state.footprint or await loop.run_in_executor(
             None, estimate_bytes, model_dir, 1
@@ -459,6 +467,18 @@ class ModelManager:
             loaded.set_result(None)
         finally:
             residency.of(name).loading = None
+
+    def loadable_models(self) -> list[str]:
+        """The repository's models this instance loads when asked for (residency), not loaded
+        now; none without residency."""
+        if self.residency is None:
+            return []
+        loaded = {mv.name for mv in self.ready_versions()}
+        return [
+            name
+            for name in self.repository.model_names()
+            if name not in loaded and self._servable(name)
+        ]
 
     def resident_bytes(self) -> dict[str, int]:
         """Bytes each model holds now (its versions, and those still draining); with

@@ -142,6 +142,30 @@ function gatewayTable(processes, totals) {
       `gateway processes answering: ${totals.processes} · calls ${totals.calls} · answered ${totals.answered} · refusals handed on ${refused}`) : null);
 }
 
+const mb = (bytes) => `${(bytes / 1048576).toFixed(1)} MB`;
+
+// an instance that keeps its models within a budget: what it holds against it, and which
+function residencyCell(residency) {
+  if (!residency) return h("span", { class: "muted" }, "all loaded");
+  const resident = Object.entries(residency.resident).sort((a, b) => b[1] - a[1]);
+  return h("span", { title: resident.map(([m, b]) => `${m} ${mb(b)}`).join("\n") },
+    `${mb(residency.held_bytes)} of ${mb(residency.budget_bytes)} · ${resident.length} resident`);
+}
+
+// per model, the instances of the group that hold it now (only where residency is on)
+function copiesLine(instances) {
+  const holders = {};
+  for (const i of instances) {
+    for (const model of Object.keys((i.live.residency || {}).resident || {})) {
+      (holders[model] = holders[model] || []).push(i.name);
+    }
+  }
+  const models = Object.keys(holders).sort();
+  if (!models.length) return null;
+  return h("p", { class: "copies muted" }, "copies: ",
+    models.map((m) => h("span", { class: "model-copies", "data-model": m, title: holders[m].join("\n") }, `${m} ×${holders[m].length} `)));
+}
+
 async function drawGovernance() {
   const [overview, governance] = await Promise.all([api("/api/v1/overview"), api("/api/v1/governance")]);
   const rulesByService = Object.fromEntries(await Promise.all(overview.services.map(async (s) =>
@@ -160,11 +184,13 @@ async function drawGovernance() {
           h("td", {}, i.name),
           h("td", {}, badge(i.alive && i.live.up ? "up" : "down")),
           h("td", {}, i.http), h("td", {}, i.data_center), h("td", {}, i.queue), h("td", {}, i.spec),
-          h("td", {}, i.role), h("td", {}, fmt(i.weight, 2)), h("td", {}, i.live.in_flight ?? "–")));
+          h("td", {}, i.role), h("td", {}, fmt(i.weight, 2)), h("td", {}, i.live.in_flight ?? "–"),
+          h("td", { class: "residency" }, residencyCell(i.live.residency))));
       card.append(h("div", { class: "group", "data-group": group.key },
         h("h3", {}, `group ${group.name} `, badge(group.release.state), " ",
           h("span", { class: "muted" }, `${group.cards} card(s) · models ${group.models.join(", ")}`)),
-        h("table", {}, h("tr", {}, ["instance", "health", "address", "dc", "queue", "spec", "role", "weight", "in flight"].map((t) => h("th", {}, t))), rows)));
+        h("table", {}, h("tr", {}, ["instance", "health", "address", "dc", "queue", "spec", "role", "weight", "in flight", "memory (residency)"].map((t) => h("th", {}, t))), rows),
+        copiesLine(group.instances)));
     }
     // health is the control plane's own polling: not traffic worth a row
     const interfaces = new Set([...Object.keys(gov.admitted), ...Object.keys(gov.rejected), ...service.interfaces]);
