@@ -95,6 +95,7 @@ def _residency(dataplane: LocalDataPlane) -> dict[str, Any] | None:
             "bytes": held.get(name, state.footprint),
             "pinned": name in residency.pinned,
             "loads": state.loads,
+            "load_s": state.load_seconds,  # its last load's duration
             "evictions": state.evictions,
             "idle_s": now - state.last_used if state.last_used else None,
         }

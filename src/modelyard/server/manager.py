@@ -904,7 +904,8 @@ class ModelManager:
         assert self.residency is not None
         state = self.residency.of(name)
         state.loads += 1
-        state.load_seconds = self._clock.monotonic() - started
+        state.loaded_at = self._clock.monotonic()
+        state.load_seconds = state.loaded_at - started
         # a reload often measures little (the allocator reuses what the last unload freed):
         # a model counts the most it was ever seen to hold, and never less than its files
         measured = sum(mv.memory_bytes for mv in record.versions.values())

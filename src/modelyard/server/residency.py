@@ -11,14 +11,22 @@ multiplexing and KServe ModelMesh do elsewhere:
   retry-after of that time;
 * room is made by unloading the least recently used models that are idle: never a model
   with requests queued or executing, never one its config pins, never a step of a loaded
-  ensemble (the ensemble goes first); a load that cannot fit even so is refused with
+  ensemble (the ensemble goes first), and one loaded in the last ``PROTECTED_S`` seconds
+  only when no other will do (so a model asked for about as often as the budget turns
+  over does not load at every request); a load that cannot fit even so is refused with
   what the budget holds;
 * a model's config may pin it (``parameters { key: "residency" value { string_value:
   "pinned" } }``: loaded at start, never unloaded) or warm it (``"warm"``: loaded at
   start, unloaded like any other).
 
 Memory is the footprint the budget already counts (server/manager.py): the host memory
-a version took when it loaded, estimated from its files before its first load.
+a version took when it loaded (measured once the allocator has given back what the load
+freed), estimated from its files before its first load; a model counts the most it was
+ever seen to hold, since a reload often measures little (the memory an unload freed is
+reused). Across a group, an instance publishes the models it loads when asked for
+(LOADABLE) beside those it holds (READY): callers send a model no instance holds to one
+instance only (rendezvous on its name), and the control plane keeps the group's hot
+models on every instance (control/placement.py).
 """
 
 from __future__ import annotations
@@ -38,6 +46,9 @@ RESIDENCY_KEY = "residency"  # the config parameter that pins or warms a model
 ESTIMATED_LOAD_BYTES_PER_S = 200 << 20
 ESTIMATED_LOAD_START_S = 0.2
 LOAD_TIME_RULE = "model-server/load-time"
+# a model loaded this recently goes only when no other can: a model asked for about as often
+# as the budget turns over would otherwise load at nearly every request (thrash)
+PROTECTED_S = 20.0
 MEMORY_RULE = "model-server/memory-budget"
 
 
@@ -48,6 +59,7 @@ class ModelResidency:
     name: str
     last_used: float = 0.0  # monotonic seconds of its last request
     loads: int = 0
+    loaded_at: float = 0.0  # monotonic seconds of its last load
     evictions: int = 0
     load_seconds: float = 0.0  # its last load's duration (0: never loaded here)
     footprint: int = 0  # bytes its versions held when last loaded (0: unknown)
@@ -117,9 +129,14 @@ class Residency:
         used = sum(held.values())
         if used + needed <= self.budget:
             return []
+        now = self.now()
         candidates = sorted(
             (name for name in held if name not in self.pinned and name not in keep),
-            key=lambda name: self.of(name).last_used,
+            # the least recently used first, those loaded in the last PROTECTED_S last
+            key=lambda name: (
+                now - self.of(name).loaded_at < PROTECTED_S,
+                self.of(name).last_used,
+            ),
         )
         chosen = []
         for name in candidates:

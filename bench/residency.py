@@ -1,0 +1,428 @@
+"""Many models, bounded memory: one instance (and a group of three) serving more models than fit.
+
+    python bench/residency.py                      # one instance, then a group of three
+    python bench/residency.py --part instance --seconds 20
+
+The repository holds 50 small models, half ONNX (embedding tables) and half scikit-learn
+(random forests trained on scikit-learn's digits), of sizes spread from 0.5 to 12 MB
+(log-uniform, a fixed seed), and the budget is a fifth of what they hold together.
+Requests name the models by a Zipf(1.1) law over a random ranking (fixed seed) at a
+steady rate from several callers, each request with a 10 s deadline.
+
+* ``instance``: one ``modelyard serve --model-residency lru`` for ``--seconds``: failed
+  requests, the share served without waiting for a load (the server's own count of the
+  requests that waited), the most loads of one model in a minute, how far what the
+  models hold ever went past the budget (polled every 0.1 s) against the largest model,
+  and the p99 of the requests that waited for a load against that model's load time.
+* ``group``: ``modelyard platform up`` with one group of three such instances behind its
+  gateway; the Zipf ranking turns over at half time. Failed calls through the gateway,
+  and where the hot and the cold models are resident before the turn and at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from modelyard.processes import free_port  # noqa: E402
+
+HOME = Path(os.environ.get("RESIDENCY_BENCH_HOME", Path(tempfile.gettempdir()) / "residency-bench"))
+MB = 1 << 20
+ZIPF_S = 1.1
+
+
+# -- the models -------------------------------------------------------------------------------
+
+
+def _table(directory: Path, name: str, size: int, seed: int) -> None:
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rows = max(16, size // (4 * 64))
+    table = np.random.default_rng(seed).standard_normal((rows, 64)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "ids"], ["rows"], axis=0)],
+        name,
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [None, 1])],
+        [helper.make_tensor_value_info("rows", TensorProto.FLOAT, [None, 1, 64])],
+        [numpy_helper.from_array(table, "table")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    (directory / "1").mkdir(parents=True)
+    onnx.save(model, str(directory / "1" / "model.onnx"))
+    (directory / "config.pbtxt").write_text(
+        f'name: "{name}"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n'
+    )
+
+
+def _forest(directory: Path, name: str, size: int, seed: int) -> None:
+    import skops.io
+    from sklearn.datasets import load_digits
+    from sklearn.ensemble import RandomForestClassifier
+
+    features, labels = load_digits(return_X_y=True)
+    trees = max(2, size // (90 * 1024))  # a digits tree of depth ~12 holds about 90 KB
+    forest = RandomForestClassifier(n_estimators=trees, random_state=seed, n_jobs=1)
+    forest.fit(features.astype(np.float32), labels)
+    (directory / "1").mkdir(parents=True)
+    skops.io.dump(forest, directory / "1" / "model.skops")
+    (directory / "config.pbtxt").write_text(
+        f'name: "{name}"\nbackend: "sklearn"\nmax_batch_size: 8\n'
+        'input [{ name: "input" data_type: TYPE_FP32 dims: [ 64 ] }]\n'
+        'output [{ name: "label" data_type: TYPE_INT64 dims: [ 1 ] }]\n'
+    )
+
+
+def build_models(target: Path, count: int) -> dict[str, int]:
+    """The repository (built once per count), and each model's file bytes."""
+    marker = target / ".built"
+    if not marker.exists() or json.loads(marker.read_text()).get("count") != count:
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        rng = np.random.default_rng(7)
+        for index in range(count):
+            size = int(math.exp(rng.uniform(math.log(0.5 * MB), math.log(12 * MB))))
+            name = f"m{index:02d}"
+            (_table if index % 2 == 0 else _forest)(target / name, name, size, index)
+        marker.write_text(json.dumps({"count": count}))
+    return {
+        path.name: sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+        for path in sorted(target.iterdir())
+        if path.is_dir()
+    }
+
+
+def body_for(name: str) -> dict[str, Any]:
+    index = int(name[1:])
+    if index % 2 == 0:
+        return {"inputs": [{"name": "ids", "shape": [1, 1], "datatype": "INT64", "data": [3]}]}
+    return {
+        "inputs": [{"name": "input", "shape": [1, 64], "datatype": "FP32", "data": [4.0] * 64}],
+        "parameters": {"timeout": 10_000_000},
+    }
+
+
+def zipf_weights(count: int, seed: int) -> list[float]:
+    ranks = np.random.default_rng(seed).permutation(count) + 1
+    weights = ranks.astype(float) ** -ZIPF_S
+    return list(weights / weights.sum())
+
+
+# -- the load ---------------------------------------------------------------------------------
+
+
+async def steady_load(
+    url: str,
+    names: list[str],
+    rate: float,
+    seconds: float,
+    weights_at: Any,
+    callers: int = 16,
+) -> list[dict[str, Any]]:
+    """Requests at ``rate`` a second for ``seconds``, each to a model drawn by ``weights_at(t)``;
+    every request's model, start, latency and status."""
+    rng = np.random.default_rng(1)
+    results: list[dict[str, Any]] = []
+    began = time.monotonic()
+    sent = 0
+    semaphore = asyncio.Semaphore(callers * 4)
+    timeout = aiohttp.ClientTimeout(total=30)
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=callers), timeout=timeout
+    ) as session:
+
+        async def one(name: str, at: float) -> None:
+            async with semaphore:
+                start = time.monotonic()
+                try:
+                    async with session.post(
+                        f"{url}/v2/models/{name}/infer", json=body_for(name)
+                    ) as response:
+                        await response.read()
+                        status = response.status
+                except (TimeoutError, aiohttp.ClientError) as exc:
+                    status = f"{type(exc).__name__}"
+                results.append(
+                    {"model": name, "t": at, "latency": time.monotonic() - start, "status": status}
+                )
+
+        tasks = []
+        while True:
+            now = time.monotonic() - began
+            if now >= seconds:
+                break
+            due = sent / rate
+            if due > now:
+                await asyncio.sleep(due - now)
+                continue
+            name = names[int(rng.choice(len(names), p=weights_at(now)))]
+            tasks.append(asyncio.ensure_future(one(name, now)))
+            sent += 1
+        await asyncio.gather(*tasks)
+    return results
+
+
+async def poll_residency(url: str, stop: asyncio.Event, samples: list[dict[str, Any]]) -> None:
+    async with aiohttp.ClientSession() as session:
+        while not stop.is_set():
+            try:
+                async with session.get(f"{url}/v2/modelyard/stats") as response:
+                    doc = await response.json()
+                samples.append(doc["instance"]["residency"])
+            except (aiohttp.ClientError, KeyError, ValueError):
+                pass
+            await asyncio.sleep(0.1)
+
+
+# -- one instance -----------------------------------------------------------------------------
+
+
+def start_instance(repository: Path, budget: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    command = [
+        sys.executable, "-m", "modelyard.cli.main", "serve", "--model-repository",
+        str(repository), "--http-port", str(port), "--grpc-port", "-1", "--metrics-port", "-1",
+        "--model-residency", "lru", "--memory-budget", str(budget), "--log-format", "json",
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            import urllib.request
+
+            with urllib.request.urlopen(f"{url}/v2/health/ready", timeout=1) as answer:
+                if answer.status == 200:
+                    return process, url
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the instance did not start: {log.read_text()[-2000:]}")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(20)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def instance_part(args: argparse.Namespace) -> dict[str, Any]:
+    repository = HOME / "models"
+    sizes = build_models(repository, args.models)
+    names = sorted(sizes)
+    budget = sum(sizes.values()) // 5
+    weights = zipf_weights(len(names), seed=3)
+    process, url = start_instance(repository, budget, HOME / "instance.log")
+    try:
+
+        async def run() -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+            # a warm-up at the same law: the run measures the budget kept, not a cold start
+            await steady_load(url, names, args.rate, min(10.0, args.seconds), lambda _: weights)
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(f"{url}/v2/modelyard/stats") as response,
+            ):
+                before = (await response.json())["instance"]["residency"]
+            samples: list[dict[str, Any]] = []
+            halt = asyncio.Event()
+            poller = asyncio.ensure_future(poll_residency(url, halt, samples))
+            results = await steady_load(url, names, args.rate, args.seconds, lambda _: weights)
+            halt.set()
+            await poller
+            return results, samples, before
+
+        results, samples, before = asyncio.run(run())
+    finally:
+        stop(process)
+    after = samples[-1]
+    return summarize(results, samples, before, after, budget, args.seconds)
+
+
+def summarize(
+    results: list[dict[str, Any]],
+    samples: list[dict[str, Any]],
+    before: dict[str, Any],
+    after: dict[str, Any],
+    budget: int,
+    seconds: float,
+) -> dict[str, Any]:
+    failed = [r for r in results if r["status"] != 200]
+    loads = {
+        name: row["loads"] - before["models"].get(name, {}).get("loads", 0)
+        for name, row in after["models"].items()
+    }
+    per_minute = max(loads.values(), default=0) * 60 / seconds
+    largest = max((row["bytes"] for row in after["models"].values()), default=0)
+    over = max((s["held_bytes"] - s["budget_bytes"] for s in samples), default=0)
+    load_s = {name: row["load_s"] for name, row in after["models"].items()}
+    # a request that waited for its model's load took at least a few times an answer's time
+    ordinary = sorted(r["latency"] for r in results if r["status"] == 200)
+    typical = ordinary[len(ordinary) // 2] if ordinary else 0.0
+    waited = [r for r in results if r["status"] == 200 and r["latency"] > max(0.02, 5 * typical)]
+    waited_p99 = sorted(r["latency"] for r in waited)[int(len(waited) * 0.99)] if waited else 0.0
+    worst_excess = max(
+        (r["latency"] - load_s.get(r["model"], 0.0) for r in waited), default=0.0
+    )
+    return {
+        "requests": len(results),
+        "failed": len(failed),
+        "failures": [f"{r['model']}: {r['status']}" for r in failed[:5]],
+        "served_without_waiting": 1 - len(waited) / max(1, len(results)),
+        "loads": sum(loads.values()),
+        "most_loads_per_minute": per_minute,
+        "budget_bytes": budget,
+        "largest_model_bytes": largest,
+        "most_over_budget_bytes": over,
+        "waited_p99_s": waited_p99,
+        "waited_past_load_time_s": worst_excess,
+        "typical_latency_ms": typical * 1000,
+    }
+
+
+# -- a group of three -------------------------------------------------------------------------
+
+GROUP_SPEC = """\
+quotas:
+  bench: {{owner: {{org: example, project: bench}}, cpu_cores: 64, memory_gb: 256}}
+queues:
+  local: {{data_center: local, pool: cpu}}
+services:
+  com.example.residency:
+    interfaces: [infer, metadata]
+    quota: bench
+    data_centers: [local]
+    models: [{models}]
+    groups:
+      g:
+        models: [{models}]
+        templates:
+          cpu: {{spec: 2C/4G, queues: {{local: local}}, replicas: 3,
+                memory_budget: "{budget}", loads: [{models}]}}
+"""
+
+
+def group_part(args: argparse.Namespace) -> dict[str, Any]:
+    repository = HOME / "models"
+    sizes = build_models(repository, args.models)
+    names = sorted(sizes)
+    budget = sum(sizes.values()) // 5
+    state = HOME / "platform"
+    shutil.rmtree(state, ignore_errors=True)
+    state.mkdir(parents=True)
+    spec = state / "platform.yaml"
+    spec.write_text(GROUP_SPEC.format(models=", ".join(names), budget=budget))
+    gateway_port, control_port = free_port(), free_port()
+    log = (HOME / "platform.log").open("w")
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "modelyard.cli.main", "platform", "up", "-f", str(spec),
+            "--state", str(state), "--model-repository", str(repository),
+            "--gateway-port", str(gateway_port), "--port", str(control_port),
+        ],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    gateway = f"http://127.0.0.1:{gateway_port}"
+    control = f"http://127.0.0.1:{control_port}"
+    first, second = zipf_weights(len(names), seed=3), zipf_weights(len(names), seed=4)
+    try:
+        _wait_for(f"{gateway}/v2/health/ready", 240)
+        half = args.seconds / 2
+
+        async def run() -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+            async def copies_at(delay: float) -> dict[str, Any]:
+                await asyncio.sleep(delay)
+                async with (
+                    aiohttp.ClientSession() as session,
+                    session.get(f"{control}/api/v1/residency") as response,
+                ):
+                    found: dict[str, Any] = await response.json()
+                    return found
+
+            load = asyncio.ensure_future(
+                steady_load(gateway, names, args.rate, args.seconds,
+                            lambda t: first if t < half else second)
+            )  # fmt: skip
+            before_turn = await copies_at(half - 1.0)
+            results = await load
+            at_end = await copies_at(0.0)
+            return results, before_turn, at_end
+
+        results, before_turn, at_end = asyncio.run(run())
+    finally:
+        stop(process)
+        log.close()
+    return {
+        "requests": len(results),
+        "failed": sum(1 for r in results if r["status"] != 200),
+        "failures": [f"{r['model']}: {r['status']}" for r in results if r["status"] != 200][:5],
+        "before_turn": _copies_by_rank(before_turn, names, first),
+        "at_end": _copies_by_rank(at_end, names, second),
+    }
+
+
+def _copies_by_rank(
+    doc: dict[str, Any], names: list[str], weights: list[float]
+) -> dict[str, Any]:
+    models = doc["groups"][0]["models"] if doc.get("groups") else {}
+    ranked = sorted(names, key=lambda n: -weights[names.index(n)])
+    held = {name: len(models.get(name, {}).get("copies", [])) for name in ranked}
+    return {
+        "hottest_5_copies": [held[n] for n in ranked[:5]],
+        "coldest_25_with_more_than_one_copy": sum(1 for n in ranked[25:] if held[n] > 1),
+    }
+
+
+def _wait_for(url: str, seconds: float) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError(f"{url} did not answer 200 in {seconds} s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--part", choices=["instance", "group", "both"], default="both")
+    parser.add_argument("--models", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--rate", type=float, default=40.0, help="requests a second")
+    args = parser.parse_args()
+    HOME.mkdir(parents=True, exist_ok=True)
+    print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores")
+    if args.part in ("instance", "both"):
+        print("one instance:", json.dumps(instance_part(args), indent=1), flush=True)
+    if args.part in ("group", "both"):
+        print("a group of three:", json.dumps(group_part(args), indent=1), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
