@@ -149,6 +149,12 @@ class ModelServerError(ModelyardError):
     layer = "model-server"
 
 
+# residency's refusals: a load longer than the request's deadline, a budget that cannot hold
+# the model (``modelyard explain`` finds them beside the guards' rejections)
+LOAD_TIME_RULE = "model-server/load-time"
+MEMORY_BUDGET_RULE = "model-server/memory-budget"
+
+
 class NotResident(ModelServerError):
     """A request named a model of the repository that is not loaded now and loads when asked
     (``serve --model-residency``): ``resident(deadline)`` loads it, or waits for its load

@@ -279,3 +279,20 @@ def test_callers_send_a_cold_model_to_one_instance_and_prefer_one_that_holds_it(
             client.infer("b", {"ids": ids})
         assert residency(holder)["models"]["b"]["loads"] == 0  # the one that holds it answered
         assert residency(other)["models"]["b"]["loads"] == 1
+
+
+def test_a_refusal_for_load_time_is_found_by_explain(tables: Path, tmp_path: Path) -> None:
+    service = tmp_path / "service.yaml"
+    service.write_text("service: com.example.residency\n")
+    with server_in_process(
+        tables, "--model-residency", "lru", "--memory-budget", "40M",
+        "--service-config", str(service),
+    ) as server:  # fmt: skip
+        refused = look_up(server, "a", timeout=50_000)
+        assert refused.status_code == 503, refused.text
+        request_id = refused.headers["x-request-id"]
+        found = httpx.get(f"http://{server.http_url}/v2/modelyard/rejections/{request_id}")
+    assert found.status_code == 200, found.text
+    event = found.json()
+    assert event["rule"] == "model-server/load-time" and event["model"] == "a"
+    assert "memory budget 40.0 MB" in event["line"] and "resident: nothing" in event["line"]

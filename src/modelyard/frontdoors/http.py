@@ -19,6 +19,8 @@ import structlog
 
 from modelyard.dataplane import DataPlane, InferLane, resident_lane
 from modelyard.errors import (
+    LOAD_TIME_RULE,
+    MEMORY_BUDGET_RULE,
     Code,
     GovernanceError,
     ModelyardError,
@@ -279,6 +281,8 @@ def _check_restricted(restrictions: Restrictions, scope: Scope) -> None:
 
 
 _CALL_HEADERS = frozenset(name.encode() for name in CALL_HEADERS)
+# the model server's refusals ``modelyard explain`` finds beside the guards' (residency's)
+EXPLAINED_REFUSALS = frozenset((LOAD_TIME_RULE, MEMORY_BUDGET_RULE))
 _CREDENTIALS = frozenset((b"x-api-key", b"authorization"))
 
 
@@ -416,6 +420,15 @@ def _answer_error(
     _answer_response(reply, _error_response(error))
 
 
+def _explained(
+    response: _Response, governance: Governance, call: Call, error: ModelyardError
+) -> None:
+    """A refusal ``modelyard explain`` finds (a model's load time, the memory budget): kept
+    with the guards' rejections under the request's id, which the response says."""
+    governance.record_refusal(call, error)
+    response.headers.append((b"x-request-id", str(call.request_id).encode()))
+
+
 def _answer_response(reply: DirectReply, response: _Response) -> None:
     reply(response.status, _wire_headers(response), response.body)
 
@@ -544,6 +557,9 @@ class HttpFrontend:
         except ModelyardError as error:
             response = _error_response(error)
             log.warning("request_failed", path=scope["path"], **error.fields())
+            if error.rule in EXPLAINED_REFUSALS and self.governance is not None:
+                call = _call_from_headers(self.governance, scope)
+                _explained(response, self.governance, call, error)
             if trace is not None:
                 trace.error = error.line()
         except Exception as exc:
@@ -988,7 +1004,13 @@ class HttpFrontend:
         try:
             await missing.resident(request.wait_deadline())
         except ModelyardError as error:
-            _answer_error(reply, sent.path, error)
+            log.warning("request_failed", path=sent.path, **error.fields())
+            response = _error_response(error)
+            governance = self.governance
+            if error.rule in EXPLAINED_REFUSALS and governance is not None:
+                call = governance.call("infer", request.model_name, request.model_version)
+                _explained(response, governance, call, error)
+            _answer_response(reply, response)
             return
         except Exception as exc:  # the caller is answered whatever the load raised
             log.exception("request_crashed", path=sent.path)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from enum import StrEnum
@@ -55,6 +56,7 @@ from modelyard.governance.service_config import (
     parse_rules_document,
     read_service_config,
 )
+from modelyard.protocol.status import http_status
 from modelyard.tasks import cancel_and_wait
 from modelyard.types import InferRequest, InferResponse, OutputTensor, numpy_dtype
 
@@ -381,6 +383,29 @@ class Governance:
         return headers
 
     # ---- rejections ---------------------------------------------------------
+
+    def record_refusal(self, call: Call, error: ModelyardError) -> None:
+        """A refusal of the model server's that ``modelyard explain`` should find too (a
+        request refused for the time its model's load takes, or for the memory budget),
+        kept with the rejections; not counted as the guards' own."""
+        if call.request_id is None:
+            call.request_id = uuid.uuid4().hex[:16]
+        event = error.fields()
+        event.update(
+            strategy=(error.rule or "").partition("/")[2],
+            code=http_status(error.code),
+            status=str(error.code),
+            msg="the model server refused the request",
+            service=call.service,
+            interface=call.interface,
+            model=call.model,
+            principal=call.principal,
+            request_id=call.request_id,
+            fallback=False,
+            line=error.line(),
+            time=self.clock.wall(),
+        )
+        self.rejections.add(event)
 
     def _record_rejection(self, event: dict[str, Any]) -> None:
         setting = rule_setting(

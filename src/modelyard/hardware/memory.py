@@ -22,7 +22,7 @@ import resource
 from collections.abc import Callable
 from pathlib import Path
 
-from modelyard.errors import Code, ConfigError, ModelServerError
+from modelyard.errors import MEMORY_BUDGET_RULE, Code, ConfigError, ModelServerError
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -105,7 +105,7 @@ def check_budget(
         f"{_mb(max(0, budget - used))} of the memory budget {_mb(budget)} is free; "
         f"held by {holders or 'nothing else'}",
         code=Code.RESOURCE_EXHAUSTED,
-        rule="model-server/memory-budget",
+        rule=MEMORY_BUDGET_RULE,
         where="modelyard serve --memory-budget, or unload a model "
         "(POST /v2/repository/models/NAME/unload)",
     )

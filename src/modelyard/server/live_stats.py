@@ -97,6 +97,8 @@ def _residency(dataplane: LocalDataPlane) -> dict[str, Any] | None:
             "loads": state.loads,
             "load_s": state.load_seconds,  # its last load's duration
             "evictions": state.evictions,
+            "waited": state.load_wait.count,  # requests that waited for its loads
+            "waited_p99_s": state.waited_p99(),
             "idle_s": now - state.last_used if state.last_used else None,
         }
     return {"budget_bytes": residency.budget, "held_bytes": sum(held.values()), "models": rows}

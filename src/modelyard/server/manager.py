@@ -34,6 +34,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines import backend_for
 from modelyard.errors import (
+    LOAD_TIME_RULE,
     TRITON_WORDING,
     Code,
     ConfigError,
@@ -442,7 +443,7 @@ class ModelManager:
                 f"the request's deadline passed while model '{name}' loaded "
                 f"({residency.now() - started:.2f} s waited)",
                 code=Code.DEADLINE_EXCEEDED,
-                rule="model-server/load-time",
+                rule=LOAD_TIME_RULE,
                 where="give the request more time, or pin the model (parameters residency)",
             ) from None
         finally:

@@ -36,20 +36,22 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
-from modelyard.errors import Code, ModelServerError
-from modelyard.server.stats import TIME_BUCKETS, Histogram
+from modelyard.errors import LOAD_TIME_RULE, MEMORY_BUDGET_RULE, Code, ModelServerError
+from modelyard.server.stats import Histogram
 
+# how long requests waited for their model's load, seconds
+LOAD_WAIT_BUCKETS = (
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0, 30.0,
+)  # fmt: skip
 PINNED = "pinned"
 WARM = "warm"
 RESIDENCY_KEY = "residency"  # the config parameter that pins or warms a model
 # a model never loaded before: its files read at this pace, plus its engine's own start
 ESTIMATED_LOAD_BYTES_PER_S = 200 << 20
 ESTIMATED_LOAD_START_S = 0.2
-LOAD_TIME_RULE = "model-server/load-time"
 # a model loaded this recently goes only when no other can: a model asked for about as often
 # as the budget turns over would otherwise load at nearly every request (thrash)
 PROTECTED_S = 20.0
-MEMORY_RULE = "model-server/memory-budget"
 
 
 @dataclass(slots=True)
@@ -64,7 +66,20 @@ class ModelResidency:
     load_seconds: float = 0.0  # its last load's duration (0: never loaded here)
     footprint: int = 0  # bytes its versions held when last loaded (0: unknown)
     loading: asyncio.Future[None] | None = None  # the load requests wait for, while it runs
-    load_wait: Histogram = field(default_factory=lambda: Histogram(TIME_BUCKETS))
+    load_wait: Histogram = field(default_factory=lambda: Histogram(LOAD_WAIT_BUCKETS))
+
+    def waited_p99(self) -> float | None:
+        """The bucket bound under which 99 % of the waits for its loads fell (None: none)."""
+        counts = self.load_wait.counts
+        total = sum(counts)
+        if not total:
+            return None
+        running = 0
+        for bound, count in zip((*self.load_wait.bounds, float("inf")), counts, strict=True):
+            running += count
+            if running >= 0.99 * total:
+                return bound
+        return None
 
 
 class Residency:
@@ -156,7 +171,7 @@ class Residency:
             f"model '{name}' needs {_mb(needed)} and the memory budget {_mb(self.budget)} "
             f"cannot hold it beside what must stay resident: {describe(held, self.pinned, busy)}",
             code=Code.UNAVAILABLE,
-            rule=MEMORY_RULE,
+            rule=MEMORY_BUDGET_RULE,
             where="raise --memory-budget, unpin a model (parameters residency), or send "
             "the request again once the busy models are idle",
             retry_after=1.0,
