@@ -62,7 +62,7 @@ from modelyard.server.model_version import (
     instance_count,
     load_model_version,
 )
-from modelyard.server.rate_limiter import ResourceLimiter
+from modelyard.server.resource_limiter import ResourceLimiter
 from modelyard.server.response_cache import ResponseCache
 from modelyard.server.scheduler import Scheduler
 from modelyard.server.stats import LatencySummaries

@@ -50,7 +50,7 @@ from modelyard.engines.base import BatchedRequest, Engine, batch_requests
 from modelyard.errors import Code, EngineError, ModelServerError, ModelyardError, without_paths
 from modelyard.server.batcher import BatchingPolicy, QueuedRequest, RequestQueue
 from modelyard.server.loop_load import LoopLoad
-from modelyard.server.rate_limiter import InstanceNeeds, ResourceLimiter
+from modelyard.server.resource_limiter import InstanceNeeds, ResourceLimiter
 from modelyard.server.response_cache import ResponseCache
 from modelyard.server.stats import VersionStats
 
