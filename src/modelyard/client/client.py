@@ -51,6 +51,7 @@ from modelyard.client.balancer import Balancer, Host, OutlierPolicy
 from modelyard.client.instances_cache import DEFAULT_CACHE, InstancesCache, default_cache_path
 from modelyard.client.retry import Action, RetryBudget, RetryPolicy, counts_as_failure
 from modelyard.client.transport import (
+    DEADLINE_RULE,
     DEFAULT_HTTP_POOL_SIZE,
     DEFAULT_MAX_MESSAGE_BYTES,
     ClientError,
@@ -569,7 +570,7 @@ class AsyncClient:
             if (
                 attempt_secs < deadline - started
                 and isinstance(exc, ClientError)
-                and exc.rule == "client/deadline"  # no answer, not the server's own line
+                and exc.rule == DEADLINE_RULE
                 and deadline > clock.monotonic()  # the request's own time is left
             ):
                 error = attempt_timeout_error(endpoint.address, attempt_secs)

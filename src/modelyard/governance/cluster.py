@@ -51,6 +51,7 @@ from modelyard.clock import Clock
 from modelyard.errors import GovernanceError
 from modelyard.governance.guard import Call, Quick, rejected
 from modelyard.governance.ratelimit import (
+    CLUSTER_QPS_RULE,
     LimitShares,
     QpsLimit,
     RateWindow,
@@ -229,7 +230,7 @@ class ClusterQpsGuard:
 
     learns_from_outcomes = False  # record() is a no-op: the chain skips it
 
-    rule = "ratelimit/cluster-qps"
+    rule = CLUSTER_QPS_RULE
     strategy = "cluster-qps"
 
     def __init__(

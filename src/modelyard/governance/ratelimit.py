@@ -31,6 +31,17 @@ _SLACK = 1e-9
 
 CLASSIC_MESSAGE = "the current limit has been reached"
 
+RATE_LIMIT_RULES = "ratelimit/"  # the family every rate-limit rule id belongs to
+INSTANCE_QPS_RULE = "ratelimit/instance-qps"
+CLUSTER_QPS_RULE = "ratelimit/cluster-qps"
+
+
+def limit_key(rule: str | None) -> str | None:
+    """The key under ``limits.<interface>`` that a rate-limit rule id enforces, or None."""
+    if not (rule or "").startswith(RATE_LIMIT_RULES):
+        return None
+    return "cluster_qps" if rule == CLUSTER_QPS_RULE else "instance_qps"
+
 
 @dataclass(frozen=True, slots=True)
 class QpsLimit:
@@ -341,7 +352,7 @@ class InstanceQpsGuard:
 
     learns_from_outcomes = False  # record() is a no-op: the chain skips it
 
-    rule = "ratelimit/instance-qps"
+    rule = INSTANCE_QPS_RULE
     strategy = "instance-qps"
 
     def __init__(
