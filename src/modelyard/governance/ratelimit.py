@@ -268,6 +268,10 @@ class SharedLimit:
             pool.tokens -= n - own
         return True
 
+    def tokens_left(self) -> float:
+        """The tokens in the pool and the reserves together, as of the last refill."""
+        return self._pool.tokens + sum(bucket.tokens for bucket in self._reserve_list)
+
     def wait_time(self, model: str | None, n: float = 1.0) -> float:
         """Seconds until ``model`` could take ``n`` tokens at today's refill rates."""
         self._refill(self._clock.monotonic())
