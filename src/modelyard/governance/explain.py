@@ -61,7 +61,7 @@ _LAYERS = {
 }
 
 
-def classify(text: str) -> str:
+def query_kind(text: str) -> str:
     """'line' (an error line or JSON error body), 'rule' (id or dotted key) or 'request'."""
     text = text.strip()
     if text.startswith("{") or text.startswith("[") or "; rule=" in text:
