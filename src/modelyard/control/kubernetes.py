@@ -43,10 +43,11 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from modelyard.control.spec import PlatformSpec, Quota
+from modelyard.control.spec import Group, PlatformSpec, Quota, Service, Template
 from modelyard.errors import Code, ConfigError
 
 LABEL = "modelyard.io"
@@ -164,7 +165,24 @@ def registry_url(options: ClusterOptions) -> str:
 
 
 def render(spec: PlatformSpec, options: ClusterOptions | None = None) -> list[dict[str, Any]]:
-    options = options or ClusterOptions()
+    options = _checked_options(spec, options or ClusterOptions())
+    manifests: list[dict[str, Any]] = [_namespace(options.namespace)]
+    for quota in sorted(spec.quotas.values(), key=lambda q: q.name):
+        manifests += _quota_parts(options, quota)
+    for service in spec.services.values():
+        manifests += _service_parts(spec, options, service)
+    if not options.registry_url:
+        manifests += _etcd(options)
+    if options.cluster_limits:
+        manifests += _redis(options)
+    if options.spec_text is not None:
+        manifests += _control_plane(options, options.spec_text, _releasable(spec, options))
+    return manifests
+
+
+def _checked_options(spec: PlatformSpec, options: ClusterOptions) -> ClusterOptions:
+    """The render's options once checked against themselves and the spec, with the
+    spec's model repository where no flag names one."""
     if options.etcd_replicas not in (1, 3):
         raise _render_error(
             f"etcd runs 1 or 3 members, not {options.etcd_replicas}",
@@ -204,47 +222,58 @@ def render(spec: PlatformSpec, options: ClusterOptions | None = None) -> list[di
             "model_repository: {claim: PVC} (in each quota's namespace) or {image: REF} in "
             "the spec, or modelyard platform render --models-claim PVC / --models-image REF",
         )
-    manifests: list[dict[str, Any]] = [_namespace(options.namespace)]
-    for quota in sorted(spec.quotas.values(), key=lambda q: q.name):
-        namespace = quota_namespace(options, quota.name)
-        manifests += [
-            _namespace(namespace),
-            _resource_quota(quota, namespace),
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": WEIGHTS, "namespace": namespace},
-            },
-        ]
+    return options
+
+
+def _quota_parts(options: ClusterOptions, quota: Quota) -> list[dict[str, Any]]:
+    """A quota's namespace, its ResourceQuota and its release weights."""
+    namespace = quota_namespace(options, quota.name)
+    return [
+        _namespace(namespace),
+        _resource_quota(quota, namespace),
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": WEIGHTS, "namespace": namespace},
+        },
+    ]
+
+
+def _service_parts(
+    spec: PlatformSpec, options: ClusterOptions, service: Service
+) -> list[dict[str, Any]]:
+    """A service's file, its groups' disruption budgets and instances, its gateway."""
+    namespace = quota_namespace(options, service.quota)
+    manifests: list[dict[str, Any]] = []
+    if service.name in options.service_files:
+        manifests.append(_service_file(options, service.name, namespace))
+    for group in service.groups.values():
+        manifests.append(_disruption_budget(service.name, group.name, namespace))
+        for template, dc, queue_name in _placed_templates(group):
+            manifests += _instances(spec, options, namespace, service.name, group.name,
+                                    template, dc, queue_name)  # fmt: skip
+    return manifests + _gateway(options, service.name, service.attempts)
+
+
+def _placed_templates(group: Group) -> Iterator[tuple[Template, str, str]]:
+    """Each template that runs instances, with each data centre and queue it runs in."""
+    for template in group.templates.values():
+        if template.spec is not None:
+            for dc, queue_name in sorted(template.queues.items()):
+                yield template, dc, queue_name
+
+
+def _releasable(spec: PlatformSpec, options: ClusterOptions) -> dict[str, list[str]]:
+    """Per quota namespace, the Deployments a release may change: each rendered one and
+    its canary."""
+    releasable: dict[str, list[str]] = {quota_namespace(options, q): [] for q in spec.quotas}
     for service in spec.services.values():
-        namespace = quota_namespace(options, service.quota)
-        if service.name in options.service_files:
-            manifests.append(_service_file(options, service.name, namespace))
+        names = releasable[quota_namespace(options, service.quota)]
         for group in service.groups.values():
-            manifests.append(_disruption_budget(service.name, group.name, namespace))
-            for template in group.templates.values():
-                if template.spec is None:
-                    continue
-                for dc, queue_name in sorted(template.queues.items()):
-                    manifests += _instances(spec, options, namespace, service.name, group.name,
-                                            template, dc, queue_name)  # fmt: skip
-        manifests += _gateway(options, service.name, service.attempts)
-    if not options.registry_url:
-        manifests += _etcd(options)
-    if options.cluster_limits:
-        manifests += _redis(options)
-    if options.spec_text is not None:
-        releasable: dict[str, list[str]] = {quota_namespace(options, q): [] for q in spec.quotas}
-        for service in spec.services.values():
-            names = releasable[quota_namespace(options, service.quota)]
-            for group in service.groups.values():
-                for template in group.templates.values():
-                    if template.spec is not None:
-                        for dc in sorted(template.queues):
-                            slot = (service.name, group.name, template.name, dc)
-                            names += [deployment_name(*slot), canary_name(*slot)]
-        manifests += _control_plane(options, options.spec_text, releasable)
-    return manifests
+            for template, dc, _ in _placed_templates(group):
+                slot = (service.name, group.name, template.name, dc)
+                names += [deployment_name(*slot), canary_name(*slot)]
+    return releasable
 
 
 def _control_plane(
