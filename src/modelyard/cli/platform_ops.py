@@ -30,7 +30,7 @@ from modelyard.control.ledger import validate
 from modelyard.control.spec import read_platform_spec
 from modelyard.control.supervisor import describe_exit, read_supervision
 from modelyard.errors import Code, ConfigError
-from modelyard.web_client import WebError, fetch
+from modelyard.web_client import Reply, WebError, fetch
 
 OPS = ("plan", "apply", "status", "down", "release")
 
@@ -285,48 +285,75 @@ def _via_control(args: argparse.Namespace) -> int:
     """The same commands through the control plane's HTTP API (docs/control-api.md)."""
     base = args.control.rstrip("/")
     headers = {"x-api-key": args.api_key} if args.api_key else {}
+    if args.platform_command == "status":
+        ask = _status_via_control
+    elif args.release_command == "history":
+        ask = _history_via_control
+    else:
+        ask = _release_via_control
     try:
-        if args.platform_command == "status":
-            response = fetch("GET", f"{base}/api/v1/overview", headers=headers, timeout=30)
-            if response.status == 200:
-                overview = response.json()
-                rows = [
-                    {k: v for k, v in i.items() if k != "live"}
-                    for s in overview["services"]
-                    for g in s["groups"]
-                    for i in g["instances"]
-                ]
-                gateways = [g for s in overview["services"] for g in s.get("gateways", [])]
-                _print_status(rows, args.json, gateways, overview.get("control_plane"))
-                return 0
-        elif args.release_command == "history":
-            url = f"{base}/api/v1/groups/{args.target}/events"
-            response = fetch("GET", url, headers=headers, timeout=30)
-            if response.status == 200:
-                for event in response.json()["events"]:
-                    print(json.dumps(event, sort_keys=True))
-                return 0
-        else:
-            body = {
-                k: getattr(args, k)
-                for k in ("model", "version", "percent", "resume", "revision")
-                if getattr(args, k, None) is not None
-            }
-            url = f"{base}/api/v1/groups/{args.target}/release/{args.release_command}"
-            response = fetch("POST", url, json=body, headers=headers, timeout=600)
-            if response.status == 200:
-                doc = response.json()
-                print(f"{doc['group']}: {json.dumps(doc['release'], sort_keys=True)}")
-                return 0
+        refused = ask(args, base, headers)
     except WebError as error:
         return _refuse(
             f"cannot reach {base}: {error}", "platform/control", "is platform up running?"
         )
-    doc = response.json() if response.content_type == "application/json" else {}
+    if refused is None:
+        return 0
+    doc = refused.json() if refused.content_type == "application/json" else {}
     for line in doc.get("findings", []):
         print(line)
-    print(doc.get("error") or f"[platform] HTTP {response.status} from {base}")
+    print(doc.get("error") or f"[platform] HTTP {refused.status} from {base}")
     return 1
+
+
+# Each prints what the control plane answered and returns None, or returns its refusal.
+
+
+def _status_via_control(
+    args: argparse.Namespace, base: str, headers: dict[str, str]
+) -> Reply | None:
+    response = fetch("GET", f"{base}/api/v1/overview", headers=headers, timeout=30)
+    if response.status != 200:
+        return response
+    overview = response.json()
+    rows = [
+        {k: v for k, v in i.items() if k != "live"}
+        for s in overview["services"]
+        for g in s["groups"]
+        for i in g["instances"]
+    ]
+    gateways = [g for s in overview["services"] for g in s.get("gateways", [])]
+    _print_status(rows, args.json, gateways, overview.get("control_plane"))
+    return None
+
+
+def _history_via_control(
+    args: argparse.Namespace, base: str, headers: dict[str, str]
+) -> Reply | None:
+    url = f"{base}/api/v1/groups/{args.target}/events"
+    response = fetch("GET", url, headers=headers, timeout=30)
+    if response.status != 200:
+        return response
+    for event in response.json()["events"]:
+        print(json.dumps(event, sort_keys=True))
+    return None
+
+
+def _release_via_control(
+    args: argparse.Namespace, base: str, headers: dict[str, str]
+) -> Reply | None:
+    body = {
+        k: getattr(args, k)
+        for k in ("model", "version", "percent", "resume", "revision")
+        if getattr(args, k, None) is not None
+    }
+    url = f"{base}/api/v1/groups/{args.target}/release/{args.release_command}"
+    response = fetch("POST", url, json=body, headers=headers, timeout=600)
+    if response.status != 200:
+        return response
+    doc = response.json()
+    print(f"{doc['group']}: {json.dumps(doc['release'], sort_keys=True)}")
+    return None
 
 
 def _plan(args: argparse.Namespace, state: State) -> int:
