@@ -12,6 +12,7 @@ from typing import Any
 from modelyard.cli.cluster_options import add_cluster_arguments, cluster_options
 from modelyard.control import release
 from modelyard.control.apply import (
+    Plan,
     State,
     apply_plan,
     control_plane_running,
@@ -27,7 +28,7 @@ from modelyard.control.failover import fail_over, restore
 from modelyard.control.kubernetes import render
 from modelyard.control.kubernetes_apply import api_client, apply_requests, send
 from modelyard.control.ledger import validate
-from modelyard.control.spec import read_platform_spec
+from modelyard.control.spec import PlatformSpec, read_platform_spec
 from modelyard.control.supervisor import describe_exit, read_supervision
 from modelyard.errors import Code, ConfigError
 from modelyard.web_client import Reply, WebError, fetch
@@ -356,13 +357,20 @@ def _release_via_control(
     return None
 
 
-def _plan(args: argparse.Namespace, state: State) -> int:
+def _spec_and_plan(args: argparse.Namespace, state: State) -> tuple[PlatformSpec, Plan] | None:
+    """The spec and its plan against ``state``, or None once the spec's findings are printed."""
     spec = read_platform_spec(args.file)
     plan = make_plan(spec, args.file, state)
-    if plan.findings:
-        for finding in plan.findings:
-            print(finding.line())
+    for finding in plan.findings:
+        print(finding.line())
+    return None if plan.findings else (spec, plan)
+
+
+def _plan(args: argparse.Namespace, state: State) -> int:
+    planned = _spec_and_plan(args, state)
+    if planned is None:
         return 1
+    plan = planned[1]
     doc = plan.to_json()
     args.state.mkdir(parents=True, exist_ok=True)
     (args.state / "plan.json").write_text(json.dumps(doc, indent=2) + "\n")
@@ -394,12 +402,10 @@ def _apply(args: argparse.Namespace, state: State) -> int:
     why = stale_reason(plan_doc, args.file, state)
     if why is not None:
         return _refuse(why, "platform/stale-plan", "run modelyard platform plan again")
-    spec = read_platform_spec(args.file)
-    plan = make_plan(spec, args.file, state)
-    if plan.findings:
-        for finding in plan.findings:
-            print(finding.line())
+    planned = _spec_and_plan(args, state)
+    if planned is None:
         return 1
+    spec, plan = planned
     if args.model_repository is not None:
         state.model_repository = str(args.model_repository.resolve())
     if not state.model_repository and plan.start:
