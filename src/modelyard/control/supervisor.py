@@ -135,6 +135,10 @@ class GatewayProcess:
     def adopted(self) -> bool:
         return self.process is None and self.pid > 0
 
+    def logger(self) -> Any:
+        """The supervisor's log, with this process's service, slot and pid."""
+        return log.bind(service=self.service, slot=self.slot, pid=self.pid)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "service": self.service,
@@ -298,11 +302,8 @@ class Supervisor:
         gateway.started_at, gateway.started_mono = time.time(), time.monotonic()
         gateway.state = "starting"
         self._dirty = True
-        log.info(
+        gateway.logger().info(
             "gateway_started",
-            service=gateway.service,
-            slot=gateway.slot,
-            pid=gateway.pid,
             port=gateway.http_port,
             status_port=gateway.status_port,
             restarts=gateway.backoff.restarts,
@@ -342,11 +343,8 @@ class Supervisor:
         wait = gateway.backoff.exited(status, ran, now)
         gateway.state, gateway.process = "backoff", None
         self._dirty = True
-        log.warning(
+        gateway.logger().warning(
             "gateway_exited",
-            service=gateway.service,
-            slot=gateway.slot,
-            pid=gateway.pid,
             exit=describe_exit(status),
             ran_s=round(ran, 1),
             restart_in_s=wait,
@@ -356,11 +354,8 @@ class Supervisor:
     def _now(self, gateway: GatewayProcess, state: str, now: float) -> None:
         gateway.state = state
         self._dirty = True
-        log.info(
+        gateway.logger().info(
             "gateway_serving" if state == "running" else "gateway_standing_by",
-            service=gateway.service,
-            slot=gateway.slot,
-            pid=gateway.pid,
             after_s=round(now - gateway.started_mono, 2),
         )
 
@@ -384,11 +379,8 @@ class Supervisor:
         gateway.started_at, gateway.started_mono = standby.started_at, standby.started_mono
         gateway.state = "promoting"
         gateway.backoff.restarts += 1
-        log.info(
+        gateway.logger().info(
             "gateway_standby_promoted",
-            service=gateway.service,
-            slot=gateway.slot,
-            pid=gateway.pid,
             restarts=gateway.backoff.restarts,
         )
         standby.process, standby.pid = None, 0
