@@ -18,9 +18,12 @@ from datetime import datetime
 from typing import Any
 
 from modelyard.governance.auth import AUTH_RULES
+from modelyard.governance.breaker import BREAKER_RULES
+from modelyard.governance.concurrency import CONCURRENCY_RULES
 from modelyard.governance.ratelimit import (
     CLUSTER_QPS_RULE,
     INSTANCE_QPS_RULE,
+    LIMIT_KEYS,
     RATE_LIMIT_RULES,
     limit_key,
 )
@@ -79,8 +82,8 @@ def rule_of_key(text: str, interface: str = "infer") -> tuple[str, str]:
             return f"{RATE_LIMIT_RULES}{parts[2].replace('_', '-')}", parts[1]
         return CLUSTER_QPS_RULE, parts[1]
     if parts[0] in ("breakers", "concurrency") and len(parts) >= 2:
-        family = "breaker" if parts[0] == "breakers" else "concurrency"
-        return f"{family}/{parts[1]}", interface
+        family = BREAKER_RULES if parts[0] == "breakers" else CONCURRENCY_RULES
+        return f"{family}{parts[1]}", interface
     return text, interface
 
 
@@ -223,19 +226,25 @@ def rule_setting(
     match = _RULE_ID.match(rule or "")
     if match is None:
         return None
-    family, name = match["family"], match["name"]
-    if family == "ratelimit" and name in ("instance-qps", "cluster-qps") and interface:
-        key = name.replace("-", "_")
+    key = LIMIT_KEYS.get(rule or "")
+    if key is not None and interface:
         limit = (sections.get("limits") or {}).get(interface) or {}
         path = f"limits.{interface}.{key}"
         return Setting(path, limit.get(key), path, limit.get(key))
-    if family in ("breaker", "concurrency"):
-        section = "breakers" if family == "breaker" else "concurrency"
-        knob = "threshold" if family == "breaker" else "max_limit"
-        rule_doc = (sections.get(section) or {}).get(name)
-        knob_value = rule_doc.get(knob) if isinstance(rule_doc, dict) else None
-        return Setting(f"{section}.{name}", rule_doc, f"{section}.{name}.{knob}", knob_value)
+    name = match["name"]
+    for family, section, knob in _RULE_SECTIONS:
+        if (rule or "").startswith(family):
+            rule_doc = (sections.get(section) or {}).get(name)
+            knob_value = rule_doc.get(knob) if isinstance(rule_doc, dict) else None
+            return Setting(f"{section}.{name}", rule_doc, f"{section}.{name}.{knob}", knob_value)
     return None
+
+
+# rule ids named by a rule of their own: the family, its section, the knob that moves it
+_RULE_SECTIONS = (
+    (BREAKER_RULES, "breakers", "threshold"),
+    (CONCURRENCY_RULES, "concurrency", "max_limit"),
+)
 
 
 def budget_sharing(

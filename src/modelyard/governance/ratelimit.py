@@ -36,6 +36,10 @@ INSTANCE_QPS_RULE = "ratelimit/instance-qps"
 CLUSTER_QPS_RULE = "ratelimit/cluster-qps"
 
 
+# the rule ids that enforce a key under ``limits.<interface>``
+LIMIT_KEYS = {INSTANCE_QPS_RULE: "instance_qps", CLUSTER_QPS_RULE: "cluster_qps"}
+
+
 def limit_key(rule: str | None) -> str | None:
     """The key under ``limits.<interface>`` that a rate-limit rule id enforces, or None."""
     if not (rule or "").startswith(RATE_LIMIT_RULES):

@@ -39,7 +39,7 @@ from modelyard.errors import (
     retry_after_header,
 )
 from modelyard.governance.auth import PERMISSION_RULE, AuthGuard, Principal, permission_denied
-from modelyard.governance.breaker import BreakerGuard
+from modelyard.governance.breaker import BREAKER_RULES, BreakerGuard
 from modelyard.governance.chain import GuardChain
 from modelyard.governance.cluster import ClusterQpsGuard
 from modelyard.governance.concurrency import AdaptiveConcurrencyGuard
@@ -561,7 +561,7 @@ class Governance:
                 changed = breaker.changed_at
                 breakers.append(
                     {
-                        "rule": f"breaker/{breaker.rule.id}",
+                        "rule": f"{BREAKER_RULES}{breaker.rule.id}",
                         "interface": breaker.interface,
                         "model": breaker.model,
                         "state": breaker.state.value,

@@ -97,8 +97,14 @@ def test_rule_settings_and_the_keys_that_change_them() -> None:
     assert breaker is not None
     assert (breaker.change_key, breaker.change_value) == ("breakers.slow-ranker.threshold", 0.5)
     assert rule_setting(SECTIONS, "auth/permission", "infer", None) is None
+    assert rule_setting(SECTIONS, "ratelimit/cluster-qps", None, "ranker") is None
+    limited = {"concurrency": {"ranker-cap": {"max_limit": 64}}}
+    cap = rule_setting(limited, "concurrency/ranker-cap", "infer", "ranker")
+    assert cap is not None
+    assert (cap.change_key, cap.change_value) == ("concurrency.ranker-cap.max_limit", 64)
     assert rule_of_key("limits.search.instance_qps") == ("ratelimit/instance-qps", "search")
     assert rule_of_key("breakers.slow-ranker.threshold") == ("breaker/slow-ranker", "infer")
+    assert rule_of_key("concurrency.ranker-cap") == ("concurrency/ranker-cap", "infer")
 
 
 def test_budget_sharing_names_reserved_shares_or_every_model() -> None:
