@@ -52,6 +52,18 @@ _SETTINGS = (  # Triton's names
     "trace_mode",
 )
 
+# settings a request may only repeat: what it says instead, and the status
+_SET_AT_START = {
+    "trace_file": (
+        "trace file location can not be updated through network protocol",
+        Code.UNIMPLEMENTED,
+    ),
+    "trace_mode": (
+        "trace_mode is set when the server starts (--trace-config)",
+        Code.INVALID_ARGUMENT,
+    ),
+}
+
 
 def _bad(detail: str, code: Code = Code.INVALID_ARGUMENT) -> ProtocolError:
     return ProtocolError(
@@ -175,41 +187,9 @@ class Tracing:
 
     def update(self, changes: dict[str, Any], model: str | None = None) -> dict[str, Any]:
         """Apply a trace setting request (all checked before any applies); the settings."""
-        if not isinstance(changes, dict):
-            raise _bad("a trace setting request is a JSON object")
-        parsed: dict[str, Any] = {}
-        for name, value in changes.items():
-            if name not in _SETTINGS:
-                raise _bad(f"unknown trace setting '{shown(str(name), 40)}'")
-            if name == "trace_file":
-                if value is None or value == self.settings(model)[name]:
-                    continue
-                raise _bad(
-                    "trace file location can not be updated through network protocol",
-                    Code.UNIMPLEMENTED,
-                )
-            if name == "trace_mode":
-                if value is None or value == self.settings(model)[name]:
-                    continue
-                raise _bad("trace_mode is set when the server starts (--trace-config)")
-            parsed[name] = None if value is None else _parse(name, value)
-        level = parsed.get("trace_level")
-        if level is not None and level != ["OFF"] and self.mode == "triton" and not self._file:
-            raise ProtocolError(
-                f"trace_level {level} in Triton's mode needs a trace file, and none was given "
-                "at start",
-                code=Code.INVALID_ARGUMENT,
-                rule="protocol/trace-setting",
-                where="modelyard serve --trace-config triton,file=PATH (or "
-                "--trace-config mode=opentelemetry)",
-            )
+        parsed = self._parsed_changes(changes, model)
         frequency = parsed.pop("log_frequency", None)
-        if frequency is not None and (model or not self._file):
-            raise _bad(
-                "log_frequency is the trace file's, set for every model"
-                if model
-                else "log_frequency needs a trace file, and none was given at start"
-            )
+        self._check_applicable(parsed.get("trace_level"), frequency, model)
         target = self.models.setdefault(model, ModelTraceSettings()) if model else None
         for name, value in parsed.items():
             key = {"trace_level": "level", "trace_rate": "rate", "trace_count": "count"}[name]
@@ -221,6 +201,40 @@ class Tracing:
             self._file.set_log_frequency(frequency)
         self._refresh()
         return self.settings(model)
+
+    def _parsed_changes(self, changes: dict[str, Any], model: str | None) -> dict[str, Any]:
+        """The request's settings parsed (None: back to the global one's); the file and the
+        mode only as they are, since they are set at start."""
+        if not isinstance(changes, dict):
+            raise _bad("a trace setting request is a JSON object")
+        parsed: dict[str, Any] = {}
+        for name, value in changes.items():
+            if name not in _SETTINGS:
+                raise _bad(f"unknown trace setting '{shown(str(name), 40)}'")
+            if name in _SET_AT_START:
+                if value is None or value == self.settings(model)[name]:
+                    continue
+                raise _bad(*_SET_AT_START[name])
+            parsed[name] = None if value is None else _parse(name, value)
+        return parsed
+
+    def _check_applicable(self, level: Any, frequency: Any, model: str | None) -> None:
+        """A level other than OFF needs somewhere to go; the log frequency is the file's."""
+        if level is not None and level != ["OFF"] and self.mode == "triton" and not self._file:
+            raise ProtocolError(
+                f"trace_level {level} in Triton's mode needs a trace file, and none was given "
+                "at start",
+                code=Code.INVALID_ARGUMENT,
+                rule="protocol/trace-setting",
+                where="modelyard serve --trace-config triton,file=PATH (or "
+                "--trace-config mode=opentelemetry)",
+            )
+        if frequency is not None and (model or not self._file):
+            raise _bad(
+                "log_frequency is the trace file's, set for every model"
+                if model
+                else "log_frequency needs a trace file, and none was given at start"
+            )
 
     # ---- sampling and spans ---------------------------------------------
 

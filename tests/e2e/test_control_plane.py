@@ -57,6 +57,15 @@ def up(spec: Path, state: Path, repository: Path, *extra: str) -> subprocess.Com
     )  # fmt: skip
 
 
+def via_control(control: str, *command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "modelyard.cli.main", "platform", *command, "--control", control],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 @contextmanager
 def under_load(gateway: str, callers: int = 12) -> Iterator[list[str]]:
     """``callers`` threads calling slow_double through the gateway; yields their failures."""
@@ -187,6 +196,18 @@ def test_api_errors_are_error_lines(files: tuple[Path, Path, Path]) -> None:
         no_release = httpx.post(f"{p.control}/api/v1/groups/{MAIN}/release/step", json={})
         assert no_release.status_code == 400, no_release.text
         assert "no release in progress" in no_release.json()["error"]
+        # the CLI through the API (--control): its answers printed, a refusal's line and 1
+        shown = via_control(p.control, "status", "--json")
+        assert shown.returncode == 0, shown.stderr
+        kinds = [row["kind"] for row in json.loads(shown.stdout)]
+        assert kinds.count("instance") == 2 and "control-plane" in kinds
+        history = via_control(p.control, "release", "history", MAIN)
+        assert history.returncode == 0, history.stderr
+        events = p.get(f"/api/v1/groups/{MAIN}/events")["events"]
+        assert [json.loads(line) for line in history.stdout.splitlines()] == events
+        refused = via_control(p.control, "release", "step", MAIN)
+        assert refused.returncode == 1
+        assert "no release in progress" in refused.stdout and "rule=" in refused.stdout
         unknown = httpx.get(f"{p.control}/api/v1/rejections/{SERVICE}/nope")
         assert unknown.status_code == 404 and "remembers request id nope" in unknown.text
         strange = httpx.get(f"{p.control}/api/v1/rejections/{SERVICE}/%20x%20")

@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import json
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from modelyard.cli.registry_option import add_registry_argument
@@ -23,9 +24,9 @@ from modelyard.errors import ModelyardError
 from modelyard.governance.explain import (
     Context,
     ParsedLine,
-    classify,
     explain,
     parse_line,
+    query_kind,
     rule_of_key,
     sections_from_rows,
 )
@@ -56,65 +57,99 @@ def run_explain(args: argparse.Namespace) -> int:
 
 
 async def _explain(args: argparse.Namespace) -> int:
-    kind = classify(args.what)
+    kind = query_kind(args.what)
+    parsed, service = _read_what(args, kind)
+    if kind == "request" and service is None and args.url is None:
+        print("a request id needs --service NAME (or --url HOST:PORT)", file=sys.stderr)
+        return 1
+    addresses, models = await _instances(args, service)
+    answers = await _ask_instances(args, kind, parsed.rule, addresses, models)
+    if kind == "request" and answers.record is None:
+        print(
+            f"no live instance of {service or args.url} remembers request id "
+            f"{args.what.strip()} (each keeps its last 1000 rejections)",
+            file=sys.stderr,
+        )
+        return 1
+    if answers.record is not None:
+        parsed = parse_line(str(answers.record.get("line", "")))
+        service = service or answers.record.get("service")
+    if service is None and answers.live:
+        service = answers.live.get("service")
+    rows = explain(parsed, await _rules_in_force(args.registry, service, answers))
+    if args.json:
+        print(json.dumps({"explanation": dict(rows), "record": answers.record}, indent=2))
+        return 0
+    width = max(len(label) for label, _ in rows)
+    for label, text in rows:
+        print(f"{label:<{width}}  {text}")
+    return 0
+
+
+def _read_what(args: argparse.Namespace, kind: str) -> tuple[ParsedLine, str | None]:
+    """What the line or rule id says by itself, and the service (``--service`` first)."""
     service: str | None = args.service
-    parsed = ParsedLine("")
     if kind == "line":
         parsed = parse_line(args.what)
         if service is None and parsed.central is not None:
             service = parsed.central[0]
-    elif kind == "rule":
+        return parsed, service
+    if kind == "rule":
         rule, interface = rule_of_key(args.what.strip(), args.interface)
-        parsed = ParsedLine("", rule=rule, interface=interface)
-    if kind == "request" and service is None and args.url is None:
-        print("a request id needs --service NAME (or --url HOST:PORT)", file=sys.stderr)
-        return 1
+        return ParsedLine("", rule=rule, interface=interface), service
+    return ParsedLine(""), service
 
-    addresses, models = await _instances(args, service)
-    headers = {"x-api-key": args.api_key} if args.api_key else {}
+
+@dataclass(slots=True)
+class _Answers:
+    """What the live instances say: the rejection record and who holds it, the rules
+    they enforce, the models they serve."""
+
+    models: list[str]
     record: dict[str, Any] | None = None
     instance: str | None = None
+    live: dict[str, Any] | None = None
+
+
+async def _ask_instances(
+    args: argparse.Namespace, kind: str, rule: str | None, addresses: list[str], models: list[str]
+) -> _Answers:
+    """The request's record (a request id), or the newest by the rule (a rule id), and
+    the live rules of the instance that holds it (else of the first one)."""
+    answers = _Answers(models)
+    headers = {"x-api-key": args.api_key} if args.api_key else {}
     async with WebSession(3.0, headers) as client:
         if kind == "request":
-            record, instance = await _find(client, addresses, args.what.strip())
-            if record is None:
-                print(
-                    f"no live instance of {service or args.url} remembers request id "
-                    f"{args.what.strip()} (each keeps its last 1000 rejections)",
-                    file=sys.stderr,
-                )
-                return 1
+            answers.record, answers.instance = await _find(client, addresses, args.what.strip())
+            if answers.record is None:
+                return answers
         elif kind == "rule":
-            record, instance = await _newest(client, addresses, parsed.rule)
-        if record is not None:
-            parsed = parse_line(str(record.get("line", "")))
-            service = service or record.get("service")
-        asked = instance or (addresses[0] if addresses else None)
-        live = await _get(client, asked, "/v2/modelyard/rules") if asked else None
-        if not models and asked:
-            models = await _models(client, asked)
-    if service is None and live:
-        service = live.get("service")
+            answers.record, answers.instance = await _newest(client, addresses, rule)
+        asked = answers.instance or (addresses[0] if addresses else None)
+        if asked:
+            answers.live = await _get(client, asked, "/v2/modelyard/rules")
+            if not models:
+                answers.models = await _models(client, asked)
+    return answers
 
-    context = Context(service=service, record=record, instance=instance, models=models)
-    source = (live or {}).get("rules_source") or {}
-    context.registry = source.get("registry") or args.registry
+
+async def _rules_in_force(registry: str, service: str | None, answers: _Answers) -> Context:
+    """The explanation's context: the central rules where they are in force, else the
+    instance's live ones."""
+    context = Context(
+        service=service, record=answers.record, instance=answers.instance, models=answers.models
+    )
+    source = (answers.live or {}).get("rules_source") or {}
+    context.registry = source.get("registry") or registry
     context.local_file = source.get("local_file")
     central = await _central(context.registry, service)
     context.in_force = source.get("in_force") or ("central" if central else "unknown")
     if context.in_force == "central" and central is not None:
         context.sections = load_rules(central.document)
         context.revision, context.revision_by = central.revision, central.author
-    elif live:
-        context.sections = sections_from_rows(live.get("rules") or [])
-    rows = explain(parsed, context)
-    if args.json:
-        print(json.dumps({"explanation": dict(rows), "record": record}, indent=2))
-        return 0
-    width = max(len(label) for label, _ in rows)
-    for label, text in rows:
-        print(f"{label:<{width}}  {text}")
-    return 0
+    elif answers.live:
+        context.sections = sections_from_rows(answers.live.get("rules") or [])
+    return context
 
 
 async def _instances(args: argparse.Namespace, service: str | None) -> tuple[list[str], list[str]]:

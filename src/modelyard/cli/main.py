@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -180,8 +181,13 @@ def _chosen(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     args = build_parser(_chosen(words)).parse_args(words)
+    return run_command(args.handler, args)
+
+
+def run_command(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """A command's exit status: its own, 1 with the error line on stderr, 130 on Ctrl-C."""
     try:
-        return int(args.handler(args))
+        return int(handler(args))
     except ModelyardError as error:
         print(error.line(), file=sys.stderr)
         return 1

@@ -12,6 +12,7 @@ from typing import Any
 from modelyard.cli.cluster_options import add_cluster_arguments, cluster_options
 from modelyard.control import release
 from modelyard.control.apply import (
+    Plan,
     State,
     apply_plan,
     control_plane_running,
@@ -27,10 +28,10 @@ from modelyard.control.failover import fail_over, restore
 from modelyard.control.kubernetes import render
 from modelyard.control.kubernetes_apply import api_client, apply_requests, send
 from modelyard.control.ledger import validate
-from modelyard.control.spec import read_platform_spec
+from modelyard.control.spec import PlatformSpec, read_platform_spec
 from modelyard.control.supervisor import describe_exit, read_supervision
 from modelyard.errors import Code, ConfigError
-from modelyard.web_client import WebError, fetch
+from modelyard.web_client import Reply, WebError, fetch
 
 OPS = ("plan", "apply", "status", "down", "release")
 
@@ -285,57 +286,91 @@ def _via_control(args: argparse.Namespace) -> int:
     """The same commands through the control plane's HTTP API (docs/control-api.md)."""
     base = args.control.rstrip("/")
     headers = {"x-api-key": args.api_key} if args.api_key else {}
+    if args.platform_command == "status":
+        ask = _status_via_control
+    elif args.release_command == "history":
+        ask = _history_via_control
+    else:
+        ask = _release_via_control
     try:
-        if args.platform_command == "status":
-            response = fetch("GET", f"{base}/api/v1/overview", headers=headers, timeout=30)
-            if response.status == 200:
-                overview = response.json()
-                rows = [
-                    {k: v for k, v in i.items() if k != "live"}
-                    for s in overview["services"]
-                    for g in s["groups"]
-                    for i in g["instances"]
-                ]
-                gateways = [g for s in overview["services"] for g in s.get("gateways", [])]
-                _print_status(rows, args.json, gateways, overview.get("control_plane"))
-                return 0
-        elif args.release_command == "history":
-            url = f"{base}/api/v1/groups/{args.target}/events"
-            response = fetch("GET", url, headers=headers, timeout=30)
-            if response.status == 200:
-                for event in response.json()["events"]:
-                    print(json.dumps(event, sort_keys=True))
-                return 0
-        else:
-            body = {
-                k: getattr(args, k)
-                for k in ("model", "version", "percent", "resume", "revision")
-                if getattr(args, k, None) is not None
-            }
-            url = f"{base}/api/v1/groups/{args.target}/release/{args.release_command}"
-            response = fetch("POST", url, json=body, headers=headers, timeout=600)
-            if response.status == 200:
-                doc = response.json()
-                print(f"{doc['group']}: {json.dumps(doc['release'], sort_keys=True)}")
-                return 0
+        refused = ask(args, base, headers)
     except WebError as error:
         return _refuse(
             f"cannot reach {base}: {error}", "platform/control", "is platform up running?"
         )
-    doc = response.json() if response.content_type == "application/json" else {}
+    if refused is None:
+        return 0
+    doc = refused.json() if refused.content_type == "application/json" else {}
     for line in doc.get("findings", []):
         print(line)
-    print(doc.get("error") or f"[platform] HTTP {response.status} from {base}")
+    print(doc.get("error") or f"[platform] HTTP {refused.status} from {base}")
     return 1
 
 
-def _plan(args: argparse.Namespace, state: State) -> int:
+# Each prints what the control plane answered and returns None, or returns its refusal.
+
+
+def _status_via_control(
+    args: argparse.Namespace, base: str, headers: dict[str, str]
+) -> Reply | None:
+    response = fetch("GET", f"{base}/api/v1/overview", headers=headers, timeout=30)
+    if response.status != 200:
+        return response
+    overview = response.json()
+    rows = [
+        {k: v for k, v in i.items() if k != "live"}
+        for s in overview["services"]
+        for g in s["groups"]
+        for i in g["instances"]
+    ]
+    gateways = [g for s in overview["services"] for g in s.get("gateways", [])]
+    _print_status(rows, args.json, gateways, overview.get("control_plane"))
+    return None
+
+
+def _history_via_control(
+    args: argparse.Namespace, base: str, headers: dict[str, str]
+) -> Reply | None:
+    url = f"{base}/api/v1/groups/{args.target}/events"
+    response = fetch("GET", url, headers=headers, timeout=30)
+    if response.status != 200:
+        return response
+    for event in response.json()["events"]:
+        print(json.dumps(event, sort_keys=True))
+    return None
+
+
+def _release_via_control(
+    args: argparse.Namespace, base: str, headers: dict[str, str]
+) -> Reply | None:
+    body = {
+        k: getattr(args, k)
+        for k in ("model", "version", "percent", "resume", "revision")
+        if getattr(args, k, None) is not None
+    }
+    url = f"{base}/api/v1/groups/{args.target}/release/{args.release_command}"
+    response = fetch("POST", url, json=body, headers=headers, timeout=600)
+    if response.status != 200:
+        return response
+    doc = response.json()
+    print(f"{doc['group']}: {json.dumps(doc['release'], sort_keys=True)}")
+    return None
+
+
+def _spec_and_plan(args: argparse.Namespace, state: State) -> tuple[PlatformSpec, Plan] | None:
+    """The spec and its plan against ``state``, or None once the spec's findings are printed."""
     spec = read_platform_spec(args.file)
     plan = make_plan(spec, args.file, state)
-    if plan.findings:
-        for finding in plan.findings:
-            print(finding.line())
+    for finding in plan.findings:
+        print(finding.line())
+    return None if plan.findings else (spec, plan)
+
+
+def _plan(args: argparse.Namespace, state: State) -> int:
+    planned = _spec_and_plan(args, state)
+    if planned is None:
         return 1
+    plan = planned[1]
     doc = plan.to_json()
     args.state.mkdir(parents=True, exist_ok=True)
     (args.state / "plan.json").write_text(json.dumps(doc, indent=2) + "\n")
@@ -367,12 +402,10 @@ def _apply(args: argparse.Namespace, state: State) -> int:
     why = stale_reason(plan_doc, args.file, state)
     if why is not None:
         return _refuse(why, "platform/stale-plan", "run modelyard platform plan again")
-    spec = read_platform_spec(args.file)
-    plan = make_plan(spec, args.file, state)
-    if plan.findings:
-        for finding in plan.findings:
-            print(finding.line())
+    planned = _spec_and_plan(args, state)
+    if planned is None:
         return 1
+    spec, plan = planned
     if args.model_repository is not None:
         state.model_repository = str(args.model_repository.resolve())
     if not state.model_repository and plan.start:

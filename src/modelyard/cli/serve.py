@@ -44,8 +44,8 @@ from modelyard.modelfiles.repository import ModelRepository
 from modelyard.protocol.shared_memory import SystemSharedMemory
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
-from modelyard.server.rate_limiter import ResourceLimiter
 from modelyard.server.residency import Residency
+from modelyard.server.resource_limiter import ResourceLimiter
 from modelyard.server.response_cache import ResponseCache
 from modelyard.tracing import Tracing
 

@@ -25,7 +25,7 @@ from modelyard.errors import Code, ConfigError
 from modelyard.frontdoors.grpc import GrpcTls
 from modelyard.frontdoors.header_forwarding import HeaderForwarding
 from modelyard.frontdoors.restricted import Restrictions
-from modelyard.server.rate_limiter import parse_resource
+from modelyard.server.resource_limiter import parse_resource
 from modelyard.server.stats import DEFAULT_QUANTILES
 from modelyard.tracing import LEVELS
 

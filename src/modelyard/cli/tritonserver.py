@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from modelyard.cli.main import run_command
 from modelyard.cli.serve import add_serve_arguments, run_serve
-from modelyard.errors import ModelyardError
 
 # the Triton release whose server, clients and QA suite modelyard is checked against
 TRITON_VERSION = "2.51.0"
@@ -32,14 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return run_serve(args)
-    except ModelyardError as error:
-        print(error.line(), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    return run_command(run_serve, build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ from modelyard.client.balancer import Balancer, Host, OutlierPolicy
 from modelyard.client.instances_cache import DEFAULT_CACHE, InstancesCache, default_cache_path
 from modelyard.client.retry import Action, RetryBudget, RetryPolicy, counts_as_failure
 from modelyard.client.transport import (
+    DEADLINE_RULE,
     DEFAULT_HTTP_POOL_SIZE,
     DEFAULT_MAX_MESSAGE_BYTES,
     ClientError,
@@ -501,29 +502,13 @@ class AsyncClient:
             if endpoint is None:
                 raise error if error is not None else self.no_instance_error(model, version)
             remaining = deadline - clock.monotonic()
-            attempt_secs = remaining
             # a cold model's attempt waits for its load: not cut short to try another
             cold = (model, version) in self._cold
-            per_attempt = self.attempts.timeout(rule, model) if bounded and not cold else None
-            if per_attempt is not None and rule.timeout == "auto" and not endpoint.answered:
-                # an instance's first answers come slower (lazy loads, cold caches): until
-                # it has answered once, it gets the default rather than the model's history
-                per_attempt = max(per_attempt, DEFAULT_ATTEMPT_SECS)
-            # a derived deadline bounds an attempt only where another instance is left to
-            # try after it: the last one may take what the call has left, so a model slower
-            # than its history (or than the default) still answers
-            if (
-                per_attempt is not None
-                and per_attempt < remaining
-                and (
-                    rule.timeout != "auto"
-                    or (
-                        attempts + 1 < self.policy.max_attempts
-                        and self._others(model, version, [*tried, endpoint])
-                    )
-                )
-            ):
-                attempt_secs = per_attempt
+            attempt_secs = (
+                self._attempt_secs(rule, model, version, endpoint, remaining, attempts, tried)
+                if bounded and not cold
+                else remaining
+            )
             hedge_after = self.attempts.hedge_after(rule, model) if hedged else None
             if hedge_after is not None and hedge_after < attempt_secs:
                 ok, outcome, used = await self._hedged(
@@ -536,15 +521,53 @@ class AsyncClient:
                 return cast(T, outcome)
             error = cast(ModelyardError, outcome)
             attempts += len(used)
-            decision = self.policy.decide(error, attempts, deadline - clock.monotonic())
-            if decision.action is Action.FAIL or not self.budget.try_spend():
-                raise error
-            if decision.action is Action.WAIT_AND_RETRY:
-                await asyncio.sleep(decision.delay)
-            elif affinity is not None:  # another instance has not the sequence's state
-                raise error
-            else:
+            if await self._retry_elsewhere(error, attempts, deadline, affinity):
                 tried.extend(used)
+
+    def _attempt_secs(
+        self,
+        rule: AttemptRule,
+        model: str,
+        version: str | None,
+        endpoint: Endpoint,
+        remaining: float,
+        attempts: int,
+        tried: list[Endpoint],
+    ) -> float:
+        """How long an attempt on ``endpoint`` may take: the rule's attempt deadline, or
+        all that the call has left (``remaining``)."""
+        per_attempt = self.attempts.timeout(rule, model)
+        if per_attempt is not None and rule.timeout == "auto" and not endpoint.answered:
+            # an instance's first answers come slower (lazy loads, cold caches): until
+            # it has answered once, it gets the default rather than the model's history
+            per_attempt = max(per_attempt, DEFAULT_ATTEMPT_SECS)
+        if per_attempt is None or per_attempt >= remaining:
+            return remaining
+        if rule.timeout != "auto":
+            return per_attempt
+        # a derived deadline bounds an attempt only where another instance is left to
+        # try after it: the last one may take what the call has left, so a model slower
+        # than its history (or than the default) still answers
+        others_left = attempts + 1 < self.policy.max_attempts and self._others(
+            model, version, [*tried, endpoint]
+        )
+        return per_attempt if others_left else remaining
+
+    async def _retry_elsewhere(
+        self, error: ModelyardError, attempts: int, deadline: float, affinity: str | None
+    ) -> bool:
+        """After a failed attempt: raise ``error`` when the policy or the retry budget says
+        so, else whether the next try goes to another instance (False: the same pick,
+        after the wait a rate limit asks for)."""
+        decision = self.policy.decide(error, attempts, deadline - self.clock.monotonic())
+        if decision.action is Action.FAIL or not self.budget.try_spend():
+            raise error
+        if decision.action is Action.WAIT_AND_RETRY:
+            await asyncio.sleep(decision.delay)
+            return False
+        if affinity is not None:  # another instance has not the sequence's state
+            raise error
+        return True
 
     def _pick(
         self, model: str, version: str | None, affinity: str | None, tried: list[Endpoint]
@@ -586,7 +609,7 @@ class AsyncClient:
             if (
                 attempt_secs < deadline - started
                 and isinstance(exc, ClientError)
-                and exc.rule == "client/deadline"  # no answer, not the server's own line
+                and exc.rule == DEADLINE_RULE
                 and deadline > clock.monotonic()  # the request's own time is left
             ):
                 error = attempt_timeout_error(endpoint.address, attempt_secs)

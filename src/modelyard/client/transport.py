@@ -203,11 +203,14 @@ def connection_error(address: str, why: str) -> ClientError:
     )
 
 
+DEADLINE_RULE = "client/deadline"  # no answer in time: the caller's wait, not the server's line
+
+
 def deadline_error(address: str, timeout: float) -> ClientError:
     return ClientError(
         f"no answer from instance {address} within {max(timeout, 0.0):.3f}s",
         code=Code.DEADLINE_EXCEEDED,
-        rule="client/deadline",
+        rule=DEADLINE_RULE,
         where="the timeout of infer(), or the instance's queue and model",
     )
 

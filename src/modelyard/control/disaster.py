@@ -24,8 +24,14 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from modelyard.control.ledger import PlannedInstance, Reservations, build_ledger, expand
-from modelyard.control.spec import PlatformSpec
+from modelyard.control.ledger import (
+    Ledger,
+    PlannedInstance,
+    Reservations,
+    build_ledger,
+    expand,
+)
+from modelyard.control.spec import Group, InstanceSpec, PlatformSpec, Service, Template
 from modelyard.errors import Code, ConfigError
 
 
@@ -155,95 +161,133 @@ def evaluate(
         if already_lost
         else expand(spec, replicas)
     )
-    taken = Counter((p.service, p.group, p.template, p.data_center) for p in planned)
-    ledger = build_ledger(spec, reserved, planned)
-    free_cards = {(row.quota, row.data_center, row.gpu_model): row.free for row in ledger.rows}
-    free_cpu = {q: (hard - used) if hard is not None else None
-                for q, (used, hard) in ledger.cpu_by_quota.items()}  # fmt: skip
-    free_memory = {q: (hard - used) if hard is not None else None
-                   for q, (used, hard) in ledger.memory_by_quota.items()}  # fmt: skip
+    free = _FreeCapacity.of(build_ledger(spec, reserved, planned))
     quota_of = {service.name: service.quota for service in spec.services.values()}
     for gone in planned:  # what the lost instances held is free again
-        quota = quota_of[gone.service]
         if _in(gone, lost) and gone.spec is not None:
-            if free_cpu.get(quota) is not None:
-                free_cpu[quota] = (free_cpu[quota] or 0) + gone.spec.cpu_cores
-            if free_memory.get(quota) is not None:
-                free_memory[quota] = (free_memory[quota] or 0) + gone.spec.memory_gb
-    excluded = lost | frozenset(already_lost)  # no replacement goes there
-    results = []
-    for service in spec.services.values():
-        quota = service.quota
-        for group in service.groups.values():
-            if target is not None and target != f"{service.name}/{group.name}":
-                continue
-            mine = [p for p in planned if p.service == service.name and p.group == group.name]
-            taken_away = [p for p in mine if _in(p, lost)]
-            recovery = GroupRecovery(
-                service.name,
-                group.name,
-                len(mine),
-                len(taken_away),
-                sum(p.cards for p in taken_away),
-                0,
-            )
-            turns: Counter[str] = Counter()
-            for instance in taken_away:
-                template = group.templates[instance.template]
-                places = [dc for dc, queue in sorted(template.queues.items())
-                          if dc not in excluded and queue not in excluded]  # fmt: skip
-                spec_of = instance.spec
-                if not places or spec_of is None:
-                    recovery.shortfall.append(
-                        f"{instance.name}: template {template.name} runs in no other data centre"
-                    )
-                    continue
-                start = turns[template.name]
-                turns[template.name] += 1
-                reasons = []
-                for step in range(len(places)):  # round robin, then the next with room
-                    dc = places[(start + step) % len(places)]
-                    why = _cannot_hold(quota, dc, spec_of, free_cards, free_cpu, free_memory)
-                    if not why:
-                        break
-                    reasons.append(why)
-                else:
-                    recovery.shortfall.append(f"{instance.name}: {'; '.join(reasons)}")
-                    continue
-                if spec_of.cards:
-                    free_cards[(quota, dc, spec_of.gpu_model or "")] -= spec_of.cards
-                if free_cpu.get(quota) is not None:
-                    free_cpu[quota] = (free_cpu[quota] or 0) - spec_of.cpu_cores
-                if free_memory.get(quota) is not None:
-                    free_memory[quota] = (free_memory[quota] or 0) - spec_of.memory_gb
+            free.give_back(quota_of[gone.service], gone.spec)
+    placing = _Placing(
+        lost,
+        lost | frozenset(already_lost),  # no replacement goes there
+        free,
+        Counter((p.service, p.group, p.template, p.data_center) for p in planned),
+    )
+    return [
+        placing.recover(service, group, planned)
+        for service in spec.services.values()
+        for group in service.groups.values()
+        if target is None or target == f"{service.name}/{group.name}"
+    ]
+
+
+@dataclass(slots=True)
+class _FreeCapacity:
+    """What each quota has free: cards per (quota, data centre, GPU model); cores and
+    memory per quota (None: the quota does not limit them)."""
+
+    cards: dict[tuple[str, str, str], int]
+    cpu: dict[str, float | None]
+    memory: dict[str, float | None]
+
+    @classmethod
+    def of(cls, ledger: Ledger) -> _FreeCapacity:
+        return cls(
+            {(row.quota, row.data_center, row.gpu_model): row.free for row in ledger.rows},
+            _free_of(ledger.cpu_by_quota),
+            _free_of(ledger.memory_by_quota),
+        )
+
+    def give_back(self, quota: str, spec: InstanceSpec) -> None:
+        """A lost instance's cores and memory (its cards were in the lost place)."""
+        self._add(quota, spec.cpu_cores, spec.memory_gb)
+
+    def take(self, quota: str, dc: str, spec: InstanceSpec) -> None:
+        if spec.cards:
+            self.cards[(quota, dc, spec.gpu_model or "")] -= spec.cards
+        self._add(quota, -spec.cpu_cores, -spec.memory_gb)
+
+    def _add(self, quota: str, cores: float, memory_gb: float) -> None:
+        cpu = self.cpu.get(quota)
+        if cpu is not None:
+            self.cpu[quota] = cpu + cores
+        memory = self.memory.get(quota)
+        if memory is not None:
+            self.memory[quota] = memory + memory_gb
+
+    def cannot_hold(self, quota: str, dc: str, spec: InstanceSpec) -> str:
+        """Why the quota cannot take one more instance of ``spec`` in ``dc`` ('' if it can)."""
+        if spec.cards:
+            free = self.cards.get((quota, dc, spec.gpu_model or ""), 0)
+            if free < spec.cards:
+                model = spec.gpu_model
+                return f"quota {quota} has {free} free {model} cards in {dc}, needs {spec.cards}"
+        cpu = self.cpu.get(quota)
+        if cpu is not None and cpu < spec.cpu_cores:
+            return f"quota {quota} has {cpu:g} free cores, needs {spec.cpu_cores}"
+        memory = self.memory.get(quota)
+        if memory is not None and memory < spec.memory_gb:
+            return f"quota {quota} has {memory:g} GB free memory, needs {spec.memory_gb}"
+        return ""
+
+
+def _free_of(used_hard: dict[str, tuple[float, float | None]]) -> dict[str, float | None]:
+    return {q: (hard - used) if hard is not None else None for q, (used, hard) in used_hard.items()}
+
+
+@dataclass(slots=True)
+class _Placing:
+    """Replacements placed group by group, each taking from the same free capacity."""
+
+    lost: frozenset[str]
+    excluded: frozenset[str]  # places no replacement goes to
+    free: _FreeCapacity
+    taken: Counter[tuple[str, str, str, str]]  # instances per (service, group, template, dc)
+
+    def recover(
+        self, service: Service, group: Group, planned: list[PlannedInstance]
+    ) -> GroupRecovery:
+        mine = [p for p in planned if p.service == service.name and p.group == group.name]
+        taken_away = [p for p in mine if _in(p, self.lost)]
+        recovery = GroupRecovery(
+            service.name,
+            group.name,
+            len(mine),
+            len(taken_away),
+            sum(p.cards for p in taken_away),
+            0,
+        )
+        turns: Counter[str] = Counter()  # round robin per template
+        for instance in taken_away:
+            placed = self._replace(service, group.templates[instance.template], instance, turns)
+            if isinstance(placed, str):
+                recovery.shortfall.append(f"{instance.name}: {placed}")
+            else:
                 recovery.replaced += 1
-                slot = (service.name, group.name, template.name, dc)
-                recovery.placed.append(
-                    PlannedInstance(*slot, template.queues[dc], taken[slot], spec_of)
-                )
-                taken[slot] += 1
-            results.append(recovery)
-    return results
+                recovery.placed.append(placed)
+        return recovery
 
-
-def _cannot_hold(
-    quota: str,
-    dc: str,
-    spec: Any,
-    free_cards: dict[tuple[str, str, str], int],
-    free_cpu: dict[str, float | None],
-    free_memory: dict[str, float | None],
-) -> str:
-    """Why the quota cannot take one more instance of ``spec`` in ``dc`` ('' if it can)."""
-    if spec.cards:
-        free = free_cards.get((quota, dc, spec.gpu_model or ""), 0)
-        if free < spec.cards:
-            model = spec.gpu_model
-            return f"quota {quota} has {free} free {model} cards in {dc}, needs {spec.cards}"
-    cpu = free_cpu.get(quota)
-    if cpu is not None and cpu < spec.cpu_cores:
-        return f"quota {quota} has {cpu:g} free cores, needs {spec.cpu_cores}"
-    memory = free_memory.get(quota)
-    if memory is not None and memory < spec.memory_gb:
-        return f"quota {quota} has {memory:g} GB free memory, needs {spec.memory_gb}"
-    return ""
+    def _replace(
+        self, service: Service, template: Template, instance: PlannedInstance, turns: Counter[str]
+    ) -> PlannedInstance | str:
+        """The replacement of ``instance``, or why there is none."""
+        places = [dc for dc, queue in sorted(template.queues.items())
+                  if dc not in self.excluded and queue not in self.excluded]  # fmt: skip
+        spec_of = instance.spec
+        if not places or spec_of is None:
+            return f"template {template.name} runs in no other data centre"
+        start = turns[template.name]
+        turns[template.name] += 1
+        reasons = []
+        for step in range(len(places)):  # round robin, then the next with room
+            dc = places[(start + step) % len(places)]
+            why = self.free.cannot_hold(service.quota, dc, spec_of)
+            if not why:
+                break
+            reasons.append(why)
+        else:
+            return "; ".join(reasons)
+        self.free.take(service.quota, dc, spec_of)
+        slot = (service.name, instance.group, template.name, dc)
+        placed = PlannedInstance(*slot, template.queues[dc], self.taken[slot], spec_of)
+        self.taken[slot] += 1
+        return placed

@@ -43,10 +43,11 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from modelyard.control.spec import PlatformSpec, Quota
+from modelyard.control.spec import Group, PlatformSpec, Quota, Service, Template
 from modelyard.errors import Code, ConfigError
 
 LABEL = "modelyard.io"
@@ -164,7 +165,24 @@ def registry_url(options: ClusterOptions) -> str:
 
 
 def render(spec: PlatformSpec, options: ClusterOptions | None = None) -> list[dict[str, Any]]:
-    options = options or ClusterOptions()
+    options = _checked_options(spec, options or ClusterOptions())
+    manifests: list[dict[str, Any]] = [_namespace(options.namespace)]
+    for quota in sorted(spec.quotas.values(), key=lambda q: q.name):
+        manifests += _quota_parts(options, quota)
+    for service in spec.services.values():
+        manifests += _service_parts(spec, options, service)
+    if not options.registry_url:
+        manifests += _etcd(options)
+    if options.cluster_limits:
+        manifests += _redis(options)
+    if options.spec_text is not None:
+        manifests += _control_plane(options, options.spec_text, _releasable(spec, options))
+    return manifests
+
+
+def _checked_options(spec: PlatformSpec, options: ClusterOptions) -> ClusterOptions:
+    """The render's options once checked against themselves and the spec, with the
+    spec's model repository where no flag names one."""
     if options.etcd_replicas not in (1, 3):
         raise _render_error(
             f"etcd runs 1 or 3 members, not {options.etcd_replicas}",
@@ -204,47 +222,58 @@ def render(spec: PlatformSpec, options: ClusterOptions | None = None) -> list[di
             "model_repository: {claim: PVC} (in each quota's namespace) or {image: REF} in "
             "the spec, or modelyard platform render --models-claim PVC / --models-image REF",
         )
-    manifests: list[dict[str, Any]] = [_namespace(options.namespace)]
-    for quota in sorted(spec.quotas.values(), key=lambda q: q.name):
-        namespace = quota_namespace(options, quota.name)
-        manifests += [
-            _namespace(namespace),
-            _resource_quota(quota, namespace),
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": WEIGHTS, "namespace": namespace},
-            },
-        ]
+    return options
+
+
+def _quota_parts(options: ClusterOptions, quota: Quota) -> list[dict[str, Any]]:
+    """A quota's namespace, its ResourceQuota and its release weights."""
+    namespace = quota_namespace(options, quota.name)
+    return [
+        _namespace(namespace),
+        _resource_quota(quota, namespace),
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": WEIGHTS, "namespace": namespace},
+        },
+    ]
+
+
+def _service_parts(
+    spec: PlatformSpec, options: ClusterOptions, service: Service
+) -> list[dict[str, Any]]:
+    """A service's file, its groups' disruption budgets and instances, its gateway."""
+    namespace = quota_namespace(options, service.quota)
+    manifests: list[dict[str, Any]] = []
+    if service.name in options.service_files:
+        manifests.append(_service_file(options, service.name, namespace))
+    for group in service.groups.values():
+        manifests.append(_disruption_budget(service.name, group.name, namespace))
+        for template, dc, queue_name in _placed_templates(group):
+            manifests += _instances(spec, options, namespace, service.name, group.name,
+                                    template, dc, queue_name)  # fmt: skip
+    return manifests + _gateway(options, service.name, service.attempts)
+
+
+def _placed_templates(group: Group) -> Iterator[tuple[Template, str, str]]:
+    """Each template that runs instances, with each data centre and queue it runs in."""
+    for template in group.templates.values():
+        if template.spec is not None:
+            for dc, queue_name in sorted(template.queues.items()):
+                yield template, dc, queue_name
+
+
+def _releasable(spec: PlatformSpec, options: ClusterOptions) -> dict[str, list[str]]:
+    """Per quota namespace, the Deployments a release may change: each rendered one and
+    its canary."""
+    releasable: dict[str, list[str]] = {quota_namespace(options, q): [] for q in spec.quotas}
     for service in spec.services.values():
-        namespace = quota_namespace(options, service.quota)
-        if service.name in options.service_files:
-            manifests.append(_service_file(options, service.name, namespace))
+        names = releasable[quota_namespace(options, service.quota)]
         for group in service.groups.values():
-            manifests.append(_disruption_budget(service.name, group.name, namespace))
-            for template in group.templates.values():
-                if template.spec is None:
-                    continue
-                for dc, queue_name in sorted(template.queues.items()):
-                    manifests += _instances(spec, options, namespace, service.name, group.name,
-                                            template, dc, queue_name)  # fmt: skip
-        manifests += _gateway(options, service.name, service.attempts)
-    if not options.registry_url:
-        manifests += _etcd(options)
-    if options.cluster_limits:
-        manifests += _redis(options)
-    if options.spec_text is not None:
-        releasable: dict[str, list[str]] = {quota_namespace(options, q): [] for q in spec.quotas}
-        for service in spec.services.values():
-            names = releasable[quota_namespace(options, service.quota)]
-            for group in service.groups.values():
-                for template in group.templates.values():
-                    if template.spec is not None:
-                        for dc in sorted(template.queues):
-                            slot = (service.name, group.name, template.name, dc)
-                            names += [deployment_name(*slot), canary_name(*slot)]
-        manifests += _control_plane(options, options.spec_text, releasable)
-    return manifests
+            for template, dc, _ in _placed_templates(group):
+                slot = (service.name, group.name, template.name, dc)
+                names += [deployment_name(*slot), canary_name(*slot)]
+    return releasable
 
 
 def _control_plane(
@@ -357,39 +386,31 @@ def _control_plane(
             "metadata": {"name": CONTROL_PLANE, "namespace": namespace},
         },
         *access,
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": CONTROL_PLANE, "namespace": namespace, "labels": dict(labels)},
-            "spec": {
-                "replicas": 1,  # one writer of the ledger's state
-                "strategy": {"type": "Recreate"},
-                "selector": {"matchLabels": dict(labels)},
-                "template": {
-                    "metadata": {"labels": dict(labels)},
-                    "spec": {
-                        "serviceAccountName": CONTROL_PLANE,
-                        # the image's user (and its group) may write the claim's files
-                        "securityContext": {
-                            "runAsNonRoot": True,
-                            "fsGroup": IMAGE_GID,
-                            "fsGroupChangePolicy": "OnRootMismatch",
-                        },
-                        "containers": [container],
-                        "volumes": volumes,
-                    },
+        _deployment(
+            CONTROL_PLANE,
+            namespace,
+            labels,
+            {
+                "serviceAccountName": CONTROL_PLANE,
+                # the image's user (and its group) may write the claim's files
+                "securityContext": {
+                    "runAsNonRoot": True,
+                    "fsGroup": IMAGE_GID,
+                    "fsGroupChangePolicy": "OnRootMismatch",
                 },
+                "containers": [container],
+                "volumes": volumes,
             },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": CONTROL_PLANE, "namespace": namespace, "labels": dict(labels)},
-            "spec": {
-                "selector": dict(labels),
-                "ports": [{"name": "http", "port": CONTROL_PORT, "targetPort": "http"}],
-            },
-        },
+            replicas=1,  # one writer of the ledger's state
+            strategy={"type": "Recreate"},
+        ),
+        _service(
+            CONTROL_PLANE,
+            namespace,
+            labels,
+            [{"name": "http", "port": CONTROL_PORT, "targetPort": "http"}],
+            labels=labels,
+        ),
     ]
 
 
@@ -438,26 +459,59 @@ def _redis(options: ClusterOptions) -> list[dict[str, Any]]:
         },
     }
     return [
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": REDIS_SERVICE, "namespace": namespace, "labels": dict(labels)},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": dict(labels)},
-                "template": {
-                    "metadata": {"labels": dict(labels)},
-                    "spec": {"containers": [container]},
-                },
-            },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": REDIS_SERVICE, "namespace": namespace},
-            "spec": {"selector": dict(labels), "ports": [{"name": "redis", "port": 6379}]},
-        },
+        _deployment(REDIS_SERVICE, namespace, labels, {"containers": [container]}, replicas=1),
+        _service(REDIS_SERVICE, namespace, labels, [{"name": "redis", "port": 6379}]),
     ]
+
+
+def _deployment(
+    name: str,
+    namespace: str,
+    labels: dict[str, str],
+    pod: dict[str, Any],
+    *,
+    replicas: int | None,
+    strategy: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A Deployment of ``pod`` (a pod spec) whose pods carry ``labels``, which select them;
+    ``replicas`` None: left to whoever scales it."""
+    spec: dict[str, Any] = {} if replicas is None else {"replicas": replicas}
+    spec["selector"] = {"matchLabels": dict(labels)}
+    if strategy is not None:
+        spec["strategy"] = strategy
+    spec["template"] = {"metadata": {"labels": dict(labels)}, "spec": pod}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "spec": spec,
+    }
+
+
+def _service(
+    name: str,
+    namespace: str,
+    selector: dict[str, str],
+    ports: list[dict[str, Any]],
+    *,
+    labels: dict[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A Service of the pods ``selector`` picks; ``spec``: its other fields (clusterIP ...)."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels is not None:
+        metadata["labels"] = dict(labels)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata,
+        "spec": {**spec, "selector": dict(selector), "ports": ports},
+    }
+
+
+def _service_ports(**ports: int) -> list[dict[str, Any]]:
+    """A Service's ports, each reaching the container's port of the same name."""
+    return [{"name": name, "port": port, "targetPort": name} for name, port in ports.items()]
 
 
 def _namespace(name: str) -> dict[str, Any]:
@@ -608,49 +662,28 @@ def _instances(
     }
     # deregistration, draining, then the gRPC grace and the models' finalize
     grace = math.ceil(DEREGISTER_GRACE_S + 2 * EXIT_TIMEOUT_S) + 10
-    deployment: dict[str, Any] = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-        "spec": {
-            "replicas": template.replicas,
-            "selector": {"matchLabels": dict(labels)},
-            # one pod at a time, none extra: a full quota or a full GPU pool cannot stall it
-            "strategy": {
-                "type": "RollingUpdate",
-                "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
-            },
-            "template": {
-                "metadata": {"labels": dict(labels)},
-                "spec": {
-                    "nodeSelector": _node_selector(spec, options, template, dc, queue_name),
-                    "terminationGracePeriodSeconds": grace,
-                    "securityContext": {"runAsNonRoot": True},
-                    "containers": [container],
-                    "volumes": volumes,
-                },
-            },
+    # the rendered control plane owns an autoscaling group's replicas: applying the render
+    # again must not take them back (a Deployment created without starts at 1, and the
+    # control plane sets it at its start)
+    autoscaled = options.spec_text is not None and spec.services[service].groups[group].autoscaling
+    deployment = _deployment(
+        name,
+        namespace,
+        labels,
+        {
+            "nodeSelector": _node_selector(spec, options, template, dc, queue_name),
+            "terminationGracePeriodSeconds": grace,
+            "securityContext": {"runAsNonRoot": True},
+            "containers": [container],
+            "volumes": volumes,
         },
-    }
-    if options.spec_text is not None and spec.services[service].groups[group].autoscaling:
-        # the rendered control plane owns an autoscaling group's replicas: applying the
-        # render again must not take them back (a Deployment created without starts at 1,
-        # and the control plane sets it at its start)
-        del deployment["spec"]["replicas"]
-    service_object = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-        "spec": {
-            "selector": dict(slot_labels),  # the slot's canary pods too
-            "ports": [
-                {"name": "http", "port": 8000, "targetPort": "http"},
-                {"name": "grpc", "port": 8001, "targetPort": "grpc"},
-                {"name": "metrics", "port": 8002, "targetPort": "metrics"},
-            ],
-        },
-    }
-    return [deployment, service_object]
+        replicas=None if autoscaled else template.replicas,
+        # one pod at a time, none extra: a full quota or a full GPU pool cannot stall it
+        strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+    )
+    ports = _service_ports(http=8000, grpc=8001, metrics=8002)
+    # the Service selects the slot's canary pods too
+    return [deployment, _service(name, namespace, slot_labels, ports, labels=labels)]
 
 
 def _gateway(
@@ -692,39 +725,16 @@ def _gateway(
             "limits": {"cpu": "2", "memory": "2Gi"},
         },
     }
+    pod = {
+        # the preStop wait, then requests in flight (the client's 30 s at most)
+        "terminationGracePeriodSeconds": GATEWAY_PRESTOP_S + GATEWAY_CLIENT_TIMEOUT_S + 5,
+        "securityContext": {"runAsNonRoot": True},
+        "containers": [container],
+    }
+    ports = _service_ports(http=8000, grpc=8001)
     return [
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": name, "namespace": options.namespace, "labels": dict(labels)},
-            "spec": {
-                "replicas": 2,
-                "selector": {"matchLabels": dict(labels)},
-                "template": {
-                    "metadata": {"labels": dict(labels)},
-                    "spec": {
-                        # the preStop wait, then requests in flight (the client's 30 s at most)
-                        "terminationGracePeriodSeconds": (
-                            GATEWAY_PRESTOP_S + GATEWAY_CLIENT_TIMEOUT_S + 5
-                        ),
-                        "securityContext": {"runAsNonRoot": True},
-                        "containers": [container],
-                    },
-                },
-            },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": name, "namespace": options.namespace, "labels": dict(labels)},
-            "spec": {
-                "selector": dict(labels),
-                "ports": [
-                    {"name": "http", "port": 8000, "targetPort": "http"},
-                    {"name": "grpc", "port": 8001, "targetPort": "grpc"},
-                ],
-            },
-        },
+        _deployment(name, options.namespace, labels, pod, replicas=2),
+        _service(name, options.namespace, labels, ports, labels=labels),
     ]
 
 
@@ -748,23 +758,15 @@ def _etcd(options: ClusterOptions) -> list[dict[str, Any]]:
         f"--initial-cluster={cluster}", "--initial-cluster-state=new",
     ]  # fmt: skip
     return [
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": peers, "namespace": namespace},
-            "spec": {
-                "clusterIP": "None",
-                "publishNotReadyAddresses": True,
-                "selector": dict(labels),
-                "ports": [{"name": "peer", "port": 2380}, {"name": "client", "port": 2379}],
-            },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": ETCD_SERVICE, "namespace": namespace},
-            "spec": {"selector": dict(labels), "ports": [{"name": "client", "port": 2379}]},
-        },
+        _service(
+            peers,
+            namespace,
+            labels,
+            [{"name": "peer", "port": 2380}, {"name": "client", "port": 2379}],
+            clusterIP="None",
+            publishNotReadyAddresses=True,
+        ),
+        _service(ETCD_SERVICE, namespace, labels, [{"name": "client", "port": 2379}]),
         {
             "apiVersion": "apps/v1",
             "kind": "StatefulSet",

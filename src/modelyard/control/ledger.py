@@ -160,25 +160,60 @@ def expand(spec: PlatformSpec, replicas: dict[str, int] | None = None) -> list[P
     return planned
 
 
+@dataclass(slots=True)
+class _Usage:
+    """What instances use: cards per (quota, data centre, GPU model), cores and memory
+    per quota, cards per service/group."""
+
+    cards: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    cpu: Counter[str] = field(default_factory=Counter)
+    memory: Counter[str] = field(default_factory=Counter)
+    cards_by_group: Counter[str] = field(default_factory=Counter)
+
+    @classmethod
+    def of(cls, spec: PlatformSpec, planned: list[PlannedInstance]) -> _Usage:
+        usage = cls()
+        for instance in planned:
+            quota = spec.services[instance.service].quota
+            if instance.spec is not None:
+                usage.cpu[quota] += instance.spec.cpu_cores
+                usage.memory[quota] += instance.spec.memory_gb
+                if instance.spec.gpu_model:
+                    key = (quota, instance.data_center, instance.spec.gpu_model)
+                    usage.cards[key] += instance.cards
+            usage.cards_by_group[f"{instance.service}/{instance.group}"] += instance.cards
+        return usage
+
+
 def build_ledger(
     spec: PlatformSpec,
     reserved: Reservations | None = None,
     planned: list[PlannedInstance] | None = None,
 ) -> Ledger:
     planned = expand(spec) if planned is None else planned
-    reserved = reserved or {}
-    used: Counter[tuple[str, str, str]] = Counter()
-    cpu: Counter[str] = Counter()
-    memory: Counter[str] = Counter()
-    by_group: Counter[str] = Counter()
-    for instance in planned:
-        quota = spec.services[instance.service].quota
-        if instance.spec is not None:
-            cpu[quota] += instance.spec.cpu_cores
-            memory[quota] += instance.spec.memory_gb
-            if instance.spec.gpu_model:
-                used[(quota, instance.data_center, instance.spec.gpu_model)] += instance.cards
-        by_group[f"{instance.service}/{instance.group}"] += instance.cards
+    usage = _Usage.of(spec, planned)
+    quotas = spec.quotas.values()
+    return Ledger(
+        rows=_card_rows(spec, usage.cards, reserved or {}),
+        total_cards=sum(i.cards for i in planned),
+        instances=len(planned),
+        gpu_instances=sum(1 for i in planned if i.cards > 0),
+        cards_by_group=dict(usage.cards_by_group),
+        cpu_by_quota=_used_and_hard(usage.cpu, {q.name: q.cpu_cores for q in quotas}),
+        memory_by_quota=_used_and_hard(usage.memory, {q.name: q.memory_gb for q in quotas}),
+        owners={q.name: dict(q.owner) for q in spec.quotas.values()},
+        shares_by_group={
+            f"{service.name}/{group.name}": group.cards
+            for service in spec.services.values()
+            for group in service.groups.values()
+        },
+    )
+
+
+def _card_rows(
+    spec: PlatformSpec, used: Counter[tuple[str, str, str]], reserved: Reservations
+) -> list[LedgerRow]:
+    """A row per quota, data centre and GPU model that is declared, used or reserved."""
     keys = set(used) | set(reserved)
     for declared in spec.quotas.values():
         for dc, models in declared.cards.items():
@@ -187,33 +222,16 @@ def build_ledger(
     for quota_name, dc, gpu in sorted(keys):
         stated = spec.quotas.get(quota_name)
         hard = stated.cards.get(dc, {}).get(gpu, 0) if stated else 0
-        rows.append(
-            LedgerRow(
-                quota_name,
-                dc,
-                gpu,
-                hard,
-                used[(quota_name, dc, gpu)],
-                reserved.get((quota_name, dc, gpu), 0),
-            )
-        )
-    return Ledger(
-        rows=rows,
-        total_cards=sum(i.cards for i in planned),
-        instances=len(planned),
-        gpu_instances=sum(1 for i in planned if i.cards > 0),
-        cards_by_group=dict(by_group),
-        cpu_by_quota={q: (cpu[q], spec.quotas[q].cpu_cores) for q in cpu if q in spec.quotas},
-        memory_by_quota={
-            q: (memory[q], spec.quotas[q].memory_gb) for q in memory if q in spec.quotas
-        },
-        owners={q.name: dict(q.owner) for q in spec.quotas.values()},
-        shares_by_group={
-            f"{service.name}/{group.name}": group.cards
-            for service in spec.services.values()
-            for group in service.groups.values()
-        },
-    )
+        key = (quota_name, dc, gpu)
+        rows.append(LedgerRow(quota_name, dc, gpu, hard, used[key], reserved.get(key, 0)))
+    return rows
+
+
+def _used_and_hard(
+    used: Counter[str], hard: dict[str, float | None]
+) -> dict[str, tuple[float, float | None]]:
+    """Per declared quota: what its instances use of a resource, and its hard limit."""
+    return {q: (used[q], hard[q]) for q in used if q in hard}
 
 
 def validate(
@@ -226,94 +244,112 @@ def validate(
     ``planned`` (where the instances run after a loss), else of the spec with ``replicas``."""
     planned = expand(spec, replicas) if planned is None else planned
     findings: list[Finding] = []
-    add = findings.append
     for service in spec.services.values():
-        spath = ("services", service.name)
-        _check_service_declaration(spec, findings, spath, service)
-        if service.quota not in spec.quotas:
-            add(
-                Finding(
-                    "QUOTA_UNKNOWN",
-                    f"service {service.name} uses unknown quota '{service.quota}'",
-                    spec.where(*spath, "quota"),
-                )
-            )
-        group_cards = sum(g.cards for g in service.groups.values())
-        if group_cards != service.total_cards:
-            add(
-                Finding(
-                    "GROUP_QUOTA_SUM",
-                    f"group card shares of {service.name} add up to {group_cards}, "
-                    f"not its total_cards {service.total_cards}",
-                    spec.where(*spath, "total_cards"),
-                    requested=group_cards,
-                    limit=service.total_cards,
-                )
-            )
-        owners: dict[str, list[str]] = {}
+        _check_service(spec, findings, service)
         for group in service.groups.values():
-            for model in group.models:
-                owners.setdefault(model, []).append(group.name)
-        for model in service.models:
-            if model not in owners:
-                add(
-                    Finding(
-                        "MODEL_UNBOUND",
-                        f"model {model} of {service.name} is bound to no group",
-                        spec.where(*spath, "models"),
-                    )
-                )
-        for model, groups in owners.items():
-            if len(groups) > 1:
-                add(
-                    Finding(
-                        "MODEL_BOUND_TWICE",
-                        f"model {model} of {service.name} is bound to groups {', '.join(groups)}",
-                        spec.where(*spath, "groups"),
-                        hint="moving a model between groups is a release: one owner at a time",
-                    )
-                )
-        for group in service.groups.values():
-            gpath = (*spath, "groups", group.name)
-            for model in group.models:
-                if model not in service.models:
-                    add(
-                        Finding(
-                            "GROUP_FOREIGN_MODEL",
-                            f"group {group.name} binds {model}, which is not among the models "
-                            f"of {service.name} ({', '.join(service.models) or 'none'})",
-                            spec.where(*gpath, "models"),
-                        )
-                    )
-            _check_autoscaling(spec, findings, gpath, group.autoscaling, group.templates)
-            _check_autoscaling_cards(spec, findings, gpath, group, spec.quotas.get(service.quota))
-            for template in group.templates.values():
-                tpath = (*gpath, "templates", template.name)
-                _check_template(
-                    spec,
-                    findings,
-                    service.name,
-                    service.quota,
-                    service.data_centers,
-                    group.models,
-                    tpath,
-                    template,
-                )
-            used = sum(
-                i.cards for i in planned if i.service == service.name and i.group == group.name
-            )
-            if used > group.cards:
-                add(
-                    Finding(
-                        "GROUP_CARDS_EXCEEDED",
-                        f"group {service.name}/{group.name} runs "
-                        f"instances with {used} cards over its share of {group.cards}",
-                        spec.where(*gpath, "cards"),
-                        requested=used,
-                        limit=group.cards,
-                    )
-                )
+            _check_group(spec, findings, service, group, planned)
     ledger = build_ledger(spec, reserved, planned)
+    _check_quota_cards(spec, findings, ledger)
+    _check_quota_cores_and_memory(spec, findings, ledger)
+    return findings
+
+
+def _check_service(spec: PlatformSpec, findings: list[Finding], service: Service) -> None:
+    """A service's name and interfaces, its quota, its groups' shares, its models' owners."""
+    add = findings.append
+    spath = ("services", service.name)
+    _check_service_declaration(spec, findings, spath, service)
+    if service.quota not in spec.quotas:
+        add(
+            Finding(
+                "QUOTA_UNKNOWN",
+                f"service {service.name} uses unknown quota '{service.quota}'",
+                spec.where(*spath, "quota"),
+            )
+        )
+    group_cards = sum(g.cards for g in service.groups.values())
+    if group_cards != service.total_cards:
+        add(
+            Finding(
+                "GROUP_QUOTA_SUM",
+                f"group card shares of {service.name} add up to {group_cards}, "
+                f"not its total_cards {service.total_cards}",
+                spec.where(*spath, "total_cards"),
+                requested=group_cards,
+                limit=service.total_cards,
+            )
+        )
+    _check_model_owners(spec, findings, spath, service)
+
+
+def _check_model_owners(
+    spec: PlatformSpec, findings: list[Finding], spath: tuple[str, ...], service: Service
+) -> None:
+    """Each model of the service is bound to exactly one group."""
+    owners: dict[str, list[str]] = {}
+    for group in service.groups.values():
+        for model in group.models:
+            owners.setdefault(model, []).append(group.name)
+    for model in service.models:
+        if model not in owners:
+            findings.append(
+                Finding(
+                    "MODEL_UNBOUND",
+                    f"model {model} of {service.name} is bound to no group",
+                    spec.where(*spath, "models"),
+                )
+            )
+    for model, groups in owners.items():
+        if len(groups) > 1:
+            findings.append(
+                Finding(
+                    "MODEL_BOUND_TWICE",
+                    f"model {model} of {service.name} is bound to groups {', '.join(groups)}",
+                    spec.where(*spath, "groups"),
+                    hint="moving a model between groups is a release: one owner at a time",
+                )
+            )
+
+
+def _check_group(
+    spec: PlatformSpec,
+    findings: list[Finding],
+    service: Service,
+    group: Group,
+    planned: list[PlannedInstance],
+) -> None:
+    """A group's models, autoscaling, templates, and the cards its instances use."""
+    gpath = ("services", service.name, "groups", group.name)
+    for model in group.models:
+        if model not in service.models:
+            findings.append(
+                Finding(
+                    "GROUP_FOREIGN_MODEL",
+                    f"group {group.name} binds {model}, which is not among the models "
+                    f"of {service.name} ({', '.join(service.models) or 'none'})",
+                    spec.where(*gpath, "models"),
+                )
+            )
+    _check_autoscaling(spec, findings, gpath, group.autoscaling, group.templates)
+    _check_autoscaling_cards(spec, findings, gpath, group, spec.quotas.get(service.quota))
+    for template in group.templates.values():
+        _check_template(spec, findings, service, group, template)
+    used = sum(i.cards for i in planned if i.service == service.name and i.group == group.name)
+    if used > group.cards:
+        findings.append(
+            Finding(
+                "GROUP_CARDS_EXCEEDED",
+                f"group {service.name}/{group.name} runs "
+                f"instances with {used} cards over its share of {group.cards}",
+                spec.where(*gpath, "cards"),
+                requested=used,
+                limit=group.cards,
+            )
+        )
+
+
+def _check_quota_cards(spec: PlatformSpec, findings: list[Finding], ledger: Ledger) -> None:
+    """The cards instances use and releases reserve, within each quota's hard cards."""
     for row in ledger.rows:
         # a GPU model the quota does not list is reported per template (GPU_NOT_IN_QUOTA);
         # one it lists with 0 cards holds none
@@ -325,15 +361,11 @@ def validate(
                 if quota
                 else spec.where("quotas")
             )
-            code = "QUOTA_EXCEEDED"
-            message = (
-                f"quota {row.quota} in {row.data_center} holds {row.hard} {row.gpu_model} "
-                f"cards; instances use {row.used} and releases reserve {row.reserved}"
-            )
-            add(
+            findings.append(
                 Finding(
-                    code,
-                    message,
+                    "QUOTA_EXCEEDED",
+                    f"quota {row.quota} in {row.data_center} holds {row.hard} {row.gpu_model} "
+                    f"cards; instances use {row.used} and releases reserve {row.reserved}",
                     where,
                     requested=row.used + row.reserved,
                     used=row.used,
@@ -341,13 +373,18 @@ def validate(
                     hint="expand the quota first",
                 )
             )
+
+
+def _check_quota_cores_and_memory(
+    spec: PlatformSpec, findings: list[Finding], ledger: Ledger
+) -> None:
     for code, field_name, unit, by_quota in (
         ("QUOTA_CPU_EXCEEDED", "cpu_cores", "CPU cores", ledger.cpu_by_quota),
         ("QUOTA_MEMORY_EXCEEDED", "memory_gb", "GB", ledger.memory_by_quota),
     ):
         for quota_name, (amount, hard) in by_quota.items():
             if hard is not None and amount > hard:  # None: the quota states no limit
-                add(
+                findings.append(
                     Finding(
                         code,
                         f"quota {quota_name} holds {hard:g} {unit}",
@@ -357,51 +394,15 @@ def validate(
                         hint="expand the quota first",
                     )
                 )
-    return findings
 
 
 def _check_template(
-    spec: PlatformSpec,
-    findings: list[Finding],
-    service: str,
-    quota_name: str,
-    data_centers: tuple[str, ...],
-    owned: tuple[str, ...],
-    tpath: tuple[str, ...],
-    template: Template,
+    spec: PlatformSpec, findings: list[Finding], service: Service, group: Group, template: Template
 ) -> None:
-    add = findings.append
-    if template.spec is None:
-        add(
-            Finding(
-                "SPEC_MALFORMED",
-                f"spec '{template.spec_text}' is not <cores>C/<mem>G or "
-                "<cores>C/<mem>G/<GPU model>*<cards>",
-                spec.where(*tpath, "spec"),
-            )
-        )
-    elif template.spec.cpu_cores == 0 or template.spec.memory_gb == 0:
-        add(
-            Finding(
-                "SPEC_EMPTY",
-                f"spec '{template.spec_text}' gives an instance "
-                f"{template.spec.cpu_cores} CPU cores and {template.spec.memory_gb} GB of "
-                "memory: it needs some of each",
-                spec.where(*tpath, "spec"),
-            )
-        )
-    elif template.spec.gpu_model is not None and template.spec.cards == 0:
-        add(
-            Finding(
-                "SPEC_EMPTY",
-                f"spec '{template.spec_text}' names {template.spec.gpu_model} with 0 cards: "
-                f"write {template.spec.cpu_cores}C/{template.spec.memory_gb}G for a CPU-only "
-                "instance, or at least 1 card",
-                spec.where(*tpath, "spec"),
-            )
-        )
+    tpath = ("services", service.name, "groups", group.name, "templates", template.name)
+    _check_instance_spec(spec, findings, tpath, template)
     if template.replicas < 0:
-        add(
+        findings.append(
             Finding(
                 "REPLICAS_INVALID",
                 f"replicas {template.replicas} is negative",
@@ -411,52 +412,105 @@ def _check_template(
             )
         )
     for model in template.loads:
-        if model not in owned:
-            add(
+        if model not in group.models:
+            findings.append(
                 Finding(
                     "TEMPLATE_FOREIGN_MODEL",
                     f"template {template.name} loads {model}, which its group does not own",
                     spec.where(*tpath, "loads"),
                 )
             )
-    quota = spec.quotas.get(quota_name)
     for dc, queue_name in template.queues.items():
-        where = spec.where(*tpath, "queues", dc)
-        queue = spec.queues.get(queue_name)
-        if queue is None:
-            add(Finding("QUEUE_UNKNOWN", f"queue '{queue_name}' is not defined", where))
-            continue
-        if queue.data_center != dc:
-            add(
-                Finding(
-                    "QUEUE_DC_MISMATCH",
-                    f"queue {queue_name} is in {queue.data_center}, not {dc}",
-                    where,
-                )
+        _check_placement(spec, findings, service, tpath, template, dc, queue_name)
+
+
+def _check_instance_spec(
+    spec: PlatformSpec, findings: list[Finding], tpath: tuple[str, ...], template: Template
+) -> None:
+    """The template's ``spec`` parses, and gives an instance cores, memory, and cards
+    where it names a GPU model."""
+    where = spec.where(*tpath, "spec")
+    if template.spec is None:
+        findings.append(
+            Finding(
+                "SPEC_MALFORMED",
+                f"spec '{template.spec_text}' is not <cores>C/<mem>G or "
+                "<cores>C/<mem>G/<GPU model>*<cards>",
+                where,
             )
-        if data_centers and dc not in data_centers:
-            add(Finding("DC_NOT_IN_SERVICE", f"{service} does not run in {dc}", where))
-        gpu = template.spec.gpu_model if template.spec else None
-        if gpu and gpu not in queue.gpu_models:
-            add(
-                Finding(
-                    "QUEUE_GPU_MISMATCH",
-                    f"queue {queue_name} offers "
-                    f"{', '.join(queue.gpu_models) or 'no GPUs'}, not {gpu}",
-                    where,
-                )
+        )
+    elif template.spec.cpu_cores == 0 or template.spec.memory_gb == 0:
+        findings.append(
+            Finding(
+                "SPEC_EMPTY",
+                f"spec '{template.spec_text}' gives an instance "
+                f"{template.spec.cpu_cores} CPU cores and {template.spec.memory_gb} GB of "
+                "memory: it needs some of each",
+                where,
             )
-        if gpu and quota is not None and gpu not in quota.cards.get(dc, {}):
-            add(
-                Finding(
-                    "GPU_NOT_IN_QUOTA",
-                    f"quota {quota_name} has no {gpu} cards in {dc}",
-                    spec.where(*tpath, "spec"),
-                    requested=template.spec.cards if template.spec else None,
-                    limit=0,
-                    hint="expand the quota first",
-                )
+        )
+    elif template.spec.gpu_model is not None and template.spec.cards == 0:
+        findings.append(
+            Finding(
+                "SPEC_EMPTY",
+                f"spec '{template.spec_text}' names {template.spec.gpu_model} with 0 cards: "
+                f"write {template.spec.cpu_cores}C/{template.spec.memory_gb}G for a CPU-only "
+                "instance, or at least 1 card",
+                where,
             )
+        )
+
+
+def _check_placement(
+    spec: PlatformSpec,
+    findings: list[Finding],
+    service: Service,
+    tpath: tuple[str, ...],
+    template: Template,
+    dc: str,
+    queue_name: str,
+) -> None:
+    """The template's queue in ``dc`` exists there, in a data centre of the service, and
+    offers the template's GPU model, which the service's quota lists there."""
+    add = findings.append
+    where = spec.where(*tpath, "queues", dc)
+    queue = spec.queues.get(queue_name)
+    if queue is None:
+        add(Finding("QUEUE_UNKNOWN", f"queue '{queue_name}' is not defined", where))
+        return
+    if queue.data_center != dc:
+        add(
+            Finding(
+                "QUEUE_DC_MISMATCH",
+                f"queue {queue_name} is in {queue.data_center}, not {dc}",
+                where,
+            )
+        )
+    if service.data_centers and dc not in service.data_centers:
+        add(Finding("DC_NOT_IN_SERVICE", f"{service.name} does not run in {dc}", where))
+    gpu = template.spec.gpu_model if template.spec else None
+    if not gpu:
+        return
+    if gpu not in queue.gpu_models:
+        add(
+            Finding(
+                "QUEUE_GPU_MISMATCH",
+                f"queue {queue_name} offers {', '.join(queue.gpu_models) or 'no GPUs'}, not {gpu}",
+                where,
+            )
+        )
+    quota = spec.quotas.get(service.quota)
+    if quota is not None and gpu not in quota.cards.get(dc, {}):
+        add(
+            Finding(
+                "GPU_NOT_IN_QUOTA",
+                f"quota {service.quota} has no {gpu} cards in {dc}",
+                spec.where(*tpath, "spec"),
+                requested=template.spec.cards if template.spec else None,
+                limit=0,
+                hint="expand the quota first",
+            )
+        )
 
 
 def _check_autoscaling(

@@ -45,9 +45,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from modelyard.yaml_lines import LocatedDocument, load_located, read_text
+
+if TYPE_CHECKING:  # the schema (pydantic) is imported when a spec is parsed
+    from modelyard.control.spec_schema import (
+        GroupSection,
+        QuotaSection,
+        ServiceSection,
+        SpecDocument,
+    )
 
 _SPEC = re.compile(
     r"^(?P<cpu>\d+)C/(?P<mem>\d+)G(?:/(?P<gpu>[A-Za-z0-9][A-Za-z0-9.\-]*)\*(?P<cards>\d+))?$"
@@ -159,80 +167,91 @@ def parse_platform_spec(text: str, filename: str = "platform.yaml") -> PlatformS
 
     doc = load_located(text, filename, "platform/spec")
     root = doc.data if doc.data is not None else {}
-    queues_raw = root.get("queues") if isinstance(root, dict) else None
-    for name, raw in queues_raw.items() if isinstance(queues_raw, dict) else ():
-        if isinstance(raw, dict) and ("count" in raw or "cards" in raw):
-            raise doc.error(
-                ("queues", name), "a queue decides where, never how many: no counts here"
-            )
+    _refuse_counted_queues(doc, root)
     parsed = validated(SpecDocument, doc, root)
-    quotas = {
-        name: Quota(
-            name,
-            {key: str(value) for key, value in quota.owner.items()},
-            quota.cpu_cores,
-            quota.memory_gb,
-            {dc: dict(models) for dc, models in quota.cards.items()},
-        )
-        for name, quota in parsed.quotas.items()
-    }
+    quotas = {name: _quota(name, quota) for name, quota in parsed.quotas.items()}
     queues = {
         name: Queue(name, queue.data_center, queue.pool, tuple(queue.gpu_models))
         for name, queue in parsed.queues.items()
     }
-    services = {}
-    for name, service in parsed.services.items():
-        groups = {}
-        for group_name, group in service.groups.items():
-            templates = {
-                tname: Template(
-                    tname,
-                    template.spec,
-                    InstanceSpec.parse(template.spec),
-                    dict(template.queues),
-                    template.replicas,
-                    tuple(template.loads),
-                    template.memory_budget,
-                )
-                for tname, template in group.templates.items()
-            }
-            groups[group_name] = Group(
-                group_name,
-                tuple(group.models),
-                group.cards,
-                templates,
-                group.release.model_dump(exclude_unset=True) if group.release else {},
-                group.autoscaling.model_dump(exclude_unset=True) if group.autoscaling else {},
-            )
-        for interface in service.attempts:
-            known = (*PROTOCOL_INTERFACES, *service.interfaces)
-            if interface not in known:
-                raise doc.error(
-                    ("services", name, "attempts", interface),
-                    f"unknown interface '{interface}' (known: {', '.join(dict.fromkeys(known))})",
-                )
-        services[name] = Service(
-            name,
-            tuple(service.interfaces),
-            service.quota,
-            tuple(service.data_centers),
-            service.total_cards,
-            tuple(service.models),
-            groups,
-            service.gateway.processes if service.gateway else DEFAULT_GATEWAY_PROCESSES,
-            {key: section.model_dump() for key, section in service.attempts.items()},
-            service.gateway.standby if service.gateway else True,
-        )
-    volume = None
-    if parsed.model_repository is not None:
-        claim, image = parsed.model_repository.claim, parsed.model_repository.image
-        if bool(claim) == bool(image):
+    services = {name: _service(doc, name, service) for name, service in parsed.services.items()}
+    return PlatformSpec(quotas, queues, services, doc, _model_volume(doc, parsed))
+
+
+def _refuse_counted_queues(doc: LocatedDocument, root: Any) -> None:
+    queues = root.get("queues") if isinstance(root, dict) else None
+    for name, raw in queues.items() if isinstance(queues, dict) else ():
+        if isinstance(raw, dict) and ("count" in raw or "cards" in raw):
             raise doc.error(
-                ("model_repository",),
-                "names a claim or an image for the pods' models: one of them",
+                ("queues", name), "a queue decides where, never how many: no counts here"
             )
-        volume = ModelVolume(claim or None, image or None)
-    return PlatformSpec(quotas, queues, services, doc, volume)
+
+
+def _quota(name: str, quota: QuotaSection) -> Quota:
+    return Quota(
+        name,
+        {key: str(value) for key, value in quota.owner.items()},
+        quota.cpu_cores,
+        quota.memory_gb,
+        {dc: dict(models) for dc, models in quota.cards.items()},
+    )
+
+
+def _service(doc: LocatedDocument, name: str, service: ServiceSection) -> Service:
+    for interface in service.attempts:
+        known = (*PROTOCOL_INTERFACES, *service.interfaces)
+        if interface not in known:
+            raise doc.error(
+                ("services", name, "attempts", interface),
+                f"unknown interface '{interface}' (known: {', '.join(dict.fromkeys(known))})",
+            )
+    return Service(
+        name,
+        tuple(service.interfaces),
+        service.quota,
+        tuple(service.data_centers),
+        service.total_cards,
+        tuple(service.models),
+        {group_name: _group(group_name, group) for group_name, group in service.groups.items()},
+        service.gateway.processes if service.gateway else DEFAULT_GATEWAY_PROCESSES,
+        {key: section.model_dump() for key, section in service.attempts.items()},
+        service.gateway.standby if service.gateway else True,
+    )
+
+
+def _group(name: str, group: GroupSection) -> Group:
+    templates = {
+        tname: Template(
+            tname,
+            template.spec,
+            InstanceSpec.parse(template.spec),
+            dict(template.queues),
+            template.replicas,
+            tuple(template.loads),
+            template.memory_budget,
+        )
+        for tname, template in group.templates.items()
+    }
+    return Group(
+        name,
+        tuple(group.models),
+        group.cards,
+        templates,
+        group.release.model_dump(exclude_unset=True) if group.release else {},
+        group.autoscaling.model_dump(exclude_unset=True) if group.autoscaling else {},
+    )
+
+
+def _model_volume(doc: LocatedDocument, parsed: SpecDocument) -> ModelVolume | None:
+    if parsed.model_repository is None:
+        return None
+    claim, image = parsed.model_repository.claim, parsed.model_repository.image
+    if bool(claim) == bool(image):
+        raise doc.error(
+            ("model_repository",),
+            "names a claim or an image for the pods' models: one of them",
+        )
+    return ModelVolume(claim or None, image or None)
 
 
 def read_platform_spec(path: Path) -> PlatformSpec:

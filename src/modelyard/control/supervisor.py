@@ -135,6 +135,10 @@ class GatewayProcess:
     def adopted(self) -> bool:
         return self.process is None and self.pid > 0
 
+    def logger(self) -> Any:
+        """The supervisor's log, with this process's service, slot and pid."""
+        return log.bind(service=self.service, slot=self.slot, pid=self.pid)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "service": self.service,
@@ -192,10 +196,29 @@ class Supervisor:
         """Adopt the recorded gateways that fit ``plans``, start the rest; the recorded ones
         that do not fit are stopped later (``stop_leftovers``, once the new ones listen).
         What was done."""
-        done: list[str] = []
         self.plans = {plan.service: plan for plan in plans}
+        fitting, leftover = self._sort_recorded()
+        done = _stop_blocking(plans, leftover)
+        for plan in plans:
+            for slot in [*range(plan.processes), *([STANDBY] if plan.standby else [])]:
+                gateway = self._new(plan, slot)
+                mine = fitting.get((plan.service, slot == STANDBY), [])
+                if mine:
+                    done.append(_adopt(gateway, mine.pop(0)))
+                else:
+                    self._launch(gateway)
+                self.gateways.append(gateway)
+        self.record()
+        self._leftover = leftover
+        return done
+
+    def _sort_recorded(
+        self,
+    ) -> tuple[dict[tuple[str, bool], list[dict[str, Any]]], list[dict[str, Any]]]:
+        """The recorded gateways still alive: those that fit the plans, per service and
+        whether they stand by (no more than a plan wants), and the others."""
+        fitting: dict[tuple[str, bool], list[dict[str, Any]]] = {}
         leftover: list[dict[str, Any]] = []
-        adopted: dict[tuple[str, bool], list[dict[str, Any]]] = {}
         for entry in read_gateways(self.state_dir):
             pid, service = int(entry.get("pid", 0)), str(entry.get("service", ""))
             if not is_alive(pid, service):
@@ -207,40 +230,10 @@ class Supervisor:
                 plan is not None
                 and entry.get("http_port") == plan.http_port
                 and entry.get("grpc_port") == plan.grpc_port
-                and len(adopted.get((service, standby), [])) < wanted
+                and len(fitting.get((service, standby), [])) < wanted
             )
-            (adopted.setdefault((service, standby), []) if fits else leftover).append(entry)
-        # one left on a port wanted now, or recorded without its port (an older control
-        # plane's, which did not share it), must go first: a new one could not bind beside it
-        wanted_ports = {plan.http_port for plan in plans}
-        for entry in [e for e in leftover if e.get("http_port") in (*wanted_ports, None)]:
-            leftover.remove(entry)
-            if stop_process(int(entry["pid"]), str(entry["service"]), signal.SIGINT):
-                done.append(f"stopped the gateway of {entry['service']} pid {entry['pid']}, "
-                            "left by an earlier control plane")  # fmt: skip
-        for plan in plans:
-            slots = [*range(plan.processes), *([STANDBY] if plan.standby else [])]
-            for slot in slots:
-                gateway = self._new(plan, slot)
-                mine = adopted.get((plan.service, slot == STANDBY), [])
-                if mine:
-                    entry = mine.pop(0)
-                    gateway.pid = int(entry["pid"])
-                    gateway.status_port = int(entry.get("status_port") or 0)
-                    gateway.started_at = float(entry.get("started_at") or time.time())
-                    gateway.started_mono = time.monotonic()
-                    gateway.state = "standby" if slot == STANDBY else "running"
-                    done.append(
-                        f"adopted the gateway of {plan.service} pid {gateway.pid} "
-                        f"({'standby' if slot == STANDBY else 'on port ' + str(plan.http_port)}), "
-                        "left running by an earlier control plane"
-                    )
-                else:
-                    self._launch(gateway)
-                self.gateways.append(gateway)
-        self.record()
-        self._leftover = leftover
-        return done
+            (fitting.setdefault((service, standby), []) if fits else leftover).append(entry)
+        return fitting, leftover
 
     def stop_leftovers(self) -> list[str]:
         """The recorded gateways this control plane did not adopt: handed over to the new
@@ -309,11 +302,8 @@ class Supervisor:
         gateway.started_at, gateway.started_mono = time.time(), time.monotonic()
         gateway.state = "starting"
         self._dirty = True
-        log.info(
+        gateway.logger().info(
             "gateway_started",
-            service=gateway.service,
-            slot=gateway.slot,
-            pid=gateway.pid,
             port=gateway.http_port,
             status_port=gateway.status_port,
             restarts=gateway.backoff.restarts,
@@ -353,11 +343,8 @@ class Supervisor:
         wait = gateway.backoff.exited(status, ran, now)
         gateway.state, gateway.process = "backoff", None
         self._dirty = True
-        log.warning(
+        gateway.logger().warning(
             "gateway_exited",
-            service=gateway.service,
-            slot=gateway.slot,
-            pid=gateway.pid,
             exit=describe_exit(status),
             ran_s=round(ran, 1),
             restart_in_s=wait,
@@ -367,11 +354,8 @@ class Supervisor:
     def _now(self, gateway: GatewayProcess, state: str, now: float) -> None:
         gateway.state = state
         self._dirty = True
-        log.info(
+        gateway.logger().info(
             "gateway_serving" if state == "running" else "gateway_standing_by",
-            service=gateway.service,
-            slot=gateway.slot,
-            pid=gateway.pid,
             after_s=round(now - gateway.started_mono, 2),
         )
 
@@ -395,11 +379,8 @@ class Supervisor:
         gateway.started_at, gateway.started_mono = standby.started_at, standby.started_mono
         gateway.state = "promoting"
         gateway.backoff.restarts += 1
-        log.info(
+        gateway.logger().info(
             "gateway_standby_promoted",
-            service=gateway.service,
-            slot=gateway.slot,
-            pid=gateway.pid,
             restarts=gateway.backoff.restarts,
         )
         standby.process, standby.pid = None, 0
@@ -530,3 +511,32 @@ def stop_process(pid: int, name: str, how: int = signal.SIGTERM, timeout: float 
     if is_alive(pid, name):
         os.kill(pid, signal.SIGKILL)
     return True
+
+
+def _stop_blocking(plans: list[GatewayPlan], leftover: list[dict[str, Any]]) -> list[str]:
+    """Stop the leftover gateways on a port wanted now, or recorded without their port (an
+    older control plane's, which did not share it): a new one could not bind beside them.
+    They leave ``leftover``."""
+    done = []
+    wanted_ports = {plan.http_port for plan in plans}
+    for entry in [e for e in leftover if e.get("http_port") in (*wanted_ports, None)]:
+        leftover.remove(entry)
+        if stop_process(int(entry["pid"]), str(entry["service"]), signal.SIGINT):
+            done.append(f"stopped the gateway of {entry['service']} pid {entry['pid']}, "
+                        "left by an earlier control plane")  # fmt: skip
+    return done
+
+
+def _adopt(gateway: GatewayProcess, entry: dict[str, Any]) -> str:
+    """Take over a recorded gateway that fits: what was done."""
+    standby = gateway.slot == STANDBY
+    gateway.pid = int(entry["pid"])
+    gateway.status_port = int(entry.get("status_port") or 0)
+    gateway.started_at = float(entry.get("started_at") or time.time())
+    gateway.started_mono = time.monotonic()
+    gateway.state = "standby" if standby else "running"
+    return (
+        f"adopted the gateway of {gateway.service} pid {gateway.pid} "
+        f"({'standby' if standby else 'on port ' + str(gateway.http_port)}), "
+        "left running by an earlier control plane"
+    )

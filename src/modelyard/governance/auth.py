@@ -17,6 +17,10 @@ from fnmatch import fnmatchcase
 from modelyard.errors import Code, GovernanceError
 from modelyard.governance.guard import Call
 
+AUTH_RULES = "auth/"  # the family every auth rule id belongs to
+UNAUTHENTICATED_RULE = "auth/unauthenticated"
+PERMISSION_RULE = "auth/permission"
+
 INTERFACES = ("infer", "metadata", "admin", "health")
 OPEN_INTERFACES = frozenset({"health"})
 
@@ -65,7 +69,7 @@ def permission_denied(
         f"request rejected: principal '{principal.name}' may not call interface "
         f"{interface}{target}{through}",
         code=Code.PERMISSION_DENIED,
-        rule="auth/permission",
+        rule=PERMISSION_RULE,
         where=f"auth.principals.{principal.name}.allow.{interface} in "
         f"{service_file}" + (f" ({principal.line})" if principal.line else ""),
     )
@@ -79,7 +83,7 @@ class AuthGuard:
 
     def __init__(self, config: AuthConfig) -> None:
         self.config = config
-        self.rejections: dict[str, int] = {"auth/unauthenticated": 0, "auth/permission": 0}
+        self.rejections: dict[str, int] = {UNAUTHENTICATED_RULE: 0, PERMISSION_RULE: 0}
         # per-request work is a dict lookup: digests of recent secrets, decisions per model
         self._digests: dict[str, str] = {}
         self._decisions: dict[tuple[str, str, str | None], bool] = {}
@@ -104,7 +108,7 @@ class AuthGuard:
     def check(self, call: Call) -> None:
         error = self._refusal(call)
         if error is not None:
-            self.rejections[error.rule or "auth/unauthenticated"] += 1
+            self.rejections[error.rule or UNAUTHENTICATED_RULE] += 1
             raise error
 
     def quick(self, call: Call) -> None:
@@ -123,7 +127,7 @@ class AuthGuard:
             return GovernanceError(
                 f"request rejected: no credentials for interface {interface}",
                 code=Code.UNAUTHENTICATED,
-                rule="auth/unauthenticated",
+                rule=UNAUTHENTICATED_RULE,
                 where="send an API key in the x-api-key header (gRPC metadata) or "
                 "'Authorization: Bearer <token>'; keys are listed under auth.principals "
                 f"in {self.config.service_file}",
@@ -133,7 +137,7 @@ class AuthGuard:
             return GovernanceError(
                 f"request rejected: unknown API key or token for interface {interface}",
                 code=Code.UNAUTHENTICATED,
-                rule="auth/unauthenticated",
+                rule=UNAUTHENTICATED_RULE,
                 where="use a key whose sha256 digest is under auth.principals in "
                 f"{self.config.service_file} (modelyard auth hash-key KEY prints it)",
             )

@@ -33,6 +33,7 @@ log = structlog.get_logger("modelyard.governance")
 
 BreakerKind = Literal["slow_call_ratio", "error_ratio", "error_count"]
 KINDS: tuple[str, ...] = ("slow_call_ratio", "error_ratio", "error_count")
+BREAKER_RULES = "breaker/"  # a breaker's rule id: this and the rule's own id
 FAILURE_CODES = frozenset({Code.INTERNAL, Code.UNAVAILABLE, Code.DEADLINE_EXCEEDED})
 BUCKETS = 10
 HISTORY = 64  # transitions kept per breaker
@@ -81,7 +82,7 @@ class BreakerRule:
         raise ConfigError(
             f"invalid breaker rule {self.id}: {detail}",
             code=Code.INVALID_ARGUMENT,
-            rule=f"breaker/{self.id}",
+            rule=f"{BREAKER_RULES}{self.id}",
             where=f"breakers.{self.id}.{field}",
         )
 
@@ -154,7 +155,7 @@ class CircuitBreaker:
         self.transition_counts: dict[tuple[BreakerState, BreakerState], int] = {}
         self.rejections = 0  # every refused call
         self.fallbacks = 0  # the refused calls answered with the rule's fallback
-        self.note_key = f"breaker/{rule.id}"
+        self.note_key = f"{BREAKER_RULES}{rule.id}"
 
     @property
     def changed_at(self) -> float | None:
@@ -229,7 +230,7 @@ class CircuitBreaker:
         return rejected(
             f"breaker {rule.id} {self.state.name} for {where}: {detail}",
             code=Code.UNAVAILABLE,
-            rule=f"breaker/{rule.id}",
+            rule=f"{BREAKER_RULES}{rule.id}",
             where=f"breakers.{rule.id} in {service_file}",
             retry_after=max(wait, 0.0),
         )
@@ -268,7 +269,7 @@ class CircuitBreaker:
         emit = log.warning if to is BreakerState.OPEN else log.info
         emit(
             "breaker_state_changed",
-            rule=f"breaker/{self.rule.id}",
+            rule=f"{BREAKER_RULES}{self.rule.id}",
             interface=self.interface,
             model=self.model,
             from_state=before.value,

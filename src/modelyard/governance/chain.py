@@ -31,6 +31,7 @@ import structlog
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.errors import GovernanceError
 from modelyard.governance.guard import Call, Degraded, Guard, Quick, QuickGuard
+from modelyard.governance.ratelimit import RATE_LIMIT_RULES
 from modelyard.protocol.status import http_status
 
 log = structlog.get_logger("modelyard.governance")
@@ -96,8 +97,9 @@ def strategy_of(rule: str | None) -> str:
     """'ratelimit/cluster-qps' -> 'cluster-qps'; 'breaker/slow-ranker' -> 'breaker'."""
     if not rule:
         return "unknown"
-    family, _, name = rule.partition("/")
-    return name if family == "ratelimit" else family
+    if rule.startswith(RATE_LIMIT_RULES):
+        return rule.removeprefix(RATE_LIMIT_RULES)
+    return rule.partition("/")[0]
 
 
 class GuardChain:

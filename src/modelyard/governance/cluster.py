@@ -51,6 +51,7 @@ from modelyard.clock import Clock
 from modelyard.errors import GovernanceError
 from modelyard.governance.guard import Call, Quick, rejected
 from modelyard.governance.ratelimit import (
+    CLUSTER_QPS_RULE,
     LimitShares,
     QpsLimit,
     RateWindow,
@@ -61,12 +62,18 @@ from modelyard.tasks import cancel_and_wait
 
 log = structlog.get_logger("modelyard.governance")
 
+# The script's clock, ``t``: Redis' own, so instances need not agree on time. (The
+# tests put a table's times here, as they drive ``SharedLimit`` with a fake clock.)
+REDIS_CLOCK = "local t = redis.call('TIME')\n"
+
 # KEYS[1]: pool hash; KEYS[1 + i]: reserve hash of the i-th reserved model.
 # ARGV: want, mine (caller's reserve index, 0 for none), offered (calls this
 # instance saw since its last trip, for the observed rate), ttl_ms, limit,
 # pool_rate, total_capacity, then rate_i, capacity_i for each reserve.
 # Returns {granted, seconds to one token, seconds to `want` tokens, observed calls/s}.
-LEASE_SCRIPT = """
+# It decides as SharedLimit.try_take and SharedLimit.wait_time do (one table of cases
+# tests both). A clock that steps back makes no tokens and keeps the later time.
+LEASE_STEPS = """
 local want = tonumber(ARGV[1])
 local mine = tonumber(ARGV[2])
 local offered = tonumber(ARGV[3])
@@ -74,16 +81,18 @@ local ttl = tonumber(ARGV[4])
 local limit = tonumber(ARGV[5])
 local pool_rate = tonumber(ARGV[6])
 local total = tonumber(ARGV[7])
-local t = redis.call('TIME')
 local sec = tonumber(t[1])
 local usec = tonumber(t[2])
-local now = sec + usec / 1000000
 
 local pool = redis.call('HMGET', KEYS[1], 'tokens', 'sec', 'usec', 'win', 'cur', 'prev')
 local elapsed = 0
+local refilled_sec, refilled_usec = t[1], t[2]
 if pool[2] then
   elapsed = (sec - tonumber(pool[2])) + (usec - tonumber(pool[3])) / 1000000
-  if elapsed < 0 then elapsed = 0 end
+  if elapsed < 0 then
+    elapsed = 0
+    refilled_sec, refilled_usec = pool[2], pool[3]
+  end
 end
 
 local n = #KEYS - 1
@@ -137,8 +146,8 @@ end
 cur = cur + offered
 local observed = prev * (1 - usec / 1000000) + cur
 
-redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', free), 'sec', t[1], 'usec', t[2],
-  'win', win, 'cur', cur, 'prev', prev)
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', free),
+  'sec', refilled_sec, 'usec', refilled_usec, 'win', win, 'cur', cur, 'prev', prev)
 redis.call('PEXPIRE', KEYS[1], ttl)
 for i = 1, n do
   redis.call('HSET', KEYS[1 + i], 'tokens', string.format('%.17g', tokens[i]))
@@ -147,6 +156,20 @@ end
 return {granted, string.format('%.9f', wait_one), string.format('%.9f', wait_want),
   string.format('%.3f', observed)}
 """
+LEASE_SCRIPT = REDIS_CLOCK + LEASE_STEPS
+
+
+def lease_limit_args(shares: LimitShares, ttl_ms: int) -> list[str | int]:
+    """The script's arguments after want, mine and offered: the limit ``shares`` split."""
+    args: list[str | int] = [
+        ttl_ms,
+        repr(float(shares.limit)),
+        repr(float(shares.pool_rate)),
+        repr(float(shares.total_capacity)),
+    ]
+    for model in shares.reserved:
+        args += [repr(float(shares.reserved[model])), repr(shares.reserve_capacity[model])]
+    return args
 
 
 # Half a second of traffic per chunk: a round trip costs the instance ~150-200 us of CPU
@@ -212,16 +235,7 @@ class _Interface:
     def _script_args(self, shares: LimitShares) -> list[str | int]:
         # keys outlive the longer burst, the whole limit's or the share's
         burst = max(self.shares.burst_seconds, shares.burst_seconds)
-        ttl_ms = int((2 * burst + 10) * 1000)
-        args: list[str | int] = [
-            ttl_ms,
-            repr(float(shares.limit)),
-            repr(float(shares.pool_rate)),
-            repr(float(shares.total_capacity)),
-        ]
-        for model in shares.reserved:
-            args += [repr(float(shares.reserved[model])), repr(shares.reserve_capacity[model])]
-        return args
+        return lease_limit_args(shares, int((2 * burst + 10) * 1000))
 
 
 class ClusterQpsGuard:
@@ -229,7 +243,7 @@ class ClusterQpsGuard:
 
     learns_from_outcomes = False  # record() is a no-op: the chain skips it
 
-    rule = "ratelimit/cluster-qps"
+    rule = CLUSTER_QPS_RULE
     strategy = "cluster-qps"
 
     def __init__(

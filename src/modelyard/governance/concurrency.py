@@ -27,6 +27,7 @@ from modelyard.governance.guard import Call, rejected, require_unique_ids
 
 Algorithm = Literal["aimd", "gradient2"]
 ALGORITHMS: tuple[str, ...] = ("aimd", "gradient2")
+CONCURRENCY_RULES = "concurrency/"  # a limit's rule id: this and the rule's own id
 NOTE = "concurrency"  # call.notes key: (limiter, clock seconds when admitted)
 MAX_LIMITERS = 4096  # past this, idle limiters of unknown (model, version) pairs are dropped
 
@@ -78,7 +79,7 @@ class ConcurrencyRule:
         raise ConfigError(
             f"invalid concurrency rule {self.id}: {detail}",
             code=Code.INVALID_ARGUMENT,
-            rule=f"concurrency/{self.id}",
+            rule=f"{CONCURRENCY_RULES}{self.id}",
             where=f"concurrency.{self.id}.{field}",
         )
 
@@ -206,7 +207,7 @@ class ConcurrencyLimiter:
             f"{self.in_flight} calls in flight at concurrency limit {self.limit} for {target} "
             f"({rule.algorithm}: {self.algorithm.reason})",
             code=Code.RESOURCE_EXHAUSTED,
-            rule=f"concurrency/{rule.id}",
+            rule=f"{CONCURRENCY_RULES}{rule.id}",
             where=f"concurrency.{rule.id} in {service_file}",
             retry_after=retry_after,
         )

@@ -17,6 +17,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from modelyard.governance.auth import AUTH_RULES
+from modelyard.governance.breaker import BREAKER_RULES
+from modelyard.governance.concurrency import CONCURRENCY_RULES
+from modelyard.governance.ratelimit import (
+    CLUSTER_QPS_RULE,
+    INSTANCE_QPS_RULE,
+    LIMIT_KEYS,
+    RATE_LIMIT_RULES,
+    limit_key,
+)
 from modelyard.governance.service_config import counted_on
 
 _CENTRAL = re.compile(r"\bcentral:(?P<service>[a-z0-9.-]+)@r(?P<revision>\d+)")
@@ -45,9 +55,8 @@ _PRINCIPAL = re.compile(
 _NO_CREDENTIALS = re.compile(r"for interface (?P<interface>\w+)")
 
 _LAYERS = {
-    "ratelimit/instance-qps": "governance > rate limit > instance-qps "
-    "(a token bucket on each instance)",
-    "ratelimit/cluster-qps": "governance > rate limit > cluster-qps "
+    INSTANCE_QPS_RULE: "governance > rate limit > instance-qps (a token bucket on each instance)",
+    CLUSTER_QPS_RULE: "governance > rate limit > cluster-qps "
     "(one budget for every instance of the service, counted in Redis)",
     "breaker": "governance > circuit breaker",
     "concurrency": "governance > adaptive concurrency limit",
@@ -55,7 +64,7 @@ _LAYERS = {
 }
 
 
-def classify(text: str) -> str:
+def query_kind(text: str) -> str:
     """'line' (an error line or JSON error body), 'rule' (id or dotted key) or 'request'."""
     text = text.strip()
     if text.startswith("{") or text.startswith("[") or "; rule=" in text:
@@ -70,11 +79,11 @@ def rule_of_key(text: str, interface: str = "infer") -> tuple[str, str]:
     parts = text.split(".")
     if parts[0] == "limits" and len(parts) >= 3:
         if parts[2] in ("cluster_qps", "instance_qps"):
-            return f"ratelimit/{parts[2].replace('_', '-')}", parts[1]
-        return "ratelimit/cluster-qps", parts[1]
+            return f"{RATE_LIMIT_RULES}{parts[2].replace('_', '-')}", parts[1]
+        return CLUSTER_QPS_RULE, parts[1]
     if parts[0] in ("breakers", "concurrency") and len(parts) >= 2:
-        family = "breaker" if parts[0] == "breakers" else "concurrency"
-        return f"{family}/{parts[1]}", interface
+        family = BREAKER_RULES if parts[0] == "breakers" else CONCURRENCY_RULES
+        return f"{family}{parts[1]}", interface
     return text, interface
 
 
@@ -217,29 +226,35 @@ def rule_setting(
     match = _RULE_ID.match(rule or "")
     if match is None:
         return None
-    family, name = match["family"], match["name"]
-    if family == "ratelimit" and name in ("instance-qps", "cluster-qps") and interface:
-        key = name.replace("-", "_")
+    key = LIMIT_KEYS.get(rule or "")
+    if key is not None and interface:
         limit = (sections.get("limits") or {}).get(interface) or {}
         path = f"limits.{interface}.{key}"
         return Setting(path, limit.get(key), path, limit.get(key))
-    if family in ("breaker", "concurrency"):
-        section = "breakers" if family == "breaker" else "concurrency"
-        knob = "threshold" if family == "breaker" else "max_limit"
-        rule_doc = (sections.get(section) or {}).get(name)
-        knob_value = rule_doc.get(knob) if isinstance(rule_doc, dict) else None
-        return Setting(f"{section}.{name}", rule_doc, f"{section}.{name}.{knob}", knob_value)
+    name = match["name"]
+    for family, section, knob in _RULE_SECTIONS:
+        if (rule or "").startswith(family):
+            rule_doc = (sections.get(section) or {}).get(name)
+            knob_value = rule_doc.get(knob) if isinstance(rule_doc, dict) else None
+            return Setting(f"{section}.{name}", rule_doc, f"{section}.{name}.{knob}", knob_value)
     return None
+
+
+# rule ids named by a rule of their own: the family, its section, the knob that moves it
+_RULE_SECTIONS = (
+    (BREAKER_RULES, "breakers", "threshold"),
+    (CONCURRENCY_RULES, "concurrency", "max_limit"),
+)
 
 
 def budget_sharing(
     sections: Mapping[str, Any], rule: str | None, interface: str | None, models: list[str]
 ) -> str | None:
     """Which models share the budget a rate-limit rule guards."""
-    if not (rule or "").startswith("ratelimit/") or not interface:
+    key = limit_key(rule)
+    if key is None or not interface:
         return None
     limit = (sections.get("limits") or {}).get(interface) or {}
-    key = "cluster_qps" if rule == "ratelimit/cluster-qps" else "instance_qps"
     total = limit.get(key)
     reserved = {m: float(s["reserved_qps"]) for m, s in (limit.get("models") or {}).items()}
     models = models_on(sections, interface, models)
@@ -357,8 +372,7 @@ def _numbers_row(parsed: ParsedLine) -> str:
 
 
 def _change_row(parsed: ParsedLine, setting: Setting | None, context: Context) -> str:
-    family = (parsed.rule or "").partition("/")[0]
-    if family == "auth":
+    if (parsed.rule or "").startswith(AUTH_RULES):
         return (
             f"{parsed.where} (auth stays in each instance's local service file)"
             if parsed.where

@@ -31,6 +31,21 @@ _SLACK = 1e-9
 
 CLASSIC_MESSAGE = "the current limit has been reached"
 
+RATE_LIMIT_RULES = "ratelimit/"  # the family every rate-limit rule id belongs to
+INSTANCE_QPS_RULE = "ratelimit/instance-qps"
+CLUSTER_QPS_RULE = "ratelimit/cluster-qps"
+
+
+# the rule ids that enforce a key under ``limits.<interface>``
+LIMIT_KEYS = {INSTANCE_QPS_RULE: "instance_qps", CLUSTER_QPS_RULE: "cluster_qps"}
+
+
+def limit_key(rule: str | None) -> str | None:
+    """The key under ``limits.<interface>`` that a rate-limit rule id enforces, or None."""
+    if not (rule or "").startswith(RATE_LIMIT_RULES):
+        return None
+    return "cluster_qps" if rule == CLUSTER_QPS_RULE else "instance_qps"
+
 
 @dataclass(frozen=True, slots=True)
 class QpsLimit:
@@ -257,6 +272,10 @@ class SharedLimit:
             pool.tokens -= n - own
         return True
 
+    def tokens_left(self) -> float:
+        """The tokens in the pool and the reserves together, as of the last refill."""
+        return self._pool.tokens + sum(bucket.tokens for bucket in self._reserve_list)
+
     def wait_time(self, model: str | None, n: float = 1.0) -> float:
         """Seconds until ``model`` could take ``n`` tokens at today's refill rates."""
         self._refill(self._clock.monotonic())
@@ -341,7 +360,7 @@ class InstanceQpsGuard:
 
     learns_from_outcomes = False  # record() is a no-op: the chain skips it
 
-    rule = "ratelimit/instance-qps"
+    rule = INSTANCE_QPS_RULE
     strategy = "instance-qps"
 
     def __init__(

@@ -39,14 +39,14 @@ from modelyard.errors import (
     ModelyardError,
     retry_after_header,
 )
-from modelyard.governance.auth import AuthGuard, Principal, permission_denied
-from modelyard.governance.breaker import BreakerGuard
+from modelyard.governance.auth import PERMISSION_RULE, AuthGuard, Principal, permission_denied
+from modelyard.governance.breaker import BREAKER_RULES, BreakerGuard
 from modelyard.governance.chain import GuardChain
 from modelyard.governance.cluster import ClusterQpsGuard
 from modelyard.governance.concurrency import AdaptiveConcurrencyGuard
 from modelyard.governance.explain import rule_setting
 from modelyard.governance.guard import Call, Degraded, Fallback, Guard
-from modelyard.governance.ratelimit import InstanceQpsGuard, qps_limits
+from modelyard.governance.ratelimit import InstanceQpsGuard, limit_key, qps_limits
 from modelyard.governance.rejections import RejectionLog, rejection_not_found
 from modelyard.governance.rule_checks import breaker_rules, concurrency_rules, redis_url
 from modelyard.governance.service_config import (
@@ -323,7 +323,7 @@ class Governance:
                 raise GovernanceError(
                     f"a model's call to model '{model}' is for no known caller, and auth is on",
                     code=Code.PERMISSION_DENIED,
-                    rule="auth/permission",
+                    rule=PERMISSION_RULE,
                     where=f"call '{model}' from execute() of a request admitted with a key",
                 )
             for name in principals:
@@ -369,11 +369,9 @@ class Governance:
 
     def rate_limit_headers(self, call: Call, error: ModelyardError) -> dict[str, str]:
         """IETF RateLimit-* fields for a rate-limit rejection."""
-        if not isinstance(error, GovernanceError) or not (error.rule or "").startswith(
-            "ratelimit/"
-        ):
+        key = limit_key(error.rule) if isinstance(error, GovernanceError) else None
+        if key is None:
             return {}
-        key = "cluster_qps" if error.rule == "ratelimit/cluster-qps" else "instance_qps"
         limit = (self.config.limits.get(call.interface) or {}).get(key)
         reset = retry_after_header(1.0 if error.retry_after is None else error.retry_after)
         headers = {"RateLimit-Remaining": "0", "RateLimit-Reset": reset}
@@ -588,7 +586,7 @@ class Governance:
                 changed = breaker.changed_at
                 breakers.append(
                     {
-                        "rule": f"breaker/{breaker.rule.id}",
+                        "rule": f"{BREAKER_RULES}{breaker.rule.id}",
                         "interface": breaker.interface,
                         "model": breaker.model,
                         "state": breaker.state.value,

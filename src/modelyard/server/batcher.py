@@ -50,6 +50,10 @@ DEFAULT_EXECUTION_TOKENS = 8.0
 REJECT = mc.ModelQueuePolicy.TimeoutAction.REJECT
 DELAY = mc.ModelQueuePolicy.TimeoutAction.DELAY
 
+# A request refused at the queue, before it cost an execution (Triton's REJECTED).
+QUEUE_FULL_RULE = "model-server/queue-full"
+QUEUE_TIMEOUT_RULE = "model-server/queue-timeout"
+
 
 @dataclass(frozen=True, slots=True)
 class QueuePolicy:
@@ -248,7 +252,7 @@ class RequestQueue:
             f"queue of model '{self.model}' version {self.version} is full "
             f"({queued}/{limit} requests at priority {level})",
             code=Code.UNAVAILABLE,
-            rule="model-server/queue-full",
+            rule=QUEUE_FULL_RULE,
             where=f"{setting} in {self.model}/config.pbtxt (or modelyard serve "
             "--max-queue-size), or add instances (instance_group.count)",
             retry_after=0.05,
@@ -305,7 +309,7 @@ class RequestQueue:
             f"request to model '{self.model}' version {self.version} timed out after "
             f"{waited_ms:.1f} ms in queue; it was dropped before execution",
             code=Code.UNAVAILABLE,
-            rule="model-server/queue-timeout",
+            rule=QUEUE_TIMEOUT_RULE,
             where=f"dynamic_batching.default_queue_policy.default_timeout_microseconds in "
             f"{self.model}/config.pbtxt, or the request's timeout parameter",
         )

@@ -28,6 +28,7 @@ import numpy as np
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import DecoupledRequest
 from modelyard.errors import Code, ModelServerError, ModelyardError
+from modelyard.server.batcher import QUEUE_FULL_RULE
 from modelyard.server.scheduler import (
     InstanceThreads,
     failed_around,
@@ -135,7 +136,7 @@ class DecoupledScheduler(InstanceThreads):
                 raise ModelServerError(
                     f"model '{self.model}' has {MAX_QUEUED} requests waiting for an instance",
                     code=Code.UNAVAILABLE,
-                    rule="model-server/queue-full",
+                    rule=QUEUE_FULL_RULE,
                     where=f"instance_group count of {self.model}/config.pbtxt, or retry",
                     retry_after=1.0,
                 )

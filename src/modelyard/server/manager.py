@@ -64,8 +64,8 @@ from modelyard.server.model_version import (
     instance_count,
     load_model_version,
 )
-from modelyard.server.rate_limiter import ResourceLimiter
 from modelyard.server.residency import PINNED, RESIDENCY_KEY, WARM, Residency, describe
+from modelyard.server.resource_limiter import ResourceLimiter
 from modelyard.server.response_cache import ResponseCache
 from modelyard.server.scheduler import Scheduler
 from modelyard.server.stats import LatencySummaries

@@ -28,7 +28,7 @@ from modelyard.server.batcher import BatchingPolicy
 from modelyard.server.decoupled import DecoupledScheduler
 from modelyard.server.embedding_cache import EmbeddingCache, parse_size
 from modelyard.server.loop_load import LoopLoad
-from modelyard.server.rate_limiter import ResourceLimiter, instance_needs
+from modelyard.server.resource_limiter import ResourceLimiter, instance_needs
 from modelyard.server.scheduler import Scheduler
 from modelyard.server.sequence_batcher import SequenceScheduler
 from modelyard.server.sequence_policy import SequencePolicy

@@ -48,9 +48,15 @@ import numpy as np
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import BatchedRequest, Engine, batch_requests
 from modelyard.errors import Code, EngineError, ModelServerError, ModelyardError, without_paths
-from modelyard.server.batcher import BatchingPolicy, QueuedRequest, RequestQueue
+from modelyard.server.batcher import (
+    QUEUE_FULL_RULE,
+    QUEUE_TIMEOUT_RULE,
+    BatchingPolicy,
+    QueuedRequest,
+    RequestQueue,
+)
 from modelyard.server.loop_load import LoopLoad
-from modelyard.server.rate_limiter import InstanceNeeds, ResourceLimiter
+from modelyard.server.resource_limiter import InstanceNeeds, ResourceLimiter
 from modelyard.server.response_cache import ResponseCache
 from modelyard.server.stats import VersionStats
 
@@ -122,7 +128,7 @@ def failure_reason(error: BaseException) -> str:
     if isinstance(error, ModelyardError):
         if error.code is Code.DEADLINE_EXCEEDED:
             return "CANCELED"
-        if error.rule in ("model-server/queue-full", "model-server/queue-timeout"):
+        if error.rule in (QUEUE_FULL_RULE, QUEUE_TIMEOUT_RULE):
             return "REJECTED"
         if error.layer == "engine":
             return "BACKEND"

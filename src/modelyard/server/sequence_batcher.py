@@ -32,6 +32,7 @@ import numpy as np
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import BatchedRequest, Engine, batch_requests
 from modelyard.errors import Code, ModelServerError
+from modelyard.server.batcher import QUEUE_FULL_RULE
 from modelyard.server.scheduler import (
     InstanceThreads,
     answers_by_loop,
@@ -213,7 +214,7 @@ class SequenceScheduler(InstanceThreads):
         return ModelServerError(
             f"model '{self.model}' version {self.version} takes no more: {detail}",
             code=Code.UNAVAILABLE,
-            rule="model-server/queue-full",
+            rule=QUEUE_FULL_RULE,
             where=f"end sequences (sequence_end), or more instances in {self.model}/config.pbtxt",
             retry_after=1.0,
         )

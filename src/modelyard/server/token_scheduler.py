@@ -27,7 +27,7 @@ from modelyard.errors import Code, ModelServerError
 from modelyard.server.batcher import DEFAULT_EXECUTION_TOKENS, BatchingPolicy, QueuedRequest
 from modelyard.server.embedding_cache import text_key
 from modelyard.server.loop_load import LoopLoad
-from modelyard.server.rate_limiter import InstanceNeeds, ResourceLimiter
+from modelyard.server.resource_limiter import InstanceNeeds, ResourceLimiter
 from modelyard.server.scheduler import (
     Scheduler,
     _Answer,

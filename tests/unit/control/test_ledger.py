@@ -93,6 +93,7 @@ BROKEN = [
     ("replicas outside bounds", ("replicas: 2,", "replicas: 9,"), "REPLICAS_INVALID"),
     ("malformed spec string", ("8C/32G", "8 cores"), "SPEC_MALFORMED"),
     ("unknown queue", ("dc1: dc1-cpu", "dc1: dc9-cpu"), "QUEUE_UNKNOWN"),
+    ("a DC the service does not run in", ("[dc1, dc2]", "[dc1]"), "DC_NOT_IN_SERVICE"),
     ("queue in another DC", ("dc2: dc2-gpu", "dc2: dc1-gpu"), "QUEUE_DC_MISMATCH"),
     ("group over its share", ("        cards: 6\n", "        cards: 5\n"), "GROUP_CARDS_EXCEEDED"),
     ("unknown quota", ("quota: search-gpu", "quota: nope"), "QUOTA_UNKNOWN"),

@@ -8,9 +8,9 @@ from modelyard.governance.explain import (
     Context,
     ParsedLine,
     budget_sharing,
-    classify,
     explain,
     parse_line,
+    query_kind,
     rule_of_key,
     rule_setting,
     sections_from_rows,
@@ -36,12 +36,12 @@ SECTIONS = {
 }
 
 
-def test_classify_tells_lines_rules_and_request_ids_apart() -> None:
-    assert classify(CLUSTER_LINE) == "line"
-    assert classify('{"error": "[governance] x; rule=auth/permission"}') == "line"
-    assert classify("ratelimit/cluster-qps") == "rule"
-    assert classify("breakers.slow-ranker.threshold") == "rule"
-    assert classify("9f1c2b7a0d3e4f51") == "request"
+def test_query_kind_tells_lines_rules_and_request_ids_apart() -> None:
+    assert query_kind(CLUSTER_LINE) == "line"
+    assert query_kind('{"error": "[governance] x; rule=auth/permission"}') == "line"
+    assert query_kind("ratelimit/cluster-qps") == "rule"
+    assert query_kind("breakers.slow-ranker.threshold") == "rule"
+    assert query_kind("9f1c2b7a0d3e4f51") == "request"
 
 
 def test_a_rate_limit_line_reads_back_into_its_numbers() -> None:
@@ -97,8 +97,14 @@ def test_rule_settings_and_the_keys_that_change_them() -> None:
     assert breaker is not None
     assert (breaker.change_key, breaker.change_value) == ("breakers.slow-ranker.threshold", 0.5)
     assert rule_setting(SECTIONS, "auth/permission", "infer", None) is None
+    assert rule_setting(SECTIONS, "ratelimit/cluster-qps", None, "ranker") is None
+    limited = {"concurrency": {"ranker-cap": {"max_limit": 64}}}
+    cap = rule_setting(limited, "concurrency/ranker-cap", "infer", "ranker")
+    assert cap is not None
+    assert (cap.change_key, cap.change_value) == ("concurrency.ranker-cap.max_limit", 64)
     assert rule_of_key("limits.search.instance_qps") == ("ratelimit/instance-qps", "search")
     assert rule_of_key("breakers.slow-ranker.threshold") == ("breaker/slow-ranker", "infer")
+    assert rule_of_key("concurrency.ranker-cap") == ("concurrency/ranker-cap", "infer")
 
 
 def test_budget_sharing_names_reserved_shares_or_every_model() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from modelyard.clock import FakeClock
 from modelyard.errors import Code, ConfigError, GovernanceError
+from modelyard.governance.chain import strategy_of
 from modelyard.governance.guard import Call
 from modelyard.governance.ratelimit import (
     InstanceQpsGuard,
@@ -18,6 +19,7 @@ from modelyard.governance.ratelimit import (
     RateWindow,
     SharedLimit,
     TokenBucket,
+    limit_key,
     qps_limits,
 )
 
@@ -269,6 +271,16 @@ def test_refusal_line_names_rate_limit_rule_and_where() -> None:
 
     clock.advance(0.01)
     check(guard, call)()  # one token back after exactly retry_after
+
+
+def test_a_rate_limit_rule_names_the_limit_it_enforces() -> None:
+    """Rate-limit headers and `explain` find the limit behind a refusal by its rule id."""
+    assert limit_key("ratelimit/instance-qps") == "instance_qps"
+    assert limit_key("ratelimit/cluster-qps") == "cluster_qps"
+    assert limit_key("breaker/slow-ranker") is None
+    assert limit_key(None) is None
+    assert strategy_of("ratelimit/cluster-qps") == "cluster-qps"
+    assert strategy_of("breaker/slow-ranker") == "breaker"
 
 
 def test_guard_leaves_unlimited_interfaces_alone() -> None:

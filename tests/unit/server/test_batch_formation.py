@@ -8,6 +8,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.errors import Code, ModelServerError
 from modelyard.server.batcher import BatchingPolicy, QueuedRequest, RequestQueue
+from modelyard.server.scheduler import failure_reason
 
 MS = 1_000_000  # ns
 SHAPE = (("x", (4,), "<f4"),)
@@ -108,6 +109,7 @@ def test_a_full_queue_rejects_at_once_naming_the_setting() -> None:
     line = full.value.line()
     assert "queue of model 'ranker' version 3 is full (2/2 requests at priority 1)" in line
     assert "dynamic_batching.default_queue_policy.max_queue_size in ranker/config.pbtxt" in line
+    assert failure_reason(full.value) == "REJECTED"  # Triton's reason for a full queue
 
 
 def test_the_server_wide_queue_cap_applies_when_the_config_sets_none() -> None:
@@ -132,6 +134,7 @@ def test_timeout_reject_drops_the_request_before_execution() -> None:
     assert [e.request.payload for e in expired] == ["late"]
     assert expired[0].error.code is Code.UNAVAILABLE
     assert "dropped before execution" in expired[0].error.line()
+    assert failure_reason(expired[0].error) == "REJECTED"
     assert queue.take(now_ns=2 * MS, executing=0) is None
 
 

@@ -1,5 +1,8 @@
 """Triton's rate limiter (``--rate-limit execution_count``): executions hold resources.
 
+Named for what it limits: resources, not request rates (those are governance's,
+``governance/ratelimit.py``).
+
 An instance group's ``rate_limiter { resources [...] priority: N }`` names what each of
 its instances holds while it executes a batch; ``--rate-limit-resource NAME:COUNT``
 (or ``NAME:COUNT:DEVICE``) says how many of a resource there are. A resource is per

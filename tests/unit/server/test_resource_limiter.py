@@ -9,7 +9,7 @@ import time
 import pytest
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.server.rate_limiter import InstanceNeeds, ResourceLimiter, instance_needs
+from modelyard.server.resource_limiter import InstanceNeeds, ResourceLimiter, instance_needs
 
 
 def _needs(name: str, count: int, priority: int = 1, device: str = "cpu") -> InstanceNeeds:
