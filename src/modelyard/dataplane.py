@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from modelyard.clock import Clock
 from modelyard.errors import NotResident
+from modelyard.generation import Generation
 from modelyard.types import InferRequest, InferResponse
 
 # the KServe V2 extensions an instance names in its server metadata
@@ -54,7 +55,8 @@ class InferLane(Protocol):
     """Requests of one validated shape on one model version: validated once, then submitted.
 
     A front door keeps a lane for a request shape it can recognise without decoding
-    (the binary header's bytes), and drops it once ``is_current`` turns false.
+    (the binary header's bytes), and drops it once the data plane's ``generation`` has
+    moved (``is_current`` says whether this one lane still holds).
     """
 
     model_name: str
@@ -136,6 +138,9 @@ class DataPlane(Protocol):
     # whether requests go on to another server (a gateway's): they carry the caller's
     # trace context along (InferRequest.forward_headers)
     forwards_requests: bool
+    # bumped whenever what a model's name routes to changes: what a front door kept for a
+    # request's shape (its lane) is stale once it has moved
+    generation: Generation
 
     @property
     def manager(self) -> Repository: ...

@@ -36,6 +36,7 @@ from modelyard.discovery.rules_store import open_rules_store
 from modelyard.errors import Code, ConfigError
 from modelyard.frontdoors.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
 from modelyard.frontdoors.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
+from modelyard.generation import Generation
 from modelyard.governance.runtime import RulesSource, open_governance
 from modelyard.hardware.memory import freeze_startup_objects, parse_size
 from modelyard.logging import configure_logging
@@ -332,6 +333,7 @@ class InstanceServer(InProcessServer):
         if args.service and rules_source is not RulesSource.LOCAL:
             rules_store = open_rules_store(args.registry)
             parts.push_async_callback(rules_store.aclose)
+        generation = Generation()  # one count the manager and governance bump (lanes' stamp)
         manager = ModelManager(
             ModelRepository(
                 [path.resolve() for path in args.model_repository],
@@ -347,6 +349,7 @@ class InstanceServer(InProcessServer):
             default_max_queue_size=args.max_queue_size,
             memory_budget=parse_size(args.memory_budget) if args.memory_budget else None,
             residency=_residency(args),
+            generation=generation,
             strict_readiness=args.strict_readiness,
             load_threads=args.model_load_thread_count,
             summary_quantiles=args.summary_quantiles,
@@ -365,6 +368,7 @@ class InstanceServer(InProcessServer):
         governance = await open_governance(
             args.service_config,
             args.service,
+            generation=generation,
             rules_source=rules_source,
             store=rules_store,
             registry_url=args.registry if args.service else None,

@@ -41,6 +41,7 @@ from modelyard.frontdoors.http_compression import (
 from modelyard.frontdoors.http_connections import RECEIVED_NS, DirectReply
 from modelyard.frontdoors.http_lane import HttpLane, HttpLanes, LaneKey, lane_key
 from modelyard.frontdoors.restricted import Restrictions
+from modelyard.generation import Generation
 from modelyard.governance.chain import GuardChain, Ticket
 from modelyard.governance.guard import CALL_HEADERS, Call, bearer_token
 from modelyard.governance.runtime import Governance, rejections
@@ -54,6 +55,7 @@ from modelyard.protocol.status import http_status
 from modelyard.protocol.v2_http import (
     HEADER_LENGTH,
     BinaryLayout,
+    BinaryLayouts,
     JsonLayout,
     decode_infer_request,
     decode_with_layout,
@@ -170,9 +172,6 @@ _GET_ROUTES = frozenset(
 )
 
 Route = tuple[str, str | None, str | None]  # model, version, action ("/infer", ... or None)
-_ROUTES: dict[str, Route | None] = {}
-_ROUTES_MAX = 4096  # bounded: paths come from callers
-_ROUTE_PATH_CHARS = 512  # longer paths are classified anew each time, never kept
 
 
 def _allowed_methods(path: str, route: Route | None) -> tuple[str, ...] | None:
@@ -194,21 +193,34 @@ def _allowed_methods(path: str, route: Route | None) -> tuple[str, ...] | None:
 
 
 def model_route(path: str) -> Route | None:
-    """The model, version and action a /v2/models/... path names; remembered per path."""
-    try:
-        return _ROUTES[path]
-    except KeyError:
-        pass
+    """The model, version and action a /v2/models/... path names; None for another path."""
     match = _MODEL_ROUTE.match(path)
-    route = None
-    if match is not None and match["model"] != "stats":
-        route = (match["model"], match["version"], match["action"])
-    if len(path) > _ROUTE_PATH_CHARS:
+    if match is None or match["model"] == "stats":
+        return None
+    return (match["model"], match["version"], match["action"])
+
+
+class RouteCache:
+    """``model_route`` of each path a front door has seen, remembered for its hot path;
+    bounded, because paths come from callers. A path's route never goes stale."""
+
+    MAX = 4096
+    PATH_CHARS = 512  # longer paths are read anew each time, never kept
+
+    def __init__(self) -> None:
+        self._known: dict[str, Route | None] = {}
+
+    def __call__(self, path: str) -> Route | None:
+        try:
+            return self._known[path]
+        except KeyError:
+            pass
+        route = model_route(path)
+        if len(path) <= self.PATH_CHARS:
+            if len(self._known) >= self.MAX:
+                self._known.clear()
+            self._known[path] = route
         return route
-    if len(_ROUTES) >= _ROUTES_MAX:
-        _ROUTES.clear()
-    _ROUTES[path] = route
-    return route
 
 
 def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
@@ -473,6 +485,17 @@ class HttpFrontend:
         self.tracing = tracing or Tracing()
         self.header_forwarding = header_forwarding
         self.lanes = HttpLanes()
+        self.layouts = BinaryLayouts()  # binary headers seen before: decoded once each
+        self.route = RouteCache()  # the model, version and action of each path seen
+        # what its lanes depend on, counted (modelyard/generation.py): the data plane's (a
+        # model loaded, unloaded or swapped) and governance's (rules changed, tickets
+        # forgotten); both only grow, so their sum moves whenever either does
+        data_plane = dataplane.generation if dataplane is not None else Generation()
+        if governance is None or governance.generation is data_plane:
+            self.stamp: Callable[[], int] = lambda: data_plane.value
+        else:
+            rules = governance.generation
+            self.stamp = lambda: data_plane.value + rules.value
         self.embeddings = EmbeddingRoutes(dataplane, governance, embedding_model)
         self._admitting: set[asyncio.Future[None]] = set()  # direct requests a guard awaits
 
@@ -486,7 +509,7 @@ class HttpFrontend:
         try:
             if self.restrictions is not None:
                 _check_restricted(self.restrictions, scope)
-            route = model_route(scope["path"])
+            route = self.route(scope["path"])
             if route is not None and route[2] == "/infer" and scope["method"] == "POST":
                 if self.tracing.on:
                     trace = self.tracing.begin(
@@ -504,13 +527,13 @@ class HttpFrontend:
                     body = await self._rest_of_body(scope, receive, body)
                 if encoding is not None:
                     body = inflate(body, encoding, self.max_body_bytes)
-                chain = None if governance is None else governance.chain
                 # a sampled request decodes in its own steps, timed
                 doc = read_infer_json(body) if header_length is None and trace is None else None
                 key, request_id = lane_key(
                     scope["path"], body, header_length, api_key, authorization, doc
                 )
-                lane = None if key is None else self.lanes.find(key, body, header_length, chain)
+                lanes = self.lanes
+                lane = None if key is None else lanes.find(key, body, header_length, self.stamp())
                 if self.header_forwarding is not None and self._forwarded(scope):
                     lane = None  # a lane is kept for requests alike: their headers are not
                 if trace is not None:  # a sampled request takes the general path, timed
@@ -825,8 +848,9 @@ class HttpFrontend:
         if target is None:  # a data plane that keeps no lanes (the gateway's)
             request.forward_headers = _trace_context(scope["headers"]) or None
             return self._infer_response(await self.dataplane.infer(request), request)
+        stamp = self.stamp()  # routed now: what its lane decided holds while this does
         results = await self._queued(target, request)
-        return self._admitted_reply(target, request, layout, sent, results)
+        return self._admitted_reply(target, request, layout, sent, results, stamp)
 
     def _decoded(
         self, sent: _Sent, route: Route, arrived_ns: int
@@ -837,8 +861,9 @@ class HttpFrontend:
         each batch's objects and made full collections (40 ms each) frequent."""
         model, version, _ = route
         request, layout = decode_with_layout(
-            sent.body, sent.header_length, model, version, self.shared_memory, sent.doc
-        )
+            sent.body, sent.header_length, model, version, self.shared_memory, sent.doc,
+            self.layouts,
+        )  # fmt: skip
         request.arrived_ns = arrived_ns
         return request, layout
 
@@ -860,16 +885,20 @@ class HttpFrontend:
         layout: BinaryLayout | JsonLayout | None,
         sent: _Sent,
         results: Results,
+        stamp: int,
     ) -> _Response:
         """The reply to a routed request; one whose inputs all travel as binary data, or
-        all as JSON values, leaves its lane behind at its key's second request."""
+        all as JSON values, leaves its lane behind at its key's second request, stamped
+        with the generation it was routed at (``stamp``)."""
         key = sent.key
         if layout is None or key is None or not target.reusable or not self.lanes.seen_before(key):
             return self._infer_response(target.response(request, results), request)
         chain = None if self.governance is None else self.governance.chain
         ticket_key = None if chain is None else (sent.path, sent.api_key, sent.authorization)
         id_in_key = sent.header_length is not None and sent.request_id is None
-        lane = HttpLane.make(target, layout, sent.header_length, id_in_key, chain, ticket_key)
+        lane = HttpLane.make(
+            target, layout, sent.header_length, id_in_key, chain, ticket_key, stamp
+        )
         self.lanes.keep(key, lane, sent.body)
         return self._lane_reply(lane, results, request.id)
 
@@ -898,7 +927,7 @@ class HttpFrontend:
             or self.restricts_inference
         ):
             return False
-        route = model_route(path)
+        route = self.route(path)
         if route is None or route[2] != "/infer" or len(body) > self.max_body_bytes:
             return False
         try:
@@ -912,7 +941,7 @@ class HttpFrontend:
             sent = _Sent(path, body, header_length, api_key, authorization, doc, key, request_id)
             governance = self.governance
             chain = None if governance is None else governance.chain
-            lane = None if key is None else self.lanes.find(key, body, header_length, chain)
+            lane = None if key is None else self.lanes.find(key, body, header_length, self.stamp())
             if lane is not None:
                 ticket = lane.ticket
             elif chain is not None:
@@ -983,11 +1012,12 @@ class HttpFrontend:
             task.add_done_callback(self._admitting.discard)
             return
         assert target is not None  # a data plane that keeps none forwards requests
+        stamp = self.stamp()
         self._queued(target, request).add_done_callback(
             lambda done: _answer(
                 reply,
                 sent.path,
-                lambda: self._admitted_reply(target, request, layout, sent, done.result()),
+                lambda: self._admitted_reply(target, request, layout, sent, done.result(), stamp),
             )
         )
 

@@ -14,10 +14,11 @@ checked), admitted, queued and answered with nothing else decoded or validated. 
 other request takes the general path, which makes the lane for the next one of its
 shape once its key has come twice.
 
-A lane is dropped when its version is no longer what its name resolves to (a new
-version, an unload), when the governance chain that admitted its caller has been
-replaced (a rule change) or has forgotten the ticket: the general path then decides
-afresh. A request whose admission must await a guard is routed afresh after it.
+A lane is stamped with the server's generation (modelyard/generation.py) at the moment
+its request was routed, and dropped once the count has moved: a model loaded, unloaded
+or swapped, the governance chain replaced (a rule change) or its tickets forgotten. The
+general path then decides afresh. A request whose admission must await a guard is
+routed afresh after it.
 """
 
 from __future__ import annotations
@@ -131,6 +132,8 @@ class HttpLane:
     # the reply encoded once; None: the outputs mix JSON and binary data, or are shaped per
     # response (classification, variable dims, BYTES), so each reply is encoded
     reply: BinaryReply | JsonReply | None
+    # the server's generation when its request was routed: stale once it has moved
+    stamp: int
 
     @classmethod
     def make(
@@ -141,6 +144,7 @@ class HttpLane:
         id_in_key: bool,
         chain: GuardChain | None,
         ticket_key: Hashable | None,
+        stamp: int,
     ) -> HttpLane:
         fixed = target.fixed_outputs
         reply: BinaryReply | JsonReply | None = None
@@ -150,7 +154,9 @@ class HttpLane:
                 target.model_name, target.model_version, request_id, fixed
             ) or JsonReply.make(target.model_name, target.model_version, request_id, fixed)
         ticket = chain.known_ticket(ticket_key) if chain is not None else None
-        return cls(target, layout, header_length, id_in_key, chain, ticket, ticket_key, reply)
+        return cls(
+            target, layout, header_length, id_in_key, chain, ticket, ticket_key, reply, stamp
+        )
 
     def submit(
         self,
@@ -190,20 +196,16 @@ class HttpLanes:
         return len(self._lanes)
 
     def find(
-        self, key: LaneKey, body: bytes, header_length: int | None, chain: GuardChain | None
+        self, key: LaneKey, body: bytes, header_length: int | None, stamp: int
     ) -> HttpLane | None:
-        """The lane kept under ``key``, if it still holds for this request."""
+        """The lane kept under ``key``, if it still holds for this request: made at the
+        server's generation ``stamp`` is now (nothing it decided has changed since)."""
         lane = self._lanes.get(key)
         if lane is None or (
             header_length is not None and not lane.layout.fits(body, header_length)
         ):
             return None
-        if (
-            lane.chain is not chain
-            # the chain forgets its tickets when it holds too many; the lane follows
-            or (chain is not None and chain.known_ticket(lane.ticket_key) is not lane.ticket)
-            or not lane.target.is_current()
-        ):
+        if lane.stamp != stamp:
             del self._lanes[key]
             return None
         return lane

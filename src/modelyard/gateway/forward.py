@@ -33,6 +33,7 @@ from modelyard.client import AsyncClient, ClientError
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.dataplane import INSTANCE_EXTENSIONS, StreamResponse
 from modelyard.errors import Code, ModelyardError
+from modelyard.generation import Generation
 from modelyard.tasks import cancel_and_wait
 from modelyard.types import InferRequest, InferResponse
 
@@ -108,6 +109,7 @@ class ForwardingDataPlane:
     ) -> None:
         self.client = client
         self.clock = clock
+        self.generation = Generation()  # it keeps no lanes: nothing to count
         self.manager = ServiceIndex(client)
         self.refresh_interval = refresh_interval
         self._metadata: dict[Key, dict[str, Any]] = {}

@@ -30,6 +30,7 @@ import structlog
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.errors import GovernanceError
+from modelyard.generation import Generation
 from modelyard.governance.guard import Call, Degraded, Guard, Quick, QuickGuard
 from modelyard.governance.ratelimit import RATE_LIMIT_RULES
 from modelyard.protocol.status import http_status
@@ -109,8 +110,11 @@ class GuardChain:
         clock: Clock = SYSTEM_CLOCK,
         on_rejected: Callable[[dict[str, Any]], None] | None = None,
         interface_of: Callable[[str, str | None], str] = lambda protocol, model: protocol,
+        generation: Generation | None = None,
     ) -> None:
         self.guards = guards
+        # bumped when the chain forgets its tickets: what a front door kept of them is stale
+        self.generation = generation or Generation()
         # the interface a call of (protocol interface, model) counts on: its rules' own name
         self.interface_of = interface_of
         # the guards whose record() does something: breakers, adaptive concurrency
@@ -180,6 +184,7 @@ class GuardChain:
         for ticket in self._tickets.values():
             counts[ticket.interface] = counts.get(ticket.interface, 0) + ticket.admitted
         self._tickets.clear()
+        self.generation.bump()
 
     @property
     def admitted_by_interface(self) -> dict[str, int]:

@@ -39,6 +39,7 @@ from modelyard.errors import (
     ModelyardError,
     retry_after_header,
 )
+from modelyard.generation import Generation
 from modelyard.governance.auth import PERMISSION_RULE, AuthGuard, Principal, permission_denied
 from modelyard.governance.breaker import BREAKER_RULES, BreakerGuard
 from modelyard.governance.chain import GuardChain
@@ -169,9 +170,12 @@ class Governance:
         rules_source: RulesSource = RulesSource.LOCAL,
         registry_url: str | None = None,
         rejections_kept: int = 1000,
+        generation: Generation | None = None,
     ) -> None:
         self.path = path
         self.clock = clock
+        # bumped when the chain is replaced (a rule change) or forgets its tickets
+        self.generation = generation or Generation()
         self.live_instances = live_instances
         self.limiting_locally = limiting_locally
         self.rules_source = RulesSource(rules_source)
@@ -237,7 +241,11 @@ class Governance:
     def _chain(self, config: ServiceConfig) -> GuardChain:
         guards = build_guards(config, self.clock, self.live_instances, self.limiting_locally)
         return GuardChain(
-            guards, self.clock, on_rejected=self._record_rejection, interface_of=config.interface_of
+            guards,
+            self.clock,
+            on_rejected=self._record_rejection,
+            interface_of=config.interface_of,
+            generation=self.generation,
         )
 
     def cluster_limits_local(self) -> bool:
@@ -486,6 +494,7 @@ class Governance:
     def _swap(self, config: ServiceConfig, chain: GuardChain) -> None:
         old = self.chain
         self.config, self.chain = config, chain
+        self.generation.bump()  # what front doors kept of the old chain's tickets is stale
         self.applied_at = self.clock.wall()
         self.reloads += 1
         # calls the old chain admitted may still be talking to its Redis: close it a bit later
@@ -646,6 +655,7 @@ async def open_governance(
     registry_url: str | None,
     live_instances: Callable[[], int] = lambda: 1,
     limiting_locally: Callable[[], int] = lambda: 0,
+    generation: Generation | None = None,
 ) -> Governance | None:
     """The governance of a serving instance, with the central revision current at start.
 
@@ -685,6 +695,7 @@ async def open_governance(
         registry_url=registry_url,
         live_instances=live_instances,
         limiting_locally=limiting_locally,
+        generation=generation,
     )
     if uses_central:
         assert store is not None

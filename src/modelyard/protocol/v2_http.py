@@ -264,20 +264,36 @@ def _layout_tensor(name: str, datatype: str, shape: tuple[int, ...], size: int) 
     return name, datatype, shape, size, _PLAIN_DTYPES.get(datatype)
 
 
-# header bytes -> layout; bounded, because headers come from callers
-_LAYOUTS: dict[bytes, BinaryLayout] = {}
-_LAYOUTS_MAX = 1024
 _LAYOUT_HEADER_MAX = 4096
 
 
-def known_layout(body: bytes, header_length: int | None) -> BinaryLayout | None:
-    """The layout of a request whose JSON header was seen before, if its binary data fits it."""
-    if header_length is None or not 0 <= header_length <= _LAYOUT_HEADER_MAX:
+class BinaryLayouts:
+    """The layouts of binary requests by their JSON header's bytes, kept by the front door
+    that decodes them; bounded, because headers come from callers. A layout depends on
+    the header alone: it never goes stale."""
+
+    MAX = 1024
+
+    def __init__(self) -> None:
+        self._known: dict[bytes, BinaryLayout] = {}
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def find(self, body: bytes, header_length: int | None) -> BinaryLayout | None:
+        """The layout of a request whose header came before, if its binary data fits it."""
+        if header_length is None or not 0 <= header_length <= _LAYOUT_HEADER_MAX:
+            return None
+        layout = self._known.get(body[:header_length])
+        if layout is not None and layout.fits(body, header_length):
+            return layout
         return None
-    layout = _LAYOUTS.get(body[:header_length])
-    if layout is not None and layout.fits(body, header_length):
-        return layout
-    return None
+
+    def keep(self, header: bytes, layout: BinaryLayout) -> None:
+        if len(header) <= _LAYOUT_HEADER_MAX:
+            if len(self._known) >= self.MAX:
+                self._known.clear()
+            self._known[bytes(header)] = layout
 
 
 def decode_infer_request(
@@ -297,6 +313,7 @@ def decode_with_layout(
     version: str | None,
     shared_memory: SystemSharedMemory | None = None,
     doc: dict[str, Any] | None = None,
+    layouts: BinaryLayouts | None = None,
 ) -> tuple[InferRequest, BinaryLayout | JsonLayout | None]:
     """The request, and its layout when every input travels as binary data, or every
     input as JSON values.
@@ -304,9 +321,10 @@ def decode_with_layout(
     ``shared_memory``: the regions tensors may name (None: a tensor naming one is refused).
     A request that names a region leaves no layout: the region may be gone by the next.
     ``doc``: the body of a request without binary data, read already (``infer_json.read``).
+    ``layouts``: where the layouts of binary headers seen before are kept (None: nowhere).
     """
     if header_length is not None:
-        layout = known_layout(body, header_length)
+        layout = None if layouts is None else layouts.find(body, header_length)
         if layout is not None:
             return layout.request(body, header_length, model, version), layout
         if header_length == 0:  # Triton's raw binary request: the body is the one input
@@ -431,10 +449,8 @@ def decode_with_layout(
     if header_length is not None and len(binary_inputs) == len(inputs) and not in_shared_memory:
         tensors = tuple(_layout_tensor(*item) for item in binary_inputs)
         layout = BinaryLayout(tensors, offset, options=options)
-        if header_length <= _LAYOUT_HEADER_MAX:
-            if len(_LAYOUTS) >= _LAYOUTS_MAX:
-                _LAYOUTS.clear()
-            _LAYOUTS[bytes(header)] = layout
+        if layouts is not None:
+            layouts.keep(header, layout)
         return layout.request(body, header_length, model, version), layout
     json_layout = None
     if header_length is None and len(json_tensors) == len(inputs) and not in_shared_memory:

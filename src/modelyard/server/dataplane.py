@@ -455,6 +455,7 @@ class LocalDataPlane:
         server_version: str = __version__,
     ) -> None:
         self.manager = manager
+        self.generation = manager.generation
         self.clock = clock
         self.started = clock.monotonic()
         manager.infer_from_thread = self.infer_from_thread

@@ -45,6 +45,7 @@ from modelyard.errors import (
     shown,
     without_paths,
 )
+from modelyard.generation import Generation
 from modelyard.hardware.memory import check_budget, collect_frozen_garbage, estimate_bytes
 from modelyard.modelfiles.config import read_model_config, select_versions, validate_version_policy
 from modelyard.modelfiles.load_request import OVERRIDE_PREFIX, write_override
@@ -148,8 +149,11 @@ class ModelManager:
         load_retries: int = 0,
         pinned_versions: dict[str, int] | None = None,
         residency: Residency | None = None,
+        generation: Generation | None = None,
     ) -> None:
         self.repository = repository
+        # bumped whenever what a model's name routes to changes (a load, an unload, a swap)
+        self.generation = generation or Generation()
         # serve --model-residency: every model servable, loaded when asked for, the least
         # recently used idle ones unloaded to make room (server/residency.py); None: off
         self.residency = residency
@@ -874,6 +878,7 @@ class ModelManager:
                 record.failures.pop(v)
         record.fingerprint = fingerprint
         record.refresh()
+        self.generation.bump()
         if self.residency is not None and loaded:
             self._count_load(name, record, loop_started)
         if errors:  # the versions that loaded serve, and so does what a failed one replaced
@@ -940,6 +945,7 @@ class ModelManager:
 
     def _retire(self, record: ModelRecord, versions: list[int]) -> list[asyncio.Task[None]]:
         """Stop the versions taking requests; the tasks that drain and unload them."""
+        self.generation.bump()
         drains = []
         for v in versions:
             mv = record.versions.pop(v, None)
@@ -1015,6 +1021,7 @@ class ModelManager:
         drains = self._retire(record, list(record.versions))
         record.failures.clear()
         record.unloaded = True
+        self.generation.bump()
         record.fingerprint = None
         if record.override_dir is not None:
             _remove_override(record.override_dir)

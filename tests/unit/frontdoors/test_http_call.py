@@ -36,11 +36,11 @@ def test_a_call_carries_interface_model_and_credentials() -> None:
 
 
 def test_remembered_paths_stay_bounded() -> None:
-    http._ROUTES.clear()
-    for i in range(http._ROUTES_MAX + 10):
+    routes = http.RouteCache()
+    for i in range(http.RouteCache.MAX + 10):
         assert http.classify("GET", f"/v2/models/m{i}")[1] == f"m{i}"
-        assert http.model_route(f"/v2/models/m{i}/versions/2/infer") == (f"m{i}", "2", "/infer")
-    assert len(http._ROUTES) <= http._ROUTES_MAX
+        assert routes(f"/v2/models/m{i}/versions/2/infer") == (f"m{i}", "2", "/infer")
+    assert len(routes._known) <= http.RouteCache.MAX
     assert http.classify("GET", "/v2/health/ready") == ("health", None, None)
     assert http.classify("POST", "/v2/logging") == ("admin", None, None)  # an operator's call
     assert http.model_route("/v2/models/stats") is None

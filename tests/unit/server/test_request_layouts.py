@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from modelyard.errors import Code, ModelyardError, ProtocolError
-from modelyard.protocol import v2_http
 from modelyard.protocol.v2_http import (
+    BinaryLayouts,
     JsonLayout,
     decode_infer_request,
     decode_with_layout,
@@ -43,8 +43,9 @@ def binary_body(rows: np.ndarray, name: str = "x") -> tuple[bytes, int]:
 def test_a_repeated_header_reuses_its_layout_and_reads_each_body() -> None:
     first, length = binary_body(np.array([[1.0, 2.0]], dtype=np.float32))
     second, _ = binary_body(np.array([[5.0, 7.0]], dtype=np.float32))
-    a, layout_a = decode_with_layout(first, length, "m", None)
-    b, layout_b = decode_with_layout(second, length, "m", None)
+    layouts = BinaryLayouts()
+    a, layout_a = decode_with_layout(first, length, "m", None, layouts=layouts)
+    b, layout_b = decode_with_layout(second, length, "m", None, layouts=layouts)
     assert layout_a is not None and layout_b is layout_a
     assert a.inputs["x"].tolist() == [[1.0, 2.0]]
     assert b.inputs["x"].tolist() == [[5.0, 7.0]]
@@ -84,10 +85,11 @@ def test_a_request_from_a_layout_carries_every_option_of_its_header() -> None:
 
 def test_a_known_header_with_too_few_bytes_still_gets_the_error() -> None:
     body, length = binary_body(np.array([[1.0, 2.0]], dtype=np.float32))
-    decode_infer_request(body, length, "m", None)
+    layouts = BinaryLayouts()
+    decode_with_layout(body, length, "m", None, layouts=layouts)
     for short in (body[:-4], body + b"\0\0\0\0"):
         with pytest.raises(ProtocolError) as error:
-            decode_infer_request(short, length, "m", None)
+            decode_with_layout(short, length, "m", None, layouts=layouts)
         assert "rule=protocol/v2-request" in error.value.line()
 
 
@@ -106,13 +108,14 @@ def test_a_repeated_bytes_header_decodes_each_body_and_refuses_a_broken_one() ->
 
     first, length = body(b"ab", b"cd")
     second, _ = body(b"xy", b"zw")
-    _, layout_a = decode_with_layout(first, length, "m", None)
-    b, layout_b = decode_with_layout(second, length, "m", None)
+    layouts = BinaryLayouts()
+    _, layout_a = decode_with_layout(first, length, "m", None, layouts=layouts)
+    b, layout_b = decode_with_layout(second, length, "m", None, layouts=layouts)
     assert layout_b is layout_a is not None
     assert b.inputs["text"].tolist() == [b"xy", b"zw"]
     broken = second[:length] + (9).to_bytes(4, "little") + second[length + 4 :]
     with pytest.raises(ProtocolError) as error:
-        decode_infer_request(broken, length, "m", None)
+        decode_with_layout(broken, length, "m", None, layouts=layouts)
     assert "BYTES element of 9 bytes runs past the 12 bytes of data" in error.value.line()
     assert "rule=protocol/tensor-size" in error.value.line()
 
@@ -139,18 +142,19 @@ def test_json_data_leaves_a_json_layout_and_broken_headers_leave_none() -> None:
             ]
         }
     ).encode()  # fmt: skip
-    before = len(v2_http._LAYOUTS)
+    layouts = BinaryLayouts()
     for _ in range(2):  # 4 bytes cannot hold two FP32 values, the first time or the next
         with pytest.raises(ProtocolError, match="Expected 8, got 4"):
-            decode_infer_request(header + b"\0" * 4, len(header), "m", None)
-    assert len(v2_http._LAYOUTS) == before
+            decode_with_layout(header + b"\0" * 4, len(header), "m", None, layouts=layouts)
+    assert len(layouts) == 0
 
 
 def test_remembered_layouts_stay_bounded() -> None:
-    for i in range(v2_http._LAYOUTS_MAX + 5):
+    layouts = BinaryLayouts()
+    for i in range(BinaryLayouts.MAX + 5):
         body, length = binary_body(np.zeros((1, 2), dtype=np.float32), name=f"x{i}")
-        decode_infer_request(body, length, "m", None)
-        assert len(v2_http._LAYOUTS) <= v2_http._LAYOUTS_MAX
+        decode_with_layout(body, length, "m", None, layouts=layouts)
+        assert len(layouts) <= BinaryLayouts.MAX
 
 
 def _shrink_batches(model_dir: Path) -> None:
@@ -208,9 +212,11 @@ def test_a_lane_runs_inputs_of_its_shape_and_counts_them_in_flight(tmp_path: Pat
     async def scenario() -> None:
         async with running_dataplane(tmp_path, ControlMode.EXPLICIT) as dp:
             await dp.manager.load("slow_double")
-            lane = dp.lane(decode_infer_request(body, length, "slow_double", None))
+            layouts = BinaryLayouts()
+            request, _ = decode_with_layout(body, length, "slow_double", None, layouts=layouts)
+            lane = dp.lane(request)
             assert (lane.model_name, lane.model_version, lane.rows) == ("slow_double", "1", 3)
-            layout = v2_http.known_layout(other, length)
+            layout = layouts.find(other, length)
             assert layout is not None
             future = lane.submit(layout.inputs(other, length))
             assert dp.in_flight == 1  # queued or executing until its answer comes
@@ -226,14 +232,15 @@ def test_a_lane_runs_inputs_of_its_shape_and_counts_them_in_flight(tmp_path: Pat
 
 def test_a_known_layout_needs_its_header_and_its_binary_size() -> None:
     body, length = binary_body(np.array([[1.0, 2.0]], dtype=np.float32))
-    decode_infer_request(body, length, "m", None)
-    assert v2_http.known_layout(body, length) is not None
-    assert v2_http.known_layout(body + b"\0\0\0\0", length) is None  # more data than it says
-    assert v2_http.known_layout(body[:-4], length) is None
-    assert v2_http.known_layout(body, None) is None
-    assert v2_http.known_layout(body, -1) is None
-    assert v2_http.known_layout(body, len(body) + 8) is None  # a header past the body's end
-    assert v2_http.known_layout(body, length + 1) is None  # a header one byte off
+    layouts = BinaryLayouts()
+    decode_with_layout(body, length, "m", None, layouts=layouts)
+    assert layouts.find(body, length) is not None
+    assert layouts.find(body + b"\0\0\0\0", length) is None  # more data than it says
+    assert layouts.find(body[:-4], length) is None
+    assert layouts.find(body, None) is None
+    assert layouts.find(body, -1) is None
+    assert layouts.find(body, len(body) + 8) is None  # a header past the body's end
+    assert layouts.find(body, length + 1) is None  # a header one byte off
 
 
 def test_names_and_versions_no_model_has_are_404s_with_short_lines(tmp_path: Path) -> None:
