@@ -68,7 +68,7 @@ def serve_arguments(
     **flags: FlagValue,
 ) -> list[str]:
     """``modelyard serve``'s flags, for a child (``serve_command``) or for a server started in
-    this process (``cli.serve.serve_args``).
+    this process (``cli.serve_settings.serve_settings``).
 
     Each keyword is a flag (``model_control_mode="explicit"`` is
     ``--model-control-mode explicit``); a sequence repeats it (``load_model=["a", "b"]``);

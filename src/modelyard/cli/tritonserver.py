@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from modelyard.cli.serve import add_serve_arguments, run_serve
+from modelyard.cli.serve_flags import add_serve_arguments
 from modelyard.errors import ModelyardError
 
 # the Triton release whose server, clients and QA suite modelyard is checked against
@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from modelyard.cli.serve import run_serve  # once the flags are read: errors answer at once
+
     try:
         return run_serve(args)
     except ModelyardError as error:
