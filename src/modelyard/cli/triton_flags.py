@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,66 @@ def _trace_error(entry: str, detail: str) -> ConfigError:
     )
 
 
+def _trace_file(trace: dict[str, Any], value: str) -> None:
+    if not value or not Path(value).parent.is_dir():
+        raise ValueError("the file's directory does not exist")
+    trace["file"] = Path(value)
+
+
+def _trace_log_frequency(trace: dict[str, Any], value: str) -> None:
+    trace["log_frequency"] = int(value)
+    if trace["log_frequency"] < 0:
+        raise ValueError("log-frequency is 0 (at shutdown) or more")
+
+
+def _trace_url(trace: dict[str, Any], value: str) -> None:
+    trace["url"] = value if "://" in value else f"http://{value}"
+
+
+def _trace_resource(trace: dict[str, Any], value: str) -> None:
+    name, _, attribute = value.partition("=")
+    if not name or not attribute:
+        raise ValueError("resource takes KEY=VALUE")
+    trace["resource"][name] = attribute
+
+
+def _trace_mode(trace: dict[str, Any], value: str) -> None:
+    if value not in ("triton", "opentelemetry"):
+        raise ValueError("mode is triton or opentelemetry")
+    trace["mode"] = value
+
+
+def _trace_level(trace: dict[str, Any], value: str) -> None:
+    level = value.upper()
+    if level not in LEVELS:
+        raise ValueError(f"level is one of {', '.join(LEVELS)}")
+    levels = [lv for lv in trace.get("level", []) if lv != "OFF"]
+    trace["level"] = ["OFF"] if level == "OFF" else [*levels, level]
+
+
+def _trace_number(key: str, least: int) -> Callable[[dict[str, Any], str], None]:
+    def setting(trace: dict[str, Any], value: str) -> None:
+        number = int(value)
+        if number < least:
+            raise ValueError(f"{key} is out of range")
+        trace[key] = number
+
+    return setting
+
+
+# --trace-config's settings: (section, key) -> what it sets ("": a global setting)
+_TRACE_SETTINGS: dict[tuple[str, str], Callable[[dict[str, Any], str], None]] = {
+    ("triton", "file"): _trace_file,
+    ("triton", "log-frequency"): _trace_log_frequency,
+    ("opentelemetry", "url"): _trace_url,
+    ("opentelemetry", "resource"): _trace_resource,
+    ("", "mode"): _trace_mode,
+    ("", "level"): _trace_level,
+    ("", "rate"): _trace_number("rate", 1),
+    ("", "count"): _trace_number("count", -1),
+}
+
+
 def _apply_trace_config(args: argparse.Namespace) -> None:
     """``args.trace``: the keyword arguments of ``tracing.Tracing``."""
     trace: dict[str, Any] = {"resource": {}}
@@ -89,41 +150,12 @@ def _apply_trace_config(args: argparse.Namespace) -> None:
         if "=" in section:  # no section: a global setting
             section, setting = "", entry
         key, _, value = setting.partition("=")
+        apply = _TRACE_SETTINGS.get((section, key))
         try:
-            if section == "triton" and key == "file":
-                if not value or not Path(value).parent.is_dir():
-                    raise ValueError("the file's directory does not exist")
-                trace["file"] = Path(value)
-            elif section == "triton" and key == "log-frequency":
-                trace["log_frequency"] = int(value)
-                if trace["log_frequency"] < 0:
-                    raise ValueError("log-frequency is 0 (at shutdown) or more")
-            elif section == "opentelemetry" and key == "url":
-                trace["url"] = value if "://" in value else f"http://{value}"
-            elif section == "opentelemetry" and key == "resource":
-                name, _, attribute = value.partition("=")
-                if not name or not attribute:
-                    raise ValueError("resource takes KEY=VALUE")
-                trace["resource"][name] = attribute
-            elif section:
-                raise ValueError(f"unknown section or key '{section},{key}'")
-            elif key == "mode":
-                if value not in ("triton", "opentelemetry"):
-                    raise ValueError("mode is triton or opentelemetry")
-                trace["mode"] = value
-            elif key == "level":
-                level = value.upper()
-                if level not in LEVELS:
-                    raise ValueError(f"level is one of {', '.join(LEVELS)}")
-                levels = [lv for lv in trace.get("level", []) if lv != "OFF"]
-                trace["level"] = ["OFF"] if level == "OFF" else [*levels, level]
-            elif key in ("rate", "count"):
-                number = int(value)
-                if number < (1 if key == "rate" else -1):
-                    raise ValueError(f"{key} is out of range")
-                trace[key] = number
-            else:
-                raise ValueError(f"unknown key '{key}'")
+            if apply is None:
+                unknown = f"section or key '{section},{key}'" if section else f"key '{key}'"
+                raise ValueError(f"unknown {unknown}")
+            apply(trace, value)
         except ValueError as exc:
             raise _trace_error(entry, str(exc)) from None
     traced = trace.get("level", ["OFF"]) != ["OFF"]
