@@ -39,6 +39,7 @@ def commands(registry: str) -> list[tuple[str, list[str]]]:
         ),
         ("instances", ["instances", SERVICE, "--registry", registry]),
         ("serve --bogus", ["serve", "--bogus"]),
+        ("gateway --bogus", ["gateway", "--bogus"]),
     ]
 
 

@@ -9,8 +9,6 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from modelyard.web_client import WebError, fetch
-
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -20,6 +18,8 @@ def free_port() -> int:
 
 def wait_for_200(url: str, alive: Callable[[], bool], timeout: float) -> str:
     """Poll ``url`` until it answers 200: "ready", "exited" (``alive`` false) or "timeout"."""
+    from modelyard.web_client import WebError, fetch  # aiohttp: not for the flags' builders
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not alive():
@@ -68,14 +68,14 @@ def serve_arguments(
     **flags: FlagValue,
 ) -> list[str]:
     """``modelyard serve``'s flags, for a child (``serve_command``) or for a server started in
-    this process (``cli.serve.serve_args``).
+    this process (``cli.serve_settings.serve_settings``).
 
     Each keyword is a flag (``model_control_mode="explicit"`` is
     ``--model-control-mode explicit``); a sequence repeats it (``load_model=["a", "b"]``);
     ``True`` is a flag without a value. The front doors a caller does not ask for are off
     (-1).
     """
-    arguments = [
+    return [
         "--model-repository",
         str(repository),
         "--http-port",
@@ -84,7 +84,14 @@ def serve_arguments(
         str(grpc_port),
         "--metrics-port",
         str(metrics_port),
+        *flag_arguments(**flags),
     ]
+
+
+def flag_arguments(**flags: FlagValue) -> list[str]:
+    """Keywords as serve's flags, as ``serve_arguments`` writes them (for a command line
+    that is edited, not built: a release's flags on a pod's)."""
+    arguments = []
     for name, value in flags.items():
         flag = "--" + name.replace("_", "-")
         if value is True:

@@ -63,6 +63,8 @@ class Kubelet:
         args = list(container["args"])
         assert args[:3] == ["serve", "--model-repository", "/models"]
         args = args[3:]
+        for flag in ("--http-port", "--grpc-port", "--metrics-port"):  # the pod's own: here,
+            del args[args.index(flag) : args.index(flag) + 2]  # free ports running_server picks
         args[args.index("--host") + 1] = "127.0.0.1"
         args[args.index("--advertise-host") + 1] = "127.0.0.1"  # the pod's IP
         args[args.index("--deregister-grace") + 1] = "0.5"

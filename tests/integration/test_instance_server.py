@@ -13,7 +13,8 @@ import pytest
 
 from modelyard.cli.gateway import GatewayServer, gateway_args
 from modelyard.cli.in_process import ServerThread
-from modelyard.cli.serve import InstanceServer, serve_args
+from modelyard.cli.serve import InstanceServer
+from modelyard.cli.serve_settings import serve_settings
 from modelyard.errors import ConfigError
 from modelyard.processes import free_port
 from tests.support.models import slow_double
@@ -25,7 +26,7 @@ def test_an_instance_serves_in_process_and_stops_each_part(tmp_path: Path) -> No
     repository = tmp_path / "models"
     slow_double(repository)
     http_port, grpc_port, metrics_port = free_port(), free_port(), free_port()
-    args = serve_args(
+    settings = serve_settings(
         [
             "--model-repository", str(repository),
             "--http-port", str(http_port),
@@ -35,7 +36,7 @@ def test_an_instance_serves_in_process_and_stops_each_part(tmp_path: Path) -> No
     )  # fmt: skip
 
     async def run() -> None:
-        async with InstanceServer(args) as server:
+        async with InstanceServer(settings) as server:
             assert (server.http_port, server.grpc_port) == (http_port, grpc_port)
             assert server.metrics_port == metrics_port
             base = f"http://127.0.0.1:{http_port}"
@@ -59,7 +60,7 @@ def test_an_instance_serves_in_process_and_stops_each_part(tmp_path: Path) -> No
 def test_a_start_that_fails_stops_what_it_started(tmp_path: Path) -> None:
     repository = tmp_path / "models"
     slow_double(repository)
-    bad = serve_args(["--model-repository", str(repository), "--service", "com.example.x"])
+    bad = serve_settings(["--model-repository", str(repository), "--service", "com.example.x"])
     with pytest.raises(ConfigError, match="needs --group"):
         asyncio.run(InstanceServer(bad).start())
 
@@ -69,7 +70,7 @@ def test_a_start_that_fails_stops_what_it_started(tmp_path: Path) -> None:
         taken.listen()
         metrics_port = taken.getsockname()[1]
         http_port = free_port()
-        args = serve_args(
+        settings = serve_settings(
             [
                 "--model-repository", str(repository),
                 "--http-port", str(http_port),
@@ -79,7 +80,7 @@ def test_a_start_that_fails_stops_what_it_started(tmp_path: Path) -> None:
         )  # fmt: skip
         try:
             with pytest.raises(ConfigError) as refused:
-                await InstanceServer(args).start()
+                await InstanceServer(settings).start()
             assert str(metrics_port) in refused.value.line()
         finally:
             taken.close()
@@ -94,13 +95,13 @@ def test_a_server_on_its_own_thread_serves_synchronous_callers_and_stops(tmp_pat
     repository = tmp_path / "models"
     slow_double(repository)
     http_port = free_port()
-    args = serve_args(
+    settings = serve_settings(
         [
             "--model-repository", str(repository), "--http-port", str(http_port),
             "--grpc-port", "-1", "--metrics-port", "-1",
         ]
     )  # fmt: skip
-    with ServerThread(InstanceServer(args)) as server:
+    with ServerThread(InstanceServer(settings)) as server:
         assert server.http_port == http_port
         base = f"http://127.0.0.1:{http_port}"
         answer = httpx.post(f"{base}/v2/models/slow_double/infer", json=DOUBLE)
@@ -115,7 +116,7 @@ def test_a_server_on_its_own_thread_serves_synchronous_callers_and_stops(tmp_pat
 def test_a_server_thread_that_cannot_start_raises_its_error_in_the_caller(tmp_path: Path) -> None:
     repository = tmp_path / "models"
     slow_double(repository)
-    bad = serve_args(["--model-repository", str(repository), "--service", "com.example.x"])
+    bad = serve_settings(["--model-repository", str(repository), "--service", "com.example.x"])
     thread = ServerThread(InstanceServer(bad))
     with pytest.raises(ConfigError, match="needs --group"):
         thread.start()
@@ -127,7 +128,7 @@ def test_a_gateway_in_process_forwards_to_an_instance_in_process(tmp_path: Path)
     slow_double(repository)
     registry = f"embedded://{tmp_path / 'registry.db'}"
     service = ["--service", "com.example.inprocess", "--registry", registry]
-    instance_args = serve_args(
+    instance_settings = serve_settings(
         [
             "--model-repository", str(repository), *service, "--group", "g",
             "--http-port", str(free_port()), "--grpc-port", "-1", "--metrics-port", "-1",
@@ -137,7 +138,7 @@ def test_a_gateway_in_process_forwards_to_an_instance_in_process(tmp_path: Path)
     forwarding_args = gateway_args([*service, "--http-port", str(free_port()), "--grpc-port", "-1"])
 
     async def run() -> None:
-        async with InstanceServer(instance_args), GatewayServer(forwarding_args) as gateway:
+        async with InstanceServer(instance_settings), GatewayServer(forwarding_args) as gateway:
             base = f"http://127.0.0.1:{gateway.http_port}/v2/models/slow_double"
             async with httpx.AsyncClient() as client:
                 for _ in range(100):  # until the gateway's view holds the instance
@@ -154,7 +155,7 @@ def test_a_gateway_in_process_forwards_to_an_instance_in_process(tmp_path: Path)
 def test_a_pinned_version_is_served_whatever_the_version_policy_says(tmp_path: Path) -> None:
     repository = tmp_path / "models"
     slow_double(repository, versions=(1, 2, 3))  # its policy: the latest one
-    args = serve_args(
+    settings = serve_settings(
         [
             "--model-repository", str(repository), "--http-port", str(free_port()),
             "--grpc-port", "-1", "--metrics-port", "-1", "--model-version", "slow_double=2",
@@ -162,7 +163,7 @@ def test_a_pinned_version_is_served_whatever_the_version_policy_says(tmp_path: P
     )  # fmt: skip
 
     async def run() -> None:
-        async with InstanceServer(args) as server:
+        async with InstanceServer(settings) as server:
             assert server.manager is not None
             assert [v.version for v in server.manager.ready_versions()] == [2]
 
@@ -174,7 +175,7 @@ def test_a_pinned_version_the_repository_lacks_says_which_flag_asked_for_it(
 ) -> None:
     repository = tmp_path / "models"
     slow_double(repository, versions=(1,))
-    args = serve_args(
+    settings = serve_settings(
         [
             "--model-repository", str(repository), "--http-port", str(free_port()),
             "--grpc-port", "-1", "--metrics-port", "-1", "--model-version", "slow_double=9",
@@ -183,7 +184,7 @@ def test_a_pinned_version_the_repository_lacks_says_which_flag_asked_for_it(
     )  # fmt: skip
 
     async def run() -> None:
-        async with InstanceServer(args) as server:
+        async with InstanceServer(settings) as server:
             assert server.manager is not None and server.manager.ready_versions() == []
             (row,) = server.manager.index()
             assert "no version directory that its version policy selects" in row["reason"]
@@ -197,5 +198,5 @@ def test_a_pin_that_names_no_version_number_is_refused(
     pin: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit):
-        serve_args(["--model-repository", "m", "--model-version", pin])
+        serve_settings(["--model-repository", "m", "--model-version", pin])
     assert f"expected MODEL=VERSION (a version number), got {pin!r}" in capsys.readouterr().err

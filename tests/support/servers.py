@@ -20,7 +20,8 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from modelyard.cli.in_process import ServerThread
-from modelyard.cli.serve import InstanceServer, serve_args
+from modelyard.cli.serve import InstanceServer
+from modelyard.cli.serve_settings import serve_settings
 from modelyard.processes import serve_arguments, serve_command
 from modelyard.server.manager import ModelManager
 
@@ -88,7 +89,7 @@ def server_in_process(
     flags = serve_arguments(
         repository, http_port=port, grpc_port=grpc_port, metrics_port=metrics_port
     )
-    with ServerThread(InstanceServer(serve_args([*flags, *extra]))) as instance:
+    with ServerThread(InstanceServer(serve_settings([*flags, *extra]))) as instance:
         assert instance.manager is not None
         server = ServerInProcess(port, grpc_port, metrics_port, instance.manager)
         if wait_ready:

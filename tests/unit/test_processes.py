@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from modelyard.cli.main import build_parser
-from modelyard.cli.serve import serve_args
+from modelyard.cli.serve_settings import serve_settings
 from modelyard.processes import serve_arguments, serve_command
 
 
@@ -43,6 +43,7 @@ def test_the_serve_flags_are_the_command_s_for_a_server_in_this_process(tmp_path
     """One builder: a server started in process reads the same flags as the child."""
     flags = serve_arguments(tmp_path, http_port=8123, metrics_port=8125, load_model=["a"])
     assert serve_command(tmp_path, http_port=8123, metrics_port=8125, load_model=["a"])[4:] == flags
-    args = serve_args(flags)
-    assert (args.http_port, args.grpc_port, args.metrics_port) == (8123, -1, 8125)
-    assert args.model_repository == [tmp_path] and args.load_model == ["a"]
+    settings = serve_settings(flags)
+    assert (settings.http.port, settings.grpc.port, settings.metrics.port) == (8123, -1, 8125)
+    assert settings.models.repositories == (tmp_path,)
+    assert settings.models.startup_models == ("a",)

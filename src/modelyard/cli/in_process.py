@@ -5,7 +5,7 @@ stopped in reverse, its HTTP port served by uvicorn beside them.
 are each one; the command runs it until a signal, and tests and tools start one
 beside their own code::
 
-    async with InstanceServer(serve_args([...])) as server:
+    async with InstanceServer(serve_settings([...])) as server:
         ... f"http://127.0.0.1:{server.http_port}" ...
 
 or, from synchronous code, on a thread of its own (``ServerThread``).
@@ -182,7 +182,7 @@ class ServerThread(Generic[Server]):
     """An in-process server on a thread and event loop of its own, for synchronous callers
     (tests, tools)::
 
-        with ServerThread(InstanceServer(serve_args([...]))) as server:
+        with ServerThread(InstanceServer(serve_settings([...]))) as server:
             ... f"http://127.0.0.1:{server.http_port}" ...
 
     Entering returns once the server has started (its error, if it did not); leaving stops

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import sys
 from collections.abc import Callable
@@ -93,8 +94,12 @@ def _demo(args: argparse.Namespace) -> int:
 # imported only when that command is the one asked for, so ``modelyard --help`` and an
 # unknown command answer without loading numpy, the server or the client
 COMMANDS = [
-    ("serve", "serve a Triton-layout model repository", "serve"),
-    ("gateway", "the V2 HTTP and gRPC API in front of a service found in a registry", "gateway"),
+    ("serve", "serve a Triton-layout model repository", "serve_flags"),
+    (
+        "gateway",
+        "the V2 HTTP and gRPC API in front of a service found in a registry",
+        "gateway_flags",
+    ),
     ("bench", "load generator: closed-loop sweep or open-loop fixed rate", "bench"),
     ("rules", "governance rules: live on an instance, or central in the registry", "governance"),
     ("explain", "why a request was refused: the rule, its numbers, how to change it", "explain"),
@@ -118,13 +123,23 @@ DEMO_HELP = (
 )
 # each command's functions in its module: add_<name>_arguments and run_<name>
 _FUNCTIONS = {"platform": ("add_platform_arguments", "run_platform")}
+# the commands whose arguments' module is a light one of its own: the module that runs
+# them, imported once the arguments are read (an argument error loads no server)
+_RUNS_IN = {"serve": "serve", "gateway": "gateway"}
 ALL = "*"
 
 
 def _command_functions(name: str, module: str) -> tuple[Any, Any]:
     imported = importlib.import_module(f"modelyard.cli.{module}")
     add, run = _FUNCTIONS.get(name, (f"add_{name}_arguments", f"run_{name}"))
+    if name in _RUNS_IN:
+        return getattr(imported, add), functools.partial(_run_in, _RUNS_IN[name], run)
     return getattr(imported, add), getattr(imported, run)
+
+
+def _run_in(module: str, function: str, args: argparse.Namespace) -> int:
+    run = getattr(importlib.import_module(f"modelyard.cli.{module}"), function)
+    return int(run(args))
 
 
 def build_parser(command: str | None = ALL) -> argparse.ArgumentParser:

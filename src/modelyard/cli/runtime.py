@@ -1,4 +1,5 @@
-"""What every long-running command shares: the event loop and the HTTP server settings."""
+"""What every long-running command shares: the event loop and the HTTP server settings
+(their flags: ``http_flags``)."""
 
 from __future__ import annotations
 
@@ -12,27 +13,13 @@ from typing import Any
 
 import uvicorn
 
+from modelyard.cli.serve_flags import DEFAULT_GIL_SWITCH_INTERVAL_US, MAX_GIL_SWITCH_INTERVAL_US
 from modelyard.errors import Code, ConfigError
 from modelyard.frontdoors.http_connections import (
-    DEFAULT_BODY_TIMEOUT_S,
-    DEFAULT_HEADER_TIMEOUT_S,
-    DEFAULT_IDLE_TIMEOUT_S,
-    DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_HEADER_BYTES,
     BoundedHttpProtocol,
     ConnectionLimits,
     DirectAnswer,
 )
-
-# A model's instance thread takes the GIL around each batch (assembling it, and
-# again for onnxruntime's outputs) while the event loop, busy with requests,
-# holds it; it waits until the holder is asked to let go. At Python's 5 ms the
-# MLP of bench/batching.py waited 0.66 ms before each 4.4 ms execution; at
-# 100 us, 0.34 ms, and the served rows/s rose 3-8 % (bench/RESULTS.md).
-DEFAULT_GIL_SWITCH_INTERVAL_US = 100
-# Python keeps the interval in microseconds in a C long: far larger values wrap
-# (1e14 s reads back as 0), and nothing is gained past a second
-MAX_GIL_SWITCH_INTERVAL_US = 1_000_000
 
 
 def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
@@ -57,61 +44,6 @@ def set_gil_switch_interval(microseconds: int) -> None:
             f"(default {DEFAULT_GIL_SWITCH_INTERVAL_US})",
         )
     sys.setswitchinterval(microseconds / 1e6)
-
-
-def add_listen_arguments(parser: argparse.ArgumentParser) -> None:
-    """The address and the HTTP and gRPC ports a serving command listens on."""
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--http-port", type=int, default=8000)
-    parser.add_argument(
-        "--grpc-port", type=int, default=8001, help="gRPC port (0: any free port, -1: no gRPC)"
-    )
-
-
-def add_http_arguments(parser: argparse.ArgumentParser) -> None:
-    """The HTTP port's bounds on connections, shared by every command that serves HTTP."""
-    parser.add_argument(
-        "--http-max-connections",
-        type=int,
-        default=DEFAULT_MAX_CONNECTIONS,
-        metavar="N",
-        help="open HTTP connections before a new one is answered 503 and closed",
-    )
-    parser.add_argument(
-        "--http-idle-timeout",
-        type=float,
-        default=DEFAULT_IDLE_TIMEOUT_S,
-        metavar="S",
-        help="seconds a connection may wait for its next request before it is closed",
-    )
-    parser.add_argument(
-        "--http-header-timeout",
-        type=float,
-        default=DEFAULT_HEADER_TIMEOUT_S,
-        metavar="S",
-        help="seconds from a request's first byte to the end of its headers (408 past it)",
-    )
-    parser.add_argument(
-        "--http-body-timeout",
-        type=float,
-        default=DEFAULT_BODY_TIMEOUT_S,
-        metavar="S",
-        help="seconds from a request's headers to the end of its body (408 past it)",
-    )
-    parser.add_argument(
-        "--http-max-header-bytes",
-        type=int,
-        default=DEFAULT_MAX_HEADER_BYTES,
-        metavar="N",
-        help="largest request line and header block (431 past it)",
-    )
-    parser.add_argument(
-        "--embedding-model",
-        default=None,
-        metavar="NAME",
-        help="the text model text-embeddings-inference's POST /embed uses (OpenAI's "
-        "POST /v1/embeddings names its model itself)",
-    )
 
 
 def connection_limits(args: argparse.Namespace) -> ConnectionLimits:

@@ -1,4 +1,7 @@
-"""``modelyard serve``: one instance process serving a model repository."""
+"""``modelyard serve``: one instance process serving a model repository.
+
+Its flags are ``serve_flags``'; what they ask for, ``serve_settings.InstanceSettings``.
+"""
 
 from __future__ import annotations
 
@@ -18,225 +21,32 @@ import structlog
 
 from modelyard import __version__
 from modelyard.cli.in_process import HttpServer, InProcessServer
-from modelyard.cli.runtime import (
-    DEFAULT_GIL_SWITCH_INTERVAL_US,
-    add_http_arguments,
-    add_listen_arguments,
-    connection_limits,
-    http_config,
-    run_event_loop,
-    set_gil_switch_interval,
-)
-from modelyard.cli.triton_flags import add_triton_arguments, apply_triton_flags
-from modelyard.discovery import DEFAULT_REGISTRY_URL, open_registry
+from modelyard.cli.runtime import http_config, run_event_loop, set_gil_switch_interval
+from modelyard.cli.serve_settings import InstanceSettings, RegistrationSettings, instance_settings
+from modelyard.discovery import open_registry
 from modelyard.discovery.live_count import LiveInstanceCount
 from modelyard.discovery.publisher import Publisher, models_from_index
 from modelyard.discovery.registry import Instance, Registry
-from modelyard.discovery.rules_store import open_rules_store
+from modelyard.discovery.rules_store import RulesStore, open_rules_store
 from modelyard.errors import Code, ConfigError
-from modelyard.frontdoors.grpc import DEFAULT_MAX_MESSAGE_BYTES, GrpcServer, start_grpc_server
-from modelyard.frontdoors.http import DEFAULT_MAX_BODY_BYTES, HttpFrontend
+from modelyard.frontdoors.grpc import GrpcServer, start_grpc_server
+from modelyard.frontdoors.http import HttpFrontend
 from modelyard.generation import Generation
-from modelyard.governance.runtime import RulesSource, open_governance
-from modelyard.hardware.memory import freeze_startup_objects, parse_size
+from modelyard.governance.rules_source import RulesSource
+from modelyard.governance.runtime import Governance, open_governance
+from modelyard.hardware.memory import freeze_startup_objects
 from modelyard.logging import configure_logging
 from modelyard.metrics import serve_metrics
 from modelyard.modelfiles.repository import ModelRepository
 from modelyard.protocol.shared_memory import SystemSharedMemory
 from modelyard.server.dataplane import LocalDataPlane
-from modelyard.server.manager import ControlMode, ModelManager
+from modelyard.server.manager import ModelManager
 from modelyard.server.residency import Residency
 from modelyard.server.resource_limiter import ResourceLimiter
 from modelyard.server.response_cache import ResponseCache
 from modelyard.tracing import Tracing
 
 log = structlog.get_logger("modelyard.serve")
-
-
-def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model-repository",
-        action="append",
-        type=Path,
-        metavar="DIR",
-        help="a Triton model repository; repeatable (model names unique across them)",
-    )
-    parser.add_argument(
-        "--id", default="modelyard", help="the server's name in its metadata (as tritonserver's)"
-    )
-    # the version server metadata gives: modelyard's, or Triton's under `tritonserver`
-    parser.set_defaults(server_version=__version__)
-    add_listen_arguments(parser)
-    parser.add_argument(
-        "--model-control-mode",
-        choices=[m.value for m in ControlMode],
-        default=ControlMode.NONE.value,
-    )
-    parser.add_argument("--repository-poll-secs", type=float, default=15.0)
-    parser.add_argument(
-        "--load-model",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="in explicit mode, load this model at start ('*' for all); repeatable",
-    )
-    parser.add_argument(
-        "--model-version",
-        action="append",
-        default=[],
-        type=_pinned_version,
-        metavar="MODEL=VERSION",
-        help="serve exactly this version of the model, whatever its version_policy says "
-        "(a release's canary); repeatable",
-    )
-    parser.add_argument(
-        "--trusted-repository",
-        action="store_true",
-        help="allow pickle-based model files (model.pkl, model.joblib) in this repository",
-    )
-    parser.add_argument(
-        "--trust-model",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="allow pickle-based model files for this model only; repeatable",
-    )
-    parser.add_argument("--http-max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
-    parser.add_argument(
-        "--grpc-max-message-bytes",
-        type=int,
-        default=DEFAULT_MAX_MESSAGE_BYTES,
-        help="largest gRPC message received or sent",
-    )
-    parser.add_argument(
-        "--metrics-port",
-        type=int,
-        default=8002,
-        help="Prometheus /metrics port (0: any free port, -1: no metrics)",
-    )
-    parser.add_argument(
-        "--max-queue-size",
-        type=int,
-        default=1000,
-        help="queue cap per model version when its config sets none (0: unbounded)",
-    )
-    add_http_arguments(parser)
-    parser.add_argument(
-        "--memory-budget",
-        default=None,
-        metavar="SIZE",
-        help="host memory the loaded models may hold (e.g. 4G); loads over it are refused",
-    )
-    parser.add_argument(
-        "--model-residency",
-        choices=["off", "lru"],
-        default="off",
-        help="lru: every model of the repository is servable, loaded when first asked for, "
-        "the least recently used idle ones unloaded to stay within --memory-budget",
-    )
-    parser.add_argument(
-        "--service-config",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="service file with auth, rate limits and breakers; reloaded on change",
-    )
-    parser.add_argument(
-        "--gil-switch-interval-us",
-        type=int,
-        default=DEFAULT_GIL_SWITCH_INTERVAL_US,
-        metavar="US",
-        help="how long a thread may keep the GIL while another waits for it, 1 to 1000000 "
-        "(Python's own default is 5000); model instance threads wait for it around each batch",
-    )
-    parser.add_argument(
-        "--log-format",
-        choices=["console", "json", "default", "ISO8601"],
-        default="console",
-        help="console or json; tritonserver's default and ISO8601 are console lines",
-    )
-    parser.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"]
-    )
-    add_triton_arguments(parser)
-    discovery = parser.add_argument_group(
-        "discovery (registers this instance when --service is set)"
-    )
-    discovery.add_argument("--service", default=None, help="service name, e.g. com.example.ranker")
-    discovery.add_argument("--group", default=None, help="deployment group; needed with --service")
-    discovery.add_argument(
-        "--registry",
-        default=DEFAULT_REGISTRY_URL,
-        metavar="URL",
-        help="embedded, embedded:///abs/path/registry.db or etcd://host:port[,host:port]",
-    )
-    discovery.add_argument(
-        "--rules-source",
-        choices=[s.value for s in RulesSource],
-        default=RulesSource.AUTO.value,
-        help="which governance rules win: the service's central rules in the registry or "
-        "--service-config (auto: central once the service has any; auth is always local)",
-    )
-    discovery.add_argument("--data-center", default=None, metavar="DC")
-    discovery.add_argument("--queue", default=None, metavar="Q")
-    discovery.add_argument(
-        "--template",
-        default=None,
-        metavar="NAME",
-        help="the spec's template this instance was started from (the autoscaler scales each "
-        "template on its own instances' load)",
-    )
-    discovery.add_argument(
-        "--role",
-        choices=("stable", "canary"),
-        default=None,
-        help="this instance's part in its group's release (a registry label)",
-    )
-    discovery.add_argument("--spec", default="", help="resource spec, e.g. 8C/32G")
-    discovery.add_argument("--weight", type=float, default=1.0)
-    discovery.add_argument(
-        "--weight-file",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="read the weight from this file, re-read while serving (a release sets it)",
-    )
-    discovery.add_argument(
-        "--instance-id", default=None, metavar="ID", help="default: advertised host:http-port"
-    )
-    discovery.add_argument(
-        "--advertise-host", default=None, metavar="HOST", help="default: --host, or the hostname"
-    )
-    discovery.add_argument(
-        "--registry-ttl",
-        type=float,
-        default=5.0,
-        metavar="SECS",
-        help="the entry expires this long after the last heartbeat (etcd: at least 2)",
-    )
-    discovery.add_argument(
-        "--deregister-grace",
-        type=float,
-        default=0.5,
-        metavar="SECS",
-        help="on SIGTERM, keep serving this long after deregistering, so callers' registry "
-        "views drop the instance before its port closes",
-    )
-
-
-def _residency(args: argparse.Namespace) -> Residency | None:
-    """What --model-residency asks for; lru needs a budget to keep within."""
-    if args.model_residency != "lru":
-        return None
-    if not args.memory_budget:
-        raise ConfigError(
-            "--model-residency lru keeps the loaded models within a memory budget, and none "
-            "was given",
-            code=Code.INVALID_ARGUMENT,
-            rule="config/model-residency",
-            where="modelyard serve --memory-budget SIZE (e.g. 2G) with --model-residency lru",
-        )
-    return Residency(parse_size(args.memory_budget))
 
 
 def _is_loopback(host: str) -> bool:
@@ -249,9 +59,9 @@ def _is_loopback(host: str) -> bool:
 
 
 def _advertised_instance(
-    args: argparse.Namespace, http_port: int, grpc_port: int | None
+    registration: RegistrationSettings, http_port: int, grpc_port: int | None
 ) -> Instance:
-    host = args.advertise_host or args.host
+    host = registration.advertise_host
     if host in ("0.0.0.0", "::", ""):
         host = socket.gethostname()
     http = f"[{host}]:{http_port}" if ":" in host else f"{host}:{http_port}"
@@ -259,28 +69,22 @@ def _advertised_instance(
     if grpc_port is not None:
         grpc = f"[{host}]:{grpc_port}" if ":" in host else f"{host}:{grpc_port}"
     labels = {
-        "data_center": args.data_center,
-        "queue": args.queue,
-        "template": args.template,
-        "role": args.role,
+        "data_center": registration.data_center,
+        "queue": registration.queue,
+        "template": registration.template,
+        "role": registration.role,
     }
+    assert registration.service is not None and registration.group is not None
     return Instance(
-        service=args.service,
-        group=args.group,
-        instance_id=args.instance_id or http,
+        service=registration.service,
+        group=registration.group,
+        instance_id=registration.instance_id or http,
         http=http,
         grpc=grpc,
         labels={k: v for k, v in labels.items() if v},
-        spec=args.spec,
-        weight=args.weight,
+        spec=registration.spec,
+        weight=registration.weight,
     )
-
-
-def _pinned_version(text: str) -> tuple[str, int]:
-    model, _, version = text.partition("=")
-    if not model or not version.isdigit():
-        raise argparse.ArgumentTypeError(f"expected MODEL=VERSION (a version number), got {text!r}")
-    return model, int(version)
 
 
 def _current_weight(path: Path | None, default: float) -> float:
@@ -295,83 +99,136 @@ def _current_weight(path: Path | None, default: float) -> float:
 class InstanceServer(InProcessServer):
     """One instance in this process (see ``in_process``): registry handles, governance, the
     model manager, the front doors, metrics and the registry entry; deregistration first
-    when it stops. ``args``: the serve command's flags (``serve_args``)."""
+    when it stops. ``settings``: ``instance_settings``' (``serve_settings`` from flags)."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, settings: InstanceSettings) -> None:
         super().__init__()
-        self.args = args
+        self.settings = settings
         self.grpc_port: int | None = None  # once started
         self.metrics_port: int | None = None
         self.manager: ModelManager | None = None
+        # one count the manager and governance bump when routing changes (lanes' stamp)
+        self.generation = Generation()
+        self._publisher: Publisher | None = None  # once HTTP listens, with --service
 
     async def _start(self, parts: contextlib.AsyncExitStack) -> None:
-        args = self.args
-        if args.service and not args.group:
+        for flag, reason in self.settings.not_applied:
+            log.warning("triton_flag_not_applied", flag=flag, reason=reason)
+        registry, live, rules_store = self._open_registry(parts)
+        manager = self._model_manager()
+        dataplane = LocalDataPlane(
+            manager, server_id=self.settings.server_id, server_version=self.settings.server_version
+        )
+        governance = await self._open_governance(parts, dataplane, live, rules_store)
+        app = self._http_front_door(parts, dataplane, governance)
+        await self._start_models(parts, manager)
+        http_server, http_sockets = self._http_server(parts, app, governance)
+        if live is not None:
+            live.start()
+        metrics_port = self._start_metrics(parts, manager, governance)
+        grpc_server = await self._start_grpc(parts, dataplane, governance, app)
+        grpc_port = grpc_server.port if grpc_server else None
+
+        async def announce() -> None:
+            """Once HTTP listens: say so, and publish the instance in the registry."""
+            await http_server.up.wait()
+            port = _listening_port(http_server) or self.settings.http.port
+            self._log_ready(port if http_sockets else None, grpc_port, metrics_port, manager,
+                            governance)  # fmt: skip
+            if registry is not None:
+                self._register(parts, registry, live, port, grpc_port, manager, governance)
+
+        _background(parts, announce())
+        if governance is not None:
+            _background(parts, governance.watch(store=rules_store))
+        await self._serve_http(parts, http_server, http_sockets)  # none: gRPC serves alone
+        self.grpc_port = grpc_port
+        self.metrics_port = metrics_port
+        self.manager = manager
+
+    def _open_registry(
+        self, parts: contextlib.AsyncExitStack
+    ) -> tuple[Registry | None, LiveInstanceCount | None, RulesStore | None]:
+        """With --service: the registry the entry goes into, the live instance count (on a
+        handle of its own: the publisher closes its handle when it deregisters) and, unless
+        the rules are local only, the central rules' store."""
+        registration = self.settings.registration
+        if not registration.service:
+            return None, None, None
+        if not registration.group:
             raise ConfigError(
-                f"--service {args.service} needs --group",
+                f"--service {registration.service} needs --group",
                 code=Code.INVALID_ARGUMENT,
                 rule="discovery/group",
                 where="pass --group GROUP (where it runs and who owns it)",
             )
-        limits = connection_limits(args)
-        rules_source = RulesSource(args.rules_source)
-        registry: Registry | None = None
-        live: LiveInstanceCount | None = None
-        publisher: Publisher | None = None
-        if args.service:
-            registry = open_registry(args.registry)
+        registry = open_registry(registration.registry)
 
-            async def close_registry() -> None:
-                if publisher is None:  # else the publisher closes it when it deregisters
-                    await registry.aclose()
+        async def close_registry() -> None:
+            if self._publisher is None:  # else the publisher closes it when it deregisters
+                await registry.aclose()
 
-            parts.push_async_callback(close_registry)
-            # a registry handle of its own: the publisher closes its handle when it deregisters
-            live = LiveInstanceCount(open_registry(args.registry), args.service)
-            parts.push_async_callback(live.aclose)
+        parts.push_async_callback(close_registry)
+        live = LiveInstanceCount(open_registry(registration.registry), registration.service)
+        parts.push_async_callback(live.aclose)
         rules_store = None
-        if args.service and rules_source is not RulesSource.LOCAL:
-            rules_store = open_rules_store(args.registry)
+        if self.settings.rules_source is not RulesSource.LOCAL:
+            rules_store = open_rules_store(registration.registry)
             parts.push_async_callback(rules_store.aclose)
-        generation = Generation()  # one count the manager and governance bump (lanes' stamp)
-        manager = ModelManager(
+        return registry, live, rules_store
+
+    def _model_manager(self) -> ModelManager:
+        models = self.settings.models
+        residency = None
+        if models.residency == "lru" and models.memory_budget_bytes is not None:
+            residency = Residency(models.memory_budget_bytes)  # the settings ask for a budget
+        return ModelManager(
             ModelRepository(
-                [path.resolve() for path in args.model_repository],
-                args.model_config_name,
-                namespacing=args.model_namespacing,
+                [path.resolve() for path in models.repositories],
+                models.config_name,
+                namespacing=models.namespacing,
             ),
-            ControlMode(args.model_control_mode),
-            poll_secs=args.repository_poll_secs,
-            startup_models=args.load_model,
-            pinned_versions=dict(args.model_version),
-            trusted_repository=args.trusted_repository,
-            trusted_models=args.trust_model,
-            default_max_queue_size=args.max_queue_size,
-            memory_budget=parse_size(args.memory_budget) if args.memory_budget else None,
-            residency=_residency(args),
-            generation=generation,
-            strict_readiness=args.strict_readiness,
-            load_threads=args.model_load_thread_count,
-            summary_quantiles=args.summary_quantiles,
-            response_cache=ResponseCache(args.response_cache_bytes)
-            if args.response_cache_bytes
+            models.control_mode,
+            poll_secs=models.poll_secs,
+            startup_models=list(models.startup_models),
+            pinned_versions=dict(models.pinned_versions),
+            trusted_repository=models.trusted_repository,
+            trusted_models=list(models.trusted_models),
+            default_max_queue_size=models.default_max_queue_size,
+            memory_budget=models.memory_budget_bytes,
+            residency=residency,
+            generation=self.generation,
+            strict_readiness=models.strict_readiness,
+            load_threads=models.load_threads,
+            summary_quantiles=models.summary_quantiles,
+            response_cache=ResponseCache(models.response_cache_bytes)
+            if models.response_cache_bytes
             else None,
-            rate_limiter=ResourceLimiter(args.rate_limit_resources)
-            if args.rate_limit == "execution_count"
+            rate_limiter=ResourceLimiter(list(models.resources))
+            if models.resources is not None
             else None,
-            auto_complete=args.auto_complete,
-            load_retries=args.model_load_retry_count,
+            auto_complete=models.auto_complete,
+            load_retries=models.load_retries,
         )
-        dataplane = LocalDataPlane(
-            manager, server_id=args.id, server_version=args.server_version
-        )
+
+    async def _open_governance(
+        self,
+        parts: contextlib.AsyncExitStack,
+        dataplane: LocalDataPlane,
+        live: LiveInstanceCount | None,
+        rules_store: RulesStore | None,
+    ) -> Governance | None:
+        """The service's rules (the local file's, or the central ones), None without any;
+        model loads and unloads through the data plane are authorised by them."""
+        settings = self.settings
+        service = settings.registration.service
         governance = await open_governance(
-            args.service_config,
-            args.service,
-            generation=generation,
-            rules_source=rules_source,
+            settings.service_config,
+            service,
+            generation=self.generation,
+            rules_source=settings.rules_source,
             store=rules_store,
-            registry_url=args.registry if args.service else None,
+            registry_url=settings.registration.registry if service else None,
             live_instances=live.count if live is not None else lambda: 1,
             limiting_locally=live.limiting_locally if live is not None else lambda: 0,
         )
@@ -380,141 +237,182 @@ class InstanceServer(InProcessServer):
             dataplane.authorize_call = governance.authorize_model_call(
                 f"service '{governance.service}'"
             )  # checks only where auth is on, as it is at each call
+        return governance
+
+    def _http_front_door(
+        self,
+        parts: contextlib.AsyncExitStack,
+        dataplane: LocalDataPlane,
+        governance: Governance | None,
+    ) -> HttpFrontend:
+        """The HTTP front door, with the shared memory and tracing the gRPC one shares."""
+        settings, http = self.settings, self.settings.http
         shared_memory = SystemSharedMemory(
-            allowed=args.allow_client_shm, max_request_bytes=args.http_max_body_bytes
+            allowed=settings.allow_client_shm, max_request_bytes=http.max_body_bytes
         )
         parts.callback(shared_memory.close)
-        tracing = Tracing(**args.trace)
+        tracing = Tracing(**settings.trace)
         parts.callback(tracing.shutdown)  # exports what the last requests left
-        app = HttpFrontend(
+        return HttpFrontend(
             dataplane,
-            max_body_bytes=args.http_max_body_bytes,
+            max_body_bytes=http.max_body_bytes,
             governance=governance,
             shared_memory=shared_memory,
             tracing=tracing,
-            header_forwarding=args.http_header_forwarding,
-            embedding_model=args.embedding_model,
-            restrictions=args.http_restrictions,
+            header_forwarding=http.header_forwarding,
+            embedding_model=http.embedding_model,
+            restrictions=http.restrictions,
         )
+
+    async def _start_models(self, parts: contextlib.AsyncExitStack, manager: ModelManager) -> None:
         await manager.start()
         parts.push_async_callback(manager.stop)
-        if args.exit_on_error:
+        if self.settings.models.exit_on_error:
             _exit_on_failed_loads(manager)
         freeze_startup_objects()
 
-        async def deregister() -> None:
-            if publisher is not None:
-                await publisher.stop()
-                # keep answering while callers' registry views drop this instance
-                await asyncio.sleep(args.deregister_grace)
-
-        http_host = args.http_address or args.host
-        grpc_host = args.grpc_address or args.host
-        metrics_host = args.metrics_address or args.host
-        config = http_config(app, http_host, args.http_port, limits, direct=app.direct)
-        if args.exit_timeout_secs is not None:
-            config.timeout_graceful_shutdown = math.ceil(args.exit_timeout_secs)
-        server = HttpServer(config, deregister)
+    def _http_server(
+        self, parts: contextlib.AsyncExitStack, app: HttpFrontend, governance: Governance | None
+    ) -> tuple[HttpServer, list[socket.socket]]:
+        """uvicorn for the front door, deregistering first when it stops, and its socket
+        (none with --allow-http false)."""
+        settings, http = self.settings, self.settings.http
+        config = http_config(app, http.address, http.port, http.limits, direct=app.direct)
+        if settings.exit_timeout_secs is not None:
+            config.timeout_graceful_shutdown = math.ceil(settings.exit_timeout_secs)
+        server = HttpServer(config, self._deregister)
         auth_on = governance is not None and governance.config.auth.enabled
-        for host in {http_host, grpc_host}:
+        for host in {http.address, settings.grpc.address}:
             if not _is_loopback(host) and not auth_on:
                 log.warning(
                     "listening_beyond_loopback_without_auth",
                     host=host,
                     hint="anyone who can reach this address can infer, load and unload models",
                 )
-        http_sockets = (
-            [self.listen(parts, http_host, args.http_port, bool(args.reuse_http_port))]
-            if args.allow_http
-            else []
+        if not http.enabled:
+            return server, []
+        return server, [self.listen(parts, http.address, http.port, http.reuse_port)]
+
+    async def _deregister(self) -> None:
+        if self._publisher is not None:
+            await self._publisher.stop()
+            # keep answering while callers' registry views drop this instance
+            await asyncio.sleep(self.settings.registration.deregister_grace)
+
+    def _start_metrics(
+        self,
+        parts: contextlib.AsyncExitStack,
+        manager: ModelManager,
+        governance: Governance | None,
+    ) -> int | None:
+        """The Prometheus port's number (None: no metrics port)."""
+        metrics = self.settings.metrics
+        if metrics.port < 0:
+            return None
+        server = serve_metrics(
+            manager,
+            metrics.address,
+            metrics.port,
+            governance,
+            cpu_metrics=metrics.cpu,
+            counter_latencies=metrics.counter_latencies,
+            gpu_metrics=metrics.gpu,
         )
+        parts.push_async_callback(asyncio.to_thread, server.close)
+        return server.port
+
+    async def _start_grpc(
+        self,
+        parts: contextlib.AsyncExitStack,
+        dataplane: LocalDataPlane,
+        governance: Governance | None,
+        app: HttpFrontend,
+    ) -> GrpcServer | None:
+        grpc = self.settings.grpc
+        if grpc.port < 0:
+            return None
+        server = await start_grpc_server(
+            dataplane,
+            grpc.address,
+            grpc.port,
+            max_message_bytes=grpc.max_message_bytes,
+            governance=governance,
+            shared_memory=app.shared_memory,
+            tracing=app.tracing,
+            tls=grpc.tls,
+            header_forwarding=grpc.header_forwarding,
+            keepalive_time_ms=grpc.keepalive_time_ms,
+            restrictions=grpc.restrictions,
+            compression=grpc.compression,
+            **grpc.connection,
+        )
+        grace = self.settings.exit_timeout_secs
+        parts.push_async_callback(
+            server.stop if grace is None else functools.partial(server.stop, grace)
+        )
+        return server
+
+    def _log_ready(
+        self,
+        http_port: int | None,
+        grpc_port: int | None,
+        metrics_port: int | None,
+        manager: ModelManager,
+        governance: Governance | None,
+    ) -> None:
+        settings = self.settings
+        http_host, grpc_host = settings.http.address, settings.grpc.address
+        metrics_host = settings.metrics.address
+        log.info(
+            "server_ready",
+            modelyard=__version__,
+            answers_as=f"{settings.server_id} {settings.server_version}",
+            http=f"http://{http_host}:{http_port}" if http_port is not None else None,
+            grpc=f"{grpc_host}:{grpc_port}" if grpc_port else None,
+            metrics=f"http://{metrics_host}:{metrics_port}/metrics" if metrics_port else None,
+            models=[f"{mv.name}/{mv.version}" for mv in manager.ready_versions()],
+            ready=manager.is_ready(),
+            service=governance.service if governance else None,
+        )
+
+    def _register(
+        self,
+        parts: contextlib.AsyncExitStack,
+        registry: Registry,
+        live: LiveInstanceCount | None,
+        http_port: int,
+        grpc_port: int | None,
+        manager: ModelManager,
+        governance: Governance | None,
+    ) -> None:
+        """The instance's registry entry, kept while it serves; the first part to stop."""
+        registration = self.settings.registration
+        template = _advertised_instance(registration, http_port, grpc_port)
         if live is not None:
-            live.start()
-        metrics_port = None
-        if args.metrics_port >= 0:
-            metrics = serve_metrics(
-                manager,
-                metrics_host,
-                args.metrics_port,
-                governance,
-                cpu_metrics=args.allow_cpu_metrics,
-                counter_latencies=args.counter_latencies,
-                gpu_metrics=args.allow_gpu_metrics,
-            )
-            parts.push_async_callback(asyncio.to_thread, metrics.close)
-            metrics_port = metrics.port
-        grpc_server: GrpcServer | None = None
-        if args.grpc_port >= 0:
-            grpc_server = await start_grpc_server(
-                dataplane,
-                grpc_host,
-                args.grpc_port,
-                max_message_bytes=args.grpc_max_message_bytes,
-                governance=governance,
-                shared_memory=shared_memory,
-                tracing=tracing,
-                tls=args.grpc_tls,
-                header_forwarding=args.grpc_header_forwarding,
-                keepalive_time_ms=args.grpc_keepalive_time,
-                restrictions=args.grpc_restrictions,
-                compression=args.grpc_compression,
-                **args.grpc_connection,
-            )
-            grace = args.exit_timeout_secs
-            parts.push_async_callback(
-                grpc_server.stop if grace is None else functools.partial(grpc_server.stop, grace)
-            )
-
-        async def announce() -> None:
-            """Once HTTP listens: say so, and publish the instance in the registry."""
-            nonlocal publisher
-            await server.up.wait()
-            ports = [s.getsockname()[1] for srv in server.servers for s in srv.sockets]
-            port = ports[0] if ports else args.http_port
-            grpc_port = grpc_server.port if grpc_server else None
-            log.info(
-                "server_ready",
-                modelyard=__version__,
-                answers_as=f"{args.id} {args.server_version}",
-                http=f"http://{http_host}:{port}" if http_sockets else None,
-                grpc=f"{grpc_host}:{grpc_port}" if grpc_port else None,
-                metrics=f"http://{metrics_host}:{metrics_port}/metrics" if metrics_port else None,
-                models=[f"{mv.name}/{mv.version}" for mv in manager.ready_versions()],
-                ready=manager.is_ready(),
-                service=governance.service if governance else None,
-            )
-            if registry is None:
-                return
-            template = _advertised_instance(args, port, grpc_port)
-            if live is not None:
-                live.own_id = template.instance_id
-            publisher = Publisher(
-                registry,
-                lambda: replace(
-                    template,
-                    models=models_from_index(manager.index(), manager.loadable_models()),
-                    weight=_current_weight(args.weight_file, template.weight),
-                    cluster_limit_local=governance is not None
-                    and governance.cluster_limits_local(),
-                ),
-                manager.is_ready,
-                ttl=args.registry_ttl,
-            )
-            parts.push_async_callback(publisher.stop)  # the first to go: deregistration
-            publisher.start()
-
-        _background(parts, announce())
-        if governance is not None:
-            _background(parts, governance.watch(store=rules_store))
-        await self._serve_http(parts, server, http_sockets)  # none: gRPC serves alone
-        self.grpc_port = grpc_server.port if grpc_server else None
-        self.metrics_port = metrics_port
-        self.manager = manager
+            live.own_id = template.instance_id
+        self._publisher = Publisher(
+            registry,
+            lambda: replace(
+                template,
+                models=models_from_index(manager.index(), manager.loadable_models()),
+                weight=_current_weight(registration.weight_file, template.weight),
+                cluster_limit_local=governance is not None and governance.cluster_limits_local(),
+            ),
+            manager.is_ready,
+            ttl=registration.ttl,
+        )
+        parts.push_async_callback(self._publisher.stop)  # the first to go: deregistration
+        self._publisher.start()
 
 
-async def serve(args: argparse.Namespace) -> None:
+def _listening_port(server: HttpServer) -> int | None:
+    ports = [s.getsockname()[1] for srv in server.servers for s in srv.sockets]
+    return ports[0] if ports else None
+
+
+async def serve(settings: InstanceSettings) -> None:
     """Run one instance until a signal: each part, once started, is stopped in reverse order."""
-    async with InstanceServer(args) as server:
+    async with InstanceServer(settings) as server:
         await server.wait()
 
 
@@ -537,22 +435,9 @@ def _exit_on_failed_loads(manager: ModelManager) -> None:
         )
 
 
-def serve_args(argv: list[str]) -> argparse.Namespace:
-    """The serve command's flags as ``modelyard serve`` reads them (tritonserver's applied),
-    for an ``InstanceServer`` started in process."""
-    parser = argparse.ArgumentParser(prog="modelyard serve")
-    add_serve_arguments(parser)
-    args = parser.parse_args(argv)
-    for flag, reason in apply_triton_flags(args):
-        log.warning("triton_flag_not_applied", flag=flag, reason=reason)
-    return args
-
-
 def run_serve(args: argparse.Namespace) -> int:
     set_gil_switch_interval(args.gil_switch_interval_us)  # refuses a bad value first
-    not_applied = apply_triton_flags(args)
-    configure_logging(args.log_format, args.log_level, args.log_file)
-    for flag, reason in not_applied:
-        log.warning("triton_flag_not_applied", flag=flag, reason=reason)
-    run_event_loop(serve(args))
+    settings = instance_settings(args)
+    configure_logging(settings.log.format, settings.log.level, settings.log.file)
+    run_event_loop(serve(settings))
     return 0

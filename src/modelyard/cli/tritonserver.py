@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from modelyard.cli.main import run_command
-from modelyard.cli.serve import add_serve_arguments, run_serve
+from modelyard.cli.serve_flags import add_serve_arguments
 
 # the Triton release whose server, clients and QA suite modelyard is checked against
 TRITON_VERSION = "2.51.0"
@@ -32,7 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command(run_serve, build_parser().parse_args(argv))
+    args = build_parser().parse_args(argv)
+    from modelyard.cli.serve import run_serve  # once the flags are read: errors answer at once
+
+    return run_command(run_serve, args)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ from typing import Any
 
 from modelyard.control.spec import Group, PlatformSpec, Quota, Service, Template
 from modelyard.errors import Code, ConfigError
+from modelyard.processes import FlagValue, serve_arguments
 
 LABEL = "modelyard.io"
 ETCD_IMAGE = "quay.io/coreos/etcd:v3.5.17"
@@ -608,17 +609,6 @@ def _instances(
     }
     if template.spec.cards:
         resources["nvidia.com/gpu"] = str(template.spec.cards)
-    args = [
-        "serve", "--model-repository", "/models", "--host", "0.0.0.0",
-        "--advertise-host", "$(POD_IP)", "--service", service, "--group", group,
-        "--registry", registry_url(options), "--data-center", dc, "--queue", queue_name,
-        "--template", template.name, "--spec", str(template.spec),
-        "--model-control-mode", "explicit",
-        "--deregister-grace", f"{DEREGISTER_GRACE_S:g}", "--exit-timeout-secs",
-        f"{EXIT_TIMEOUT_S:g}", "--weight-file", f"{WEIGHTS_DIR}/{name}",
-    ]  # fmt: skip
-    for model in template.loads:
-        args += ["--load-model", model]
     volumes = [
         _models_volume(options),
         # optional: a pod starts while the namespace's ConfigMap is still being applied
@@ -628,10 +618,22 @@ def _instances(
         {"name": "models", "mountPath": "/models", "readOnly": True},
         {"name": "weights", "mountPath": WEIGHTS_DIR, "readOnly": True},
     ]
+    service_file: dict[str, FlagValue] = {}
     if service in options.service_files:
-        args += ["--service-config", f"{SERVICE_FILE_DIR}/service.yaml"]
+        service_file["service_config"] = f"{SERVICE_FILE_DIR}/service.yaml"
         volumes.append(_service_file_volume(options, service))
         mounts.append({"name": "service-file", "mountPath": SERVICE_FILE_DIR, "readOnly": True})
+    args = [
+        "serve",
+        *serve_arguments(
+            "/models", http_port=8000, grpc_port=8001, metrics_port=8002,  # the container's
+            host="0.0.0.0", advertise_host="$(POD_IP)", service=service, group=group,
+            registry=registry_url(options), data_center=dc, queue=queue_name,
+            template=template.name, spec=str(template.spec), model_control_mode="explicit",
+            deregister_grace=f"{DEREGISTER_GRACE_S:g}", exit_timeout_secs=f"{EXIT_TIMEOUT_S:g}",
+            weight_file=f"{WEIGHTS_DIR}/{name}", load_model=list(template.loads), **service_file,
+        ),
+    ]  # fmt: skip
     container = {
         "name": "modelyard",
         "image": options.image,

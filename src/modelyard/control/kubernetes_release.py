@@ -80,6 +80,7 @@ from modelyard.control.release import (
 )
 from modelyard.control.spec import PlatformSpec
 from modelyard.discovery.registry import Instance
+from modelyard.processes import FlagValue, flag_arguments
 
 CONTAINER = "modelyard"  # the render's instance container
 # flags a release sets on a pod's serve command: each replaced, never repeated
@@ -161,17 +162,17 @@ def release_args(
             skip = True
         else:
             kept.append(arg)
-    for model, load in sorted((loads or {}).items()):
-        if load and model not in _loads(kept):
-            kept += ["--load-model", model]
-    for model, version in sorted(pins.items()):
-        kept += ["--model-version", f"{model}={version}"]
-    kept += ["--weight-file", f"{WEIGHTS_DIR}/{weight_key}"]
+    loaded = _loads(kept)
+    added: dict[str, FlagValue] = {
+        "load_model": [m for m, load in sorted((loads or {}).items()) if load and m not in loaded],
+        "model_version": [f"{model}={version}" for model, version in sorted(pins.items())],
+        "weight_file": f"{WEIGHTS_DIR}/{weight_key}",
+    }
     if weight is not None:
-        kept += ["--weight", f"{weight:g}"]
+        added["weight"] = f"{weight:g}"
     if role is not None:
-        kept += ["--role", role]
-    return kept
+        added["role"] = role
+    return kept + flag_arguments(**added)
 
 
 def _loads(args: list[str]) -> set[str]:

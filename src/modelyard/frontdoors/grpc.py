@@ -34,6 +34,7 @@ from modelyard.errors import (
     retry_after_header,
     shown,
 )
+from modelyard.frontdoors.bounds import DEFAULT_MAX_MESSAGE_BYTES
 from modelyard.frontdoors.header_forwarding import HeaderForwarding
 from modelyard.frontdoors.restricted import GRPC_METHODS, Restrictions
 from modelyard.governance.guard import CALL_HEADERS, Call
@@ -49,7 +50,6 @@ from modelyard.types import InferRequest
 
 log = structlog.get_logger("modelyard.grpc")
 
-DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 HEALTH_SYNC_SECS = 1.0
 SHUTDOWN_GRACE_SECS = 5.0
 

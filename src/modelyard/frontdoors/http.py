@@ -30,6 +30,7 @@ from modelyard.errors import (
     retry_after_header,
     shown,
 )
+from modelyard.frontdoors.bounds import DEFAULT_MAX_BODY_BYTES
 from modelyard.frontdoors.embeddings import EmbeddingRoutes
 from modelyard.frontdoors.header_forwarding import HeaderForwarding
 from modelyard.frontdoors.http_compression import (
@@ -69,8 +70,6 @@ log = structlog.get_logger("modelyard.http")
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 
 _MODEL_ROUTE = re.compile(
     r"^/v2/models/(?P<model>[^/]+)(?:/versions/(?P<version>[^/]+))?"

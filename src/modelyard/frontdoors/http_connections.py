@@ -54,15 +54,17 @@ from modelyard.errors import (
     ProtocolError,
     retry_after_header,
 )
+from modelyard.frontdoors.bounds import (
+    DEFAULT_BODY_TIMEOUT_S,
+    DEFAULT_HEADER_TIMEOUT_S,
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_HEADER_BYTES,
+)
 from modelyard.protocol.status import http_status
 
 log = structlog.get_logger("modelyard.http")
 
-DEFAULT_MAX_CONNECTIONS = 10_000
-DEFAULT_IDLE_TIMEOUT_S = 30.0
-DEFAULT_HEADER_TIMEOUT_S = 10.0
-DEFAULT_BODY_TIMEOUT_S = 30.0
-DEFAULT_MAX_HEADER_BYTES = 64 * 1024
 # how long a refused connection's further bytes are read and dropped before it closes
 _LINGER_S = 2.0
 _MAX_PARSER_TEXT = 200

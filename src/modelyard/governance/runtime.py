@@ -22,7 +22,6 @@ import functools
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -50,6 +49,7 @@ from modelyard.governance.guard import Call, Degraded, Fallback, Guard
 from modelyard.governance.ratelimit import InstanceQpsGuard, limit_key, qps_limits
 from modelyard.governance.rejections import RejectionLog, rejection_not_found
 from modelyard.governance.rule_checks import breaker_rules, concurrency_rules, redis_url
+from modelyard.governance.rules_source import RulesSource
 from modelyard.governance.service_config import (
     ServiceConfig,
     central_filename,
@@ -118,14 +118,6 @@ def _static_response(fallback: Fallback, request: InferRequest) -> InferResponse
             array = array.reshape(shape)
         outputs.append(OutputTensor(name, datatype, array, request.binary_output_default))
     return InferResponse(request.model_name, "", outputs, id=request.id)
-
-
-class RulesSource(StrEnum):
-    """Which rules an instance enforces (``modelyard serve --rules-source``)."""
-
-    AUTO = "auto"  # the service's central rules once it has any, else the local file's
-    CENTRAL = "central"  # the central rules only (none until the first revision)
-    LOCAL = "local"  # the local service file only
 
 
 class _StreamRelay:

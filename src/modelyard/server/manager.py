@@ -24,7 +24,6 @@ import shutil
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,7 @@ from modelyard.errors import (
 from modelyard.generation import Generation
 from modelyard.hardware.memory import check_budget, collect_frozen_garbage, estimate_bytes
 from modelyard.modelfiles.config import read_model_config, select_versions, validate_version_policy
+from modelyard.modelfiles.control_mode import ControlMode
 from modelyard.modelfiles.load_request import OVERRIDE_PREFIX, write_override
 from modelyard.modelfiles.repository import NAMESPACE_MARK, ModelFingerprint, ModelRepository
 from modelyard.server.ensemble import (
@@ -99,12 +99,6 @@ def _remove_override(model_dir: Path) -> None:
     """
     if model_dir.parent.name.startswith(OVERRIDE_PREFIX):
         shutil.rmtree(model_dir.parent, ignore_errors=True)
-
-
-class ControlMode(StrEnum):
-    NONE = "none"
-    POLL = "poll"
-    EXPLICIT = "explicit"
 
 
 @dataclass(eq=False)

@@ -9,11 +9,8 @@ from pathlib import Path
 import pytest
 
 from modelyard.cli.main import main
-from modelyard.cli.runtime import (
-    DEFAULT_GIL_SWITCH_INTERVAL_US,
-    MAX_GIL_SWITCH_INTERVAL_US,
-    set_gil_switch_interval,
-)
+from modelyard.cli.runtime import set_gil_switch_interval
+from modelyard.cli.serve_flags import DEFAULT_GIL_SWITCH_INTERVAL_US, MAX_GIL_SWITCH_INTERVAL_US
 from modelyard.errors import ConfigError
 
 

@@ -15,7 +15,7 @@ HEAVY = ("numpy", "modelyard.server", "modelyard.types", "aiohttp", "redis", "gr
 
 PROBE = """
 import json, sys
-from modelyard.cli.main import main
+from modelyard.cli.{command} import main
 try:
     code = main(sys.argv[1:])
 except SystemExit as exit:
@@ -26,9 +26,10 @@ print(json.dumps({"code": code, "heavy": heavy}))
 """
 
 
-def loaded(*words: str) -> tuple[int, list[str]]:
+def loaded(*words: str, command: str = "main") -> tuple[int, list[str]]:
+    probe = PROBE.replace("{command}", command)
     done = subprocess.run(
-        [sys.executable, "-c", f"HEAVY = {HEAVY!r}\n{PROBE}", *words],
+        [sys.executable, "-c", f"HEAVY = {HEAVY!r}\n{probe}", *words],
         capture_output=True,
         text=True,
         timeout=60,
@@ -47,11 +48,23 @@ def loaded(*words: str) -> tuple[int, list[str]]:
         ["rules", "get"],  # missing the service: an argument error
         ["instances", "--help"],
         ["auth", "hash-key", "k"],
+        ["serve", "--bogus"],
+        ["serve", "--help"],
+        ["serve", "--model-repository", "m", "--model-version", "m=latest"],
+        ["gateway", "--bogus"],
+        ["gateway", "--service", "s", "--interface-attempts", "infer"],
     ],
 )
 def test_help_and_argument_errors_load_nothing_heavy(words: list[str]) -> None:
     code, heavy = loaded(*words)
     assert code in (0, 2)
+    assert heavy == []
+
+
+def test_tritonservers_argument_errors_load_nothing_heavy() -> None:
+    code, heavy = loaded("--model-repository", "m", "--allow-grpc", "maybe",
+                         command="tritonserver")  # fmt: skip
+    assert code == 2
     assert heavy == []
 
 

@@ -202,6 +202,39 @@ def test_a_gpu_model_without_a_node_label_value_is_refused() -> None:
         render(parse_platform_spec(BASE), ClusterOptions(etcd_replicas=2, models_claim="models"))
 
 
+def test_an_instance_pod_runs_serve_on_the_flags_the_one_builder_writes() -> None:
+    """processes.serve_arguments writes a pod's serve flags: they read back as the instance
+    the pod declares (its ports, address, registry entry and models)."""
+    from modelyard.cli.serve_settings import serve_settings
+
+    options = ClusterOptions(service_files={"com.example.search.ranker": SERVICE_FILE},
+                             models_claim="models")  # fmt: skip
+    manifests = render(parse_platform_spec(BASE), options)
+    instances = [
+        d for d in _kinds(manifests, "Deployment") if "gateway" not in d["metadata"]["name"]
+    ]
+    assert instances
+    for deployment in instances:
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        assert container["args"][:3] == ["serve", "--model-repository", "/models"]
+        settings = serve_settings(container["args"][1:])
+        ports = {port["name"]: port["containerPort"] for port in container["ports"]}
+        assert ports == {
+            "http": settings.http.port, "grpc": settings.grpc.port,
+            "metrics": settings.metrics.port,
+        }  # fmt: skip
+        assert settings.http.address == "0.0.0.0"
+        registration = settings.registration
+        assert registration.advertise_host == "$(POD_IP)"
+        labels = deployment["metadata"]["labels"]
+        assert registration.group == labels["modelyard.io/group"]
+        assert registration.weight_file is not None
+        assert registration.weight_file.name == deployment["metadata"]["name"]
+        assert settings.models.control_mode == "explicit"
+        ranker = registration.service == "com.example.search.ranker"
+        assert (settings.service_config is not None) == ranker
+
+
 SERVICE_FILE = """\
 service: com.example.search.ranker
 limits:
