@@ -17,7 +17,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from modelyard.clock import Clock
-from modelyard.errors import NotResident
 from modelyard.generation import Generation
 from modelyard.types import InferRequest, InferResponse
 
@@ -119,16 +118,6 @@ class Infers(Protocol):
     """What governance runs an admitted call through: a data plane, or a stream's relay."""
 
     async def infer(self, request: InferRequest) -> InferResponse: ...
-
-
-async def resident_lane(dataplane: DataPlane, request: InferRequest) -> InferLane | None:
-    """``dataplane.lane(request)``, once its model is loaded where models load when asked for
-    (``serve --model-residency``): the load awaited within the request's deadline."""
-    try:
-        return dataplane.lane(request)
-    except NotResident as missing:
-        await missing.resident(request.wait_deadline())
-        return dataplane.lane(request)
 
 
 class DataPlane(Protocol):

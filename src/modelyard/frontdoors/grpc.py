@@ -24,7 +24,7 @@ from grpc_health.v1.health import aio as health_aio
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 
-from modelyard.dataplane import DataPlane, StreamResponse
+from modelyard.dataplane import DataPlane, InferLane, StreamResponse
 from modelyard.errors import (
     Code,
     ConfigError,
@@ -36,6 +36,7 @@ from modelyard.errors import (
 )
 from modelyard.frontdoors.bounds import DEFAULT_MAX_MESSAGE_BYTES
 from modelyard.frontdoors.header_forwarding import HeaderForwarding
+from modelyard.frontdoors.infer_pipeline import InferPipeline
 from modelyard.frontdoors.restricted import GRPC_METHODS, Restrictions
 from modelyard.governance.guard import CALL_HEADERS, Call
 from modelyard.governance.runtime import Governance
@@ -45,8 +46,8 @@ from modelyard.protocol.shared_memory import SystemSharedMemory, place_outputs
 from modelyard.protocol.status import grpc_status_name
 from modelyard.protocol.v2_grpc import decode_infer_request, encode_infer_response, parameter_value
 from modelyard.tasks import cancel_and_wait
-from modelyard.tracing import Tracing
-from modelyard.types import InferRequest
+from modelyard.tracing import RequestTrace, Tracing
+from modelyard.types import InferRequest, InferResponse
 
 log = structlog.get_logger("modelyard.grpc")
 
@@ -240,6 +241,106 @@ def _deadline(dataplane: DataPlane, context: Context) -> float | None:
     return None if remaining is None else dataplane.clock.monotonic() + remaining
 
 
+def _settle(answered: asyncio.Future[Any], answer: Any) -> None:
+    if not answered.done():  # else the RPC is gone
+        answered.set_result(answer)
+
+
+@dataclass(slots=True, eq=False)
+class _GrpcSent:
+    """A ModelInfer call as it arrived (``GrpcInferWire``)."""
+
+    message: pb.ModelInferRequest
+    context: Context
+    deadline: float | None
+    arrived_ns: int
+    trace: RequestTrace | None
+    context_headers: dict[str, str]  # its W3C trace context, where it travels on
+
+
+class GrpcInferWire:
+    """The gRPC protocol's part of ModelInfer's pipeline (``infer_pipeline.Wire``): no lanes
+    and no tickets, so a governed call has the chain run around it (its call is the one the
+    RPC wrapper made from its metadata); the answer is the encoded response, or the error
+    the RPC wrapper aborts with."""
+
+    def __init__(self, service: InferenceService) -> None:
+        self.service = service
+
+    @staticmethod
+    def path(sent: _GrpcSent) -> str:
+        return "ModelInfer"
+
+    @staticmethod
+    def takes_general_path(sent: _GrpcSent) -> bool:
+        return sent.trace is not None  # timed step by step
+
+    @staticmethod
+    def lane(sent: _GrpcSent, stamp: int) -> None:
+        return None
+
+    @staticmethod
+    def ticket(sent: _GrpcSent) -> None:
+        return None
+
+    @staticmethod
+    def call(sent: _GrpcSent) -> Call:
+        return _CURRENT_CALL.get()
+
+    @staticmethod
+    def submit_on_lane(lane: Any, sent: _GrpcSent) -> asyncio.Future[dict[str, Any]]:
+        raise AssertionError("gRPC keeps no lanes")  # lane() finds none
+
+    @staticmethod
+    def lane_answer(lane: Any, results: dict[str, Any], sent: _GrpcSent) -> Any:
+        raise AssertionError("gRPC keeps no lanes")
+
+    def decode(self, sent: _GrpcSent) -> tuple[InferRequest, None]:
+        trace = sent.trace
+        if trace is not None:
+            trace.admitted()
+        request = self.service._decode(sent.message, sent.context)
+        request.deadline = sent.deadline
+        request.trace = trace
+        if trace is not None:
+            trace.decoded(request)
+        request.arrived_ns = sent.arrived_ns
+        if self.service.dataplane.forwards_requests:
+            request.forward_headers = (
+                self.service.tracing.propagation_headers(trace)
+                if trace is not None
+                else sent.context_headers or None
+            )
+        return request, None
+
+    def answer(
+        self,
+        target: InferLane,
+        request: InferRequest,
+        layout: None,
+        sent: _GrpcSent,
+        results: dict[str, Any],
+        stamp: int,
+    ) -> Any:
+        return self.response_answer(target.response(request, results), request, sent)
+
+    @staticmethod
+    def response_answer(
+        response: InferResponse, request: InferRequest | None, sent: _GrpcSent
+    ) -> Any:
+        if sent.trace is not None:
+            sent.trace.answered(response)
+        if request is not None:
+            place_outputs(request, response)
+        return encode_infer_response(response)
+
+    @staticmethod
+    def error_answer(error: ModelyardError, sent: _GrpcSent, call: Call | None) -> Any:
+        if sent.trace is not None:
+            sent.trace.error = error.line()
+        return error
+
+
 class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     def __init__(
         self,
@@ -258,6 +359,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         self.restrictions = restrictions  # tritonserver's --grpc-restricted-protocol
         # of infer responses (tritonserver's --grpc-infer-response-compression-level)
         self.compression: grpc.Compression | None = None
+        self.pipeline = InferPipeline(GrpcInferWire(self), dataplane, governance)
 
     def _decode(self, message: pb.ModelInferRequest, context: Context) -> InferRequest:
         """The request, with the metadata ``--grpc-header-forward-pattern`` makes parameters."""
@@ -329,55 +431,33 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     @_rpc
     async def ModelInfer(self, request: pb.ModelInferRequest, context: Context) -> Any:
         arrived_ns = time.monotonic_ns()
-        deadline = _deadline(self.dataplane, context)
-        decoded: list[InferRequest] = []
         trace = None
-        dataplane = self.dataplane
         context_headers = (
-            _trace_context(context) if self.tracing.on or dataplane.forwards_requests else {}
+            _trace_context(context)
+            if self.tracing.on or self.dataplane.forwards_requests
+            else {}
         )
         if self.tracing.on:
             trace = self.tracing.begin(
                 request.model_name, request.model_version or None, request.id or None, "grpc",
                 context_headers, arrived_ns,
             )  # fmt: skip
-
-        def decode() -> InferRequest:
+        sent = _GrpcSent(
+            request, context, _deadline(self.dataplane, context), arrived_ns, trace,
+            context_headers,
+        )  # fmt: skip
+        answered: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pipeline.start(sent, functools.partial(_settle, answered))
+        answer = await answered
+        if isinstance(answer, ModelyardError):
             if trace is not None:
-                trace.admitted()
-            infer_request = self._decode(request, context)
-            infer_request.deadline = deadline
-            infer_request.trace = trace
-            if trace is not None:
-                trace.decoded(infer_request)
-            infer_request.arrived_ns = arrived_ns
-            if dataplane.forwards_requests:
-                infer_request.forward_headers = (
-                    self.tracing.propagation_headers(trace) if trace else context_headers or None
-                )
-            decoded.append(infer_request)
-            return infer_request
-
-        try:
-            if self.governance is None:
-                response = await dataplane.infer(decode())
-            else:
-                call = _CURRENT_CALL.get()
-                response = await self.governance.infer(call, decode, dataplane)
-            if decoded:
-                place_outputs(decoded[0], response)
-            reply = encode_infer_response(response)
-            if self.compression is not None:
-                context.set_compression(self.compression)
-        except ModelyardError as error:
-            if trace is not None:
-                trace.error = error.line()
                 self.tracing.finish(trace, request.model_version, time.monotonic_ns())
-            raise
+            raise answer
+        if self.compression is not None:
+            context.set_compression(self.compression)
         if trace is not None:
-            trace.answered(response)
-            self.tracing.finish(trace, response.model_version, time.monotonic_ns())
-        return reply
+            self.tracing.finish(trace, answer.model_version, time.monotonic_ns())
+        return answer
 
     async def ModelStreamInfer(
         self, request_iterator: AsyncIterator[pb.ModelInferRequest], context: Context

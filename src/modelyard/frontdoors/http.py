@@ -11,20 +11,20 @@ import asyncio
 import re
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import orjson
 import structlog
 
-from modelyard.dataplane import DataPlane, InferLane, resident_lane
+from modelyard.dataplane import DataPlane, InferLane
 from modelyard.errors import (
     LOAD_TIME_RULE,
     MEMORY_BUDGET_RULE,
     Code,
     GovernanceError,
     ModelyardError,
-    NotResident,
     ProtocolError,
     internal_error,
     retry_after_header,
@@ -41,9 +41,9 @@ from modelyard.frontdoors.http_compression import (
 )
 from modelyard.frontdoors.http_connections import RECEIVED_NS, DirectReply
 from modelyard.frontdoors.http_lane import HttpLane, HttpLanes, LaneKey, lane_key
+from modelyard.frontdoors.infer_pipeline import InferPipeline
 from modelyard.frontdoors.restricted import Restrictions
-from modelyard.generation import Generation
-from modelyard.governance.chain import GuardChain, Ticket
+from modelyard.governance.chain import Ticket
 from modelyard.governance.guard import CALL_HEADERS, Call, bearer_token
 from modelyard.governance.runtime import Governance, rejections
 from modelyard.logging import SETTINGS
@@ -58,7 +58,6 @@ from modelyard.protocol.v2_http import (
     BinaryLayout,
     BinaryLayouts,
     JsonLayout,
-    decode_infer_request,
     decode_with_layout,
     encode_infer_response,
 )
@@ -82,7 +81,6 @@ _SHARED_MEMORY_ROUTE = re.compile(
     r"/(?P<action>status|register|unregister)$"
 )
 _JSON = [(b"content-type", b"application/json")]
-_FORWARDED = "modelyard.forwarded_parameters"  # the scope key of the headers made parameters
 LIVE_STATS_PATH = "/v2/modelyard/stats"
 
 
@@ -384,51 +382,10 @@ def _rejection(governance: Governance, call: Call, error: GovernanceError) -> _R
 Results = dict[str, np.ndarray]
 
 
-class _Sent(NamedTuple):
-    """What a request arrived as, which keys the lane it leaves behind."""
-
-    path: str
-    body: bytes
-    header_length: int | None
-    api_key: bytes | None
-    authorization: bytes | None
-    doc: dict[str, Any] | None = None  # a JSON body, read (infer_json.read)
-    key: LaneKey | None = None  # lane_key's: where a lane for it is kept (None: nowhere)
-    request_id: str | None = None  # lane_key's: the id the key leaves out
-
-
 def _wire_headers(response: _Response) -> list[tuple[bytes, bytes]]:
     if response.sized:
         return response.headers
     return [*response.headers, (b"content-length", str(len(response.body)).encode())]
-
-
-def _answer(reply: DirectReply, path: str, respond: Callable[[], _Response]) -> None:
-    """Reply to a direct request with what ``respond`` makes of its settled future."""
-    _answered(reply, path, lambda: _answer_response(reply, respond()))
-
-
-def _answered(reply: DirectReply, path: str, action: Callable[[], None]) -> None:
-    """Run a step of a direct request; what it raises is the caller's answer, as the ASGI
-    path's handler makes it (no task is left to answer otherwise)."""
-    try:
-        action()
-    except ModelyardError as error:
-        _answer_error(reply, path, error)
-    except asyncio.CancelledError:  # its future: the caller still gets an answer
-        log.warning("request_cancelled", path=path)
-        _answer_error(reply, path, internal_error(RuntimeError("request cancelled")), True)
-    except Exception as exc:
-        log.exception("request_crashed", path=path)
-        _answer_error(reply, path, internal_error(exc), logged=True)
-
-
-def _answer_error(
-    reply: DirectReply, path: str, error: ModelyardError, logged: bool = False
-) -> None:
-    if not logged:
-        log.warning("request_failed", path=path, **error.fields())
-    _answer_response(reply, _error_response(error))
 
 
 def _explained(
@@ -440,24 +397,267 @@ def _explained(
     response.headers.append((b"x-request-id", str(call.request_id).encode()))
 
 
-def _answer_response(reply: DirectReply, response: _Response) -> None:
-    reply(response.status, _wire_headers(response), response.body)
+def _settle(answered: asyncio.Future[_Response]) -> Callable[[_Response], None]:
+    """A reply that settles ``answered`` (unless its awaiting task is gone)."""
+
+    def reply(response: _Response) -> None:
+        if not answered.done():
+            answered.set_result(response)
+
+    return reply
 
 
-def _compressing(reply: DirectReply, accept_encoding: bytes) -> DirectReply:
-    """``reply``, with a successful answer compressed as the caller prefers."""
+@dataclass(slots=True, eq=False)
+class _Sent:
+    """An infer call as it arrived, parsed but not decoded (``HttpInferWire.parse``)."""
 
-    def compressed(status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
-        _answer_response(
-            reply, _compressed(_Response(status, body, headers, True), accept_encoding)
+    path: str
+    route: Route
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+    header_length: int | None
+    api_key: bytes | None
+    authorization: bytes | None
+    received_ns: int  # monotonic ns when its first byte came; 0: unknown
+    accept: bytes | None  # its Accept-Encoding: a successful reply is compressed so
+    trace: RequestTrace | None  # a sampled request's, timed step by step
+    forwarded: dict[str, str] | None  # parameters its headers give (--http-header-forward-*)
+    # a JSON body, read (infer_json.read); let go of once decoded: 32 requests holding
+    # theirs while they wait kept the garbage collector's youngest generation over its
+    # threshold, which promoted each batch's objects and made full collections (40 ms
+    # each) frequent
+    doc: dict[str, Any] | None
+    key: LaneKey | None  # lane_key's: where a lane for it is kept (None: nowhere)
+    request_id: str | None  # lane_key's: the id the key leaves out
+
+
+class HttpInferWire:
+    """The V2 HTTP protocol's part of an infer call's pipeline (``infer_pipeline.Wire``):
+    its request parsed from the headers and body, decoded, answered, and the lanes kept for
+    request shapes seen before (found by their bytes, undecoded)."""
+
+    def __init__(
+        self,
+        dataplane: DataPlane,
+        governance: Governance | None,
+        shared_memory: SystemSharedMemory,
+        tracing: Tracing,
+        header_forwarding: HeaderForwarding | None,
+        max_body_bytes: int,
+    ) -> None:
+        self.dataplane = dataplane
+        self.governance = governance
+        self.shared_memory = shared_memory
+        self.tracing = tracing
+        self.header_forwarding = header_forwarding
+        self.max_body_bytes = max_body_bytes
+        self.lanes = HttpLanes()
+        self.layouts = BinaryLayouts()  # binary headers seen before: decoded once each
+
+    def parse(
+        self,
+        path: str,
+        route: Route,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        received_ns: int,
+    ) -> _Sent:
+        header_length, api_key, authorization, encoding, accept = _infer_headers(headers)
+        if encoding is not None:
+            body = inflate(body, encoding, self.max_body_bytes)
+        trace = None
+        if self.tracing.on:
+            trace = self.tracing.begin(
+                route[0], route[1], None, "http", _trace_context(headers),
+                received_ns or time.monotonic_ns(),
+            )  # fmt: skip
+        forwarded = None
+        if self.header_forwarding is not None:
+            forwarded = self.header_forwarding.parameters(
+                (name.decode("latin-1"), value.decode("latin-1")) for name, value in headers
+            ) or None
+        # a sampled request decodes in its own steps, timed
+        doc = read_infer_json(body) if header_length is None and trace is None else None
+        key, request_id = lane_key(path, body, header_length, api_key, authorization, doc)
+        return _Sent(
+            path, route, headers, body, header_length, api_key, authorization, received_ns,
+            accept, trace, forwarded, doc, key, request_id,
+        )  # fmt: skip
+
+    def replying(
+        self, sent: _Sent, reply: Callable[[_Response], None]
+    ) -> Callable[[_Response], None]:
+        """``reply``, with a successful answer compressed as the caller prefers and a
+        sampled request's trace finished."""
+        accept, trace = sent.accept, sent.trace
+        if accept is None and trace is None:
+            return reply
+
+        def answered(response: _Response) -> None:
+            if accept is not None:
+                response = _compressed(response, accept)
+            reply(response)
+            if trace is not None:
+                if response.status != 200 and trace.error is None:
+                    trace.error = response.body.decode("utf-8", "replace")
+                self.tracing.finish(trace, trace.version or "", time.monotonic_ns())
+
+        return answered
+
+    # ---- infer_pipeline.Wire -------------------------------------------------------------
+
+    @staticmethod
+    def path(sent: _Sent) -> str:
+        return sent.path
+
+    @staticmethod
+    def takes_general_path(sent: _Sent) -> bool:
+        return sent.trace is not None
+
+    def lane(self, sent: _Sent, stamp: int) -> HttpLane | None:
+        key = sent.key
+        if key is None or sent.forwarded:  # a lane is kept for requests alike: headers are not
+            return None
+        return self.lanes.find(key, sent.body, sent.header_length, stamp)
+
+    def ticket(self, sent: _Sent) -> Ticket | None:
+        """The chain's ticket for the caller's credentials on this route, made on first use."""
+        assert self.governance is not None
+        chain = self.governance.chain
+        key = (sent.path, sent.api_key, sent.authorization)  # as they arrived
+        ticket = chain.known_ticket(key)
+        if ticket is None:
+            model, version, _ = sent.route
+            api_key, authorization = sent.api_key, sent.authorization
+            ticket = chain.ticket(
+                "infer",
+                model,
+                version,
+                api_key.decode("latin-1") if api_key is not None else None,
+                bearer_token(authorization.decode("latin-1"))
+                if authorization is not None
+                else None,
+                key=key,
+            )
+        return ticket
+
+    def call(self, sent: _Sent) -> Call:
+        assert self.governance is not None
+        return _call_from_headers(
+            self.governance, {"method": "POST", "path": sent.path, "headers": sent.headers}
         )
 
-    return compressed
+    @staticmethod
+    def submit_on_lane(lane: HttpLane, sent: _Sent) -> asyncio.Future[Results]:
+        queued = lane.submit(sent.body, sent.header_length, sent.received_ns, sent.doc)
+        sent.doc = None
+        return queued
+
+    def lane_answer(self, lane: HttpLane, results: Results, sent: _Sent) -> _Response:
+        return self._lane_reply(lane, results, sent.request_id, sent)
+
+    def _lane_reply(
+        self, lane: HttpLane, results: Results, request_id: str | None, sent: _Sent
+    ) -> _Response:
+        """The response from the reply encoded once for the lane; ``request_id``: the one its
+        lane key left out."""
+        if lane.id_in_key:
+            request_id = lane.layout.options["id"]
+        reply = lane.reply
+        if reply is not None:
+            answer = reply.answer(results, request_id)
+            if answer is not None:
+                return _Response(200, answer[0], answer[1], sized=reply.sized)
+        request = lane.request(request_id)
+        return self.response_answer(lane.target.response(request, results), request, sent)
+
+    def decode(self, sent: _Sent) -> tuple[InferRequest, BinaryLayout | JsonLayout | None]:
+        model, version, _ = sent.route
+        trace = sent.trace
+        if trace is not None:
+            trace.admitted()
+        request, layout = decode_with_layout(
+            sent.body, sent.header_length, model, version, self.shared_memory, sent.doc,
+            self.layouts,
+        )  # fmt: skip
+        sent.doc = None
+        request.arrived_ns = sent.received_ns
+        if sent.forwarded:  # this request's own: no lane is kept for others
+            request.parameters = {**request.parameters, **sent.forwarded}
+            layout = None
+        if trace is not None:
+            request.trace = trace
+            request.arrived_ns = trace.arrived_ns
+            trace.decoded(request)
+        if self.dataplane.forwards_requests:
+            request.forward_headers = (
+                self.tracing.propagation_headers(trace)
+                if trace is not None
+                else _trace_context(sent.headers) or None
+            )
+        return request, layout
+
+    def answer(
+        self,
+        target: InferLane,
+        request: InferRequest,
+        layout: BinaryLayout | JsonLayout | None,
+        sent: _Sent,
+        results: Results,
+        stamp: int,
+    ) -> _Response:
+        """A routed request's response; one whose inputs all travel as binary data, or all as
+        JSON values, leaves its lane behind at its key's second request, stamped with the
+        generation it was routed at (``stamp``)."""
+        key = sent.key
+        if layout is None or key is None or not target.reusable or not self.lanes.seen_before(key):
+            return self.response_answer(target.response(request, results), request, sent)
+        chain = None if self.governance is None else self.governance.chain
+        ticket_key = None if chain is None else (sent.path, sent.api_key, sent.authorization)
+        id_in_key = sent.header_length is not None and sent.request_id is None
+        lane = HttpLane.make(
+            target, layout, sent.header_length, id_in_key, chain, ticket_key, stamp
+        )
+        self.lanes.keep(key, lane, sent.body)
+        return self._lane_reply(lane, results, request.id, sent)
+
+    @staticmethod
+    def response_answer(
+        response: InferResponse, request: InferRequest | None, sent: _Sent
+    ) -> _Response:
+        """The encoded response; outputs the request asked for in shared memory go there."""
+        if sent.trace is not None:
+            sent.trace.answered(response)
+        if request is not None:
+            place_outputs(request, response)
+        payload, json_length = encode_infer_response(response)
+        if json_length is None:
+            return _Response(200, payload)
+        return _Response(
+            200,
+            payload,
+            [
+                (b"content-type", b"application/octet-stream"),
+                (b"inference-header-content-length", str(json_length).encode()),
+            ],
+        )
+
+    def error_answer(self, error: ModelyardError, sent: _Sent, call: Call | None) -> _Response:
+        if sent.trace is not None:
+            sent.trace.error = error.line()
+        governance = self.governance
+        if governance is not None and call is not None and isinstance(error, GovernanceError):
+            return _rejection(governance, call, error)
+        response = _error_response(error)
+        if error.rule in EXPLAINED_REFUSALS and governance is not None:
+            _explained(response, governance, call or self.call(sent), error)
+        return response
 
 
 class HttpFrontend:
-    """The V2 HTTP API of a data plane: an infer call takes its lane or the general path,
-    from the connection's callbacks (``direct``) when nothing on its way awaits."""
+    """The V2 HTTP API of a data plane. An infer call goes through the one pipeline
+    (``infer_pipeline``) from either entry: the ASGI app's, or the connection's own
+    callbacks (``direct``), where nothing on its way awaits."""
 
     def __init__(
         self,
@@ -472,31 +672,19 @@ class HttpFrontend:
         restrictions: Restrictions | None = None,
     ):
         self.dataplane = dataplane
-        # tritonserver's --http-restricted-api; an infer call it restricts takes the ASGI
-        # path, where the header is checked (``direct`` declines it)
-        self.restrictions = restrictions
-        self.restricts_inference = (
-            restrictions is not None and "inference" in restrictions.by_category
-        )
+        self.restrictions = restrictions  # tritonserver's --http-restricted-api
         self.max_body_bytes = max_body_bytes
         self.governance = governance
         self.shared_memory = shared_memory or SystemSharedMemory(allowed=False)
         self.tracing = tracing or Tracing()
-        self.header_forwarding = header_forwarding
-        self.lanes = HttpLanes()
-        self.layouts = BinaryLayouts()  # binary headers seen before: decoded once each
         self.route = RouteCache()  # the model, version and action of each path seen
-        # what its lanes depend on, counted (modelyard/generation.py): the data plane's (a
-        # model loaded, unloaded or swapped) and governance's (rules changed, tickets
-        # forgotten); both only grow, so their sum moves whenever either does
-        data_plane = dataplane.generation if dataplane is not None else Generation()
-        if governance is None or governance.generation is data_plane:
-            self.stamp: Callable[[], int] = lambda: data_plane.value
-        else:
-            rules = governance.generation
-            self.stamp = lambda: data_plane.value + rules.value
+        self.infer_wire = HttpInferWire(
+            dataplane, governance, self.shared_memory, self.tracing, header_forwarding,
+            max_body_bytes,
+        )  # fmt: skip
+        self.lanes = self.infer_wire.lanes
+        self.pipeline = InferPipeline(self.infer_wire, dataplane, governance)
         self.embeddings = EmbeddingRoutes(dataplane, governance, embedding_model)
-        self._admitting: set[asyncio.Future[None]] = set()  # direct requests a guard awaits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -504,69 +692,17 @@ class HttpFrontend:
             return
         if scope["type"] != "http":
             return
-        trace: RequestTrace | None = None
         try:
             if self.restrictions is not None:
                 _check_restricted(self.restrictions, scope)
             route = self.route(scope["path"])
             if route is not None and route[2] == "/infer" and scope["method"] == "POST":
-                if self.tracing.on:
-                    trace = self.tracing.begin(
-                        route[0], route[1], None, "http", _trace_context(scope["headers"]),
-                        scope.get(RECEIVED_NS) or time.monotonic_ns(),
-                    )  # fmt: skip
-                # the fast lane, written out here: each coroutine awaited costs per request
-                header_length, api_key, authorization, encoding, accept = _infer_headers(
-                    scope["headers"]
-                )
-                governance = self.governance
-                message = await receive()
-                body = message.get("body", b"")
-                if message.get("more_body") or len(body) > self.max_body_bytes:
-                    body = await self._rest_of_body(scope, receive, body)
-                if encoding is not None:
-                    body = inflate(body, encoding, self.max_body_bytes)
-                # a sampled request decodes in its own steps, timed
-                doc = read_infer_json(body) if header_length is None and trace is None else None
-                key, request_id = lane_key(
-                    scope["path"], body, header_length, api_key, authorization, doc
-                )
-                lanes = self.lanes
-                lane = None if key is None else lanes.find(key, body, header_length, self.stamp())
-                if self.header_forwarding is not None and self._forwarded(scope):
-                    lane = None  # a lane is kept for requests alike: their headers are not
-                if trace is not None:  # a sampled request takes the general path, timed
-                    response = await self._infer_traced(scope, body, header_length, route, trace)
-                elif lane is None:
-                    sent = _Sent(
-                        scope["path"], body, header_length, api_key, authorization, doc, key,
-                        request_id,
-                    )  # fmt: skip
-                    if governance is None:  # nothing to admit: a coroutine less
-                        response = await self._run_admitted(scope, sent, route, None)
-                    else:
-                        response = await self._infer(scope, governance, sent, route)
-                else:
-                    ticket = lane.ticket
-                    first = None if ticket is None else ticket.admit()
-                    if first is None:  # admitted: routing and queueing with no await between
-                        arrived = scope.get(RECEIVED_NS, 0)
-                        queued = lane.submit(body, header_length, arrived, doc)
-                        doc = None  # not held while the request waits (_decoded)
-                        results = await queued
-                        response = self._lane_reply(lane, results, request_id)
-                    else:  # a quick path could not decide: a guard will, awaited
-                        assert ticket is not None
-                        refused = await self._admit_rest(scope, ticket, first)
-                        sent = _Sent(
-                            scope["path"], body, header_length, api_key, authorization, doc,
-                            key, request_id,
-                        )  # fmt: skip
-                        response = refused or await self._run_admitted(
-                            scope, sent, route, ticket.principal
-                        )
-                if accept is not None:
-                    response = _compressed(response, accept)
+                body = await self._read_body(scope, receive)
+                answered: asyncio.Future[_Response] = asyncio.get_running_loop().create_future()
+                path, headers = scope["path"], scope["headers"]
+                received_ns = scope.get(RECEIVED_NS, 0)
+                self._start_infer(path, route, headers, body, received_ns, _settle(answered))
+                response = await answered
             elif scope["path"] in EMBEDDING_PATHS and scope["method"] == "POST":
                 body = await self._read_body(scope, receive)
                 response = _Response(
@@ -582,20 +718,64 @@ class HttpFrontend:
             if error.rule in EXPLAINED_REFUSALS and self.governance is not None:
                 call = _call_from_headers(self.governance, scope)
                 _explained(response, self.governance, call, error)
-            if trace is not None:
-                trace.error = error.line()
         except Exception as exc:
             log.exception("request_crashed", path=scope["path"])
             response = _error_response(internal_error(exc))
-            if trace is not None:
-                trace.error = response.body.decode("utf-8", "replace")
         headers = _wire_headers(response)
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
         await send({"type": "http.response.body", "body": response.body})
-        if trace is not None:
-            if response.status != 200 and trace.error is None:
-                trace.error = response.body.decode("utf-8", "replace")
-            self.tracing.finish(trace, trace.version or "", time.monotonic_ns())
+
+    def direct(
+        self,
+        path: str,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        received_ns: int,
+        reply: DirectReply,
+    ) -> bool:
+        """Answer a whole infer POST from the connection's own callbacks
+        (``http_connections.DirectAnswer``): the pipeline queues it here and replies from the
+        callback that settles its future. Declined (False) for any other route, and for a
+        body over the limit, which the ASGI path refuses as it reads."""
+        route = self.route(path)
+        if route is None or route[2] != "/infer" or len(body) > self.max_body_bytes:
+            return False
+
+        def respond(response: _Response) -> None:
+            reply(response.status, _wire_headers(response), response.body)
+
+        if self.restrictions is not None:
+            try:
+                _check_restricted(self.restrictions, {"path": path, "headers": headers})
+            except ModelyardError as error:
+                log.warning("request_failed", path=path, **error.fields())
+                respond(_error_response(error))
+                return True
+        self._start_infer(path, route, headers, body, received_ns, respond)
+        return True
+
+    def _start_infer(
+        self,
+        path: str,
+        route: Route,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        received_ns: int,
+        reply: Callable[[_Response], None],
+    ) -> None:
+        """Both entries' one way in: the call parsed, then on its pipeline."""
+        wire = self.infer_wire
+        try:
+            sent = wire.parse(path, route, headers, body, received_ns)
+        except ModelyardError as error:
+            log.warning("request_failed", path=path, **error.fields())
+            reply(_error_response(error))
+            return
+        except Exception as exc:
+            log.exception("request_crashed", path=path)
+            reply(_error_response(internal_error(exc)))
+            return
+        self.pipeline.start(sent, wire.replying(sent, reply))
 
     @staticmethod
     async def _lifespan(receive: Receive, send: Send) -> None:
@@ -606,23 +786,6 @@ class HttpFrontend:
             elif message["type"] == "lifespan.shutdown":
                 await send({"type": "lifespan.shutdown.complete"})
                 return
-
-    def _forwarded(self, scope: Scope) -> dict[str, str]:
-        """The parameters ``--http-header-forward-pattern`` takes from the request's headers,
-        kept in the scope for the decoding to add."""
-        assert self.header_forwarding is not None
-        forwarded = self.header_forwarding.parameters(
-            (name.decode("latin-1"), value.decode("latin-1")) for name, value in scope["headers"]
-        )
-        scope[_FORWARDED] = forwarded
-        return forwarded
-
-    @staticmethod
-    def _with_forwarded(scope: Scope, request: InferRequest) -> InferRequest:
-        forwarded = scope.get(_FORWARDED)
-        if forwarded:
-            request.parameters = {**request.parameters, **forwarded}
-        return request
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
         """The whole request body; one over the limit raises (the infer path inlines this)."""
@@ -793,402 +956,3 @@ class HttpFrontend:
             return await governance.guard(call, lambda: self._dispatch(scope, receive, call))
         except GovernanceError as error:
             return _rejection(governance, call, error)
-
-    async def _admit_rest(self, scope: Scope, ticket: Ticket, first: int) -> _Response | None:
-        """Admit a call through the guards from ``first`` on; their refusal, or None."""
-        governance = self.governance
-        assert governance is not None
-        call = _call_from_headers(governance, scope)
-        call.principal = ticket.principal
-        try:
-            pending = governance.chain.admit(call, first)
-            if pending is not None:
-                await pending
-        except GovernanceError as error:
-            return _rejection(governance, call, error)
-        return None
-
-    async def _infer(
-        self, scope: Scope, governance: Governance, sent: _Sent, route: Route
-    ) -> _Response:
-        """The general path of a governed infer call: admitted, decoded and validated in
-        full. A request whose inputs all travel as binary data, or all as JSON values,
-        leaves its lane behind for the next request of its shape (``_admitted_reply``).
-        """
-        ticket = self._ticket(governance.chain, sent, route)
-        if ticket is None:  # a guard learns from outcomes: the chain runs around the call
-            return await self._infer_governed(
-                scope, governance, sent.body, sent.header_length, route
-            )
-        first = ticket.admit()
-        if first is not None:
-            refused = await self._admit_rest(scope, ticket, first)
-            if refused is not None:
-                return refused
-        return await self._run_admitted(scope, sent, route, ticket.principal)
-
-    async def _run_admitted(
-        self, scope: Scope, sent: _Sent, route: Route, principal: str | None
-    ) -> _Response:
-        """An admitted infer call, decoded, validated and routed now; it leaves its lane.
-
-        Routed only now: an admission that awaited may have let a new version in.
-        ``principal``: whom the admitting ticket named (its model's own calls are for it).
-        """
-        arrived_ns = scope.get(RECEIVED_NS, 0)
-        request, layout = self._decoded(sent, route, arrived_ns)
-        sent = sent._replace(doc=None)  # held until the reply: not the document (_decoded)
-        if principal is not None:  # whom its model's own calls (BLS) are for
-            request.principals = (principal,)
-        if scope.get(_FORWARDED):  # this request's own: its lane is not kept for others
-            layout = None
-            self._with_forwarded(scope, request)
-        target = await resident_lane(self.dataplane, request)
-        if target is None:  # a data plane that keeps no lanes (the gateway's)
-            request.forward_headers = _trace_context(scope["headers"]) or None
-            return self._infer_response(await self.dataplane.infer(request), request)
-        stamp = self.stamp()  # routed now: what its lane decided holds while this does
-        results = await self._queued(target, request)
-        return self._admitted_reply(target, request, layout, sent, results, stamp)
-
-    def _decoded(
-        self, sent: _Sent, route: Route, arrived_ns: int
-    ) -> tuple[InferRequest, BinaryLayout | JsonLayout | None]:
-        """The request and its layout. Its callers let go of the read document after this:
-        each is a handful of containers, and 32 requests holding theirs while they wait
-        kept the garbage collector's youngest generation over its threshold, which promoted
-        each batch's objects and made full collections (40 ms each) frequent."""
-        model, version, _ = route
-        request, layout = decode_with_layout(
-            sent.body, sent.header_length, model, version, self.shared_memory, sent.doc,
-            self.layouts,
-        )  # fmt: skip
-        request.arrived_ns = arrived_ns
-        return request, layout
-
-    @staticmethod
-    def _queued(target: InferLane, request: InferRequest) -> asyncio.Future[Results]:
-        return target.submit(
-            request.inputs,
-            request.priority,
-            request.timeout_us,
-            request.deadline,
-            None,
-            request.arrived_ns,
-        )
-
-    def _admitted_reply(
-        self,
-        target: InferLane,
-        request: InferRequest,
-        layout: BinaryLayout | JsonLayout | None,
-        sent: _Sent,
-        results: Results,
-        stamp: int,
-    ) -> _Response:
-        """The reply to a routed request; one whose inputs all travel as binary data, or
-        all as JSON values, leaves its lane behind at its key's second request, stamped
-        with the generation it was routed at (``stamp``)."""
-        key = sent.key
-        if layout is None or key is None or not target.reusable or not self.lanes.seen_before(key):
-            return self._infer_response(target.response(request, results), request)
-        chain = None if self.governance is None else self.governance.chain
-        ticket_key = None if chain is None else (sent.path, sent.api_key, sent.authorization)
-        id_in_key = sent.header_length is not None and sent.request_id is None
-        lane = HttpLane.make(
-            target, layout, sent.header_length, id_in_key, chain, ticket_key, stamp
-        )
-        self.lanes.keep(key, lane, sent.body)
-        return self._lane_reply(lane, results, request.id)
-
-    # ---- the direct path: answered from the connection's callbacks, no task --------------
-
-    def direct(
-        self,
-        path: str,
-        headers: list[tuple[bytes, bytes]],
-        body: bytes,
-        received_ns: int,
-        reply: DirectReply,
-    ) -> bool:
-        """Answer a whole infer POST from the connection's own callbacks: admitted and queued
-        here, replied to from the callback that settles its future
-        (``http_connections.DirectAnswer``); an admission a guard must await goes on in a task.
-
-        Declined (False) where the ASGI path's steps are needed: tracing, header forwarding,
-        forwarding to another server, and a chain that issues no ticket (a guard that learns
-        from outcomes runs around the call).
-        """
-        if (
-            self.tracing.on
-            or self.header_forwarding is not None
-            or self.dataplane.forwards_requests
-            or self.restricts_inference
-        ):
-            return False
-        route = self.route(path)
-        if route is None or route[2] != "/infer" or len(body) > self.max_body_bytes:
-            return False
-        try:
-            header_length, api_key, authorization, encoding, accept = _infer_headers(headers)
-            if accept is not None:
-                reply = _compressing(reply, accept)
-            if encoding is not None:
-                body = inflate(body, encoding, self.max_body_bytes)
-            doc = read_infer_json(body) if header_length is None else None
-            key, request_id = lane_key(path, body, header_length, api_key, authorization, doc)
-            sent = _Sent(path, body, header_length, api_key, authorization, doc, key, request_id)
-            governance = self.governance
-            chain = None if governance is None else governance.chain
-            lane = None if key is None else self.lanes.find(key, body, header_length, self.stamp())
-            if lane is not None:
-                ticket = lane.ticket
-            elif chain is not None:
-                ticket = self._ticket(chain, sent, route)
-                if ticket is None:
-                    return False
-            else:
-                ticket = None
-            first = None if ticket is None else ticket.admit()
-            if first is None and lane is not None:
-                found = lane
-                lane.submit(body, header_length, received_ns, doc).add_done_callback(
-                    lambda done: _answer(
-                        reply, path, lambda: self._lane_reply(found, done.result(), request_id)
-                    )
-                )
-                return True
-            if first is not None:  # past the ticket's quick path: the chain decides
-                assert governance is not None and ticket is not None
-                call = _call_from_headers(
-                    governance, {"method": "POST", "path": path, "headers": headers}
-                )
-                call.principal = ticket.principal
-                try:
-                    pending = governance.chain.admit(call, first)
-                except GovernanceError as error:
-                    _answer_response(reply, _rejection(governance, call, error))
-                    return True
-                if pending is not None:
-                    task = asyncio.ensure_future(
-                        self._direct_after(
-                            pending, governance, call, sent, route, received_ns, reply
-                        )
-                    )
-                    self._admitting.add(task)
-                    task.add_done_callback(self._admitting.discard)
-                    return True
-            principal = None if ticket is None else ticket.principal
-            self._direct_general(sent, route, received_ns, principal, reply)
-        except ModelyardError as error:
-            _answer_error(reply, path, error)
-        except Exception as exc:
-            log.exception("request_crashed", path=path)
-            _answer_error(reply, path, internal_error(exc), logged=True)
-        return True
-
-    def _direct_general(
-        self,
-        sent: _Sent,
-        route: Route,
-        received_ns: int,
-        principal: str | None,
-        reply: DirectReply,
-    ) -> None:
-        """An admitted direct request, decoded, validated, routed and queued now (as
-        ``_run_admitted``); it leaves its lane."""
-        request, layout = self._decoded(sent, route, received_ns)
-        sent = sent._replace(doc=None)  # held by the callback until the reply (_decoded)
-        if principal is not None:
-            request.principals = (principal,)
-        try:
-            target = self.dataplane.lane(request)
-        except NotResident as missing:  # its model loads first: awaited in a task
-            task = asyncio.ensure_future(
-                self._direct_when_resident(missing, request, sent, route, principal, reply)
-            )
-            self._admitting.add(task)
-            task.add_done_callback(self._admitting.discard)
-            return
-        assert target is not None  # a data plane that keeps none forwards requests
-        stamp = self.stamp()
-        self._queued(target, request).add_done_callback(
-            lambda done: _answer(
-                reply,
-                sent.path,
-                lambda: self._admitted_reply(target, request, layout, sent, done.result(), stamp),
-            )
-        )
-
-    async def _direct_when_resident(
-        self,
-        missing: NotResident,
-        request: InferRequest,
-        sent: _Sent,
-        route: Route,
-        principal: str | None,
-        reply: DirectReply,
-    ) -> None:
-        """A direct request to a model that loads when asked for: routed once it has loaded."""
-        try:
-            await missing.resident(request.wait_deadline())
-        except ModelyardError as error:
-            log.warning("request_failed", path=sent.path, **error.fields())
-            response = _error_response(error)
-            governance = self.governance
-            if error.rule in EXPLAINED_REFUSALS and governance is not None:
-                call = governance.call("infer", request.model_name, request.model_version)
-                _explained(response, governance, call, error)
-            _answer_response(reply, response)
-            return
-        except Exception as exc:  # the caller is answered whatever the load raised
-            log.exception("request_crashed", path=sent.path)
-            _answer_error(reply, sent.path, internal_error(exc), logged=True)
-            return
-        _answered(
-            reply,
-            sent.path,
-            lambda: self._direct_general(sent, route, request.arrived_ns, principal, reply),
-        )
-
-    async def _direct_after(
-        self,
-        pending: Awaitable[Any],
-        governance: Governance,
-        call: Call,
-        sent: _Sent,
-        route: Route,
-        received_ns: int,
-        reply: DirectReply,
-    ) -> None:
-        """A direct request whose admission a guard awaits: routed only once admitted (a
-        new version may have come in meanwhile)."""
-        try:
-            await pending
-        except GovernanceError as error:
-            _answer_response(reply, _rejection(governance, call, error))
-            return
-        except Exception as exc:  # the caller is answered whatever a guard raised
-            log.exception("request_crashed", path=sent.path)
-            _answer_error(reply, sent.path, internal_error(exc), logged=True)
-            return
-        _answered(
-            reply,
-            sent.path,
-            lambda: self._direct_general(sent, route, received_ns, call.principal, reply),
-        )
-
-    def _ticket(self, chain: GuardChain, sent: _Sent, route: Route) -> Ticket | None:
-        """The chain's ticket for the caller's credentials on this route, made on first use;
-        None: the chain issues none."""
-        model, version, _ = route
-        key = (sent.path, sent.api_key, sent.authorization)  # as they arrived
-        ticket = chain.known_ticket(key)
-        if ticket is None:
-            api_key, authorization = sent.api_key, sent.authorization
-            ticket = chain.ticket(
-                "infer",
-                model,
-                version,
-                api_key.decode("latin-1") if api_key is not None else None,
-                bearer_token(authorization.decode("latin-1"))
-                if authorization is not None
-                else None,
-                key=key,
-            )
-        return ticket
-
-    async def _infer_traced(
-        self,
-        scope: Scope,
-        body: bytes,
-        header_length: int | None,
-        route: Route,
-        trace: RequestTrace,
-    ) -> _Response:
-        """A sampled request: governed, decoded and run as any, its times kept for its spans."""
-        model, version, _ = route
-        dataplane = self.dataplane
-        decoded: list[InferRequest] = []
-
-        def decode() -> InferRequest:
-            trace.admitted()
-            request = decode_infer_request(body, header_length, model, version, self.shared_memory)
-            self._with_forwarded(scope, request)
-            request.trace = trace
-            request.arrived_ns = trace.arrived_ns
-            trace.decoded(request)
-            if dataplane.forwards_requests:
-                request.forward_headers = self.tracing.propagation_headers(trace)
-            decoded.append(request)
-            return request
-
-        governance = self.governance
-        if governance is None:
-            response = await dataplane.infer(decode())
-        else:
-            call = _call_from_headers(governance, scope)
-            try:
-                response = await governance.infer(call, decode, dataplane)
-            except GovernanceError as error:
-                trace.error = error.line()
-                return _rejection(governance, call, error)
-        trace.answered(response)
-        return self._infer_response(response, decoded[0] if decoded else None)
-
-    async def _infer_governed(
-        self,
-        scope: Scope,
-        governance: Governance,
-        body: bytes,
-        header_length: int | None,
-        route: Route,
-    ) -> _Response:
-        call = _call_from_headers(governance, scope)
-        model, version, _ = route
-        decoded: list[InferRequest] = []
-
-        def decode() -> InferRequest:
-            request = decode_infer_request(body, header_length, model, version, self.shared_memory)
-            request.arrived_ns = scope.get(RECEIVED_NS, 0)
-            self._with_forwarded(scope, request)
-            decoded.append(request)
-            return request
-
-        try:
-            response = await governance.infer(call, decode, self.dataplane)
-        except GovernanceError as error:
-            return _rejection(governance, call, error)
-        return self._infer_response(response, decoded[0] if decoded else None)
-
-    def _lane_reply(
-        self, lane: HttpLane, results: dict[str, np.ndarray], request_id: str | None
-    ) -> _Response:
-        """The response to a request of a lane, from the reply encoded once for it;
-        ``request_id``: the one its lane key left out."""
-        if lane.id_in_key:
-            request_id = lane.layout.options["id"]
-        reply = lane.reply
-        if reply is not None:
-            answer = reply.answer(results, request_id)
-            if answer is not None:
-                return _Response(200, answer[0], answer[1], sized=reply.sized)
-        request = lane.request(request_id)
-        return self._infer_response(lane.target.response(request, results), request)
-
-    @staticmethod
-    def _infer_response(response: InferResponse, request: InferRequest | None) -> _Response:
-        """The encoded response; outputs the request asked for in shared memory go there."""
-        if request is not None:
-            place_outputs(request, response)
-        payload, json_length = encode_infer_response(response)
-        if json_length is None:
-            return _Response(200, payload)
-        return _Response(
-            200,
-            payload,
-            [
-                (b"content-type", b"application/octet-stream"),
-                (b"inference-header-content-length", str(json_length).encode()),
-            ],
-        )

@@ -287,7 +287,10 @@ class _BusyLoop(LoopLoad):
 def _fast_model_under_load(engine: Engine) -> Scheduler:
     """A batching scheduler that has shown it is fast, on a loop that reads busy."""
     config = text_format.Parse("max_batch_size: 8 dynamic_batching {}", mc.ModelConfig())
-    scheduler = Scheduler("affine", 1, [engine], BatchingPolicy.from_config(config))
+    # its executions timed on a clock that stands still: fast however busy the machine is
+    scheduler = Scheduler(
+        "affine", 1, [engine], BatchingPolicy.from_config(config), clock=FakeClock()
+    )
     assert scheduler.execution is Execution.INSTANCE_THREADS  # nothing shown yet
     _sequential(scheduler, 20)  # shows it is fast: it runs on the event loop from here on
     assert scheduler.execution is Execution.RUN_NOW
