@@ -184,6 +184,18 @@ def internal_error(exc: Exception) -> ModelServerError:
     )
 
 
+def load_error(
+    model: str, version: int, detail: str, where: str, rule: str = "model-server/load"
+) -> ModelServerError:
+    """A model version that does not load, in tritonserver's words for it."""
+    return ModelServerError(
+        f"failed to load '{model}' version {version}: {detail}",
+        code=Code.INVALID_ARGUMENT,
+        rule=rule,
+        where=where,
+    )
+
+
 class EngineError(ModelyardError):
     layer = "engine"
 

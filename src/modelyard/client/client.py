@@ -74,6 +74,8 @@ DEFAULT_TIMEOUT_SECS = 30.0
 REGISTRY_RETRY_MIN_SECS = 0.1
 REGISTRY_RETRY_MAX_SECS = 5.0
 TRANSPORTS = ("http", "grpc")
+# a transport's model_metadata or model_config: (model, version, seconds) -> the document
+_MetadataCall = Callable[[str, str | None, float], Awaitable[dict[str, Any]]]
 
 
 class Endpoint(Host):
@@ -765,22 +767,27 @@ class AsyncClient:
         self, model: str, version: str | int | None = None, timeout: float | None = None
     ) -> dict[str, Any]:
         """The V2 metadata; ``versions`` lists the versions READY on any instance of the service."""
-        v = None if version is None else str(version)
-
-        def send(transport: Transport, remaining: float) -> Awaitable[dict[str, Any]]:
-            return transport.model_metadata(model, v, remaining)
-
-        doc = await self._call(model, v, send, timeout, interface="metadata")
+        doc = await self._metadata(lambda t: t.model_metadata, model, version, timeout)
         doc["versions"] = self.ready_versions(model) or doc.get("versions", [])
         return doc
 
     async def model_config(
         self, model: str, version: str | int | None = None, timeout: float | None = None
     ) -> dict[str, Any]:
+        return await self._metadata(lambda t: t.model_config, model, version, timeout)
+
+    async def _metadata(
+        self,
+        call_of: Callable[[Transport], _MetadataCall],
+        model: str,
+        version: str | int | None,
+        timeout: float | None,
+    ) -> dict[str, Any]:
+        """A call of the metadata interface: ``call_of(transport)`` on the instance chosen."""
         v = None if version is None else str(version)
 
         def send(transport: Transport, remaining: float) -> Awaitable[dict[str, Any]]:
-            return transport.model_config(model, v, remaining)
+            return call_of(transport)(model, v, remaining)
 
         return await self._call(model, v, send, timeout, interface="metadata")
 

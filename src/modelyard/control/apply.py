@@ -308,14 +308,18 @@ def registered(registry_url: str, service: str) -> list[Instance]:
     return asyncio.run(read())
 
 
-def _poll(done: Callable[[], bool], timeout: float, interval: float) -> bool:
-    """Call ``done`` until it is true or ``timeout`` has passed; whether it came true."""
+def _wait_for_registry(
+    done: Callable[[], bool], timeout: float, interval: float, detail: Callable[[], str], where: str
+) -> None:
+    """Call ``done`` until it is true; refused as unavailable, with ``detail()`` as it stands
+    then, when ``timeout`` passes first."""
     deadline = time.monotonic() + timeout
     while not done():
         if time.monotonic() > deadline:
-            return False
+            raise ConfigError(
+                detail(), code=Code.UNAVAILABLE, rule="platform/registry", where=where
+            )
         time.sleep(interval)
-    return True
 
 
 def wait_registered(
@@ -334,13 +338,13 @@ def wait_registered(
                 missing.append(service)
         return not missing
 
-    if not _poll(settled, timeout, 0.1):
-        raise ConfigError(
-            f"the registry does not show the launched instances of {', '.join(missing)}",
-            code=Code.UNAVAILABLE,
-            rule="platform/registry",
-            where=f"the instance logs under {registry_url}",
-        )
+    _wait_for_registry(
+        settled,
+        timeout,
+        0.1,
+        lambda: f"the registry does not show the launched instances of {', '.join(missing)}",
+        f"the instance logs under {registry_url}",
+    )
 
 
 def wait_listed(registry_url: str, instance: LaunchedInstance, timeout: float = 30.0) -> None:
@@ -349,13 +353,13 @@ def wait_listed(registry_url: str, instance: LaunchedInstance, timeout: float = 
     def listed() -> bool:
         return instance.name in {i.instance_id for i in registered(registry_url, instance.service)}
 
-    if not _poll(listed, timeout, 0.05):
-        raise ConfigError(
-            f"instance {instance.name} is not in the registry after {timeout:g}s",
-            code=Code.UNAVAILABLE,
-            rule="platform/registry",
-            where=f"its log, {instance.log}",
-        )
+    _wait_for_registry(
+        listed,
+        timeout,
+        0.05,
+        lambda: f"instance {instance.name} is not in the registry after {timeout:g}s",
+        f"its log, {instance.log}",
+    )
 
 
 def expected_registry(state: State) -> dict[str, dict[str, float | None]]:

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import structlog
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.errors import GovernanceError
+from modelyard.errors import GovernanceError, ModelyardError
 from modelyard.generation import Generation
 from modelyard.governance.guard import Call, Degraded, Guard, Quick, QuickGuard
 from modelyard.governance.ratelimit import RATE_LIMIT_RULES
@@ -92,6 +92,30 @@ class Ticket:
                 return index
         self._taken += 1
         return None
+
+
+def rejection_event(
+    call: Call, error: ModelyardError, strategy: str, msg: str, *, fallback: bool
+) -> dict[str, Any]:
+    """What the log and ``modelyard explain`` keep of a refused call: the error's fields, what
+    refused it and whose call it was (a call without a request id is given one)."""
+    if call.request_id is None:
+        call.request_id = uuid.uuid4().hex[:16]
+    event = error.fields()
+    event.update(
+        strategy=strategy,
+        code=http_status(error.code),
+        status=str(error.code),
+        msg=msg,
+        service=call.service,
+        interface=call.interface,
+        model=call.model,
+        principal=call.principal,
+        request_id=call.request_id,
+        fallback=fallback,
+        line=error.line(),
+    )
+    return event
 
 
 def strategy_of(rule: str | None) -> str:
@@ -257,21 +281,12 @@ class GuardChain:
             by_rule = self.rejected_by_interface.setdefault(call.interface, {})
         by_rule[rule] = by_rule.get(rule, 0) + 1
         family = rule.partition("/")[0]
-        if call.request_id is None:
-            call.request_id = uuid.uuid4().hex[:16]
-        event = error.fields()
-        event.update(
-            strategy=strategy_of(rule),
-            code=http_status(error.code),
-            status=str(error.code),
-            msg=_MESSAGES.get(family, "the request was refused"),
-            service=call.service,
-            interface=call.interface,
-            model=call.model,
-            principal=call.principal,
-            request_id=call.request_id,
+        event = rejection_event(
+            call,
+            error,
+            strategy_of(rule),
+            _MESSAGES.get(family, "the request was refused"),
             fallback=isinstance(error, Degraded),
-            line=error.line(),
         )
         log.warning("Request is Degraded", **event)
         if self.on_rejected is not None:

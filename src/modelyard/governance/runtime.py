@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -41,7 +40,7 @@ from modelyard.errors import (
 from modelyard.generation import Generation
 from modelyard.governance.auth import PERMISSION_RULE, AuthGuard, Principal, permission_denied
 from modelyard.governance.breaker import BREAKER_RULES, BreakerGuard
-from modelyard.governance.chain import GuardChain
+from modelyard.governance.chain import GuardChain, rejection_event
 from modelyard.governance.cluster import ClusterQpsGuard
 from modelyard.governance.concurrency import AdaptiveConcurrencyGuard
 from modelyard.governance.explain import rule_setting
@@ -57,7 +56,6 @@ from modelyard.governance.service_config import (
     parse_rules_document,
     read_service_config,
 )
-from modelyard.protocol.status import http_status
 from modelyard.tasks import cancel_and_wait
 from modelyard.types import InferRequest, InferResponse, OutputTensor, numpy_dtype
 
@@ -386,23 +384,14 @@ class Governance:
         """A refusal of the model server's that ``modelyard explain`` should find too (a
         request refused for the time its model's load takes, or for the memory budget),
         kept with the rejections; not counted as the guards' own."""
-        if call.request_id is None:
-            call.request_id = uuid.uuid4().hex[:16]
-        event = error.fields()
-        event.update(
-            strategy=(error.rule or "").partition("/")[2],
-            code=http_status(error.code),
-            status=str(error.code),
-            msg="the model server refused the request",
-            service=call.service,
-            interface=call.interface,
-            model=call.model,
-            principal=call.principal,
-            request_id=call.request_id,
+        event = rejection_event(
+            call,
+            error,
+            (error.rule or "").partition("/")[2],
+            "the model server refused the request",
             fallback=False,
-            line=error.line(),
-            time=self.clock.wall(),
         )
+        event["time"] = self.clock.wall()
         self.rejections.add(event)
 
     def _record_rejection(self, event: dict[str, Any]) -> None:

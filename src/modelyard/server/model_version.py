@@ -15,7 +15,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines import PLATFORMS, Engine, LoadContext, Signature, engine_class
-from modelyard.errors import Code, ModelServerError, ModelyardError
+from modelyard.errors import ModelyardError, load_error
 from modelyard.hardware.memory import settled_rss_bytes
 from modelyard.hardware.placement import (
     asks_for_gpus,
@@ -96,15 +96,6 @@ class ModelVersion:
         return {"backend": self.backend, **(self.engines[0].describe() if self.engines else {})}
 
 
-def _load_error(model: str, version: int, detail: str, where: str) -> ModelServerError:
-    return ModelServerError(
-        f"failed to load '{model}' version {version}: {detail}",
-        code=Code.INVALID_ARGUMENT,
-        rule="model-server/load",
-        where=where,
-    )
-
-
 def _find_artifact(
     model: str, version: int, version_dir: Path, config: mc.ModelConfig, cls: type[Engine]
 ) -> Path:
@@ -120,7 +111,7 @@ def _find_artifact(
         candidate = version_dir / filename
         if candidate.exists():
             return candidate
-    raise _load_error(
+    raise load_error(
         model,
         version,
         f"no model file {' or '.join(names)} in {version_dir}",
@@ -139,7 +130,7 @@ def instance_placements(
     """Each instance's device and instance group."""
     placed = placed_groups(config, visible_gpus() if asks_for_gpus(config) else [])
     if isinstance(placed, str):
-        raise _load_error(
+        raise load_error(
             model,
             version,
             placed,
@@ -177,7 +168,7 @@ def _check_signature(
         (e, known_out, "output") for e in config.output
     ]:
         if entry.name not in known:
-            raise _load_error(
+            raise load_error(
                 model,
                 version,
                 f"config {kind} '{entry.name}' is not in the model file (it has "
@@ -327,7 +318,7 @@ def load_model_version(
         raise
     except Exception as exc:
         _release(engines)
-        raise _load_error(
+        raise load_error(
             name, version, f"{type(exc).__name__}: {exc}", f"the files of {name}/{version}"
         ) from exc
     sequence: SequencePolicy | None = None
@@ -408,7 +399,7 @@ def _text_encoding(
     name: str, version: int, version_dir: Path, config: mc.ModelConfig, graph: Signature | None
 ) -> TextEncoding:
     if graph is None:
-        raise _load_error(
+        raise load_error(
             name,
             version,
             "a text model needs an engine that reads its graph's inputs and outputs "
@@ -428,7 +419,7 @@ def _embedding_cache(
     asked = config.parameters[key].string_value
     size = parse_size(asked)
     if text is None or size is None or size <= 0:
-        raise _load_error(
+        raise load_error(
             name,
             version,
             f"{key} '{asked}' is not a size in bytes (64M, 1G ...) of a text model's cache"
@@ -462,7 +453,7 @@ def _refuse_rate_limiter(
 ) -> None:
     """Only the dynamic batcher's instances wait for rate_limiter resources."""
     if limiter is not None and any(instance_needs(placed)):
-        raise _load_error(
+        raise load_error(
             name,
             version,
             f"rate_limiter resources on a {kind} model are not served",
@@ -485,7 +476,7 @@ def _decoupled_scheduler(
     the model sends is each request's own)."""
     origin = f"{name}/config.pbtxt"
     if not all(getattr(engine, "takes_requests", False) for engine in engines):
-        raise _load_error(
+        raise load_error(
             name,
             version,
             "decoupled models are served for python-backend models that answer through "
@@ -494,7 +485,7 @@ def _decoupled_scheduler(
             "request.get_response_sender()",
         )
     if config.HasField("sequence_batching"):
-        raise _load_error(
+        raise load_error(
             name,
             version,
             "a decoupled sequence model is not served",

@@ -36,7 +36,7 @@ import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.engines.base import Signature, TensorSpec
-from modelyard.errors import Code, ModelServerError
+from modelyard.errors import Code, ModelServerError, load_error
 from modelyard.modelfiles.config import model_parameter, positive_int_parameter
 
 TOKEN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")  # what a tokenizer fills
@@ -49,15 +49,6 @@ SETTINGS_FILE_MAX_BYTES = 1 << 20
 BYTES_PER_TOKEN_READ = 64
 DEFAULT_INPUT = "TEXT"
 DEFAULT_OUTPUT = "EMBEDDING"
-
-
-def _load_error(model: str, version: int, detail: str, where: str) -> ModelServerError:
-    return ModelServerError(
-        f"failed to load '{model}' version {version}: {detail}",
-        code=Code.INVALID_ARGUMENT,
-        rule="model-server/text-model",
-        where=where,
-    )
 
 
 def _plain_name(name: str) -> bool:
@@ -266,8 +257,12 @@ class _Where:
     version: int
 
     def error(self, detail: str, change: str) -> ModelServerError:
-        return _load_error(
-            self.model, self.version, detail, f"{change} in {self.model}/config.pbtxt"
+        return load_error(
+            self.model,
+            self.version,
+            detail,
+            f"{change} in {self.model}/config.pbtxt",
+            rule="model-server/text-model",
         )
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.engines.base import Engine, Signature
-from modelyard.errors import Code, ModelServerError
+from modelyard.errors import Code, ModelServerError, load_error
 from modelyard.modelfiles.config import model_parameter, positive_int_parameter
 from modelyard.server.embedding_cache import EmbeddingCache
 from modelyard.server.text_encoding import TextEncoding
@@ -45,12 +45,16 @@ DEFAULT_MAX_PADDING_RATIO = 1.5
 DEFAULT_MAX_SEQUENCE_LENGTH = 512
 
 
+TOKEN_BATCHING_RULE = "model-server/token-batching"
+
+
 def _setting_error(model: str, version: int, key: str, text: str, want: str) -> ModelServerError:
-    return ModelServerError(
-        f"failed to load '{model}' version {version}: {key} '{text}' is not {want}",
-        code=Code.INVALID_ARGUMENT,
-        rule="model-server/token-batching",
-        where=f"{key} in {model}/config.pbtxt",
+    return load_error(
+        model,
+        version,
+        f"{key} '{text}' is not {want}",
+        f"{key} in {model}/config.pbtxt",
+        rule=TOKEN_BATCHING_RULE,
     )
 
 
@@ -217,13 +221,13 @@ def token_batching_for(
             model, version, "max_batch_tokens", asked or "", "for a model with token inputs"
         )
     if config.dynamic_batching.preserve_ordering:
-        raise ModelServerError(
-            f"failed to load '{model}' version {version}: preserve_ordering is not served for "
-            "a model batched by tokens (a request's texts may run in several batches)",
-            code=Code.INVALID_ARGUMENT,
-            rule="model-server/token-batching",
-            where=f'remove preserve_ordering, or set max_batch_tokens: "0" in '
-            f"{model}/config.pbtxt",
+        raise load_error(
+            model,
+            version,
+            "preserve_ordering is not served for a model batched by tokens (a request's texts "
+            "may run in several batches)",
+            f'remove preserve_ordering, or set max_batch_tokens: "0" in {model}/config.pbtxt',
+            rule=TOKEN_BATCHING_RULE,
         )
     return TokenBatching(
         token_inputs=axes[0],
