@@ -16,7 +16,7 @@ INTERVAL_S = 0.001
 # IDLE_LAG_S. Batching shortens the loop's turns, and with it the lag: with one threshold
 # both ways (0.5 ms until 2026-12), a loop at concurrency 16 read idle again as soon as
 # its requests batched, ran them inline one by one, read busy, and so on. Measured with
-# tiny_onnx on 2 vCPUs (bench/RESULTS.md, "Tenth session"): 0.2 ms / 0.05 ms served
+# tiny_onnx on 2 vCPUs (bench/RESULTS.md, "Dynamic batching"): 0.2 ms / 0.05 ms served
 # 1.3 times the requests of 0.5 ms at concurrency 16, the same at 1 and 64.
 # Under uvloop, loop.time() counts whole milliseconds (libuv's clock), so each reading is
 # 0, 1 or 2 ms and the smoothed lag is in effect the share of late readings. An idle
