@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
@@ -28,7 +28,6 @@ from modelyard.errors import (
     ProtocolError,
     internal_error,
     retry_after_header,
-    shown,
 )
 from modelyard.frontdoors.bounds import DEFAULT_MAX_BODY_BYTES
 from modelyard.frontdoors.embeddings import EmbeddingRoutes
@@ -41,6 +40,14 @@ from modelyard.frontdoors.http_compression import (
 )
 from modelyard.frontdoors.http_connections import RECEIVED_NS, DirectReply
 from modelyard.frontdoors.http_lane import HttpLane, HttpLanes, LaneKey, lane_key
+from modelyard.frontdoors.http_routes import (
+    Route,
+    RouteCache,
+    governed_as,
+    restricted_category,
+    route_error,
+    route_of,
+)
 from modelyard.frontdoors.infer_pipeline import InferPipeline
 from modelyard.frontdoors.restricted import Restrictions
 from modelyard.governance.chain import Ticket
@@ -70,18 +77,7 @@ Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
-_MODEL_ROUTE = re.compile(
-    r"^/v2/models/(?P<model>[^/]+)(?:/versions/(?P<version>[^/]+))?"
-    r"(?P<action>/infer|/ready|/config|/stats)?/?$"
-)
-_REPOSITORY_ROUTE = re.compile(r"^/v2/repository/models/(?P<model>[^/]+)/(?P<action>load|unload)$")
-_TRACE_ROUTE = re.compile(r"^/v2(?:/models/(?P<model>[^/]+))?/trace/setting$")
-_SHARED_MEMORY_ROUTE = re.compile(
-    r"^/v2/(?P<kind>system|cuda)sharedmemory(?:/region/(?P<region>[^/]+))?"
-    r"/(?P<action>status|register|unregister)$"
-)
 _JSON = [(b"content-type", b"application/json")]
-LIVE_STATS_PATH = "/v2/modelyard/stats"
 
 
 class _Response:
@@ -139,144 +135,6 @@ def _bad_json(detail: str) -> ProtocolError:
     return ProtocolError(
         detail, code=Code.INVALID_ARGUMENT, rule="protocol/json", where="the request body"
     )
-
-
-def _route_error(method: str, path: str) -> ProtocolError:
-    return ProtocolError(
-        f"no route for {shown(method, 20)} {shown(path)}",
-        code=Code.NOT_FOUND,
-        rule="protocol/route",
-        where="the KServe V2 HTTP API: /v2, /v2/health/*, /v2/models/..., /v2/repository/..., "
-        "/v2/systemsharedmemory/..., /v2/logging, /v2/trace/setting",
-    )
-
-
-_GET = ("GET", "HEAD")  # a route that is read answers HEAD too: uvicorn leaves out the body
-_POST = ("POST",)
-_GET_OR_POST = ("GET", "HEAD", "POST")
-LOGGING_PATH = "/v2/logging"
-_REJECTIONS_PATH = "/v2/modelyard/rejections"
-_GET_ROUTES = frozenset(
-    {
-        "/v2",
-        "/v2/",
-        "/v2/health/live",
-        "/v2/health/ready",
-        "/v2/models/stats",
-        "/v2/modelyard/rules",
-        LIVE_STATS_PATH,
-    }
-)
-
-Route = tuple[str, str | None, str | None]  # model, version, action ("/infer", ... or None)
-
-
-def _allowed_methods(path: str, route: Route | None) -> tuple[str, ...] | None:
-    """The methods a V2 path takes (``route``: its ``model_route``); None: no such route."""
-    if route is not None:
-        return _POST if route[2] == "/infer" else _GET
-    if path in _GET_ROUTES or path.startswith(_REJECTIONS_PATH):
-        return _GET
-    if path in EMBEDDING_PATHS:
-        return _POST
-    if path == LOGGING_PATH or _TRACE_ROUTE.match(path):
-        return _GET_OR_POST
-    if path == "/v2/repository/index" or _REPOSITORY_ROUTE.match(path):
-        return _POST
-    match = _SHARED_MEMORY_ROUTE.match(path)
-    if match is not None:
-        return _GET if match["action"] == "status" else _POST
-    return None
-
-
-def model_route(path: str) -> Route | None:
-    """The model, version and action a /v2/models/... path names; None for another path."""
-    match = _MODEL_ROUTE.match(path)
-    if match is None or match["model"] == "stats":
-        return None
-    return (match["model"], match["version"], match["action"])
-
-
-class RouteCache:
-    """``model_route`` of each path a front door has seen, remembered for its hot path;
-    bounded, because paths come from callers. A path's route never goes stale."""
-
-    MAX = 4096
-    PATH_CHARS = 512  # longer paths are read anew each time, never kept
-
-    def __init__(self) -> None:
-        self._known: dict[str, Route | None] = {}
-
-    def __call__(self, path: str) -> Route | None:
-        try:
-            return self._known[path]
-        except KeyError:
-            pass
-        route = model_route(path)
-        if len(path) <= self.PATH_CHARS:
-            if len(self._known) >= self.MAX:
-                self._known.clear()
-            self._known[path] = route
-        return route
-
-
-def classify(method: str, path: str) -> tuple[str, str | None, str | None]:
-    """The governance interface of an HTTP call, and the model it names."""
-    route = model_route(path)
-    if route is not None:
-        model, version, action = route
-        if action == "/infer":
-            return "infer", model, version
-        interface = "health" if action == "/ready" else "metadata"
-        return interface, model, version
-    if path == LIVE_STATS_PATH:  # the control plane's poll: monitoring, like /metrics
-        return "health", None, None
-    if path == LOGGING_PATH:  # the process's log settings: an operator's business
-        return "admin", None, None
-    if _SHARED_MEMORY_ROUTE.match(path):  # maps the host's memory: an admin of every model
-        return "admin", "*", None
-    traced = _TRACE_ROUTE.match(path)
-    if traced is not None:  # what the server records: the model's admin, or every model's
-        return "admin", traced["model"] or "*", None
-    if path.startswith("/v2/repository/") or path.startswith("/v2/modelyard/"):
-        match = _REPOSITORY_ROUTE.match(path)
-        return "admin", match["model"] if match else None, None
-    if path.startswith("/v2/health/") or path in ("/v2", "/v2/"):
-        return "health", None, None
-    return "metadata", None, None
-
-
-_MODEL_ACTION_CATEGORY = {
-    "/infer": "inference",
-    "/ready": "health",
-    "/config": "model-config",
-    "/stats": "statistics",
-    None: "metadata",
-}
-
-
-def restricted_category(path: str) -> str | None:
-    """The category of tritonserver's --http-restricted-api a path is in (None: none)."""
-    route = model_route(path)
-    if route is not None:
-        return _MODEL_ACTION_CATEGORY.get(route[2])
-    if path in ("/v2/health/live", "/v2/health/ready"):
-        return "health"
-    if path in ("/v2", "/v2/"):
-        return "metadata"
-    if path == "/v2/models/stats":
-        return "statistics"
-    if path == LOGGING_PATH:
-        return "logging"
-    if _TRACE_ROUTE.match(path):
-        return "trace"
-    if _SHARED_MEMORY_ROUTE.match(path):
-        return "shared-memory"
-    if path.startswith("/v2/repository/"):
-        return "model-repository"
-    if path in EMBEDDING_PATHS:  # an infer call in another API's words
-        return "inference"
-    return None
 
 
 def _check_restricted(restrictions: Restrictions, scope: Scope) -> None:
@@ -361,7 +219,7 @@ def _compressed(response: _Response, accept_encoding: bytes) -> _Response:
 
 
 def _call_from_headers(governance: Governance, scope: Scope) -> Call:
-    interface, model, version = classify(scope["method"], scope["path"])
+    interface, model, version = governed_as(scope["path"])
     call = governance.call(interface, model, version)
     for key, value in scope["headers"]:
         if key in _CALL_HEADERS:
@@ -395,6 +253,20 @@ def _explained(
     with the guards' rejections under the request's id, which the response says."""
     governance.record_refusal(call, error)
     response.headers.append((b"x-request-id", str(call.request_id).encode()))
+
+
+class _Asked(NamedTuple):
+    """A call of a route other than infer, as its answer reads it."""
+
+    method: str
+    match: re.Match[str]  # the path's match of its route's pattern
+    scope: Scope
+    receive: Receive
+    call: Call | None  # what governance admitted it as (None: ungoverned)
+
+    @property
+    def model_version(self) -> tuple[str, str | None]:
+        return self.match["model"], self.match["version"]
 
 
 def _settle(answered: asyncio.Future[_Response]) -> Callable[[_Response], None]:
@@ -828,92 +700,89 @@ class HttpFrontend:
     async def _dispatch(
         self, scope: Scope, receive: Receive, call: Call | None = None
     ) -> _Response:
-        """Answer a route; ``call``: what governance admitted it as (None: ungoverned)."""
+        """Answer a route of the table (``http_routes.ROUTES``) other than an infer call;
+        ``call``: what governance admitted it as (None: ungoverned)."""
         method: str = scope["method"]
         path: str = scope["path"]
-        dp = self.dataplane
-        route = model_route(path)
-        allowed = _allowed_methods(path, route)
-        if allowed is None:
-            raise _route_error(method, path)
-        if method not in allowed:  # an infer call gets here only so: __call__ takes its POST
-            raise _MethodNotAllowed(method, path, allowed)
-        if route is not None:
-            model, version, action = route
-            if action is None:
-                return _json(dp.model_metadata(model, version))
-            if action == "/ready":
-                return _Response(200 if dp.model_ready(model, version) else 400)
-            if action == "/config":
-                return _json(dp.model_config(model, version))
-            return _json(dp.statistics(model, version))
-        if path == "/v2/health/live":
-            return _Response(200 if dp.server_live() else 400)
-        if path == "/v2/health/ready":
-            return _Response(200 if dp.server_ready() else 400)
-        if path in ("/v2", "/v2/"):
-            return _json(dp.server_metadata())
-        if path == "/v2/models/stats":
-            stats = dp.statistics(None, None)
-            visible = self._visible(call)
-            if visible is not None:
-                stats["model_stats"] = [s for s in stats["model_stats"] if visible(s["name"])]
-            return _json(stats)
-        if path == "/v2/repository/index":
-            body = await self._read_body(scope, receive)
-            doc = self._json_body(body)
-            rows = dp.manager.index(ready_only=bool(doc.get("ready", False)))
-            visible = self._visible(call)
-            return _json(rows if visible is None else [r for r in rows if visible(r["name"])])
-        traced = _TRACE_ROUTE.match(path)
-        if traced is not None:
-            if method == "POST":
-                body = await self._read_body(scope, receive)
-                return _json(self.tracing.update(self._json_body(body), traced["model"]))
-            return _json(self.tracing.settings(traced["model"]))
-        if path == LOGGING_PATH:
-            if method == "POST":
-                body = await self._read_body(scope, receive)
-                return _json(SETTINGS.update(self._json_body(body)))
-            return _json(SETTINGS.as_triton())
-        if path == "/v2/modelyard/rules":
-            if self.governance is None:
-                return _json({"service": None, "source": None, "rules": [], "decisions": {}})
-            return _json(self.governance.rules())
-        if path == LIVE_STATS_PATH:
-            governance = self.governance.live_stats() if self.governance is not None else None
-            return _json(dp.live_stats(governance))
-        if path.startswith(_REJECTIONS_PATH):
-            return _json(rejections(self.governance, path))
-        shared = _SHARED_MEMORY_ROUTE.match(path)
-        if shared is not None:
-            body = await self._read_body(scope, receive)
-            return self._shared_memory_action(
-                shared["kind"], shared["region"], shared["action"], body
-            )
-        match = _REPOSITORY_ROUTE.match(path)
-        if match is None:  # _allowed_methods lets no other path through
-            raise _route_error(method, path)
-        body = await self._read_body(scope, receive)
-        return await self._repository_action(match["model"], match["action"], body, call)
+        found = route_of(path)
+        if found is None:
+            raise route_error(method, path)
+        route, match = found
+        if method not in route.methods:  # an infer call gets here only so: __call__ takes POST
+            raise _MethodNotAllowed(method, path, route.methods)
+        answer: Callable[[_Asked], Awaitable[_Response]] = getattr(self, route.answer)
+        return await answer(_Asked(method, match, scope, receive, call))
 
-    def _visible(self, call: Call | None) -> Callable[[str], bool] | None:
-        """The models a listing shows the caller; None: all (no governance)."""
-        return None if self.governance is None or call is None else self.governance.visible(call)
+    # ---- the routes' answers (http_routes.ROUTES names them) ------------------------------
 
-    @staticmethod
-    def _json_body(body: bytes) -> dict[str, Any]:
-        if not body.strip():
-            return {}
-        return json_object(body, "the request body", _bad_json)
+    async def _model_metadata(self, asked: _Asked) -> _Response:
+        return _json(self.dataplane.model_metadata(*asked.model_version))
 
-    def _shared_memory_action(
-        self, kind: str, region: str | None, action: str, body: bytes
-    ) -> _Response:
+    async def _model_ready(self, asked: _Asked) -> _Response:
+        return _Response(200 if self.dataplane.model_ready(*asked.model_version) else 400)
+
+    async def _model_config(self, asked: _Asked) -> _Response:
+        return _json(self.dataplane.model_config(*asked.model_version))
+
+    async def _model_stats(self, asked: _Asked) -> _Response:
+        return _json(self.dataplane.statistics(*asked.model_version))
+
+    async def _server_live(self, asked: _Asked) -> _Response:
+        return _Response(200 if self.dataplane.server_live() else 400)
+
+    async def _server_ready(self, asked: _Asked) -> _Response:
+        return _Response(200 if self.dataplane.server_ready() else 400)
+
+    async def _server_metadata(self, asked: _Asked) -> _Response:
+        return _json(self.dataplane.server_metadata())
+
+    async def _all_stats(self, asked: _Asked) -> _Response:
+        stats = self.dataplane.statistics(None, None)
+        visible = self._visible(asked.call)
+        if visible is not None:
+            stats["model_stats"] = [s for s in stats["model_stats"] if visible(s["name"])]
+        return _json(stats)
+
+    async def _repository_index(self, asked: _Asked) -> _Response:
+        doc = self._json_body(await self._read_body(asked.scope, asked.receive))
+        rows = self.dataplane.manager.index(ready_only=bool(doc.get("ready", False)))
+        visible = self._visible(asked.call)
+        return _json(rows if visible is None else [r for r in rows if visible(r["name"])])
+
+    async def _trace_setting(self, asked: _Asked) -> _Response:
+        model = asked.match["model"]
+        if asked.method == "POST":
+            body = await self._read_body(asked.scope, asked.receive)
+            return _json(self.tracing.update(self._json_body(body), model))
+        return _json(self.tracing.settings(model))
+
+    async def _logging(self, asked: _Asked) -> _Response:
+        if asked.method == "POST":
+            body = await self._read_body(asked.scope, asked.receive)
+            return _json(SETTINGS.update(self._json_body(body)))
+        return _json(SETTINGS.as_triton())
+
+    async def _rules(self, asked: _Asked) -> _Response:
+        if self.governance is None:
+            return _json({"service": None, "source": None, "rules": [], "decisions": {}})
+        return _json(self.governance.rules())
+
+    async def _live_stats(self, asked: _Asked) -> _Response:
+        governance = self.governance.live_stats() if self.governance is not None else None
+        return _json(self.dataplane.live_stats(governance))
+
+    async def _rejections(self, asked: _Asked) -> _Response:
+        return _json(rejections(self.governance, asked.scope["path"]))
+
+    async def _shared_memory(self, asked: _Asked) -> _Response:
         """Triton's shared-memory extension: system and CUDA regions."""
+        match = asked.match
+        kind, region = match["kind"], match["region"]
         regions = self.shared_memory
+        action = match.groupdict().get("action") or "status"
         if action == "status":
             return _json(regions.status(region, kind))
+        body = await self._read_body(asked.scope, asked.receive)
         if action == "unregister":
             regions.unregister(region, kind)
             return _Response(200)
@@ -933,10 +802,9 @@ class HttpFrontend:
             regions.register(region, doc.get("key"), doc.get("offset", 0), doc.get("byte_size"))
         return _Response(200)
 
-    async def _repository_action(
-        self, model: str, action: str, body: bytes, call: Call | None = None
-    ) -> _Response:
-        doc = self._json_body(body)
+    async def _repository_action(self, asked: _Asked) -> _Response:
+        model, action = asked.match["model"], asked.match["action"]
+        doc = self._json_body(await self._read_body(asked.scope, asked.receive))
         params = doc.get("parameters") or {}
         manager = self.dataplane.manager
         if action == "unload":
@@ -945,10 +813,20 @@ class HttpFrontend:
         override = load_override(model, params)
         files = load_files(model, params)
         authorize = None
-        if self.governance is not None and call is not None:
-            authorize = self.governance.authorize_load(call)
+        if self.governance is not None and asked.call is not None:
+            authorize = self.governance.authorize_load(asked.call)
         await manager.load(model, override, authorize, files)
         return _Response(200)
+
+    def _visible(self, call: Call | None) -> Callable[[str], bool] | None:
+        """The models a listing shows the caller; None: all (no governance)."""
+        return None if self.governance is None or call is None else self.governance.visible(call)
+
+    @staticmethod
+    def _json_body(body: bytes) -> dict[str, Any]:
+        if not body.strip():
+            return {}
+        return json_object(body, "the request body", _bad_json)
 
     async def _guarded(self, scope: Scope, receive: Receive, governance: Governance) -> _Response:
         call = _call_from_headers(governance, scope)

@@ -277,6 +277,48 @@ LEAVE_INLINE_NS = 4 * INLINE_THRESHOLD_NS
 _WINDOW = 16  # executions; inline execution may start once the window is full
 
 
+def _stacked(payloads: list[Pending]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """A batch's inputs, each request's rows stacked, and the outputs any of them asks for."""
+    outputs = payloads[0].outputs
+    for payload in payloads:  # requests of one lane share its list of names
+        if payload.outputs is not outputs:
+            outputs = sorted({name for p in payloads for name in p.outputs})
+            break
+    if len(payloads) == 1:
+        return payloads[0].inputs, outputs
+    names = payloads[0].inputs
+    return {name: stack_rows([p.inputs[name] for p in payloads]) for name in names}, outputs
+
+
+def _split(
+    batch: list[QueuedRequest],
+    payloads: list[Pending],
+    outputs: list[str],
+    results: dict[str, np.ndarray],
+) -> list[_Answer]:
+    """Each request's rows of a batch's results: the outputs it asked for."""
+    if len(batch) == 1:
+        return [(batch[0], results)]
+    answers: list[_Answer] = []
+    offset = 0
+    if len(outputs) == 1 and outputs is payloads[0].outputs:  # the usual: one output
+        name = outputs[0]
+        array = results[name]
+        for request in batch:
+            end = offset + request.rows
+            answers.append((request, {name: array[offset:end]}))
+            offset = end
+        return answers
+    for request, payload in zip(batch, payloads, strict=True):
+        end = offset + request.rows
+        part = {}
+        for name in payload.outputs:  # a loop, not a comprehension: no frame each
+            part[name] = results[name][offset:end]
+        offset = end
+        answers.append((request, part))
+    return answers
+
+
 class Scheduler(InstanceThreads):
     def __init__(
         self,
@@ -620,16 +662,7 @@ class Scheduler(InstanceThreads):
         clock = self._clock
         start_ns = clock.monotonic_ns()
         payloads: list[Pending] = list(map(_PAYLOAD, batch))  # map: no bytecode per request
-        outputs = payloads[0].outputs
-        for payload in payloads:  # requests of one lane share its list of names
-            if payload.outputs is not outputs:
-                outputs = sorted({name for p in payloads for name in p.outputs})
-                break
-        if len(batch) == 1:
-            inputs = payloads[0].inputs
-        else:
-            names = payloads[0].inputs
-            inputs = {name: stack_rows([p.inputs[name] for p in payloads]) for name in names}
+        inputs, outputs = _stacked(payloads)
         total_rows = sum(map(_ROWS, batch))
         # on an instance thread, an engine that computes on it is timed by the thread's CPU
         # time too: its wall time there also counts waits for the GIL behind a busy event
@@ -639,16 +672,7 @@ class Scheduler(InstanceThreads):
         cpu_start = time.thread_time_ns() if by_cpu else 0
         infer_start = clock.monotonic_ns()
         try:
-            if self._takes_requests:  # Triton's python backend: each request as it came
-                with batch_requests(
-                    [
-                        BatchedRequest(r.rows, p.parameters)
-                        for r, p in zip(batch, payloads, strict=True)
-                    ]
-                ):
-                    results = engine.execute(inputs, outputs)
-            else:
-                results = engine.execute(inputs, outputs)
+            results = self._run_engine(engine, batch, payloads, inputs, outputs)
             self._check_rows(results, outputs, total_rows)
         except Exception as exc:
             error = engine_error(self.model, self.version, engine, exc)
@@ -660,27 +684,7 @@ class Scheduler(InstanceThreads):
             return [self._failed(request, error, end_ns) for request in batch]
         infer_end = clock.monotonic_ns()
         self._observe(time.thread_time_ns() - cpu_start if by_cpu else infer_end - infer_start)
-        answers: list[_Answer]
-        if len(batch) == 1:
-            answers = [(batch[0], results)]
-        else:
-            answers = []
-            offset = 0
-            if len(outputs) == 1 and outputs is payloads[0].outputs:  # the usual: one output
-                name = outputs[0]
-                array = results[name]
-                for request in batch:
-                    end = offset + request.rows
-                    answers.append((request, {name: array[offset:end]}))
-                    offset = end
-            else:
-                for request, payload in zip(batch, payloads, strict=True):
-                    end = offset + request.rows
-                    part = {}
-                    for name in payload.outputs:  # a loop, not a comprehension: no frame each
-                        part[name] = results[name][offset:end]
-                    offset = end
-                    answers.append((request, part))
+        answers = _split(batch, payloads, outputs, results)
         end_ns = clock.monotonic_ns()
         self.stats.record_execution(
             [
@@ -701,6 +705,21 @@ class Scheduler(InstanceThreads):
                 if timing is not None:
                     timing += (request.enqueued_ns, start_ns, infer_start, infer_end, end_ns)
         return answers
+
+    def _run_engine(
+        self,
+        engine: Engine,
+        batch: list[QueuedRequest],
+        payloads: list[Pending],
+        inputs: dict[str, np.ndarray],
+        outputs: list[str],
+    ) -> dict[str, np.ndarray]:
+        if not self._takes_requests:
+            return engine.execute(inputs, outputs)
+        # Triton's python backend: each request as it came
+        requests = zip(batch, payloads, strict=True)
+        with batch_requests([BatchedRequest(r.rows, p.parameters) for r, p in requests]):
+            return engine.execute(inputs, outputs)
 
     def _check_rows(self, results: dict[str, np.ndarray], outputs: list[str], rows: int) -> None:
         for name in outputs:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from modelyard.frontdoors import http
+from modelyard.frontdoors import http, http_routes
 from modelyard.governance.runtime import Governance
 from modelyard.governance.service_config import empty_service_config
 
@@ -36,14 +36,14 @@ def test_a_call_carries_interface_model_and_credentials() -> None:
 
 
 def test_remembered_paths_stay_bounded() -> None:
-    routes = http.RouteCache()
-    for i in range(http.RouteCache.MAX + 10):
-        assert http.classify("GET", f"/v2/models/m{i}")[1] == f"m{i}"
+    routes = http_routes.RouteCache()
+    for i in range(http_routes.RouteCache.MAX + 10):
+        assert http_routes.governed_as(f"/v2/models/m{i}")[1] == f"m{i}"
         assert routes(f"/v2/models/m{i}/versions/2/infer") == (f"m{i}", "2", "/infer")
-    assert len(routes._known) <= http.RouteCache.MAX
-    assert http.classify("GET", "/v2/health/ready") == ("health", None, None)
-    assert http.classify("POST", "/v2/logging") == ("admin", None, None)  # an operator's call
-    assert http.model_route("/v2/models/stats") is None
+    assert len(routes._known) <= http_routes.RouteCache.MAX
+    assert http_routes.governed_as("/v2/health/ready") == ("health", None, None)
+    assert http_routes.governed_as("/v2/logging") == ("admin", None, None)  # an operator's call
+    assert http_routes.model_route("/v2/models/stats") is None
 
 
 def _answer(

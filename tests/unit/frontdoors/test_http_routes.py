@@ -9,7 +9,8 @@ import pytest
 from tritonclient.grpc import service_pb2 as pb
 
 from modelyard.frontdoors.grpc import _SERVER_WIDE, governed_call
-from modelyard.frontdoors.http import classify
+from modelyard.frontdoors.http import HttpFrontend
+from modelyard.frontdoors.http_routes import ROUTES, governed_as, model_route, route_of
 from modelyard.governance.auth import Principal
 from modelyard.governance.runtime import Governance
 from modelyard.governance.service_config import empty_service_config
@@ -26,7 +27,7 @@ from modelyard.governance.service_config import empty_service_config
     ],
 )
 def test_admin_routes_name_what_they_act_for(path: str, model: str) -> None:
-    assert classify("POST", path) == ("admin", model, None)
+    assert governed_as(path) == ("admin", model, None)
 
 
 def test_an_admin_of_one_model_may_not_act_for_the_whole_server() -> None:
@@ -47,3 +48,35 @@ def test_a_shared_memory_rpcs_region_name_is_never_taken_for_a_model() -> None:
         governance, "ModelInfer", pb.ModelInferRequest(model_name="ranker"), context
     )  # type: ignore[arg-type]
     assert infer.model == "ranker"
+
+
+def test_every_route_is_answered_by_a_method_of_the_front_door() -> None:
+    for route in ROUTES:
+        if route.answer:
+            assert callable(getattr(HttpFrontend, route.answer, None)), route
+        else:  # taken before the table's dispatch: an infer call, in V2's words or another's
+            assert route.methods == ("POST",) and route.category == "inference", route
+
+
+@pytest.mark.parametrize(
+    ("path", "methods"),
+    [
+        ("/v2/models/m/versions/2/infer", ("POST",)),
+        ("/v2/models/m/ready", ("GET", "HEAD")),
+        ("/v2/models/stats", ("GET", "HEAD")),
+        ("/v2/logging", ("GET", "HEAD", "POST")),
+        ("/v2/systemsharedmemory/status", ("GET", "HEAD")),
+        ("/v2/systemsharedmemory/region/r/register", ("POST",)),
+        ("/v2/repository/models/m/unload", ("POST",)),
+    ],
+)
+def test_a_paths_route_says_the_methods_it_takes(path: str, methods: tuple[str, ...]) -> None:
+    found = route_of(path)
+    assert found is not None and found[0].methods == methods
+
+
+def test_a_model_named_stats_is_never_routed_as_a_model() -> None:
+    assert model_route("/v2/models/stats") is None
+    assert model_route("/v2/models/stats/versions/1/infer") is None
+    assert model_route("/v2/models/statsx/infer") == ("statsx", None, "/infer")
+    assert route_of("/v2/nothing") is None

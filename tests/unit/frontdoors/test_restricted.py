@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from modelyard.errors import Code, ConfigError
-from modelyard.frontdoors.http import restricted_category
+from modelyard.frontdoors.http_routes import restricted_category
 from modelyard.frontdoors.restricted import Restrictions
 
 
