@@ -105,78 +105,12 @@ def decode_infer_request(
 ) -> InferRequest:
     """The request; ``shared_memory``: the regions its tensors may name (None: refused)."""
     raw = message.raw_input_contents
-    # a tensor in shared memory has no raw_input_contents entry (as tritonclient sends it)
-    sent = sum(1 for tensor in message.inputs if not _in_shared_memory(tensor))
-    if raw and len(raw) != sent:
-        raise bad_request(
-            f"{len(raw)} raw_input_contents for {sent} inputs not in shared memory; send "
-            "one per such input, in order, or none"
-        )
+    _check_raw_input_count(message, raw)
     inputs: dict[str, np.ndarray] = {}
     datatypes: dict[str, str] = {}
-    index = 0
-    shared_bytes = 0  # read from shared memory so far
-    model = message.model_name
-    # a tensor whose bytes its shape does not take is refused once every input is read, as
-    # Triton refuses it after the other checks (and for the last such input given)
-    wrong_size: ProtocolError | None = None
     held: list[Any] = []  # the regions inputs are read from, which the request holds
-    for tensor in message.inputs:
-        name = tensor.name
-        if name in inputs:
-            raise bad_request(f"input '{shown(name)}' is given twice")
-        datatype = tensor.datatype
-        if datatype not in V2_TO_NUMPY:
-            raise bad_request(
-                f"input '{shown(name)}': unknown datatype {shown(repr(datatype), 40)}"
-            )
-        shape = tuple(tensor.shape)
-        if any(d < 0 for d in shape):
-            raise bad_request(
-                f"input '{shown(name)}': shape must be a list of non-negative integers"
-            )
-        check_shape(name, shape)
-        if _in_shared_memory(tensor):
-            if tensor.HasField("contents"):
-                raise bad_request(
-                    f"input '{shown(name)}' has both contents and a shared memory region; send one"
-                )
-            if shared_memory is None:
-                raise disabled(name)
-            try:
-                region_bytes = shared_memory.read_input(
-                    name, _parameters(tensor), expected_bytes(datatype, shape), shared_bytes,
-                    model, held,
-                )  # fmt: skip
-            except ProtocolError as error:
-                if error.rule != SIZE_RULE:
-                    raise
-                inputs[name], wrong_size = _UNREAD, error
-                continue
-            shared_bytes += len(region_bytes)
-            wrong_size = _decoded(inputs, name, datatype, shape, region_bytes, model) or wrong_size
-        elif raw:
-            if tensor.HasField("contents"):
-                raise bad_request(
-                    f"input '{shown(name)}' has both contents and raw_input_contents; send one"
-                )
-            wrong_size = _decoded(inputs, name, datatype, shape, raw[index], model) or wrong_size
-            index += 1
-        else:
-            inputs[name] = _decode_typed(name, datatype, shape, tensor)
-        datatypes[name] = datatype
-    if wrong_size is not None:
-        raise wrong_size
-    params: dict[str, Any] = {}
-    if message.parameters:
-        params = {key: parameter_value(value) for key, value in message.parameters.items()}
-        for key in params:
-            if key.startswith("triton_") and key not in STREAM_PARAMETERS:
-                raise bad_request(
-                    "parameter keys starting with 'triton_' are reserved for Triton usage. "
-                    "Only the following keys starting with 'triton_' are allowed: "
-                    + " ".join(sorted(STREAM_PARAMETERS))
-                )
+    _decode_inputs(message, raw, shared_memory, inputs, datatypes, held)
+    params = _request_parameters(message)
     timeout = params.get("timeout", 0)
     priority = params.get("priority", 0)
     if (
@@ -200,6 +134,118 @@ def decode_infer_request(
         timeout_us=timeout,
         regions=tuple(held),
     )
+
+
+def _check_raw_input_count(message: pb.ModelInferRequest, raw: Any) -> None:
+    """Raw contents, if sent, come one per input not in shared memory."""
+    # a tensor in shared memory has no raw_input_contents entry (as tritonclient sends it)
+    sent = sum(1 for tensor in message.inputs if not _in_shared_memory(tensor))
+    if raw and len(raw) != sent:
+        raise bad_request(
+            f"{len(raw)} raw_input_contents for {sent} inputs not in shared memory; send "
+            "one per such input, in order, or none"
+        )
+
+
+def _decode_inputs(
+    message: pb.ModelInferRequest,
+    raw: Any,
+    shared_memory: SystemSharedMemory | None,
+    inputs: dict[str, np.ndarray],
+    datatypes: dict[str, str],
+    held: list[Any],
+) -> None:
+    """Each input of ``message`` read into ``inputs`` and ``datatypes`` (``raw``: its
+    raw_input_contents), the regions read in ``held``."""
+    index = 0
+    shared_bytes = 0  # read from shared memory so far
+    model = message.model_name
+    # a tensor whose bytes its shape does not take is refused once every input is read, as
+    # Triton refuses it after the other checks (and for the last such input given)
+    wrong_size: ProtocolError | None = None
+    for tensor in message.inputs:
+        name = tensor.name
+        if name in inputs:
+            raise bad_request(f"input '{shown(name)}' is given twice")
+        datatype = tensor.datatype
+        if datatype not in V2_TO_NUMPY:
+            raise bad_request(
+                f"input '{shown(name)}': unknown datatype {shown(repr(datatype), 40)}"
+            )
+        shape = tuple(tensor.shape)
+        if any(d < 0 for d in shape):
+            raise bad_request(
+                f"input '{shown(name)}': shape must be a list of non-negative integers"
+            )
+        check_shape(name, shape)
+        if _in_shared_memory(tensor):
+            spent, wrong_size = _read_region_input(
+                tensor, name, datatype, shape, shared_memory, shared_bytes, model, inputs, held,
+                wrong_size,
+            )  # fmt: skip
+            shared_bytes += spent
+        elif raw:
+            if tensor.HasField("contents"):
+                raise bad_request(
+                    f"input '{shown(name)}' has both contents and raw_input_contents; send one"
+                )
+            wrong_size = _decoded(inputs, name, datatype, shape, raw[index], model) or wrong_size
+            index += 1
+        else:
+            inputs[name] = _decode_typed(name, datatype, shape, tensor)
+        datatypes[name] = datatype
+    if wrong_size is not None:
+        raise wrong_size
+
+
+def _read_region_input(
+    tensor: Any,
+    name: str,
+    datatype: str,
+    shape: tuple[int, ...],
+    shared_memory: SystemSharedMemory | None,
+    spent: int,
+    model: str,
+    inputs: dict[str, np.ndarray],
+    held: list[Any],
+    wrong_size: ProtocolError | None,
+) -> tuple[int, ProtocolError | None]:
+    """An input in shared memory read into ``inputs`` (``spent``: what the request's earlier
+    inputs read from regions; ``held``: where its region goes): the bytes read, and the size
+    error to raise once every input is read, this input's or else ``wrong_size``."""
+    if tensor.HasField("contents"):
+        raise bad_request(
+            f"input '{shown(name)}' has both contents and a shared memory region; send one"
+        )
+    if shared_memory is None:
+        raise disabled(name)
+    try:
+        region_bytes = shared_memory.read_input(
+            name, _parameters(tensor), expected_bytes(datatype, shape), spent, model, held
+        )
+    except ProtocolError as error:
+        if error.rule != SIZE_RULE:
+            raise
+        inputs[name] = _UNREAD
+        return 0, error
+    return len(region_bytes), (
+        _decoded(inputs, name, datatype, shape, region_bytes, model) or wrong_size
+    )
+
+
+def _request_parameters(message: pb.ModelInferRequest) -> dict[str, Any]:
+    """The request's parameters, none of them Triton's own but the stream's."""
+    params: dict[str, Any] = {}
+    if message.parameters:
+        params = {key: parameter_value(value) for key, value in message.parameters.items()}
+        for key in params:
+            if key.startswith("triton_") and key not in STREAM_PARAMETERS:
+                raise bad_request(
+                    "parameter keys starting with 'triton_' are reserved for Triton usage. "
+                    "Only the following keys starting with 'triton_' are allowed: "
+                    + " ".join(sorted(STREAM_PARAMETERS))
+                )
+    return params
 
 
 _UNREAD = np.empty(0)  # in place of a tensor of the wrong size: its request is refused

@@ -323,24 +323,15 @@ def decode_with_layout(
     ``doc``: the body of a request without binary data, read already (``infer_json.read``).
     ``layouts``: where the layouts of binary headers seen before are kept (None: nowhere).
     """
-    if header_length is not None:
-        layout = None if layouts is None else layouts.find(body, header_length)
-        if layout is not None:
-            return layout.request(body, header_length, model, version), layout
-        if header_length == 0:  # Triton's raw binary request: the body is the one input
-            request = InferRequest(model, version, {}, {}, binary_output_default=True)
-            request.raw_input = bytes(body)
-            return request, None
-    if header_length is not None:
-        if header_length < 0 or header_length > len(body):
-            raise _bad(
-                f"Inference-Header-Content-Length {header_length} is outside the body "
-                f"of {len(body)} bytes"
-            )
-        header, binary = body[:header_length], memoryview(body)[header_length:]
-    else:
+    if header_length is None:
         header, binary = body, memoryview(b"")
-    if doc is None or header_length is not None:
+        if doc is None:
+            doc = infer_document(header, "inference request", _bad_json)
+    else:
+        known = _known_binary_request(body, header_length, model, version, layouts)
+        if known is not None:
+            return known
+        header, binary = _split_body(body, header_length)
         doc = infer_document(header, "inference request", _bad_json)
     raw_inputs = doc.get("inputs")
     if not isinstance(raw_inputs, list):  # an empty list is the model's to refuse
@@ -349,13 +340,78 @@ def decode_with_layout(
     datatypes: dict[str, str] = {}
     binary_inputs: list[tuple[str, str, tuple[int, ...], int]] = []
     json_tensors: list[tuple[str, str, tuple[int, ...]]] = []
+    held: list[Any] = []  # the regions inputs are read from, which the request holds
+    in_shared_memory = _decode_inputs(
+        raw_inputs, binary, model, shared_memory, inputs, datatypes, binary_inputs,
+        json_tensors, held,
+    )  # fmt: skip
+    params = _request_parameters(doc)
+    outputs = _decode_outputs(doc.get("outputs"), shared_memory)
+    if outputs is not None and any(out.shared_memory for out in outputs):
+        in_shared_memory = True
+    options = _request_options(doc, params, datatypes, outputs)
+    if header_length is not None and len(binary_inputs) == len(inputs) and not in_shared_memory:
+        layout = _binary_layout(binary_inputs, len(binary), options)
+        if layouts is not None:
+            layouts.keep(header, layout)
+        return layout.request(body, header_length, model, version), layout
+    json_layout = None
+    if header_length is None and len(json_tensors) == len(inputs) and not in_shared_memory:
+        json_layout = JsonLayout(tuple(json_tensors), options=options)
+    request = InferRequest(model, version, inputs, **options)
+    request.regions = tuple(held)
+    return request, json_layout
+
+
+def _known_binary_request(
+    body: bytes,
+    header_length: int,
+    model: str,
+    version: str | None,
+    layouts: BinaryLayouts | None,
+) -> tuple[InferRequest, BinaryLayout | None] | None:
+    """The request whose header came before, with its layout, or Triton's raw binary
+    request (``header_length`` 0: the body is the one input); None for any other."""
+    layout = None if layouts is None else layouts.find(body, header_length)
+    if layout is not None:
+        return layout.request(body, header_length, model, version), layout
+    if header_length == 0:
+        request = InferRequest(model, version, {}, {}, binary_output_default=True)
+        request.raw_input = bytes(body)
+        return request, None
+    return None
+
+
+def _split_body(body: bytes, header_length: int) -> tuple[bytes, memoryview]:
+    """A binary request's JSON header and the binary data after it."""
+    if header_length < 0 or header_length > len(body):
+        raise _bad(
+            f"Inference-Header-Content-Length {header_length} is outside the body "
+            f"of {len(body)} bytes"
+        )
+    return body[:header_length], memoryview(body)[header_length:]
+
+
+def _decode_inputs(
+    raw_inputs: list[Any],
+    binary: memoryview,
+    model: str,
+    shared_memory: SystemSharedMemory | None,
+    inputs: dict[str, np.ndarray],
+    datatypes: dict[str, str],
+    binary_inputs: list[tuple[str, str, tuple[int, ...], int]],
+    json_tensors: list[tuple[str, str, tuple[int, ...]]],
+    held: list[Any],
+) -> bool:
+    """Each input of ``raw_inputs`` read into ``inputs`` and ``datatypes``; those sent as
+    binary data noted in ``binary_inputs``, those sent as JSON values in ``json_tensors``,
+    the regions read in ``held``. Whether an input is in shared memory."""
     in_shared_memory = False
     shared_bytes = 0  # read from shared memory so far
     offset = 0
     # a tensor whose bytes its shape does not take is refused once every input is read, as
     # Triton refuses it after the other checks (and for the last such input given)
     wrong_size: ProtocolError | None = None
-    held: list[Any] = []  # the regions inputs are read from, which the request holds
     for item in raw_inputs:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise _bad("each input needs a 'name'")
@@ -369,43 +425,16 @@ def decode_with_layout(
         params = item.get("parameters") or {}
         size = params.get("binary_data_size") if isinstance(params, dict) else None
         if names_region(params):
-            if size is not None or "data" in item:
-                raise _bad(
-                    f"input '{shown(name)}': Input must set only one of the following fields: "
-                    "'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in "
-                    "'parameters'"
-                )
-            if shared_memory is None:
-                raise disabled(name)
             in_shared_memory = True
-            try:
-                raw = shared_memory.read_input(
-                    name, params, expected_bytes(datatype, shape), shared_bytes, model, held
-                )
-                shared_bytes += len(raw)
-                inputs[name] = decode_raw_tensor(name, datatype, shape, raw, model)
-            except ProtocolError as error:
-                if error.rule != SIZE_RULE:
-                    raise
-                inputs[name], wrong_size = _UNREAD, error
+            spent, wrong_size = _read_region_input(
+                item, name, datatype, shape, size, shared_memory, shared_bytes, model, inputs,
+                held, wrong_size,
+            )  # fmt: skip
+            shared_bytes += spent
         elif size is not None:
-            if (
-                type(size) is not int  # not a bool either
-                or size < 0
-                or offset + size > len(binary)
-            ):
-                raise _bad(
-                    f"input '{shown(name)}': binary_data_size {shown(repr(size), 40)} runs past "
-                    f"the {len(binary)} bytes of binary data"
-                )
-            try:
-                inputs[name] = decode_raw_tensor(
-                    name, datatype, shape, binary[offset : offset + size], model
-                )
-            except ProtocolError as error:
-                if error.rule != SIZE_RULE:
-                    raise
-                inputs[name], wrong_size = _UNREAD, error
+            wrong_size = _read_binary_input(
+                name, datatype, shape, size, binary, offset, model, inputs, wrong_size
+            )
             binary_inputs.append((name, datatype, shape, size))
             offset += size
         elif "data" in item:
@@ -418,6 +447,84 @@ def decode_with_layout(
         raise _bad(f"{len(binary) - offset} bytes of binary data belong to no input")
     if wrong_size is not None:
         raise wrong_size
+    return in_shared_memory
+
+
+def _read_region_input(
+    item: dict[str, Any],
+    name: str,
+    datatype: str,
+    shape: tuple[int, ...],
+    size: Any,
+    shared_memory: SystemSharedMemory | None,
+    spent: int,
+    model: str,
+    inputs: dict[str, np.ndarray],
+    held: list[Any],
+    wrong_size: ProtocolError | None,
+) -> tuple[int, ProtocolError | None]:
+    """An input in shared memory read into ``inputs`` (``spent``: what the request's earlier
+    inputs read from regions; ``held``: where its region goes): the bytes read, and the size
+    error to raise once every input is read, this input's or else ``wrong_size``."""
+    if size is not None or "data" in item:
+        raise _bad(
+            f"input '{shown(name)}': Input must set only one of the following fields: "
+            "'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in "
+            "'parameters'"
+        )
+    if shared_memory is None:
+        raise disabled(name)
+    read = 0
+    try:
+        raw = shared_memory.read_input(
+            name, item["parameters"], expected_bytes(datatype, shape), spent, model, held
+        )
+        read = len(raw)
+        inputs[name] = decode_raw_tensor(name, datatype, shape, raw, model)
+    except ProtocolError as error:
+        if error.rule != SIZE_RULE:
+            raise
+        inputs[name] = _UNREAD
+        return read, error
+    return read, wrong_size
+
+
+def _read_binary_input(
+    name: str,
+    datatype: str,
+    shape: tuple[int, ...],
+    size: Any,
+    binary: memoryview,
+    offset: int,
+    model: str,
+    inputs: dict[str, np.ndarray],
+    wrong_size: ProtocolError | None,
+) -> ProtocolError | None:
+    """An input's ``size`` bytes of binary data from ``offset`` read into ``inputs``; the
+    size error to raise once every input is read, this input's or else ``wrong_size``."""
+    if (
+        type(size) is not int  # not a bool either
+        or size < 0
+        or offset + size > len(binary)
+    ):
+        raise _bad(
+            f"input '{shown(name)}': binary_data_size {shown(repr(size), 40)} runs past "
+            f"the {len(binary)} bytes of binary data"
+        )
+    try:
+        inputs[name] = decode_raw_tensor(
+            name, datatype, shape, binary[offset : offset + size], model
+        )
+    except ProtocolError as error:
+        if error.rule != SIZE_RULE:
+            raise
+        inputs[name] = _UNREAD
+        return error
+    return wrong_size
+
+
+def _request_parameters(doc: dict[str, Any]) -> dict[str, Any]:
+    """The request's 'parameters', none of them Triton's own."""
     params = doc.get("parameters") or {}
     if not isinstance(params, dict):
         raise _bad("'parameters' must be an object")
@@ -426,9 +533,16 @@ def decode_with_layout(
             "parameter keys starting with 'triton_' are reserved for Triton usage and should "
             "not be specified"
         )
-    outputs = _decode_outputs(doc.get("outputs"), shared_memory)
-    if outputs is not None and any(out.shared_memory for out in outputs):
-        in_shared_memory = True
+    return params
+
+
+def _request_options(
+    doc: dict[str, Any],
+    params: dict[str, Any],
+    datatypes: dict[str, str],
+    outputs: list[RequestedOutput] | None,
+) -> dict[str, Any]:
+    """The request's fields other than its inputs, as ``InferRequest`` keywords."""
     request_id = doc.get("id")
     timeout = params.get("timeout", 0)
     priority = params.get("priority", 0)
@@ -437,7 +551,7 @@ def decode_with_layout(
     binary_output = params.get("binary_data_output", False)
     if not isinstance(binary_output, bool):
         raise _bad("the 'binary_data_output' parameter must be true or false")
-    options: dict[str, Any] = {
+    return {
         "input_datatypes": datatypes,
         "outputs": outputs,
         "id": request_id if isinstance(request_id, str) else None,
@@ -446,18 +560,16 @@ def decode_with_layout(
         "priority": priority,
         "timeout_us": timeout,
     }
-    if header_length is not None and len(binary_inputs) == len(inputs) and not in_shared_memory:
-        tensors = tuple(_layout_tensor(*item) for item in binary_inputs)
-        layout = BinaryLayout(tensors, offset, options=options)
-        if layouts is not None:
-            layouts.keep(header, layout)
-        return layout.request(body, header_length, model, version), layout
-    json_layout = None
-    if header_length is None and len(json_tensors) == len(inputs) and not in_shared_memory:
-        json_layout = JsonLayout(tuple(json_tensors), options=options)
-    request = InferRequest(model, version, inputs, **options)
-    request.regions = tuple(held)
-    return request, json_layout
+
+
+def _binary_layout(
+    binary_inputs: list[tuple[str, str, tuple[int, ...], int]],
+    binary_size: int,
+    options: dict[str, Any],
+) -> BinaryLayout:
+    """The layout of a request whose inputs all travel as binary data."""
+    tensors = tuple(_layout_tensor(*item) for item in binary_inputs)
+    return BinaryLayout(tensors, binary_size, options=options)
 
 
 def _decode_outputs(

@@ -737,35 +737,7 @@ class ModelManager:
         fingerprint = await loop.run_in_executor(None, self.repository.fingerprint, model_dir)
         record = self._models.get(name) or ModelRecord(name)
         try:
-            if override is not None:
-                base = override
-                base.name = name
-            else:
-                base = read_model_config(model_dir, self.repository.config_name)
-            if name in self.pinned_versions:
-                base.version_policy.Clear()
-                base.version_policy.specific.versions[:] = [self.pinned_versions[name]]
-            validate_version_policy(base, f"{name}/config.pbtxt")
-            available = self.repository.versions(model_dir)
-            backend = backend_for(
-                base.platform, base.backend, [model_dir / str(v) for v in available]
-            )
-            if backend is None:
-                raise ConfigError(
-                    f"model '{name}' names no backend and ships no known model file",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="config/backend",
-                    where=f"backend or platform in {name}/config.pbtxt",
-                )
-            if override_dir is not None and backend not in _DATA_BACKENDS:
-                raise ConfigError(
-                    f"failed to load '{name}': a {backend} model from a load request's files "
-                    "could run the caller's code or read the server's files",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="protocol/load-file-override",
-                    where=f"put {name}'s files in the repository, then load by name (file "
-                    f"overrides take {', '.join(sorted(_DATA_BACKENDS))} models)",
-                )
+            base, available, backend = self._config_to_load(name, override, model_dir, override_dir)
         except ModelyardError as exc:
             self._failed(name, record, fingerprint, exc)
             raise
@@ -776,89 +748,186 @@ class ModelManager:
         record.model_dir = model_dir
         wanted = select_versions(base, available)
         if not wanted:
-            error = ModelServerError(
-                f"model '{name}' has no version directory that its version policy selects "
-                f"(found: {available or 'none'})",
-                code=Code.INVALID_ARGUMENT,
-                rule="model-server/no-versions",
-                where=f"add {name}/{self.pinned_versions[name]}/ or change serve "
-                f"--model-version {name}=VERSION"
-                if name in self.pinned_versions
-                else f"add {name}/<version>/ or change version_policy",
-            )
+            error = self._no_versions(name, available)
             self._failed(name, record, fingerprint, error)
             raise error
-        previous = record.fingerprint
-        config_changed = (
-            previous is None
-            or previous.config != fingerprint.config
-            or override is not None
-            or record.override is not None
-        )
+        to_load = _versions_to_load(record, wanted, fingerprint, override)
         record.override = override
-        to_load = [
-            v
-            for v in wanted
-            if v not in record.versions
-            or config_changed
-            or (previous is not None and previous.versions.get(v) != fingerprint.versions.get(v))
-        ]
         record.failures.pop(0, None)
+        loaded, errors = await self._load_versions(
+            name, record, to_load, model_dir, base, backend, override_dir
+        )
+        self._serve_loaded(record, loaded, wanted, override_dir)
+        record.fingerprint = fingerprint
+        record.refresh()
+        self.generation.bump()
+        if self.residency is not None and loaded:
+            self._count_load(name, record, loop_started)
+        if errors:  # the versions that loaded serve, and so does what a failed one replaced
+            raise errors[0]
+
+    def _config_to_load(
+        self,
+        name: str,
+        override: mc.ModelConfig | None,
+        model_dir: Path,
+        override_dir: Path | None,
+    ) -> tuple[mc.ModelConfig, list[int], str]:
+        """The model's config (``override``, else its config file, with its pinned version),
+        the versions its directory holds, and the backend that loads them."""
+        if override is not None:
+            base = override
+            base.name = name
+        else:
+            base = read_model_config(model_dir, self.repository.config_name)
+        if name in self.pinned_versions:
+            base.version_policy.Clear()
+            base.version_policy.specific.versions[:] = [self.pinned_versions[name]]
+        validate_version_policy(base, f"{name}/config.pbtxt")
+        available = self.repository.versions(model_dir)
+        backend = backend_for(base.platform, base.backend, [model_dir / str(v) for v in available])
+        if backend is None:
+            raise ConfigError(
+                f"model '{name}' names no backend and ships no known model file",
+                code=Code.INVALID_ARGUMENT,
+                rule="config/backend",
+                where=f"backend or platform in {name}/config.pbtxt",
+            )
+        if override_dir is not None and backend not in _DATA_BACKENDS:
+            raise ConfigError(
+                f"failed to load '{name}': a {backend} model from a load request's files "
+                "could run the caller's code or read the server's files",
+                code=Code.INVALID_ARGUMENT,
+                rule="protocol/load-file-override",
+                where=f"put {name}'s files in the repository, then load by name (file "
+                f"overrides take {', '.join(sorted(_DATA_BACKENDS))} models)",
+            )
+        return base, available, backend
+
+    def _no_versions(self, name: str, available: list[int]) -> ModelServerError:
+        """The error of a model whose version policy selects none of its versions."""
+        return ModelServerError(
+            f"model '{name}' has no version directory that its version policy selects "
+            f"(found: {available or 'none'})",
+            code=Code.INVALID_ARGUMENT,
+            rule="model-server/no-versions",
+            where=f"add {name}/{self.pinned_versions[name]}/ or change serve "
+            f"--model-version {name}=VERSION"
+            if name in self.pinned_versions
+            else f"add {name}/<version>/ or change version_policy",
+        )
+
+    async def _load_versions(
+        self,
+        name: str,
+        record: ModelRecord,
+        to_load: list[int],
+        model_dir: Path,
+        base: mc.ModelConfig,
+        backend: str,
+        override_dir: Path | None,
+    ) -> tuple[dict[int, ModelVersion], list[ModelyardError]]:
+        """Each version of ``to_load`` loaded and made ready to serve, one at a time: those
+        that loaded, and the errors of those that did not (recorded in ``record``)."""
+        loop = asyncio.get_running_loop()
         loaded: dict[int, ModelVersion] = {}
         errors: list[ModelyardError] = []
         for v in to_load:
             log.info("model_version_loading", model=name, version=v, backend=backend)
             try:
-                if backend == ENSEMBLE:
-                    # on the loop: an ensemble checks its wiring against the loaded models
-                    loaded[v] = load_ensemble_version(
-                        model_dir, v, base, self._step_resolver(model_dir), clock=self._clock,
-                        name=name,
-                    )  # fmt: skip
-                else:
-                    await self._room_for(name, v, model_dir, base)
-                    load = functools.partial(
-                        load_model_version,
-                        model_dir,
-                        v,
-                        base,
-                        backend,
-                        # files a request wrote are never the operator's trusted files
-                        trusted=self._trusted(name) and override_dir is None,
-                        default_max_queue_size=self._default_max_queue_size,
-                        clock=self._clock,
-                        loop_load=self.loop_load,
-                        limiter=self.rate_limiter,
-                        infer=self.infer_from_thread,
-                        name=name,
-                        auto_complete=self.auto_complete,
-                    )
-                    loaded[v] = await loop.run_in_executor(self._load_executor, load)
+                mv = await self._load_version(name, v, model_dir, base, backend, override_dir)
             except ModelyardError as exc:
-                record.failures[v] = self._public(exc).line()
-                errors.append(exc)
-                log.error("model_version_load_failed", model=name, version=v, **exc.fields())
+                self._version_failed(name, v, record, errors, exc)
                 continue
             if backend != ENSEMBLE:
                 try:
-                    if self.residency is None:
-                        self._check_memory(name, v, model_dir, base, loaded[v])
-                    else:  # what it measured may need more room
-                        state = self.residency.of(name)
-                        await self._make_room(name, max(loaded[v].memory_bytes, state.footprint))
+                    await self._room_once_loaded(name, v, model_dir, base, mv)
                 except ModelyardError as exc:
-                    await loop.run_in_executor(None, loaded.pop(v).drain_and_unload)
-                    record.failures[v] = self._public(exc).line()
-                    errors.append(exc)
-                    log.error("model_version_load_failed", model=name, version=v, **exc.fields())
+                    await loop.run_in_executor(None, mv.drain_and_unload)
+                    self._version_failed(name, v, record, errors, exc)
                     continue
-            record.failures.pop(v, None)
-            if self.summary_quantiles is not None:
-                loaded[v].scheduler.stats.summaries = LatencySummaries(self.summary_quantiles)
-            self._attach_cache(loaded[v])
-            log.info(
-                "model_version_ready", model=name, version=v, memory_bytes=loaded[v].memory_bytes
-            )
+            loaded[v] = mv
+            self._ready(name, v, record, mv)
+        return loaded, errors
+
+    async def _load_version(
+        self,
+        name: str,
+        version: int,
+        model_dir: Path,
+        base: mc.ModelConfig,
+        backend: str,
+        override_dir: Path | None,
+    ) -> ModelVersion:
+        """One version loaded: an ensemble on the loop, any other model, once there is room
+        for it, in the load executor."""
+        if backend == ENSEMBLE:
+            # on the loop: an ensemble checks its wiring against the loaded models
+            return load_ensemble_version(
+                model_dir, version, base, self._step_resolver(model_dir), clock=self._clock,
+                name=name,
+            )  # fmt: skip
+        await self._room_for(name, version, model_dir, base)
+        load = functools.partial(
+            load_model_version,
+            model_dir,
+            version,
+            base,
+            backend,
+            # files a request wrote are never the operator's trusted files
+            trusted=self._trusted(name) and override_dir is None,
+            default_max_queue_size=self._default_max_queue_size,
+            clock=self._clock,
+            loop_load=self.loop_load,
+            limiter=self.rate_limiter,
+            infer=self.infer_from_thread,
+            name=name,
+            auto_complete=self.auto_complete,
+        )
+        return await asyncio.get_running_loop().run_in_executor(self._load_executor, load)
+
+    async def _room_once_loaded(
+        self, name: str, version: int, model_dir: Path, config: mc.ModelConfig, mv: ModelVersion
+    ) -> None:
+        """After a version loads: without residency, the budget checked against what it
+        measured; with, room made for the most it may hold."""
+        if self.residency is None:
+            self._check_memory(name, version, model_dir, config, mv)
+        else:  # what it measured may need more room
+            state = self.residency.of(name)
+            await self._make_room(name, max(mv.memory_bytes, state.footprint))
+
+    def _version_failed(
+        self,
+        name: str,
+        version: int,
+        record: ModelRecord,
+        errors: list[ModelyardError],
+        error: ModelyardError,
+    ) -> None:
+        """A version that failed to load: recorded, its error kept in ``errors`` and logged."""
+        record.failures[version] = self._public(error).line()
+        errors.append(error)
+        log.error("model_version_load_failed", model=name, version=version, **error.fields())
+
+    def _ready(self, name: str, version: int, record: ModelRecord, mv: ModelVersion) -> None:
+        """A loaded version made ready to serve: its failure cleared, its latency summaries
+        and response cache attached."""
+        record.failures.pop(version, None)
+        if self.summary_quantiles is not None:
+            mv.scheduler.stats.summaries = LatencySummaries(self.summary_quantiles)
+        self._attach_cache(mv)
+        log.info("model_version_ready", model=name, version=version, memory_bytes=mv.memory_bytes)
+
+    def _serve_loaded(
+        self,
+        record: ModelRecord,
+        loaded: dict[int, ModelVersion],
+        wanted: list[int],
+        override_dir: Path | None,
+    ) -> None:
+        """The loaded versions serve in place of those they replace; versions no longer
+        wanted retire, and so do their failures."""
         replaced = [v for v in loaded if v in record.versions]
         retire = replaced + [v for v in record.versions if v not in wanted]
         self._retire(record, retire)
@@ -870,13 +939,6 @@ class ModelManager:
         for v in list(record.failures):
             if v and v not in wanted:
                 record.failures.pop(v)
-        record.fingerprint = fingerprint
-        record.refresh()
-        self.generation.bump()
-        if self.residency is not None and loaded:
-            self._count_load(name, record, loop_started)
-        if errors:  # the versions that loaded serve, and so does what a failed one replaced
-            raise errors[0]
 
     def _failed(
         self, name: str, record: ModelRecord, fingerprint: ModelFingerprint, error: ModelyardError
@@ -1076,3 +1138,26 @@ def _still_serving(record: ModelRecord, version: int) -> str:
     """The reason a serving version shows when its model's last load failed, else ''."""
     failure = record.failures.get(version) or record.failures.get(0)
     return f"serving what loaded before; the last load failed: {failure}" if failure else ""
+
+
+def _versions_to_load(
+    record: ModelRecord,
+    wanted: list[int],
+    fingerprint: ModelFingerprint,
+    override: mc.ModelConfig | None,
+) -> list[int]:
+    """The wanted versions not serving, or serving from files or a config that changed."""
+    previous = record.fingerprint
+    config_changed = (
+        previous is None
+        or previous.config != fingerprint.config
+        or override is not None
+        or record.override is not None
+    )
+    return [
+        v
+        for v in wanted
+        if v not in record.versions
+        or config_changed
+        or (previous is not None and previous.versions.get(v) != fingerprint.versions.get(v))
+    ]
