@@ -232,7 +232,7 @@ def triton_text(manager: ModelManager, counter_latencies: bool = True) -> str:
 
 def _token_metrics(versions: list[ModelVersion]) -> Iterator[Metric]:
     """An encoder's tokens (batched by tokens), and a text model's embedding cache."""
-    encoders = [mv for mv in versions if getattr(mv.scheduler, "tokens", None) is not None]
+    encoders = [mv for mv in versions if mv.tokens is not None]
     tokens = CounterMetricFamily(
         "modelyard_tokens",
         "Tokens an encoder's executions computed: real (the rows' own) or padded (what ran)",
@@ -253,7 +253,8 @@ def _token_metrics(versions: list[ModelVersion]) -> Iterator[Metric]:
         labels = [mv.name, str(mv.version)]
         tokens.add_metric([*labels, "real"], stats.tokens_real)
         tokens.add_metric([*labels, "padded"], stats.tokens_padded)
-        kept = mv.scheduler.tokens.cache  # type: ignore[union-attr]
+        assert mv.tokens is not None
+        kept = mv.tokens.cache
         if kept is not None:
             cache.add_metric([*labels, "hit"], stats.text_cache_hits)
             cache.add_metric([*labels, "miss"], stats.text_cache_misses)

@@ -26,12 +26,11 @@ from modelyard.dataplane import INSTANCE_EXTENSIONS, FixedOutput, StreamResponse
 from modelyard.engines.base import ModelParameters
 from modelyard.errors import Code, ModelServerError, ModelyardError, NotResident, shown
 from modelyard.modelfiles.config import ModelSpec
-from modelyard.server.decoupled import DecoupledScheduler
 from modelyard.server.live_stats import live_stats
 from modelyard.server.manager import ModelManager
 from modelyard.server.model_version import ModelVersion
 from modelyard.server.scheduler import shape_key_of
-from modelyard.server.sequence_batcher import SequenceScheduler
+from modelyard.server.scheduling import Submission
 from modelyard.server.sequence_policy import SequenceFlags, sequence_flags
 from modelyard.types import (
     PROTOCOL_PARAMETERS,
@@ -365,25 +364,11 @@ class VersionLane:
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         if self.reshapes:
             inputs = self.reshaped(inputs)
-        if self.sequence is not None:
-            scheduler = self.version.scheduler
-            assert isinstance(scheduler, SequenceScheduler)
-            return scheduler.submit_sequence(
-                self.sequence, inputs, self.output_names, self.shape_key, timing, arrived_ns,
-                self.parameters,
-            )  # fmt: skip
-        return self.version.scheduler.submit(
-            inputs,
-            self.output_names,
-            self.rows,
-            deadline,
-            priority,
-            timeout_us,
-            self.shape_key,
-            timing,
-            arrived_ns,
-            self.parameters,
-        )
+        submitted = Submission(  # by position: the fields in their order
+            inputs, self.output_names, self.rows, deadline, priority, timeout_us,
+            self.shape_key, timing, arrived_ns, self.parameters, self.sequence,
+        )  # fmt: skip
+        return self.version.scheduler.submit(submitted)
 
     def response(self, request: InferRequest, results: dict[str, np.ndarray]) -> InferResponse:
         mv = self.version
@@ -531,12 +516,15 @@ class LocalDataPlane:
         lane = await self._resident_lane(request)
         version = lane.version
         scheduler = version.scheduler
-        if not isinstance(scheduler, DecoupledScheduler):
+        if not scheduler.decoupled:  # one response, final
             yield StreamResponse(await self.infer(request), None, True)
             return
-        stream = scheduler.submit_stream(
-            lane.reshaped(request.inputs), lane.output_names, request.arrived_ns, lane.parameters
-        )
+        inputs = lane.reshaped(request.inputs)
+        submitted = Submission(
+            inputs, lane.output_names, lane.rows, arrived_ns=request.arrived_ns,
+            parameters=lane.parameters,
+        )  # fmt: skip
+        stream = scheduler.submit_stream(submitted)
         try:
             while True:
                 item = await stream.get()

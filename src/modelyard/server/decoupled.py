@@ -29,12 +29,14 @@ from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import DecoupledRequest
 from modelyard.errors import Code, ModelServerError, ModelyardError
 from modelyard.server.batcher import QUEUE_FULL_RULE
+from modelyard.server.response_cache import ResponseCache
 from modelyard.server.scheduler import (
     InstanceThreads,
     failed_around,
     start_instance_threads,
     unloading,
 )
+from modelyard.server.scheduling import Submission
 from modelyard.server.stats import VersionStats
 
 
@@ -100,7 +102,7 @@ class DecoupledScheduler(InstanceThreads):
         self.max_batch_size = 0  # requests are not stacked: each keeps its own tensors
         self._batch_size = max(1, batch_size)  # requests per execute()
         self.stats = VersionStats()
-        self.cache = None
+        self.cache: ResponseCache | None = None
         self._clock = clock
         self._queue: deque[_Request] = deque()
         self._lock = threading.Lock()
@@ -115,16 +117,12 @@ class DecoupledScheduler(InstanceThreads):
     def pending(self) -> int:
         return len(self._queue) + self._open
 
-    def submit(self, *args: Any, **kwargs: Any) -> asyncio.Future[dict[str, np.ndarray]]:
+    decoupled = True  # answers through submit_stream (ModelScheduler)
+
+    def submit(self, request: Submission) -> asyncio.Future[dict[str, np.ndarray]]:
         raise decoupled_refusal(self.model)
 
-    def submit_stream(
-        self,
-        inputs: dict[str, np.ndarray],
-        outputs: list[str],
-        arrived_ns: int = 0,
-        parameters: dict[str, Any] | None = None,
-    ) -> ResponseStream:
+    def submit_stream(self, request: Submission) -> ResponseStream:
         """Queue a request; its responses arrive on the returned queue (event loop thread)."""
         loop = asyncio.get_running_loop()
         stream = ResponseStream()
@@ -140,8 +138,11 @@ class DecoupledScheduler(InstanceThreads):
                     where=f"instance_group count of {self.model}/config.pbtxt, or retry",
                     retry_after=1.0,
                 )
+            arrived_ns = min(request.arrived_ns, now) or now
             self._queue.append(
-                _Request(inputs, outputs, stream, loop, min(arrived_ns, now) or now, parameters)
+                _Request(
+                    request.inputs, request.outputs, stream, loop, arrived_ns, request.parameters
+                )
             )
             self._cond.notify()
         return stream

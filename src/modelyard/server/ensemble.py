@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import structlog
@@ -41,7 +41,11 @@ from modelyard.modelfiles.config import ModelSpec, TensorConfig, compile_spec, r
 from modelyard.server.model_version import ModelVersion, _read_labels
 from modelyard.server.response_cache import ResponseCache
 from modelyard.server.scheduler import failure_reason, unloading
+from modelyard.server.scheduling import Submission, answers_once
 from modelyard.server.stats import VersionStats
+
+if TYPE_CHECKING:
+    from modelyard.server.decoupled import ResponseStream
 
 ENSEMBLE = "ensemble"
 
@@ -323,49 +327,34 @@ class EnsembleScheduler:
     def pending(self) -> int:
         return self._in_flight
 
-    def submit(
-        self,
-        inputs: dict[str, np.ndarray],
-        outputs: list[str],
-        rows: int,
-        client_deadline: float | None = None,
-        priority: int = 0,
-        timeout_us: int = 0,
-        shape_key: tuple[Any, ...] | None = None,  # unused: an ensemble's steps batch
-        timing: list[int] | None = None,  # unused: its steps' executions are its own
-        arrived_ns: int = 0,  # unused: an ensemble's time counts from its start
-        parameters: dict[str, Any] | None = None,
-    ) -> asyncio.Future[dict[str, np.ndarray]]:
-        """Start one request; must be called from the event loop thread. Its parameters go
-        to each step whose model reads requests, as Triton's ensembles pass them on."""
+    decoupled = False  # answers each request once (ModelScheduler)
+
+    def submit(self, request: Submission) -> asyncio.Future[dict[str, np.ndarray]]:
+        """Start one request; must be called from the event loop thread. Its deadline,
+        priority and timeout go to each step, and its parameters to each step whose model
+        reads requests, as Triton's ensembles pass them on."""
         if self._closed:
             raise unloading(self.model, self.version)
-        options = {
-            "client_deadline": client_deadline,
-            "priority": priority,
-            "timeout_us": timeout_us,
-            "parameters": parameters,
-        }
         if self.cache is not None:
-            return self._submit_cached(self.cache, inputs, outputs, rows, options)
+            return self._submit_cached(self.cache, request)
         with self._idle:
             self._in_flight += 1
-        task = asyncio.get_running_loop().create_task(self._run(inputs, outputs, rows, options))
+        task = asyncio.get_running_loop().create_task(self._run(request))
         task.add_done_callback(self._done)
         return task
 
+    def submit_stream(self, request: Submission) -> ResponseStream:
+        raise answers_once(self.model)
+
     def _submit_cached(
-        self,
-        cache: ResponseCache,
-        inputs: dict[str, np.ndarray],
-        outputs: list[str],
-        rows: int,
-        options: dict[str, Any],
+        self, cache: ResponseCache, request: Submission
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """A request answered from the response cache, or run and its results kept."""
         clock = self._clock
         start_ns = clock.monotonic_ns()
-        key = cache.key(self.model, self._generation, inputs, outputs, options["parameters"])
+        key = cache.key(
+            self.model, self._generation, request.inputs, request.outputs, request.parameters
+        )
         kept = cache.get(key)
         loop = asyncio.get_running_loop()
         if kept is not None:
@@ -376,7 +365,7 @@ class EnsembleScheduler:
         lookup_ns = clock.monotonic_ns() - start_ns
         with self._idle:
             self._in_flight += 1
-        task = loop.create_task(self._run(inputs, outputs, rows, options))
+        task = loop.create_task(self._run(request))
         task.add_done_callback(self._done)
 
         def keep(done: asyncio.Future[dict[str, np.ndarray]]) -> None:
@@ -396,13 +385,8 @@ class EnsembleScheduler:
         task.add_done_callback(keep)
         return task
 
-    async def _run(
-        self,
-        inputs: dict[str, np.ndarray],
-        outputs: list[str],
-        rows: int,
-        options: dict[str, Any],
-    ) -> dict[str, np.ndarray]:
+    async def _run(self, request: Submission) -> dict[str, np.ndarray]:
+        inputs, outputs, rows = request.inputs, request.outputs, request.rows
         clock = self._clock
         start_ns = clock.monotonic_ns()
         tensors = dict(inputs)
@@ -415,7 +399,7 @@ class EnsembleScheduler:
             while waiting or running:
                 for step in [s for s in waiting if all(t in tensors for t in s.inputs.values())]:
                     waiting.remove(step)
-                    future, spec, step_rows = self._submit_step(step, tensors, batches, options)
+                    future, spec, step_rows = self._submit_step(step, tensors, batches, request)
                     running[future] = (step, spec, step_rows)
                 if not running:  # only an optional ensemble input left out can do this
                     missing = {t for s in waiting for t in s.inputs.values() if t not in tensors}
@@ -456,16 +440,18 @@ class EnsembleScheduler:
         step: EnsembleStep,
         tensors: dict[str, np.ndarray],
         batches: dict[str, int],
-        options: dict[str, Any],
+        request: Submission,
     ) -> tuple[asyncio.Future[dict[str, np.ndarray]], ModelSpec, int]:
         # resolve and submit back to back on the loop: a swap cannot fall between them
         mv = self._resolve(step.model, step.version)
         inputs = {model_input: tensors[tensor] for model_input, tensor in step.inputs.items()}
         made_by = {model_input: batches[tensor] for model_input, tensor in step.inputs.items()}
         rows = _prepare(step, mv.spec, inputs, made_by)
-        if options["parameters"] and not mv.takes_requests:
-            options = {**options, "parameters": None}
-        future = mv.scheduler.submit(inputs, list(step.outputs), rows, **options)
+        step_request = Submission(
+            inputs, list(step.outputs), rows, request.deadline, request.priority,
+            request.timeout_us, parameters=request.parameters if mv.takes_requests else None,
+        )  # fmt: skip
+        future = mv.scheduler.submit(step_request)
         return future, mv.spec, rows
 
     def _done(self, task: asyncio.Task[dict[str, np.ndarray]]) -> None:

@@ -38,7 +38,7 @@ from modelyard.server.token_scheduler import TokenScheduler
 from modelyard.types import CONFIG_TO_V2, numpy_dtype
 
 if TYPE_CHECKING:
-    from modelyard.server.ensemble import EnsembleScheduler
+    from modelyard.server.scheduling import ModelScheduler
 
 _PLATFORM_OF = {backend: platform for platform, backend in PLATFORMS.items()}
 
@@ -57,7 +57,7 @@ class ModelVersion:
     config: mc.ModelConfig
     spec: ModelSpec
     backend: str
-    scheduler: Scheduler | EnsembleScheduler | SequenceScheduler | DecoupledScheduler
+    scheduler: ModelScheduler  # its kind's (scheduling.py): dynamic, sequence, decoupled...
     engines: list[Engine]
     labels: dict[str, list[str]] = field(default_factory=dict)
     memory_bytes: int = 0  # host RSS growth while the engines loaded
@@ -66,10 +66,11 @@ class ModelVersion:
     state: VersionState = VersionState.READY
     reason: str = ""
     sequence: SequencePolicy | None = None  # a sequence model's policy (sequence_batching)
+    tokens: TokenBatching | None = None  # an encoder's token batching (and its text cache)
 
     @property
     def decoupled(self) -> bool:
-        return isinstance(self.scheduler, DecoupledScheduler)
+        return self.scheduler.decoupled
 
     # whether its engines read each request (Triton's python backend): its parameters
     takes_requests: bool = field(init=False, default=False)
@@ -322,7 +323,7 @@ def load_model_version(
             name, version, f"{type(exc).__name__}: {exc}", f"the files of {name}/{version}"
         ) from exc
     sequence: SequencePolicy | None = None
-    scheduler: Scheduler | SequenceScheduler | DecoupledScheduler
+    scheduler: ModelScheduler
     try:
         if config.model_transaction_policy.decoupled:
             scheduler = _decoupled_scheduler(name, version, config, backend, engines, placed,
@@ -350,6 +351,7 @@ def load_model_version(
         device_memory_bytes=max(0, device_memory_used(devices) - device_before),
         devices=devices,
         sequence=sequence,
+        tokens=tokens,
     )
 
 

@@ -41,7 +41,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -58,7 +58,11 @@ from modelyard.server.batcher import (
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.resource_limiter import InstanceNeeds, ResourceLimiter
 from modelyard.server.response_cache import ResponseCache
+from modelyard.server.scheduling import Submission, answers_once
 from modelyard.server.stats import VersionStats
+
+if TYPE_CHECKING:
+    from modelyard.server.decoupled import ResponseStream
 
 
 class Pending(NamedTuple):
@@ -385,67 +389,29 @@ class Scheduler(InstanceThreads):
         """Requests queued or executing (nv_inference_pending_request_count)."""
         return len(self._queue) + self._executing
 
-    def submit(
-        self,
-        inputs: dict[str, np.ndarray],
-        outputs: list[str],
-        rows: int,
-        client_deadline: float | None = None,
-        priority: int = 0,
-        timeout_us: int = 0,
-        shape_key: tuple[Any, ...] | None = None,
-        timing: list[int] | None = None,
-        arrived_ns: int = 0,
-        parameters: dict[str, Any] | None = None,
-    ) -> asyncio.Future[dict[str, np.ndarray]]:
-        """Queue one request; must be called from the event loop thread.
+    decoupled = False  # answers each request once (ModelScheduler)
 
-        ``shape_key``: ``shape_key_of(inputs)``, when the caller knows it already. The
-        options may be given by position: the dataplane does, once per request.
-        ``timing``: a traced request's list, to which its execution adds its times.
-        ``arrived_ns``: when the front door first saw the request; its request and queue
-        time count from there (the waits before it was queued are the server's too).
-        ``parameters``: what a model that reads requests sees as the request's parameters.
-        """
-        if timing is not None:
+    def submit(self, request: Submission) -> asyncio.Future[dict[str, np.ndarray]]:
+        """Queue one request (``scheduling.Submission``); must be called from the event loop
+        thread."""
+        if request.timing is not None:
             self._timed = True
         if self.cache is not None:
-            return self._submit_cached(
-                self.cache,
-                inputs,
-                outputs,
-                rows,
-                client_deadline,
-                priority,
-                timeout_us,
-                shape_key,
-                timing,
-                arrived_ns,
-                parameters,
-            )
-        return self._submit(
-            inputs, outputs, rows, client_deadline, priority, timeout_us, shape_key, timing,
-            arrived_ns, parameters,
-        )  # fmt: skip
+            return self._submit_cached(self.cache, request)
+        return self._submit(request)
+
+    def submit_stream(self, request: Submission) -> ResponseStream:
+        raise answers_once(self.model)
 
     def _submit_cached(
-        self,
-        cache: ResponseCache,
-        inputs: dict[str, np.ndarray],
-        outputs: list[str],
-        rows: int,
-        client_deadline: float | None,
-        priority: int,
-        timeout_us: int,
-        shape_key: tuple[Any, ...] | None,
-        timing: list[int] | None,
-        arrived_ns: int,
-        parameters: dict[str, Any] | None,
+        self, cache: ResponseCache, request: Submission
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """A request answered from the response cache, or run and its results kept."""
         clock = self._clock
         start_ns = clock.monotonic_ns()
-        key = cache.key(self.model, self._generation, inputs, outputs, parameters)
+        key = cache.key(
+            self.model, self._generation, request.inputs, request.outputs, request.parameters
+        )
         kept = cache.get(key)
         if kept is not None:
             future: asyncio.Future[dict[str, np.ndarray]] = (
@@ -455,10 +421,7 @@ class Scheduler(InstanceThreads):
             self.stats.record_cache_hit(clock.monotonic_ns() - start_ns)
             return future
         lookup_ns = clock.monotonic_ns() - start_ns
-        future = self._submit(
-            inputs, outputs, rows, client_deadline, priority, timeout_us, shape_key, timing,
-            arrived_ns, parameters,
-        )  # fmt: skip
+        future = self._submit(request)
 
         def keep(done: asyncio.Future[dict[str, np.ndarray]]) -> None:
             if done.cancelled() or done.exception() is not None:
@@ -470,19 +433,9 @@ class Scheduler(InstanceThreads):
         future.add_done_callback(keep)
         return future
 
-    def _submit(
-        self,
-        inputs: dict[str, np.ndarray],
-        outputs: list[str],
-        rows: int,
-        client_deadline: float | None,
-        priority: int,
-        timeout_us: int,
-        shape_key: tuple[Any, ...] | None,
-        timing: list[int] | None = None,
-        arrived_ns: int = 0,
-        parameters: dict[str, Any] | None = None,
-    ) -> asyncio.Future[dict[str, np.ndarray]]:
+    def _submit(self, submitted: Submission) -> asyncio.Future[dict[str, np.ndarray]]:
+        inputs, outputs, rows = submitted.inputs, submitted.outputs, submitted.rows
+        timing, arrived_ns = submitted.timing, submitted.arrived_ns
         loop = self._loop
         if loop is None or not loop.is_running() or self._loop_thread != threading.get_ident():
             # asyncio.get_running_loop makes a getpid system call on Python 3.11: once
@@ -494,6 +447,7 @@ class Scheduler(InstanceThreads):
             inputs, outputs, rows, future, timing, arrived_ns
         ):
             return future
+        shape_key, client_deadline = submitted.shape_key, submitted.deadline
         request = QueuedRequest(  # by position: a third of the cost of keywords, per request
             rows,
             shape_key_of(inputs) if shape_key is None else shape_key,
@@ -502,13 +456,15 @@ class Scheduler(InstanceThreads):
             int(client_deadline * 1e9) if client_deadline else None,
             1,  # level: set by the queue
             0,  # seq: set by the queue
-            Pending(inputs, outputs, future, loop, timing, arrived_ns, parameters),
+            Pending(inputs, outputs, future, loop, timing, arrived_ns, submitted.parameters),
         )
         with self._lock:
             if self._closed:
                 raise unloading(self.model, self.version)
             try:
-                self._queue.add(request, self._clock.monotonic_ns(), priority, timeout_us)
+                self._queue.add(
+                    request, self._clock.monotonic_ns(), submitted.priority, submitted.timeout_us
+                )
             except ModelServerError as error:
                 self.stats.record_failure(failure_reason(error), 0)
                 raise

@@ -25,7 +25,7 @@ import asyncio
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,6 +46,7 @@ from modelyard.server.scheduler import (
     start_instance_threads,
     unloading,
 )
+from modelyard.server.scheduling import Submission, answers_once
 from modelyard.server.sequence_policy import (
     CORRID,
     END,
@@ -57,6 +58,10 @@ from modelyard.server.sequence_policy import (
     SequencePolicy,
 )
 from modelyard.server.stats import VersionStats
+
+if TYPE_CHECKING:
+    from modelyard.server.decoupled import ResponseStream
+    from modelyard.server.response_cache import ResponseCache
 
 # bounds on what callers can make the server hold: sequences waiting for a slot (each
 # with its queued requests), and requests queued behind one sequence's
@@ -132,7 +137,8 @@ class SequenceScheduler(InstanceThreads):
         self.policy = policy
         self.max_batch_size = policy.max_batch_size
         self.stats = VersionStats()
-        self.cache = None  # sequences are never answered from the response cache
+        # sequences are never answered from the response cache
+        self.cache: ResponseCache | None = None
         self._clock = clock
         self._engines = engines
         self._lock = threading.Lock()
@@ -151,32 +157,31 @@ class SequenceScheduler(InstanceThreads):
     def pending(self) -> int:
         return self._queued + self._executing
 
+    def submit_stream(self, request: Submission) -> ResponseStream:
+        raise answers_once(self.model)
+
     @property
     def active_sequences(self) -> int:
         return len(self._sequences)
 
-    def submit(self, *args: Any, **kwargs: Any) -> asyncio.Future[dict[str, np.ndarray]]:
-        """A request with no sequence (an ensemble step): refused, as it names none."""
-        raise ModelServerError(
-            f"inference request to model '{self.model}' must specify a non-zero or non-empty "
-            "correlation ID",
-            code=Code.INVALID_ARGUMENT,
-            rule="model-server/sequence",
-            where=f"'{self.model}' is a sequence model: call it with sequence_id, not as an "
-            "ensemble step",
-        )
+    decoupled = False  # answers each request once (ModelScheduler)
 
-    def submit_sequence(
-        self,
-        flags: SequenceFlags,
-        inputs: dict[str, np.ndarray],
-        outputs: list[str],
-        shape_key: tuple[Any, ...] | None = None,
-        timing: list[int] | None = None,
-        arrived_ns: int = 0,
-        parameters: dict[str, Any] | None = None,
-    ) -> asyncio.Future[dict[str, np.ndarray]]:
-        """Queue one request of a sequence; from the event loop's thread."""
+    def submit(self, submitted: Submission) -> asyncio.Future[dict[str, np.ndarray]]:
+        """Queue one request of a sequence (its ``sequence``: id, start, end); from the event
+        loop's thread. One without a sequence (an ensemble step) is refused, as it names none.
+        """
+        flags = submitted.sequence
+        if flags is None:
+            raise ModelServerError(
+                f"inference request to model '{self.model}' must specify a non-zero or "
+                "non-empty correlation ID",
+                code=Code.INVALID_ARGUMENT,
+                rule="model-server/sequence",
+                where=f"'{self.model}' is a sequence model: call it with sequence_id, not as "
+                "an ensemble step",
+            )
+        inputs, shape_key, arrived_ns = submitted.inputs, submitted.shape_key, submitted.arrived_ns
+        outputs, timing, parameters = submitted.outputs, submitted.timing, submitted.parameters
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
         now = self._clock.monotonic_ns()

@@ -35,6 +35,7 @@ from modelyard.server.scheduler import (
     failure_reason,
     unloading,
 )
+from modelyard.server.scheduling import Submission
 from modelyard.server.token_batching import (
     ExecutionCost,
     PartPending,
@@ -71,19 +72,8 @@ class TokenScheduler(Scheduler):
             loop_load=loop_load, limiter=limiter, needs=needs,
         )  # fmt: skip
 
-    def _submit(
-        self,
-        inputs: dict[str, np.ndarray],
-        outputs: list[str],
-        rows: int,
-        client_deadline: float | None,
-        priority: int,
-        timeout_us: int,
-        shape_key: tuple[Any, ...] | None,
-        timing: list[int] | None = None,
-        arrived_ns: int = 0,
-        parameters: dict[str, Any] | None = None,
-    ) -> asyncio.Future[dict[str, np.ndarray]]:
+    def _submit(self, submitted: Submission) -> asyncio.Future[dict[str, np.ndarray]]:
+        inputs, outputs, rows = submitted.inputs, submitted.outputs, submitted.rows
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
         tokens = self.tokens
@@ -109,9 +99,11 @@ class TokenScheduler(Scheduler):
         parts = tokens.split(self.model, inputs, len(missing))
         # a text model's parts are its missing rows, one each; any other request is one part
         indexes = missing if tokens.text is not None else [0]
-        request = TokenRequest(future, loop, outputs, answers, len(parts), timing, arrived_ns)
+        request = TokenRequest(
+            future, loop, outputs, answers, len(parts), submitted.timing, submitted.arrived_ns
+        )
         group = next(self._groups)
-        deadline_ns = int(client_deadline * 1e9) if client_deadline else None
+        deadline_ns = int(submitted.deadline * 1e9) if submitted.deadline else None
         queued = [
             QueuedRequest(
                 part.rows,
@@ -130,7 +122,9 @@ class TokenScheduler(Scheduler):
                 raise unloading(self.model, self.version)
             was_empty = not self._queue.size
             try:
-                self._queue.add_all(queued, clock.monotonic_ns(), priority, timeout_us)
+                self._queue.add_all(
+                    queued, clock.monotonic_ns(), submitted.priority, submitted.timeout_us
+                )
             except ModelServerError as error:
                 self.stats.record_failure(failure_reason(error), 0)
                 raise

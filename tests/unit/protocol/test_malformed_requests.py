@@ -10,7 +10,7 @@ import pytest
 from tritonclient.grpc import service_pb2 as pb
 
 from modelyard.errors import Code, ModelServerError, ProtocolError, shown, without_paths
-from modelyard.frontdoors import http
+from modelyard.frontdoors import http, http_routes
 from modelyard.protocol import v2_grpc, v2_http
 from modelyard.protocol.tensors import MAX_DIMS
 
@@ -110,7 +110,7 @@ def test_a_header_length_of_4301_digits_is_a_400() -> None:
 
 
 def test_a_route_error_echoes_a_long_path_cut_short() -> None:
-    line = http._route_error("GET", "/v2/" + "x" * 100_000).line()
+    line = http_routes.route_error("GET", "/v2/" + "x" * 100_000).line()
     assert len(line) < 1_000 and "rule=protocol/route" in line
 
 

@@ -20,6 +20,7 @@ from modelyard.server import scheduler as scheduler_module
 from modelyard.server.batcher import BatchingPolicy
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.scheduler import Execution, Scheduler
+from modelyard.server.scheduling import Submission
 from modelyard.server.stats import VersionStats
 
 
@@ -60,7 +61,7 @@ def test_concurrent_callers_with_mixed_shapes_get_their_own_rows() -> None:
         requests.append(rng.standard_normal((rows, width)).astype(np.float32))
 
     async def scenario() -> list[dict[str, np.ndarray]]:
-        futures = [scheduler.submit({"x": x}, ["y"], len(x)) for x in requests]
+        futures = [scheduler.submit(Submission({"x": x}, ["y"], len(x))) for x in requests]
         return list(await asyncio.gather(*futures))
 
     try:
@@ -88,7 +89,7 @@ def test_preserve_ordering_answers_in_arrival_order() -> None:
     async def scenario() -> None:
         futures = []
         for i in range(60):
-            future = scheduler.submit({"x": np.full((1, 2), i, np.float32)}, ["y"], 1)
+            future = scheduler.submit(Submission({"x": np.full((1, 2), i, np.float32)}, ["y"], 1))
             future.add_done_callback(lambda _f, i=i: order.append(i))
             futures.append(future)
         await asyncio.gather(*futures)
@@ -123,7 +124,9 @@ class ThreadRecordingEngine(Engine):
 def _sequential(scheduler: Scheduler, count: int) -> None:
     async def scenario() -> None:
         for i in range(count):
-            result = await scheduler.submit({"x": np.full((1, 2), i, np.float32)}, ["y"], 1)
+            result = await scheduler.submit(
+                Submission({"x": np.full((1, 2), i, np.float32)}, ["y"], 1)
+            )
             assert result["y"].tolist() == [[i + 1.0, i + 1.0]]
 
     asyncio.run(scenario())
@@ -306,7 +309,8 @@ def test_a_fast_batching_model_under_load_batches_on_the_event_loop() -> None:
 
         async def burst() -> list[dict[str, np.ndarray]]:
             futures = [
-                scheduler.submit({"x": np.full((1, 2), i, np.float32)}, ["y"], 1) for i in range(20)
+                scheduler.submit(Submission({"x": np.full((1, 2), i, np.float32)}, ["y"], 1))
+                for i in range(20)
             ]
             return list(await asyncio.gather(*futures))
 
@@ -353,7 +357,8 @@ def test_a_failure_around_the_engine_call_answers_every_caller_and_serving_goes_
 
         async def burst() -> list[Any]:
             futures = [
-                scheduler.submit({"x": np.full((1, 2), i, np.float32)}, ["y"], 1) for i in range(5)
+                scheduler.submit(Submission({"x": np.full((1, 2), i, np.float32)}, ["y"], 1))
+                for i in range(5)
             ]
             return list(await asyncio.gather(*futures, return_exceptions=True))
 
@@ -375,7 +380,7 @@ def test_a_drain_left_pending_by_a_closed_loop_does_not_stall_the_next_loop() ->
         first = asyncio.new_event_loop()
 
         def submit_and_stop() -> None:  # queues, then the loop stops before its drain runs
-            scheduler.submit({"x": np.zeros((1, 2), np.float32)}, ["y"], 1)
+            scheduler.submit(Submission({"x": np.zeros((1, 2), np.float32)}, ["y"], 1))
             first.stop()
 
         first.call_soon(submit_and_stop)
@@ -383,7 +388,7 @@ def test_a_drain_left_pending_by_a_closed_loop_does_not_stall_the_next_loop() ->
         first.close()
 
         async def ask() -> dict[str, np.ndarray]:
-            future = scheduler.submit({"x": np.ones((1, 2), np.float32)}, ["y"], 1)
+            future = scheduler.submit(Submission({"x": np.ones((1, 2), np.float32)}, ["y"], 1))
             return await asyncio.wait_for(future, 5)
 
         result = asyncio.run(ask())
@@ -409,7 +414,7 @@ def test_a_caller_reads_its_own_request_in_the_statistics_once_answered() -> Non
     async def one_by_one(scheduler: Scheduler) -> None:
         before = scheduler.stats.success_count
         for i in range(3):
-            await scheduler.submit({"x": np.full((1, 2), i, np.float32)}, ["y"], 1)
+            await scheduler.submit(Submission({"x": np.full((1, 2), i, np.float32)}, ["y"], 1))
             seen.append((scheduler.stats.success_count - before, scheduler.pending))
 
     try:
@@ -431,7 +436,9 @@ def test_a_timeout_of_centuries_does_not_end_the_instance_thread() -> None:
     try:
 
         async def queued() -> dict[str, np.ndarray]:
-            future = scheduler.submit({"x": np.ones((1, 2), np.float32)}, ["y"], 1, None, 0, 2**62)
+            future = scheduler.submit(
+                Submission({"x": np.ones((1, 2), np.float32)}, ["y"], 1, timeout_us=2**62)
+            )
             await asyncio.sleep(0.05)  # the thread waits out a wait of 146,000 years, capped
             assert all(thread.is_alive() for thread in scheduler._threads)
             with scheduler._lock:
@@ -470,7 +477,7 @@ def test_a_request_with_bad_values_fails_alone_with_400_and_its_batch_runs_witho
         async def burst() -> list[Any]:
             futures = [
                 scheduler.submit(
-                    {"x": np.full((1, 2), -1.0 if i == 5 else i, np.float32)}, ["y"], 1
+                    Submission({"x": np.full((1, 2), -1.0 if i == 5 else i, np.float32)}, ["y"], 1)
                 )
                 for i in range(12)
             ]
@@ -495,7 +502,7 @@ def test_other_engine_exceptions_stay_internal_errors() -> None:
     try:
 
         async def one() -> None:
-            await scheduler.submit({"z": np.ones((1, 2), np.float32)}, ["y"], 1)
+            await scheduler.submit(Submission({"z": np.ones((1, 2), np.float32)}, ["y"], 1))
 
         with pytest.raises(ModelyardError) as info:
             asyncio.run(one())

@@ -17,6 +17,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from modelyard.engines.base import Engine, LoadContext, Signature, TensorSpec
 from modelyard.errors import Code, ModelServerError
 from modelyard.server.batcher import BatchingPolicy
+from modelyard.server.scheduling import Submission
 from modelyard.server.text_encoding import load_text_encoding
 from modelyard.server.token_batching import token_batching_for
 from modelyard.server.token_scheduler import TokenScheduler
@@ -104,7 +105,8 @@ def mean_ids(scheduler: TokenScheduler, text: str) -> float:
 
 
 async def embed(scheduler: TokenScheduler, *items: str, **options: Any) -> dict[str, np.ndarray]:
-    return await scheduler.submit(texts(*items), ["EMBEDDING", "TOKENS"], len(items), **options)
+    request = Submission(texts(*items), ["EMBEDDING", "TOKENS"], len(items), **options)
+    return await scheduler.submit(request)
 
 
 def test_a_requests_texts_batch_by_length_and_come_back_in_order(
@@ -160,7 +162,7 @@ def test_a_timeout_past_in_the_queue_fails_the_request_once(
         engine.release.clear()
         blocker = asyncio.ensure_future(embed(scheduler, "first"))
         await asyncio.sleep(0.05)  # executing, and held
-        waiting = asyncio.ensure_future(embed(scheduler, "a", "b", "c", client_deadline=1e-9))
+        waiting = asyncio.ensure_future(embed(scheduler, "a", "b", "c", deadline=1e-9))
         await asyncio.sleep(0.05)
         engine.release.set()
         await blocker
