@@ -32,14 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import structlog
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.errors import Code, ModelServerError, ModelyardError
 from modelyard.modelfiles.config import ModelSpec, TensorConfig, compile_spec, read_model_config
 from modelyard.server.model_version import ModelVersion, _read_labels
-from modelyard.server.response_cache import ResponseCache
+from modelyard.server.response_cache import ResponseCache, through_cache
 from modelyard.server.scheduler import failure_reason, unloading
 from modelyard.server.scheduling import Submission, answers_once
 from modelyard.server.stats import VersionStats
@@ -49,7 +48,6 @@ if TYPE_CHECKING:
 
 ENSEMBLE = "ensemble"
 
-log = structlog.get_logger("modelyard.ensemble")
 # each load of an ensemble keys its cache entries apart; negative, so that no plain
 # model's load (the scheduler counts those up from 1) has the same number
 _LOADS = itertools.count(1)
@@ -335,54 +333,21 @@ class EnsembleScheduler:
         reads requests, as Triton's ensembles pass them on."""
         if self._closed:
             raise unloading(self.model, self.version)
-        if self.cache is not None:
-            return self._submit_cached(self.cache, request)
-        with self._idle:
-            self._in_flight += 1
-        task = asyncio.get_running_loop().create_task(self._run(request))
-        task.add_done_callback(self._done)
-        return task
+        if self.cache is not None:  # answered from it, or run and kept
+            return through_cache(
+                self.cache, request, self._generation, self.stats, self._clock,
+                lambda: self._started(request), self.model, self.version,
+            )  # fmt: skip
+        return self._started(request)
 
     def submit_stream(self, request: Submission) -> ResponseStream:
         raise answers_once(self.model)
 
-    def _submit_cached(
-        self, cache: ResponseCache, request: Submission
-    ) -> asyncio.Future[dict[str, np.ndarray]]:
-        """A request answered from the response cache, or run and its results kept."""
-        clock = self._clock
-        start_ns = clock.monotonic_ns()
-        key = cache.key(
-            self.model, self._generation, request.inputs, request.outputs, request.parameters
-        )
-        kept = cache.get(key)
-        loop = asyncio.get_running_loop()
-        if kept is not None:
-            hit: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
-            hit.set_result(kept)
-            self.stats.record_cache_hit(clock.monotonic_ns() - start_ns)
-            return hit
-        lookup_ns = clock.monotonic_ns() - start_ns
+    def _started(self, request: Submission) -> asyncio.Future[dict[str, np.ndarray]]:
         with self._idle:
             self._in_flight += 1
-        task = loop.create_task(self._run(request))
+        task = asyncio.get_running_loop().create_task(self._run(request))
         task.add_done_callback(self._done)
-
-        def keep(done: asyncio.Future[dict[str, np.ndarray]]) -> None:
-            if done.cancelled() or done.exception() is not None:
-                return
-            kept_from = clock.monotonic_ns()
-            if not cache.put(key, done.result()):
-                log.warning(  # Triton's words, which its QA suite looks for in the log
-                    "response_cache_insert_failed",
-                    model=self.model,
-                    version=self.version,
-                    reason="Failed to insert key into the response cache: the response is "
-                    f"bigger than the cache's {cache.capacity_bytes} bytes",
-                )
-            self.stats.record_cache_miss(lookup_ns + clock.monotonic_ns() - kept_from)
-
-        task.add_done_callback(keep)
         return task
 
     async def _run(self, request: Submission) -> dict[str, np.ndarray]:

@@ -57,7 +57,7 @@ from modelyard.server.batcher import (
 )
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.resource_limiter import InstanceNeeds, ResourceLimiter
-from modelyard.server.response_cache import ResponseCache
+from modelyard.server.response_cache import ResponseCache, through_cache
 from modelyard.server.scheduling import Submission, answers_once
 from modelyard.server.stats import VersionStats
 
@@ -396,42 +396,15 @@ class Scheduler(InstanceThreads):
         thread."""
         if request.timing is not None:
             self._timed = True
-        if self.cache is not None:
-            return self._submit_cached(self.cache, request)
+        if self.cache is not None:  # answered from it, or run and kept
+            return through_cache(
+                self.cache, request, self._generation, self.stats, self._clock,
+                lambda: self._submit(request), self.model, self.version,
+            )  # fmt: skip
         return self._submit(request)
 
     def submit_stream(self, request: Submission) -> ResponseStream:
         raise answers_once(self.model)
-
-    def _submit_cached(
-        self, cache: ResponseCache, request: Submission
-    ) -> asyncio.Future[dict[str, np.ndarray]]:
-        """A request answered from the response cache, or run and its results kept."""
-        clock = self._clock
-        start_ns = clock.monotonic_ns()
-        key = cache.key(
-            self.model, self._generation, request.inputs, request.outputs, request.parameters
-        )
-        kept = cache.get(key)
-        if kept is not None:
-            future: asyncio.Future[dict[str, np.ndarray]] = (
-                asyncio.get_running_loop().create_future()
-            )
-            future.set_result(kept)
-            self.stats.record_cache_hit(clock.monotonic_ns() - start_ns)
-            return future
-        lookup_ns = clock.monotonic_ns() - start_ns
-        future = self._submit(request)
-
-        def keep(done: asyncio.Future[dict[str, np.ndarray]]) -> None:
-            if done.cancelled() or done.exception() is not None:
-                return
-            kept_from = clock.monotonic_ns()
-            cache.put(key, done.result())
-            self.stats.record_cache_miss(lookup_ns + clock.monotonic_ns() - kept_from)
-
-        future.add_done_callback(keep)
-        return future
 
     def _submit(self, submitted: Submission) -> asyncio.Future[dict[str, np.ndarray]]:
         inputs, outputs, rows = submitted.inputs, submitted.outputs, submitted.rows
@@ -631,13 +604,7 @@ class Scheduler(InstanceThreads):
             results = self._run_engine(engine, batch, payloads, inputs, outputs)
             self._check_rows(results, outputs, total_rows)
         except Exception as exc:
-            error = engine_error(self.model, self.version, engine, exc)
-            if len(batch) > 1 and error.code is Code.INVALID_ARGUMENT:
-                # one request's values failed the batch: each runs again alone, so only the
-                # requests at fault fail
-                return [answer for one in batch for answer in self._execute(engine, [one], on_loop)]
-            end_ns = clock.monotonic_ns()
-            return [self._failed(request, error, end_ns) for request in batch]
+            return self._batch_failed(engine, batch, exc, on_loop)
         infer_end = clock.monotonic_ns()
         self._observe(time.thread_time_ns() - cpu_start if by_cpu else infer_end - infer_start)
         answers = _split(batch, payloads, outputs, results)
@@ -676,6 +643,17 @@ class Scheduler(InstanceThreads):
         requests = zip(batch, payloads, strict=True)
         with batch_requests([BatchedRequest(r.rows, p.parameters) for r, p in requests]):
             return engine.execute(inputs, outputs)
+
+    def _batch_failed(
+        self, engine: Engine, batch: list[QueuedRequest], exc: Exception, on_loop: bool
+    ) -> list[_Answer]:
+        """The answers to a batch whose execution raised: where the engine refused one
+        request's values, each request runs again alone, so only those at fault fail."""
+        error = engine_error(self.model, self.version, engine, exc)
+        if len(batch) > 1 and error.code is Code.INVALID_ARGUMENT:
+            return [answer for one in batch for answer in self._execute(engine, [one], on_loop)]
+        end_ns = self._clock.monotonic_ns()
+        return [self._failed(request, error, end_ns) for request in batch]
 
     def _check_rows(self, results: dict[str, np.ndarray], outputs: list[str], rows: int) -> None:
         for name in outputs:

@@ -23,7 +23,7 @@ import numpy as np
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import Engine
-from modelyard.errors import Code, ModelServerError
+from modelyard.errors import ModelServerError
 from modelyard.server.batcher import DEFAULT_EXECUTION_TOKENS, BatchingPolicy, QueuedRequest
 from modelyard.server.embedding_cache import text_key
 from modelyard.server.loop_load import LoopLoad
@@ -31,7 +31,6 @@ from modelyard.server.resource_limiter import InstanceNeeds, ResourceLimiter
 from modelyard.server.scheduler import (
     Scheduler,
     _Answer,
-    engine_error,
     failure_reason,
     unloading,
 )
@@ -153,13 +152,8 @@ class TokenScheduler(Scheduler):
             results = engine.execute(inputs, outputs)
             self._check_rows(results, outputs, rows)
             answers = tokens.answers(parts, results)
-        except Exception as exc:
-            error = engine_error(self.model, self.version, engine, exc)
-            if len(live) > 1 and error.code is Code.INVALID_ARGUMENT:
-                # one text's values failed the batch: each part runs again alone
-                return [answer for one in live for answer in self._execute(engine, [one], on_loop)]
-            end_ns = clock.monotonic_ns()
-            return [self._failed(request, error, end_ns) for request in live]
+        except Exception as exc:  # one text's values may fail the batch: each part alone
+            return self._batch_failed(engine, live, exc, on_loop)
         infer_end = clock.monotonic_ns()
         self._observe(infer_end - infer_start)
         # what an execution costs beyond its tokens, which the queue trades against padding
