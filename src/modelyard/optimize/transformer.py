@@ -10,9 +10,8 @@ keeps them) and written only when every difference is within the tolerance.
 
 Faster is not a given: onnxruntime's own session optimisations already fuse layer
 normalisation, GELU and the attention's matrix products of an export, and on a CPU
-without AVX-512 the fused ``Attention`` kernel measured 10-15 % slower than that
-(all-MiniLM-L6-v2, one thread; bench/RESULTS.md, "Encoders"). ``faster`` times the
-two on the same inputs, alternately, and says which to serve.
+without AVX-512 the fused ``Attention`` kernel can be slower than that. ``faster`` times
+the two on the same inputs, alternately, and says which to serve.
 """
 
 from __future__ import annotations

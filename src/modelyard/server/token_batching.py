@@ -36,8 +36,8 @@ from modelyard.modelfiles.config import model_parameter, positive_int_parameter
 from modelyard.server.embedding_cache import EmbeddingCache
 from modelyard.server.text_encoding import TextEncoding
 
-# measured (bench/RESULTS.md, "Encoders"): all-MiniLM-L6-v2 on one onnxruntime thread
-# computes a token no faster in batches past this many padded tokens
+# measured (bench/RESULTS.md, "Embeddings": bench/token_budget.py): all-MiniLM-L6-v2 on one
+# onnxruntime thread computes a token no faster in batches past this many padded tokens
 DEFAULT_MAX_BATCH_TOKENS = 2048
 # a batch's padded tokens at most this many times its rows' own: the queue pads only where
 # sharing an execution saves more (server/batcher.py), this bounds it whatever the costs
