@@ -15,7 +15,9 @@ arrives. It knows Triton's ``dynamic_batching`` settings:
   answer), and, after a batch with partners, while requests still arrive at
   the pace its partners came at. A lone request after a lone answer, or after
   a quiet spell longer than the delay, runs at once, so batching costs nothing
-  at low load;
+  at low load. A config that names preferred sizes asks for batches of those
+  sizes: there, as in Triton, a batch below the smallest waits for it up to the
+  delay from its head's arrival, whatever the load;
 * ``priority_levels`` / ``default_priority_level``: level 1 is served first;
 * queue policies (default and per priority): ``max_queue_size`` rejects at
   once when full; ``default_timeout_microseconds`` (overridable per request
@@ -84,10 +86,16 @@ class BatchingPolicy:
     max_padding_ratio: float = 1.0
     # the rows a batch aims at: the largest preferred size, else max_batch_size
     target: int = field(init=False)
+    # a batch below this many rows waits out the delay for them (the smallest preferred
+    # size, where the config names preferred sizes and a delay; else 0)
+    wait_for_rows: int = field(init=False)
 
     def __post_init__(self) -> None:
         target = self.preferred[-1] if self.preferred else self.max_batch_size
         object.__setattr__(self, "target", target)
+        waits = self.batching and self.max_queue_delay_ns > 0 and not self.max_batch_tokens
+        wait_for_rows = self.preferred[0] if waits and self.preferred else 0
+        object.__setattr__(self, "wait_for_rows", wait_for_rows)
 
     @classmethod
     def from_config(cls, config: mc.ModelConfig, default_max_queue_size: int = 0) -> BatchingPolicy:
@@ -348,6 +356,7 @@ class RequestQueue:
             self.size == 1
             or rows - request.rows < self._returning_rows <= rows  # the callers are back
             or rows >= policy.target
+            or rows - request.rows < policy.wait_for_rows <= rows  # the preferred size is in
             or not policy.batching
             or policy.max_queue_delay_ns == 0
             or request.deadline_ns is not None
@@ -360,7 +369,8 @@ class RequestQueue:
         """A batch to run now, else the time (ns) to look again, else None (queue empty).
 
         ``hold``: wait for the callers of the last batch answered (False: only while
-        another instance executes, for a caller that runs what it takes at once).
+        another instance executes, for a caller that runs what it takes at once). A batch
+        below the smallest preferred size waits for it either way (``wait_for_rows``).
         """
         head: QueuedRequest | None = None
         for queue in self._ordered():
@@ -392,7 +402,7 @@ class RequestQueue:
             full = rows >= policy.target
         delay = policy.max_queue_delay_ns
         if not full and policy.batching and delay > 0 and now_ns - head.enqueued_ns < delay:
-            if executing > 0:
+            if executing > 0 or rows < policy.wait_for_rows:
                 return head.enqueued_ns + delay
             if hold:
                 # the callers are back when as many rows are queued, of any shape: a

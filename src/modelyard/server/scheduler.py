@@ -306,7 +306,8 @@ class Scheduler(InstanceThreads):
         self._closed = False
         self._executing = 0
         self._in_order = _InOrder() if policy.preserve_ordering else None
-        self._allow_inline = allow_inline
+        # a model that waits for its preferred batch holds lone requests: never inline
+        self._allow_inline = allow_inline and not policy.wait_for_rows
         # batching models run inline only while the loop is idle; under load they queue
         self._loop_load = loop_load if policy.batching else None
         self._inline_ok = False

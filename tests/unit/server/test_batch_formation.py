@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
@@ -61,6 +63,55 @@ def test_preferred_sizes_cut_the_batch_at_the_largest_reachable_size() -> None:
         queue.add(req(tag=tag), now_ns=0)
     assert tags(queue.take(now_ns=0, executing=0)) == ["a", "b", "c", "d"]
     assert tags(queue.take(now_ns=0, executing=0)) == ["e", "f"]
+
+
+PREFERRED = "dynamic_batching { max_queue_delay_microseconds: 5000 preferred_batch_size: [2, 4] }"
+
+
+def test_below_the_smallest_preferred_size_a_batch_waits_the_delay_for_it() -> None:
+    # the config asks for batches of 2 or 4: as in Triton, a lone request waits for a
+    # partner up to the delay from its arrival, even on an idle model after a lone answer
+    queue = RequestQueue("m", 1, policy(PREFERRED))
+    queue.answered(1, now_ns=0)
+    queue.add(req(tag="a"), now_ns=1 * MS)
+    assert queue.take(now_ns=1 * MS, executing=0) == 6 * MS
+    assert queue.take(now_ns=2 * MS, executing=0, hold=False) == 6 * MS
+    queue.add(req(tag="b"), now_ns=3 * MS)
+    assert tags(queue.take(now_ns=3 * MS, executing=0)) == ["a", "b"]
+
+
+def test_a_batch_below_the_preferred_size_runs_when_the_delay_is_out() -> None:
+    queue = RequestQueue("m", 1, policy(PREFERRED))
+    queue.add(req(tag="a"), now_ns=0)
+    assert queue.take(now_ns=4 * MS, executing=0) == 5 * MS
+    assert tags(queue.take(now_ns=5 * MS, executing=0)) == ["a"]
+
+
+def test_a_batch_past_the_smallest_preferred_size_runs_cut_to_it_when_no_partner_is_due() -> None:
+    queue = RequestQueue("m", 1, policy(PREFERRED))
+    for tag in "abc":
+        queue.add(req(tag=tag), now_ns=0)
+    assert tags(queue.take(now_ns=0, executing=0)) == ["a", "b"]
+    assert queue.take(now_ns=0, executing=0) == 5 * MS  # "c" waits for its partner
+
+
+def test_the_wait_for_a_preferred_size_needs_a_delay_and_wakes_the_instance_at_that_size() -> None:
+    no_delay = RequestQueue("m", 1, policy("dynamic_batching { preferred_batch_size: [2, 4] }"))
+    no_delay.add(req(tag="a"), now_ns=0)
+    assert tags(no_delay.take(now_ns=0, executing=0)) == ["a"]
+    queue = RequestQueue("m", 1, policy(PREFERRED, max_batch_size=8))
+    queue.answered(8, now_ns=0)  # eight callers due: the instance sleeps until it looks again
+    looks = []
+    for _ in range(4):
+        request = req()
+        queue.add(request, now_ns=0)
+        looks.append(queue.worth_a_look(request))
+    assert looks == [True, True, False, True]  # the first, each preferred size
+
+
+def test_an_encoders_token_batches_never_wait_for_a_preferred_size() -> None:
+    tokens = dataclasses.replace(policy(PREFERRED), max_batch_tokens=512)
+    assert policy(PREFERRED).wait_for_rows == 2 and tokens.wait_for_rows == 0
 
 
 def test_requests_with_different_shapes_never_share_a_batch() -> None:

@@ -266,6 +266,27 @@ def test_a_slow_model_and_an_opted_out_model_never_run_inline() -> None:
     assert all(s.execution is Execution.INSTANCE_THREADS for s in schedulers)
 
 
+def test_a_fast_model_waiting_for_its_preferred_batch_never_runs_inline() -> None:
+    # a lone request waits the delay for a partner (on an instance thread): inline
+    # execution would run it at once
+    engine = ThreadRecordingEngine()
+    scheduler = make_scheduler(
+        "max_batch_size: 4 dynamic_batching "
+        "{ preferred_batch_size: [2] max_queue_delay_microseconds: 1000 }",
+        [engine],
+    )
+    try:
+        started = time.monotonic()
+        _sequential(scheduler, 24)
+        waited = time.monotonic() - started
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+    assert threading.current_thread().name not in engine.threads
+    assert scheduler.execution is Execution.INSTANCE_THREADS
+    assert waited >= 24 * 0.001  # each lone request waited out the delay
+
+
 class BatchRecordingEngine(ThreadRecordingEngine):
     def __init__(self) -> None:
         super().__init__()
