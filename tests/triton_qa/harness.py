@@ -101,8 +101,9 @@ _WAIT_SCRIPT = """
 import os, sys, time, urllib.request
 pid, path, deadline = int(sys.argv[1]), sys.argv[2], time.monotonic() + float(sys.argv[3])
 while time.monotonic() < deadline:
-    try:
-        os.kill(pid, 0)
+    try:  # gone, or exited and not yet reaped by the test (a zombie)
+        if open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
+            sys.exit(2)
     except OSError:
         sys.exit(2)
     try:
@@ -123,10 +124,11 @@ def tritonserver(
     wait: str = "ready",
     timeout: float = 90.0,
     cwd: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[Server]:
     """``tritonserver ARGS`` in ``host``, waited for as test.sh's run_server waits (ready),
-    or only until live; stopped on exit."""
-    process = host.start([*TRITONSERVER, *args], log_path, cwd=cwd, env=_environment())
+    or only until live; stopped on exit. ``env``: what test.sh exports for it."""
+    process = host.start([*TRITONSERVER, *args], log_path, cwd=cwd, env=_environment(env))
     server = Server(process)
     path = "/v2/health/ready" if wait == "ready" else "/v2/health/live"
     try:

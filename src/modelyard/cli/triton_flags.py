@@ -85,6 +85,12 @@ GRPC_CONNECTION_FLAGS = {
 }
 # --grpc-infer-response-compression-level: the compression of infer responses
 _COMPRESSION = {"none": None, "low": "deflate", "medium": "gzip", "high": "gzip"}
+# the trace levels Triton still takes by their older names (min and max were its levels
+# before TIMESTAMPS and TENSORS; its QA suite passes --trace-level=MIN)
+_TRACE_LEVEL_ALIASES = {
+    "false": "OFF", "true": "TIMESTAMPS", "on": "TIMESTAMPS", "min": "TIMESTAMPS",
+    "max": "TIMESTAMPS",
+}  # fmt: skip
 
 
 def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
@@ -417,7 +423,7 @@ def _apply_trace_config(args: argparse.Namespace) -> None:
                     raise ValueError("mode is triton or opentelemetry")
                 trace["mode"] = value
             elif key == "level":
-                level = value.upper()
+                level = _TRACE_LEVEL_ALIASES.get(value.lower(), value.upper())
                 if level not in LEVELS:
                     raise ValueError(f"level is one of {', '.join(LEVELS)}")
                 levels = [lv for lv in trace.get("level", []) if lv != "OFF"]

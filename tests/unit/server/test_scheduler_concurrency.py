@@ -297,6 +297,33 @@ class BatchRecordingEngine(ThreadRecordingEngine):
         return super().execute(inputs, outputs)
 
 
+def test_tritons_delay_scheduler_hook_holds_the_instances_until_that_many_are_queued(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TRITONSERVER_DELAY_SCHEDULER", "3")
+    engine = BatchRecordingEngine()
+    scheduler = make_scheduler("max_batch_size: 8 dynamic_batching {}", [engine])
+
+    async def scenario() -> list[dict[str, np.ndarray]]:
+        futures = [scheduler.submit({"x": np.full((1, 2), i, np.float32)}, ["y"], 1)
+                   for i in range(2)]  # fmt: skip
+        await asyncio.sleep(0.1)
+        assert not any(f.done() for f in futures) and engine.runs == []
+        futures.append(scheduler.submit({"x": np.full((1, 2), 2, np.float32)}, ["y"], 1))
+        answers = list(await asyncio.gather(*futures))
+        # once started it holds nothing: a lone request runs alone
+        answers.append(await scheduler.submit({"x": np.full((1, 2), 3, np.float32)}, ["y"], 1))
+        return answers
+
+    try:
+        answers = asyncio.run(scenario())
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+    assert [a["y"].tolist() for a in answers] == [[[i + 1.0, i + 1.0]] for i in range(4)]
+    assert [rows for _, rows in engine.runs] == [3, 1]
+
+
 class _BusyLoop(LoopLoad):
     """A loop load that always reads busy, as under heavy traffic."""
 
