@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -269,3 +272,33 @@ def run_script(
         text=True,
         timeout=timeout,
     )
+
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+def in_lanes(
+    hosts: Sequence[LoopbackHost],
+    items: Sequence[Item],
+    run: Callable[[int, Item], Result],
+) -> list[tuple[Item, Result]]:
+    """``run(lane, item)`` for every item, one lane per host at a time (a lane takes the
+    next item when it is done with one); the results in the items' order."""
+    waiting: queue.Queue[int] = queue.Queue()
+    for index in range(len(items)):
+        waiting.put(index)
+    results: dict[int, Result] = {}
+
+    def lane(number: int) -> None:
+        while True:
+            try:
+                index = waiting.get_nowait()
+            except queue.Empty:
+                return
+            results[index] = run(number, items[index])
+
+    with ThreadPoolExecutor(len(hosts)) as pool:
+        for done in [pool.submit(lane, number) for number in range(len(hosts))]:
+            done.result()
+    return [(item, results[index]) for index, item in enumerate(items)]

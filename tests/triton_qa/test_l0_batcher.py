@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -190,24 +188,6 @@ def _runs(work: Path) -> list[Run]:
     return runs
 
 
-@pytest.fixture(scope="module")
-def hosts() -> Iterator[list[LoopbackHost]]:
-    """Four namespaces: four servers (and their 10 s delays) at a time."""
-    reason = harness.unavailable()
-    if reason is not None:
-        pytest.skip(reason)
-    made: list[LoopbackHost] = []
-    try:
-        for index in range(4):
-            host = LoopbackHost(f"qab{index}")
-            host.__enter__()
-            made.append(host)
-        yield made
-    finally:
-        for host in made:
-            host.__exit__(None, None, None)
-
-
 def _run_one(
     host: LoopbackHost, work: Path, models: Path, backends: str, run: Run
 ) -> harness.QaRun:
@@ -230,13 +210,10 @@ def test_batcher_test(hosts: list[LoopbackHost], tmp_path: Path) -> None:
     # a work directory per lane: the test writes its results beside itself
     works = [harness.work_directory(tmp_path / f"lane{i}", "L0_batcher") for i in range(len(hosts))]
 
-    def lane(index: int) -> list[tuple[Run, harness.QaRun]]:
-        host, work = hosts[index], works[index]
-        return [(run, _run_one(host, work, models, " ".join(backends), run))
-                for run in runs[index :: len(hosts)]]  # fmt: skip
+    def one(lane: int, run: Run) -> harness.QaRun:
+        return _run_one(hosts[lane], works[lane], models, " ".join(backends), run)
 
-    with ThreadPoolExecutor(len(hosts)) as pool:
-        results = [pair for done in pool.map(lane, range(len(hosts))) for pair in done]
+    results = harness.in_lanes(hosts, runs, one)
     failures = []
     for run, outcome in results:
         expected = (

@@ -31,8 +31,7 @@ from modelyard.server.live_stats import live_stats
 from modelyard.server.manager import ModelManager
 from modelyard.server.model_version import ModelVersion
 from modelyard.server.scheduler import shape_key_of
-from modelyard.server.sequence_batcher import SequenceScheduler
-from modelyard.server.sequence_policy import SequenceFlags, sequence_flags
+from modelyard.server.sequence_policy import SequenceFlags, one_row_per_request, sequence_flags
 from modelyard.types import (
     PROTOCOL_PARAMETERS,
     InferRequest,
@@ -365,13 +364,6 @@ class VersionLane:
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         if self.reshapes:
             inputs = self.reshaped(inputs)
-        if self.sequence is not None:
-            scheduler = self.version.scheduler
-            assert isinstance(scheduler, SequenceScheduler)
-            return scheduler.submit_sequence(
-                self.sequence, inputs, self.output_names, self.shape_key, timing, arrived_ns,
-                self.parameters,
-            )  # fmt: skip
         return self.version.scheduler.submit(
             inputs,
             self.output_names,
@@ -383,6 +375,7 @@ class VersionLane:
             timing,
             arrived_ns,
             self.parameters,
+            sequence=self.sequence,
         )
 
     def response(self, request: InferRequest, results: dict[str, np.ndarray]) -> InferResponse:
@@ -513,7 +506,7 @@ class LocalDataPlane:
     async def infer(self, request: InferRequest) -> InferResponse:
         lane = self.lane(request)
         trace = request.trace
-        results = await lane.submit(
+        submitted = lane.submit(
             request.inputs,
             request.priority,
             request.timeout_us,
@@ -521,7 +514,9 @@ class LocalDataPlane:
             None if trace is None else trace.timing,
             request.arrived_ns,
         )
-        return lane.response(request, results)
+        if request.queued is not None:
+            request.queued()
+        return lane.response(request, await submitted)
 
     async def infer_stream(self, request: InferRequest) -> AsyncIterator[StreamResponse]:
         """A request's responses as they come: a decoupled model's zero, one or many, the
@@ -536,6 +531,8 @@ class LocalDataPlane:
         stream = scheduler.submit_stream(
             lane.reshaped(request.inputs), lane.output_names, request.arrived_ns, lane.parameters
         )
+        if request.queued is not None:
+            request.queued()
         try:
             while True:
                 item = await stream.get()
@@ -599,13 +596,9 @@ class LocalDataPlane:
             if mv.sequence is not None:
                 flags = sequence_flags(mv.name, request.parameters, mv.sequence)
                 if mv.spec.batched and rows != 1:
-                    raise ModelServerError(
-                        f"inference request to model '{mv.name}' must specify batch-size 1 due "
-                        "to requirements of sequence batcher",
-                        code=Code.INVALID_ARGUMENT,
-                        rule="model-server/sequence",
-                        where="send one row per request: a sequence's rows follow one another",
-                    )
+                    raise one_row_per_request(mv.name)
+            elif request.parameters.get("sequence_id"):  # an ensemble passes it to its steps
+                flags = sequence_flags(mv.name, request.parameters)
         except ModelyardError as error:
             if error.code is Code.INVALID_ARGUMENT:  # the caller's inputs, not the server
                 mv.scheduler.stats.record_bad_request()

@@ -41,6 +41,7 @@ from modelyard.modelfiles.config import ModelSpec, TensorConfig, compile_spec, r
 from modelyard.server.model_version import ModelVersion, _read_labels
 from modelyard.server.response_cache import ResponseCache
 from modelyard.server.scheduler import failure_reason, unloading
+from modelyard.server.sequence_policy import SequenceFlags, check_sequence, one_row_per_request
 from modelyard.server.stats import VersionStats
 
 ENSEMBLE = "ensemble"
@@ -51,6 +52,24 @@ log = structlog.get_logger("modelyard.ensemble")
 _LOADS = itertools.count(1)
 
 Resolve = Callable[[str, str | None], ModelVersion]
+
+
+def in_ensemble(model: str, error: ModelyardError) -> ModelyardError:
+    """A step's error as the ensemble answers it. A step's refusal in Triton's words is
+    named, as Triton names it, by the ensemble it failed in (clients match on that start);
+    modelyard's own line, and a step model's routing error, pass as the step wrote them."""
+    if not error.triton:
+        return error
+    named = ModelServerError(
+        f"in ensemble '{model}', {error.detail}",
+        code=error.code,
+        rule=error.rule,
+        where=error.where,
+        retry_after=error.retry_after,
+        triton=True,
+    )
+    named.layer = error.layer
+    return named
 
 
 def ensemble_error(model: str, detail: str) -> ModelServerError:
@@ -335,9 +354,11 @@ class EnsembleScheduler:
         timing: list[int] | None = None,  # unused: its steps' executions are its own
         arrived_ns: int = 0,  # unused: an ensemble's time counts from its start
         parameters: dict[str, Any] | None = None,
+        sequence: SequenceFlags | None = None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """Start one request; must be called from the event loop thread. Its parameters go
-        to each step whose model reads requests, as Triton's ensembles pass them on."""
+        to each step whose model reads requests, and its ``sequence`` to each step whose model
+        is a sequence model, as Triton's ensembles pass them on."""
         if self._closed:
             raise unloading(self.model, self.version)
         options = {
@@ -346,11 +367,12 @@ class EnsembleScheduler:
             "timeout_us": timeout_us,
             "parameters": parameters,
         }
-        if self.cache is not None:
+        if self.cache is not None and sequence is None:
             return self._submit_cached(self.cache, inputs, outputs, rows, options)
         with self._idle:
             self._in_flight += 1
-        task = asyncio.get_running_loop().create_task(self._run(inputs, outputs, rows, options))
+        run = self._run(inputs, outputs, rows, options, sequence)
+        task = asyncio.get_running_loop().create_task(run)
         task.add_done_callback(self._done)
         return task
 
@@ -402,6 +424,7 @@ class EnsembleScheduler:
         outputs: list[str],
         rows: int,
         options: dict[str, Any],
+        sequence: SequenceFlags | None = None,
     ) -> dict[str, np.ndarray]:
         clock = self._clock
         start_ns = clock.monotonic_ns()
@@ -415,7 +438,9 @@ class EnsembleScheduler:
             while waiting or running:
                 for step in [s for s in waiting if all(t in tensors for t in s.inputs.values())]:
                     waiting.remove(step)
-                    future, spec, step_rows = self._submit_step(step, tensors, batches, options)
+                    future, spec, step_rows = self._submit_step(
+                        step, tensors, batches, options, sequence
+                    )
                     running[future] = (step, spec, step_rows)
                 if not running:  # only an optional ensemble input left out can do this
                     missing = {t for s in waiting for t in s.inputs.values() if t not in tensors}
@@ -425,13 +450,17 @@ class EnsembleScheduler:
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for future in done:
                     step, spec, step_rows = running.pop(future)
-                    results = dict(future.result())  # a step's error propagates unchanged
+                    results = dict(future.result())  # a step's error: below
                     _finish_outputs(spec, results, step_rows)
                     for model_output, tensor in step.outputs.items():
                         tensors[tensor] = results[model_output]
                         batches[tensor] = step_rows if spec.batched else 0
         except Exception as exc:
             self.stats.record_failure(failure_reason(exc), clock.monotonic_ns() - start_ns)
+            if isinstance(exc, ModelyardError):
+                named = in_ensemble(self.model, exc)
+                if named is not exc:
+                    raise named from exc
             raise
         finally:
             for future in running:
@@ -457,6 +486,7 @@ class EnsembleScheduler:
         tensors: dict[str, np.ndarray],
         batches: dict[str, int],
         options: dict[str, Any],
+        sequence: SequenceFlags | None = None,
     ) -> tuple[asyncio.Future[dict[str, np.ndarray]], ModelSpec, int]:
         # resolve and submit back to back on the loop: a swap cannot fall between them
         mv = self._resolve(step.model, step.version)
@@ -465,7 +495,11 @@ class EnsembleScheduler:
         rows = _prepare(step, mv.spec, inputs, made_by)
         if options["parameters"] and not mv.takes_requests:
             options = {**options, "parameters": None}
-        future = mv.scheduler.submit(inputs, list(step.outputs), rows, **options)
+        if sequence is not None and mv.sequence is not None:  # the step's own checks
+            check_sequence(mv.name, sequence, mv.sequence)
+            if mv.spec.batched and rows != 1:
+                raise one_row_per_request(mv.name)
+        future = mv.scheduler.submit(inputs, list(step.outputs), rows, **options, sequence=sequence)
         return future, mv.spec, rows
 
     def _done(self, task: asyncio.Task[dict[str, np.ndarray]]) -> None:

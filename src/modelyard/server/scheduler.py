@@ -366,6 +366,7 @@ class Scheduler(InstanceThreads):
         timing: list[int] | None = None,
         arrived_ns: int = 0,
         parameters: dict[str, Any] | None = None,
+        sequence: Any = None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         """Queue one request; must be called from the event loop thread.
 
@@ -375,6 +376,8 @@ class Scheduler(InstanceThreads):
         ``arrived_ns``: when the front door first saw the request; its request and queue
         time count from there (the waits before it was queued are the server's too).
         ``parameters``: what a model that reads requests sees as the request's parameters.
+        ``sequence``: the request's ``SequenceFlags``, which a model without sequence
+        batching does not use (Triton's dynamic batcher passes them by).
         """
         if timing is not None:
             self._timed = True
