@@ -445,8 +445,10 @@ class SequenceScheduler(InstanceThreads):
         chosen = {
             slot: sequence for slot, sequence in ready if sequence.queue[0].shape_key == shape_key
         }
-        # direct: every slot up to the highest chosen, those without a request as padding
-        slots_in_order = list(chosen) if policy.oldest else list(range(max(chosen) + 1))
+        # direct: every slot up to the highest with a request ready (as Triton's), those
+        # without one of this shape as padding
+        highest = max(slot for slot, _ in ready)
+        slots_in_order = list(chosen) if policy.oldest else list(range(highest + 1))
         rows = []
         for slot in slots_in_order:
             sequence = chosen.get(slot)
