@@ -267,6 +267,8 @@ def _preserve_ordering_models(work: Path) -> None:
 
 def _run_one(host: LoopbackHost, work: Path, models: Path, run: Run) -> harness.QaRun:
     args = [f"--model-repository={models / run.repository}", "--log-verbose=1"]
+    if run.env.get("TEST_SYSTEM_SHARED_MEMORY") == "1":
+        args.append("--allow-client-shm=true")  # see docs/triton-qa.md
     log = work / f"{run.test}.{run.repository}.server.log"
     if run.refused:
         return harness.QaRun({}, harness.start_fails(host, args, log))
