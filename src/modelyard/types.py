@@ -7,6 +7,7 @@ is converted at the wire.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +105,9 @@ class InferRequest:
     # request, Inference-Header-Content-Length: 0): the model's config gives its name,
     # datatype and shape (LocalDataPlane.lane)
     raw_input: bytes | None = None
+    # called once the request is in its model's queue: the next request of its sequence on
+    # a stream may go then (where none is called, once this one is answered)
+    queued: Callable[[], None] | None = None
 
     def wait_deadline(self) -> float | None:
         """The monotonic second after which waiting for this request's model is useless: its

@@ -171,6 +171,31 @@ def test_an_infer_call_naming_an_unregistered_region_is_refused(
         client.close()
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_refused_request_leaves_its_region_free_to_unregister(
+    protocol: str, shm_server: Served, regions: Regions
+) -> None:
+    """Triton's sequence tests unregister their regions after a request refused (here
+    one whose input shape the model does not take): nothing must still hold them."""
+    module = grpcclient if protocol == "grpc" else httpclient
+    client = _client(protocol, shm_server)
+    try:
+        client.unregister_system_shared_memory()
+        handle, key = regions.create(f"refused_{protocol}", INPUT_BYTES * 2)
+        shm.set_shared_memory_region(handle, [np.zeros(32, np.int32)])
+        client.register_system_shared_memory("refused_input", key, INPUT_BYTES * 2)
+        inputs = [module.InferInput(n, [2, 8], "INT32") for n in ("INPUT0", "INPUT1")]
+        for item in inputs:
+            item.set_shared_memory("refused_input", INPUT_BYTES)
+        with pytest.raises(InferenceServerException):
+            client.infer("simple", inputs)
+        client.unregister_system_shared_memory("refused_input")
+        status = client.get_system_shared_memory_status()
+        assert (list(status.regions) if protocol == "grpc" else status) == []
+    finally:
+        client.close()
+
+
 def test_a_region_past_its_object_or_an_offset_past_the_region_is_refused(
     shm_server: Served, regions: Regions
 ) -> None:

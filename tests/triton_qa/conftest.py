@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import zlib
 from collections.abc import Iterator
@@ -36,3 +37,18 @@ def host(request: pytest.FixtureRequest) -> Iterator[LoopbackHost]:
     tag = f"qa{zlib.crc32(request.module.__name__.encode()) % 100_000}"
     with LoopbackHost(tag) as made:
         yield made
+
+
+LANES = 4
+
+
+@pytest.fixture(scope="module")
+def hosts(request: pytest.FixtureRequest) -> Iterator[list[LoopbackHost]]:
+    """Four namespaces of the module's own: four tritonservers at a time, for the QA
+    files whose test.sh starts a server per test, most of which wait out a delay."""
+    reason = harness.unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    tag = zlib.crc32(request.module.__name__.encode()) % 10_000
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(LoopbackHost(f"qa{tag}l{i}")) for i in range(LANES)]

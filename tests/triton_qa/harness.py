@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -101,8 +104,9 @@ _WAIT_SCRIPT = """
 import os, sys, time, urllib.request
 pid, path, deadline = int(sys.argv[1]), sys.argv[2], time.monotonic() + float(sys.argv[3])
 while time.monotonic() < deadline:
-    try:
-        os.kill(pid, 0)
+    try:  # gone, or exited and not yet reaped by the test (a zombie)
+        if open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
+            sys.exit(2)
     except OSError:
         sys.exit(2)
     try:
@@ -123,10 +127,11 @@ def tritonserver(
     wait: str = "ready",
     timeout: float = 90.0,
     cwd: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[Server]:
     """``tritonserver ARGS`` in ``host``, waited for as test.sh's run_server waits (ready),
-    or only until live; stopped on exit."""
-    process = host.start([*TRITONSERVER, *args], log_path, cwd=cwd, env=_environment())
+    or only until live; stopped on exit. ``env``: what test.sh exports for it."""
+    process = host.start([*TRITONSERVER, *args], log_path, cwd=cwd, env=_environment(env))
     server = Server(process)
     path = "/v2/health/ready" if wait == "ready" else "/v2/health/live"
     try:
@@ -267,3 +272,33 @@ def run_script(
         text=True,
         timeout=timeout,
     )
+
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+def in_lanes(
+    hosts: Sequence[LoopbackHost],
+    items: Sequence[Item],
+    run: Callable[[int, Item], Result],
+) -> list[tuple[Item, Result]]:
+    """``run(lane, item)`` for every item, one lane per host at a time (a lane takes the
+    next item when it is done with one); the results in the items' order."""
+    waiting: queue.Queue[int] = queue.Queue()
+    for index in range(len(items)):
+        waiting.put(index)
+    results: dict[int, Result] = {}
+
+    def lane(number: int) -> None:
+        while True:
+            try:
+                index = waiting.get_nowait()
+            except queue.Empty:
+                return
+            results[index] = run(number, items[index])
+
+    with ThreadPoolExecutor(len(hosts)) as pool:
+        for done in [pool.submit(lane, number) for number in range(len(hosts))]:
+            done.result()
+    return [(item, results[index]) for index, item in enumerate(items)]

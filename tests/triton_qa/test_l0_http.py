@@ -1,7 +1,8 @@
 """Triton's qa/L0_http: its Python test files, with the servers its test.sh starts.
 
 - ``http_test.py``: raw binary requests (Inference-Header-Content-Length: 0), a chunked
-  body, the queue-full status, against the identity models test.sh copies and edits;
+  body, the queue-full status (a lone request held for its preferred batch), against
+  the identity models test.sh copies and edits;
 - ``python_http_aio_test.py`` and ``http_client_plugin_test.py``: the asyncio client and
   client plugins, against Triton's example models (``counted_example_models``: the seven
   its repository holds);
@@ -32,15 +33,6 @@ QUEUE = """dynamic_batching {
 }
 """
 
-# a lone request here runs at once, where Triton holds it for max_queue_delay_microseconds
-# waiting for its preferred batch; see docs/triton-qa.md
-BY_DESIGN = {
-    "HttpTest::test_descriptive_status_code": (
-        "modelyard's batcher runs a lone request at once instead of holding it 1 s for the "
-        "preferred batch, so the queue of one is never full"
-    ),
-}
-
 
 def _unit_test_models(work: Path) -> Path:
     """The repository test.sh makes for http_test.py: four identity models, one with a
@@ -64,7 +56,7 @@ def test_http_test(host: LoopbackHost, tmp_path: Path) -> None:
     models = _unit_test_models(work)
     with harness.tritonserver(host, [f"--model-repository={models}"], tmp_path / "server.log"):
         run = harness.run_qa_file(host, work, "http_test.py")
-    run.check(count=9, out_of_reach=BY_DESIGN)
+    run.check(count=9)
 
 
 def test_aio_client_and_plugins(host: LoopbackHost, tmp_path: Path) -> None:

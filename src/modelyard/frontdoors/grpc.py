@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, NamedTuple, TypeAlias, TypeVar
 
 import grpc
 import structlog
@@ -202,12 +202,29 @@ def _sequence_key(message: pb.ModelInferRequest) -> tuple[str, Any] | None:
     return (message.model_name, value)
 
 
+class _Before(NamedTuple):
+    """The request before this one of its sequence on a stream."""
+
+    task: asyncio.Task[None]
+    queued: asyncio.Event  # set once it is in its model's queue
+
+    async def wait(self) -> None:
+        if self.task.done() or self.queued.is_set():
+            return
+        waiter = asyncio.ensure_future(self.queued.wait())
+        try:
+            await asyncio.wait([self.task, waiter], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+
+
 def _forget_sequence_task(
-    last: dict[tuple[str, Any], asyncio.Task[None]],
+    last: dict[tuple[str, Any], _Before],
     key: tuple[str, Any],
     task: asyncio.Task[None],
 ) -> None:
-    if last.get(key) is task:
+    before = last.get(key)
+    if before is not None and before.task is task:
         del last[key]
 
 
@@ -476,20 +493,25 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
         async def read() -> None:
             tasks: set[asyncio.Task[None]] = set()
-            # a sequence's requests run one after another, in the order they came: each
-            # waits for the one before it (a gateway forwards them as separate calls)
-            last_of_sequence: dict[tuple[str, Any], asyncio.Task[None]] = {}
+            # a sequence's requests reach its model in the order they came: each waits
+            # until the one before it is queued there, or answered (a gateway forwards them
+            # as separate calls, and says nothing of queues)
+            last_of_sequence: dict[tuple[str, Any], _Before] = {}
             try:
                 async for message in request_iterator:
                     key = _sequence_key(message)
                     before = None if key is None else last_of_sequence.get(key)
+                    queued = asyncio.Event() if key is not None else None
                     task = asyncio.create_task(
-                        self._stream_one(message, deadline, context, answers.put_nowait, before)
+                        self._stream_one(
+                            message, deadline, context, answers.put_nowait, before, queued
+                        )
                     )
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
                     if key is not None:
-                        last_of_sequence[key] = task
+                        assert queued is not None
+                        last_of_sequence[key] = _Before(task, queued)
                         task.add_done_callback(
                             functools.partial(_forget_sequence_task, last_of_sequence, key)
                         )
@@ -514,16 +536,19 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         deadline: float | None,
         context: Context,
         send: Callable[[pb.ModelStreamInferResponse], None],
-        before: asyncio.Task[None] | None = None,
+        before: _Before | None = None,
+        queued: asyncio.Event | None = None,
     ) -> None:
-        if before is not None and not before.done():
-            await asyncio.wait([before])
+        if before is not None:
+            await before.wait()
         decoded: list[InferRequest] = []
         empty_final = _wants_empty_final(message)
 
         def decode() -> InferRequest:
             request = self._decode(message, context)
             request.deadline = deadline
+            if queued is not None:
+                request.queued = queued.set
             decoded.append(request)
             return request
 

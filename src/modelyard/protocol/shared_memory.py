@@ -21,6 +21,7 @@ link followed, a regular file.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import stat
@@ -261,6 +262,12 @@ class SystemSharedMemory:
         output to write into it) is refused in Triton's words; unregistering them all
         unregisters the others and names those refused."""
         self._check_allowed()
+        names = [name] if name is not None else list(self._regions)
+        if any(n in self._regions and _in_use(self._regions[n]) for n in names):
+            # a request that has finished may still reach a region through a reference
+            # cycle (a refused request's error, whose traceback holds the request, kept by
+            # the RPC that answered it): collected now, it is not one in flight
+            gc.collect()
         if name is not None:
             if name in self._regions and self._regions[name].kind == kind:
                 if _in_use(self._regions[name]):  # no reference held here: see _in_use

@@ -15,7 +15,14 @@ arrives. It knows Triton's ``dynamic_batching`` settings:
   answer), and, after a batch with partners, while requests still arrive at
   the pace its partners came at. A lone request after a lone answer, or after
   a quiet spell longer than the delay, runs at once, so batching costs nothing
-  at low load;
+  at low load. A config that names preferred sizes asks for batches of those
+  sizes: there batches form as Triton forms them, whatever the load. Requests
+  join in order while their shape is the head's and the rows fit; the longest
+  run whose rows are a preferred size is sent at once (or, once the next
+  request would pass the largest, the run before it); else the batch waits for
+  one up to the delay from its head's arrival, and is sent as it is when the
+  delay is out, when it reaches the largest preferred size, or when a request
+  of another shape or past ``max_batch_size`` is next;
 * ``priority_levels`` / ``default_priority_level``: level 1 is served first;
 * queue policies (default and per priority): ``max_queue_size`` rejects at
   once when full; ``default_timeout_microseconds`` (overridable per request
@@ -88,10 +95,15 @@ class BatchingPolicy:
     max_padding_ratio: float = 1.0
     # the rows a batch aims at: the largest preferred size, else max_batch_size
     target: int = field(init=False)
+    # batches form as Triton's (the config names preferred sizes; an encoder's batch by
+    # tokens, never)
+    toward_preferred: bool = field(init=False)
 
     def __post_init__(self) -> None:
         target = self.preferred[-1] if self.preferred else self.max_batch_size
         object.__setattr__(self, "target", target)
+        toward = self.batching and bool(self.preferred) and not self.max_batch_tokens
+        object.__setattr__(self, "toward_preferred", toward)
 
     @classmethod
     def from_config(cls, config: mc.ModelConfig, default_max_queue_size: int = 0) -> BatchingPolicy:
@@ -306,10 +318,12 @@ class RequestQueue:
                 where="raise the client's timeout, or add instances (instance_group.count)",
             )
         return ModelServerError(
-            f"request to model '{self.model}' version {self.version} timed out after "
-            f"{waited_ms:.1f} ms in queue; it was dropped before execution",
+            f"Request timeout expired: request to model '{self.model}' version "
+            f"{self.version} timed out after {waited_ms:.1f} ms in queue; it was dropped "
+            "before execution",
             code=Code.UNAVAILABLE,
             rule=QUEUE_TIMEOUT_RULE,
+            triton=True,
             where=f"dynamic_batching.default_queue_policy.default_timeout_microseconds in "
             f"{self.model}/config.pbtxt, or the request's timeout parameter",
         )
@@ -352,6 +366,7 @@ class RequestQueue:
             self.size == 1
             or rows - request.rows < self._returning_rows <= rows  # the callers are back
             or rows >= policy.target
+            or policy.toward_preferred  # a preferred size, a new shape: each may send
             or not policy.batching
             or policy.max_queue_delay_ns == 0
             or request.deadline_ns is not None
@@ -364,7 +379,8 @@ class RequestQueue:
         """A batch to run now, else the time (ns) to look again, else None (queue empty).
 
         ``hold``: wait for the callers of the last batch answered (False: only while
-        another instance executes, for a caller that runs what it takes at once).
+        another instance executes, for a caller that runs what it takes at once). A model
+        with preferred sizes forms its batches as Triton (``_toward_preferred``) either way.
         """
         head: QueuedRequest | None = None
         for queue in self._ordered():
@@ -379,6 +395,8 @@ class RequestQueue:
             rows = sum(map(_ROWS, chosen))
         elif not policy.batching:
             return self._remove([head])
+        elif policy.toward_preferred:
+            return self._toward_preferred(head, now_ns)
         else:
             limit = policy.max_batch_size
             chosen = []
@@ -406,9 +424,41 @@ class RequestQueue:
                 # partners still arriving at their usual pace: wait for the next one
                 if self._returning_rows > 1 and now_ns - self._last_add_ns < 2 * self._gap_ns:
                     return min(self._last_add_ns + 2 * self._gap_ns, head.enqueued_ns + delay)
-        if policy.preferred and rows > policy.preferred[0] and not policy.max_batch_tokens:
-            chosen = self._cut_to_preferred(chosen)
         return self._remove(chosen)
+
+    def _toward_preferred(self, head: QueuedRequest, now_ns: int) -> list[QueuedRequest] | int:
+        """Triton's dynamic batch where the config names preferred sizes: a batch to run
+        now, else when to look again (the delay from the head's arrival)."""
+        policy = self.policy
+        preferred = policy.preferred
+        largest = preferred[-1]
+        limit = policy.max_batch_size
+        chosen: list[QueuedRequest] = []
+        rows = 0
+        best = 0  # requests in the batch to send at once: a preferred size, or saturated
+        send_now = False
+        for queue in self._ordered():
+            for request in queue:
+                if chosen:
+                    more = rows + request.rows
+                    if more > largest and not best:
+                        best = len(chosen)
+                    if more > limit or request.shape_key != head.shape_key:
+                        send_now = True
+                        break
+                chosen.append(request)
+                rows += request.rows
+                if rows in preferred:
+                    best = len(chosen)
+            if send_now:
+                break
+        delay = policy.max_queue_delay_ns
+        waited_out = now_ns - head.enqueued_ns >= delay
+        if best and not (delay and waited_out):
+            return self._remove(chosen[:best])
+        if send_now or rows >= largest or waited_out:
+            return self._remove(chosen)
+        return head.enqueued_ns + delay
 
     def _by_tokens(self, head: QueuedRequest) -> tuple[list[QueuedRequest], bool]:
         """The head and the queued requests nearest its length: (the batch, whether it is full).
@@ -480,17 +530,6 @@ class RequestQueue:
         chosen = candidates[low : high + 1]
         full = rows >= policy.target or (rows + 1) * longest > budget
         return chosen, full
-
-    def _cut_to_preferred(self, chosen: list[QueuedRequest]) -> list[QueuedRequest]:
-        """The longest prefix whose rows equal a preferred size, if any reaches one."""
-        preferred = set(self.policy.preferred)
-        best = 0
-        rows = 0
-        for i, request in enumerate(chosen, start=1):
-            rows += request.rows
-            if rows in preferred:
-                best = i
-        return chosen[:best] if best else chosen
 
     def _remove(self, chosen: list[QueuedRequest]) -> list[QueuedRequest]:
         self.size -= len(chosen)

@@ -31,7 +31,7 @@ from modelyard.server.manager import ModelManager
 from modelyard.server.model_version import ModelVersion
 from modelyard.server.scheduler import shape_key_of
 from modelyard.server.scheduling import Submission
-from modelyard.server.sequence_policy import SequenceFlags, sequence_flags
+from modelyard.server.sequence_policy import SequenceFlags, one_row_per_request, sequence_flags
 from modelyard.types import (
     PROTOCOL_PARAMETERS,
     InferRequest,
@@ -499,7 +499,7 @@ class LocalDataPlane:
     async def infer(self, request: InferRequest) -> InferResponse:
         lane = await self._resident_lane(request)
         trace = request.trace
-        results = await lane.submit(
+        submitted = lane.submit(
             request.inputs,
             request.priority,
             request.timeout_us,
@@ -507,7 +507,9 @@ class LocalDataPlane:
             None if trace is None else trace.timing,
             request.arrived_ns,
         )
-        return lane.response(request, results)
+        if request.queued is not None:
+            request.queued()
+        return lane.response(request, await submitted)
 
     async def infer_stream(self, request: InferRequest) -> AsyncIterator[StreamResponse]:
         """A request's responses as they come: a decoupled model's zero, one or many, the
@@ -525,6 +527,8 @@ class LocalDataPlane:
             parameters=lane.parameters,
         )  # fmt: skip
         stream = scheduler.submit_stream(submitted)
+        if request.queued is not None:
+            request.queued()
         try:
             while True:
                 item = await stream.get()
@@ -596,13 +600,9 @@ class LocalDataPlane:
             if mv.sequence is not None:
                 flags = sequence_flags(mv.name, request.parameters, mv.sequence)
                 if mv.spec.batched and rows != 1:
-                    raise ModelServerError(
-                        f"inference request to model '{mv.name}' must specify batch-size 1 due "
-                        "to requirements of sequence batcher",
-                        code=Code.INVALID_ARGUMENT,
-                        rule="model-server/sequence",
-                        where="send one row per request: a sequence's rows follow one another",
-                    )
+                    raise one_row_per_request(mv.name)
+            elif request.parameters.get("sequence_id"):  # an ensemble passes it to its steps
+                flags = sequence_flags(mv.name, request.parameters)
         except ModelyardError as error:
             if error.code is Code.INVALID_ARGUMENT:  # the caller's inputs, not the server
                 mv.scheduler.stats.record_bad_request()

@@ -41,6 +41,7 @@ from modelyard.server.model_version import ModelVersion, _read_labels
 from modelyard.server.response_cache import ResponseCache, through_cache
 from modelyard.server.scheduler import failure_reason, unloading
 from modelyard.server.scheduling import Submission, answers_once
+from modelyard.server.sequence_policy import check_sequence, one_row_per_request
 from modelyard.server.stats import VersionStats
 
 if TYPE_CHECKING:
@@ -53,6 +54,24 @@ ENSEMBLE = "ensemble"
 _LOADS = itertools.count(1)
 
 Resolve = Callable[[str, str | None], ModelVersion]
+
+
+def in_ensemble(model: str, error: ModelyardError) -> ModelyardError:
+    """A step's error as the ensemble answers it. A step's refusal in Triton's words is
+    named, as Triton names it, by the ensemble it failed in (clients match on that start);
+    modelyard's own line, and a step model's routing error, pass as the step wrote them."""
+    if not error.triton:
+        return error
+    named = ModelServerError(
+        f"in ensemble '{model}', {error.detail}",
+        code=error.code,
+        rule=error.rule,
+        where=error.where,
+        retry_after=error.retry_after,
+        triton=True,
+    )
+    named.layer = error.layer
+    return named
 
 
 def ensemble_error(model: str, detail: str) -> ModelServerError:
@@ -329,11 +348,12 @@ class EnsembleScheduler:
 
     def submit(self, request: Submission) -> asyncio.Future[dict[str, np.ndarray]]:
         """Start one request; must be called from the event loop thread. Its deadline,
-        priority and timeout go to each step, and its parameters to each step whose model
-        reads requests, as Triton's ensembles pass them on."""
+        priority and timeout go to each step, its parameters to each step whose model reads
+        requests and its sequence to each step whose model is a sequence model, as Triton's
+        ensembles pass them on."""
         if self._closed:
             raise unloading(self.model, self.version)
-        if self.cache is not None:  # answered from it, or run and kept
+        if self.cache is not None and request.sequence is None:  # answered from it, or run
             return through_cache(
                 self.cache, request, self._generation, self.stats, self._clock,
                 lambda: self._started(request), self.model, self.version,
@@ -374,13 +394,17 @@ class EnsembleScheduler:
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for future in done:
                     step, spec, step_rows = running.pop(future)
-                    results = dict(future.result())  # a step's error propagates unchanged
+                    results = dict(future.result())  # a step's error: below
                     _finish_outputs(spec, results, step_rows)
                     for model_output, tensor in step.outputs.items():
                         tensors[tensor] = results[model_output]
                         batches[tensor] = step_rows if spec.batched else 0
         except Exception as exc:
             self.stats.record_failure(failure_reason(exc), clock.monotonic_ns() - start_ns)
+            if isinstance(exc, ModelyardError):
+                named = in_ensemble(self.model, exc)
+                if named is not exc:
+                    raise named from exc
             raise
         finally:
             for future in running:
@@ -412,9 +436,15 @@ class EnsembleScheduler:
         inputs = {model_input: tensors[tensor] for model_input, tensor in step.inputs.items()}
         made_by = {model_input: batches[tensor] for model_input, tensor in step.inputs.items()}
         rows = _prepare(step, mv.spec, inputs, made_by)
+        sequence = request.sequence
+        if sequence is not None and mv.sequence is not None:  # the step's own checks
+            check_sequence(mv.name, sequence, mv.sequence)
+            if mv.spec.batched and rows != 1:
+                raise one_row_per_request(mv.name)
         step_request = Submission(
             inputs, list(step.outputs), rows, request.deadline, request.priority,
             request.timeout_us, parameters=request.parameters if mv.takes_requests else None,
+            sequence=sequence,
         )  # fmt: skip
         future = mv.scheduler.submit(step_request)
         return future, mv.spec, rows

@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import itertools
 import operator
+import os
 import threading
 import time
 from collections import deque
@@ -281,6 +282,16 @@ LEAVE_INLINE_NS = 4 * INLINE_THRESHOLD_NS
 _WINDOW = 16  # executions; inline execution may start once the window is full
 
 
+def held_until_queued() -> int:
+    """Triton's test hook ``TRITONSERVER_DELAY_SCHEDULER=N``: a model's instances take
+    nothing until N requests are queued, once (its QA suite sets it so that requests
+    collect before the first batch forms); 0 when unset."""
+    try:
+        return max(0, int(os.environ.get("TRITONSERVER_DELAY_SCHEDULER", "0")))
+    except ValueError:
+        return 0
+
+
 def _stacked(payloads: list[Pending]) -> tuple[dict[str, np.ndarray], list[str]]:
     """A batch's inputs, each request's rows stacked, and the outputs any of them asks for."""
     outputs = payloads[0].outputs
@@ -358,7 +369,13 @@ class Scheduler(InstanceThreads):
         self._closed = False
         self._executing = 0
         self._in_order = _InOrder() if policy.preserve_ordering else None
-        self._allow_inline = allow_inline
+        self._held_until_queued = held_until_queued()
+        # a model that waits for its preferred batch holds lone requests: never inline
+        self._allow_inline = (
+            allow_inline
+            and not (policy.toward_preferred and policy.max_queue_delay_ns)
+            and not self._held_until_queued
+        )
         # batching models run inline only while the loop is idle; under load they queue
         self._loop_load = loop_load if policy.batching else None
         self._inline_ok = False
@@ -441,6 +458,8 @@ class Scheduler(InstanceThreads):
             except ModelServerError as error:
                 self.stats.record_failure(failure_reason(error), 0)
                 raise
+            if request.deadline_ns is not None or request.client_deadline_ns is not None:
+                self._expire_in_time(loop, request)
             if execution is Execution.INSTANCE_THREADS:
                 if self._queue.worth_a_look(request):
                     self._cond.notify()
@@ -450,6 +469,19 @@ class Scheduler(InstanceThreads):
             self._drain_loop = loop
             loop.call_soon(self._drain)
         return future
+
+    def _expire_in_time(self, loop: asyncio.AbstractEventLoop, request: QueuedRequest) -> None:
+        """Answer ``request`` at its timeout even while every instance executes (an idle
+        instance would wake for it anyway)."""
+        times = [t for t in (request.deadline_ns, request.client_deadline_ns) if t is not None]
+        delay_s = (min(times) - self._clock.monotonic_ns()) / 1e9
+        loop.call_later(min(max(delay_s, 0.0), 3600.0) + 0.001, self._expire_due)
+
+    def _expire_due(self) -> None:
+        with self._lock:
+            now = self._clock.monotonic_ns()
+            for expired in self._queue.expire(now):
+                self._finish(expired.request, expired.error, now)
 
     def _drain(self) -> None:
         """Execute on the event loop what was queued since the last turn, in batches."""
@@ -540,6 +572,11 @@ class Scheduler(InstanceThreads):
                 now = clock.monotonic_ns()
                 for expired in self._queue.expire(now):
                     self._finish(expired.request, expired.error, now)
+                if self._held_until_queued:
+                    if len(self._queue) < self._held_until_queued and not self._closed:
+                        self._cond.wait(0.01)
+                        continue
+                    self._held_until_queued = 0
                 decision = None if self._inline_busy else self._queue.take(now, self._executing)
                 if isinstance(decision, list):
                     self._executing += 1

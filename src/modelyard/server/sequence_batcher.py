@@ -22,6 +22,7 @@ to the configured initial state.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from modelyard.server.scheduler import (
     engine_error,
     failed_around,
     failure_reason,
+    held_until_queued,
     settle,
     settle_on_loops,
     shape_key_of,
@@ -92,6 +94,7 @@ class _Sequence:
     last_ns: int = 0
     executing: bool = False
     ending: bool = False  # its last request queued so far has END
+    expires_ns: int = 0  # in the backlog: when its requests' earliest timeout passes (0: none)
 
 
 @dataclass(slots=True)
@@ -108,7 +111,17 @@ def _not_started(model: str, sequence_id: SequenceId) -> ModelServerError:
         rule="model-server/sequence",
         where="send sequence_start: true on a sequence's first request (a sequence idle "
         f"longer than max_sequence_idle_microseconds in {model}/config.pbtxt was released)",
+        triton=True,
     )
+
+
+def _backlog_delay() -> int:
+    """Triton's ``TRITONSERVER_BACKLOG_DELAY_SCHEDULER=N``: with its delay hook, the
+    instances also wait for N requests in the backlog."""
+    try:
+        return max(0, int(os.environ.get("TRITONSERVER_BACKLOG_DELAY_SCHEDULER", "0")))
+    except ValueError:
+        return 0
 
 
 def _row_request(request: _Request | None) -> BatchedRequest:
@@ -149,6 +162,10 @@ class SequenceScheduler(InstanceThreads):
         self._sequences: dict[SequenceId, _Sequence] = {}
         self._slots: list[list[_Sequence | None]] = [[None] * policy.slots for _ in engines]
         self._backlog: deque[_Sequence] = deque()
+        # Triton's test hooks: nothing runs until this many requests are queued in slots
+        # and this many in the backlog (TRITONSERVER_DELAY_SCHEDULER, _BACKLOG_DELAY_...)
+        self._held_until_queued = held_until_queued()
+        self._held_until_backlogged = _backlog_delay() if self._held_until_queued else 0
         self._threads = start_instance_threads(
             f"{model}-v{version}-seq", self._run, list(enumerate(engines))
         )
@@ -167,9 +184,10 @@ class SequenceScheduler(InstanceThreads):
     decoupled = False  # answers each request once (ModelScheduler)
 
     def submit(self, submitted: Submission) -> asyncio.Future[dict[str, np.ndarray]]:
-        """Queue one request of a sequence (its ``sequence``: id, start, end); from the event
-        loop's thread. One without a sequence (an ensemble step) is refused, as it names none.
-        """
+        """Queue one request of its sequence (the caller's, or the ensemble's it is a step
+        of); from the event loop's thread. One that names none is refused, as Triton does.
+        Its ``timeout_us`` bounds its wait in the backlog, as Triton's: a sequence still
+        there when one of its requests' timeouts passes is refused whole."""
         flags = submitted.sequence
         if flags is None:
             raise ModelServerError(
@@ -177,11 +195,13 @@ class SequenceScheduler(InstanceThreads):
                 "non-empty correlation ID",
                 code=Code.INVALID_ARGUMENT,
                 rule="model-server/sequence",
-                where=f"'{self.model}' is a sequence model: call it with sequence_id, not as "
-                "an ensemble step",
+                where=f"'{self.model}' is a sequence model: send the ensemble's requests with "
+                "a sequence_id, which it passes on",
+                triton=True,
             )
         inputs, shape_key, arrived_ns = submitted.inputs, submitted.shape_key, submitted.arrived_ns
         outputs, timing, parameters = submitted.outputs, submitted.timing, submitted.parameters
+        timeout_us = submitted.timeout_us
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
         now = self._clock.monotonic_ns()
@@ -193,8 +213,10 @@ class SequenceScheduler(InstanceThreads):
             if self._closed:
                 raise unloading(self.model, self.version)
             sequence = self._sequences.get(flags.id)
-            if sequence is None or (sequence.ending and not flags.start):
-                # a new sequence; an ended one's id takes no more requests without START
+            if sequence is None or sequence.ending:
+                # a new sequence: as Triton, an id is forgotten once its END is queued, so a
+                # START then begins another sequence (a slot, or the backlog) while the
+                # ended one finishes in its slot
                 if not flags.start:
                     raise _not_started(self.model, flags.id)
                 if len(self._backlog) >= MAX_BACKLOG:
@@ -212,8 +234,41 @@ class SequenceScheduler(InstanceThreads):
             sequence.queue.append(request)
             sequence.last_ns = now
             self._queued += 1
+            if timeout_us > 0 and sequence.instance < 0:  # waits in the backlog
+                expires_ns = now + timeout_us * 1000
+                if not sequence.expires_ns or expires_ns < sequence.expires_ns:
+                    sequence.expires_ns = expires_ns
+                    loop.call_later(timeout_us / 1e6 + 1e-3, self._expire_backlog)
             self._cond.notify_all()
         return future
+
+    def _expire_backlog(self) -> None:
+        """Refuse, whole, each sequence still in the backlog when one of its requests'
+        timeouts has passed (Triton's reaper); its id is forgotten, so a later request of it
+        without START is refused as one that never started."""
+        now = self._clock.monotonic_ns()
+        expired: list[_Request] = []
+        with self._lock:
+            for sequence in [s for s in self._backlog if 0 < s.expires_ns <= now]:
+                self._backlog.remove(sequence)
+                if self._sequences.get(sequence.id) is sequence:
+                    del self._sequences[sequence.id]
+                expired.extend(sequence.queue)
+                self._queued -= len(sequence.queue)
+                sequence.queue.clear()
+        if not expired:
+            return
+        error = ModelServerError(
+            "timeout of the corresponding sequence has been expired",
+            code=Code.UNAVAILABLE,
+            rule="model-server/queue-timeout",
+            where=f"the requests' timeout parameter, or more sequence slots (max_batch_size, "
+            f"instance_group.count) in {self.model}/config.pbtxt",
+            triton=True,
+        )
+        for request in expired:
+            self.stats.record_failure(failure_reason(error), now - request.enqueued_ns)
+        self._answer([(request, error) for request in expired])
 
     def _full(self, detail: str) -> ModelServerError:
         return ModelServerError(
@@ -298,6 +353,9 @@ class SequenceScheduler(InstanceThreads):
         with self._cond:
             while True:
                 now = clock.monotonic_ns()
+                if self._held_until_queued and not self._closed and self._held():
+                    self._cond.wait(0.01)
+                    continue
                 wake = self._release_idle(now)
                 slots = self._slots[instance]
                 ready = [
@@ -317,6 +375,16 @@ class SequenceScheduler(InstanceThreads):
                 wait_s = None if wake is None else min(max(0.0, (wake - now) / 1e9), 3600.0)
                 self._cond.wait(None if wait_s is None else wait_s + 1e-4)
 
+    def _held(self) -> bool:
+        """Whether Triton's test hooks still hold the instances (then once released, never
+        again)."""
+        in_slots = sum(len(s.queue) for slots in self._slots for s in slots if s is not None)
+        backlogged = sum(len(sequence.queue) for sequence in self._backlog)
+        if in_slots < self._held_until_queued or backlogged < self._held_until_backlogged:
+            return True
+        self._held_until_queued = self._held_until_backlogged = 0
+        return False
+
     def _hold_until(
         self, ready: list[tuple[int, _Sequence]], slots: list[_Sequence | None], now: int
     ) -> int | None:
@@ -332,8 +400,8 @@ class SequenceScheduler(InstanceThreads):
             target = policy.preferred[-1] if policy.preferred else max(1, policy.max_batch_size)
             wanted = min(target, sum(1 for s in slots if s is not None))
             return None if len(ready) >= wanted else oldest + delay
-        occupied = sum(1 for s in slots if s is not None)
-        if len(ready) >= occupied or len(ready) / len(slots) >= policy.minimum_slot_utilization:
+        # Triton's test: the share of all slots ready, however many hold a sequence
+        if len(ready) / len(slots) >= policy.minimum_slot_utilization:
             return None
         return oldest + delay
 
@@ -364,8 +432,10 @@ class SequenceScheduler(InstanceThreads):
         chosen = {
             slot: sequence for slot, sequence in ready if sequence.queue[0].shape_key == shape_key
         }
-        # direct: every slot up to the highest chosen, those without a request as padding
-        slots_in_order = list(chosen) if policy.oldest else list(range(max(chosen) + 1))
+        # direct: every slot up to the highest with a request ready (as Triton's), those
+        # without one of this shape as padding
+        highest = max(slot for slot, _ in ready)
+        slots_in_order = list(chosen) if policy.oldest else list(range(highest + 1))
         rows = []
         for slot in slots_in_order:
             sequence = chosen.get(slot)
@@ -435,7 +505,7 @@ class SequenceScheduler(InstanceThreads):
         enqueued = [row.request.enqueued_ns for row in real if row.request is not None]
         self.stats.record_execution(
             enqueued, start_ns, len(enqueued), infer_start - start_ns, infer_end - infer_start,
-            end_ns - infer_end, end_ns, int(clock.wall() * 1000),
+            end_ns - infer_end, end_ns, int(clock.wall() * 1000), batch_size=len(rows),
         )  # fmt: skip
         for row in real:
             assert row.request is not None

@@ -272,6 +272,19 @@ def _invalid(detail: str, model: str) -> ModelServerError:
         rule="model-server/sequence",
         where=f"the sequence_id, sequence_start and sequence_end parameters of requests to "
         f"'{model}'",
+        triton=detail.startswith("inference request to model"),  # Triton's words
+    )
+
+
+def one_row_per_request(model: str) -> ModelServerError:
+    """A batching sequence model's refusal of a request of more than one row."""
+    return ModelServerError(
+        f"inference request to model '{model}' must specify batch-size 1 due to requirements "
+        "of sequence batcher",
+        code=Code.INVALID_ARGUMENT,
+        rule="model-server/sequence",
+        where="send one row per request: a sequence's rows follow one another",
+        triton=True,
     )
 
 
@@ -282,8 +295,12 @@ def _flag(parameters: dict[str, Any], key: str, model: str) -> bool:
     return value
 
 
-def sequence_flags(model: str, parameters: dict[str, Any], policy: SequencePolicy) -> SequenceFlags:
-    """The sequence a request to a sequence model belongs to, from its parameters."""
+def sequence_flags(
+    model: str, parameters: dict[str, Any], policy: SequencePolicy | None = None
+) -> SequenceFlags:
+    """The sequence a request belongs to, from its parameters; checked against ``policy``,
+    a sequence model's (None: an ensemble's request, whose sequence models' steps check
+    it against their own, ``check_sequence``)."""
     raw = parameters.get("sequence_id", 0)
     if isinstance(raw, bool) or not isinstance(raw, (int, str)):
         raise _invalid("the 'sequence_id' parameter must be an unsigned integer or a string", model)
@@ -291,6 +308,19 @@ def sequence_flags(model: str, parameters: dict[str, Any], policy: SequencePolic
         raise _invalid("the 'sequence_id' parameter must be an unsigned 64-bit integer", model)
     if isinstance(raw, str) and len(raw.encode("utf-8")) > 128:
         raise _invalid("string correlation ID cannot be longer than 128 characters", model)
+    flags = SequenceFlags(
+        raw,
+        _flag(parameters, "sequence_start", model),
+        _flag(parameters, "sequence_end", model),
+    )
+    if policy is not None:
+        check_sequence(model, flags, policy)
+    return flags
+
+
+def check_sequence(model: str, flags: SequenceFlags, policy: SequencePolicy) -> None:
+    """Refuse a request's sequence that ``model`` (a sequence model) cannot take."""
+    raw = flags.id
     if raw == 0 or raw == "":
         raise _invalid(
             f"inference request to model '{model}' must specify a non-zero or non-empty "
@@ -312,8 +342,3 @@ def sequence_flags(model: str, parameters: dict[str, Any], policy: SequencePolic
                 f"({expects}) of model '{model}'",
                 model,
             )
-    return SequenceFlags(
-        raw,
-        _flag(parameters, "sequence_start", model),
-        _flag(parameters, "sequence_end", model),
-    )

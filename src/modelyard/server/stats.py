@@ -248,8 +248,10 @@ class VersionStats:
         output_ns: int,
         end_ns: int,
         wall_ms: int,
+        batch_size: int | None = None,  # the batch executed, padding rows included
     ) -> None:
         compute_ns = input_ns + infer_ns + output_ns
+        executed = rows if batch_size is None else batch_size
         n = len(enqueued_ns)
         enqueued_total = sum(enqueued_ns)
         with self.lock:
@@ -266,8 +268,10 @@ class VersionStats:
             self.inference_count += rows
             self.execution_count += 1
             self.last_inference_ms = wall_ms
-            self.batch_size.observe(rows)
-            entry = self.batch_stats.setdefault(rows, [0, 0, 0, 0])
+            self.batch_size.observe(executed)
+            # Triton's batch statistics are by the size executed: a direct sequence batch's
+            # empty slots count there, and not in inference_count
+            entry = self.batch_stats.setdefault(executed, [0, 0, 0, 0])
             entry[0] += 1
             entry[1] += input_ns
             entry[2] += infer_ns

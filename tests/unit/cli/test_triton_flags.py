@@ -142,6 +142,17 @@ def test_triton_mode_trace_files_from_trace_config_or_the_older_flags(tmp_path: 
     assert args.trace == expected  # type: ignore[attr-defined]
 
 
+def test_tritons_older_trace_level_names_are_taken(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    for level, expected in (("MIN", ["TIMESTAMPS"]), ("max", ["TIMESTAMPS"]), ("false", ["OFF"])):
+        args, _ = parsed(
+            "--model-repository", str(tmp_path), f"--trace-file={path}", f"--trace-level={level}"
+        )
+        assert args.trace["level"] == expected  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError):
+        parsed("--model-repository", str(tmp_path), f"--trace-file={path}", "--trace-level=most")
+
+
 def test_grpc_keepalive_time_sets_the_server_s_ping_interval(tmp_path: Path) -> None:
     from modelyard.frontdoors.grpc import server_options
 

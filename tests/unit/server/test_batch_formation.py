@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
@@ -62,6 +64,95 @@ def test_preferred_sizes_cut_the_batch_at_the_largest_reachable_size() -> None:
         queue.add(req(tag=tag), now_ns=0)
     assert tags(queue.take(now_ns=0, executing=0)) == ["a", "b", "c", "d"]
     assert tags(queue.take(now_ns=0, executing=0)) == ["e", "f"]
+
+
+# as Triton's L0_batcher models, the delay in milliseconds
+PREFERRED = "dynamic_batching { max_queue_delay_microseconds: 5000 preferred_batch_size: [2, 6] }"
+OTHER = (("x", (5,), "<f4"),)
+
+
+def preferred_queue() -> RequestQueue:
+    return RequestQueue("m", 1, policy(PREFERRED, max_batch_size=8))
+
+
+def test_below_a_preferred_size_a_batch_waits_the_delay_for_one() -> None:
+    # the config asks for batches of 2 or 6: as in Triton, a lone request waits for a
+    # partner up to the delay from its arrival, even on an idle model after a lone answer
+    queue = preferred_queue()
+    queue.answered(1, now_ns=0)
+    queue.add(req(tag="a"), now_ns=1 * MS)
+    assert queue.take(now_ns=1 * MS, executing=0) == 6 * MS
+    assert queue.take(now_ns=2 * MS, executing=0, hold=False) == 6 * MS
+    queue.add(req(tag="b"), now_ns=3 * MS)
+    assert tags(queue.take(now_ns=3 * MS, executing=0)) == ["a", "b"]
+
+
+def test_a_batch_that_reaches_no_preferred_size_runs_as_it_is_when_the_delay_is_out() -> None:
+    queue = preferred_queue()
+    queue.add(req(rows=3, tag="a"), now_ns=0)  # 3 rows: between the sizes, never cut
+    assert queue.take(now_ns=4 * MS, executing=0) == 5 * MS
+    assert tags(queue.take(now_ns=5 * MS, executing=0)) == ["a"]
+
+
+def test_the_longest_run_of_requests_at_a_preferred_size_runs_at_once() -> None:
+    queue = preferred_queue()
+    for tag in "abc":
+        queue.add(req(tag=tag), now_ns=0)
+    assert tags(queue.take(now_ns=0, executing=0)) == ["a", "b"]
+    assert queue.take(now_ns=0, executing=0) == 5 * MS  # "c" waits for a partner
+    for tag, rows in zip("defg", [1, 1, 1, 2], strict=True):
+        queue.add(req(rows=rows, tag=tag), now_ns=1 * MS)
+    # runs of 2 and of 6 rows: the longer runs
+    assert tags(queue.take(now_ns=1 * MS, executing=0)) == ["c", "d", "e", "f", "g"]
+
+
+def test_a_request_that_would_pass_the_largest_preferred_size_sends_the_batch_before_it() -> None:
+    queue = preferred_queue()
+    queue.add(req(rows=3, tag="a"), now_ns=0)
+    assert queue.take(now_ns=1 * MS, executing=0) == 5 * MS
+    queue.add(req(rows=4, tag="b"), now_ns=1 * MS)
+    assert tags(queue.take(now_ns=1 * MS, executing=0)) == ["a"]
+    assert queue.take(now_ns=1 * MS, executing=0) == 6 * MS  # "b" waits from its arrival
+    queue.add(req(rows=6, tag="c"), now_ns=2 * MS)  # past max_batch_size with "b": send
+    assert tags(queue.take(now_ns=2 * MS, executing=0)) == ["b"]
+    assert tags(queue.take(now_ns=2 * MS, executing=0)) == ["c"]  # the largest size
+
+
+def test_a_request_of_another_shape_next_sends_the_batch_as_it_is() -> None:
+    queue = preferred_queue()
+    queue.add(req(tag="a"), now_ns=0)
+    queue.add(req(shape=OTHER, tag="b"), now_ns=1 * MS)
+    queue.add(req(tag="c"), now_ns=1 * MS)  # behind "b": Triton's batch stops at "b"
+    assert tags(queue.take(now_ns=1 * MS, executing=0)) == ["a"]
+    assert tags(queue.take(now_ns=1 * MS, executing=0)) == ["b"]
+    assert queue.take(now_ns=1 * MS, executing=0) == 6 * MS
+
+
+def test_without_a_delay_preferred_sizes_only_cut_what_is_queued() -> None:
+    queue = RequestQueue("m", 1, policy("dynamic_batching { preferred_batch_size: [4, 6] }"))
+    queue.add(req(tag="a"), now_ns=0)
+    assert tags(queue.take(now_ns=0, executing=0)) == ["a"]
+    for tag in "bcdef":
+        queue.add(req(tag=tag), now_ns=0)
+    assert tags(queue.take(now_ns=0, executing=0)) == ["b", "c", "d", "e"]
+    assert tags(queue.take(now_ns=0, executing=0)) == ["f"]
+
+
+def test_a_model_with_preferred_sizes_looks_at_every_request() -> None:
+    # each may complete a preferred size, pass the largest, or bring another shape
+    queue = preferred_queue()
+    queue.answered(8, now_ns=0)
+    looks = []
+    for _ in range(4):
+        request = req()
+        queue.add(request, now_ns=0)
+        looks.append(queue.worth_a_look(request))
+    assert looks == [True] * 4
+
+
+def test_an_encoders_token_batches_never_form_toward_preferred_sizes() -> None:
+    tokens = dataclasses.replace(policy(PREFERRED), max_batch_tokens=512)
+    assert policy(PREFERRED).toward_preferred and not tokens.toward_preferred
 
 
 def test_requests_with_different_shapes_never_share_a_batch() -> None:

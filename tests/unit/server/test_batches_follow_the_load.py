@@ -143,20 +143,15 @@ def test_a_waiting_instance_is_woken_only_when_its_decision_can_change() -> None
     assert queue.worth_a_look(timed)  # it may expire before the instance's wake time
 
 
-def test_a_waiting_instance_is_woken_when_the_largest_preferred_size_is_queued() -> None:
-    config = text_format.Parse(
-        "dynamic_batching { max_queue_delay_microseconds: 5000 preferred_batch_size: [4] }",
-        mc.ModelConfig(),
-    )
-    config.max_batch_size = 32
-    queue = RequestQueue("m", 1, BatchingPolicy.from_config(config))
+def test_a_waiting_instance_is_woken_when_a_full_batch_is_queued() -> None:
+    queue = queue_of(max_batch_size=4)
     queue.answered(16, now_ns=0)
     looks = []
     for _ in range(4):
         request = req()
         queue.add(request, now_ns=1 * US)
         looks.append(queue.worth_a_look(request))
-    assert looks == [True, False, False, True]  # the first, then the preferred size
+    assert looks == [True, False, False, True]  # the first, then the full batch
     batch = queue.take(now_ns=1 * US, executing=1)
     assert isinstance(batch, list) and len(batch) == 4
 

@@ -18,7 +18,7 @@ from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.ensemble import _batch_converted, load_order
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.types import InferRequest
-from tests.support.models import failing, write_python_model
+from tests.support.models import failing, sequence_accumulator, write_python_model
 
 ADD_VERSION = """
 import numpy as np
@@ -414,3 +414,41 @@ def test_an_ensemble_with_its_own_cache_answers_a_repeat_without_running_its_ste
         assert stats["diamond"]["inference_stats"]["cache_hit"].get("count", 0) == 0
 
     run(too_small, tmp_path, response_cache=ResponseCache(100))
+
+
+def test_an_ensemble_passes_its_requests_sequence_to_a_sequence_step(tmp_path: Path) -> None:
+    sequence_accumulator(tmp_path, "acc", max_batch_size=4)
+    ensemble(
+        tmp_path,
+        "summing",
+        [step("acc", {"INPUT": "IN"}, {"OUTPUT": "OUT"})],
+        inputs='{ name: "IN" data_type: TYPE_INT32 dims: [ 1 ] }',
+        outputs='{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }',
+        max_batch_size=4,
+    )
+
+    def call(value: int, rows: int = 1, **parameters: Any) -> InferRequest:
+        inputs = {"IN": np.full((rows, 1), value, np.int32)}
+        return InferRequest("summing", None, inputs, {"IN": "INT32"}, parameters=parameters)
+
+    async def scenario(dp: LocalDataPlane) -> list[Any]:
+        sums = []
+        for value, flags in ((5, {"sequence_start": True}), (2, {}), (1, {"sequence_end": True})):
+            response = await dp.infer(call(value, sequence_id=11, **flags))
+            sums.append(int(response.outputs[0].data.ravel()[0]))
+        lines = []
+        for refused in (call(1), call(1, 2, sequence_id=12, sequence_start=True)):
+            with pytest.raises(ModelyardError) as caught:
+                await dp.infer(refused)
+            lines.append(caught.value.line())
+        return [sums, *lines]
+
+    sums, nameless, two_rows = run(scenario, tmp_path)
+    assert sums == [5, 7, 8]  # the step kept the sequence's state
+    # a step's refusal in Triton's words, named by the ensemble as Triton names it
+    assert nameless.startswith(
+        "in ensemble 'summing', inference request to model 'acc' must specify a non-zero"
+    )
+    assert two_rows.startswith(
+        "in ensemble 'summing', inference request to model 'acc' must specify batch-size 1"
+    )

@@ -199,6 +199,8 @@ def test_a_request_whose_timeout_passed_in_queue_is_dropped_not_computed(tmp_pat
             with pytest.raises(ModelyardError) as late:
                 await dp.infer(request(timeout_us=50_000))
             assert late.value.code is Code.UNAVAILABLE  # Triton: queue timeout is 503
+            assert not busy.done()  # answered at its timeout, not once the instance is free
+            assert late.value.line().startswith("Request timeout expired: ")  # Triton's words
             assert "timed out after" in late.value.line()
             assert "dropped before execution" in late.value.line()
             await busy

@@ -269,6 +269,27 @@ def test_a_slow_model_and_an_opted_out_model_never_run_inline() -> None:
     assert all(s.execution is Execution.INSTANCE_THREADS for s in schedulers)
 
 
+def test_a_fast_model_waiting_for_its_preferred_batch_never_runs_inline() -> None:
+    # a lone request waits the delay for a partner (on an instance thread): inline
+    # execution would run it at once
+    engine = ThreadRecordingEngine()
+    scheduler = make_scheduler(
+        "max_batch_size: 4 dynamic_batching "
+        "{ preferred_batch_size: [2] max_queue_delay_microseconds: 1000 }",
+        [engine],
+    )
+    try:
+        started = time.monotonic()
+        _sequential(scheduler, 24)
+        waited = time.monotonic() - started
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+    assert threading.current_thread().name not in engine.threads
+    assert scheduler.execution is Execution.INSTANCE_THREADS
+    assert waited >= 24 * 0.001  # each lone request waited out the delay
+
+
 class BatchRecordingEngine(ThreadRecordingEngine):
     def __init__(self) -> None:
         super().__init__()
@@ -277,6 +298,37 @@ class BatchRecordingEngine(ThreadRecordingEngine):
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
         self.runs.append((threading.current_thread().name, len(inputs["x"])))
         return super().execute(inputs, outputs)
+
+
+def test_tritons_delay_scheduler_hook_holds_the_instances_until_that_many_are_queued(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TRITONSERVER_DELAY_SCHEDULER", "3")
+    engine = BatchRecordingEngine()
+    scheduler = make_scheduler("max_batch_size: 8 dynamic_batching {}", [engine])
+
+    async def scenario() -> list[dict[str, np.ndarray]]:
+        futures = [scheduler.submit(Submission({"x": np.full((1, 2), i, np.float32)}, ["y"], 1))
+                   for i in range(2)]  # fmt: skip
+        await asyncio.sleep(0.1)
+        assert not any(f.done() for f in futures) and engine.runs == []
+        futures.append(
+            scheduler.submit(Submission({"x": np.full((1, 2), 2, np.float32)}, ["y"], 1))
+        )
+        answers = list(await asyncio.gather(*futures))
+        # once started it holds nothing: a lone request runs alone
+        answers.append(
+            await scheduler.submit(Submission({"x": np.full((1, 2), 3, np.float32)}, ["y"], 1))
+        )
+        return answers
+
+    try:
+        answers = asyncio.run(scenario())
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+    assert [a["y"].tolist() for a in answers] == [[[i + 1.0, i + 1.0]] for i in range(4)]
+    assert [rows for _, rows in engine.runs] == [3, 1]
 
 
 class _BusyLoop(LoopLoad):

@@ -178,7 +178,56 @@ async def test_direct_pads_the_slots_between_with_ready_false(tmp_path: Path) ->
         firsts = await asyncio.gather(_sum(dp, "acc", 1, 1), _sum(dp, "acc", 1, 3))
         assert firsts == [2, 4]
         stats = dp.statistics("acc", None)["model_stats"][0]
-        assert any(entry["batch_size"] == 2 for entry in stats["batch_stats"])
+        # as Triton counts them: a batch by its slots, padding included (sequence 3's
+        # first request ran alone on slot 2: a batch of 3); requests without padding
+        assert 3 in {entry["batch_size"] for entry in stats["batch_stats"]}
+        assert stats["inference_count"] == 6
+
+
+@_in_a_loop
+async def test_a_backlogged_sequence_past_its_timeout_is_refused_whole(tmp_path: Path) -> None:
+    sequence_accumulator(tmp_path, "acc", max_batch_size=1)
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        assert await _sum(dp, "acc", 3, 1, start=True) == 3  # holds the only slot
+        waiting = []
+        for value, start in ((4, True), (5, False)):
+            request = _request("acc", value, 2, start=start)
+            request.timeout_us = 100_000  # bounds its wait in the backlog
+            waiting.append(asyncio.ensure_future(dp.infer(request)))
+        for future in waiting:
+            with pytest.raises(ModelyardError) as caught:
+                await asyncio.wait_for(future, 5)
+            assert caught.value.code is Code.UNAVAILABLE
+            assert caught.value.line().startswith(
+                "timeout of the corresponding sequence has been expired"
+            )
+        with pytest.raises(ModelyardError, match="START flag"):
+            await dp.infer(_request("acc", 1, 2))  # its id is forgotten
+        assert await _sum(dp, "acc", 1, 1, end=True) == 4  # the one in its slot goes on
+        stats = dp.statistics("acc", None)["model_stats"][0]
+        assert stats["inference_stats"]["fail"]["count"] == 2
+
+
+@_in_a_loop
+async def test_a_start_after_a_queued_end_begins_another_sequence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Triton: an id is forgotten once its END is queued, so a START with it takes a slot
+    of its own (here slot 1, beside the ending one on slot 0) rather than queueing behind."""
+    monkeypatch.setenv("TRITONSERVER_DELAY_SCHEDULER", "3")  # nothing runs before all 3
+    sequence_accumulator(tmp_path, "acc", max_batch_size=2)
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        sums = await asyncio.gather(
+            _sum(dp, "acc", 1, 7, start=True),
+            _sum(dp, "acc", 2, 7, end=True),
+            _sum(dp, "acc", 10, 7, start=True),
+        )
+        assert sums == [1, 3, 10]
+        stats = dp.statistics("acc", None)["model_stats"][0]
+        sizes = {
+            entry["batch_size"]: entry["compute_infer"]["count"] for entry in stats["batch_stats"]
+        }
+        assert sizes == {2: 1, 1: 1}  # the first START and the new one ran together
 
 
 _START = 'control_input [{ name: "START" control [{ kind: CONTROL_SEQUENCE_START %s }] }]'

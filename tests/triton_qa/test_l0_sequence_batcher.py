@@ -1,0 +1,306 @@
+"""Triton's qa/L0_sequence_batcher: the sequence batcher, a server per test as test.sh.
+
+The repositories test.sh makes from Triton's generated sequence models
+(``gen_qa_sequence_models.py``, ONNX; ``int32`` and ``bool``, with the ``simple_``,
+``sequence_`` and ``fan_`` ensembles over the int32 ones): ``models0`` (the non-batching
+models, four instances), ``models1`` (batch 4, one instance), ``models2`` (batch 2, two),
+``models4`` (batch 1, four), ``modelsv`` (variable-size, batch 4, one),
+``queue_delay_models`` (batch 4, one instance, a 3 s delay at three slot utilizations),
+``request_timeout_models`` (its identity model), and, with the python backend, its
+``preserve_ordering_models`` (``qa/python_models/sequence_py``; its decoupled sequence
+models are not served, so that server must refuse to start until they are). The python
+backend's models are ``qa/python_models/sequence_int32`` with the ONNX configs, as
+test.sh makes them. ``TRITONSERVER_DELAY_SCHEDULER`` and
+``TRITONSERVER_BACKLOG_DELAY_SCHEDULER`` are exported as test.sh's chains of exports set
+them.
+
+Stand-ins: Triton's generator writes ``KIND_GPU`` instance groups, which compute
+nothing there that a CPU does not; they are ``KIND_CPU`` here before test.sh's edits
+(which give both kinds the same counts). Triton's ``custom`` backend trial (its C++
+``sequence`` backend) is not among the backends, as where test.sh runs without it.
+
+The default run takes the ONNX backend on ``models1`` and the queue-delay and
+request-timeout tests; ``TRITON_QA=full`` adds the other four repositories and the
+python backend, as test.sh.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.netns import LoopbackHost
+from tests.triton_qa import harness, repositories
+from tests.triton_qa.conftest import FULL
+
+pytestmark = pytest.mark.slow
+
+NO_DELAY_TESTS = [
+    "test_simple_sequence",
+    "test_length1_sequence",
+    "test_batch_size",
+    "test_no_sequence_start",
+    "test_no_sequence_start2",
+    "test_no_sequence_end",
+    "test_no_correlation_id",
+]
+DELAY_TESTS = [
+    "test_backlog_fill",
+    "test_backlog_fill_no_end",
+    "test_backlog_same_correlation_id",
+    "test_backlog_same_correlation_id_no_end",
+    "test_backlog_sequence_timeout",
+    "test_half_batch",
+    "test_skip_batch",
+    "test_full_batch",
+    "test_ragged_batch",
+    "test_backlog",
+]
+QUEUE_DELAY_TESTS = [
+    "test_queue_delay_no_min_util",
+    "test_queue_delay_half_min_util",
+    "test_queue_delay_full_min_util",
+]
+DTYPES = ("int32", "bool")
+# preserve_ordering_models holds decoupled sequence models, which modelyard does not load
+DECOUPLED_SEQUENCES = "a decoupled sequence model is not served"
+
+
+def backlog_delay(test: str) -> int:
+    """test.sh's TRITONSERVER_BACKLOG_DELAY_SCHEDULER for one of DELAY_TESTS."""
+    if test == "test_backlog_fill_no_end":
+        return 3
+    return 2 if test in ("test_backlog_fill", "test_backlog_same_correlation_id") else 0
+
+
+def scheduler_delay(test: str) -> int:
+    """test.sh's TRITONSERVER_DELAY_SCHEDULER for one of DELAY_TESTS."""
+    return {
+        "test_backlog_fill_no_end": 10,
+        "test_backlog_fill": 10,
+        "test_backlog_same_correlation_id_no_end": 16,
+        "test_half_batch": 8,
+        "test_backlog_sequence_timeout": 4,
+    }.get(test, 12)
+
+
+@dataclass
+class Run:
+    """One server and one test (or class) of sequence_batcher_test.py."""
+
+    test: str  # Class.test, or Class
+    repository: str
+    env: dict[str, str]
+    count: int = 1
+    # not served yet: the server must refuse to start with these words in its log (once it
+    # starts, the run goes back to running its tests)
+    refused: str = ""
+
+
+def _generated(work: Path) -> Path:
+    """Triton's sequence models, fixed and variable, and their ensembles, KIND_CPU."""
+    generated = work.parent / "generated"
+    for name, flags in (
+        ("fixed", ["--onnx"]),
+        ("variable", ["--onnx", "--variable"]),
+        ("fixed_ensembles", ["--ensemble"]),
+        ("variable_ensembles", ["--ensemble", "--variable"]),
+    ):
+        repositories.generated(
+            work, "gen_qa_sequence_models.py", *flags, f"--models_dir={generated / name}"
+        )
+    for config in generated.glob("*/*/config.pbtxt"):
+        config.write_text(config.read_text().replace("kind: KIND_GPU", "kind: KIND_CPU"))
+    return generated
+
+
+def _copy(source: Path, target_dir: Path, backend: str) -> Path:
+    """A model into ``target_dir``; for python, test.sh's generate_python_models: the ONNX
+    model's config with ``backend: "python"`` and python_models/sequence_int32."""
+    if backend != "python":
+        return Path(shutil.copytree(source, target_dir / source.name))
+    name = source.name.replace("onnx", "python")
+    model = target_dir / name
+    (model / "1").mkdir(parents=True)
+    config = (source / "config.pbtxt").read_text()
+    if "ensemble" not in source.parent.name:  # an ensemble keeps its platform
+        config = re.sub(r"platform:.*", 'backend: "python"', config)
+        shutil.copy(harness.QA / "python_models" / "sequence_int32" / "model.py", model / "1")
+    (model / "config.pbtxt").write_text(config.replace("onnx", "python"))
+    return model
+
+
+def _edit(model: Path, max_batch_size: int | None, count: int, extra: str = "") -> None:
+    config = model / "config.pbtxt"
+    text = config.read_text()
+    if max_batch_size is not None:
+        text = re.sub(r"(?m)^max_batch_size:.*", f"max_batch_size: {max_batch_size}", text)
+    text = text.replace("kind: KIND_CPU", f"kind: KIND_CPU\ncount: {count}")
+    if extra:
+        text = text.replace("sequence_batching {", "sequence_batching {\n" + extra, 1)
+    config.write_text(text)
+
+
+def _models(generated: Path, kind: str, backend: str, nobatch: bool = False) -> list[Path]:
+    """test.sh's MODELS for one backend: the models of each dtype and the ensembles over
+    the non-bool ones."""
+    stem = f"{backend if backend != 'python' else 'onnx'}_{'nobatch_' if nobatch else ''}sequence"
+    models = [generated / kind / f"{stem}_{dtype}" for dtype in DTYPES]
+    ensembles = generated / f"{kind}_ensembles"
+    for dtype in DTYPES:
+        if dtype != "bool":
+            models += sorted(ensembles.glob(f"*_{stem}_{dtype}"))
+    return models
+
+
+def _repositories(work: Path, backends: list[str]) -> None:
+    generated = _generated(work)
+    for backend in backends:
+        for source in _models(generated, "fixed", backend):
+            for repository, batch, count in (
+                ("models1", 4, 1),
+                ("models2", 2, 2),
+                ("models4", 1, 4),
+            ):
+                _edit(_copy(source, work / repository, backend), batch, count)
+            queue = _copy(source, work / "queue_delay_models", backend)
+            direct = (
+                "direct {\nmax_queue_delay_microseconds: 3000000\nminimum_slot_utilization: 0\n}"
+            )
+            _edit(queue, 4, 1, direct)
+            for suffix, utilization in (("_half", "0.5"), ("_full", "1")):
+                copy = Path(shutil.copytree(queue, queue.parent / f"{queue.name}{suffix}"))
+                config = copy / "config.pbtxt"
+                text = config.read_text().replace(queue.name, copy.name, 1)
+                config.write_text(
+                    text.replace(
+                        "minimum_slot_utilization: 0", f"minimum_slot_utilization: {utilization}"
+                    )
+                )
+        for source in _models(generated, "fixed", backend, nobatch=True):
+            _edit(_copy(source, work / "models0", backend), None, 4)
+        for source in _models(generated, "variable", backend):
+            _edit(_copy(source, work / "modelsv", backend), 4, 1)
+    for pattern in ("simple_*", "fan_*", "sequence_*"):
+        for ensemble in (work / "queue_delay_models").glob(pattern):
+            shutil.rmtree(ensemble)
+    for trial in ("0", "1", "2", "4", "v"):
+        kind = "variable_ensembles" if trial == "v" else "fixed_ensembles"
+        for nop in (generated / kind).glob("nop_*"):
+            shutil.copytree(nop, work / f"models{trial}" / nop.name)
+            (work / f"models{trial}" / nop.name / "1").mkdir(exist_ok=True)
+    (work / "request_timeout_models" / "custom_sequence_int32_timeout" / "1").mkdir(parents=True)
+
+
+def _trial_env(trial: str, backends: str) -> dict[str, str]:
+    return {
+        "NO_BATCHING": "1" if trial == "0" else "0",
+        "MODEL_INSTANCES": "1" if trial == "v" else "4" if trial == "0" else trial,
+        "BATCHER_TYPE": "VARIABLE" if trial == "v" else "FIXED",
+        "BACKENDS": backends,
+        "ENSEMBLES": "1",
+        "IMPLICIT_STATE": "0",
+        "INITIAL_STATE_FILE": "0",
+        "INITIAL_STATE_ZERO": "0",
+        "USE_SINGLE_BUFFER": "0",
+    }
+
+
+def _runs(backends: list[str]) -> list[Run]:
+    names = " ".join(backends)
+    runs: list[Run] = []
+    for trial in ["0", "1", "2", "4", "v"] if FULL else ["1"]:
+        env = _trial_env(trial, names)
+        runs += [Run(f"SequenceBatcherTest.{t}", f"models{trial}", env) for t in NO_DELAY_TESTS]
+        for test in DELAY_TESTS:
+            delays = {
+                "TRITONSERVER_BACKLOG_DELAY_SCHEDULER": str(backlog_delay(test)),
+                "TRITONSERVER_DELAY_SCHEDULER": str(scheduler_delay(test)),
+            }
+            runs.append(Run(f"SequenceBatcherTest.{test}", f"models{trial}", env | delays))
+    # after test.sh's loop its environment is the last trial's ("v"), NO_BATCHING=0
+    queue_env = _trial_env("v", names) | {
+        "TRITONSERVER_BACKLOG_DELAY_SCHEDULER": "0",
+        "TRITONSERVER_DELAY_SCHEDULER": "2",
+    }
+    runs += [
+        Run(f"SequenceBatcherTest.{t}", "queue_delay_models", queue_env) for t in QUEUE_DELAY_TESTS
+    ]
+    timeout_env = _trial_env("1", names)
+    runs.append(Run("SequenceBatcherRequestTimeoutTest", "request_timeout_models", timeout_env, 2))
+    if "python" in backends:
+        runs.append(
+            Run(
+                "SequenceBatcherPreserveOrderingTest",
+                "preserve_ordering_models",
+                timeout_env,
+                2,
+                refused=DECOUPLED_SEQUENCES,
+            )
+        )
+    return runs
+
+
+def _preserve_ordering_models(work: Path) -> None:
+    """test.sh's preserve_ordering_models: sequence_py, with and without preserve_ordering,
+    decoupled and not."""
+    base = harness.QA / "python_models" / "sequence_py"
+    for mode in ("decoupled", "nondecoupled"):
+        plain = work / "preserve_ordering_models" / f"seqpy_no_preserve_ordering_{mode}"
+        (plain / "1").mkdir(parents=True)
+        shutil.copy(base / "config.pbtxt", plain)
+        shutil.copy(base / "model.py", plain / "1")
+        preserve = Path(shutil.copytree(plain, plain.parent / f"seqpy_preserve_ordering_{mode}"))
+        config = preserve / "config.pbtxt"
+        config.write_text(
+            re.sub(r"(?m)^preserve_ordering: False", "preserve_ordering: True", config.read_text())
+        )
+        if mode == "decoupled":
+            for model in (plain, preserve):
+                with (model / "config.pbtxt").open("a") as text:
+                    text.write("\nmodel_transaction_policy { decoupled: true }\n")
+
+
+def _run_one(host: LoopbackHost, work: Path, models: Path, run: Run) -> harness.QaRun:
+    args = [f"--model-repository={models / run.repository}", "--log-verbose=1"]
+    if run.env.get("TEST_SYSTEM_SHARED_MEMORY") == "1":
+        args.append("--allow-client-shm=true")  # see docs/triton-qa.md
+    log = work / f"{run.test}.{run.repository}.server.log"
+    if run.refused:
+        return harness.QaRun({}, harness.start_fails(host, args, log))
+    with harness.tritonserver(host, args, log, env=run.env):
+        return harness.run_qa_file(
+            host, work, "sequence_batcher_test.py", run.test, env=run.env, timeout=400
+        )
+
+
+def test_sequence_batcher_test(hosts: list[LoopbackHost], tmp_path: Path) -> None:
+    backends = ["onnx", "python"] if FULL else ["onnx"]
+    models = harness.work_directory(tmp_path / "models", "L0_sequence_batcher")
+    _repositories(models, backends)
+    if "python" in backends:
+        _preserve_ordering_models(models)
+    runs = _runs(backends)
+    works = [
+        harness.work_directory(tmp_path / f"lane{i}", "L0_sequence_batcher")
+        for i in range(len(hosts))
+    ]
+
+    def one(lane: int, run: Run) -> harness.QaRun:
+        return _run_one(hosts[lane], works[lane], models, run)
+
+    failures = []
+    for run, outcome in harness.in_lanes(hosts, runs, one):
+        if run.refused:
+            if run.refused not in outcome.output:
+                failures.append(f"{run.test}: the server starts now; run its tests")
+            continue
+        try:
+            outcome.check(count=run.count)
+        except AssertionError as error:
+            failures.append(f"{run.test} ({run.repository}): {error}")
+    assert not failures, "\n".join(failures)
