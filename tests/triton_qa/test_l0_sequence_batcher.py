@@ -60,6 +60,9 @@ DELAY_TESTS = [
     "test_ragged_batch",
     "test_backlog",
 ]
+# the default run takes three of them (a backlog's timeout, a half and a ragged batch), to
+# stay within CI's time; TRITON_QA=full takes all ten, on every repository
+DEFAULT_DELAY_TESTS = ["test_backlog_sequence_timeout", "test_half_batch", "test_ragged_batch"]
 QUEUE_DELAY_TESTS = [
     "test_queue_delay_no_min_util",
     "test_queue_delay_half_min_util",
@@ -216,7 +219,7 @@ def _runs(backends: list[str]) -> list[Run]:
     for trial in ["0", "1", "2", "4", "v"] if FULL else ["1"]:
         env = _trial_env(trial, names)
         runs += [Run(f"SequenceBatcherTest.{t}", f"models{trial}", env) for t in NO_DELAY_TESTS]
-        for test in DELAY_TESTS:
+        for test in DELAY_TESTS if FULL else DEFAULT_DELAY_TESTS:
             delays = {
                 "TRITONSERVER_BACKLOG_DELAY_SCHEDULER": str(backlog_delay(test)),
                 "TRITONSERVER_DELAY_SCHEDULER": str(scheduler_delay(test)),
