@@ -453,15 +453,15 @@ class SequenceScheduler(InstanceThreads):
     def _execute(
         self, engine: Engine, rows: list[_Row]
     ) -> list[tuple[_Request, dict[str, np.ndarray] | BaseException]]:
+        """Run one batch of slots (padding rows included); each real request's answer, its
+        sequence's state kept from the outputs, the statistics recorded."""
         clock = self._clock
         start_ns = clock.monotonic_ns()
-        real = [row for row in rows if row.request is not None]
-        first = real[0].request
-        assert first is not None
+        real = [row.request for row in rows if row.request is not None]
+        first = real[0]
         outputs = list(first.outputs)
-        for row in real[1:]:
-            assert row.request is not None
-            outputs += [name for name in row.request.outputs if name not in outputs]
+        for request in real[1:]:
+            outputs += [name for name in request.outputs if name not in outputs]
         engine_outputs = outputs + [n for n in self.policy.state_outputs if n not in outputs]
         infer_start = start_ns
         try:  # a state the model returned in a shape of its own fails here, not later
@@ -471,27 +471,46 @@ class SequenceScheduler(InstanceThreads):
                 results = engine.execute(inputs, engine_outputs)
             self._check(results, engine_outputs, len(rows))
         except Exception as exc:
-            error = engine_error(self.model, self.version, engine, exc)
-            end_ns = clock.monotonic_ns()
-            answers: list[tuple[_Request, dict[str, np.ndarray] | BaseException]] = []
-            for row in real:
-                assert row.request is not None
-                self.stats.record_failure(failure_reason(error), end_ns - row.request.enqueued_ns)
-                answers.append((row.request, error))
-            return answers
+            return self._failed_batch(engine, real, exc)
         infer_end = clock.monotonic_ns()
-        answers = []
-        batched = self.policy.batched
+        answers = self._answers(rows, results)
+        end_ns = clock.monotonic_ns()
+        enqueued = [request.enqueued_ns for request in real]
+        self.stats.record_execution(
+            enqueued, start_ns, len(enqueued), infer_start - start_ns, infer_end - infer_start,
+            end_ns - infer_end, end_ns, int(clock.wall() * 1000), batch_size=len(rows),
+        )  # fmt: skip
+        for request in real:
+            if request.timing is not None:
+                request.timing += (request.enqueued_ns, start_ns, infer_start, infer_end, end_ns)
+        return answers
+
+    def _failed_batch(
+        self, engine: Engine, real: list[_Request], exc: Exception
+    ) -> list[tuple[_Request, dict[str, np.ndarray] | BaseException]]:
+        error = engine_error(self.model, self.version, engine, exc)
+        end_ns = self._clock.monotonic_ns()
+        for request in real:
+            self.stats.record_failure(failure_reason(error), end_ns - request.enqueued_ns)
+        return [(request, error) for request in real]
+
+    def _answers(
+        self, rows: list[_Row], results: dict[str, np.ndarray]
+    ) -> list[tuple[_Request, dict[str, np.ndarray] | BaseException]]:
+        """Each real row's outputs, and its sequence's state for its next request."""
+        answers: list[tuple[_Request, dict[str, np.ndarray] | BaseException]] = []
+        policy = self.policy
+        batched = policy.batched
         for index, row in enumerate(rows):
             request, sequence = row.request, row.sequence
             if request is None or sequence is None:
                 continue
-            part = slice(index, index + 1)
             if batched:
+                part = slice(index, index + 1)
                 answers.append((request, {name: results[name][part] for name in request.outputs}))
             else:
                 answers.append((request, {name: results[name] for name in request.outputs}))
-            if self.policy.states:
+            if policy.states:
                 sequence.state = {
                     state.input_name: np.array(
                         results[state.output_name][index]
@@ -499,24 +518,8 @@ class SequenceScheduler(InstanceThreads):
                         else results[state.output_name],
                         dtype=state.dtype,
                     )
-                    for state in self.policy.states
+                    for state in policy.states
                 }
-        end_ns = clock.monotonic_ns()
-        enqueued = [row.request.enqueued_ns for row in real if row.request is not None]
-        self.stats.record_execution(
-            enqueued, start_ns, len(enqueued), infer_start - start_ns, infer_end - infer_start,
-            end_ns - infer_end, end_ns, int(clock.wall() * 1000), batch_size=len(rows),
-        )  # fmt: skip
-        for row in real:
-            assert row.request is not None
-            if row.request.timing is not None:
-                row.request.timing += (
-                    row.request.enqueued_ns,
-                    start_ns,
-                    infer_start,
-                    infer_end,
-                    end_ns,
-                )
         return answers
 
     def _batch_inputs(self, rows: list[_Row], first: _Request) -> dict[str, np.ndarray]:
