@@ -5,15 +5,22 @@
 
 The repository holds 50 small models, half ONNX (embedding tables) and half scikit-learn
 (MLP classifiers trained on scikit-learn's digits), of sizes spread from 0.5 to 12 MB
-(log-uniform, a fixed seed), and the budget is a fifth of what they hold together.
+(log-uniform, a fixed seed), and the budget is a fifth of what they hold together in
+memory (each model's footprint as the server measures it, read once from an instance
+that loads them all).
 Requests name the models by a Zipf(1.1) law over a random ranking (fixed seed) at a
 steady rate from several callers, each request with a 10 s deadline.
 
-* ``instance``: one ``modelyard serve --model-residency lru`` for ``--seconds``: failed
+* ``instance``: one ``modelyard serve --model-residency POLICY`` (lru, then cost) for
+  ``--seconds``: failed
   requests, the share served without waiting for a load (the server's own count of the
   requests that waited), the most loads of one model in a minute, how far what the
   models hold ever went past the budget (polled every 0.1 s) against the largest model,
-  and the p99 of the requests that waited for a load against that model's load time.
+  and the p99 of the requests that waited for a load against that model's load time;
+  beside it, the most any policy can serve without a load under this law and budget
+  (requests drawn independently: a model resident with probability x_i holds x_i of its
+  footprint on average, so the share is at most the fractional knapsack of the models'
+  probabilities against their footprints within the budget).
 * ``group``: ``modelyard platform up`` with one group of three such instances behind its
   gateway; the Zipf ranking turns over at half time. Failed calls through the gateway,
   and where the hot and the cold models are resident before the turn and at the end.
@@ -131,6 +138,49 @@ def zipf_weights(count: int, seed: int) -> list[float]:
     return list(weights / weights.sum())
 
 
+def footprints(repository: Path, names: list[str]) -> dict[str, int]:
+    """Each model's footprint as the server measures it: one instance whose budget holds
+    them all loads each once (kept beside the models for the next run)."""
+    cached = repository / ".footprints.json"
+    if cached.exists():
+        found: dict[str, int] = json.loads(cached.read_text())
+        if sorted(found) == names:
+            return found
+    process, url = start_instance(repository, 1 << 40, HOME / "footprints.log", "lru")
+    try:
+
+        async def load_all() -> dict[str, int]:
+            async with aiohttp.ClientSession() as session:
+                for name in names:
+                    async with session.post(
+                        f"{url}/v2/models/{name}/infer", json=body_for(name)
+                    ) as response:
+                        assert response.status == 200, await response.text()
+                async with session.get(f"{url}/v2/modelyard/stats") as response:
+                    rows = (await response.json())["instance"]["residency"]["models"]
+            return {name: int(rows[name]["bytes"]) for name in names}
+
+        found = asyncio.run(load_all())
+    finally:
+        stop(process)
+    cached.write_text(json.dumps(found))
+    return found
+
+
+def best_share_without_load(weights: list[float], sizes: list[int], budget: int) -> float:
+    """The most of the requests any residency policy serves without a load when each
+    request draws its model independently by ``weights``: the fractional knapsack of the
+    weights against the footprints within the budget."""
+    room, share = float(budget), 0.0
+    for weight, size in sorted(zip(weights, sizes, strict=True), key=lambda p: -p[0] / p[1]):
+        take = min(1.0, room / size)
+        share += weight * take
+        room -= take * size
+        if room <= 0:
+            break
+    return share
+
+
 # -- the load ---------------------------------------------------------------------------------
 
 
@@ -161,13 +211,17 @@ async def steady_load(
                     async with session.post(
                         f"{url}/v2/models/{name}/infer", json=body_for(name)
                     ) as response:
-                        await response.read()
+                        body = await response.read()
                         status = response.status
+                        detail = "" if status == 200 else body[:400].decode(errors="replace")
                 except (TimeoutError, aiohttp.ClientError) as exc:
-                    status = f"{type(exc).__name__}"
+                    status, detail = f"{type(exc).__name__}", str(exc)
                 results.append(
-                    {"model": name, "t": at, "latency": time.monotonic() - start, "status": status}
-                )
+                    {
+                        "model": name, "t": at, "latency": time.monotonic() - start,
+                        "status": status, "detail": detail,
+                    }
+                )  # fmt: skip
 
         tasks = []
         while True:
@@ -200,12 +254,14 @@ async def poll_residency(url: str, stop: asyncio.Event, samples: list[dict[str, 
 # -- one instance -----------------------------------------------------------------------------
 
 
-def start_instance(repository: Path, budget: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_instance(
+    repository: Path, budget: int, log: Path, policy: str
+) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     command = [
         sys.executable, "-m", "modelyard.cli.main", "serve", "--model-repository",
         str(repository), "--http-port", str(port), "--grpc-port", "-1", "--metrics-port", "-1",
-        "--model-residency", "lru", "--memory-budget", str(budget), "--log-format", "json",
+        "--model-residency", policy, "--memory-budget", str(budget), "--log-format", "json",
     ]  # fmt: skip
     process = subprocess.Popen(
         command, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
@@ -232,13 +288,14 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def instance_part(args: argparse.Namespace) -> dict[str, Any]:
+def instance_part(args: argparse.Namespace, policy: str) -> dict[str, Any]:
     repository = HOME / "models"
-    sizes = build_models(repository, args.models)
-    names = sorted(sizes)
-    budget = sum(sizes.values()) // 5
+    names = sorted(build_models(repository, args.models))
+    held = footprints(repository, names)
+    budget = sum(held.values()) // 5
     weights = zipf_weights(len(names), seed=3)
-    process, url = start_instance(repository, budget, HOME / "instance.log")
+    bound = best_share_without_load(weights, [held[n] for n in names], budget)
+    process, url = start_instance(repository, budget, HOME / f"instance-{policy}.log", policy)
     try:
 
         async def run() -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
@@ -261,7 +318,9 @@ def instance_part(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         stop(process)
     after = samples[-1]
-    return summarize(results, samples, before, after, budget, args.seconds)
+    summary = summarize(results, samples, before, after, budget, args.seconds)
+    summary["best_share_without_waiting_any_policy"] = bound
+    return summary
 
 
 def summarize(
@@ -294,7 +353,7 @@ def summarize(
     return {
         "requests": len(results),
         "failed": len(failed),
-        "failures": [f"{r['model']}: {r['status']}" for r in failed[:5]],
+        "failures": failure_kinds(failed),
         "served_without_waiting": 1 - waited / max(1, len(results)),
         "loads": sum(loads.values()),
         "most_loads_per_minute": per_minute,
@@ -306,6 +365,17 @@ def summarize(
         "p50_ms": _quantile([r["latency"] for r in results if r["status"] == 200], 0.5) * 1000,
         "p99_ms": _quantile([r["latency"] for r in results if r["status"] == 200], 0.99) * 1000,
     }
+
+
+def failure_kinds(failed: list[dict[str, Any]]) -> dict[str, Any]:
+    """The failures by status and rule, each with one example."""
+    kinds: dict[str, Any] = {}
+    for row in failed:
+        detail = str(row["detail"])
+        rule = detail.partition("rule=")[2].split(";")[0].strip() or "-"
+        kind = kinds.setdefault(f"{row['status']} {rule}", {"count": 0, "example": detail[:300]})
+        kind["count"] += 1
+    return kinds
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -331,20 +401,19 @@ services:
         models: [{models}]
         templates:
           cpu: {{spec: 2C/4G, queues: {{local: local}}, replicas: 3,
-                memory_budget: "{budget}", loads: [{models}]}}
+                memory_budget: "{budget}", residency: {policy}, loads: [{models}]}}
 """
 
 
-def group_part(args: argparse.Namespace) -> dict[str, Any]:
+def group_part(args: argparse.Namespace, policy: str) -> dict[str, Any]:
     repository = HOME / "models"
-    sizes = build_models(repository, args.models)
-    names = sorted(sizes)
-    budget = sum(sizes.values()) // 5
+    names = sorted(build_models(repository, args.models))
+    budget = sum(footprints(repository, names).values()) // 5
     state = HOME / "platform"
     shutil.rmtree(state, ignore_errors=True)
     state.mkdir(parents=True)
     spec = state / "platform.yaml"
-    spec.write_text(GROUP_SPEC.format(models=", ".join(names), budget=budget))
+    spec.write_text(GROUP_SPEC.format(models=", ".join(names), budget=budget, policy=policy))
     gateway_port, control_port = free_port(), free_port()
     log = (HOME / "platform.log").open("w")
     process = subprocess.Popen(
@@ -363,20 +432,23 @@ def group_part(args: argparse.Namespace) -> dict[str, Any]:
         half = args.seconds / 2
 
         async def run() -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
-            async def copies_at(delay: float) -> dict[str, Any]:
+            async def copies_at(delay: float) -> list[dict[str, Any]]:
+                """Five readings a second apart, ``delay`` seconds from now, each of the
+                group as the control plane last polled it."""
                 await asyncio.sleep(delay)
-                async with (
-                    aiohttp.ClientSession() as session,
-                    session.get(f"{control}/api/v1/residency") as response,
-                ):
-                    found: dict[str, Any] = await response.json()
-                    return found
+                readings = []
+                async with aiohttp.ClientSession() as session:
+                    for _ in range(5):
+                        async with session.get(f"{control}/api/v1/residency") as response:
+                            readings.append(await response.json())
+                        await asyncio.sleep(1.0)
+                return readings
 
             load = asyncio.ensure_future(
                 steady_load(gateway, names, args.rate, args.seconds,
                             lambda t: first if t < half else second)
             )  # fmt: skip
-            before_turn = await copies_at(half - 1.0)
+            before_turn = await copies_at(half - 6.0)
             results = await load
             at_end = await copies_at(0.0)
             return results, before_turn, at_end
@@ -388,21 +460,32 @@ def group_part(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "requests": len(results),
         "failed": sum(1 for r in results if r["status"] != 200),
-        "failures": [f"{r['model']}: {r['status']}" for r in results if r["status"] != 200][:5],
+        "failures": failure_kinds([r for r in results if r["status"] != 200]),
         "before_turn": _copies_by_rank(before_turn, names, first),
         "at_end": _copies_by_rank(at_end, names, second),
     }
 
 
 def _copies_by_rank(
-    doc: dict[str, Any], names: list[str], weights: list[float]
+    readings: list[dict[str, Any]], names: list[str], weights: list[float]
 ) -> dict[str, Any]:
-    models = doc["groups"][0]["models"] if doc.get("groups") else {}
+    """Copies of the five hottest models and how many of the 25 coldest have more than
+    one, the median of the readings in which all three instances answered the plane."""
     ranked = sorted(names, key=lambda n: -weights[names.index(n)])
-    held = {name: len(models.get(name, {}).get("copies", [])) for name in ranked}
+    held: dict[str, list[int]] = {name: [] for name in ranked}
+    for doc in readings:
+        group = doc["groups"][0] if doc.get("groups") else {}
+        if len(group.get("instances", [])) < 3:
+            continue
+        for name in ranked:
+            held[name].append(len(group["models"].get(name, {}).get("copies", [])))
+    median = {n: sorted(c)[len(c) // 2] if c else None for n, c in held.items()}
     return {
-        "hottest_5_copies": [held[n] for n in ranked[:5]],
-        "coldest_25_with_more_than_one_copy": sum(1 for n in ranked[25:] if held[n] > 1),
+        "readings_with_all_three": len(held[ranked[0]]),
+        "hottest_5_copies": [median[n] for n in ranked[:5]],
+        "coldest_25_with_more_than_one_copy": sum(
+            1 for n in ranked[25:] if (median[n] or 0) > 1
+        ),
     }
 
 
@@ -426,13 +509,18 @@ def main() -> int:
     parser.add_argument("--models", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--rate", type=float, default=40.0, help="requests a second")
+    parser.add_argument("--policy", choices=["lru", "cost", "both"], default="both")
     args = parser.parse_args()
     HOME.mkdir(parents=True, exist_ok=True)
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores")
     if args.part in ("instance", "both"):
-        print("one instance:", json.dumps(instance_part(args), indent=1), flush=True)
+        for policy in ("lru", "cost") if args.policy == "both" else (args.policy,):
+            summary = instance_part(args, policy)
+            print(f"one instance, {policy}:", json.dumps(summary, indent=1), flush=True)
     if args.part in ("group", "both"):
-        print("a group of three:", json.dumps(group_part(args), indent=1), flush=True)
+        for policy in ("lru", "cost") if args.policy == "both" else (args.policy,):
+            summary = group_part(args, policy)
+            print(f"a group of three, {policy}:", json.dumps(summary, indent=1), flush=True)
     return 0
 
 

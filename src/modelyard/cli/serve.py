@@ -180,8 +180,9 @@ class InstanceServer(InProcessServer):
     def _model_manager(self) -> ModelManager:
         models = self.settings.models
         residency = None
-        if models.residency == "lru" and models.memory_budget_bytes is not None:
-            residency = Residency(models.memory_budget_bytes)  # the settings ask for a budget
+        if models.residency != "off" and models.memory_budget_bytes is not None:
+            # the settings ask for a budget with a policy
+            residency = Residency(models.memory_budget_bytes, policy=models.residency)
         return ModelManager(
             ModelRepository(
                 [path.resolve() for path in models.repositories],

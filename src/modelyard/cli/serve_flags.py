@@ -104,10 +104,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--model-residency",
-        choices=["off", "lru"],
+        choices=["off", "lru", "cost"],
         default="off",
         help="lru: every model of the repository is servable, loaded when first asked for, "
-        "the least recently used idle ones unloaded to stay within --memory-budget",
+        "the least recently used idle ones unloaded to stay within --memory-budget; cost: "
+        "the same, unloading first the idle model whose request rate times load time per "
+        "byte is least",
     )
     parser.add_argument(
         "--service-config",

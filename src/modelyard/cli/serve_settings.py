@@ -49,7 +49,7 @@ class ModelSettings:
     trusted_models: tuple[str, ...]
     default_max_queue_size: int
     memory_budget_bytes: int | None
-    residency: str  # off, or lru: every model servable, loaded within the memory budget
+    residency: str  # off, or lru / cost: every model servable, loaded within the memory budget
     strict_readiness: bool
     load_threads: int | None
     load_retries: int
@@ -219,14 +219,15 @@ def _model_settings(args: argparse.Namespace) -> ModelSettings:
 
 
 def _residency(args: argparse.Namespace) -> str:
-    """What --model-residency asks for; lru needs a budget to keep within."""
-    if args.model_residency == "lru" and not args.memory_budget:
+    """What --model-residency asks for; lru and cost need a budget to keep within."""
+    if args.model_residency != "off" and not args.memory_budget:
         raise ConfigError(
-            "--model-residency lru keeps the loaded models within a memory budget, and none "
-            "was given",
+            f"--model-residency {args.model_residency} keeps the loaded models within a "
+            "memory budget, and none was given",
             code=Code.INVALID_ARGUMENT,
             rule="config/model-residency",
-            where="modelyard serve --memory-budget SIZE (e.g. 2G) with --model-residency lru",
+            where="modelyard serve --memory-budget SIZE (e.g. 2G) with --model-residency "
+            f"{args.model_residency}",
         )
     return str(args.model_residency)
 

@@ -282,6 +282,7 @@ def _launched_as(spec: PlatformSpec, planned: PlannedInstance, instance: Launche
         instance.spec == template.spec_text
         and instance.loads == list(template.loads)
         and instance.memory_budget == template.memory_budget
+        and instance.residency == template.residency
         and instance.queue == planned.queue
     )
 
@@ -388,6 +389,7 @@ def new_instance(
         pins={m: v for m, v in pins.items() if m in template.loads},
         role=role,
         memory_budget=template.memory_budget,
+        residency=template.residency,
     )
 
 

@@ -44,6 +44,7 @@ class LaunchedInstance:
     # its template's budget: the models of ``loads`` load when asked for within it ("": all
     # loaded at start)
     memory_budget: str = ""
+    residency: str = "lru"  # with a budget: which idle model goes first (lru or cost)
     role: str = "stable"  # stable | canary
     weight: float = 1.0
     pid: int = 0
@@ -159,7 +160,7 @@ class LocalLauncher:
     def command(self, instance: LaunchedInstance) -> list[str]:
         """The instance's ``serve`` command line, on the port recorded for it."""
         residency = (
-            ["--model-residency", "lru", "--memory-budget", instance.memory_budget]
+            ["--model-residency", instance.residency, "--memory-budget", instance.memory_budget]
             if instance.memory_budget
             else []
         )

@@ -110,6 +110,7 @@ class Template:
     replicas: int
     loads: tuple[str, ...]
     memory_budget: str = ""  # "": every model it loads stays; else residency within it
+    residency: str = "lru"  # which idle model goes first to make room: lru or cost
 
 
 @dataclass(slots=True)
@@ -229,6 +230,7 @@ def _group(name: str, group: GroupSection) -> Group:
             template.replicas,
             tuple(template.loads),
             template.memory_budget,
+            template.residency,
         )
         for tname, template in group.templates.items()
     }

@@ -7,7 +7,7 @@ A key left empty (``queues:``, ``replicas:``) reads as left out: its default.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import model_validator
 
@@ -47,8 +47,10 @@ class TemplateSection(SpecSection):
     replicas: int = 1
     loads: list[str] = []
     # with a budget, an instance serves every model of ``loads`` within it, each loaded when
-    # asked for, the least recently used out (serve --model-residency lru --memory-budget)
+    # asked for, the least recently used out (serve --model-residency lru --memory-budget),
+    # or with ``residency: cost`` the one whose absence costs least
     memory_budget: str = ""
+    residency: Literal["lru", "cost"] = "lru"
 
 
 class AutoscalingSection(SpecSection):

@@ -101,7 +101,12 @@ def _residency(dataplane: LocalDataPlane) -> dict[str, Any] | None:
             "waited_p99_s": state.waited_p99(),
             "idle_s": now - state.last_used if state.last_used else None,
         }
-    return {"budget_bytes": residency.budget, "held_bytes": sum(held.values()), "models": rows}
+    return {
+        "policy": residency.policy,
+        "budget_bytes": residency.budget,
+        "held_bytes": sum(held.values()),
+        "models": rows,
+    }
 
 
 def live_stats(dataplane: LocalDataPlane, governance: dict[str, Any] | None) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from modelyard.errors import (
     without_paths,
 )
 from modelyard.generation import Generation
-from modelyard.hardware.memory import check_budget, collect_frozen_garbage, estimate_bytes
+from modelyard.hardware.memory import FrozenGarbage, check_budget, estimate_bytes
 from modelyard.modelfiles.config import read_model_config, select_versions, validate_version_policy
 from modelyard.modelfiles.control_mode import ControlMode
 from modelyard.modelfiles.load_request import OVERRIDE_PREFIX, write_override
@@ -194,6 +194,7 @@ class ModelManager:
         self._namespaces_lock = asyncio.Lock()  # one reading of which names are shared at once
         self.loop_load = LoopLoad()
         self._background: set[asyncio.Task[Any]] = set()
+        self.frozen_garbage = FrozenGarbage()
         self.started = False
 
     # ---- start and stop -------------------------------------------------
@@ -231,6 +232,7 @@ class ModelManager:
                 record.override_dir = None
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
+        self.frozen_garbage.close()
         if self._load_executor is not None:
             self._load_executor.shutdown(wait=False, cancel_futures=True)
 
@@ -481,14 +483,14 @@ class ModelManager:
 
     def resident_bytes(self) -> dict[str, int]:
         """Bytes each model holds now (its versions, and those still draining); with
-        residency at least what it counts for the model (the most the model was seen to
-        hold, never less than its files): what the memory budget is kept against."""
+        residency what it counts for the model (the median of its loads' measures, never
+        less than its files: residency.py): what the memory budget is kept against."""
         held: dict[str, int] = {}
         for name, _, size in self.held_memory():
             held[name] = held.get(name, 0) + size
         if self.residency is not None:
             for name in held:
-                held[name] = max(held[name], self.residency.of(name).footprint)
+                held[name] = self.residency.of(name).footprint or held[name]
         return held
 
     def _idle(self, name: str) -> bool:
@@ -625,6 +627,8 @@ class ModelManager:
                 await self._load(step, None, authorize)
             for key in keys:
                 await self._load(key, override, authorize)
+                if self.residency is not None:
+                    self.residency.placed(key)
         except ModelyardError as exc:
             public = self._public(exc)
             if not isinstance(exc, GovernanceError) and not public.detail.startswith(
@@ -959,7 +963,7 @@ class ModelManager:
             return
         state = self.residency.of(name)
         files = estimate_bytes(model_dir / str(version), instance_count(name, version, config))
-        state.footprint = max(state.footprint, files)
+        state.files = max(state.files, files)
         await self._make_room(name, state.footprint)
 
     def _count_load(self, name: str, record: ModelRecord, started: float) -> None:
@@ -968,10 +972,8 @@ class ModelManager:
         state.loads += 1
         state.loaded_at = self._clock.monotonic()
         state.load_seconds = state.loaded_at - started
-        # a reload often measures little (the allocator reuses what the last unload freed):
-        # a model counts the most it was ever seen to hold, and never less than its files
-        measured = sum(mv.memory_bytes for mv in record.versions.values())
-        state.footprint = max(state.footprint, measured)
+        # what it counts for is the median of its last loads' measures (residency.py)
+        state.measured.append(sum(mv.memory_bytes for mv in record.versions.values()))
         state.last_used = max(state.last_used, self._clock.monotonic())
 
     def held_memory(self) -> list[tuple[str, int, int]]:
@@ -1059,7 +1061,7 @@ class ModelManager:
         await asyncio.get_running_loop().run_in_executor(None, mv.drain_and_unload)
         if mv in record.retiring:
             record.retiring.remove(mv)
-        collect_frozen_garbage()
+        self.frozen_garbage.after_unload(asyncio.get_running_loop())
         log.info("model_version_unloaded", model=mv.name, version=mv.version)
 
     def _unload(self, name: str) -> list[asyncio.Task[None]]:
