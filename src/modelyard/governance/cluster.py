@@ -459,7 +459,7 @@ class ClusterQpsGuard:
         local = iface.local
         if local is None:
             share = iface.shares.scaled(1.0 / self._fallback_instances)
-            local = iface.local = SharedLimit.from_shares(share, self._clock)
+            local = iface.local = SharedLimit(share, self._clock)
         if local.try_take(call.model, 1.0, now):
             self.admitted += 1
             return

@@ -197,24 +197,12 @@ class LimitShares:
 
 
 class SharedLimit:
-    """One limit shared by models, with per-model reserves that spill into a pool."""
+    """One limit shared by models (split by ``LimitShares.of``), with per-model reserves that
+    spill into a pool."""
 
     __slots__ = ("_clock", "_pool", "_reserve_list", "_reserves", "_updated", "shares")
 
-    def __init__(
-        self,
-        limit: float,
-        clock: Clock,
-        *,
-        burst_seconds: float = 1.0,
-        reserved: Mapping[str, float] | None = None,
-        subject: str = "the limit",
-        rule: str = "ratelimit/config",
-        where: str | None = None,
-    ) -> None:
-        shares = LimitShares.of(
-            limit, burst_seconds, reserved, subject=subject, rule=rule, where=where
-        )
+    def __init__(self, shares: LimitShares, clock: Clock) -> None:
         self.shares = shares
         self._clock = clock
         self._reserves = {
@@ -225,12 +213,6 @@ class SharedLimit:
         held = sum(bucket.tokens for bucket in self._reserve_list)
         self._pool = TokenBucket(shares.pool_rate, shares.total_capacity - held, clock)
         self._updated = clock.monotonic()
-
-    @classmethod
-    def from_shares(cls, shares: LimitShares, clock: Clock) -> SharedLimit:
-        return cls(
-            shares.limit, clock, burst_seconds=shares.burst_seconds, reserved=shares.reserved
-        )
 
     def reserved_qps(self, model: str | None) -> float:
         return self.shares.reserved.get(model, 0.0) if model is not None else 0.0
@@ -377,15 +359,15 @@ class InstanceQpsGuard:
         self._where: dict[str, str] = {}
         for interface, limit in limits.items():
             where = f"limits.{interface}.instance_qps in {service_file}"
-            self._limits[interface] = SharedLimit(
+            shares = LimitShares.of(
                 limit.qps,
-                clock,
-                burst_seconds=limit.burst_seconds,
-                reserved=limit.reserved_qps,
+                limit.burst_seconds,
+                limit.reserved_qps,
                 subject=f"instance_qps of interface {interface}",
                 rule=self.rule,
                 where=where,
             )
+            self._limits[interface] = SharedLimit(shares, clock)
             self._windows[interface] = RateWindow(now)
             self._where[interface] = where
         self.admitted = 0

@@ -28,9 +28,18 @@ import stat
 import sys
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from modelyard.errors import Code, ProtocolError, shown
 from modelyard.protocol.cuda_shared_memory import CudaRegion, raw_handle
-from modelyard.protocol.tensors import encode_raw_tensor, size_mismatch
+from modelyard.protocol.tensors import (
+    SIZE_RULE,
+    UNREAD,
+    decode_input,
+    encode_raw_tensor,
+    expected_bytes,
+    size_mismatch,
+)
 from modelyard.types import InferRequest, InferResponse
 
 SHM_DIRECTORY = "/dev/shm"  # where Linux's shm_open keeps its objects
@@ -357,6 +366,34 @@ def names_region(params: Any) -> bool:
 def disabled(tensor: str) -> ProtocolError:
     """The answer to a tensor in shared memory where this front door keeps no regions."""
     return _error(f"tensor '{shown(tensor)}': {_DISABLED}", Code.UNIMPLEMENTED, _ALLOW)
+
+
+def read_region_input(
+    shared_memory: SystemSharedMemory | None,
+    name: str,
+    datatype: str,
+    shape: tuple[int, ...],
+    params: Any,
+    spent: int,
+    model: str,
+    inputs: dict[str, np.ndarray],
+    held: list[Any],
+) -> tuple[int, ProtocolError | None]:
+    """An input in the region its ``params`` name read into ``inputs`` (``spent``: what the
+    request's earlier inputs read from regions; ``held``: where its region goes): the bytes
+    read, and its size error, if it has one, to raise once every input is read."""
+    if shared_memory is None:
+        raise disabled(name)
+    try:
+        raw = shared_memory.read_input(
+            name, params, expected_bytes(datatype, shape), spent, model, held
+        )
+    except ProtocolError as error:
+        if error.rule != SIZE_RULE:
+            raise
+        inputs[name] = UNREAD
+        return 0, error
+    return len(raw), decode_input(inputs, name, datatype, shape, raw, model)
 
 
 def place_outputs(request: InferRequest, response: InferResponse) -> None:

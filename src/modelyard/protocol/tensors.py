@@ -169,6 +169,29 @@ def decode_raw_tensor(
     return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).reshape(shape)
 
 
+UNREAD = np.empty(0)  # in place of a tensor of the wrong size: its request is refused
+
+
+def decode_input(
+    inputs: dict[str, np.ndarray],
+    name: str,
+    datatype: str,
+    shape: tuple[int, ...],
+    raw: bytes | memoryview,
+    model: str,
+) -> ProtocolError | None:
+    """Decode one input into ``inputs``; its size error, if it has one, which the request
+    raises once every input is read (as Triton refuses it after the other checks)."""
+    try:
+        inputs[name] = decode_raw_tensor(name, datatype, shape, raw, model)
+    except ProtocolError as error:
+        if error.rule != SIZE_RULE:
+            raise
+        inputs[name] = UNREAD
+        return error
+    return None
+
+
 def encode_raw_tensor(tensor: OutputTensor) -> bytes:
     if tensor.datatype == "BYTES":
         return serialize_bytes(tensor.data)

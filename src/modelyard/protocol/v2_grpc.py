@@ -17,18 +17,9 @@ import numpy as np
 from tritonclient.grpc import service_pb2 as pb
 
 from modelyard.errors import ProtocolError, shown
-from modelyard.protocol.shared_memory import SystemSharedMemory, disabled
-from modelyard.protocol.tensors import (
-    SIZE_RULE,
-    bad_request,
-    check_shape,
-    decode_raw_tensor,
-    encode_raw_tensor,
-    expected_bytes,
-    from_values,
-    wire_tensor,
-    wrong_value_count,
-)
+from modelyard.protocol import tensors
+from modelyard.protocol.shared_memory import SystemSharedMemory, disabled, read_region_input
+from modelyard.protocol.tensors import bad_request
 from modelyard.types import V2_TO_NUMPY, InferRequest, InferResponse, OutputTensor, RequestedOutput
 
 # V2 datatype -> (InferTensorContents field, numpy dtype the field holds); FP16 and
@@ -80,7 +71,7 @@ def _decode_typed(name: str, datatype: str, shape: tuple[int, ...], tensor: Any)
     values = getattr(contents, field)
     count = math.prod(shape)
     if len(values) != count:
-        raise wrong_value_count(name, len(values), shape)
+        raise tensors.wrong_value_count(name, len(values), shape)
     if wide is None:
         array = np.empty(count, dtype=object)
         array[:] = list(values)
@@ -177,60 +168,32 @@ def _decode_inputs(
             raise bad_request(
                 f"input '{shown(name)}': shape must be a list of non-negative integers"
             )
-        check_shape(name, shape)
+        tensors.check_shape(name, shape)
         if _in_shared_memory(tensor):
-            spent, wrong_size = _read_region_input(
-                tensor, name, datatype, shape, shared_memory, shared_bytes, model, inputs, held,
-                wrong_size,
+            if tensor.HasField("contents"):
+                raise bad_request(
+                    f"input '{shown(name)}' has both contents and a shared memory region; "
+                    "send one"
+                )
+            spent, error = read_region_input(
+                shared_memory, name, datatype, shape, _parameters(tensor), shared_bytes, model,
+                inputs, held,
             )  # fmt: skip
+            wrong_size = error or wrong_size
             shared_bytes += spent
         elif raw:
             if tensor.HasField("contents"):
                 raise bad_request(
                     f"input '{shown(name)}' has both contents and raw_input_contents; send one"
                 )
-            wrong_size = _decoded(inputs, name, datatype, shape, raw[index], model) or wrong_size
+            error = tensors.decode_input(inputs, name, datatype, shape, raw[index], model)
+            wrong_size = error or wrong_size
             index += 1
         else:
             inputs[name] = _decode_typed(name, datatype, shape, tensor)
         datatypes[name] = datatype
     if wrong_size is not None:
         raise wrong_size
-
-
-def _read_region_input(
-    tensor: Any,
-    name: str,
-    datatype: str,
-    shape: tuple[int, ...],
-    shared_memory: SystemSharedMemory | None,
-    spent: int,
-    model: str,
-    inputs: dict[str, np.ndarray],
-    held: list[Any],
-    wrong_size: ProtocolError | None,
-) -> tuple[int, ProtocolError | None]:
-    """An input in shared memory read into ``inputs`` (``spent``: what the request's earlier
-    inputs read from regions; ``held``: where its region goes): the bytes read, and the size
-    error to raise once every input is read, this input's or else ``wrong_size``."""
-    if tensor.HasField("contents"):
-        raise bad_request(
-            f"input '{shown(name)}' has both contents and a shared memory region; send one"
-        )
-    if shared_memory is None:
-        raise disabled(name)
-    try:
-        region_bytes = shared_memory.read_input(
-            name, _parameters(tensor), expected_bytes(datatype, shape), spent, model, held
-        )
-    except ProtocolError as error:
-        if error.rule != SIZE_RULE:
-            raise
-        inputs[name] = _UNREAD
-        return 0, error
-    return len(region_bytes), (
-        _decoded(inputs, name, datatype, shape, region_bytes, model) or wrong_size
-    )
 
 
 def _request_parameters(message: pb.ModelInferRequest) -> dict[str, Any]:
@@ -246,28 +209,6 @@ def _request_parameters(message: pb.ModelInferRequest) -> dict[str, Any]:
                     + " ".join(sorted(STREAM_PARAMETERS))
                 )
     return params
-
-
-_UNREAD = np.empty(0)  # in place of a tensor of the wrong size: its request is refused
-
-
-def _decoded(
-    inputs: dict[str, np.ndarray],
-    name: str,
-    datatype: str,
-    shape: tuple[int, ...],
-    raw: bytes | memoryview,
-    model: str,
-) -> ProtocolError | None:
-    """Decode one tensor into ``inputs``; its size error, kept for later, if it has one."""
-    try:
-        inputs[name] = decode_raw_tensor(name, datatype, shape, raw, model)
-    except ProtocolError as error:
-        if error.rule != SIZE_RULE:
-            raise
-        inputs[name] = _UNREAD
-        return error
-    return None
 
 
 def _decode_outputs(
@@ -333,7 +274,7 @@ def encode_infer_response(response: InferResponse) -> pb.ModelInferResponse:
             message.raw_output_contents.append(b"")
             continue
         if not typed:
-            message.raw_output_contents.append(encode_raw_tensor(tensor))
+            message.raw_output_contents.append(tensors.encode_raw_tensor(tensor))
             continue
         field = getattr(out.contents, TYPED_CONTENTS[tensor.datatype])
         if tensor.datatype == "BYTES":
@@ -369,7 +310,7 @@ def encode_infer_request(request: InferRequest) -> pb.ModelInferRequest:
     if request.id is not None:
         message.id = request.id
     for name, value in request.inputs.items():
-        datatype, array, raw = wire_tensor(name, value, request.input_datatypes)
+        datatype, array, raw = tensors.wire_tensor(name, value, request.input_datatypes)
         tensor = message.inputs.add()
         tensor.name = name
         tensor.datatype = datatype
@@ -393,10 +334,10 @@ def decode_infer_response(reply: pb.ModelInferResponse, request: InferRequest) -
     for index, out in enumerate(reply.outputs):
         shape = tuple(out.shape)
         if raw:
-            data = decode_raw_tensor(out.name, out.datatype, shape, raw[index])
+            data = tensors.decode_raw_tensor(out.name, out.datatype, shape, raw[index])
         else:
             values = list(getattr(out.contents, TYPED_CONTENTS[out.datatype]))
-            data = from_values(out.datatype, list(shape), values)
+            data = tensors.from_values(out.datatype, list(shape), values)
         outputs.append(OutputTensor(out.name, out.datatype, data, flags.get(out.name, default)))
     parameters = {key: parameter_value(value) for key, value in reply.parameters.items()}
     return InferResponse(

@@ -18,18 +18,22 @@ import orjson
 from modelyard.dataplane import FixedOutput
 from modelyard.errors import ProtocolError, shown
 from modelyard.protocol.infer_json import infer_document
-from modelyard.protocol.shared_memory import SystemSharedMemory, disabled, names_region
+from modelyard.protocol.shared_memory import (
+    SystemSharedMemory,
+    disabled,
+    names_region,
+    read_region_input,
+)
+from modelyard.protocol.tensors import bad_request as _bad
 from modelyard.protocol.tensors import (
-    SIZE_RULE,
     check_shape,
+    decode_input,
     decode_raw_tensor,
     encode_raw_tensor,
-    expected_bytes,
     from_values,
     wire_tensor,
     wrong_value_count,
 )
-from modelyard.protocol.tensors import bad_request as _bad
 from modelyard.types import V2_TO_NUMPY, InferRequest, InferResponse, OutputTensor, RequestedOutput
 
 HEADER_LENGTH = "inference-header-content-length"
@@ -128,9 +132,6 @@ _FLOAT_MAX = {
 
 def _bad_json(detail: str) -> ProtocolError:
     return _bad(detail, "protocol/json")
-
-
-_UNREAD = np.empty(0)  # in place of a tensor of the wrong size: its request is refused
 
 
 def _invalid_data(name: str, datatype: str) -> ProtocolError:
@@ -426,10 +427,16 @@ def _decode_inputs(
         size = params.get("binary_data_size") if isinstance(params, dict) else None
         if names_region(params):
             in_shared_memory = True
-            spent, wrong_size = _read_region_input(
-                item, name, datatype, shape, size, shared_memory, shared_bytes, model, inputs,
-                held, wrong_size,
-            )  # fmt: skip
+            if size is not None or "data" in item:
+                raise _bad(
+                    f"input '{shown(name)}': Input must set only one of the following fields: "
+                    "'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in "
+                    "'parameters'"
+                )
+            spent, error = read_region_input(
+                shared_memory, name, datatype, shape, params, shared_bytes, model, inputs, held
+            )
+            wrong_size = error or wrong_size
             shared_bytes += spent
         elif size is not None:
             wrong_size = _read_binary_input(
@@ -448,45 +455,6 @@ def _decode_inputs(
     if wrong_size is not None:
         raise wrong_size
     return in_shared_memory
-
-
-def _read_region_input(
-    item: dict[str, Any],
-    name: str,
-    datatype: str,
-    shape: tuple[int, ...],
-    size: Any,
-    shared_memory: SystemSharedMemory | None,
-    spent: int,
-    model: str,
-    inputs: dict[str, np.ndarray],
-    held: list[Any],
-    wrong_size: ProtocolError | None,
-) -> tuple[int, ProtocolError | None]:
-    """An input in shared memory read into ``inputs`` (``spent``: what the request's earlier
-    inputs read from regions; ``held``: where its region goes): the bytes read, and the size
-    error to raise once every input is read, this input's or else ``wrong_size``."""
-    if size is not None or "data" in item:
-        raise _bad(
-            f"input '{shown(name)}': Input must set only one of the following fields: "
-            "'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in "
-            "'parameters'"
-        )
-    if shared_memory is None:
-        raise disabled(name)
-    read = 0
-    try:
-        raw = shared_memory.read_input(
-            name, item["parameters"], expected_bytes(datatype, shape), spent, model, held
-        )
-        read = len(raw)
-        inputs[name] = decode_raw_tensor(name, datatype, shape, raw, model)
-    except ProtocolError as error:
-        if error.rule != SIZE_RULE:
-            raise
-        inputs[name] = _UNREAD
-        return read, error
-    return read, wrong_size
 
 
 def _read_binary_input(
@@ -511,16 +479,8 @@ def _read_binary_input(
             f"input '{shown(name)}': binary_data_size {shown(repr(size), 40)} runs past "
             f"the {len(binary)} bytes of binary data"
         )
-    try:
-        inputs[name] = decode_raw_tensor(
-            name, datatype, shape, binary[offset : offset + size], model
-        )
-    except ProtocolError as error:
-        if error.rule != SIZE_RULE:
-            raise
-        inputs[name] = _UNREAD
-        return error
-    return wrong_size
+    raw = binary[offset : offset + size]
+    return decode_input(inputs, name, datatype, shape, raw, model) or wrong_size
 
 
 def _request_parameters(doc: dict[str, Any]) -> dict[str, Any]:

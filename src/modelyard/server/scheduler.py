@@ -59,7 +59,7 @@ from modelyard.server.batcher import (
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.resource_limiter import InstanceNeeds, ResourceLimiter
 from modelyard.server.response_cache import ResponseCache, through_cache
-from modelyard.server.scheduling import Submission, answers_once
+from modelyard.server.scheduling import Submission, answers_once, check_outputs
 from modelyard.server.stats import VersionStats
 
 if TYPE_CHECKING:
@@ -531,7 +531,9 @@ class Scheduler(InstanceThreads):
         start_ns = clock.monotonic_ns()
         try:
             results = self._engines[0].execute(inputs, outputs)
-            self._check_rows(results, outputs, rows)
+            check_outputs(
+                self.model, self.version, results, outputs, rows, self.max_batch_size > 0
+            )
         except Exception as exc:
             error = engine_error(self.model, self.version, self._engines[0], exc)
             self.stats.record_failure(failure_reason(error), clock.monotonic_ns() - start_ns)
@@ -639,7 +641,9 @@ class Scheduler(InstanceThreads):
         infer_start = clock.monotonic_ns()
         try:
             results = self._run_engine(engine, batch, payloads, inputs, outputs)
-            self._check_rows(results, outputs, total_rows)
+            check_outputs(
+                self.model, self.version, results, outputs, total_rows, self.max_batch_size > 0
+            )
         except Exception as exc:
             return self._batch_failed(engine, batch, exc, on_loop)
         infer_end = clock.monotonic_ns()
@@ -691,21 +695,6 @@ class Scheduler(InstanceThreads):
             return [answer for one in batch for answer in self._execute(engine, [one], on_loop)]
         end_ns = self._clock.monotonic_ns()
         return [self._failed(request, error, end_ns) for request in batch]
-
-    def _check_rows(self, results: dict[str, np.ndarray], outputs: list[str], rows: int) -> None:
-        for name in outputs:
-            if name not in results:
-                raise EngineError(
-                    f"engine returned no output '{name}' for model '{self.model}'",
-                    code=Code.INTERNAL,
-                    rule="engine/contract",
-                )
-            if self.max_batch_size > 0 and len(results[name]) != rows:
-                raise EngineError(
-                    f"engine returned {len(results[name])} rows of '{name}' for {rows} rows in",
-                    code=Code.INTERNAL,
-                    rule="engine/contract",
-                )
 
     def _failed(self, request: QueuedRequest, error: BaseException, end_ns: int) -> _Answer:
         self.stats.record_failure(failure_reason(error), end_ns - request.enqueued_ns)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from modelyard.errors import Code, ModelServerError
+from modelyard.errors import Code, EngineError, ModelServerError
 from modelyard.server.sequence_policy import SequenceFlags
 from modelyard.server.stats import VersionStats
 
@@ -61,6 +61,31 @@ def answers_once(model: str) -> ModelServerError:
         rule="model-server/decoupled",
         where="call it with ModelInfer, or stream it one request at a time",
     )
+
+
+def check_outputs(
+    model: str,
+    version: int,
+    results: dict[str, np.ndarray],
+    outputs: list[str],
+    rows: int,
+    batched: bool,
+) -> None:
+    """An engine's answer to a batch of ``rows`` rows, as the contract wants it: each output
+    asked for, and (``batched``) with a row per row in."""
+    for name in outputs:
+        if name not in results:
+            detail = f"engine returned no output '{name}' for model '{model}'"
+        elif batched and len(results[name]) != rows:
+            detail = f"engine returned {len(results[name])} rows of '{name}' for {rows} rows in"
+        else:
+            continue
+        raise EngineError(
+            detail,
+            code=Code.INTERNAL,
+            rule="engine/contract",
+            where=f"the model files of {model}/{version}",
+        )
 
 
 class ModelScheduler(Protocol):

@@ -48,7 +48,7 @@ from modelyard.server.scheduler import (
     start_instance_threads,
     unloading,
 )
-from modelyard.server.scheduling import Submission, answers_once
+from modelyard.server.scheduling import Submission, answers_once, check_outputs
 from modelyard.server.sequence_policy import (
     CORRID,
     END,
@@ -594,21 +594,7 @@ class SequenceScheduler(InstanceThreads):
                     rule="engine/contract",
                     where=f"the state dims in {self.model}/config.pbtxt, or the model's output",
                 )
-        for name in outputs:
-            if name not in results:
-                raise ModelServerError(
-                    f"engine returned no output '{name}' for model '{self.model}'",
-                    code=Code.INTERNAL,
-                    rule="engine/contract",
-                    where=f"the model files of {self.model}/{self.version}",
-                )
-            if self.policy.batched and len(results[name]) != rows:
-                raise ModelServerError(
-                    f"engine returned {len(results[name])} rows of '{name}' for {rows} rows in",
-                    code=Code.INTERNAL,
-                    rule="engine/contract",
-                    where=f"the model files of {self.model}/{self.version}",
-                )
+        check_outputs(self.model, self.version, results, outputs, rows, self.policy.batched)
 
     def _answer(self, answers: list[tuple[_Request, Any]]) -> None:
         by_loop = answers_by_loop((r.loop, r.future, outcome) for r, outcome in answers)

@@ -34,7 +34,7 @@ from modelyard.server.scheduler import (
     failure_reason,
     unloading,
 )
-from modelyard.server.scheduling import Submission
+from modelyard.server.scheduling import Submission, check_outputs
 from modelyard.server.token_batching import (
     ExecutionCost,
     PartPending,
@@ -150,7 +150,9 @@ class TokenScheduler(Scheduler):
         infer_start = clock.monotonic_ns()
         try:
             results = engine.execute(inputs, outputs)
-            self._check_rows(results, outputs, rows)
+            check_outputs(
+                self.model, self.version, results, outputs, rows, self.max_batch_size > 0
+            )
             answers = tokens.answers(parts, results)
         except Exception as exc:  # one text's values may fail the batch: each part alone
             return self._batch_failed(engine, live, exc, on_loop)

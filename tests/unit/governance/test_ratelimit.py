@@ -112,7 +112,7 @@ def run_schedule(
 
 def test_busy_model_cannot_take_a_steady_models_reserve() -> None:
     clock = FakeClock(START)
-    limit = SharedLimit(100, clock, reserved={"a": 40, "b": 40})  # pool 20/s
+    limit = SharedLimit(LimitShares.of(100, reserved={"a": 40, "b": 40}), clock)  # pool 20/s
     admitted, refused, times = run_schedule(limit, clock, 10, {"a": 200, "b": 40})
 
     assert refused["b"] == 0
@@ -124,7 +124,7 @@ def test_busy_model_cannot_take_a_steady_models_reserve() -> None:
 
 def test_idle_models_reserve_spills_to_the_others() -> None:
     clock = FakeClock(START)
-    limit = SharedLimit(100, clock, reserved={"a": 40, "b": 40})
+    limit = SharedLimit(LimitShares.of(100, reserved={"a": 40, "b": 40}), clock)
     admitted, refused, times = run_schedule(limit, clock, 5, {"a": 500})
     # a gets its reserve, the pool, and b's reserve as it overflows: the whole limit
     assert admitted["a"] == pytest.approx(60 + 100 * 5, abs=2)
@@ -134,7 +134,7 @@ def test_idle_models_reserve_spills_to_the_others() -> None:
 
 def test_fully_reserved_limit_still_lends_to_models_without_a_reserve() -> None:
     clock = FakeClock(START)
-    limit = SharedLimit(100, clock, reserved={"a": 50, "b": 50})
+    limit = SharedLimit(LimitShares.of(100, reserved={"a": 50, "b": 50}), clock)
     assert limit.shares.pool_rate == 0
     admitted, _, times = run_schedule(limit, clock, 4, {"c": 300})
     assert admitted["c"] == pytest.approx(1 + 100 * 4, abs=2)
@@ -143,7 +143,7 @@ def test_fully_reserved_limit_still_lends_to_models_without_a_reserve() -> None:
 
 def test_never_more_than_limit_times_window_plus_burst() -> None:
     clock = FakeClock(START)
-    limit = SharedLimit(100, clock, burst_seconds=0.5, reserved={"a": 30, "b": 20})
+    limit = SharedLimit(LimitShares.of(100, 0.5, {"a": 30, "b": 20}), clock)
     rng = random.Random(7)
     models = ["a", "b", "c", None]
     times: list[float] = []
@@ -159,7 +159,7 @@ def test_never_more_than_limit_times_window_plus_burst() -> None:
 
 def test_wait_time_counts_reserve_pool_and_spill() -> None:
     clock = FakeClock(START)
-    limit = SharedLimit(100, clock, reserved={"a": 40, "b": 40})
+    limit = SharedLimit(LimitShares.of(100, reserved={"a": 40, "b": 40}), clock)
     while limit.try_take("a"):
         pass
     # a refills at 40, the pool at 20, plus b's 40 while b's reserve is full

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from modelyard.clock import FakeClock
-from modelyard.governance.ratelimit import SharedLimit, TokenBucket
+from modelyard.governance.ratelimit import LimitShares, SharedLimit, TokenBucket
 from tests.support.token_bucket_cases import CASES, BucketCase
 
 START = 1000.0
@@ -14,7 +14,7 @@ START = 1000.0
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_shared_limit_follows_the_table(case: BucketCase) -> None:
     clock = FakeClock(START + case.steps[0].at)
-    limit = SharedLimit(case.rate, clock, burst_seconds=case.burst_seconds, reserved=case.reserved)
+    limit = SharedLimit(LimitShares.of(case.rate, case.burst_seconds, case.reserved), clock)
     for step in case.steps:
         clock.now = START + step.at
         admitted = sum(limit.try_take(step.model) for _ in range(step.requests))
