@@ -343,12 +343,14 @@ def summarize(
         row["waited"] - before["models"].get(name, {}).get("waited", 0)
         for name, row in after["models"].items()
     )
-    # each model's waits (the bucket 99 % fell under) against its own load time
-    past_load = [
-        (row["waited_p99_s"] - row["load_s"], name)
-        for name, row in after["models"].items()
-        if row["waited_p99_s"] is not None and row["load_s"]
-    ]
+    # each model's waits in this run (the bucket 99 % fell under) against its own load time
+    bounds = [*after["wait_bounds_s"], math.inf]
+    past_load = []
+    for name, row in after["models"].items():
+        earlier = before["models"].get(name, {}).get("waited_counts") or [0] * len(bounds)
+        counts = [a - b for a, b in zip(row["waited_counts"], earlier, strict=True)]
+        if sum(counts) and row["load_s"]:
+            past_load.append((_bucket_p99(bounds, counts) - row["load_s"], name))
     worst = max(past_load, default=(0.0, ""))
     return {
         "requests": len(results),
@@ -365,6 +367,15 @@ def summarize(
         "p50_ms": _quantile([r["latency"] for r in results if r["status"] == 200], 0.5) * 1000,
         "p99_ms": _quantile([r["latency"] for r in results if r["status"] == 200], 0.99) * 1000,
     }
+
+
+def _bucket_p99(bounds: list[float], counts: list[int]) -> float:
+    running, total = 0, sum(counts)
+    for bound, count in zip(bounds, counts, strict=True):
+        running += count
+        if running >= 0.99 * total:
+            return bound
+    return math.inf
 
 
 def failure_kinds(failed: list[dict[str, Any]]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from modelyard.server.model_version import ModelVersion
+from modelyard.server.residency import LOAD_WAIT_BUCKETS
 from modelyard.server.stats import Histogram, VersionStats
 
 if TYPE_CHECKING:
@@ -99,10 +100,12 @@ def _residency(dataplane: LocalDataPlane) -> dict[str, Any] | None:
             "evictions": state.evictions,
             "waited": state.load_wait.count,  # requests that waited for its loads
             "waited_p99_s": state.waited_p99(),
+            "waited_counts": list(state.load_wait.counts),  # per bound of wait_bounds_s, +inf
             "idle_s": now - state.last_used if state.last_used else None,
         }
     return {
         "policy": residency.policy,
+        "wait_bounds_s": list(LOAD_WAIT_BUCKETS),
         "budget_bytes": residency.budget,
         "held_bytes": sum(held.values()),
         "models": rows,
