@@ -113,9 +113,9 @@ def resident(server: Served) -> set[str]:
     return {name for name, row in residency(server)["models"].items() if row["resident"]}
 
 
-def serving(repository: Path, budget: str) -> Iterator[Served]:
+def serving(repository: Path, budget: str, policy: str = "lru") -> Iterator[Served]:
     return server_in_process(  # type: ignore[return-value]
-        repository, "--model-residency", "lru", "--memory-budget", budget
+        repository, "--model-residency", policy, "--memory-budget", budget
     )
 
 
@@ -229,6 +229,21 @@ def test_requests_that_come_during_a_load_wait_for_that_one_load(tables: Path) -
             caller.join()
         assert answers == [200] * 6
         assert residency(server)["models"]["b"]["loads"] == 1
+
+
+def test_cost_keeps_the_model_asked_for_often_where_lru_keeps_the_last(tables: Path) -> None:
+    # a asked for ten times, then b, then c: the third table must evict one of the two
+    with serving(tables, "40M", policy="cost") as server:
+        for _ in range(10):
+            assert look_up(server, "a").status_code == 200
+        for name in ("b", "c"):
+            answer = look_up(server, name)
+            assert answer.status_code == 200, answer.text
+        state = residency(server)
+        assert state["policy"] == "cost"
+        assert resident(server) == {"a", "c"}  # lru would have kept b and c
+        assert state["models"]["b"]["evictions"] == 1
+        assert state["held_bytes"] <= state["budget_bytes"]
 
 
 def test_residency_without_a_budget_stops_the_server_with_its_line(tables: Path) -> None:
