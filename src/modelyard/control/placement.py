@@ -8,8 +8,12 @@ decides the other half, from what the collector reads of each instance every pol
 hot models, the busiest of the group while their footprints fit in half the smallest
 budget, are kept on every instance of the group: an instance that lacks one is asked to
 load it (``POST /v2/repository/models/NAME/load``), one model per instance per round, so
-a shift in what is hot moves a few copies a second and never thrashes. What stops being
-hot is left to each instance's least-recently-used unloading.
+a shift in what is hot moves a few copies a second and never thrashes. An instance keeps
+a copy the repository API loaded for a while before its own policy may unload it
+(``PLACED_S``, server/residency.py), and the plane loads each hot copy again every
+``RENEW_S`` while it stays hot, so the copies of a group's hot models stay however the
+instance's own requests rank them. What stops being hot is left to each instance's
+policy.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 HOT_SHARE = 0.5  # of the smallest budget of a group: what its hot models may take together
+# a hot model's copy is loaded again this often (an instance keeps a placed copy 30 s)
+RENEW_S = 10.0
 
 
 @dataclass(slots=True)
@@ -76,19 +82,42 @@ def copies_to_make(
 ) -> list[tuple[ResidentInstance, str]]:
     """The loads that put every hot model of a group on each of its instances: at most one
     per instance, its busiest missing model first."""
-    if not instances:
-        return []
-    footprints: dict[str, int] = {}
-    for instance in instances:
-        for model, row in instance.models.items():
-            footprints[model] = max(footprints.get(model, 0), int(row.get("bytes") or 0))
-    hot = hot_models(rates, footprints, min(i.budget for i in instances))
+    hot = group_hot_models(instances, rates)
     loads = []
     for instance in instances:
         missing = [m for m in hot if m in instance.models and not instance.holds(m)]
         if missing:
             loads.append((instance, missing[0]))
     return loads
+
+
+def group_hot_models(instances: list[ResidentInstance], rates: dict[str, float]) -> list[str]:
+    """The group's hot models (``hot_models`` within its smallest budget)."""
+    if not instances:
+        return []
+    footprints: dict[str, int] = {}
+    for instance in instances:
+        for model, row in instance.models.items():
+            footprints[model] = max(footprints.get(model, 0), int(row.get("bytes") or 0))
+    return hot_models(rates, footprints, min(i.budget for i in instances))
+
+
+def renewals_due(
+    instances: list[ResidentInstance],
+    rates: dict[str, float],
+    placed_at: dict[tuple[str, str], float],
+    now: float,
+) -> list[tuple[ResidentInstance, str]]:
+    """The hot copies to load again: held, and last placed (``placed_at``: (instance,
+    model) -> seconds) ``RENEW_S`` ago or more."""
+    hot = group_hot_models(instances, rates)
+    never = now - RENEW_S
+    return [
+        (instance, model)
+        for instance in instances
+        for model in hot
+        if instance.holds(model) and now - placed_at.get((instance.name, model), never) >= RENEW_S
+    ]
 
 
 def by_group(

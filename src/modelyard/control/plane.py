@@ -52,7 +52,12 @@ from modelyard.control.failover import (
     restore_on_cluster,
 )
 from modelyard.control.launcher import exited_children, is_alive
-from modelyard.control.placement import ResidentInstance, by_group, copies_to_make
+from modelyard.control.placement import (
+    ResidentInstance,
+    by_group,
+    copies_to_make,
+    renewals_due,
+)
 from modelyard.control.scaling import (
     GroupScaler,
     checked_rule,
@@ -126,6 +131,8 @@ class ControlPlane:
         self.supervisor = Supervisor(config.state_dir, config.host, lambda: self.state().registry)
         self._heal_now = asyncio.Event()  # an instance exited: heal without waiting for the poll
         self._gateway_checks = WebSession(0.5)
+        # (instance, model) -> when the plane last loaded that hot copy (renewed while hot)
+        self._placed_at: dict[tuple[str, str], float] = {}
         self.scaling: dict[str, TemplateScaling] = {}
         self.started_at = time.time()
         self._tasks: list[asyncio.Task[None]] = []
@@ -455,10 +462,16 @@ class ControlPlane:
         return rates
 
     async def place_hot_models(self) -> list[str]:
-        """Each group's hot models on each of its instances (control/placement.py)."""
+        """Each group's hot models on each of its instances, their copies renewed while
+        hot (control/placement.py)."""
         done = []
+        now = time.monotonic()
         for members in by_group(self.resident_instances()).values():
-            for instance, model in copies_to_make(members, self.model_rates(members)):
+            rates = self.model_rates(members)
+            copying = copies_to_make(members, rates)
+            renewing = renewals_due(members, rates, self._placed_at, now)
+            renewed = {(instance.name, model) for instance, model in renewing}
+            for instance, model in copying + renewing:
                 url = f"http://{instance.http}/v2/repository/models/{model}/load"
                 try:
                     reply = await self._gateway_checks.post(url, json={})
@@ -467,6 +480,9 @@ class ControlPlane:
                                 error=str(exc))  # fmt: skip
                     continue
                 if reply.status == 200:
+                    self._placed_at[(instance.name, model)] = now
+                    if (instance.name, model) in renewed:
+                        continue
                     log.info("hot_model_copied", model=model, instance=instance.name)
                     done.append(f"{model} on {instance.name}")
                 else:

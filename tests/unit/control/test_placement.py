@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from modelyard.control.placement import (
+    RENEW_S,
     ResidentInstance,
     by_group,
     copies,
     copies_to_make,
     hot_models,
+    renewals_due,
 )
 
 MB = 1 << 20
@@ -66,3 +68,14 @@ def test_instances_are_grouped_by_service_and_group() -> None:
 
 def test_an_instance_without_residency_is_not_one() -> None:
     assert ResidentInstance.from_stats("i", "s", "g", "h", {"instance": {}}) is None
+
+
+def test_a_hot_copy_is_loaded_again_every_renewal_while_it_stays_hot() -> None:
+    known = ("a", "b")
+    group = [instance("i1", {"a": 10 * MB, "b": 10 * MB}, known), instance("i2", {"a": 10 * MB})]
+    rates = {"a": 30.0, "b": 0.0}  # b is not asked for: not hot, never renewed
+    placed_at = {("i1", "a"): 100.0}
+    due = [(i.name, m) for i, m in renewals_due(group, rates, placed_at, 100.0 + RENEW_S / 2)]
+    assert due == [("i2", "a")]  # i1's copy was placed a moment ago; i2's never by the plane
+    due = [(i.name, m) for i, m in renewals_due(group, rates, placed_at, 100.0 + RENEW_S)]
+    assert due == [("i1", "a"), ("i2", "a")]
