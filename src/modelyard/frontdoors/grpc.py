@@ -258,11 +258,6 @@ def _deadline(dataplane: DataPlane, context: Context) -> float | None:
     return None if remaining is None else dataplane.clock.monotonic() + remaining
 
 
-def _settle(answered: asyncio.Future[Any], answer: Any) -> None:
-    if not answered.done():  # else the RPC is gone
-        answered.set_result(answer)
-
-
 @dataclass(slots=True, eq=False)
 class _GrpcSent:
     """A ModelInfer call as it arrived (``GrpcInferWire``)."""
@@ -273,6 +268,7 @@ class _GrpcSent:
     arrived_ns: int
     trace: RequestTrace | None
     context_headers: dict[str, str]  # its W3C trace context, where it travels on
+    answered: asyncio.Future[Any]  # what the RPC awaits: the encoded response or the error
 
 
 class GrpcInferWire:
@@ -289,8 +285,9 @@ class GrpcInferWire:
         return "ModelInfer"
 
     @staticmethod
-    def takes_general_path(sent: _GrpcSent) -> bool:
-        return sent.trace is not None  # timed step by step
+    def reply(sent: _GrpcSent, answer: Any) -> None:
+        if not sent.answered.done():  # else the RPC is gone
+            sent.answered.set_result(answer)
 
     @staticmethod
     def lane(sent: _GrpcSent, stamp: int) -> None:
@@ -459,12 +456,12 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                 request.model_name, request.model_version or None, request.id or None, "grpc",
                 context_headers, arrived_ns,
             )  # fmt: skip
+        answered: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         sent = _GrpcSent(
             request, context, _deadline(self.dataplane, context), arrived_ns, trace,
-            context_headers,
+            context_headers, answered,
         )  # fmt: skip
-        answered: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.pipeline.start(sent, functools.partial(_settle, answered))
+        self.pipeline.start(sent)
         answer = await answered
         if isinstance(answer, ModelyardError):
             if trace is not None:

@@ -269,12 +269,19 @@ class _Asked(NamedTuple):
         return self.match["model"], self.match["version"]
 
 
-def _settle(answered: asyncio.Future[_Response]) -> Callable[[_Response], None]:
+def _send(reply: DirectReply, response: _Response) -> None:
+    reply(response.status, _wire_headers(response), response.body)
+
+
+_Answered = tuple[int, list[tuple[bytes, bytes]], bytes]  # a DirectReply's arguments
+
+
+def _settling(answered: asyncio.Future[_Answered]) -> DirectReply:
     """A reply that settles ``answered`` (unless its awaiting task is gone)."""
 
-    def reply(response: _Response) -> None:
+    def reply(status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
         if not answered.done():
-            answered.set_result(response)
+            answered.set_result((status, headers, body))
 
     return reply
 
@@ -291,6 +298,7 @@ class _Sent:
     api_key: bytes | None
     authorization: bytes | None
     received_ns: int  # monotonic ns when its first byte came; 0: unknown
+    reply: DirectReply  # its entry's way back: the status, the HTTP headers and the body
     accept: bytes | None  # its Accept-Encoding: a successful reply is compressed so
     trace: RequestTrace | None  # a sampled request's, timed step by step
     forwarded: dict[str, str] | None  # parameters its headers give (--http-header-forward-*)
@@ -333,48 +341,40 @@ class HttpInferWire:
         headers: list[tuple[bytes, bytes]],
         body: bytes,
         received_ns: int,
-    ) -> _Sent:
-        header_length, api_key, authorization, encoding, accept = _infer_headers(headers)
-        if encoding is not None:
-            body = inflate(body, encoding, self.max_body_bytes)
-        trace = None
-        if self.tracing.on:
-            trace = self.tracing.begin(
-                route[0], route[1], None, "http", _trace_context(headers),
-                received_ns or time.monotonic_ns(),
-            )  # fmt: skip
-        forwarded = None
-        if self.header_forwarding is not None:
-            forwarded = self.header_forwarding.parameters(
-                (name.decode("latin-1"), value.decode("latin-1")) for name, value in headers
-            ) or None
-        # a sampled request decodes in its own steps, timed
-        doc = read_infer_json(body) if header_length is None and trace is None else None
-        key, request_id = lane_key(path, body, header_length, api_key, authorization, doc)
+        reply: DirectReply,
+    ) -> _Sent | None:
+        """An infer call as both entries give it, parsed for the pipeline; None: it was
+        refused (a bad header, a body that does not inflate), and ``reply`` has the answer."""
+        try:
+            header_length, api_key, authorization, encoding, accept = _infer_headers(headers)
+            if encoding is not None:
+                body = inflate(body, encoding, self.max_body_bytes)
+            trace = None
+            if self.tracing.on:
+                trace = self.tracing.begin(
+                    route[0], route[1], None, "http", _trace_context(headers),
+                    received_ns or time.monotonic_ns(),
+                )  # fmt: skip
+            forwarded = None
+            if self.header_forwarding is not None:
+                forwarded = self.header_forwarding.parameters(
+                    (name.decode("latin-1"), value.decode("latin-1")) for name, value in headers
+                ) or None
+            # a sampled request decodes in its own steps, timed
+            doc = read_infer_json(body) if header_length is None and trace is None else None
+            key, request_id = lane_key(path, body, header_length, api_key, authorization, doc)
+        except ModelyardError as error:
+            log.warning("request_failed", path=path, **error.fields())
+            _send(reply, _error_response(error))
+            return None
+        except Exception as exc:
+            log.exception("request_crashed", path=path)
+            _send(reply, _error_response(internal_error(exc)))
+            return None
         return _Sent(
             path, route, headers, body, header_length, api_key, authorization, received_ns,
-            accept, trace, forwarded, doc, key, request_id,
+            reply, accept, trace, forwarded, doc, key, request_id,
         )  # fmt: skip
-
-    def replying(
-        self, sent: _Sent, reply: Callable[[_Response], None]
-    ) -> Callable[[_Response], None]:
-        """``reply``, with a successful answer compressed as the caller prefers and a
-        sampled request's trace finished."""
-        accept, trace = sent.accept, sent.trace
-        if accept is None and trace is None:
-            return reply
-
-        def answered(response: _Response) -> None:
-            if accept is not None:
-                response = _compressed(response, accept)
-            reply(response)
-            if trace is not None:
-                if response.status != 200 and trace.error is None:
-                    trace.error = response.body.decode("utf-8", "replace")
-                self.tracing.finish(trace, trace.version or "", time.monotonic_ns())
-
-        return answered
 
     # ---- infer_pipeline.Wire -------------------------------------------------------------
 
@@ -382,9 +382,17 @@ class HttpInferWire:
     def path(sent: _Sent) -> str:
         return sent.path
 
-    @staticmethod
-    def takes_general_path(sent: _Sent) -> bool:
-        return sent.trace is not None
+    def reply(self, sent: _Sent, response: _Response) -> None:
+        """The answer, compressed as the caller prefers where it succeeded, to the caller;
+        a sampled request's trace finished."""
+        accept, trace = sent.accept, sent.trace
+        if accept is not None:
+            response = _compressed(response, accept)
+        sent.reply(response.status, _wire_headers(response), response.body)
+        if trace is not None:
+            if response.status != 200 and trace.error is None:
+                trace.error = response.body.decode("utf-8", "replace")
+            self.tracing.finish(trace, trace.version or "", time.monotonic_ns())
 
     def lane(self, sent: _Sent, stamp: int) -> HttpLane | None:
         key = sent.key
@@ -421,20 +429,19 @@ class HttpInferWire:
 
     @staticmethod
     def submit_on_lane(lane: HttpLane, sent: _Sent) -> asyncio.Future[Results]:
-        queued = lane.submit(sent.body, sent.header_length, sent.received_ns, sent.doc)
+        """Its arrays sliced from the body (or read from the JSON body: let go of now) by the
+        lane's layout, and queued on the lane's version."""
+        layout = lane.layout
+        inputs = layout.arrays(sent.body, sent.header_length, sent.doc)
         sent.doc = None
-        return queued
+        return lane.target.submit(
+            inputs, layout.priority, layout.timeout_us, None, None, sent.received_ns
+        )
 
     def lane_answer(self, lane: HttpLane, results: Results, sent: _Sent) -> _Response:
-        return self._lane_reply(lane, results, sent.request_id, sent)
-
-    def _lane_reply(
-        self, lane: HttpLane, results: Results, request_id: str | None, sent: _Sent
-    ) -> _Response:
-        """The response from the reply encoded once for the lane; ``request_id``: the one its
-        lane key left out."""
-        if lane.id_in_key:
-            request_id = lane.layout.options["id"]
+        """The response from the reply encoded once for the lane, with the request's id: the
+        one its lane key left out, or the lane's own where the key holds it."""
+        request_id = lane.layout.options["id"] if lane.id_in_key else sent.request_id
         reply = lane.reply
         if reply is not None:
             answer = reply.answer(results, request_id)
@@ -491,7 +498,8 @@ class HttpInferWire:
             target, layout, sent.header_length, id_in_key, chain, ticket_key, stamp
         )
         self.lanes.keep(key, lane, sent.body)
-        return self._lane_reply(lane, results, request.id, sent)
+        sent.request_id = request.id  # as decoded
+        return self.lane_answer(lane, results, sent)
 
     @staticmethod
     def response_answer(
@@ -570,11 +578,15 @@ class HttpFrontend:
             route = self.route(scope["path"])
             if route is not None and route[2] == "/infer" and scope["method"] == "POST":
                 body = await self._read_body(scope, receive)
-                answered: asyncio.Future[_Response] = asyncio.get_running_loop().create_future()
-                path, headers = scope["path"], scope["headers"]
-                received_ns = scope.get(RECEIVED_NS, 0)
-                self._start_infer(path, route, headers, body, received_ns, _settle(answered))
-                response = await answered
+                answered: asyncio.Future[_Answered] = asyncio.get_running_loop().create_future()
+                sent = self.infer_wire.parse(
+                    scope["path"], route, scope["headers"], body, scope.get(RECEIVED_NS, 0),
+                    _settling(answered),
+                )  # fmt: skip
+                if sent is not None:
+                    self.pipeline.start(sent)
+                status, headers, payload = await answered  # its headers hold its length
+                response = _Response(status, payload, headers, sized=True)
             elif scope["path"] in EMBEDDING_PATHS and scope["method"] == "POST":
                 body = await self._read_body(scope, receive)
                 response = _Response(
@@ -612,42 +624,17 @@ class HttpFrontend:
         route = self.route(path)
         if route is None or route[2] != "/infer" or len(body) > self.max_body_bytes:
             return False
-
-        def respond(response: _Response) -> None:
-            reply(response.status, _wire_headers(response), response.body)
-
         if self.restrictions is not None:
             try:
                 _check_restricted(self.restrictions, {"path": path, "headers": headers})
             except ModelyardError as error:
                 log.warning("request_failed", path=path, **error.fields())
-                respond(_error_response(error))
+                _send(reply, _error_response(error))
                 return True
-        self._start_infer(path, route, headers, body, received_ns, respond)
+        sent = self.infer_wire.parse(path, route, headers, body, received_ns, reply)
+        if sent is not None:
+            self.pipeline.start(sent)
         return True
-
-    def _start_infer(
-        self,
-        path: str,
-        route: Route,
-        headers: list[tuple[bytes, bytes]],
-        body: bytes,
-        received_ns: int,
-        reply: Callable[[_Response], None],
-    ) -> None:
-        """Both entries' one way in: the call parsed, then on its pipeline."""
-        wire = self.infer_wire
-        try:
-            sent = wire.parse(path, route, headers, body, received_ns)
-        except ModelyardError as error:
-            log.warning("request_failed", path=path, **error.fields())
-            reply(_error_response(error))
-            return
-        except Exception as exc:
-            log.exception("request_crashed", path=path)
-            reply(_error_response(internal_error(exc)))
-            return
-        self.pipeline.start(sent, wire.replying(sent, reply))
 
     @staticmethod
     async def _lifespan(receive: Receive, send: Send) -> None:

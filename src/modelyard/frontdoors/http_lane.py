@@ -23,13 +23,11 @@ routed afresh after it.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import orjson
 
 from modelyard.dataplane import InferLane
@@ -156,22 +154,6 @@ class HttpLane:
         ticket = chain.known_ticket(ticket_key) if chain is not None else None
         return cls(
             target, layout, header_length, id_in_key, chain, ticket, ticket_key, reply, stamp
-        )
-
-    def submit(
-        self,
-        body: bytes,
-        header_length: int | None,
-        arrived_ns: int = 0,
-        doc: dict[str, Any] | None = None,
-    ) -> asyncio.Future[dict[str, np.ndarray]]:
-        """Queue a request of this lane: ``body`` and its header's length as they came
-        (its id may make it longer than the lane's), and a JSON request's body as read
-        (``infer_json.read``)."""
-        layout = self.layout
-        inputs = layout.arrays(body, header_length, doc)
-        return self.target.submit(
-            inputs, layout.priority, layout.timeout_us, None, None, arrived_ns
         )
 
     def request(self, request_id: str | None) -> InferRequest:

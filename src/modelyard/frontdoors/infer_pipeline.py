@@ -2,9 +2,9 @@
 
     parse (the wire's) → resolve (lane) → admit (governance) → submit (scheduler) → encode
 
-A front door parses what arrived into its own ``sent`` object and hands it to
-``InferPipeline.start`` with a ``reply`` callback; the pipeline calls ``reply`` exactly
-once, with the answer its ``Wire`` encoded (an HTTP response, a gRPC message, or an
+A front door parses what arrived into its own ``sent`` object, which carries the way back
+to its caller, and hands it to ``InferPipeline.start``; the pipeline answers it exactly
+once, through its ``Wire`` (``Wire.reply``: an HTTP response, a gRPC message, or an
 error). Nothing is awaited on the way unless something must be: an admitted request is
 queued from the caller's own callback and answered from the callback that settles its
 future; a guard that must await, a model that loads when first asked for, a data plane
@@ -24,6 +24,7 @@ What a request may skip is decided here, once:
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -35,14 +36,24 @@ from modelyard.generation import Generation
 from modelyard.governance.chain import Ticket
 from modelyard.governance.guard import Call
 from modelyard.governance.runtime import Governance
+from modelyard.tracing import RequestTrace
 from modelyard.types import InferRequest, InferResponse
 
 log = structlog.get_logger("modelyard.infer")
 
-Sent = TypeVar("Sent")
+
+class Arrived(Protocol):
+    """What the pipeline reads of a wire's parsed request itself."""
+
+    # a sampled request's trace: it is timed step by step, so the chain runs around it
+    # whatever its ticket (the general path)
+    @property
+    def trace(self) -> RequestTrace | None: ...
+
+
+Sent = TypeVar("Sent", bound=Arrived)
 Answer = TypeVar("Answer")
-SentIn = TypeVar("SentIn", contravariant=True)
-AnswerOut = TypeVar("AnswerOut", covariant=True)
+SentIn = TypeVar("SentIn", bound=Arrived, contravariant=True)
 Results = dict[str, Any]
 
 
@@ -52,7 +63,7 @@ class FastLane(Protocol):
     ticket: Ticket | None
 
 
-class Wire(Protocol[SentIn, AnswerOut]):
+class Wire(Protocol[SentIn, Answer]):
     """What a front door's protocol adds to the pipeline: how a request of it is found,
     decoded and answered."""
 
@@ -60,8 +71,8 @@ class Wire(Protocol[SentIn, AnswerOut]):
         """What the request's log lines name it by."""
         ...
 
-    def takes_general_path(self, sent: SentIn) -> bool:
-        """Whether it is run around by the chain whatever its ticket (a sampled request)."""
+    def reply(self, sent: SentIn, answer: Answer) -> None:
+        """Give the caller its answer (the pipeline does so once per request)."""
         ...
 
     def lane(self, sent: SentIn, stamp: int) -> FastLane | None:
@@ -80,7 +91,7 @@ class Wire(Protocol[SentIn, AnswerOut]):
         """Queue it on its lane, undecoded."""
         ...
 
-    def lane_answer(self, lane: Any, results: Results, sent: SentIn) -> AnswerOut: ...
+    def lane_answer(self, lane: Any, results: Results, sent: SentIn) -> Answer: ...
 
     def decode(self, sent: SentIn) -> tuple[InferRequest, Any]:
         """The request, and its layout where a lane may be kept for its shape (else None)."""
@@ -94,16 +105,16 @@ class Wire(Protocol[SentIn, AnswerOut]):
         sent: SentIn,
         results: Results,
         stamp: int,
-    ) -> AnswerOut:
+    ) -> Answer:
         """The answer to a routed request, from its raw outputs; it may keep a lane for the
         shape (stamped with the generation it was routed at)."""
         ...
 
     def response_answer(
         self, response: InferResponse, request: InferRequest | None, sent: SentIn
-    ) -> AnswerOut: ...
+    ) -> Answer: ...
 
-    def error_answer(self, error: ModelyardError, sent: SentIn, call: Call | None) -> AnswerOut:
+    def error_answer(self, error: ModelyardError, sent: SentIn, call: Call | None) -> Answer:
         """The answer to a refusal; ``call``: the one a guard refused, if one did."""
         ...
 
@@ -131,14 +142,14 @@ class InferPipeline(Generic[Sent, Answer]):
             rules = governance.generation
             self.stamp = lambda: data_plane.value + rules.value
 
-    def start(self, sent: Sent, reply: Callable[[Answer], None]) -> None:
-        """Take one request on its way; ``reply`` gets its answer, once."""
+    def start(self, sent: Sent) -> None:
+        """Take one request on its way; it is answered through the wire, once."""
         wire = self.wire
         try:
             governance = self.governance
             chain = None if governance is None else governance.chain  # replaced as rules change
-            if wire.takes_general_path(sent):
-                self._carry_on(self._general(sent, reply))
+            if sent.trace is not None:  # timed step by step: the chain runs around it
+                self._carry_on(self._general(sent))
                 return
             lane = wire.lane(sent, self.stamp())
             if lane is not None:
@@ -146,21 +157,18 @@ class InferPipeline(Generic[Sent, Answer]):
             elif chain is not None:
                 ticket = wire.ticket(sent)
                 if ticket is None:  # a guard learns from outcomes: the chain runs around
-                    self._carry_on(self._general(sent, reply))
+                    self._carry_on(self._general(sent))
                     return
             else:
                 ticket = None
             first = None if ticket is None else ticket.admit()
             if first is None:
                 if lane is not None:  # admitted: queued with no await between
-                    found = lane
                     wire.submit_on_lane(lane, sent).add_done_callback(
-                        lambda done: self._answer(
-                            reply, sent, lambda: wire.lane_answer(found, done.result(), sent)
-                        )
+                        functools.partial(self._lane_done, lane, sent)
                     )
                 else:
-                    self._admitted(sent, None if ticket is None else ticket.principal, reply)
+                    self._admitted(sent, None if ticket is None else ticket.principal)
                 return
             assert chain is not None and ticket is not None
             call = wire.call(sent)  # past the ticket's quick path: the chain decides
@@ -168,16 +176,26 @@ class InferPipeline(Generic[Sent, Answer]):
             try:
                 pending = chain.admit(call, first)
             except GovernanceError as error:
-                self._fail(reply, sent, error, call)
+                self._fail(sent, error, call)
                 return
             if pending is None:
-                self._admitted(sent, ticket.principal, reply)
+                self._admitted(sent, ticket.principal)
             else:
-                self._carry_on(self._admitted_after(pending, call, sent, reply))
+                self._carry_on(self._admitted_after(pending, call, sent))
         except Exception as exc:
-            self._fail(reply, sent, exc)
+            self._fail(sent, exc)
 
-    def _admitted(self, sent: Sent, principal: str | None, reply: Callable[[Answer], None]) -> None:
+    def _lane_done(self, lane: FastLane, sent: Sent, done: asyncio.Future[Results]) -> None:
+        """A request queued on its lane, answered from its raw outputs."""
+        wire = self.wire
+        try:
+            answer = wire.lane_answer(lane, done.result(), sent)
+        except (Exception, asyncio.CancelledError) as exc:
+            self._fail(sent, exc)
+            return
+        wire.reply(sent, answer)
+
+    def _admitted(self, sent: Sent, principal: str | None) -> None:
         """An admitted request, decoded, validated, routed and queued now (an admission that
         awaited may have let a new version in)."""
         request, layout = self.wire.decode(sent)
@@ -186,23 +204,17 @@ class InferPipeline(Generic[Sent, Answer]):
         try:
             target = self.dataplane.lane(request)
         except NotResident as missing:  # its model loads first: awaited in a task
-            self._carry_on(self._when_resident(missing, request, layout, sent, reply))
+            self._carry_on(self._when_resident(missing, request, layout, sent))
             return
-        self._submit(target, request, layout, sent, reply)
+        self._submit(target, request, layout, sent)
 
     def _submit(
-        self,
-        target: InferLane | None,
-        request: InferRequest,
-        layout: Any,
-        sent: Sent,
-        reply: Callable[[Answer], None],
+        self, target: InferLane | None, request: InferRequest, layout: Any, sent: Sent
     ) -> None:
         if target is None:  # a data plane that keeps no lanes: it forwards the request
-            self._carry_on(self._forwarded(request, sent, reply))
+            self._carry_on(self._forwarded(request, sent))
             return
         stamp = self.stamp()  # routed now: what its lane decided holds while this does
-        wire = self.wire
         target.submit(
             request.inputs,
             request.priority,
@@ -210,35 +222,36 @@ class InferPipeline(Generic[Sent, Answer]):
             request.deadline,
             None,
             request.arrived_ns,
-        ).add_done_callback(
-            lambda done: self._answer(
-                reply,
-                sent,
-                lambda: wire.answer(target, request, layout, sent, done.result(), stamp),
-            )
-        )
+        ).add_done_callback(functools.partial(self._done, target, request, layout, sent, stamp))
 
-    async def _admitted_after(
+    def _done(
         self,
-        pending: Awaitable[Any],
-        call: Call,
-        sent: Sent,
-        reply: Callable[[Answer], None],
-    ) -> None:
-        try:
-            await pending
-        except Exception as exc:  # the caller is answered whatever a guard raised
-            self._fail(reply, sent, exc, call)
-            return
-        self._answer(reply, sent, lambda: self._admitted(sent, call.principal, reply))
-
-    async def _when_resident(
-        self,
-        missing: NotResident,
+        target: InferLane,
         request: InferRequest,
         layout: Any,
         sent: Sent,
-        reply: Callable[[Answer], None],
+        stamp: int,
+        done: asyncio.Future[Results],
+    ) -> None:
+        """A routed request, answered from its raw outputs."""
+        wire = self.wire
+        try:
+            answer = wire.answer(target, request, layout, sent, done.result(), stamp)
+        except (Exception, asyncio.CancelledError) as exc:
+            self._fail(sent, exc)
+            return
+        wire.reply(sent, answer)
+
+    async def _admitted_after(self, pending: Awaitable[Any], call: Call, sent: Sent) -> None:
+        try:
+            await pending
+        except Exception as exc:  # the caller is answered whatever a guard raised
+            self._fail(sent, exc, call)
+            return
+        self._answer(sent, lambda: self._admitted(sent, call.principal))
+
+    async def _when_resident(
+        self, missing: NotResident, request: InferRequest, layout: Any, sent: Sent
     ) -> None:
         """A request to a model that loads when asked for: routed once it has loaded,
         within the request's deadline."""
@@ -246,21 +259,19 @@ class InferPipeline(Generic[Sent, Answer]):
             await missing.resident(request.wait_deadline())
             target = self.dataplane.lane(request)
         except Exception as exc:
-            self._fail(reply, sent, exc)
+            self._fail(sent, exc)
             return
-        self._answer(reply, sent, lambda: self._submit(target, request, layout, sent, reply))
+        self._answer(sent, lambda: self._submit(target, request, layout, sent))
 
-    async def _forwarded(
-        self, request: InferRequest, sent: Sent, reply: Callable[[Answer], None]
-    ) -> None:
+    async def _forwarded(self, request: InferRequest, sent: Sent) -> None:
         try:
             response = await self.dataplane.infer(request)
         except Exception as exc:
-            self._fail(reply, sent, exc)
+            self._fail(sent, exc)
             return
-        self._answer(reply, sent, lambda: self.wire.response_answer(response, request, sent))
+        self._answer(sent, lambda: self.wire.response_answer(response, request, sent))
 
-    async def _general(self, sent: Sent, reply: Callable[[Answer], None]) -> None:
+    async def _general(self, sent: Sent) -> None:
         """The chain around the whole call (``governance.infer``), or no chain at all."""
         wire = self.wire
         decoded: list[InferRequest] = []
@@ -279,43 +290,38 @@ class InferPipeline(Generic[Sent, Answer]):
                 call = wire.call(sent)
                 response = await governance.infer(call, decode, self.dataplane)
         except Exception as exc:
-            self._fail(reply, sent, exc, call)
+            self._fail(sent, exc, call)
             return
         request = decoded[0] if decoded else None
-        self._answer(reply, sent, lambda: wire.response_answer(response, request, sent))
+        self._answer(sent, lambda: wire.response_answer(response, request, sent))
 
-    def _answer(
-        self, reply: Callable[[Answer], None], sent: Sent, answer: Callable[[], Answer | None]
-    ) -> None:
+    def _answer(self, sent: Sent, answer: Callable[[], Answer | None]) -> None:
         """Run a step that answers (or goes on); what it raises is the caller's answer."""
         try:
             answered = answer()
         except (Exception, asyncio.CancelledError) as exc:
-            self._fail(reply, sent, exc)
+            self._fail(sent, exc)
             return
         if answered is not None:
-            reply(answered)
+            self.wire.reply(sent, answered)
 
     def _fail(
-        self,
-        reply: Callable[[Answer], None],
-        sent: Sent,
-        exc: Exception | asyncio.CancelledError,
-        call: Call | None = None,
+        self, sent: Sent, exc: Exception | asyncio.CancelledError, call: Call | None = None
     ) -> None:
         wire = self.wire
         path = wire.path(sent)
         if isinstance(exc, ModelyardError):
             if call is None or not isinstance(exc, GovernanceError):  # the chain logs its own
                 log.warning("request_failed", path=path, **exc.fields())
-            reply(wire.error_answer(exc, sent, call))
+            wire.reply(sent, wire.error_answer(exc, sent, call))
             return
         if isinstance(exc, asyncio.CancelledError):  # its future: the caller still answered
             log.warning("request_cancelled", path=path)
-            reply(wire.error_answer(internal_error(RuntimeError("request cancelled")), sent, None))
+            error = internal_error(RuntimeError("request cancelled"))
+            wire.reply(sent, wire.error_answer(error, sent, None))
             return
         log.exception("request_crashed", path=path, exc_info=exc)
-        reply(wire.error_answer(internal_error(exc), sent, None))
+        wire.reply(sent, wire.error_answer(internal_error(exc), sent, None))
 
     def _carry_on(self, step: Awaitable[None]) -> None:
         task = asyncio.ensure_future(step)
