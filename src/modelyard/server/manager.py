@@ -256,19 +256,8 @@ class ModelManager:
     # ---- routing (hot path, event loop thread) --------------------------
 
     def resolve(self, name: str, version: str | None) -> ModelVersion:
-        mv = self._route(name, version)
-        if self.stopping and not isinstance(mv.scheduler, EnsembleScheduler):
-            raise ModelServerError(  # Triton's words (an ensemble's step says it too)
-                "Server is stopping, scheduler for model has stopped accepting new inference "
-                "requests",
-                code=Code.UNAVAILABLE,
-                rule="model-server/stopping",
-                where="send it to another instance; this one is shutting down",
-                triton=True,
-            )
-        return mv
-
-    def _route(self, name: str, version: str | None) -> ModelVersion:
+        if self.stopping:
+            self._refuse_unless_ensemble(name)
         record = self._models.get(name)
         if record is None or record.unloaded or (not record.versions and not record.retiring):
             if self.repository.ambiguity(name):
@@ -319,6 +308,22 @@ class ModelManager:
             code=Code.NOT_FOUND,
             rule="model-server/unknown-version",
             where="version_policy in the model's config.pbtxt decides which versions load",
+        )
+
+    def _refuse_unless_ensemble(self, name: str) -> None:
+        """While tritonserver stops: new inferences are refused by the model that would run
+        them (an ensemble's by its step, which names the ensemble), in Triton's words."""
+        record = self._models.get(name)
+        versions = list(record.versions.values()) if record is not None else []
+        if any(isinstance(mv.scheduler, EnsembleScheduler) for mv in versions):
+            return
+        raise ModelServerError(
+            "Server is stopping, scheduler for model has stopped accepting new inference "
+            "requests",
+            code=Code.UNAVAILABLE,
+            rule="model-server/stopping",
+            where="send it to another instance; this one is shutting down",
+            triton=True,
         )
 
     def _ambiguous(self, name: str) -> ModelServerError:

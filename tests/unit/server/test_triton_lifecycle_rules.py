@@ -179,3 +179,18 @@ def test_a_model_in_two_repositories_serves_from_neither(tmp_path: Path) -> None
 def test_a_repeated_field_given_one_value_is_read_as_a_list_of_it() -> None:
     config = parse_json_config({"instance_group": {"kind": "KIND_CPU", "count": 5}})
     assert [group.count for group in config.instance_group] == [5]
+
+
+def test_once_stopping_new_inferences_are_refused_in_tritons_words(tmp_path: Path) -> None:
+    slow_double(tmp_path)
+
+    async def scenario(dp: LocalDataPlane) -> None:
+        dp.manager.stopping = True
+        stopped = refusal(dp, "slow_double", None)
+        assert stopped.line().startswith(
+            "Server is stopping, scheduler for model has stopped accepting new inference "
+            "requests; rule=model-server/stopping"
+        )
+        assert stopped.code is Code.UNAVAILABLE
+
+    run(scenario, [tmp_path])
