@@ -841,7 +841,9 @@ class ModelManager:
             for mv in loaded.values():
                 await loop.run_in_executor(None, mv.drain_and_unload)
             record.fingerprint = fingerprint
-            raise self._load_failed(name, errors)
+            # a refusal to retry (the memory budget) is answered as it is, its retry kept
+            transient = next((e for _, e in errors if e.retry_after is not None), None)
+            raise transient if transient is not None else self._load_failed(name, errors)
         self._serve_loaded(record, loaded, wanted, override_dir)
         record.fingerprint = fingerprint
         record.config = base
