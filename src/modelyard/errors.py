@@ -184,6 +184,15 @@ def internal_error(exc: Exception) -> ModelServerError:
     )
 
 
+def listen_failure(service: str, address: str, in_use: bool, why: str) -> str:
+    """Why a port could not be listened on; in tritonserver's words when another process
+    holds it ("failed to start GRPC service: Unavailable - Socket '...' already in use"),
+    which scripts look for in its log."""
+    if in_use:
+        return f"failed to start {service} service: Unavailable - Socket '{address}' already in use"
+    return f"cannot listen for {service} on {address}: {why}"
+
+
 def load_error(
     model: str, version: int, detail: str, where: str, rule: str = "model-server/load"
 ) -> ModelServerError:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import errno
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -30,7 +31,7 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 
 from modelyard import __version__
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import Code, ConfigError, listen_failure
 from modelyard.governance.cluster import ClusterQpsGuard
 from modelyard.governance.runtime import Governance
 from modelyard.hardware.gpu_metrics import gpu_collector
@@ -520,8 +521,9 @@ def serve_metrics(
         server = make_server(host, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
     except OSError as exc:
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        in_use = exc.errno == errno.EADDRINUSE
         raise ConfigError(
-            f"cannot listen for metrics on {address}: {exc.strerror or exc}",
+            listen_failure("Metrics", address, in_use, exc.strerror or str(exc)),
             code=Code.UNAVAILABLE,
             rule="config/metrics-port",
             where="modelyard serve --metrics-port (another process may hold it; -1 turns "

@@ -168,7 +168,9 @@ def test_files_that_do_not_make_a_model_fail_to_load_and_serve_nothing(
             client.load_model(
                 "garbage", config=json.dumps(CONFIG), files={"file:1/model.onnx": b"not onnx"}
             )
-        assert str(failed.value).startswith("[400] failed to load 'garbage'")
+        assert str(failed.value).startswith(
+            "[400] load failed for model 'garbage': version 1 is at UNAVAILABLE state: "
+        )
         assert not client.is_model_ready("garbage")
         assert client.is_model_ready("simple")
     finally:

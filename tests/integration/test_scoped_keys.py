@@ -149,7 +149,10 @@ def test_a_failed_load_is_an_error_without_paths_and_the_old_version_serves_on(
     failed = post(server, "/v2/repository/models/slow_double/load", load_body(pickle), OPS_KEY)
     assert failed.status_code == 400
     line = failed.json()["error"]
-    assert line.startswith("failed to load 'slow_double' version 1: ")
+    assert line.startswith(
+        "load failed for model 'slow_double': version 1 is at UNAVAILABLE state: Invalid "
+        "argument: "
+    )
     assert "no model file model.pkl in slow_double/1" in line
     assert str(root) not in line and not ABSOLUTE.search(line), line
     assert str(root) in server.log()  # the log keeps the whole path

@@ -103,6 +103,7 @@ class Server:
 _WAIT_SCRIPT = """
 import os, sys, time, urllib.request
 pid, path, deadline = int(sys.argv[1]), sys.argv[2], time.monotonic() + float(sys.argv[3])
+port = sys.argv[4]
 while time.monotonic() < deadline:
     try:  # gone, or exited and not yet reaped by the test (a zombie)
         if open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
@@ -110,7 +111,7 @@ while time.monotonic() < deadline:
     except OSError:
         sys.exit(2)
     try:
-        if urllib.request.urlopen("http://localhost:8000" + path, timeout=1).status == 200:
+        if urllib.request.urlopen(f"http://localhost:{port}" + path, timeout=1).status == 200:
             sys.exit(0)
     except OSError:
         pass
@@ -128,16 +129,26 @@ def tritonserver(
     timeout: float = 90.0,
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
+    http_port: int = 8000,
 ) -> Iterator[Server]:
     """``tritonserver ARGS`` in ``host``, waited for as test.sh's run_server waits (ready),
-    or only until live; stopped on exit. ``env``: what test.sh exports for it."""
+    or only until live, or until it answers its metadata (``wait="metadata"``: a server
+    that is neither); stopped on exit. ``env``: what test.sh exports for it."""
     process = host.start([*TRITONSERVER, *args], log_path, cwd=cwd, env=_environment(env))
     server = Server(process)
-    path = "/v2/health/ready" if wait == "ready" else "/v2/health/live"
+    path = {"ready": "/v2/health/ready", "live": "/v2/health/live", "metadata": "/v2"}[wait]
     try:
         waited = subprocess.run(  # one poller in the namespace (its localhost is the server's)
             host.command(
-                [sys.executable, "-c", _WAIT_SCRIPT, str(process.process.pid), path, str(timeout)]
+                [
+                    sys.executable,
+                    "-c",
+                    _WAIT_SCRIPT,
+                    str(process.process.pid),
+                    path,
+                    str(timeout),
+                    str(http_port),
+                ]
             ),
             capture_output=True,
             timeout=timeout + 30,

@@ -40,6 +40,15 @@ class _Recording(unittest.TextTestResult):
         name = self._name(test) if isinstance(test, unittest.TestCase) else str(test)
         self.outcomes[name] = {"status": "error", "message": self.errors[-1][1]}
 
+    def addSubTest(self, test: unittest.TestCase, subtest: unittest.TestCase, err: Any) -> None:
+        super().addSubTest(test, subtest, err)
+        if err is None:
+            return
+        outcome = self.outcomes.setdefault(self._name(test), {"status": "failed", "message": ""})
+        outcome["status"] = "failed"
+        text = self._exc_info_to_string(err, test)
+        outcome["message"] += f"{subtest.id()}: {text.strip().splitlines()[-1]}\n"
+
     def addSkip(self, test: unittest.TestCase, reason: str) -> None:
         super().addSkip(test, reason)
         self.outcomes[self._name(test)] = {"status": "skipped", "message": reason}

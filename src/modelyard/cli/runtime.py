@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import resource
 import socket
 import sys
@@ -14,7 +15,7 @@ from typing import Any
 import uvicorn
 
 from modelyard.cli.serve_flags import DEFAULT_GIL_SWITCH_INTERVAL_US, MAX_GIL_SWITCH_INTERVAL_US
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import Code, ConfigError, listen_failure
 from modelyard.frontdoors.http_connections import (
     BoundedHttpProtocol,
     ConnectionLimits,
@@ -81,8 +82,9 @@ def listen_http(host: str, port: int, reuse_port: bool = False) -> socket.socket
     except OSError as exc:
         sock.close()
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        in_use = exc.errno == errno.EADDRINUSE
         raise ConfigError(
-            f"cannot listen for HTTP on {address}: {exc.strerror or exc}",
+            listen_failure("HTTP", address, in_use, exc.strerror or str(exc)),
             code=Code.UNAVAILABLE,
             rule="config/http-port",
             where="--http-port (another process may hold it)",

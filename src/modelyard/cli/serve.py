@@ -183,12 +183,18 @@ class InstanceServer(InProcessServer):
         if models.residency != "off" and models.memory_budget_bytes is not None:
             # the settings ask for a budget with a policy
             residency = Residency(models.memory_budget_bytes, policy=models.residency)
-        return ModelManager(
-            ModelRepository(
-                [path.resolve() for path in models.repositories],
-                models.config_name,
-                namespacing=models.namespacing,
-            ),
+        initialize_error = None
+        roots = [path.resolve() for path in models.repositories]
+        try:
+            repository = ModelRepository(roots, models.config_name, namespacing=models.namespacing)
+        except ConfigError as exc:
+            if models.exit_on_error or not models.as_tritonserver:
+                raise
+            log.error("server_failed_to_initialize", **exc.fields())
+            initialize_error = exc  # answers, not live, with no models (as Triton)
+            repository = ModelRepository([], models.config_name)
+        manager = ModelManager(
+            repository,
             models.control_mode,
             poll_secs=models.poll_secs,
             startup_models=list(models.startup_models),
@@ -211,6 +217,8 @@ class InstanceServer(InProcessServer):
             auto_complete=models.auto_complete,
             load_retries=models.load_retries,
         )
+        manager.initialize_error = initialize_error
+        return manager
 
     async def _open_governance(
         self,
@@ -281,7 +289,7 @@ class InstanceServer(InProcessServer):
         config = http_config(app, http.address, http.port, http.limits, direct=app.direct)
         if settings.exit_timeout_secs is not None:
             config.timeout_graceful_shutdown = math.ceil(settings.exit_timeout_secs)
-        server = HttpServer(config, self._deregister)
+        server = HttpServer(config, self._before_exit)
         auth_on = governance is not None and governance.config.auth.enabled
         for host in {http.address, settings.grpc.address}:
             if not _is_loopback(host) and not auth_on:
@@ -293,6 +301,12 @@ class InstanceServer(InProcessServer):
         if not http.enabled:
             return server, []
         return server, [self.listen(parts, http.address, http.port, http.reuse_port)]
+
+    async def _before_exit(self) -> None:
+        await self._deregister()
+        if self.settings.models.as_tritonserver and self.manager is not None:
+            timeout = self.settings.exit_timeout_secs
+            await drain_as_triton(self.manager, self._http, 30 if timeout is None else timeout)
 
     async def _deregister(self) -> None:
         if self._publisher is not None:
@@ -423,11 +437,47 @@ def _background(parts: contextlib.AsyncExitStack, work: Coroutine[Any, Any, None
     parts.callback(task.cancel)
 
 
+async def drain_as_triton(manager: ModelManager, http: HttpServer | None, timeout: float) -> None:
+    """tritonserver's stop, its log lines included: wait for the HTTP connections to close,
+    then refuse new inferences and wait for those in flight, each wait counting down one
+    shared ``timeout`` a second at a time."""
+    left = math.ceil(timeout)
+    while left > 0 and http is not None and (connections := len(http.server_state.connections)):
+        triton = f"Timeout {left}: Found {connections} HTTP service connections"
+        log.info("http_connections_open", connections=connections, triton=triton)
+        await asyncio.sleep(1)
+        left -= 1
+    manager.stopping = True
+    log.info("draining", triton="Waiting for in-flight requests to complete.")
+    while left > 0:
+        busy = [
+            (mv.name, mv.version, mv.scheduler.pending)
+            for mv in manager.all_versions(retiring=True)
+            if mv.scheduler.pending
+        ]
+        log.info("in_flight", versions=len(busy), triton=f"Timeout {left}: Found {len(busy)} "
+                 "model versions that have in-flight inferences")  # fmt: skip
+        for name, version, count in busy:
+            log.info("in_flight_model", model=name, version=version, requests=count,
+                     triton=f"Model '{name}' (version {version}) has {count} in-flight "
+                     "inferences")  # fmt: skip
+        if not busy:
+            return
+        await asyncio.sleep(1)
+        left -= 1
+
+
 def _exit_on_failed_loads(manager: ModelManager) -> None:
     """tritonserver's --exit-on-error: a model that failed to load at start ends the server."""
-    failed = [row for row in manager.index() if row.get("state") == "UNAVAILABLE"]
+    failed = {
+        row["name"]: row.get("reason", "")
+        for row in manager.index()
+        if row.get("state") == "UNAVAILABLE"
+    }
+    for name, error in manager.start_failures.items():  # a name no repository lists, too
+        failed.setdefault(name, error.line())
     if failed:
-        reasons = "; ".join(f"{row['name']}: {row.get('reason', '')}" for row in failed)
+        reasons = "; ".join(f"{name}: {reason}" for name, reason in failed.items())
         raise ConfigError(
             f"failed to load {len(failed)} model(s) at start: {reasons}",
             code=Code.INVALID_ARGUMENT,

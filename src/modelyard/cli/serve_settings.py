@@ -58,6 +58,11 @@ class ModelSettings:
     summary_quantiles: tuple[float, ...] | None  # None: no latency summaries
     response_cache_bytes: int | None  # None: no response cache
     resources: tuple[Resource, ...] | None  # the resource limiter's; None: it is off
+    # tritonserver's start and stop: with exit_on_error false, a repository that cannot be
+    # read leaves the server answering, not live and not ready (Triton's "failed to
+    # initialize"); a signal waits for HTTP connections to close, then for the requests in
+    # flight while new ones are refused, within the exit timeout (30 s unless given)
+    as_tritonserver: bool = False
 
 
 @dataclass(frozen=True)
@@ -198,7 +203,7 @@ def _model_settings(args: argparse.Namespace) -> ModelSettings:
         namespacing=args.model_namespacing,
         control_mode=ControlMode(args.model_control_mode),
         poll_secs=args.repository_poll_secs,
-        startup_models=tuple(args.load_model),
+        startup_models=_startup_models(args.load_model),
         pinned_versions=tuple(args.model_version),
         trusted_repository=args.trusted_repository,
         trusted_models=tuple(args.trust_model),
@@ -215,7 +220,21 @@ def _model_settings(args: argparse.Namespace) -> ModelSettings:
         resources=tuple(args.rate_limit_resources)
         if args.rate_limit == "execution_count"
         else None,
+        as_tritonserver=getattr(args, "as_tritonserver", False),
     )
+
+
+def _startup_models(names: list[str]) -> tuple[str, ...]:
+    """--load-model's names; '*' (every model) only alone, as tritonserver takes it."""
+    if "*" in names and len(names) > 1:
+        raise ConfigError(
+            "Wildcard model name '*' must be the ONLY startup model if specified at all "
+            f"(--load-model given {len(names)} times)",
+            code=Code.INVALID_ARGUMENT,
+            rule="config/load-model",
+            where="--load-model=* alone, or --load-model NAME for each model",
+        )
+    return tuple(names)
 
 
 def _residency(args: argparse.Namespace) -> str:

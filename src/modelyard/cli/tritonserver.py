@@ -6,7 +6,8 @@ This command takes the same flags as ``modelyard serve`` (tritonserver's among t
 docs/triton-flags.md) with Triton's defaults where they differ: the server's name is
 ``triton`` (``--id`` still sets it), its metadata gives the version of Triton whose
 behaviour modelyard follows, and a model that fails to load at start ends the server
-(``--exit-on-error=false`` keeps it serving the others). ``modelyard serve`` keeps
+(``--exit-on-error=false`` keeps it serving the others, and keeps a server whose model
+repository cannot be read answering, not live and not ready, as Triton's). ``modelyard serve`` keeps
 modelyard's name and version; the log's ``server_ready`` line names both.
 """
 
@@ -27,7 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tritonserver", description="modelyard serve, answering as Triton Inference Server"
     )
     add_serve_arguments(parser)
-    parser.set_defaults(id="triton", server_version=TRITON_VERSION, exit_on_error=True)
+    parser.set_defaults(
+        id="triton", server_version=TRITON_VERSION, exit_on_error=True, as_tritonserver=True
+    )
     return parser
 
 

@@ -9,7 +9,9 @@ names, with the error line HTTP returns as its details. The standard
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
+import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
@@ -31,6 +33,7 @@ from modelyard.errors import (
     GovernanceError,
     ModelyardError,
     internal_error,
+    listen_failure,
     retry_after_header,
     shown,
 )
@@ -626,7 +629,10 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     async def RepositoryModelUnload(
         self, request: pb.RepositoryModelUnloadRequest, context: Context
     ) -> Any:
-        await self.dataplane.manager.unload(request.model_name)
+        params = {key: parameter_value(value) for key, value in request.parameters.items()}
+        await self.dataplane.manager.unload(
+            request.model_name, params.get("unload_dependents") is True
+        )
         return pb.RepositoryModelUnloadResponse()
 
     # ---- shared memory ----------------------------------------------------
@@ -802,6 +808,17 @@ def server_options(
     ]
 
 
+def _in_use(host: str, port: int) -> bool:
+    """Whether another socket holds ``host:port`` (gRPC's bind error does not say)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
+
+
 @dataclass
 class GrpcServer:
     server: grpc.aio.Server
@@ -857,9 +874,9 @@ async def start_grpc_server(
             )
             bound = server.add_secure_port(address, credentials)
     except RuntimeError:
+        why = "the port is in use or the address is not this machine's"
         raise ConfigError(
-            f"cannot listen for gRPC on {address}: the port is in use or the address is not "
-            "this machine's",
+            listen_failure("GRPC", address, _in_use(host, port), why),
             code=Code.UNAVAILABLE,
             rule="config/grpc-port",
             where="--grpc-port (another process may hold it; -1 turns gRPC off)",

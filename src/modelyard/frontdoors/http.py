@@ -795,7 +795,7 @@ class HttpFrontend:
         params = doc.get("parameters") or {}
         manager = self.dataplane.manager
         if action == "unload":
-            await manager.unload(model)
+            await manager.unload(model, params.get("unload_dependents") is True)
             return _Response(200)
         override = load_override(model, params)
         files = load_files(model, params)

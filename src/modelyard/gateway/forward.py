@@ -89,7 +89,7 @@ class ServiceIndex:
     ) -> None:
         raise _use_an_instance("load")
 
-    async def unload(self, name: str) -> None:
+    async def unload(self, name: str, unload_dependents: bool = False) -> None:
         raise _use_an_instance("unload")
 
 

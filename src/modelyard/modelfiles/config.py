@@ -115,11 +115,35 @@ def parse_json_config(document: dict[str, Any], origin: str = "<config>") -> mc.
     """A config given as JSON (the repository load API's ``config`` parameter)."""
     config = mc.ModelConfig()
     try:
-        json_format.ParseDict(document, config)
+        json_format.ParseDict(_single_as_list(document, config.DESCRIPTOR), config)
     except json_format.ParseError as exc:
         raise _config_error(origin, str(exc)) from None
     refuse_unserved_fields(config, origin)
     return config
+
+
+def _single_as_list(document: Any, descriptor: Any, depth: int = 0) -> Any:
+    """``document`` with a repeated field given one value (``"instance_group": {...}``) as
+    a list of it, as Triton's JSON reading takes it; nested messages likewise (bounded:
+    a config nests a few levels)."""
+    if descriptor is None or not isinstance(document, dict) or depth > 16:
+        return document
+    fixed: dict[str, Any] = {}
+    for key, value in document.items():
+        field = descriptor.fields_by_name.get(key) or descriptor.fields_by_camelcase_name.get(key)
+        if field is None:
+            fixed[key] = value
+            continue
+        entry = field.message_type
+        is_map = entry is not None and entry.GetOptions().map_entry
+        if field.label == FieldDescriptor.LABEL_REPEATED and not is_map:
+            items = value if isinstance(value, list) else [value]
+            fixed[key] = [_single_as_list(item, entry, depth + 1) for item in items]
+        elif entry is not None and not is_map:
+            fixed[key] = _single_as_list(value, entry, depth + 1)
+        else:
+            fixed[key] = value
+    return fixed
 
 
 def model_parameter(config: mc.ModelConfig, key: str) -> str | None:
@@ -159,9 +183,21 @@ def config_path(model_dir: Path, config_name: str | None = None) -> Path:
     return model_dir / CONFIG_FILENAME
 
 
-def read_model_config(model_dir: Path, config_name: str | None = None) -> mc.ModelConfig:
+def read_model_config(
+    model_dir: Path, config_name: str | None = None, required: bool = False
+) -> mc.ModelConfig:
+    """The model's config file, read (none: an empty config to complete from its files);
+    ``required``: none is an error, in Triton's words (its --strict-model-config)."""
     path = config_path(model_dir, config_name)
     config = mc.ModelConfig()
+    if required and not path.is_file():
+        raise ConfigError(
+            f"failed to open text file for read {path}: No such file or directory",
+            code=Code.INVALID_ARGUMENT,
+            rule="config/model-config",
+            where="write its config.pbtxt, or serve with --strict-model-config=false to "
+            "complete one from the model's files",
+        )
     if path.is_file():
         try:
             text = path.read_text(encoding="utf-8")
@@ -230,10 +266,18 @@ def _map_key(entry: Any, key: str) -> Any:
     return key if entry.fields_by_name["key"].type == FieldDescriptor.TYPE_STRING else int(key)
 
 
-def complete_config(config: mc.ModelConfig, signature: Signature | None, origin: str) -> None:
-    """Fill inputs, outputs and max_batch_size from the model file where the config is silent."""
+# backends whose models may declare no tensors (Triton loads a python model, or an
+# identity one, whose config names none: it has nothing to check them against)
+TENSORS_OPTIONAL = frozenset({"python", "identity"})
+
+
+def complete_config(
+    config: mc.ModelConfig, signature: Signature | None, origin: str, tensors_required: bool = True
+) -> None:
+    """Fill inputs, outputs and max_batch_size from the model file where the config is silent
+    (``tensors_required``: a model that describes none must name them in its config)."""
     if signature is None:
-        if not config.input or not config.output:
+        if tensors_required and (not config.input or not config.output):
             raise _config_error(
                 origin,
                 "the model file does not describe its tensors: declare input and output "
@@ -332,7 +376,7 @@ def compile_spec(config: mc.ModelConfig, origin: str) -> ModelSpec:
     outputs = {e.name: _tensor_config(e, origin, "output") for e in config.output}
     if len(inputs) != len(config.input) or len(outputs) != len(config.output):
         raise _config_error(origin, "input and output names must be unique")
-    if not inputs or not outputs:
+    if (not inputs or not outputs) and config.backend not in TENSORS_OPTIONAL:
         raise _config_error(origin, "a model needs at least one input and one output")
     return ModelSpec(config.name, int(config.max_batch_size), inputs, outputs)
 

@@ -44,8 +44,9 @@ def load_override(model: str, params: dict[str, Any]) -> mc.ModelConfig | None:
     if "config" not in params:
         if any(key.startswith(FILE_PREFIX) for key in params):
             raise _bad(
-                f"failed to load '{shown(model)}': file overrides need the 'config' parameter "
-                "as the configuration of the directory they make",
+                f"failed to load '{shown(model)}', failed to poll from model repository: file "
+                "overrides need the 'config' parameter as the configuration of the directory "
+                "they make",
                 "protocol/load-file-override",
                 "the load request's parameters.config",
             )
@@ -85,11 +86,11 @@ def load_files(model: str, params: dict[str, Any]) -> dict[tuple[str, ...], byte
                 "protocol/load-file-override",
                 "the load request's file: parameters",
             )
-        files[_relative_path(key)] = _content(key, value)
+        files[_relative_path(model, key)] = _content(key, value)
     return files
 
 
-def _relative_path(key: str) -> tuple[str, ...]:
+def _relative_path(model: str, key: str) -> tuple[str, ...]:
     name = key[len(FILE_PREFIX) :]
     parts = tuple(name.split("/"))
     if (
@@ -98,7 +99,8 @@ def _relative_path(key: str) -> tuple[str, ...]:
         or not all(_COMPONENT.fullmatch(part) for part in parts[1:])
     ):
         raise _bad(
-            f"file override '{shown(name, 120)}' is not <version>/<file>: a version "
+            f"failed to load '{shown(model)}': file override '{shown(name, 120)}' is not "
+            "<version>/<file>: a version "
             f"directory, then up to {MAX_DEPTH - 1} names of letters, digits, '_', '.', '-' "
             "(none starting with '.')",
             "protocol/load-file-override",

@@ -4,8 +4,10 @@
     <root>/<model>/<version>/<file>      version: a positive integer
 
 Several roots are served together, as tritonserver serves several
-``--model-repository``: a model's name must be unique across them (a name found
-in two roots at start is refused; one added later is served from the first root).
+``--model-repository`` (a root given twice is one root): a model's name must be unique
+across them. As Triton, a name found in two roots serves from neither: it is listed
+(``duplicates``) but not found (``model_dir``), so the index shows it unavailable, poll
+mode unloads it when a second root gains it, and a load of it fails.
 
 With namespacing (tritonserver's ``--model-namespacing``) a name may be in several
 roots: each root is a namespace, and such a model is served under a key that names
@@ -86,37 +88,15 @@ class ModelRepository:
                     rule="config/model-repository",
                     where="--model-repository",
                 )
-        if len(set(roots)) != len(roots):
-            raise ConfigError(
-                "a model repository is given twice",
-                code=Code.INVALID_ARGUMENT,
-                rule="config/model-repository",
-                where="--model-repository (each directory once)",
-            )
-        seen: dict[str, Path] = {}
-        for path in roots:
-            for name in _listed(path):
-                if name in seen and not namespacing:
-                    raise ConfigError(
-                        f"model '{name}' is in two repositories, {seen[name]} and {path}; "
-                        "a name must be unique across them",
-                        code=Code.INVALID_ARGUMENT,
-                        rule="config/model-repository",
-                        where=f"rename or remove one of {seen[name] / name} and {path / name}",
-                    )
-                seen[name] = path
-        self.roots = roots
+        self.roots = list(dict.fromkeys(roots))  # as tritonserver: a root given twice is one
         self.model_names()
 
     def model_names(self) -> list[str]:
         """The keys of the models the roots list now (a name, or ``NAME::N`` when namespaced
         models share it)."""
-        found: dict[str, list[Path]] = {}
-        for root in self.roots:
-            for name in _listed(root):
-                found.setdefault(name, []).append(root)
+        found = self._found()
         if not self.namespacing:
-            return sorted(found)
+            return sorted(name for name, roots in found.items() if len(roots) == 1)
         self._shared = {
             name: {root: self._key(name, root) for root in roots}
             for name, roots in found.items()
@@ -125,6 +105,19 @@ class ModelRepository:
         keys = [name for name in found if name not in self._shared]
         keys += [key for owners in self._shared.values() for key in owners.values()]
         return sorted(keys)
+
+    def _found(self) -> dict[str, list[Path]]:
+        found: dict[str, list[Path]] = {}
+        for root in self.roots:
+            for name in _listed(root):
+                found.setdefault(name, []).append(root)
+        return found
+
+    def duplicates(self) -> list[str]:
+        """The names several roots list, which none serves (without namespacing)."""
+        if self.namespacing:
+            return []
+        return sorted(name for name, roots in self._found().items() if len(roots) > 1)
 
     def _key(self, name: str, root: Path) -> str:
         return f"{name}{NAMESPACE_MARK}{self.roots.index(root) + 1}"
@@ -139,11 +132,8 @@ class ModelRepository:
             return None  # the bare name of a namespaced model: which one is ambiguous
         else:
             roots = self.roots
-        for root in roots:
-            for listed in _listed(root):
-                if listed == name:
-                    return root / listed
-        return None
+        found = [root / listed for root in roots for listed in _listed(root) if listed == name]
+        return found[0] if len(found) == 1 else None  # in two roots: neither serves
 
     def keys_of(self, name: str) -> list[str]:
         """The keys a name loads: its own, or each namespaced model's of that name."""
@@ -169,8 +159,31 @@ class ModelRepository:
         return sorted(
             int(e.name)
             for e in entries
-            if e.is_dir() and e.name.isdigit() and not e.name.startswith("0")
+            if e.is_dir() and e.name.isascii() and e.name.isdigit() and not e.name.startswith("0")
         )
+
+    @staticmethod
+    def ignored_versions(model_dir: Path) -> list[str]:
+        """Why each folder of a model that is not a version is passed over, in Triton's
+        words (its log says so at each load)."""
+        try:
+            entries = sorted(e.name for e in os.scandir(model_dir) if e.is_dir())
+        except OSError:
+            return []
+        reasons = []
+        for name in entries:
+            if name.isascii() and name.isdigit():
+                if name.startswith("0"):
+                    reasons.append(
+                        f"ignore version directory '{name}' which contains leading zeros in "
+                        "its directory name"
+                    )
+            else:
+                reasons.append(
+                    f"ignore version directory '{name}' which fails to convert to integral "
+                    "number"
+                )
+        return reasons
 
     def fingerprint(self, model_dir: Path) -> ModelFingerprint:
         config_entries: list[tuple[str, int, int]] = []

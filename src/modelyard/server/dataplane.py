@@ -453,7 +453,7 @@ class LocalDataPlane:
     # ---- health and metadata -------------------------------------------
 
     def server_live(self) -> bool:
-        return True
+        return self.manager.initialize_error is None
 
     def server_ready(self) -> bool:
         return self.manager.is_ready()

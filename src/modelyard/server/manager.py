@@ -110,10 +110,17 @@ class ModelRecord:
     retiring: list[ModelVersion] = field(default_factory=list)
     fingerprint: ModelFingerprint | None = None
     override: mc.ModelConfig | None = None
+    config: mc.ModelConfig | None = None  # as its last load read it (before completion)
     # the fresh directory a load request's file overrides were written into (its model dir)
     override_dir: Path | None = None
     unloaded: bool = False
     model_dir: Path | None = None  # where its files were when it last loaded
+    # its config was read once: the model is known, as in Triton's model map (a request
+    # finds it unavailable rather than not found)
+    registered: bool = False
+    # the versions that ever loaded or failed to: asked for when not serving, they are
+    # "not at ready state" rather than not found
+    known_versions: set[int] = field(default_factory=set)
 
     def refresh(self) -> None:
         self.ready_desc = sorted(
@@ -189,6 +196,10 @@ class ModelManager:
         self.memory_budget = memory_budget
         self._clock = clock
         self._models: dict[str, ModelRecord] = {}
+        # the repository API's loads under way: the models each reaches, and its end
+        self._loads_under_way: list[tuple[set[str], asyncio.Future[None]]] = []
+        # models that were served and have left the repository: still known, as in Triton
+        self._gone: set[str] = set()
         self._locks: dict[str, asyncio.Lock] = {}
         self._poll_task: asyncio.Task[None] | None = None
         self._namespaces_lock = asyncio.Lock()  # one reading of which names are shared at once
@@ -196,6 +207,13 @@ class ModelManager:
         self._background: set[asyncio.Task[Any]] = set()
         self.frozen_garbage = FrozenGarbage()
         self.started = False
+        # why the server failed to initialize (tritonserver --exit-on-error false with a
+        # repository it cannot read): it answers, not live and not ready, as Triton
+        self.initialize_error: ModelyardError | None = None
+        # the models that failed to load at start, with why (--exit-on-error reads them)
+        self.start_failures: dict[str, ModelyardError] = {}
+        # tritonserver's stop has begun: new inferences are refused (an ensemble's steps)
+        self.stopping = False
 
     # ---- start and stop -------------------------------------------------
 
@@ -217,6 +235,7 @@ class ModelManager:
                 await self._load(name, None)
             except ModelyardError as exc:
                 log.error("model_load_failed", model=name, **exc.fields())
+                self.start_failures[name] = exc
         self.started = True
         if self.mode is ControlMode.POLL:
             self._poll_task = asyncio.create_task(self._poll_forever())
@@ -239,12 +258,16 @@ class ModelManager:
     # ---- routing (hot path, event loop thread) --------------------------
 
     def resolve(self, name: str, version: str | None) -> ModelVersion:
+        if self.stopping:
+            self._refuse_unless_ensemble(name)
         record = self._models.get(name)
         if record is None or record.unloaded or (not record.versions and not record.retiring):
             if self.repository.ambiguity(name):
                 raise self._ambiguous(name)
             if self.residency is not None and self._servable(name):
                 raise NotResident(name, functools.partial(self.make_resident, name))
+            if (record is not None and record.registered) or name in self._gone:
+                raise _unavailable(name, version, record)
             raise ModelServerError(
                 f"Request for unknown model: '{shown(name)}' is not found",
                 code=Code.NOT_FOUND,
@@ -279,12 +302,30 @@ class ModelManager:
                 rule="model-server/version-unloading",
                 where="send the request without a version, or to a ready version",
             )
+        if number in record.known_versions:
+            raise _unavailable(name, version, record)
         raise ModelServerError(
             f"Request for unknown model: '{name}' version {shown(version, 40)} is not found "
             f"(ready: {', '.join(map(str, record.ready_desc)) or 'none'})",
             code=Code.NOT_FOUND,
             rule="model-server/unknown-version",
             where="version_policy in the model's config.pbtxt decides which versions load",
+        )
+
+    def _refuse_unless_ensemble(self, name: str) -> None:
+        """While tritonserver stops: new inferences are refused by the model that would run
+        them (an ensemble's by its step, which names the ensemble), in Triton's words."""
+        record = self._models.get(name)
+        versions = list(record.versions.values()) if record is not None else []
+        if any(isinstance(mv.scheduler, EnsembleScheduler) for mv in versions):
+            return
+        raise ModelServerError(
+            "Server is stopping, scheduler for model has stopped accepting new inference "
+            "requests",
+            code=Code.UNAVAILABLE,
+            rule="model-server/stopping",
+            where="send it to another instance; this one is shutting down",
+            triton=True,
         )
 
     def _ambiguous(self, name: str) -> ModelServerError:
@@ -349,13 +390,13 @@ class ModelManager:
 
     def is_ready(self) -> bool:
         """Strict readiness, as Triton's default: started and every loaded model healthy."""
-        if not self.started:
+        if not self.started or self.initialize_error is not None:
             return False
         if not self.strict_readiness:
             return True
         for record in self._models.values():
-            if record.unloaded:
-                continue
+            if record.unloaded or not record.registered:  # as Triton: a config it could not
+                continue  # read keeps the model out of its map (it is not found either)
             if record.failures or not record.ready_desc:
                 return False
         return True
@@ -540,11 +581,15 @@ class ModelManager:
 
     def index(self, ready_only: bool = False) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
-        names = sorted(set(self.repository.model_names()) | set(list(self._models)))
+        duplicates = set(self.repository.duplicates())
+        names = sorted(set(self.repository.model_names()) | set(list(self._models)) | duplicates)
         for name in names:
             record = self._models.get(name)
-            if record is None:
-                if not ready_only:
+            if record is None or (name in duplicates and record.unloaded):
+                if name in duplicates and not ready_only:  # Triton's words
+                    reason = "model appears in two or more repositories"
+                    rows.append({"name": name, "state": "UNAVAILABLE", "reason": reason})
+                elif not ready_only:
                     rows.append({"name": name})
                 continue
             entries: list[dict[str, Any]] = []
@@ -618,21 +663,27 @@ class ModelManager:
                 raise self._ambiguous(name)
             loop = asyncio.get_running_loop()  # reads configs: off the loop
             steps = await loop.run_in_executor(None, self._missing_steps, keys)
+            under_way = (set(steps) | set(keys), loop.create_future())
+            self._loads_under_way.append(under_way)  # an unload of these waits for it
             # as Triton: an ensemble's models load first
             if steps and authorize is not None:  # all checked before any model loads
                 reached = [step.partition(NAMESPACE_MARK)[0] for step in steps]
                 authorize(reached)
                 authorize(reached, "admin")
-            for step in steps:
-                await self._load(step, None, authorize)
-            for key in keys:
-                await self._load(key, override, authorize)
-                if self.residency is not None:
-                    self.residency.placed(key)
+            try:
+                for step in steps:
+                    await self._load(step, None, authorize)
+                for key in keys:
+                    await self._load(key, override, authorize)
+                    if self.residency is not None:
+                        self.residency.placed(key)
+            finally:
+                self._loads_under_way.remove(under_way)
+                under_way[1].set_result(None)
         except ModelyardError as exc:
             public = self._public(exc)
-            if not isinstance(exc, GovernanceError) and not public.detail.startswith(
-                TRITON_WORDING
+            if not isinstance(exc, GovernanceError) and not (
+                public.triton or public.detail.startswith(TRITON_WORDING)
             ):  # Triton's words first, which clients match on; the rule names the layer
                 public = _with_detail(public, f"failed to load '{shown(name)}': {public.detail}")
             if public is exc:
@@ -640,10 +691,36 @@ class ModelManager:
             log.warning("model_load_failed", model=name, **exc.fields())
             raise public from exc
 
-    async def unload(self, name: str) -> None:
+    async def unload(self, name: str, unload_dependents: bool = False) -> None:
+        """Unload a model once the loads under way that reach it have finished, and, as
+        Triton, the loaded ensembles that call it; ``unload_dependents``: the models an
+        ensemble calls too."""
         self._refuse_unless_explicit("unload")
-        for key in self.repository.keys_of(name):
-            self._unload(key)
+        waiting = list(self.repository.keys_of(name))
+        done: set[str] = set()
+        while waiting:
+            key = waiting.pop()
+            if key in done:
+                continue
+            done.add(key)
+            loads = [future for reached, future in self._loads_under_way if key in reached]
+            if loads:
+                await asyncio.wait(loads)
+            steps = self._steps_of(key) if unload_dependents else set()
+            async with self._lock(key):
+                self._unload(key)
+            waiting += sorted(self._ensembles_calling(key) | steps)
+
+    def _steps_of(self, name: str) -> set[str]:
+        """The models a loaded ensemble's steps call."""
+        record = self._models.get(name)
+        versions = list(record.versions.values()) if record is not None else []
+        graphs = [getattr(mv.scheduler, "graph", None) for mv in versions]
+        return {step.model for graph in graphs if graph is not None for step in graph.steps}
+
+    def _ensembles_calling(self, name: str) -> set[str]:
+        """The loaded ensembles one of whose steps calls ``name``."""
+        return {key for key in list(self._models) if name in self._steps_of(key)}
 
     # ---- internals ------------------------------------------------------
 
@@ -740,6 +817,8 @@ class ModelManager:
             raise _not_in_repository(name)
         fingerprint = await loop.run_in_executor(None, self.repository.fingerprint, model_dir)
         record = self._models.get(name) or ModelRecord(name)
+        if override is None and _override_holds(record, fingerprint, model_dir):
+            override = record.override  # as Triton: until the files it overrode change
         try:
             base, available, backend = self._config_to_load(name, override, model_dir, override_dir)
         except ModelyardError as exc:
@@ -749,26 +828,34 @@ class ModelManager:
             authorize(reached_models(base))  # refused: nothing changes, not even the record
         self._models[name] = record
         record.unloaded = False
+        record.registered = True
         record.model_dir = model_dir
         wanted = select_versions(base, available)
         if not wanted:
             error = self._no_versions(name, available)
             self._failed(name, record, fingerprint, error)
             raise error
-        to_load = _versions_to_load(record, wanted, fingerprint, override)
+        to_load = _versions_to_load(record, wanted, fingerprint, base)
         record.override = override
         record.failures.pop(0, None)
         loaded, errors = await self._load_versions(
             name, record, to_load, model_dir, base, backend, override_dir
         )
+        if errors:  # as Triton: none of this load serves; what served before serves on
+            for mv in loaded.values():
+                await loop.run_in_executor(None, mv.drain_and_unload)
+            record.fingerprint = fingerprint
+            # a refusal to retry (the memory budget) is answered as it is, its retry kept
+            transient = next((e for _, e in errors if e.retry_after is not None), None)
+            raise transient if transient is not None else self._load_failed(name, errors)
         self._serve_loaded(record, loaded, wanted, override_dir)
         record.fingerprint = fingerprint
+        record.config = base
         record.refresh()
         self.generation.bump()
         if self.residency is not None and loaded:
             self._count_load(name, record, loop_started)
-        if errors:  # the versions that loaded serve, and so does what a failed one replaced
-            raise errors[0]
+        log.info("model_loaded", model=name, triton=f"successfully loaded '{name}'")
 
     def _config_to_load(
         self,
@@ -783,12 +870,14 @@ class ModelManager:
             base = override
             base.name = name
         else:
-            base = read_model_config(model_dir, self.repository.config_name)
+            base = read_model_config(model_dir, self.repository.config_name, not self.auto_complete)
         if name in self.pinned_versions:
             base.version_policy.Clear()
             base.version_policy.specific.versions[:] = [self.pinned_versions[name]]
         validate_version_policy(base, f"{name}/config.pbtxt")
         available = self.repository.versions(model_dir)
+        for reason in self.repository.ignored_versions(model_dir):
+            log.warning("version_directory_ignored", model=name, triton=reason)
         backend = backend_for(base.platform, base.backend, [model_dir / str(v) for v in available])
         if backend is None:
             raise ConfigError(
@@ -807,6 +896,22 @@ class ModelManager:
                 f"overrides take {', '.join(sorted(_DATA_BACKENDS))} models)",
             )
         return base, available, backend
+
+    def _load_failed(self, name: str, errors: list[tuple[int, ModelyardError]]) -> ModelyardError:
+        """A load whose versions did not all load, in Triton's words: each failed version
+        is at UNAVAILABLE state, with its reason; the first one's rule and where."""
+        first = errors[0][1]
+        states = "; ".join(
+            f"version {version} is at UNAVAILABLE state: {_triton_status(self._public(error))}"
+            for version, error in errors
+        )
+        return ModelServerError(
+            f"load failed for model '{name}': {states}",
+            code=first.code,
+            rule=first.rule,
+            where=first.where,
+            triton=True,
+        )
 
     def _no_versions(self, name: str, available: list[int]) -> ModelServerError:
         """The error of a model whose version policy selects none of its versions."""
@@ -830,12 +935,12 @@ class ModelManager:
         base: mc.ModelConfig,
         backend: str,
         override_dir: Path | None,
-    ) -> tuple[dict[int, ModelVersion], list[ModelyardError]]:
+    ) -> tuple[dict[int, ModelVersion], list[tuple[int, ModelyardError]]]:
         """Each version of ``to_load`` loaded and made ready to serve, one at a time: those
         that loaded, and the errors of those that did not (recorded in ``record``)."""
         loop = asyncio.get_running_loop()
         loaded: dict[int, ModelVersion] = {}
-        errors: list[ModelyardError] = []
+        errors: list[tuple[int, ModelyardError]] = []
         for v in to_load:
             log.info("model_version_loading", model=name, version=v, backend=backend)
             try:
@@ -906,18 +1011,23 @@ class ModelManager:
         name: str,
         version: int,
         record: ModelRecord,
-        errors: list[ModelyardError],
+        errors: list[tuple[int, ModelyardError]],
         error: ModelyardError,
     ) -> None:
         """A version that failed to load: recorded, its error kept in ``errors`` and logged."""
         record.failures[version] = self._public(error).line()
-        errors.append(error)
-        log.error("model_version_load_failed", model=name, version=version, **error.fields())
+        record.known_versions.add(version)
+        errors.append((version, error))
+        log.error(
+            "model_version_load_failed", model=name, version=version, **error.fields(),
+            triton=f"failed to load '{name}' version {version}: {_triton_status(error)}",
+        )  # fmt: skip
 
     def _ready(self, name: str, version: int, record: ModelRecord, mv: ModelVersion) -> None:
         """A loaded version made ready to serve: its failure cleared, its latency summaries
         and response cache attached."""
         record.failures.pop(version, None)
+        record.known_versions.add(version)
         if self.summary_quantiles is not None:
             mv.scheduler.stats.summaries = LatencySummaries(self.summary_quantiles)
         self._attach_cache(mv)
@@ -1062,19 +1172,15 @@ class ModelManager:
         if mv in record.retiring:
             record.retiring.remove(mv)
         self.frozen_garbage.after_unload(asyncio.get_running_loop())
-        log.info("model_version_unloaded", model=mv.name, version=mv.version)
+        log.info(
+            "model_version_unloaded", model=mv.name, version=mv.version,
+            triton=f"successfully unloaded '{mv.name}' version {mv.version}",
+        )  # fmt: skip
 
     def _unload(self, name: str) -> list[asyncio.Task[None]]:
         """Unload a model: the tasks that drain and unload its versions."""
         record = self._models.get(name)
-        if record is None:
-            if self.repository.model_dir(name) is None:
-                raise ModelServerError(
-                    f"Request for unknown model: '{shown(name)}' is not found",
-                    code=Code.NOT_FOUND,
-                    rule="model-server/unknown-model",
-                    where="GET /v2/repository/index lists the models",
-                )
+        if record is None:  # as Triton: unloading what is not loaded changes nothing
             return []
         drains = self._retire(record, list(record.versions))
         record.failures.clear()
@@ -1109,7 +1215,8 @@ class ModelManager:
             if name not in names:
                 async with self._lock(name):
                     self._unload(name)
-                    self._models.pop(name, None)
+                    if self._models.pop(name, None) is not None:
+                        self._gone.add(name)
                 self._locks.pop(name, None)
 
     async def _poll_forever(self) -> None:
@@ -1127,9 +1234,47 @@ def _retrieved(future: asyncio.Future[None]) -> None:
         future.exception()
 
 
-def _not_in_repository(name: str) -> ModelServerError:
+# Triton's names of its status codes, as its messages write them ("Internal: ...")
+_TRITON_CODE_NAMES = {
+    Code.INVALID_ARGUMENT: "Invalid argument",
+    Code.NOT_FOUND: "Not found",
+    Code.UNAVAILABLE: "Unavailable",
+    Code.UNIMPLEMENTED: "Unsupported",
+}
+
+
+def _triton_status(error: ModelyardError) -> str:
+    """A version's load error as Triton writes a status: its code's name, then what went
+    wrong (without the "failed to load 'X' version N: " it leads with here)."""
+    detail = error.detail
+    if detail.startswith("failed to load '") and ": " in detail:
+        detail = detail.split(": ", 1)[1]
+    return f"{_TRITON_CODE_NAMES.get(error.code, 'Internal')}: {detail}"
+
+
+def _unavailable(name: str, version: str | None, record: ModelRecord | None) -> ModelServerError:
+    """A model (or version) the server knows that serves nothing now, in Triton's words."""
+    failed = record is not None and not record.unloaded and bool(record.failures)
+    why = "its last load failed" if failed else "unloaded"
+    if version:
+        detail = (
+            f"Request for unknown model: '{name}' version {shown(version, 40)} is not at ready "
+            f"state ({why})"
+        )
+    else:
+        detail = f"Request for unknown model: '{name}' has no available versions ({why})"
     return ModelServerError(
-        f"failed to load '{shown(name)}': no such model in the model repository",
+        detail,
+        code=Code.UNAVAILABLE if version else Code.NOT_FOUND,
+        rule="model-server/no-ready-version",
+        where="GET /v2/repository/index shows each version's state and reason",
+    )
+
+
+def _not_in_repository(name: str) -> ModelServerError:
+    return ModelServerError(  # Triton's words, then which
+        f"failed to load '{shown(name)}', failed to poll from model repository: model not "
+        "found in any model repository",
         code=Code.NOT_FOUND,
         rule="model-server/unknown-model",
         where="add the model directory to the repository",
@@ -1142,24 +1287,61 @@ def _still_serving(record: ModelRecord, version: int) -> str:
     return f"serving what loaded before; the last load failed: {failure}" if failure else ""
 
 
+def _override_holds(record: ModelRecord, fingerprint: ModelFingerprint, model_dir: Path) -> bool:
+    """Whether a load without a config keeps the config the last load was given: the model
+    still loaded from the same directory, and its config files unchanged since."""
+    previous = record.fingerprint
+    return (
+        record.override is not None
+        and not record.unloaded
+        and record.override_dir is None
+        and record.model_dir == model_dir
+        and previous is not None
+        and _config_files(previous) == _config_files(fingerprint)
+    )
+
+
+def _config_files(fingerprint: ModelFingerprint) -> set[tuple[str, int, int]]:
+    return {entry for entry in fingerprint.config if _is_config_file(entry[0])}
+
+
+def _other_files(fingerprint: ModelFingerprint) -> set[tuple[str, int, int]]:
+    """The files beside the config (labels, a python model's dependencies)."""
+    return {entry for entry in fingerprint.config if not _is_config_file(entry[0])}
+
+
+def _is_config_file(name: str) -> bool:
+    return name == "config.pbtxt" or name.startswith("configs/")
+
+
+def _same_but_versions(old: mc.ModelConfig, new: mc.ModelConfig) -> bool:
+    """Whether two configs differ at most in which versions they serve."""
+    old, new = copy.deepcopy(old), copy.deepcopy(new)
+    old.ClearField("version_policy")
+    new.ClearField("version_policy")
+    return old == new
+
+
 def _versions_to_load(
     record: ModelRecord,
     wanted: list[int],
     fingerprint: ModelFingerprint,
-    override: mc.ModelConfig | None,
+    config: mc.ModelConfig,
 ) -> list[int]:
-    """The wanted versions not serving, or serving from files or a config that changed."""
+    """The wanted versions not serving, or serving from files that changed; all of them
+    when the config changed in more than its version policy, or a file beside it did (as
+    Triton, which keeps a version whose own files and config are as they were)."""
     previous = record.fingerprint
-    config_changed = (
+    everything = (
         previous is None
-        or previous.config != fingerprint.config
-        or override is not None
-        or record.override is not None
+        or record.config is None
+        or _other_files(previous) != _other_files(fingerprint)
+        or not _same_but_versions(record.config, config)
     )
     return [
         v
         for v in wanted
         if v not in record.versions
-        or config_changed
+        or everything
         or (previous is not None and previous.versions.get(v) != fingerprint.versions.get(v))
     ]

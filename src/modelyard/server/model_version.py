@@ -15,7 +15,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines import PLATFORMS, Engine, LoadContext, Signature, engine_class
-from modelyard.errors import ModelyardError, load_error
+from modelyard.errors import Code, ModelServerError, ModelyardError, load_error
 from modelyard.hardware.memory import settled_rss_bytes
 from modelyard.hardware.placement import (
     asks_for_gpus,
@@ -23,7 +23,13 @@ from modelyard.hardware.placement import (
     placed_groups,
     visible_gpus,
 )
-from modelyard.modelfiles.config import ModelSpec, compile_spec, complete_config, config_to_json
+from modelyard.modelfiles.config import (
+    TENSORS_OPTIONAL,
+    ModelSpec,
+    compile_spec,
+    complete_config,
+    config_to_json,
+)
 from modelyard.server.batcher import BatchingPolicy
 from modelyard.server.decoupled import DecoupledScheduler
 from modelyard.server.embedding_cache import EmbeddingCache, parse_size
@@ -246,6 +252,10 @@ def _release(engines: list[Engine]) -> None:
         unload_all(engines)
 
 
+# Triton's identity backend refuses GPU instances ("GPU instances not supported")
+_CPU_ONLY_BACKENDS = frozenset({"identity"})
+
+
 def load_model_version(
     model_dir: Path,
     version: int,
@@ -273,6 +283,14 @@ def load_model_version(
     config = copy.deepcopy(base_config)
     cls = engine_class(backend)
     artifact = _find_artifact(name, version, version_dir, config, cls)
+    if backend in _CPU_ONLY_BACKENDS and asks_for_gpus(config):
+        raise ModelServerError(  # the identity backend's own refusal, in its words
+            f"failed to load '{name}' version {version}: GPU instances not supported",
+            code=Code.INTERNAL,
+            rule="model-server/load",
+            where=f"instance_group kind KIND_CPU in {name}/config.pbtxt (the {backend} "
+            "backend runs on CPUs only)",
+        )
     placed = instance_placements(name, version, config)
     devices = [device for device, _ in placed]
     engines: list[Engine] = []
@@ -304,7 +322,10 @@ def load_model_version(
                     signature = text.signature
                 _check_signature(name, version, config, signature)
                 if auto_complete:
-                    complete_config(config, signature, f"{name}/config.pbtxt")
+                    complete_config(
+                        config, signature, f"{name}/config.pbtxt",
+                        tensors_required=backend not in TENSORS_OPTIONAL,
+                    )  # fmt: skip
         if not config.backend:
             config.backend = backend
         if not config.platform and backend in _PLATFORM_OF:

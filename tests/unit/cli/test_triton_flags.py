@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from modelyard.cli import tritonserver
 from modelyard.cli.main import build_parser
+from modelyard.cli.serve_settings import instance_settings
 from modelyard.cli.triton_flags import apply_triton_flags
-from modelyard.errors import ConfigError
+from modelyard.errors import ConfigError, listen_failure
 
 
 def parsed(*flags: str) -> tuple[object, list[tuple[str, str]]]:
@@ -289,3 +291,29 @@ def test_every_tritonserver_flag_is_accepted(tmp_path: Path) -> None:
     assert options["grpc.keepalive_timeout_ms"] == 20000
     assert options["grpc.max_connection_age_ms"] == 60000
     assert options["grpc.so_reuseport"] == 0
+
+
+def test_every_model_at_start_is_asked_for_alone(tmp_path: Path) -> None:
+    """tritonserver refuses --load-model=* beside other --load-model flags."""
+    def settings(*flags: str) -> object:
+        args = tritonserver.build_parser().parse_args(
+            ["--model-repository", str(tmp_path), "--model-control-mode=explicit", *flags]
+        )
+        return instance_settings(args)
+
+    assert settings("--load-model=*")
+    with pytest.raises(ConfigError) as refused:
+        settings("--load-model=*", "--load-model=ranker")
+    assert refused.value.line().startswith(
+        "[config] Wildcard model name '*' must be the ONLY startup model if specified at all"
+    )
+    assert "rule=config/load-model" in refused.value.line()
+
+
+def test_a_port_in_use_is_said_in_tritonservers_words() -> None:
+    assert listen_failure("GRPC", "0.0.0.0:8001", True, "in use") == (
+        "failed to start GRPC service: Unavailable - Socket '0.0.0.0:8001' already in use"
+    )
+    assert listen_failure("HTTP", "10.0.0.9:80", False, "Cannot assign requested address") == (
+        "cannot listen for HTTP on 10.0.0.9:80: Cannot assign requested address"
+    )

@@ -174,7 +174,9 @@ def test_a_new_version_drops_the_lane_and_its_checks_apply(tmp_path: Path) -> No
             status, body = await post(app, *binary_request(rows[:2]))
             line = orjson.loads(body)["error"]
             assert status == 404
-            assert line.startswith("Request for unknown model: 'slow_double' is not found; ")
+            assert line.startswith(
+                "Request for unknown model: 'slow_double' has no available versions (unloaded); "
+            )
 
     asyncio.run(scenario())
 

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from modelyard.errors import ConfigError
 from modelyard.modelfiles.repository import ModelRepository
 
 
@@ -25,15 +22,19 @@ def test_models_of_every_root_are_listed_and_found(tmp_path: Path) -> None:
     assert repository.model_dir("../a/ranker") is None  # names are matched, never joined
 
 
-def test_a_name_in_two_roots_is_refused_at_start(tmp_path: Path) -> None:
+def test_a_name_in_two_roots_serves_from_neither_as_in_triton(tmp_path: Path) -> None:
     first, second = tmp_path / "a", tmp_path / "b"
     model(first, "ranker")
     model(second, "ranker")
-    with pytest.raises(ConfigError) as refused:
-        ModelRepository([first, second])
-    line = refused.value.line()
-    assert "model 'ranker' is in two repositories" in line
-    assert "rule=config/model-repository" in line
+    model(second, "scorer")
+    repository = ModelRepository([first, second, first])  # a root given twice is one
+    assert repository.roots == [first, second]
+    assert repository.model_names() == ["scorer"]
+    assert repository.duplicates() == ["ranker"]
+    assert repository.model_dir("ranker") is None
+    (first / "ranker").rename(tmp_path / "moved")  # once in one root only, it is found
+    assert repository.model_dir("ranker") == second / "ranker"
+    assert repository.duplicates() == []
 
 
 def test_with_namespacing_a_shared_name_is_served_once_per_repository(tmp_path: Path) -> None:

@@ -315,7 +315,10 @@ def test_wiring_errors_are_rejected_at_load_with_the_error_line(
             await dp.manager.load("wired")
         line = refused.value.line()
         # the load API answers in Triton's words; the rule names the layer
-        assert line.startswith(f"failed to load 'wired': ensemble 'wired': {detail}"), line
+        assert line.startswith(
+            "load failed for model 'wired': version 1 is at UNAVAILABLE state: Invalid "
+            f"argument: ensemble 'wired': {detail}"
+        ), line
         rule = "; rule=model-server/ensemble; change: ensemble_scheduling in wired/config.pbtxt"
         assert rule in line
         row = next(r for r in dp.manager.index() if r["name"] == "wired")
@@ -351,14 +354,24 @@ def test_ensembles_load_after_their_step_models_and_take_new_versions(tmp_path: 
     run(scenario, tmp_path, mode=ControlMode.POLL, poll_secs=3600)
 
 
-def test_an_unloaded_step_model_fails_requests_with_its_routing_error(tmp_path: Path) -> None:
+def test_unloading_a_step_model_unloads_the_ensembles_that_call_it(tmp_path: Path) -> None:
+    """As Triton: the ensemble goes with its step; unload_dependents takes the steps with
+    the ensemble."""
     diamond(tmp_path)
 
     async def scenario(dp: LocalDataPlane) -> None:
         await dp.manager.unload("double")
+        assert not dp.model_ready("double", None) and not dp.model_ready("diamond", None)
+        assert dp.model_ready("combine", None)
         with pytest.raises(ModelyardError) as gone:
             await dp.infer(request("diamond", [[1.0, 2.0]]))
-        assert gone.value.line().startswith("Request for unknown model: 'double' is not found")
+        assert gone.value.line().startswith(
+            "Request for unknown model: 'diamond' has no available versions"
+        )
+        await dp.manager.load("diamond")
+        assert dp.model_ready("diamond", None) and dp.model_ready("double", None)
+        await dp.manager.unload("diamond", unload_dependents=True)
+        assert not any(dp.model_ready(m, None) for m in ("diamond", "double", "combine"))
 
     run(scenario, tmp_path, mode=ControlMode.EXPLICIT, startup_models=["*"])
 
