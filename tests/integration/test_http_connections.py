@@ -264,6 +264,9 @@ def test_an_http_port_in_use_ends_the_command_with_an_error_line(
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
     assert result.returncode != 0
-    assert f"[config] cannot listen for HTTP on 127.0.0.1:{port}" in result.stderr
+    assert (  # Triton's words, then the rule and where to change it
+        f"[config] failed to start HTTP service: Unavailable - Socket '127.0.0.1:{port}' "
+        "already in use" in result.stderr
+    )
     assert "rule=config/http-port; change: --http-port" in result.stderr
     assert "Traceback" not in result.stderr

@@ -111,6 +111,9 @@ def test_a_metrics_port_in_use_ends_serve_with_an_error_line(tmp_path: Path) -> 
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
     assert result.returncode != 0
-    assert f"[config] cannot listen for metrics on 127.0.0.1:{port}" in result.stderr
+    assert (  # Triton's words, then the rule and where to change it
+        f"[config] failed to start Metrics service: Unavailable - Socket '127.0.0.1:{port}' "
+        "already in use" in result.stderr
+    )
     assert "rule=config/metrics-port; change: modelyard serve --metrics-port" in result.stderr
     assert "Traceback" not in result.stderr
