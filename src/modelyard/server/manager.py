@@ -476,6 +476,7 @@ class ModelManager:
             task = loop.create_task(self._load_on_demand(name, state.loading))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+        state.waiting += 1  # until the caller queues it, on its return (no await between)
         try:
             left = None if deadline is None else max(0.0, deadline - residency.now())
             await asyncio.wait_for(asyncio.shield(state.loading), left)
@@ -488,6 +489,7 @@ class ModelManager:
                 where="give the request more time, or pin the model (parameters residency)",
             ) from None
         finally:
+            state.waiting -= 1
             state.load_wait.observe(residency.now() - started)
 
     async def _load_on_demand(self, name: str, loaded: asyncio.Future[None]) -> None:
@@ -536,12 +538,14 @@ class ModelManager:
 
     def _idle(self, name: str) -> bool:
         """Whether a model may be unloaded now: nothing queued or executing, nothing
-        draining, not loading."""
+        draining, not loading, no request woken by its load and yet to be queued."""
         record = self._models.get(name)
         if record is None:
             return True
         residency = self.residency
-        if record.retiring or (residency is not None and residency.of(name).loading):
+        if record.retiring or (
+            residency is not None and (residency.of(name).loading or residency.of(name).waiting)
+        ):
             return False
         return all(mv.scheduler.pending == 0 for mv in record.versions.values())
 

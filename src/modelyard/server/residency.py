@@ -95,6 +95,9 @@ class ModelResidency:
     requests_at: float = 0.0  # monotonic seconds ``requests`` was last brought up to
     first_asked: float | None = None  # monotonic seconds of its first request
     loading: asyncio.Future[None] | None = None  # the load requests wait for, while it runs
+    # requests waiting for its load, until they are queued: it is not idle meanwhile (the
+    # next load must not unload it between its load and their queueing)
+    waiting: int = 0
     load_wait: Histogram = field(default_factory=lambda: Histogram(LOAD_WAIT_BUCKETS))
 
     @property
