@@ -1,7 +1,7 @@
 """Many models, bounded memory: one instance (and a group of three) serving more models than fit.
 
-    python bench/residency.py                      # one instance, then a group of three
-    python bench/residency.py --part instance --seconds 20
+    python bench/residency.py                      # lru and cost: one instance, then a group
+    python bench/residency.py --part instance --policy cost --seconds 20
 
 The repository holds 50 small models, half ONNX (embedding tables) and half scikit-learn
 (MLP classifiers trained on scikit-learn's digits), of sizes spread from 0.5 to 12 MB
@@ -12,9 +12,9 @@ Requests name the models by a Zipf(1.1) law over a random ranking (fixed seed) a
 steady rate from several callers, each request with a 10 s deadline.
 
 * ``instance``: one ``modelyard serve --model-residency POLICY`` (lru, then cost) for
-  ``--seconds``: failed
-  requests, the share served without waiting for a load (the server's own count of the
-  requests that waited), the most loads of one model in a minute, how far what the
+  ``--seconds``: failed requests (by status and rule, with an example of each), the share
+  served without waiting for a load (the server's own count of the requests that waited),
+  the most loads of one model in a minute, how far what the
   models hold ever went past the budget (polled every 0.1 s) against the largest model,
   and the p99 of the requests that waited for a load against that model's load time;
   beside it, the most any policy can serve without a load under this law and budget
