@@ -62,3 +62,16 @@ def test_gateway_and_attempts_are_refused_at_their_line(section: str, words: str
     with pytest.raises(ConfigError) as refused:
         parse_platform_spec(text)
     assert words in str(refused.value) and "platform.yaml:" in str(refused.value)
+
+
+def test_a_template_names_its_residency_policy_or_is_refused_at_its_line() -> None:
+    template = "          t:\n            spec: 1C/1G\n            memory_budget: 2G\n"
+    head = "services:\n  a.b:\n    groups:\n      g:\n        templates:\n"
+    spec = parse_platform_spec(head + template + "            residency: cost\n", "p.yaml")
+    assert spec.services["a.b"].groups["g"].templates["t"].residency == "cost"
+    default = parse_platform_spec(head + template, "p.yaml")
+    assert default.services["a.b"].groups["g"].templates["t"].residency == "lru"
+    with pytest.raises(ConfigError) as refused:
+        parse_platform_spec(head + template + "            residency: random\n", "p.yaml")
+    line = refused.value.line()
+    assert "p.yaml:" in line and "residency" in line and "rule=platform/spec" in line

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import textwrap
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,9 @@ from modelyard.errors import ModelyardError
 from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.ensemble import _batch_converted, load_order
-from modelyard.server.manager import ControlMode, ModelManager
+from modelyard.server.manager import ControlMode
 from modelyard.types import InferRequest
+from tests.support.dataplane import run_on_dataplane as run
 from tests.support.models import failing, sequence_accumulator, write_python_model
 
 ADD_VERSION = """
@@ -147,18 +147,6 @@ def request(model: str, rows: list[list[float]]) -> InferRequest:
         inputs={"IN": np.array(rows, dtype=np.float32)},
         input_datatypes={"IN": "FP32"},
     )
-
-
-def run(scenario: Callable[[LocalDataPlane], Awaitable[Any]], repo: Path, **kw: Any) -> Any:
-    async def main() -> Any:
-        dp = LocalDataPlane(ModelManager(ModelRepository(repo), **kw))
-        await dp.manager.start()
-        try:
-            return await scenario(dp)
-        finally:
-            await dp.manager.stop()
-
-    return asyncio.run(main())
 
 
 def test_an_ensemble_runs_each_step_through_its_own_scheduler(tmp_path: Path) -> None:

@@ -4,35 +4,20 @@ none, which versions a reload keeps, and models listed in two repositories."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from modelyard.errors import Code, ModelyardError
 from modelyard.modelfiles.config import parse_json_config
-from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.dataplane import LocalDataPlane
-from modelyard.server.manager import ControlMode, ModelManager
+from modelyard.server.manager import ControlMode
+from tests.support.dataplane import run_on_dataplane as run
 from tests.support.models import slow_double
 
 ALL_VERSIONS = "version_policy { all {} }"
-
-
-def run(scenario: Callable[[LocalDataPlane], Awaitable[Any]], roots: list[Path], **kw: Any) -> Any:
-    async def main() -> Any:
-        dp = LocalDataPlane(ModelManager(ModelRepository(roots), **kw))
-        await dp.manager.start()
-        try:
-            return await scenario(dp)
-        finally:
-            await dp.manager.stop()
-
-    return asyncio.run(main())
 
 
 def two_versions(root: Path) -> Path:
