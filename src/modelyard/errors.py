@@ -21,7 +21,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Self
 
 # how much of a caller-given name an error line shows, and of any detail: a line goes into
 # a gRPC trailer, whose size the client bounds (8 KiB by default)
@@ -83,6 +85,17 @@ def retry_after_header(seconds: float) -> str:
 TRITON_WORDING = ("Request for unknown model: ", "failed to load '")
 
 
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A rule an error line names, as the module that enforces it declares it: its id, the
+    code it answers with and, where one setting governs it, where to change it (a raise site
+    that knows the place better, a model's config file, names its own)."""
+
+    id: str
+    code: Code
+    where: str | None = None
+
+
 class ModelyardError(Exception):
     layer = "modelyard"
     # the headers of an instance's reply that carried this error, for a gateway to pass on
@@ -105,6 +118,27 @@ class ModelyardError(Exception):
         self.where = where
         self.retry_after = retry_after
         self.triton = triton  # the detail begins with Triton's own words: the line leads with them
+
+    @classmethod
+    def of(
+        cls,
+        rule: Rule,
+        detail: str,
+        *,
+        where: str | None = None,
+        retry_after: float | None = None,
+        triton: bool = False,
+    ) -> Self:
+        """The error ``rule`` refuses with: its id and code, and its setting unless ``where``
+        names the place."""
+        return cls(
+            detail,
+            code=rule.code,
+            rule=rule.id,
+            where=rule.where if where is None else where,
+            retry_after=retry_after,
+            triton=triton,
+        )
 
     def line(self) -> str:
         detail = shown(self.detail, DETAIL_CHARS)
@@ -174,14 +208,13 @@ class NotResident(ModelServerError):
         self.resident = resident
 
 
+# an exception no layer described: a bug, reported as one
+INTERNAL = Rule("model-server/internal", Code.INTERNAL, "report this as a bug with the server log")
+
+
 def internal_error(exc: Exception) -> ModelServerError:
-    """A front door's answer to an exception no layer described: a bug, reported as one."""
-    return ModelServerError(
-        f"internal error: {type(exc).__name__}: {exc}",
-        code=Code.INTERNAL,
-        rule="model-server/internal",
-        where="report this as a bug with the server log",
-    )
+    """A front door's answer to an exception no layer described."""
+    return ModelServerError.of(INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
 
 
 def listen_failure(service: str, address: str, in_use: bool, why: str) -> str:

@@ -19,20 +19,15 @@ from typing import Any, TextIO
 
 import structlog
 
-from modelyard.errors import Code, ProtocolError
+from modelyard import error_rules
+from modelyard.errors import ProtocolError
 
 _ORDER = ("debug", "info", "warning", "error", "critical")
 _FORMATS = ("default", "ISO8601", "json")
 
 
 def _bad_setting(detail: str) -> ProtocolError:
-    return ProtocolError(
-        detail,
-        code=Code.INVALID_ARGUMENT,
-        rule="protocol/log-settings",
-        where="the logging settings: log_info, log_warnings, log_errors (true or false), "
-        "log_verbose_level (an integer >= 0), log_format (default, ISO8601 or json)",
-    )
+    return ProtocolError.of(error_rules.LOG_SETTINGS, detail)
 
 
 class LogSettings:
@@ -89,11 +84,9 @@ class LogSettings:
                     )
             elif name == "log_file":
                 if value != self.as_triton()["log_file"]:
-                    raise ProtocolError(
+                    raise ProtocolError.of(
+                        error_rules.LOG_FILE,
                         "log_file cannot be changed by a request: a request never names a path",
-                        code=Code.INVALID_ARGUMENT,
-                        rule="protocol/log-settings",
-                        where="modelyard serve --log-file FILE, at start",
                     )
             else:
                 raise _bad_setting(f"unknown log setting {name!r:.60}")

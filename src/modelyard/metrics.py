@@ -30,8 +30,8 @@ from prometheus_client.metrics_core import (
 )
 from prometheus_client.registry import Collector
 
-from modelyard import __version__
-from modelyard.errors import Code, ConfigError, listen_failure
+from modelyard import __version__, error_rules
+from modelyard.errors import ConfigError, listen_failure
 from modelyard.governance.cluster import ClusterQpsGuard
 from modelyard.governance.runtime import Governance
 from modelyard.hardware.gpu_metrics import gpu_collector
@@ -522,12 +522,9 @@ def serve_metrics(
     except OSError as exc:
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         in_use = exc.errno == errno.EADDRINUSE
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.METRICS_PORT,
             listen_failure("Metrics", address, in_use, exc.strerror or str(exc)),
-            code=Code.UNAVAILABLE,
-            rule="config/metrics-port",
-            where="modelyard serve --metrics-port (another process may hold it; -1 turns "
-            "metrics off)",
         ) from None
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     return MetricsServer(server)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from modelyard import error_rules
 from modelyard.errors import Code, ProtocolError, shown
 from modelyard.trace_file import TraceFile, tensor_record
 
@@ -221,13 +222,10 @@ class Tracing:
     def _check_applicable(self, level: Any, frequency: Any, model: str | None) -> None:
         """A level other than OFF needs somewhere to go; the log frequency is the file's."""
         if level is not None and level != ["OFF"] and self.mode == "triton" and not self._file:
-            raise ProtocolError(
+            raise ProtocolError.of(
+                error_rules.TRACE_FILE,
                 f"trace_level {level} in Triton's mode needs a trace file, and none was given "
                 "at start",
-                code=Code.INVALID_ARGUMENT,
-                rule="protocol/trace-setting",
-                where="modelyard serve --trace-config triton,file=PATH (or "
-                "--trace-config mode=opentelemetry)",
             )
         if frequency is not None and (model or not self._file):
             raise _bad(

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from modelyard import error_rules
 from modelyard.control.kubernetes import GPU_PRODUCTS, ClusterOptions
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import ConfigError
 from modelyard.governance.service_config import read_service_config
 from modelyard.yaml_lines import read_text
 
@@ -81,11 +82,8 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions:
     for entry in args.gpu_product:
         model, _, value = entry.partition("=")
         if not model or not value:
-            raise ConfigError(
-                f"--gpu-product {entry}: expected MODEL=VALUE",
-                code=Code.INVALID_ARGUMENT,
-                rule="platform/render",
-                where="modelyard platform render --gpu-product A30-24G=NVIDIA-A30",
+            raise ConfigError.of(
+                error_rules.RENDER_GPU_PRODUCT, f"--gpu-product {entry}: expected MODEL=VALUE"
             )
         products[model] = value
     files: dict[str, str] = {}

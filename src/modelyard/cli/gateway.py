@@ -17,12 +17,13 @@ from typing import Any
 
 import structlog
 
+from modelyard import error_rules
 from modelyard.cli.gateway_flags import add_gateway_arguments
 from modelyard.cli.in_process import HttpServer, InProcessServer
 from modelyard.cli.runtime import connection_limits, http_config, run_event_loop
 from modelyard.dataplane import DataPlane
 from modelyard.discovery import open_registry, require_registry
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import ConfigError
 from modelyard.frontdoors.grpc import start_grpc_server
 from modelyard.frontdoors.http import HttpFrontend
 from modelyard.gateway.handover import ClosingApp, hand_over
@@ -87,12 +88,10 @@ class GatewayServer(InProcessServer):
         )
         config = http_config(self.app, args.host, args.http_port, connection_limits(args))
         if args.standby and args.status_port < 0:
-            raise ConfigError(
+            raise ConfigError.of(
+                error_rules.STANDBY,
                 "a standby gateway answers only on its status port until it takes the "
                 "service's: it needs one",
-                code=Code.INVALID_ARGUMENT,
-                rule="gateway/standby",
-                where="--status-port PORT (0: any free port) with --standby",
             )
         sockets = []
         if not args.standby:

@@ -21,8 +21,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from modelyard import error_rules
 from modelyard.cli.registry_option import add_registry_argument
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import ConfigError
 
 if TYPE_CHECKING:
     from modelyard.discovery.rules_store import RulesStore
@@ -225,10 +226,9 @@ async def _edit(store: RulesStore, args: argparse.Namespace) -> tuple[Edit, str]
         return (lambda _: document), f"apply {args.file.name}"
     target = await store.get(args.service, args.to)
     if target is None:
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.CENTRAL_REVISION,
             f"{args.service} has no revision {args.to} in {args.registry}",
-            code=Code.NOT_FOUND,
-            rule="config/central-rules",
             where=f"modelyard rules history {args.service} --registry {args.registry}",
         )
     return (lambda _: load_rules(target.document)), f"rollback to r{args.to}"

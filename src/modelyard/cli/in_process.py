@@ -27,8 +27,9 @@ from typing import Generic, TypeVar
 
 import uvicorn
 
+from modelyard import error_rules
 from modelyard.cli.runtime import listen_http, run_event_loop
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import ConfigError
 
 
 async def _nothing() -> None:
@@ -147,11 +148,8 @@ class InProcessServer:
         if not up.done():  # uvicorn ended before it listened: its error, or its exit
             up.cancel()
             await self._serving
-            raise ConfigError(
-                "the HTTP server stopped before it listened",
-                code=Code.UNAVAILABLE,
-                rule="serve/http",
-                where="the log's lines before this one say why",
+            raise ConfigError.of(
+                error_rules.HTTP_STOPPED, "the HTTP server stopped before it listened"
             )
         ports = [s.getsockname()[1] for srv in server.servers for s in srv.sockets]
         self.http_port = ports[0] if ports else None

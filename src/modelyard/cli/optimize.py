@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.errors import Code, ConfigError
+from modelyard import error_rules
+from modelyard.errors import ConfigError
 from modelyard.optimize.quantize import REPORT_FILENAME, TARGETS, load_npz, write_variant
 from modelyard.optimize.report import accuracy_report, format_report
 
@@ -59,22 +60,14 @@ def _texts(path: Path | None, name: str) -> list[str]:
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(
-                f"cannot read {path} as UTF-8 text: {exc}",
-                code=Code.INVALID_ARGUMENT,
-                rule="optimize/input",
-                where="--eval-texts FILE (one text per line)",
+            raise ConfigError.of(
+                error_rules.EVAL_TEXTS, f"cannot read {path} as UTF-8 text: {exc}"
             ) from None
         return [line for line in lines if line.strip()]
     from modelyard.examples.text import EMBEDDING, topic_sentences
 
     if name != EMBEDDING:
-        raise ConfigError(
-            f"no evaluation texts for text model '{name}'",
-            code=Code.INVALID_ARGUMENT,
-            rule="optimize/input",
-            where="--eval-texts FILE (one text per line)",
-        )
+        raise ConfigError.of(error_rules.EVAL_TEXTS, f"no evaluation texts for text model '{name}'")
     return topic_sentences()[0]
 
 
@@ -82,12 +75,10 @@ def _optimize_text_model(args: argparse.Namespace, model_dir: Path, name: str) -
     from modelyard.optimize.text_report import format_text_report, text_accuracy_report
 
     if args.to == "int8-static":
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.TEXT_MODEL_TARGET,
             f"int8-static is not offered for text model '{name}' (its calibration rows would "
             "be token ids)",
-            code=Code.INVALID_ARGUMENT,
-            rule="optimize/input",
-            where="--to int8-dynamic or --to fp16",
         )
     texts = _texts(args.eval_texts, name)
     original, converted = write_variant(model_dir, args.to, keep_fp32=tuple(args.keep_fp32))
@@ -113,12 +104,7 @@ def run_optimize(args: argparse.Namespace) -> int:
         return _optimize_text_model(args, model_dir, name)
     evaluation = load_npz(args.eval) if args.eval else _example_rows(name, 512)
     if evaluation is None:
-        raise ConfigError(
-            f"no evaluation rows for model '{name}'",
-            code=Code.INVALID_ARGUMENT,
-            rule="optimize/input",
-            where="--eval FILE.npz (input name → held-out rows)",
-        )
+        raise ConfigError.of(error_rules.EVAL_ROWS, f"no evaluation rows for model '{name}'")
     calibration = load_npz(args.calibration) if args.calibration else None
     if args.to == "int8-static" and calibration is None:
         calibration = _example_rows(name, 256)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from modelyard import error_rules
 from modelyard.cli.cluster_options import add_cluster_arguments, cluster_options
 from modelyard.cli.platform_ops import (
     OPS,
@@ -27,7 +28,7 @@ from modelyard.control.kubernetes import render
 from modelyard.control.ledger import build_ledger, validate
 from modelyard.control.scaling import instances_per_replica, quota_bound, rule_of
 from modelyard.control.spec import PlatformSpec, read_platform_spec
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import ConfigError
 
 
 def add_platform_arguments(parser: argparse.ArgumentParser) -> None:
@@ -179,10 +180,9 @@ def _explain(spec: PlatformSpec, args: argparse.Namespace) -> int:
             if group is not None
             else f"the groups are under services in {spec.document.filename}"
         )
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.UNKNOWN_GROUP,
             f"no {'template' if group else 'group'} {args.target} in {spec.document.filename}",
-            code=Code.NOT_FOUND,
-            rule="platform/unknown-group",
             where=f"SERVICE/GROUP[/TEMPLATE] as the spec names them ({known})",
         )
     rule = rule_of(group)

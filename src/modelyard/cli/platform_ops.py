@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from modelyard import error_rules
 from modelyard.cli.cluster_options import add_cluster_arguments, cluster_options
 from modelyard.control import release
 from modelyard.control.apply import (
@@ -171,12 +172,7 @@ def run_dr_change(args: argparse.Namespace) -> int:
 
 def _require_state(args: argparse.Namespace) -> None:
     if args.state is None:
-        raise ConfigError(
-            "no state directory",
-            code=Code.INVALID_ARGUMENT,
-            rule="platform/state",
-            where="pass --state DIR, or --control URL of a running control plane",
-        )
+        raise ConfigError.of(error_rules.PLATFORM_STATE, "no state directory")
 
 
 def run_ops(args: argparse.Namespace) -> int:
@@ -186,12 +182,10 @@ def run_ops(args: argparse.Namespace) -> int:
         return _apply_kubernetes(args)
     _require_state(args)
     if args.platform_command == "down" and control_plane_running(args.state):
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.CONTROL_LOCK_HELD,
             f"a control plane (platform up) runs on {args.state}; it would start the "
             "instances again",
-            code=Code.FAILED_PRECONDITION,
-            rule="platform/control-lock",
-            where="stop it with SIGTERM (Ctrl-C): it stops its instances and gateways",
         )
     with state_lock(args.state):  # a running control plane changes the same state
         return _run_ops(args, State.load(args.state))

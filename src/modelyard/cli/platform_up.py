@@ -11,8 +11,9 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from modelyard import error_rules
 from modelyard.control.plane import AUTOSCALE_MODES, TARGETS, ControlPlane, PlaneConfig
-from modelyard.errors import Code, ConfigError, ModelyardError
+from modelyard.errors import ConfigError, ModelyardError
 from modelyard.logging import configure_logging
 
 log = structlog.get_logger("modelyard.control")
@@ -132,11 +133,9 @@ async def _up(args: argparse.Namespace, banner: Any) -> None:
         try:
             await web.TCPSite(runner, args.host, args.port).start()
         except OSError as exc:
-            raise ConfigError(
+            raise ConfigError.of(
+                error_rules.API_LISTEN,
                 f"the control API cannot listen on {args.host}:{args.port}: {exc.strerror}",
-                code=Code.UNAVAILABLE,
-                rule="platform/api",
-                where="pick another port with --port",
             ) from None
         plane.claim()
         started = True

@@ -14,8 +14,9 @@ from typing import Any
 
 import uvicorn
 
+from modelyard import error_rules
 from modelyard.cli.serve_flags import DEFAULT_GIL_SWITCH_INTERVAL_US, MAX_GIL_SWITCH_INTERVAL_US
-from modelyard.errors import Code, ConfigError, listen_failure
+from modelyard.errors import ConfigError, listen_failure
 from modelyard.frontdoors.http_connections import (
     BoundedHttpProtocol,
     ConnectionLimits,
@@ -36,11 +37,10 @@ def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
 def set_gil_switch_interval(microseconds: int) -> None:
     """How long a thread may keep the GIL while another waits for it."""
     if not 0 < microseconds <= MAX_GIL_SWITCH_INTERVAL_US:
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.GIL_SWITCH_INTERVAL,
             f"--gil-switch-interval-us must be between 1 and {MAX_GIL_SWITCH_INTERVAL_US} "
             f"microseconds, got {microseconds}",
-            code=Code.INVALID_ARGUMENT,
-            rule="serve/gil-switch-interval",
             where=f"modelyard serve --gil-switch-interval-us "
             f"(default {DEFAULT_GIL_SWITCH_INTERVAL_US})",
         )
@@ -83,11 +83,8 @@ def listen_http(host: str, port: int, reuse_port: bool = False) -> socket.socket
         sock.close()
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         in_use = exc.errno == errno.EADDRINUSE
-        raise ConfigError(
-            listen_failure("HTTP", address, in_use, exc.strerror or str(exc)),
-            code=Code.UNAVAILABLE,
-            rule="config/http-port",
-            where="--http-port (another process may hold it)",
+        raise ConfigError.of(
+            error_rules.HTTP_PORT, listen_failure("HTTP", address, in_use, exc.strerror or str(exc))
         ) from None
     return sock
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from modelyard import __version__
+from modelyard import __version__, error_rules
 from modelyard.cli.in_process import HttpServer, InProcessServer
 from modelyard.cli.runtime import http_config, run_event_loop, set_gil_switch_interval
 from modelyard.cli.serve_settings import InstanceSettings, RegistrationSettings, instance_settings
@@ -28,7 +28,7 @@ from modelyard.discovery.live_count import LiveInstanceCount
 from modelyard.discovery.publisher import Publisher, models_from_index
 from modelyard.discovery.registry import Instance, Registry
 from modelyard.discovery.rules_store import RulesStore, open_rules_store
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import ConfigError
 from modelyard.frontdoors.grpc import GrpcServer, start_grpc_server
 from modelyard.frontdoors.http import HttpFrontend
 from modelyard.generation import Generation
@@ -156,11 +156,8 @@ class InstanceServer(InProcessServer):
         if not registration.service:
             return None, None, None
         if not registration.group:
-            raise ConfigError(
-                f"--service {registration.service} needs --group",
-                code=Code.INVALID_ARGUMENT,
-                rule="discovery/group",
-                where="pass --group GROUP (where it runs and who owns it)",
+            raise ConfigError.of(
+                error_rules.GROUP, f"--service {registration.service} needs --group"
             )
         registry = open_registry(registration.registry)
 
@@ -478,11 +475,8 @@ def _exit_on_failed_loads(manager: ModelManager) -> None:
         failed.setdefault(name, error.line())
     if failed:
         reasons = "; ".join(f"{name}: {reason}" for name, reason in failed.items())
-        raise ConfigError(
-            f"failed to load {len(failed)} model(s) at start: {reasons}",
-            code=Code.INVALID_ARGUMENT,
-            rule="serve/exit-on-error",
-            where="fix the models, or modelyard serve --exit-on-error false",
+        raise ConfigError.of(
+            error_rules.EXIT_ON_ERROR, f"failed to load {len(failed)} model(s) at start: {reasons}"
         )
 
 

@@ -18,10 +18,11 @@ from typing import Any
 
 import grpc
 
+from modelyard import error_rules
 from modelyard.cli.runtime import connection_limits
 from modelyard.cli.serve_flags import add_serve_arguments
 from modelyard.cli.triton_flags import apply_triton_flags
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import ConfigError
 from modelyard.frontdoors.grpc import GrpcTls
 from modelyard.frontdoors.header_forwarding import HeaderForwarding
 from modelyard.frontdoors.http_connections import ConnectionLimits
@@ -227,12 +228,10 @@ def _model_settings(args: argparse.Namespace) -> ModelSettings:
 def _startup_models(names: list[str]) -> tuple[str, ...]:
     """--load-model's names; '*' (every model) only alone, as tritonserver takes it."""
     if "*" in names and len(names) > 1:
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.LOAD_MODEL,
             "Wildcard model name '*' must be the ONLY startup model if specified at all "
             f"(--load-model given {len(names)} times)",
-            code=Code.INVALID_ARGUMENT,
-            rule="config/load-model",
-            where="--load-model=* alone, or --load-model NAME for each model",
         )
     return tuple(names)
 
@@ -240,11 +239,10 @@ def _startup_models(names: list[str]) -> tuple[str, ...]:
 def _residency(args: argparse.Namespace) -> str:
     """What --model-residency asks for; lru and cost need a budget to keep within."""
     if args.model_residency != "off" and not args.memory_budget:
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.MODEL_RESIDENCY,
             f"--model-residency {args.model_residency} keeps the loaded models within a "
             "memory budget, and none was given",
-            code=Code.INVALID_ARGUMENT,
-            rule="config/model-residency",
             where="modelyard serve --memory-budget SIZE (e.g. 2G) with --model-residency "
             f"{args.model_residency}",
         )

@@ -22,13 +22,14 @@ from typing import Any
 
 import grpc
 
+from modelyard import error_rules
 from modelyard.cli.triton_arguments import (
     COMPRESSION_LEVELS,
     GRPC_CONNECTION_FLAGS,
     NOT_APPLICABLE,
     triton_bool,
 )
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import ConfigError
 from modelyard.frontdoors.grpc import GrpcTls
 from modelyard.frontdoors.header_forwarding import HeaderForwarding
 from modelyard.frontdoors.restricted import Restrictions
@@ -38,7 +39,7 @@ from modelyard.tracing import LEVELS
 
 
 def _flag_error(detail: str, where: str) -> ConfigError:
-    return ConfigError(detail, code=Code.INVALID_ARGUMENT, rule="serve/triton-flag", where=where)
+    return ConfigError.of(error_rules.TRITON_FLAG, detail, where=where)
 
 
 def _metrics_config_error(entry: str, detail: str) -> ConfigError:
@@ -288,12 +289,7 @@ def _check_repository_and_front_doors(args: argparse.Namespace) -> None:
     """A repository is given, HTTP is on where the instance registers, and a front door
     turned off has no port (-1)."""
     if not args.model_repository:
-        raise ConfigError(
-            "no model repository given",
-            code=Code.INVALID_ARGUMENT,
-            rule="config/model-repository",
-            where="modelyard serve --model-repository DIR (repeatable, as tritonserver's)",
-        )
+        raise ConfigError.of(error_rules.NO_MODEL_REPOSITORY, "no model repository given")
     if not args.allow_http and getattr(args, "service", None):
         raise _flag_error(
             "--allow-http false with --service: gateways and the control plane reach a "

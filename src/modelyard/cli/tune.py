@@ -8,7 +8,8 @@ from pathlib import Path
 
 from google.protobuf import text_format
 
-from modelyard.errors import Code, ConfigError
+from modelyard import error_rules
+from modelyard.errors import ConfigError
 from modelyard.modelfiles.config import read_model_config
 from modelyard.optimize.tune import candidate_config, recommend, sweep, write_plot
 
@@ -34,11 +35,8 @@ def add_tune_arguments(parser: argparse.ArgumentParser) -> None:
 def run_tune(args: argparse.Namespace) -> int:
     model_dir = args.repository / args.model
     if not (model_dir / "config.pbtxt").exists() and not model_dir.is_dir():
-        raise ConfigError(
-            f"model {args.model} is not in {args.repository}",
-            code=Code.NOT_FOUND,
-            rule="tune/model",
-            where="MODEL and --repository",
+        raise ConfigError.of(
+            error_rules.TUNE_MODEL, f"model {args.model} is not in {args.repository}"
         )
     measurements = sweep(
         model_dir,

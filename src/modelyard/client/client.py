@@ -41,6 +41,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import structlog
 
+from modelyard import error_rules
 from modelyard.client.attempts import (
     DEFAULT_ATTEMPT_SECS,
     AttemptPolicy,
@@ -51,7 +52,6 @@ from modelyard.client.balancer import Balancer, Host, OutlierPolicy
 from modelyard.client.instances_cache import DEFAULT_CACHE, InstancesCache, default_cache_path
 from modelyard.client.retry import Action, RetryBudget, RetryPolicy, counts_as_failure
 from modelyard.client.transport import (
-    DEADLINE_RULE,
     DEFAULT_HTTP_POOL_SIZE,
     DEFAULT_MAX_MESSAGE_BYTES,
     ClientError,
@@ -62,7 +62,7 @@ from modelyard.client.transport import (
 )
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.discovery.registry import Instance, Registry, Snapshot
-from modelyard.errors import Code, ModelyardError
+from modelyard.errors import ModelyardError
 from modelyard.tasks import cancel_and_wait
 from modelyard.types import InferRequest, InferResponse, RequestedOutput
 
@@ -159,12 +159,7 @@ class AsyncClient:
         the registry, served from when the registry cannot be read at start (default: one
         per service and registry URL in the user's cache; None: none)."""
         if transport not in TRANSPORTS:
-            raise ClientError(
-                f"unknown transport '{transport}'",
-                code=Code.INVALID_ARGUMENT,
-                rule="client/transport",
-                where='transport="http" or transport="grpc"',
-            )
+            raise ClientError.of(error_rules.CLIENT_TRANSPORT, f"unknown transport '{transport}'")
         self.service = service
         self.transport = transport
         if isinstance(attempt_timeout, str) and attempt_timeout.lower() in ("off", "none"):
@@ -172,12 +167,9 @@ class AsyncClient:
         try:
             default_rule = AttemptRule(attempt_timeout, hedge)  # type: ignore[arg-type]
         except ValueError as exc:
-            raise ClientError(
+            raise ClientError.of(
+                error_rules.ATTEMPT_TIMEOUT_VALUE,
                 str(exc).replace("an attempt timeout", "attempt_timeout"),
-                code=Code.INVALID_ARGUMENT,
-                rule="client/attempt-timeout",
-                where="attempt_timeout=SECS (the gateway's --attempt-timeout SECS), 'auto' (from "
-                "the model's observed latency) or 'off': an attempt may take the whole timeout",
             ) from None
         self.timeout = timeout
         if service_config is not None:
@@ -262,12 +254,7 @@ class AsyncClient:
                     )
                     if aclose is not None:
                         await aclose()
-                raise ClientError(
-                    "the registry's watch ended",
-                    code=Code.UNAVAILABLE,
-                    rule="client/registry-watch",
-                    where="the registry backend",
-                )
+                raise ClientError.of(error_rules.REGISTRY_WATCH, "the registry's watch ended")
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -446,28 +433,22 @@ class AsyncClient:
         """Why no endpoint serves the model: registry unread, no instance, or no such model."""
         what = f"model '{model}'" + (f" version {version}" if version else "")
         if self._revision is None:
-            return ClientError(
+            return ClientError.of(
+                error_rules.CLIENT_REGISTRY,
                 f"no instances of service '{self.service}' known: the registry could not be "
                 f"read ({self._registry_error})",
-                code=Code.UNAVAILABLE,
-                rule="client/registry",
-                where="the registry URL, and whether the registry is up",
             )
         if not self._endpoints:
-            return ClientError(
+            return ClientError.of(
+                error_rules.NO_INSTANCE,
                 f"service '{self.service}' has no live instance with a {self.transport} "
                 "address in the registry",
-                code=Code.UNAVAILABLE,
-                rule="client/no-instance",
                 where=f"start instances with modelyard serve --service {self.service}",
             )
-        return ClientError(
+        return ClientError.of(
+            error_rules.NO_INSTANCE_FOR_MODEL,
             f"no instance of service '{self.service}' has {what} READY "
             f"({len(self._endpoints)} instances known)",
-            code=Code.NOT_FOUND,
-            rule="client/no-instance-for-model",
-            where="load the model on an instance of the service; GET /v2/repository/index "
-            "on an instance lists its models",
         )
 
     # ---- calls ----------------------------------------------------------
@@ -611,7 +592,7 @@ class AsyncClient:
             if (
                 attempt_secs < deadline - started
                 and isinstance(exc, ClientError)
-                and exc.rule == DEADLINE_RULE
+                and exc.rule == error_rules.DEADLINE.id
                 and deadline > clock.monotonic()  # the request's own time is left
             ):
                 error = attempt_timeout_error(endpoint.address, attempt_secs)
@@ -725,21 +706,17 @@ class AsyncClient:
             if endpoint.transport is transport:
                 if endpoint.stream_transport is None:
                     if not endpoint.instance.grpc:
-                        raise ClientError(
+                        raise ClientError.of(
+                            error_rules.STREAM_NEEDS_GRPC,
                             "the instance serves no gRPC, which streams need",
-                            code=Code.UNAVAILABLE,
-                            rule="client/stream",
-                            where="serve the model's instances with a --grpc-port",
                         )
                     endpoint.stream_transport = GrpcTransport(
                         endpoint.instance.grpc, max_message_bytes=self._max_message_bytes
                     )
                 return endpoint.stream_transport
-        raise ClientError(
+        raise ClientError.of(
+            error_rules.STREAM_INSTANCE_LEFT,
             "the instance left the registry before its stream began",
-            code=Code.UNAVAILABLE,
-            rule="client/stream",
-            where="retry: the next registry snapshot lists who serves the model",
             retry_after=1.0,
         )
 

@@ -33,6 +33,7 @@ from google.protobuf import json_format
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 
+from modelyard import error_rules
 from modelyard.discovery import RegistryError
 from modelyard.errors import (
     TRITON_WORDING,
@@ -195,43 +196,26 @@ def error_from_grpc(error: grpc.aio.AioRpcError, address: str, timeout: float) -
 
 
 def connection_error(address: str, why: str) -> ClientError:
-    return ClientError(
-        f"instance {address} unreachable: {why}",
-        code=Code.UNAVAILABLE,
-        rule="client/connection",
-        where="the instance's log; the registry lists it until its lease expires",
-    )
-
-
-DEADLINE_RULE = "client/deadline"  # no answer in time: the caller's wait, not the server's line
+    return ClientError.of(error_rules.CONNECTION, f"instance {address} unreachable: {why}")
 
 
 def deadline_error(address: str, timeout: float) -> ClientError:
-    return ClientError(
-        f"no answer from instance {address} within {max(timeout, 0.0):.3f}s",
-        code=Code.DEADLINE_EXCEEDED,
-        rule=DEADLINE_RULE,
-        where="the timeout of infer(), or the instance's queue and model",
+    return ClientError.of(
+        error_rules.DEADLINE, f"no answer from instance {address} within {max(timeout, 0.0):.3f}s"
     )
 
 
 def attempt_timeout_error(address: str, limit: float) -> ClientError:
     """One attempt ran out of its own time, the request's is left: another instance tries."""
-    return ClientError(
+    return ClientError.of(
+        error_rules.ATTEMPT_TIMEOUT,
         f"no answer from instance {address} within the attempt timeout ({limit:.3f}s)",
-        code=Code.UNAVAILABLE,
-        rule="client/attempt-timeout",
-        where="the client's attempt_timeout (the gateway's --attempt-timeout); the instance's "
-        "host and link",
     )
 
 
 def malformed_response(address: str, why: str) -> ClientError:
-    return ClientError(
-        f"instance {address} sent a malformed response: {why}",
-        code=Code.INTERNAL,
-        rule="client/response",
-        where="the instance's version; report it with the instance's log",
+    return ClientError.of(
+        error_rules.MALFORMED_RESPONSE, f"instance {address} sent a malformed response: {why}"
     )
 
 
@@ -483,9 +467,4 @@ def open_transport(
         return HttpTransport(address, pool_size=http_pool_size)
     if kind == "grpc":
         return GrpcTransport(address, max_message_bytes=max_message_bytes)
-    raise ConfigError(
-        f"unknown transport '{kind}'",
-        code=Code.INVALID_ARGUMENT,
-        rule="client/transport",
-        where='Client(transport="http" | "grpc")',
-    )
+    raise ConfigError.of(error_rules.TRANSPORT_KIND, f"unknown transport '{kind}'")

@@ -21,6 +21,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from modelyard import error_rules
 from modelyard.control.apply import ACTOR, State, effective_replicas, ledger_of, status_rows
 from modelyard.control.collector import InstanceView
 from modelyard.control.disaster import against_peak, recovery
@@ -30,7 +31,7 @@ from modelyard.control.release import ReleaseError, history
 from modelyard.control.scaling import instances_per_replica
 from modelyard.control.supervisor import GatewayProcess, describe_exit
 from modelyard.discovery.rules_store import open_rules_store
-from modelyard.errors import Code, ConfigError, GovernanceError, ModelyardError
+from modelyard.errors import ConfigError, GovernanceError, ModelyardError
 from modelyard.governance.auth import AuthConfig, AuthGuard
 from modelyard.governance.explain import Context, explain, parse_line, sections_from_rows
 from modelyard.governance.guard import Call
@@ -85,24 +86,16 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
             405: f"{request.path} does not take {request.method}",
             413: f"the request body is over {MAX_BODY_BYTES} bytes",
         }.get(exc.status, f"no route for {request.method} {request.path}")
-        refusal = ConfigError(
-            detail,
-            code=Code.NOT_FOUND,
-            rule="platform/route",
-            where="the routes and their methods are in docs/control-api.md; a group is "
-            "SERVICE/GROUP",
-        )
+        refusal = ConfigError.of(error_rules.PLATFORM_ROUTE, detail)
         return web.json_response({"error": refusal.line()}, status=exc.status)
     except ModelyardError as error:
         return _error(error)
     except Exception as exc:
         log.exception("control_api_failed", path=request.path)
         return _error(
-            ConfigError(
+            ConfigError.of(
+                error_rules.PLATFORM_INTERNAL,
                 f"{request.method} {request.path} failed: {type(exc).__name__}: {exc}",
-                code=Code.INTERNAL,
-                rule="platform/internal",
-                where="the control plane's log; report it as a bug if the cause is not plain",
             )
         )
 
@@ -145,11 +138,9 @@ async def _health(request: web.Request) -> web.Response:
 def _points(request: web.Request) -> int:
     raw = request.query.get("points", "120")
     if not raw.isdigit() or not 1 <= int(raw) <= 10_000:
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.API_POINTS,
             f"points must be a whole number from 1 to 10000, got {raw[:40]!r}",
-            code=Code.INVALID_ARGUMENT,
-            rule="platform/api",
-            where="?points=120",
         )
     return int(raw)
 
@@ -489,12 +480,7 @@ async def _rejection(request: web.Request) -> web.Response:
     plane = _plane(request)
     service, request_id = request.match_info["service"], request.match_info["request_id"]
     if not _REQUEST_ID.fullmatch(request_id):
-        raise ConfigError(
-            f"'{request_id[:80]}' is not a request id",
-            code=Code.INVALID_ARGUMENT,
-            rule="platform/api",
-            where="a request id is the one a rejection's answer and error line carry",
-        )
+        raise ConfigError.of(error_rules.API_REQUEST_ID, f"'{request_id[:80]}' is not a request id")
     views = [v for v in plane.collector.views.values() if v.up and v.target.service == service]
     async with WebSession(1.0) as client:
         for view in views:
@@ -518,11 +504,9 @@ async def _rejection(request: web.Request) -> web.Response:
                 context.sections = sections_from_rows(live.get("rules") or [])
             rows = explain(parse_line(str(record.get("line", ""))), context)
             return web.json_response({"record": record, "explanation": dict(rows)})
-    raise ConfigError(
+    raise ConfigError.of(
+        error_rules.SERVICE_REJECTION,
         f"no live instance of {service} remembers request id {request_id}",
-        code=Code.NOT_FOUND,
-        rule="governance/rejections",
-        where="each instance keeps its last 1000 rejections",
     )
 
 
@@ -565,11 +549,8 @@ def _group_key(plane: ControlPlane, request: web.Request) -> str:
     service, group = request.match_info["service"], request.match_info["group"]
     found = plane.spec.services.get(service)
     if found is None or group not in found.groups:
-        raise ConfigError(
-            f"no group {service}/{group} in {plane.config.spec_file}",
-            code=Code.NOT_FOUND,
-            rule="platform/unknown-group",
-            where="GET /api/v1/overview lists the services and groups",
+        raise ConfigError.of(
+            error_rules.API_UNKNOWN_GROUP, f"no group {service}/{group} in {plane.config.spec_file}"
         )
     return f"{service}/{group}"
 
@@ -594,12 +575,7 @@ async def _release(request: web.Request) -> web.Response:
     if request.can_read_body:
 
         def refuse(detail: str) -> ConfigError:
-            return ConfigError(
-                detail,
-                code=Code.INVALID_ARGUMENT,
-                rule="platform/api",
-                where='send a JSON object, e.g. {"percent": 50}',
-            )
+            return ConfigError.of(error_rules.API_PERCENT_BODY, detail)
 
         body = json_object(await request.read(), "the request body", refuse)
     principal = request.get("principal") or "anonymous"
@@ -668,11 +644,8 @@ async def _disaster_recovery(request: web.Request) -> web.Response:
 
 async def _place_in_body(request: web.Request, name: str) -> str:
     def refuse(detail: str) -> ConfigError:
-        return ConfigError(
-            detail,
-            code=Code.INVALID_ARGUMENT,
-            rule="platform/api",
-            where=f'send a JSON object, e.g. {{"{name}": "dc2"}}',
+        return ConfigError.of(
+            error_rules.API_BODY, detail, where=f'send a JSON object, e.g. {{"{name}": "dc2"}}'
         )
 
     body = json_object(await request.read(), "the request body", refuse)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from modelyard import error_rules
 from modelyard.control.disaster import after_loss
 from modelyard.control.launcher import (
     LaunchedInstance,
@@ -43,7 +44,7 @@ from modelyard.control.ledger import (
 )
 from modelyard.control.spec import PlatformSpec
 from modelyard.discovery import Instance, open_registry
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import ConfigError
 
 Slot = tuple[str, str, str, str, int]  # service, group, template, data centre, index
 
@@ -317,9 +318,7 @@ def _wait_for_registry(
     deadline = time.monotonic() + timeout
     while not done():
         if time.monotonic() > deadline:
-            raise ConfigError(
-                detail(), code=Code.UNAVAILABLE, rule="platform/registry", where=where
-            )
+            raise ConfigError.of(error_rules.PLATFORM_REGISTRY, detail(), where=where)
         time.sleep(interval)
 
 

@@ -24,6 +24,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from modelyard import error_rules
 from modelyard.control.ledger import (
     Ledger,
     PlannedInstance,
@@ -32,7 +33,7 @@ from modelyard.control.ledger import (
     expand,
 )
 from modelyard.control.spec import Group, InstanceSpec, PlatformSpec, Service, Template
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import ConfigError
 
 
 @dataclass(slots=True)
@@ -104,20 +105,14 @@ def recovery(
     how the caller names the place, ``--lose`` or ``?lose=``)."""
     places = {q.data_center for q in spec.queues.values()} | set(spec.queues)
     if lose not in places:
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.DR_PLACE,
             f"'{lose}' is neither a data centre nor a queue of the spec",
-            code=Code.INVALID_ARGUMENT,
-            rule="platform/dr",
             where=f"{where_flag} one of {', '.join(sorted(places))}",
         )
     results = evaluate(spec, lose, target, replicas, reserved, already_lost)
     if target is not None and not results:
-        raise ConfigError(
-            f"no group {target} in the spec",
-            code=Code.INVALID_ARGUMENT,
-            rule="platform/dr",
-            where="SERVICE/GROUP as the spec names them",
-        )
+        raise ConfigError.of(error_rules.DR_GROUP, f"no group {target} in the spec")
     return results
 
 

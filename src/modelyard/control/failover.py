@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from modelyard import error_rules
 from modelyard.control.apply import (
     Slot,
     State,
@@ -39,7 +40,7 @@ from modelyard.control.ledger import expand
 from modelyard.control.release import record
 from modelyard.control.scaling import GroupScaler
 from modelyard.control.spec import PlatformSpec
-from modelyard.errors import Code, ConfigError, ModelyardError
+from modelyard.errors import ConfigError, ModelyardError
 
 DETECTED_STOP_S = 2.0  # a place nothing reached for a while: its requests are gone already
 DECLARED_STOP_S = 15.0  # a declared loss (a drill, an evacuation): requests drain as usual
@@ -137,10 +138,9 @@ def relocate(
     recoveries = after_loss(spec, state.lost, replicas, state.reserved())[1]
     plan = make_plan(spec, spec_file, state)
     if plan.findings:
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.DR_SPEC,
             f"the spec breaks {len(plan.findings)} ledger rule(s): {plan.findings[0].line()}",
-            code=Code.FAILED_PRECONDITION,
-            rule="platform/dr",
             where=f"modelyard platform validate -f {spec_file}",
         )
 

@@ -47,8 +47,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from modelyard import error_rules
 from modelyard.control.spec import Group, PlatformSpec, Quota, Service, Template
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import ConfigError
 from modelyard.processes import FlagValue, serve_arguments
 
 LABEL = "modelyard.io"
@@ -142,7 +143,7 @@ def object_name(*identity: str) -> str:
 
 
 def _render_error(detail: str, where: str) -> ConfigError:
-    return ConfigError(detail, code=Code.INVALID_ARGUMENT, rule="platform/render", where=where)
+    return ConfigError.of(error_rules.RENDER, detail, where=where)
 
 
 def quota_namespace(options: ClusterOptions, quota: str) -> str:

@@ -21,7 +21,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from modelyard.errors import Code, ConfigError
+from modelyard import error_rules
+from modelyard.errors import ConfigError
 
 FIELD_MANAGER = "modelyard"
 CONTROL_PLANE_MANAGER = "modelyard-control-plane"
@@ -66,12 +67,7 @@ def object_path(manifest: dict[str, Any]) -> str:
     """The API path of the object a manifest describes."""
     kind = manifest.get("kind")
     if kind not in _RESOURCES:
-        raise ConfigError(
-            f"no API path is known for kind {kind!r}",
-            code=Code.INVALID_ARGUMENT,
-            rule="platform/kubernetes-apply",
-            where="control/kubernetes_apply.py _RESOURCES",
-        )
+        raise ConfigError.of(error_rules.KUBERNETES_KIND, f"no API path is known for kind {kind!r}")
     plural, namespaced = _RESOURCES[kind]
     api_version = manifest["apiVersion"]
     base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
@@ -146,11 +142,8 @@ def api_client(kubeconfig: str | None = None) -> Any:
     try:
         from kubernetes import client, config
     except ImportError:
-        raise ConfigError(
-            "Kubernetes' Python client is not installed",
-            code=Code.FAILED_PRECONDITION,
-            rule="platform/kubernetes-apply",
-            where="pip install 'modelyard[kubernetes]'",
+        raise ConfigError.of(
+            error_rules.KUBERNETES_CLIENT_MISSING, "Kubernetes' Python client is not installed"
         ) from None
     if kubeconfig is not None:  # named: it wins over the pod's own account
         config.load_kube_config(config_file=kubeconfig)
@@ -204,22 +197,18 @@ def _call(
         )
         data = response.read()
     except Exception as exc:  # urllib3's timeouts and connection errors
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.KUBERNETES_UNREACHABLE,
             f"the cluster did not answer {request.method} {request.path}: "
             f"{type(exc).__name__}: {exc}",
-            code=Code.UNAVAILABLE,
-            rule="platform/kubernetes-apply",
-            where="the cluster's API server address (kubeconfig, or the pod's account)",
         ) from None
     if missing_ok and response.status == 404:
         return 404, {}
     if not 200 <= response.status < 300:
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.KUBERNETES_REFUSED,
             f"the cluster refused {request.method} {request.path}: {response.status} "
             f"{response.reason}",
-            code=Code.FAILED_PRECONDITION,
-            rule="platform/kubernetes-apply",
-            where="the cluster's answer above; kubectl auth can-i patch <resource>",
         )
     try:
         answer = json.loads(data) if data else {}

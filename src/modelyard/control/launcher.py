@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from modelyard.errors import Code, ConfigError
+from modelyard import error_rules
+from modelyard.errors import ConfigError
 from modelyard.processes import free_port, serve_command, wait_for_200
 
 
@@ -209,10 +210,9 @@ class LocalLauncher:
         outcome = wait_for_200(url, lambda: is_alive(instance.pid), timeout)
         if outcome != "ready":
             happened = "exited" if outcome == "exited" else f"is not ready after {timeout:g}s"
-            raise ConfigError(
+            raise ConfigError.of(
+                error_rules.LAUNCH,
                 f"instance {instance.name} {happened}",
-                code=Code.UNAVAILABLE,
-                rule="platform/launch",
                 where=f"its log {Path(instance.log).resolve()} says why",
             )
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from modelyard import error_rules
 from modelyard.control.apply import (
     State,
     apply_plan,
@@ -71,7 +72,7 @@ from modelyard.control.scaling import (
 from modelyard.control.spec import InstanceSpec, PlatformSpec, read_platform_spec
 from modelyard.control.supervisor import GatewayPlan, GatewayProcess, Supervisor
 from modelyard.discovery.registry import Instance
-from modelyard.errors import Code, ConfigError, ModelyardError
+from modelyard.errors import ConfigError, ModelyardError
 from modelyard.processes import free_port
 from modelyard.web_client import WebError, WebSession
 
@@ -192,11 +193,8 @@ class ControlPlane:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.close()
-            raise ConfigError(
-                f"another control plane runs on {self.state_dir}",
-                code=Code.FAILED_PRECONDITION,
-                rule="platform/control-lock",
-                where="stop it, or act on it with --control URL",
+            raise ConfigError.of(
+                error_rules.CONTROL_LOCK, f"another control plane runs on {self.state_dir}"
             ) from None
         self._claim = handle  # released when this process exits
 
@@ -230,18 +228,14 @@ class ControlPlane:
         plan = make_plan(self.spec, self.config.spec_file, state)
         self._refuse_findings(plan.findings)
         if not state.model_repository and plan.start:
-            raise ConfigError(
-                "no model repository to launch instances from",
-                code=Code.INVALID_ARGUMENT,
-                rule="platform/repository",
-                where="modelyard platform up --model-repository DIR",
+            raise ConfigError.of(
+                error_rules.NO_PLATFORM_REPOSITORY, "no model repository to launch instances from"
             )
         missing = missing_models(self.spec, Path(state.model_repository))
         if state.model_repository and missing:
-            raise ConfigError(
+            raise ConfigError.of(
+                error_rules.PLATFORM_MODELS_MISSING,
                 f"the spec loads {', '.join(missing)}, which {state.model_repository} lacks",
-                code=Code.NOT_FOUND,
-                rule="platform/repository",
                 where=f"add the model directories, or remove them from the templates' loads in "
                 f"{self.config.spec_file}",
             )
@@ -254,22 +248,19 @@ class ControlPlane:
         """A spec that breaks a ledger rule is not run, here or on a cluster."""
         if findings:
             first = findings[0]
-            raise ConfigError(
+            raise ConfigError.of(
+                error_rules.SPEC_INVALID,
                 f"the spec breaks {len(findings)} ledger rule(s), first {first.code}: "
                 f"{first.message} at {first.where}",
-                code=Code.INVALID_ARGUMENT,
-                rule="platform/validate",
                 where=f"modelyard platform validate -f {self.config.spec_file}",
             )
 
     def _check_for_cluster(self) -> list[str]:
         """On a cluster: the spec must pass validate, and the registry is the cluster's."""
         if not self.config.registry:
-            raise ConfigError(
+            raise ConfigError.of(
+                error_rules.KUBERNETES_REGISTRY,
                 "on Kubernetes the control plane finds the instances in the cluster's registry",
-                code=Code.INVALID_ARGUMENT,
-                rule="platform/kubernetes",
-                where="modelyard platform up --target kubernetes --registry etcd://HOST:2379",
             )
         state = State.load(self.state_dir)
         state.registry = self.config.registry
@@ -354,10 +345,9 @@ class ControlPlane:
             if gone or time.monotonic() > deadline:
                 gateway = (gone or waiting)[0]
                 happened = "exited" if gone else f"is not live after {timeout:g}s"
-                raise ConfigError(
+                raise ConfigError.of(
+                    error_rules.PLATFORM_GATEWAY,
                     f"the gateway of {gateway.service} on port {gateway.http_port} {happened}",
-                    code=Code.UNAVAILABLE,
-                    rule="platform/gateway",
                     where=f"its log {gateway.log}; a port in use is changed with --gateway-port",
                 )
             await asyncio.sleep(0.1)
@@ -630,11 +620,9 @@ class ControlPlane:
         """The cluster's client, once the start made it (a kubeconfig's exec plugin may take
         its time while the API already answers)."""
         if hands is None:
-            raise ConfigError(
+            raise ConfigError.of(
+                error_rules.KUBERNETES_CONNECTING,
                 "the control plane is still connecting to the cluster",
-                code=Code.UNAVAILABLE,
-                rule="platform/kubernetes",
-                where="try again in a few seconds; its log says if the connection failed",
             )
         return hands
 
@@ -851,10 +839,9 @@ class ControlPlane:
             return value
 
         if action not in RELEASE_ACTIONS:
-            raise ConfigError(
+            raise ConfigError.of(
+                error_rules.RELEASE_ACTION,
                 f"no release action '{action}'",
-                code=Code.NOT_FOUND,
-                rule="platform/release",
                 where=", ".join(RELEASE_ACTIONS[:-1]) + " or " + RELEASE_ACTIONS[-1],
             )
         if self.on_cluster:

@@ -18,9 +18,10 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.discovery.registry import Instance, Lease, Registry, Snapshot
-from modelyard.errors import Code, ConfigError, ModelyardError
+from modelyard.errors import ConfigError, ModelyardError
 
 __all__ = [
     "DEFAULT_REGISTRY_URL",
@@ -50,11 +51,9 @@ class RegistryError(ModelyardError):
 
 def deregistered_error(lease: Lease) -> RegistryError:
     """An update through a lease the registry no longer holds."""
-    return RegistryError(
+    return RegistryError.of(
+        error_rules.LEASE,
         f"lease {lease.lease_id} of {lease.service}/{lease.instance_id} was deregistered",
-        code=Code.FAILED_PRECONDITION,
-        rule="discovery/lease",
-        where="register the instance again for a new lease",
     )
 
 
@@ -85,12 +84,9 @@ def require_registry(url: str) -> None:
         return
     found = nearby_registries(location)
     seen = ", ".join(f"embedded://{path}" for path in found) if found else "none found"
-    raise ConfigError(
+    raise ConfigError.of(
+        error_rules.REGISTRY_MISSING,
         f"no registry at {location}: nothing has made one there (registries nearby: {seen})",
-        code=Code.NOT_FOUND,
-        rule="discovery/registry-missing",
-        where="--registry embedded:///abs/path/registry.db of a platform that runs (modelyard "
-        "platform up and modelyard demo make DIR/registry.db in their state directory)",
     )
 
 
@@ -160,9 +156,8 @@ def _etcd_endpoints(url: str) -> list[str]:
 
 
 def _bad_url(url: str, why: str) -> ConfigError:
-    return ConfigError(
+    return ConfigError.of(
+        error_rules.REGISTRY_URL,
         f"bad registry URL '{url}': {why}",
-        code=Code.INVALID_ARGUMENT,
-        rule="discovery/registry-url",
         where=f"--registry takes {REGISTRY_URL_FORMS}",
     )

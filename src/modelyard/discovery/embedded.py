@@ -26,11 +26,11 @@ from typing import TypeVar
 
 import orjson
 
+from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.discovery import RegistryError, deregistered_error
 from modelyard.discovery.registry import Instance, Lease, Registry, Snapshot
 from modelyard.discovery.rules_store import RulesConflict, RulesRevision, RulesStore
-from modelyard.errors import Code
 
 T = TypeVar("T")
 
@@ -70,12 +70,9 @@ class _Database:
                 try:
                     return fn(self._connect())
                 except sqlite3.Error as exc:
-                    raise RegistryError(
+                    raise RegistryError.of(
+                        error_rules.EMBEDDED_REGISTRY,
                         f"embedded registry {self.path} failed: {exc}",
-                        code=Code.UNAVAILABLE,
-                        rule="discovery/embedded",
-                        where="check the file's permissions and disk, or pass another "
-                        "--registry embedded:///abs/path",
                     ) from exc
 
         return await asyncio.to_thread(call)

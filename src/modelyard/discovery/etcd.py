@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 import structlog
 
+from modelyard import error_rules
 from modelyard.discovery import RegistryError, deregistered_error
 from modelyard.discovery.registry import Instance, Lease, Registry, Snapshot
 from modelyard.discovery.rules_store import RulesConflict, RulesRevision, RulesStore
@@ -328,11 +329,9 @@ class _Gateway:
                     int(answer.get("code", 2)),
                 )
             return answer
-        raise RegistryError(
+        raise RegistryError.of(
+            error_rules.ETCD_UNREACHABLE,
             f"etcd is unreachable at {', '.join(self.endpoints)}: {last}",
-            code=Code.UNAVAILABLE,
-            rule="discovery/etcd-unreachable",
-            where="start etcd, or pass --registry etcd://host:port of a running member",
             retry_after=1.0,
         ) from last
 

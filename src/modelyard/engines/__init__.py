@@ -5,8 +5,9 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+from modelyard import error_rules
 from modelyard.engines.base import Engine, LoadContext, Signature, TensorSpec
-from modelyard.errors import Code, ConfigError, MissingExtraError
+from modelyard.errors import ConfigError, MissingExtraError
 
 # backend name -> (module, class name, python module it needs, extra)
 _ENGINES: dict[str, tuple[str, str, str, str]] = {
@@ -48,11 +49,9 @@ def engine_class(backend: str) -> type[Engine]:
     try:
         module_name, class_name, needs, extra = _ENGINES[backend]
     except KeyError:
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.UNKNOWN_BACKEND,
             f"unknown backend '{backend}' (known: {', '.join(BACKENDS)})",
-            code=Code.INVALID_ARGUMENT,
-            rule="config/backend",
-            where="backend or platform in config.pbtxt",
         ) from None
     try:
         module = importlib.import_module(module_name)

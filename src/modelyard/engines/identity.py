@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelyard import error_rules
 from modelyard.engines.base import Engine, LoadContext, Signature
-from modelyard.errors import Code, EngineError
+from modelyard.errors import EngineError
 from modelyard.types import CONFIG_TO_V2, numpy_dtype
 
 # the largest delays a config may ask for: a test model's, never a stall
@@ -27,11 +28,8 @@ _MAX_CREATION_DELAY_S = 600
 
 
 def _refuse(ctx: LoadContext, detail: str) -> EngineError:
-    return EngineError(
-        detail,
-        code=Code.INVALID_ARGUMENT,
-        rule="engine/identity",
-        where=f"input and output in {ctx.config.name}/config.pbtxt",
+    return EngineError.of(
+        error_rules.IDENTITY, detail, where=f"input and output in {ctx.config.name}/config.pbtxt"
     )
 
 
@@ -44,10 +42,9 @@ def _int_parameter(ctx: LoadContext, key: str, ceiling: int) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise EngineError(
+        raise EngineError.of(
+            error_rules.IDENTITY,
             f"parameter '{key}' must be an integer, got '{raw[:40]}'",
-            code=Code.INVALID_ARGUMENT,
-            rule="engine/identity",
             where=f"parameters in {ctx.config.name}/config.pbtxt",
         ) from None
     return min(max(value, 0), ceiling)

@@ -16,6 +16,7 @@ import onnxruntime as ort
 import structlog
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
+from modelyard import error_rules
 from modelyard.engines.base import (
     Engine,
     LoadContext,
@@ -23,7 +24,7 @@ from modelyard.engines.base import (
     TensorSpec,
     unreadable_artifact,
 )
-from modelyard.errors import Code, EngineError
+from modelyard.errors import EngineError
 
 log = structlog.get_logger("modelyard.engines")
 
@@ -100,10 +101,8 @@ class OnnxRuntimeEngine(Engine):
     def _spec(arg: Any) -> TensorSpec:
         datatype = _ONNX_TO_V2.get(arg.type)
         if datatype is None:
-            raise EngineError(
-                f"onnx tensor '{arg.name}' has unsupported type {arg.type}",
-                code=Code.INVALID_ARGUMENT,
-                rule="engine/onnxruntime",
+            raise EngineError.of(
+                error_rules.ONNXRUNTIME, f"onnx tensor '{arg.name}' has unsupported type {arg.type}"
             )
         return TensorSpec(arg.name, datatype, _dims(arg.shape))
 

@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 from google.protobuf import json_format
 
+from modelyard import error_rules
 from modelyard.engines import pb_utils
 from modelyard.engines.base import (
     BatchedRequest,
@@ -118,10 +119,9 @@ class PythonEngine(Engine):
         """The model class of ``module``, instantiated and initialized as Triton does."""
         cls = getattr(module, "Model", None) or getattr(module, "TritonPythonModel", None)
         if not isinstance(cls, type):
-            raise EngineError(
+            raise EngineError.of(
+                error_rules.PYTHON_MODEL,
                 f"{ctx.artifact.name} defines no class named Model or TritonPythonModel",
-                code=Code.INVALID_ARGUMENT,
-                rule="engine/python",
                 where=self._where,
             )
         self._triton_api = any(value is pb_utils for value in vars(module).values())
@@ -149,10 +149,9 @@ class PythonEngine(Engine):
         except Exception as exc:
             raise self._user_error("initialize", exc) from exc
         if not callable(getattr(model, "execute", None)):
-            raise EngineError(
+            raise EngineError.of(
+                error_rules.PYTHON_MODEL,
                 f"class {cls.__name__} has no execute(inputs) method",
-                code=Code.INVALID_ARGUMENT,
-                rule="engine/python",
                 where=self._where,
             )
         return model
@@ -172,11 +171,8 @@ class PythonEngine(Engine):
     def _import(self, ctx: LoadContext) -> ModuleType:
         spec = importlib.util.spec_from_file_location(self._module_name, ctx.artifact)
         if spec is None or spec.loader is None:
-            raise EngineError(
-                f"cannot import {ctx.artifact}",
-                code=Code.INVALID_ARGUMENT,
-                rule="engine/python",
-                where=self._where,
+            raise EngineError.of(
+                error_rules.PYTHON_MODEL, f"cannot import {ctx.artifact}", where=self._where
             )
         module = importlib.util.module_from_spec(spec)
         # registered so that dataclasses, pickle and typing can find the module
@@ -380,19 +376,17 @@ class PythonEngine(Engine):
 
     def _user_error(self, step: str, exc: Exception) -> EngineError:
         if step == "execute" and self.refuses_input(exc):  # the caller's error, not the model's
-            return EngineError(
+            return EngineError.of(
+                error_rules.PYTHON_MODEL,
                 f"execute refused the request's values: {type(exc).__name__}: "
                 f"{without_paths(str(exc))}",
-                code=Code.INVALID_ARGUMENT,
-                rule="engine/python",
                 where=self._where,
             )
-        return EngineError(
+        return EngineError.of(
+            error_rules.PYTHON_MODEL_FAILED,
             f"{step} failed: {type(exc).__name__}: {exc}",
-            code=Code.INTERNAL,
-            rule="engine/python",
             where=self._where,
         )
 
     def _contract_error(self, detail: str) -> EngineError:
-        return EngineError(detail, code=Code.INTERNAL, rule="engine/python", where=self._where)
+        return EngineError.of(error_rules.PYTHON_MODEL_FAILED, detail, where=self._where)

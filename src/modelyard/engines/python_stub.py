@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import structlog
 
-from modelyard import errors
+from modelyard import error_rules, errors
 from modelyard.engines.base import BatchedRequest, DecoupledRequest, LoadContext, batch_requests
 from modelyard.errors import Code, EngineError, ModelyardError
 
@@ -165,16 +165,17 @@ class StubProcess:
         if self._process is not None and self._process.poll() is None and self._conn is not None:
             return
         if self._closed:
-            raise EngineError(
-                "the model is unloading", code=Code.UNAVAILABLE, rule="engine/python-stub",
-                where=self._where, retry_after=1.0,
-            )  # fmt: skip
+            raise EngineError.of(
+                error_rules.STUB_NOT_RUNNING,
+                "the model is unloading",
+                where=self._where,
+                retry_after=1.0,
+            )
         wait = 0.0 if self._served else self._started_at + RESTART_BACKOFF_S - time.monotonic()
         if wait > 0:  # it ended within a second of its start, having served nothing: it waits
-            raise EngineError(
+            raise EngineError.of(
+                error_rules.STUB_NOT_RUNNING,
                 "the model's process ended and is being started again",
-                code=Code.UNAVAILABLE,
-                rule="engine/python-stub",
                 where=self._where,
                 retry_after=wait,
             )
@@ -353,10 +354,9 @@ class StubProcess:
         how = f"exit code {code}" if code is not None and code >= 0 else (
             f"signal {signal.Signals(-code).name}" if code is not None else "its socket closed"
         )  # fmt: skip
-        return EngineError(
+        return EngineError.of(
+            error_rules.STUB_ENDED,
             f"the model's process ended while {doing} ({how}); the next request starts it again",
-            code=Code.INTERNAL,
-            rule="engine/python-stub",
             where=f"{self._where} (the server log has what it wrote before it ended)",
         )
 
@@ -511,18 +511,13 @@ class _Child:
 
 
 def _ended_before() -> EngineError:
-    return EngineError(
-        "the model's process ended; a new one serves the next request",
-        code=Code.INTERNAL, rule="engine/python-stub",
-        where="the server log has what the old one wrote before it ended",
-    )  # fmt: skip
+    return EngineError.of(
+        error_rules.STUB_REPLACED, "the model's process ended; a new one serves the next request"
+    )
 
 
 def _unloading_error() -> EngineError:
-    return EngineError(
-        "the model is unloading", code=Code.UNAVAILABLE, rule="engine/python-stub",
-        where="retry: another version or instance answers",
-    )  # fmt: skip
+    return EngineError.of(error_rules.STUB_UNLOADING, "the model is unloading")
 
 
 def _end_with_parent() -> None:

@@ -36,6 +36,7 @@ import numpy as np
 import skops.io as sio
 from sklearn.base import is_classifier
 
+from modelyard import error_rules
 from modelyard.engines import tabular
 from modelyard.engines.base import Engine, LoadContext, Signature
 from modelyard.errors import Code, EngineError
@@ -110,13 +111,10 @@ class SklearnEngine(Engine):
         path = ctx.artifact
         if path.suffix in _PICKLE_SUFFIXES:
             if not ctx.trusted:
-                raise EngineError(
+                raise EngineError.of(
+                    error_rules.UNTRUSTED_PICKLE,
                     f"{path.name} is a pickle-based file, and loading it could run "
                     "arbitrary code; this repository is not trusted",
-                    code=Code.FAILED_PRECONDITION,
-                    rule="engine/trusted-repository",
-                    where="serve with --trusted-repository (or --trust-model NAME), "
-                    "or save the model as model.skops",
                 )
             import joblib
 
@@ -124,12 +122,9 @@ class SklearnEngine(Engine):
         untrusted = self._guarded(ctx, lambda: sio.get_untrusted_types(file=path))
         refused = [t for t in untrusted if t not in _HELPER_TYPES]
         if refused and not ctx.trusted:
-            raise EngineError(
+            raise EngineError.of(
+                error_rules.UNTRUSTED_TYPES,
                 f"{path.name} holds types that skops does not trust: {', '.join(refused)}",
-                code=Code.FAILED_PRECONDITION,
-                rule="engine/trusted-repository",
-                where="serve with --trusted-repository (or --trust-model NAME) if you "
-                "made this file or trust its source",
             )
         return self._guarded(ctx, lambda: sio.load(path, trusted=untrusted))
 

@@ -21,8 +21,9 @@ import numpy as np
 import tensorrt as trt
 import torch
 
+from modelyard import error_rules
 from modelyard.engines.base import Engine, LoadContext, Signature, TensorSpec
-from modelyard.errors import Code, EngineError
+from modelyard.errors import EngineError
 
 # TensorRT type -> (V2 datatype, torch dtype on the device)
 _TYPES: dict[Any, tuple[str, torch.dtype]] = {
@@ -55,22 +56,19 @@ class TensorRTEngine(Engine):
     def load(self, ctx: LoadContext) -> Signature:
         where = f"the file {ctx.artifact.name} of model '{ctx.config.name}'"
         if not torch.cuda.is_available():
-            raise EngineError(
+            raise EngineError.of(
+                error_rules.TENSORRT_NEEDS_GPU,
                 "TensorRT plans need a CUDA device and torch sees none",
-                code=Code.FAILED_PRECONDITION,
-                rule="engine/tensorrt",
-                where="run on a machine with an NVIDIA GPU, or serve the ONNX model instead",
             )
         self._device = torch.device(ctx.device if ctx.device.startswith("cuda") else "cuda:0")
         with torch.cuda.device(self._device):
             self._runtime = trt.Runtime(trt.Logger(trt.Logger.WARNING))
             engine = self._runtime.deserialize_cuda_engine(ctx.artifact.read_bytes())
             if engine is None:
-                raise EngineError(
+                raise EngineError.of(
+                    error_rules.TENSORRT_PLAN,
                     f"TensorRT {trt.__version__} could not deserialize {ctx.artifact.name}; "
                     "plans only load with the TensorRT version and GPU model that built them",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="engine/tensorrt",
                     where=where,
                 )
             self._context = engine.create_execution_context()
@@ -82,11 +80,10 @@ class TensorRTEngine(Engine):
             name = engine.get_tensor_name(i)
             trt_type = engine.get_tensor_dtype(name)
             if trt_type not in _TYPES or engine.is_shape_inference_io(name):
-                raise EngineError(
+                raise EngineError.of(
+                    error_rules.TENSORRT_PLAN,
                     f"IO tensor '{name}' ({trt_type}) is not supported: only execution "
                     f"tensors of types {', '.join(v for v, _ in _TYPES.values())}",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="engine/tensorrt",
                     where=where,
                 )
             datatype, dtype = _TYPES[trt_type]
@@ -110,30 +107,25 @@ class TensorRTEngine(Engine):
                 host = torch.from_numpy(np.require(inputs[name], requirements=["C", "W"]))
                 held[name] = host.to(self._device, dtype).contiguous()
                 if not context.set_input_shape(name, tuple(held[name].shape)):
-                    raise EngineError(
+                    raise EngineError.of(
+                        error_rules.TENSORRT_INPUT_SHAPE,
                         f"input '{name}' has shape {tuple(held[name].shape)}, outside the "
                         "plan's optimization profile",
-                        code=Code.INVALID_ARGUMENT,
-                        rule="engine/tensorrt",
-                        where="the request, or the profile the plan was built with",
                     )
                 context.set_tensor_address(name, held[name].data_ptr())
             for name, dtype in self._outputs.items():
                 shape = tuple(context.get_tensor_shape(name))
                 if any(d < 0 for d in shape):
-                    raise EngineError(
+                    raise EngineError.of(
+                        error_rules.TENSORRT_OUTPUT_SHAPE,
                         f"output '{name}' has shape {shape} after the input shapes were set",
-                        code=Code.INVALID_ARGUMENT,
-                        rule="engine/tensorrt",
-                        where="the input shapes (within the plan's optimization profile)",
                     )
                 held[name] = torch.empty(shape, dtype=dtype, device=self._device)
                 context.set_tensor_address(name, held[name].data_ptr())
             if not context.execute_async_v3(self._stream.cuda_stream):
-                raise EngineError(
+                raise EngineError.of(
+                    error_rules.TENSORRT_EXECUTE,
                     "TensorRT execute_async_v3 failed (see the TensorRT log)",
-                    code=Code.INTERNAL,
-                    rule="engine/tensorrt",
                 )
             result = {}
             for name in outputs:

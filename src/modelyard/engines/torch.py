@@ -25,8 +25,9 @@ import numpy as np
 import torch
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelyard import error_rules
 from modelyard.engines.base import Engine, LoadContext, Signature
-from modelyard.errors import Code, EngineError
+from modelyard.errors import EngineError
 from modelyard.types import CONFIG_TO_V2
 
 _V2_TO_TORCH: dict[str, torch.dtype] = {
@@ -66,11 +67,10 @@ class TorchScriptEngine(Engine):
             (o.name, self._datatype(o.name, o.data_type, where)) for o in ctx.config.output
         ]
         if not self._inputs or not self._outputs:
-            raise EngineError(
+            raise EngineError.of(
+                error_rules.PYTORCH,
                 "a TorchScript file does not describe its tensors; the config must list "
                 "its inputs and outputs",
-                code=Code.INVALID_ARGUMENT,
-                rule="engine/pytorch",
                 where=where,
             )
         threads = ctx.parameter("torch_num_threads")
@@ -81,10 +81,9 @@ class TorchScriptEngine(Engine):
         try:
             module = torch.jit.load(str(ctx.artifact), map_location=self._device)
         except Exception as exc:  # torch raises RuntimeError and friends for bad files
-            raise EngineError(
+            raise EngineError.of(
+                error_rules.PYTORCH,
                 f"torch could not load {ctx.artifact.name} as TorchScript: {exc}",
-                code=Code.INVALID_ARGUMENT,
-                rule="engine/pytorch",
                 where=f"the file {ctx.artifact.name} of model '{ctx.config.name}'",
             ) from exc
         module.eval()
@@ -98,11 +97,10 @@ class TorchScriptEngine(Engine):
     def _datatype(name: str, data_type: int, where: str) -> str:
         datatype = CONFIG_TO_V2.get(mc.DataType.Name(data_type), "")
         if datatype not in _V2_TO_TORCH:
-            raise EngineError(
+            raise EngineError.of(
+                error_rules.PYTORCH,
                 f"tensor '{name}' has datatype {mc.DataType.Name(data_type)}, which "
                 "TorchScript models cannot take or return here",
-                code=Code.INVALID_ARGUMENT,
-                rule="engine/pytorch",
                 where=where,
             )
         return datatype
@@ -152,12 +150,7 @@ class TorchScriptEngine(Engine):
 
     @staticmethod
     def _output_error(detail: str) -> EngineError:
-        return EngineError(
-            detail,
-            code=Code.INTERNAL,
-            rule="engine/pytorch",
-            where="the model's forward() or the outputs in config.pbtxt",
-        )
+        return EngineError.of(error_rules.PYTORCH_OUTPUT, detail)
 
     def unload(self) -> None:
         self._module = None

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import structlog
 
+from modelyard import error_rules
 from modelyard.dataplane import DataPlane
 from modelyard.errors import (
-    Code,
     GovernanceError,
     ModelyardError,
     ProtocolError,
@@ -73,12 +73,10 @@ def text_model(config: dict[str, Any], model: str) -> TextModel:
         if o.get("data_type") in ("TYPE_FP32", "TYPE_FP16") and o["name"] != counted
     ]
     if len(texts) != 1 or len(config.get("input", [])) != 1 or not vectors:
-        raise ProtocolError(
+        raise ProtocolError.of(
+            error_rules.EMBEDDINGS_MODEL,
             f"model '{model}' does not embed text (it takes "
             f"{', '.join(i['name'] for i in config.get('input', [])) or 'no inputs'})",
-            code=Code.INVALID_ARGUMENT,
-            rule="protocol/embeddings",
-            where="name a text model: one BYTES input, a float embedding output",
         )
     names = {o["name"] for o in config.get("output", [])}
     return TextModel(
@@ -161,12 +159,9 @@ class EmbeddingRoutes:
 
     def _default(self) -> str:
         if self.default_model is None:
-            raise ProtocolError(
+            raise ProtocolError.of(
+                error_rules.NO_EMBEDDING_MODEL,
                 "POST /embed embeds with the server's embedding model, and none is named",
-                code=Code.NOT_FOUND,
-                rule="protocol/embeddings",
-                where="modelyard serve --embedding-model NAME (or POST /v1/embeddings with "
-                "a model)",
             )
         return self.default_model
 

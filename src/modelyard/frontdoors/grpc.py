@@ -26,9 +26,9 @@ from grpc_health.v1.health import aio as health_aio
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 
+from modelyard import error_rules
 from modelyard.dataplane import DataPlane, InferLane, StreamResponse
 from modelyard.errors import (
-    Code,
     ConfigError,
     GovernanceError,
     ModelyardError,
@@ -875,11 +875,8 @@ async def start_grpc_server(
             bound = server.add_secure_port(address, credentials)
     except RuntimeError:
         why = "the port is in use or the address is not this machine's"
-        raise ConfigError(
-            listen_failure("GRPC", address, _in_use(host, port), why),
-            code=Code.UNAVAILABLE,
-            rule="config/grpc-port",
-            where="--grpc-port (another process may hold it; -1 turns gRPC off)",
+        raise ConfigError.of(
+            error_rules.GRPC_PORT, listen_failure("GRPC", address, _in_use(host, port), why)
         ) from None
     await server.start()
     await health.sync()

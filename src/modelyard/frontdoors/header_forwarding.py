@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from modelyard.errors import Code, ConfigError, ProtocolError, shown
+from modelyard import error_rules
+from modelyard.errors import ConfigError, ProtocolError, shown
 from modelyard.types import PROTOCOL_PARAMETERS
 
 # Triton's reserved parameter keys: a forwarded header may not be one of them
@@ -36,10 +37,9 @@ class HeaderForwarding:
         try:
             self._regex = re.compile(pattern, flags)
         except re.error as exc:
-            raise ConfigError(
+            raise ConfigError.of(
+                error_rules.TRITON_FLAG,
                 f"{flag} {shown(self.pattern, 80)}: not a regular expression ({exc})",
-                code=Code.INVALID_ARGUMENT,
-                rule="serve/triton-flag",
                 where=f"modelyard serve {flag} PATTERN (e.g. 'x-user-.*')",
             ) from None
 
@@ -51,12 +51,10 @@ class HeaderForwarding:
             if search(name) is None:
                 continue
             if name in RESERVED or name.startswith("triton_"):
-                raise ProtocolError(
+                raise ProtocolError.of(
+                    error_rules.RESERVED_HEADER,
                     f"Header '{shown(name, 80)}' is reserved for Triton usage and cannot be "
                     "forwarded",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="protocol/header-forwarding",
-                    where="send it as a request parameter, or rename the header",
                 )
             found[name] = value
         return found

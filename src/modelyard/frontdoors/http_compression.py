@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import zlib
 
-from modelyard.errors import Code, ProtocolError, shown
+from modelyard import error_rules
+from modelyard.errors import ProtocolError, shown
 
 _WBITS = {b"gzip": 31, b"deflate": 15}  # zlib's window bits: gzip header, zlib header
 _CHOICES = ("identity", "deflate", "gzip")
@@ -25,35 +26,25 @@ def inflate(body: bytes, encoding: bytes, limit: int) -> bytes:
         return body
     wbits = _WBITS.get(name)
     if wbits is None:
-        raise ProtocolError(
+        raise ProtocolError.of(
+            error_rules.CONTENT_ENCODING,
             f"unsupported Content-Encoding {shown(encoding.decode('latin-1'), 40)}",
-            code=Code.INVALID_ARGUMENT,
-            rule="protocol/content-encoding",
-            where="send the body as gzip, deflate or identity",
         )
     inflater = zlib.decompressobj(wbits)
     try:
         data = inflater.decompress(body, limit + 1)
     except zlib.error as exc:
-        raise ProtocolError(
-            f"the {name.decode()} body does not inflate: {exc}",
-            code=Code.INVALID_ARGUMENT,
-            rule="protocol/content-encoding",
-            where="the request body and its Content-Encoding",
+        raise ProtocolError.of(
+            error_rules.ENCODED_BODY, f"the {name.decode()} body does not inflate: {exc}"
         ) from None
     if len(data) > limit or inflater.unconsumed_tail:
-        raise ProtocolError(
+        raise ProtocolError.of(
+            error_rules.MAX_BODY_SIZE,
             f"the {name.decode()} body inflates past the limit of {limit} bytes",
-            code=Code.PAYLOAD_TOO_LARGE,
-            rule="protocol/max-body-size",
-            where="modelyard serve --http-max-body-bytes",
         )
     if not inflater.eof:
-        raise ProtocolError(
-            f"the {name.decode()} body ends before its stream does",
-            code=Code.INVALID_ARGUMENT,
-            rule="protocol/content-encoding",
-            where="the request body and its Content-Encoding",
+        raise ProtocolError.of(
+            error_rules.ENCODED_BODY, f"the {name.decode()} body ends before its stream does"
         )
     return data
 

@@ -47,6 +47,7 @@ from uvicorn.protocols.http.httptools_impl import (
     RequestResponseCycle,
 )
 
+from modelyard import error_rules
 from modelyard.errors import (
     Code,
     ConfigError,
@@ -103,10 +104,9 @@ class ConnectionLimits:
             ("--http-max-header-bytes", self.max_header_bytes),
         ):
             if not value > 0:
-                raise ConfigError(
+                raise ConfigError.of(
+                    error_rules.HTTP_LIMITS,
                     f"{flag} must be positive, got {value}",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="serve/http-limits",
                     where=f"modelyard serve {flag}",
                 )
 
@@ -253,13 +253,10 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._idle_since = self._sweeper.now
         if len(self.connections) > self.limits.max_connections:
             self._refuse(
-                ProtocolError(
+                ProtocolError.of(
+                    error_rules.MAX_CONNECTIONS,
                     f"connection refused: {self.limits.max_connections} connections are "
                     "open, the limit",
-                    code=Code.UNAVAILABLE,
-                    rule="protocol/max-connections",
-                    where="modelyard serve --http-max-connections, or fewer idle "
-                    "connections in the callers' pools",
                     retry_after=1.0,
                 )
             )
@@ -421,11 +418,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def _header_too_large(self, size: int) -> ProtocolError:
         limit = self.limits.max_header_bytes
-        return ProtocolError(
+        return ProtocolError.of(
+            error_rules.MAX_HEADER_SIZE,
             f"request line and headers of {size} bytes or more are over the limit of {limit} bytes",
-            code=Code.HEADERS_TOO_LARGE,
-            rule="protocol/max-header-size",
-            where="modelyard serve --http-max-header-bytes",
         )
 
     def _timed_out(self, part: str, seconds: float, flag: str) -> ProtocolError:
@@ -442,9 +437,4 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def _malformed(exc: Exception) -> ProtocolError:
         cause = exc.__cause__ or exc.__context__ or exc  # a callback's own error says more
         text = f"{type(cause).__name__}: {cause}"[:_MAX_PARSER_TEXT]
-        return ProtocolError(
-            f"malformed HTTP request: {text}",
-            code=Code.INVALID_ARGUMENT,
-            rule="protocol/http",
-            where="the client's HTTP/1.1 request line and headers",
-        )
+        return ProtocolError.of(error_rules.MALFORMED_HTTP, f"malformed HTTP request: {text}")

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from modelyard.errors import Code, ProtocolError, shown
+from modelyard import error_rules
+from modelyard.errors import ProtocolError, shown
 from modelyard.protocol.embeddings import EMBEDDING_PATHS
 
 LOGGING_PATH = "/v2/logging"
@@ -98,13 +99,7 @@ def route_of(path: str) -> tuple[V2Route, re.Match[str]] | None:
 
 
 def route_error(method: str, path: str) -> ProtocolError:
-    return ProtocolError(
-        f"no route for {shown(method, 20)} {shown(path)}",
-        code=Code.NOT_FOUND,
-        rule="protocol/route",
-        where="the KServe V2 HTTP API: /v2, /v2/health/*, /v2/models/..., /v2/repository/..., "
-        "/v2/systemsharedmemory/..., /v2/logging, /v2/trace/setting",
-    )
+    return ProtocolError.of(error_rules.ROUTE, f"no route for {shown(method, 20)} {shown(path)}")
 
 
 def model_route(path: str) -> Route | None:

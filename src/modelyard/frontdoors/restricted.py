@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from modelyard.errors import Code, ConfigError, ProtocolError
+from modelyard import error_rules
+from modelyard.errors import ConfigError, ProtocolError
 
 # Triton's categories, by the name its flags take
 CATEGORIES = (
@@ -104,20 +105,13 @@ class Restrictions:
         else:
             detail = f"This protocol is restricted, expecting header '{header}'"
             where = f"send the metadata '{header}' (tritonserver --grpc-restricted-protocol)"
-        return ProtocolError(
-            detail,
-            code=Code.PERMISSION_DENIED,
-            rule="protocol/restricted",
-            where=where,
-            triton=True,
-        )
+        return ProtocolError.of(error_rules.RESTRICTED, detail, where=where, triton=True)
 
 
 def _flag_error(detail: str, flag: str) -> ConfigError:
-    return ConfigError(
+    return ConfigError.of(
+        error_rules.TRITON_FLAG,
         detail,
-        code=Code.INVALID_ARGUMENT,
-        rule="serve/triton-flag",
         where=f"modelyard serve {flag} <categories>:<key>=<value>, categories among "
         + ", ".join(CATEGORIES),
     )

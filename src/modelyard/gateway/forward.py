@@ -28,11 +28,11 @@ from typing import Any
 
 import structlog
 
-from modelyard import __version__
+from modelyard import __version__, error_rules
 from modelyard.client import AsyncClient, ClientError
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.dataplane import INSTANCE_EXTENSIONS, StreamResponse
-from modelyard.errors import Code, ModelyardError
+from modelyard.errors import ModelyardError
 from modelyard.generation import Generation
 from modelyard.tasks import cancel_and_wait
 from modelyard.types import InferRequest, InferResponse
@@ -52,11 +52,8 @@ Key = tuple[str, str | None]
 
 
 def _use_an_instance(action: str) -> ClientError:
-    return ClientError(
-        f"the gateway forwards inference; it cannot {action} models",
-        code=Code.UNIMPLEMENTED,
-        rule="gateway/repository",
-        where="call the repository API on an instance of the service (modelyard serve)",
+    return ClientError.of(
+        error_rules.GATEWAY_REPOSITORY, f"the gateway forwards inference; it cannot {action} models"
     )
 
 
@@ -205,12 +202,9 @@ class ForwardingDataPlane:
         if not self.client.candidates(name, version or None):
             raise self.client.no_instance_error(name, version or None)
         self._changed.set()
-        raise ClientError(
+        raise ClientError.of(
+            error_rules.METADATA_CACHE,
             f"the gateway has not fetched the metadata of model '{name}' yet",
-            code=Code.UNAVAILABLE,
-            rule="gateway/metadata-cache",
-            where="retry; the gateway fetches it from an instance as soon as the registry "
-            "lists the model",
             retry_after=self.refresh_interval,
         )
 

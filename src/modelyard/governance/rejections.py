@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from modelyard.errors import Code, GovernanceError
+from modelyard import error_rules
+from modelyard.errors import GovernanceError
 
 
 class RejectionLog:
@@ -49,10 +50,9 @@ class RejectionLog:
 
 
 def rejection_not_found(request_id: str, capacity: int) -> GovernanceError:
-    return GovernanceError(
+    return GovernanceError.of(
+        error_rules.UNKNOWN_REJECTION,
         f"no rejection with request id {request_id} on this instance",
-        code=Code.NOT_FOUND,
-        rule="governance/rejections",
         where=f"each instance keeps its last {capacity} rejections: ask the instance that "
         "answered, or every instance with modelyard explain ID --service NAME",
     )

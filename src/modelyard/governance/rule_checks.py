@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, NoReturn, TypeVar
 
-from modelyard.errors import Code, ConfigError, shown
+from modelyard import error_rules
+from modelyard.errors import ConfigError, shown
 from modelyard.governance.breaker import BreakerRule
 from modelyard.governance.concurrency import ConcurrencyRule
 from modelyard.governance.guard import Fallback
@@ -40,11 +41,8 @@ def _refuse_field(
 ) -> NoReturn:
     if config.document:
         raise config.document.error((section, rule_id, key), message)
-    raise ConfigError(
-        f"{section}.{rule_id}: {message}",
-        code=Code.INVALID_ARGUMENT,
-        rule="config/service-file",
-        where=f"{section}.{rule_id}",
+    raise ConfigError.of(
+        error_rules.SERVICE_FILE, f"{section}.{rule_id}: {message}", where=f"{section}.{rule_id}"
     )
 
 

@@ -19,9 +19,10 @@ from typing import Any
 
 import yaml
 
+from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.discovery.rules_store import RulesConflict, RulesRevision, RulesStore
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import ConfigError
 from modelyard.governance.rule_checks import check_rules
 from modelyard.governance.service_config import (
     CENTRAL_SECTIONS,
@@ -34,7 +35,7 @@ Edit = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def _invalid(detail: str, where: str) -> ConfigError:
-    return ConfigError(detail, code=Code.INVALID_ARGUMENT, rule="config/central-rules", where=where)
+    return ConfigError.of(error_rules.CENTRAL_RULES, detail, where=where)
 
 
 def parse_value(text: str) -> Any:

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import numpy as np
 import structlog
 
+from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.dataplane import DataPlane, Infers, StreamResponse
 from modelyard.discovery.rules_store import RulesRevision, RulesStore
@@ -422,11 +423,10 @@ class Governance:
         try:
             local = read_service_config(self.path)
             if local.service != self.local.service:
-                raise ConfigError(
+                raise ConfigError.of(
+                    error_rules.SERVICE_NAME_CHANGED,
                     f"{self.path.name} now names {local.service}, "
                     f"but this instance serves {self.local.service}",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="config/service-name",
                     where=f"restore 'service: {self.local.service}' in {self.path}",
                 )
             config = self._compose(local, self.central)
@@ -650,11 +650,8 @@ async def open_governance(
         service is not None and store is not None and rules_source is not RulesSource.LOCAL
     )
     if rules_source is RulesSource.CENTRAL and not uses_central:
-        raise ConfigError(
-            "--rules-source central needs --service (and --registry)",
-            code=Code.INVALID_ARGUMENT,
-            rule="config/rules-source",
-            where="pass --service NAME --group GROUP, or --rules-source local",
+        raise ConfigError.of(
+            error_rules.RULES_SOURCE, "--rules-source central needs --service (and --registry)"
         )
     if service_file is None and not uses_central:
         return None
@@ -663,11 +660,9 @@ async def open_governance(
     else:
         local = empty_service_config(service or "")
     if service is not None and local.service != service:
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.SERVICE_NAME,
             f"the service file {service_file} names {local.service}, but --service is {service}",
-            code=Code.INVALID_ARGUMENT,
-            rule="config/service-name",
-            where="make 'service:' in the file and --service name the same service",
         )
     governance = Governance(
         local,

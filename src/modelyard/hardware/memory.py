@@ -24,7 +24,8 @@ import resource
 from collections.abc import Callable
 from pathlib import Path
 
-from modelyard.errors import MEMORY_BUDGET_RULE, Code, ConfigError, ModelServerError
+from modelyard import error_rules
+from modelyard.errors import ConfigError, ModelServerError
 
 # unloads closer together than this share one collection of what they left frozen: each is
 # a full collection (0.1-0.2 s with torch and onnxruntime imported) on the event loop, and
@@ -37,11 +38,9 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 def parse_size(text: str) -> int:
     match = _SIZE.match(text)
     if match is None:
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.MEMORY_SIZE,
             f"memory size '{text}' is not a number with an optional K, M, G or T suffix",
-            code=Code.INVALID_ARGUMENT,
-            rule="config/memory-budget",
-            where="--memory-budget (e.g. 512M, 4G)",
         )
     return int(float(match[1]) * _UNITS[match[2].upper()])
 
@@ -106,14 +105,11 @@ def check_budget(
         f"{name}/{v} ({_mb(size)})" for name, v, size in sorted(held, key=lambda h: -h[2])[:5]
     )
     how = "measured at load" if measured else "estimated from its files x instances"
-    raise ModelServerError(
+    raise ModelServerError.of(
+        error_rules.MEMORY_BUDGET_EXCEEDED,
         f"model '{model}' version {version} needs {_mb(needed)} ({how}) but only "
         f"{_mb(max(0, budget - used))} of the memory budget {_mb(budget)} is free; "
         f"held by {holders or 'nothing else'}",
-        code=Code.RESOURCE_EXHAUSTED,
-        rule=MEMORY_BUDGET_RULE,
-        where="modelyard serve --memory-budget, or unload a model "
-        "(POST /v2/repository/models/NAME/unload)",
     )
 
 

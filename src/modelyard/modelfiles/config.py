@@ -19,8 +19,9 @@ from google.protobuf import json_format, text_format
 from google.protobuf.descriptor import FieldDescriptor
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelyard import error_rules
 from modelyard.engines.base import Signature
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import ConfigError
 from modelyard.types import CONFIG_TO_V2, V2_TO_CONFIG, numpy_dtype
 
 CONFIG_FILENAME = "config.pbtxt"
@@ -30,11 +31,8 @@ AUTOCOMPLETE_MAX_BATCH_SIZE = 4
 
 def _config_error(path: Path | str, detail: str, line: int | None = None) -> ConfigError:
     where = f"{path}:{line}" if line else str(path)
-    return ConfigError(
-        f"invalid model config {where}: {detail}",
-        code=Code.INVALID_ARGUMENT,
-        rule="config/model-config",
-        where=f"fix {where}",
+    return ConfigError.of(
+        error_rules.MODEL_CONFIG, f"invalid model config {where}: {detail}", where=f"fix {where}"
     )
 
 
@@ -103,10 +101,9 @@ def refuse_unserved_fields(config: mc.ModelConfig, origin: str, text: str = "") 
                 ),
                 None,
             )
-            raise ConfigError(
+            raise ConfigError.of(
+                error_rules.UNSERVED_FIELD,
                 f"invalid model config {origin}{f':{line}' if line else ''}: {field} is not served",
-                code=Code.INVALID_ARGUMENT,
-                rule="config/unserved-field",
                 where=instead,
             )
 
@@ -163,11 +160,10 @@ def positive_int_parameter(
         return default
     value = int(text) if text.isascii() and text.isdigit() and len(text) < 19 else 0
     if value < 1:
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.PARAMETER,
             f"failed to load '{model}' version {version}: {key} '{text[:40]}' is not a "
             "positive whole number",
-            code=Code.INVALID_ARGUMENT,
-            rule="config/parameter",
             where=f"{key} in {model}/config.pbtxt",
         )
     return value
@@ -191,12 +187,9 @@ def read_model_config(
     path = config_path(model_dir, config_name)
     config = mc.ModelConfig()
     if required and not path.is_file():
-        raise ConfigError(
+        raise ConfigError.of(
+            error_rules.NO_MODEL_CONFIG,
             f"failed to open text file for read {path}: No such file or directory",
-            code=Code.INVALID_ARGUMENT,
-            rule="config/model-config",
-            where="write its config.pbtxt, or serve with --strict-model-config=false to "
-            "complete one from the model's files",
         )
     if path.is_file():
         try:

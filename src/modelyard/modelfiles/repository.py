@@ -27,7 +27,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from modelyard.errors import Code, ConfigError
+from modelyard import error_rules
+from modelyard.errors import ConfigError
 
 # Triton serves any folder that is not hidden (its generators name some
 # ``nop_TYPE_FP16_-1,-1``); left out here: whitespace and control characters, which a
@@ -82,11 +83,8 @@ class ModelRepository:
         roots = root if isinstance(root, list) else [root]
         for path in roots:
             if not path.is_dir():
-                raise ConfigError(
-                    f"model repository {path} is not a directory",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="config/model-repository",
-                    where="--model-repository",
+                raise ConfigError.of(
+                    error_rules.MODEL_REPOSITORY_DIR, f"model repository {path} is not a directory"
                 )
         self.roots = list(dict.fromkeys(roots))  # as tritonserver: a root given twice is one
         self.model_names()

@@ -24,14 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from modelyard.errors import Code, ConfigError
+from modelyard import error_rules
+from modelyard.errors import ConfigError
 from modelyard.modelfiles.repository import ModelRepository
 
 TARGETS = ("fp16", "int8-dynamic", "int8-static")
 
 
 def _error(detail: str, where: str) -> ConfigError:
-    return ConfigError(detail, code=Code.INVALID_ARGUMENT, rule="optimize/input", where=where)
+    return ConfigError.of(error_rules.OPTIMIZE_INPUT, detail, where=where)
 
 
 REPORT_FILENAME = "optimize-report.json"

@@ -22,9 +22,10 @@ from typing import Any
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelyard import error_rules
 from modelyard.bench.loadgen import Step, Target, WorkerPool
 from modelyard.bench.report import summarize
-from modelyard.errors import Code, ConfigError
+from modelyard.errors import ConfigError
 from modelyard.modelfiles.config import read_model_config
 from modelyard.modelfiles.repository import ModelRepository
 from modelyard.processes import free_port, serve_command, wait_for_200
@@ -83,11 +84,10 @@ def _serve(repository: Path, model: str, workdir: Path) -> tuple[subprocess.Pope
     if outcome == "ready":
         return process, port
     process.kill()
-    raise ConfigError(
+    raise ConfigError.of(
+        error_rules.TUNE_SERVE,
         f"the server {'exited' if outcome == 'exited' else 'was not ready in 120 s'} "
         f"while loading {model}",
-        code=Code.INTERNAL,
-        rule="tune/serve",
         where=f"the candidate's config.pbtxt; the server log is in {workdir}",
     )
 
@@ -145,11 +145,8 @@ def sweep(
     chosen_versions = versions or available[-1:]
     for version in chosen_versions:
         if version not in available:
-            raise ConfigError(
-                f"version {version} is not in {model_dir}",
-                code=Code.INVALID_ARGUMENT,
-                rule="tune/versions",
-                where="--versions",
+            raise ConfigError.of(
+                error_rules.TUNE_VERSIONS, f"version {version} is not in {model_dir}"
             )
     measurements = []
     for count, batch, delay, version in itertools.product(

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 import orjson
 
-from modelyard.errors import Code, ModelyardError, ProtocolError
+from modelyard import error_rules
+from modelyard.errors import ModelyardError, ProtocolError
 from modelyard.protocol.json_body import json_object
 from modelyard.protocol.status import http_status
 
@@ -49,9 +50,7 @@ class EmbeddingCall:
 
 
 def _invalid(detail: str, where: str) -> ProtocolError:
-    return ProtocolError(
-        detail, code=Code.INVALID_ARGUMENT, rule="protocol/embeddings", where=where
-    )
+    return ProtocolError.of(error_rules.EMBEDDINGS, detail, where=where)
 
 
 def _bad_json(detail: str) -> ProtocolError:

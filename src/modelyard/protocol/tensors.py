@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from modelyard import error_rules
 from modelyard.errors import Code, ProtocolError, shown
 from modelyard.types import NUMPY_TO_V2, V2_TO_NUMPY, OutputTensor, element_size, numpy_dtype
 
@@ -213,11 +214,9 @@ def wire_tensor(name: str, value: Any, datatypes: dict[str, str]) -> tuple[str, 
                 array = array.astype(array.dtype.newbyteorder("<"))
             datatype = NUMPY_TO_V2.get(array.dtype)
             if datatype is None:
-                raise ProtocolError(
+                raise ProtocolError.of(
+                    error_rules.INPUT_DTYPE,
                     f"input '{name}' has numpy dtype {array.dtype}, which no V2 datatype holds",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="client/input-dtype",
-                    where="convert the array to a bool, integer, float or bytes dtype",
                 )
     if datatype == "BYTES":
         raw = serialize_bytes(array)

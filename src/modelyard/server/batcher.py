@@ -47,7 +47,8 @@ from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.errors import Code, ModelServerError
+from modelyard import error_rules
+from modelyard.errors import ModelServerError
 
 _ROWS = operator.attrgetter("rows")
 _TOKENS = operator.attrgetter("tokens")
@@ -56,10 +57,6 @@ DEFAULT_EXECUTION_TOKENS = 8.0
 
 REJECT = mc.ModelQueuePolicy.TimeoutAction.REJECT
 DELAY = mc.ModelQueuePolicy.TimeoutAction.DELAY
-
-# A request refused at the queue, before it cost an execution (Triton's REJECTED).
-QUEUE_FULL_RULE = "model-server/queue-full"
-QUEUE_TIMEOUT_RULE = "model-server/queue-timeout"
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,11 +199,10 @@ class RequestQueue:
         policies = self.policy.policies
         if priority:
             if not 1 <= priority <= len(policies):
-                raise ModelServerError(
+                raise ModelServerError.of(
+                    error_rules.PRIORITY,
                     f"priority {priority} is outside 1..{self.policy.priority_levels} for model "
                     f"'{self.model}'",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="model-server/priority",
                     where=f"dynamic_batching.priority_levels in {self.model}/config.pbtxt",
                 )
             level = priority
@@ -260,11 +256,10 @@ class RequestQueue:
             if self.policy.priority_levels > 1
             else "dynamic_batching.default_queue_policy.max_queue_size"
         )
-        return ModelServerError(
+        return ModelServerError.of(
+            error_rules.QUEUE_FULL,
             f"queue of model '{self.model}' version {self.version} is full "
             f"({queued}/{limit} requests at priority {level})",
-            code=Code.UNAVAILABLE,
-            rule=QUEUE_FULL_RULE,
             where=f"{setting} in {self.model}/config.pbtxt (or modelyard serve "
             "--max-queue-size), or add instances (instance_group.count)",
             retry_after=0.05,
@@ -310,22 +305,19 @@ class RequestQueue:
     def _timeout_error(self, request: QueuedRequest, now_ns: int, client: bool) -> ModelServerError:
         waited_ms = (now_ns - request.enqueued_ns) / 1e6
         if client:
-            return ModelServerError(
+            return ModelServerError.of(
+                error_rules.CLIENT_DEADLINE,
                 f"request to model '{self.model}' version {self.version} passed its deadline "
                 f"after {waited_ms:.1f} ms in queue; it was dropped before execution",
-                code=Code.DEADLINE_EXCEEDED,
-                rule="model-server/client-deadline",
-                where="raise the client's timeout, or add instances (instance_group.count)",
             )
-        return ModelServerError(
+        return ModelServerError.of(
+            error_rules.QUEUE_TIMEOUT,
             f"Request timeout expired: request to model '{self.model}' version "
             f"{self.version} timed out after {waited_ms:.1f} ms in queue; it was dropped "
             "before execution",
-            code=Code.UNAVAILABLE,
-            rule=QUEUE_TIMEOUT_RULE,
-            triton=True,
             where=f"dynamic_batching.default_queue_policy.default_timeout_microseconds in "
             f"{self.model}/config.pbtxt, or the request's timeout parameter",
+            triton=True,
         )
 
     def _ordered(self) -> list[deque[QueuedRequest]]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from modelyard import __version__
+from modelyard import __version__, error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.dataplane import INSTANCE_EXTENSIONS, FixedOutput, StreamResponse
 from modelyard.engines.base import ModelParameters
@@ -59,11 +59,8 @@ def model_parameters(
 
 
 def _invalid(model: str, detail: str, where: str) -> ModelServerError:
-    return ModelServerError(
-        f"{detail} for model '{model}'",
-        code=Code.INVALID_ARGUMENT,
-        rule="model-server/input-validation",
-        where=where,
+    return ModelServerError.of(
+        error_rules.INPUT_VALIDATION, f"{detail} for model '{model}'", where=where
     )
 
 
@@ -550,33 +547,28 @@ class LocalDataPlane:
             self.authorize_call(request.principals, request.model_name)
         loop = self.manager.loop
         if loop is None or not loop.is_running():
-            raise ModelServerError(
+            raise ModelServerError.of(
+                error_rules.BLS_NOT_RUNNING,
                 "the server is not running: a model can call other models only while it serves",
-                code=Code.UNAVAILABLE,
-                rule="model-server/bls",
-                where="call other models from execute(), not from initialize() or finalize()",
             )
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is loop:  # waiting here would stop the loop that must answer
-            raise ModelServerError(
+            raise ModelServerError.of(
+                error_rules.BLS_FROM_EVENT_LOOP,
                 "a model called another model from the event loop's thread",
-                code=Code.INTERNAL,
-                rule="model-server/bls",
-                where="report this as a bug with the server log",
             )
         future = asyncio.run_coroutine_threadsafe(self.infer(request), loop)
         try:
             return future.result(BLS_TIMEOUT_S)
         except TimeoutError:
             future.cancel()
-            raise ModelServerError(
+            raise ModelServerError.of(
+                error_rules.BLS_DEADLINE,
                 f"a call to model '{request.model_name}' from another model's code took over "
                 f"{BLS_TIMEOUT_S:.0f} s",
-                code=Code.DEADLINE_EXCEEDED,
-                rule="model-server/bls",
                 where=f"model '{request.model_name}' (its queue and instances)",
             ) from None
 

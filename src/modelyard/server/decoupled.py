@@ -25,10 +25,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import DecoupledRequest
-from modelyard.errors import Code, ModelServerError, ModelyardError
-from modelyard.server.batcher import QUEUE_FULL_RULE
+from modelyard.errors import ModelServerError, ModelyardError
 from modelyard.server.response_cache import ResponseCache
 from modelyard.server.scheduler import (
     InstanceThreads,
@@ -77,13 +77,10 @@ MAX_QUEUED = 4096  # requests waiting for an instance: each holds its inputs
 
 
 def decoupled_refusal(model: str) -> ModelServerError:
-    return ModelServerError(
+    return ModelServerError.of(
+        error_rules.DECOUPLED,
         f"model '{model}' is decoupled (many responses per request): a call that takes one "
         "answer cannot reach it",
-        code=Code.UNIMPLEMENTED,
-        rule="model-server/decoupled",
-        where="stream the request over gRPC ModelStreamInfer (tritonclient: "
-        "start_stream and async_stream_infer)",
     )
 
 
@@ -131,10 +128,9 @@ class DecoupledScheduler(InstanceThreads):
             if self._closed:
                 raise unloading(self.model, self.version)
             if len(self._queue) >= MAX_QUEUED:
-                raise ModelServerError(
+                raise ModelServerError.of(
+                    error_rules.QUEUE_FULL,
                     f"model '{self.model}' has {MAX_QUEUED} requests waiting for an instance",
-                    code=Code.UNAVAILABLE,
-                    rule=QUEUE_FULL_RULE,
                     where=f"instance_group count of {self.model}/config.pbtxt, or retry",
                     retry_after=1.0,
                 )

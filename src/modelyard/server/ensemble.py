@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.errors import Code, ModelServerError, ModelyardError
+from modelyard.errors import ModelServerError, ModelyardError
 from modelyard.modelfiles.config import ModelSpec, TensorConfig, compile_spec, read_model_config
 from modelyard.server.model_version import ModelVersion, _read_labels
 from modelyard.server.response_cache import ResponseCache, through_cache
@@ -75,10 +76,9 @@ def in_ensemble(model: str, error: ModelyardError) -> ModelyardError:
 
 
 def ensemble_error(model: str, detail: str) -> ModelServerError:
-    return ModelServerError(
+    return ModelServerError.of(
+        error_rules.ENSEMBLE,
         f"ensemble '{model}': {detail}",
-        code=Code.INVALID_ARGUMENT,
-        rule="model-server/ensemble",
         where=f"ensemble_scheduling in {model}/config.pbtxt",
     )
 
@@ -285,19 +285,17 @@ def _prepare(
         if spec.batched:
             rows = array.shape[0] if array.ndim else 0
             if not 0 < rows <= spec.max_batch_size:
-                raise ModelServerError(
+                raise ModelServerError.of(
+                    error_rules.ENSEMBLE,
                     f"{step.describe()} got {rows} rows of '{input_name}' (max_batch_size "
                     f"{spec.max_batch_size})",
-                    code=Code.INVALID_ARGUMENT,
-                    rule="model-server/ensemble",
                     where=f"max_batch_size in {step.model}/config.pbtxt",
                 )
         if not tensor.accepts_shape(tuple(item_shape)):
-            raise ModelServerError(
+            raise ModelServerError.of(
+                error_rules.ENSEMBLE,
                 f"{step.describe()} got '{input_name}' with shape {list(array.shape)}, "
                 f"expected {[-1, *tensor.dims] if spec.batched else list(tensor.dims)}",
-                code=Code.INVALID_ARGUMENT,
-                rule="model-server/ensemble",
                 where=f"the producer of '{step.inputs[input_name]}' or {step.model}/config.pbtxt",
             )
         if tensor.reshape is not None:

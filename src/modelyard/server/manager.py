@@ -30,10 +30,10 @@ from typing import Any
 import structlog
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines import backend_for
 from modelyard.errors import (
-    LOAD_TIME_RULE,
     TRITON_WORDING,
     Code,
     ConfigError,
@@ -268,10 +268,9 @@ class ModelManager:
                 raise NotResident(name, functools.partial(self.make_resident, name))
             if (record is not None and record.registered) or name in self._gone:
                 raise _unavailable(name, version, record)
-            raise ModelServerError(
+            raise ModelServerError.of(
+                error_rules.UNKNOWN_MODEL,
                 f"Request for unknown model: '{shown(name)}' is not found",
-                code=Code.NOT_FOUND,
-                rule="model-server/unknown-model",
                 where="GET /v2/repository/index lists the models; load it first"
                 if self.mode is ControlMode.EXPLICIT
                 else "GET /v2/repository/index lists the models",
@@ -281,11 +280,9 @@ class ModelManager:
         if not version:
             if record.ready_desc:
                 return record.versions[record.ready_desc[0]]
-            raise ModelServerError(
+            raise ModelServerError.of(
+                error_rules.NO_READY_VERSION,
                 f"Request for unknown model: '{name}' has no available versions",
-                code=Code.UNAVAILABLE,
-                rule="model-server/no-ready-version",
-                where="GET /v2/repository/index shows each version's state and reason",
                 retry_after=1.0,
             )
         # ASCII digits only ("²".isdigit() is true), and few: int() of 4,301 digits raises
@@ -295,21 +292,17 @@ class ModelManager:
         if mv is not None and mv.state is VersionState.READY:
             return mv
         if mv is not None or any(r.version == number for r in record.retiring):
-            raise ModelServerError(
+            raise ModelServerError.of(
+                error_rules.VERSION_UNLOADING,
                 f"Request for unknown model: '{name}' version {version} is not at ready state "
                 "(unloading)",
-                code=Code.UNAVAILABLE,
-                rule="model-server/version-unloading",
-                where="send the request without a version, or to a ready version",
             )
         if number in record.known_versions:
             raise _unavailable(name, version, record)
-        raise ModelServerError(
+        raise ModelServerError.of(
+            error_rules.UNKNOWN_VERSION,
             f"Request for unknown model: '{name}' version {shown(version, 40)} is not found "
             f"(ready: {', '.join(map(str, record.ready_desc)) or 'none'})",
-            code=Code.NOT_FOUND,
-            rule="model-server/unknown-version",
-            where="version_policy in the model's config.pbtxt decides which versions load",
         )
 
     def _refuse_unless_ensemble(self, name: str) -> None:
@@ -319,22 +312,19 @@ class ModelManager:
         versions = list(record.versions.values()) if record is not None else []
         if any(isinstance(mv.scheduler, EnsembleScheduler) for mv in versions):
             return
-        raise ModelServerError(
+        raise ModelServerError.of(
+            error_rules.STOPPING,
             "Server is stopping, scheduler for model has stopped accepting new inference "
             "requests",
-            code=Code.UNAVAILABLE,
-            rule="model-server/stopping",
-            where="send it to another instance; this one is shutting down",
             triton=True,
         )
 
     def _ambiguous(self, name: str) -> ModelServerError:
         keys = self.repository.keys_of(name)
-        return ModelServerError(
+        return ModelServerError.of(
+            error_rules.AMBIGUOUS_MODEL,
             f"There are {len(keys)} identifiers of model '{name}' in global map, model "
             "namespace must be provided to resolve ambiguity.",
-            code=Code.INVALID_ARGUMENT,
-            rule="model-server/ambiguous-model",
             where=f"--model-namespacing serves them as {', '.join(keys)}: name one of them, or "
             "rename the model in all but one repository",
         )
@@ -481,12 +471,10 @@ class ModelManager:
             left = None if deadline is None else max(0.0, deadline - residency.now())
             await asyncio.wait_for(asyncio.shield(state.loading), left)
         except TimeoutError:
-            raise ModelServerError(
+            raise ModelServerError.of(
+                error_rules.LOAD_PAST_DEADLINE,
                 f"the request's deadline passed while model '{name}' loaded "
                 f"({residency.now() - started:.2f} s waited)",
-                code=Code.DEADLINE_EXCEEDED,
-                rule=LOAD_TIME_RULE,
-                where="give the request more time, or pin the model (parameters residency)",
             ) from None
         finally:
             state.waiting -= 1
@@ -632,12 +620,10 @@ class ModelManager:
 
     def _refuse_unless_explicit(self, action: str) -> None:
         if self.mode is not ControlMode.EXPLICIT:
-            raise ModelServerError(  # Triton's words (it says so in 'none' mode too)
+            raise ModelServerError.of(  # Triton's words (it says so in 'none' mode too)
+                error_rules.CONTROL_MODE,
                 "explicit model load / unload is not allowed if polling is enabled (model "
                 f"control mode '{self.mode}', asked to {action})",
-                code=Code.UNAVAILABLE,
-                rule="model-server/control-mode",
-                where="serve with --model-control-mode explicit",
                 triton=True,
             )
 
@@ -884,18 +870,16 @@ class ModelManager:
             log.warning("version_directory_ignored", model=name, triton=reason)
         backend = backend_for(base.platform, base.backend, [model_dir / str(v) for v in available])
         if backend is None:
-            raise ConfigError(
+            raise ConfigError.of(
+                error_rules.NO_BACKEND,
                 f"model '{name}' names no backend and ships no known model file",
-                code=Code.INVALID_ARGUMENT,
-                rule="config/backend",
                 where=f"backend or platform in {name}/config.pbtxt",
             )
         if override_dir is not None and backend not in _DATA_BACKENDS:
-            raise ConfigError(
+            raise ConfigError.of(
+                error_rules.LOAD_FILE_OVERRIDE,
                 f"failed to load '{name}': a {backend} model from a load request's files "
                 "could run the caller's code or read the server's files",
-                code=Code.INVALID_ARGUMENT,
-                rule="protocol/load-file-override",
                 where=f"put {name}'s files in the repository, then load by name (file "
                 f"overrides take {', '.join(sorted(_DATA_BACKENDS))} models)",
             )
@@ -919,11 +903,10 @@ class ModelManager:
 
     def _no_versions(self, name: str, available: list[int]) -> ModelServerError:
         """The error of a model whose version policy selects none of its versions."""
-        return ModelServerError(
+        return ModelServerError.of(
+            error_rules.NO_VERSIONS,
             f"model '{name}' has no version directory that its version policy selects "
             f"(found: {available or 'none'})",
-            code=Code.INVALID_ARGUMENT,
-            rule="model-server/no-versions",
             where=f"add {name}/{self.pinned_versions[name]}/ or change serve "
             f"--model-version {name}=VERSION"
             if name in self.pinned_versions
@@ -1276,12 +1259,10 @@ def _unavailable(name: str, version: str | None, record: ModelRecord | None) -> 
 
 
 def _not_in_repository(name: str) -> ModelServerError:
-    return ModelServerError(  # Triton's words, then which
+    return ModelServerError.of(  # Triton's words, then which
+        error_rules.NOT_IN_REPOSITORY,
         f"failed to load '{shown(name)}', failed to poll from model repository: model not "
         "found in any model repository",
-        code=Code.NOT_FOUND,
-        rule="model-server/unknown-model",
-        where="add the model directory to the repository",
     )
 
 

@@ -47,7 +47,8 @@ from collections import deque
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
-from modelyard.errors import LOAD_TIME_RULE, MEMORY_BUDGET_RULE, Code, ModelServerError
+from modelyard import error_rules
+from modelyard.errors import ModelServerError
 from modelyard.server.stats import Histogram
 
 # how long requests waited for their model's load, seconds
@@ -196,12 +197,11 @@ class Residency:
         left = deadline - self.now()
         if left >= expected:
             return
-        raise ModelServerError(
+        raise ModelServerError.of(
+            error_rules.LOAD_TIME,
             f"model '{name}' is not resident and loads in about {expected:.2f} s, more than "
             f"the {max(left, 0.0):.2f} s left before the request's deadline (memory budget "
             f"{_mb(self.budget)}, resident: {held})",
-            code=Code.UNAVAILABLE,
-            rule=LOAD_TIME_RULE,
             where="send it again after the retry-after (the model loads meanwhile), give the "
             f'request more time, or pin {name} (parameters residency: "pinned") or raise '
             "--memory-budget",
@@ -240,13 +240,10 @@ class Residency:
         self, name: str, needed: int, held: dict[str, int], busy: list[str]
     ) -> ModelServerError:
         """The refusal of a load that cannot fit even after every idle model has gone."""
-        return ModelServerError(
+        return ModelServerError.of(
+            error_rules.MEMORY_BUDGET_BUSY,
             f"model '{name}' needs {_mb(needed)} and the memory budget {_mb(self.budget)} "
             f"cannot hold it beside what must stay resident: {describe(held, self.pinned, busy)}",
-            code=Code.UNAVAILABLE,
-            rule=MEMORY_BUDGET_RULE,
-            where="raise --memory-budget, unpin a model (parameters residency), or send "
-            "the request again once the busy models are idle",
             retry_after=1.0,
         )
 

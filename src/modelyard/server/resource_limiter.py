@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.errors import Code, ConfigError
+from modelyard import error_rules
+from modelyard.errors import ConfigError
 
 # a resource's key: its name, and its device ("global" for a global resource)
 ResourceKey = tuple[str, str]
@@ -68,11 +69,9 @@ def parse_resource(text: str) -> tuple[str, int, str | None]:
                 device = f"cuda:{parts[2]}"
         if parts:
             return parts[0], int(parts[1]), device
-    raise ConfigError(
+    raise ConfigError.of(
+        error_rules.RATE_LIMIT_RESOURCE,
         f"--rate-limit-resource {text}: expected NAME:COUNT or NAME:COUNT:DEVICE",
-        code=Code.INVALID_ARGUMENT,
-        rule="serve/triton-flag",
-        where="modelyard serve --rate-limit-resource NAME:COUNT[:DEVICE]",
     )
 
 
@@ -103,11 +102,10 @@ class ResourceLimiter:
                 for key, count in need.resources if need else ():
                     given = self._given(key)
                     if given is not None and given < count:
-                        raise ConfigError(
+                        raise ConfigError.of(
+                            error_rules.RATE_LIMITER,
                             f"model '{model}': an instance needs {count} of resource "
                             f"'{key[0]}' and --rate-limit-resource gives {given}",
-                            code=Code.INVALID_ARGUMENT,
-                            rule="config/rate-limiter",
                             where=f"instance_group rate_limiter in {model}/config.pbtxt, or "
                             "modelyard serve --rate-limit-resource",
                         )

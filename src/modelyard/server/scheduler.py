@@ -46,12 +46,18 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import BatchedRequest, Engine, batch_requests
-from modelyard.errors import Code, EngineError, ModelServerError, ModelyardError, without_paths
+from modelyard.errors import (
+    INTERNAL,
+    Code,
+    EngineError,
+    ModelServerError,
+    ModelyardError,
+    without_paths,
+)
 from modelyard.server.batcher import (
-    QUEUE_FULL_RULE,
-    QUEUE_TIMEOUT_RULE,
     BatchingPolicy,
     QueuedRequest,
     RequestQueue,
@@ -128,12 +134,16 @@ def stack_rows(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays, axis=0)
 
 
+# a request refused at the queue, before it cost an execution
+_REJECTED = (error_rules.QUEUE_FULL.id, error_rules.QUEUE_TIMEOUT.id)
+
+
 def failure_reason(error: BaseException) -> str:
     """Triton's failure reasons for nv_inference_request_failure."""
     if isinstance(error, ModelyardError):
         if error.code is Code.DEADLINE_EXCEEDED:
             return "CANCELED"
-        if error.rule in (QUEUE_FULL_RULE, QUEUE_TIMEOUT_RULE):
+        if error.rule in _REJECTED:
             return "REJECTED"
         if error.layer == "engine":
             return "BACKEND"
@@ -176,12 +186,10 @@ def start_instance_threads(
 
 def failed_around(model: str, version: int, exc: BaseException) -> ModelServerError:
     """An exception outside the engine's call (the server's own bug): answered, not raised."""
-    return ModelServerError(
+    return ModelServerError.of(
+        INTERNAL,
         f"model '{model}' version {version} failed around its execution: "
         f"{type(exc).__name__}: {exc}",
-        code=Code.INTERNAL,
-        rule="model-server/internal",
-        where="report this as a bug with the server log",
     )
 
 
@@ -207,11 +215,8 @@ class InstanceThreads:
 
 def unloading(model: str, version: int) -> ModelServerError:
     """A request to a version that takes no more (its scheduler is closed)."""
-    return ModelServerError(
-        f"model '{model}' version {version} is unloading",
-        code=Code.UNAVAILABLE,
-        rule="model-server/version-unloading",
-        where="send the request without a version, or to a ready version",
+    return ModelServerError.of(
+        error_rules.VERSION_UNLOADING, f"model '{model}' version {version} is unloading"
     )
 
 
@@ -220,17 +225,15 @@ def engine_error(model: str, version: int, engine: Engine, exc: Exception) -> Mo
     if isinstance(exc, ModelyardError):
         return exc
     if engine.refuses_input(exc):
-        return EngineError(
+        return EngineError.of(
+            error_rules.INPUT_VALUES,
             f"model '{model}' version {version} refused the request's values: "
             f"{type(exc).__name__}: {without_paths(str(exc)).strip()}",
-            code=Code.INVALID_ARGUMENT,
-            rule="engine/input-values",
             where=f"the request's input values (GET /v2/models/{model}/config shows the inputs)",
         )
-    return EngineError(
+    return EngineError.of(
+        error_rules.EXECUTE,
         f"model '{model}' version {version} failed to execute: {type(exc).__name__}: {exc}",
-        code=Code.INTERNAL,
-        rule="engine/execute",
         where=f"the model files of {model}/{version}",
     )
 

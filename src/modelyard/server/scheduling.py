@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from modelyard.errors import Code, EngineError, ModelServerError
+from modelyard import error_rules
+from modelyard.errors import EngineError, ModelServerError
 from modelyard.server.sequence_policy import SequenceFlags
 from modelyard.server.stats import VersionStats
 
@@ -55,11 +56,9 @@ class Submission:
 def answers_once(model: str) -> ModelServerError:
     """What ``submit_stream`` of a model that is not decoupled raises (the data plane sends
     such a model's stream requests through ``submit``: one response, final)."""
-    return ModelServerError(
+    return ModelServerError.of(
+        error_rules.NOT_DECOUPLED,
         f"model '{model}' answers each request once: it has no stream of responses",
-        code=Code.INVALID_ARGUMENT,
-        rule="model-server/decoupled",
-        where="call it with ModelInfer, or stream it one request at a time",
     )
 
 
@@ -80,11 +79,8 @@ def check_outputs(
             detail = f"engine returned {len(results[name])} rows of '{name}' for {rows} rows in"
         else:
             continue
-        raise EngineError(
-            detail,
-            code=Code.INTERNAL,
-            rule="engine/contract",
-            where=f"the model files of {model}/{version}",
+        raise EngineError.of(
+            error_rules.ENGINE_CONTRACT, detail, where=f"the model files of {model}/{version}"
         )
 
 

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import BatchedRequest, Engine, batch_requests
-from modelyard.errors import Code, ModelServerError
-from modelyard.server.batcher import QUEUE_FULL_RULE
+from modelyard.errors import ModelServerError
 from modelyard.server.scheduler import (
     InstanceThreads,
     answers_by_loop,
@@ -104,11 +104,10 @@ class _Row:
 
 
 def _not_started(model: str, sequence_id: SequenceId) -> ModelServerError:
-    return ModelServerError(
+    return ModelServerError.of(
+        error_rules.SEQUENCE,
         f"inference request for sequence {sequence_id} to model '{model}' must specify the "
         "START flag on the first request of the sequence",
-        code=Code.INVALID_ARGUMENT,
-        rule="model-server/sequence",
         where="send sequence_start: true on a sequence's first request (a sequence idle "
         f"longer than max_sequence_idle_microseconds in {model}/config.pbtxt was released)",
         triton=True,
@@ -190,11 +189,10 @@ class SequenceScheduler(InstanceThreads):
         there when one of its requests' timeouts passes is refused whole."""
         flags = submitted.sequence
         if flags is None:
-            raise ModelServerError(
+            raise ModelServerError.of(
+                error_rules.SEQUENCE,
                 f"inference request to model '{self.model}' must specify a non-zero or "
                 "non-empty correlation ID",
-                code=Code.INVALID_ARGUMENT,
-                rule="model-server/sequence",
                 where=f"'{self.model}' is a sequence model: send the ensemble's requests with "
                 "a sequence_id, which it passes on",
                 triton=True,
@@ -258,10 +256,9 @@ class SequenceScheduler(InstanceThreads):
                 sequence.queue.clear()
         if not expired:
             return
-        error = ModelServerError(
+        error = ModelServerError.of(
+            error_rules.QUEUE_TIMEOUT,
             "timeout of the corresponding sequence has been expired",
-            code=Code.UNAVAILABLE,
-            rule="model-server/queue-timeout",
             where=f"the requests' timeout parameter, or more sequence slots (max_batch_size, "
             f"instance_group.count) in {self.model}/config.pbtxt",
             triton=True,
@@ -271,10 +268,9 @@ class SequenceScheduler(InstanceThreads):
         self._answer([(request, error) for request in expired])
 
     def _full(self, detail: str) -> ModelServerError:
-        return ModelServerError(
+        return ModelServerError.of(
+            error_rules.QUEUE_FULL,
             f"model '{self.model}' version {self.version} takes no more: {detail}",
-            code=Code.UNAVAILABLE,
-            rule=QUEUE_FULL_RULE,
             where=f"end sequences (sequence_end), or more instances in {self.model}/config.pbtxt",
             retry_after=1.0,
         )
@@ -314,11 +310,9 @@ class SequenceScheduler(InstanceThreads):
                 self._queued -= len(sequence.queue)
                 self._sequences.pop(sequence.id, None)
             self._cond.notify_all()
-        error = ModelServerError(
+        error = ModelServerError.of(
+            error_rules.SEQUENCE_VERSION_UNLOADED,
             f"model '{self.model}' version {self.version} unloaded before the sequence got a slot",
-            code=Code.UNAVAILABLE,
-            rule="model-server/version-unloading",
-            where="start the sequence again on the model's next version",
         )
         self._answer([(request, error) for request in refused])
 
@@ -587,11 +581,10 @@ class SequenceScheduler(InstanceThreads):
                 None if array is None else array.shape[1:] if self.policy.batched else array.shape
             )
             if shape is not None and shape != state.initial.shape:
-                raise ModelServerError(
+                raise ModelServerError.of(
+                    error_rules.ENGINE_CONTRACT,
                     f"model '{self.model}' returned state '{state.output_name}' in shape "
                     f"{list(shape)}; its state dims are {list(state.initial.shape)}",
-                    code=Code.INTERNAL,
-                    rule="engine/contract",
                     where=f"the state dims in {self.model}/config.pbtxt, or the model's output",
                 )
         check_outputs(self.model, self.version, results, outputs, rows, self.policy.batched)

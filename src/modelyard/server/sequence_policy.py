@@ -21,7 +21,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.errors import Code, ConfigError, ModelServerError, shown
+from modelyard import error_rules
+from modelyard.errors import ConfigError, ModelServerError, shown
 from modelyard.types import CONFIG_TO_V2, NUMPY_TO_V2, V2_TO_CONFIG, numpy_dtype
 
 START, END, READY, CORRID = "start", "end", "ready", "corrid"
@@ -161,19 +162,17 @@ def _idle_ns(sb: mc.ModelSequenceBatching) -> int:
 
 
 def _config_error(origin: str, detail: str) -> ConfigError:
-    return ConfigError(
+    return ConfigError.of(
+        error_rules.MODEL_CONFIG,
         f"invalid model config {origin}: sequence_batching: {detail}",
-        code=Code.INVALID_ARGUMENT,
-        rule="config/model-config",
         where=f"sequence_batching in {origin}",
     )
 
 
 def _refused(origin: str, field: str, instead: str) -> ConfigError:
-    return ConfigError(
+    return ConfigError.of(
+        error_rules.UNSERVED_FIELD,
         f"invalid model config {origin}: sequence_batching.{field} is not served",
-        code=Code.INVALID_ARGUMENT,
-        rule="config/unserved-field",
         where=instead,
     )
 
@@ -266,10 +265,9 @@ def _initial_from_file(
 
 
 def _invalid(detail: str, model: str) -> ModelServerError:
-    return ModelServerError(
+    return ModelServerError.of(
+        error_rules.SEQUENCE,
         detail,
-        code=Code.INVALID_ARGUMENT,
-        rule="model-server/sequence",
         where=f"the sequence_id, sequence_start and sequence_end parameters of requests to "
         f"'{model}'",
         triton=detail.startswith("inference request to model"),  # Triton's words
@@ -278,12 +276,10 @@ def _invalid(detail: str, model: str) -> ModelServerError:
 
 def one_row_per_request(model: str) -> ModelServerError:
     """A batching sequence model's refusal of a request of more than one row."""
-    return ModelServerError(
+    return ModelServerError.of(
+        error_rules.SEQUENCE_ONE_ROW,
         f"inference request to model '{model}' must specify batch-size 1 due to requirements "
         "of sequence batcher",
-        code=Code.INVALID_ARGUMENT,
-        rule="model-server/sequence",
-        where="send one row per request: a sequence's rows follow one another",
         triton=True,
     )
 

@@ -35,8 +35,9 @@ from typing import Any
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelyard import error_rules
 from modelyard.engines.base import Signature, TensorSpec
-from modelyard.errors import Code, ModelServerError, load_error
+from modelyard.errors import ModelServerError, load_error
 from modelyard.modelfiles.config import model_parameter, positive_int_parameter
 
 TOKEN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")  # what a tokenizer fills
@@ -110,11 +111,10 @@ class TextEncoding:
                 texts.append(raw.decode("utf-8"))
             except UnicodeDecodeError as error:
                 if error.start < len(raw) - 3 or len(raw) < limit:
-                    raise ModelServerError(
+                    raise ModelServerError.of(
+                        error_rules.TEXT_INPUT,
                         f"input '{name}' row {row} is not UTF-8 text ({error.reason} at byte "
                         f"{error.start})",
-                        code=Code.INVALID_ARGUMENT,
-                        rule="model-server/text",
                         where=f"the request's '{name}' values: UTF-8 text",
                     ) from None
                 texts.append(raw[: error.start].decode("utf-8"))  # a character cut at the limit

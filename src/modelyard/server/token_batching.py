@@ -30,8 +30,9 @@ from typing import Any
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelyard import error_rules
 from modelyard.engines.base import Engine, Signature
-from modelyard.errors import Code, ModelServerError, load_error
+from modelyard.errors import ModelServerError, load_error
 from modelyard.modelfiles.config import model_parameter, positive_int_parameter
 from modelyard.server.embedding_cache import EmbeddingCache
 from modelyard.server.text_encoding import TextEncoding
@@ -95,18 +96,15 @@ class TokenBatching:
         tokens = max(lengths.values(), default=0)
         if len(set(lengths.values())) > 1:
             shown = ", ".join(f"'{n}' {t}" for n, t in lengths.items())
-            raise ModelServerError(
+            raise ModelServerError.of(
+                error_rules.TOKEN_LENGTHS_DIFFER,
                 f"the token inputs of model '{model}' differ in length ({shown} tokens)",
-                code=Code.INVALID_ARGUMENT,
-                rule="model-server/token-length",
-                where="the request: every token input has the same tokens per row",
             )
         if tokens > self.max_sequence_length:
-            raise ModelServerError(
+            raise ModelServerError.of(
+                error_rules.TOKENS_OVER_MAX,
                 f"a request to model '{model}' has {tokens} tokens per row, over its "
                 f"max_sequence_length {self.max_sequence_length}",
-                code=Code.INVALID_ARGUMENT,
-                rule="model-server/token-length",
                 where=f"the request (truncate its texts), or max_sequence_length in "
                 f"{model}/config.pbtxt",
             )
