@@ -29,7 +29,6 @@ from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import DecoupledRequest
 from modelyard.errors import ModelServerError, ModelyardError
-from modelyard.server.response_cache import ResponseCache
 from modelyard.server.scheduler import (
     InstanceThreads,
     failed_around,
@@ -37,7 +36,6 @@ from modelyard.server.scheduler import (
     unloading,
 )
 from modelyard.server.scheduling import Submission
-from modelyard.server.stats import VersionStats
 
 
 class StreamItem(NamedTuple):
@@ -94,17 +92,10 @@ class DecoupledScheduler(InstanceThreads):
         batch_size: int = 1,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        self.model = model
-        self.version = version
-        self.max_batch_size = 0  # requests are not stacked: each keeps its own tensors
+        # max_batch_size 0: requests are not stacked, each keeps its own tensors
+        super().__init__(model, version, 0, clock)
         self._batch_size = max(1, batch_size)  # requests per execute()
-        self.stats = VersionStats()
-        self.cache: ResponseCache | None = None
-        self._clock = clock
         self._queue: deque[_Request] = deque()
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._closed = False
         self._open = 0  # requests taken, not yet FINAL
         self._threads = start_instance_threads(
             f"{model}-v{version}-dec", self._run, [(engine,) for engine in engines]

@@ -194,13 +194,25 @@ def failed_around(model: str, version: int, exc: BaseException) -> ModelServerEr
 
 
 class InstanceThreads:
-    """What a scheduler whose instances are threads has: the lock and condition they wait
-    on, closing (they finish what is queued, then stop) and joining them."""
+    """What a scheduler whose instances are threads has: the version it serves and its
+    statistics, the lock and condition the instances wait on, closing (they finish what is
+    queued, then stop) and joining them."""
 
-    _lock: threading.Lock
-    _cond: threading.Condition
-    _closed: bool
     _threads: list[threading.Thread]
+
+    def __init__(self, model: str, version: int, max_batch_size: int, clock: Clock) -> None:
+        self.model = model
+        self.version = version
+        self.max_batch_size = max_batch_size
+        self.stats = VersionStats()
+        # the server's response cache, where the model's config enables it (the manager sets
+        # it; a sequence's or a decoupled model's requests are never answered from it)
+        self.cache: ResponseCache | None = None
+        self._clock = clock
+        # held as `_lock` (a C-level context manager); `_cond` waits and notifies on it
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._closed = False
 
     def close(self) -> None:
         """Stop taking requests; instances finish what is queued, then stop."""
@@ -351,25 +363,15 @@ class Scheduler(InstanceThreads):
         limiter: ResourceLimiter | None = None,
         needs: list[InstanceNeeds | None] | None = None,
     ) -> None:
-        self.model = model
-        self.version = version
+        super().__init__(model, version, policy.max_batch_size, clock)
         self.policy = policy
-        self.max_batch_size = policy.max_batch_size
-        self.stats = VersionStats()
-        # the server's response cache, where the model's config enables it (the manager sets it)
-        self.cache: ResponseCache | None = None
         self._timed = False  # whether a traced request was ever submitted
         # this load of the version: a reload's cache entries are not the old one's
         self._generation = next(_GENERATIONS)
-        self._clock = clock
         self._engines = engines
         # engines that read each request of a batch (its rows and parameters)
         self._takes_requests = any(getattr(e, "takes_requests", False) for e in engines)
         self._queue = RequestQueue(model, version, policy)
-        # held as `_lock` (a C-level context manager); `_cond` waits and notifies on it
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._closed = False
         self._executing = 0
         self._in_order = _InOrder() if policy.preserve_ordering else None
         self._held_until_queued = held_until_queued()

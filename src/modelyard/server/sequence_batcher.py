@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -59,11 +58,9 @@ from modelyard.server.sequence_policy import (
     SequenceId,
     SequencePolicy,
 )
-from modelyard.server.stats import VersionStats
 
 if TYPE_CHECKING:
     from modelyard.server.decoupled import ResponseStream
-    from modelyard.server.response_cache import ResponseCache
 
 # bounds on what callers can make the server hold: sequences waiting for a slot (each
 # with its queued requests), and requests queued behind one sequence's
@@ -144,18 +141,9 @@ class SequenceScheduler(InstanceThreads):
         *,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        self.model = model
-        self.version = version
+        super().__init__(model, version, policy.max_batch_size, clock)
         self.policy = policy
-        self.max_batch_size = policy.max_batch_size
-        self.stats = VersionStats()
-        # sequences are never answered from the response cache
-        self.cache: ResponseCache | None = None
-        self._clock = clock
         self._engines = engines
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._closed = False
         self._queued = 0
         self._executing = 0
         self._sequences: dict[SequenceId, _Sequence] = {}
