@@ -252,3 +252,17 @@ class MissingExtraError(EngineError):
             rule=f"engine/{engine}",
             where=f"pip install 'modelyard[{extra}]'",
         )
+
+
+# the instance's error classes by the layer their lines name (a client makes each again)
+LAYERS: dict[str, type[ModelyardError]] = {
+    cls.layer: cls
+    for cls in (
+        ModelyardError,
+        ConfigError,
+        ProtocolError,
+        GovernanceError,
+        ModelServerError,
+        EngineError,
+    )
+}

@@ -36,14 +36,12 @@ from tritonclient.grpc import service_pb2_grpc
 from modelyard import error_rules
 from modelyard.discovery import RegistryError
 from modelyard.errors import (
+    LAYERS,
     TRITON_WORDING,
     Code,
     ConfigError,
-    EngineError,
-    GovernanceError,
     ModelServerError,
     ModelyardError,
-    ProtocolError,
 )
 from modelyard.protocol import v2_grpc, v2_http
 from modelyard.protocol.status import STATUS
@@ -70,17 +68,9 @@ _LINE = re.compile(
     re.DOTALL,
 )
 _LAYERS: dict[str, type[ModelyardError]] = {
-    cls.layer: cls
-    for cls in (
-        ModelyardError,
-        ConfigError,
-        ProtocolError,
-        GovernanceError,
-        ModelServerError,
-        EngineError,
-        RegistryError,
-        ClientError,
-    )
+    **LAYERS,
+    RegistryError.layer: RegistryError,
+    ClientError.layer: ClientError,
 }
 
 _HTTP_CODES: dict[int, Code] = {}
