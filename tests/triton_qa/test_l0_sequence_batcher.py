@@ -21,7 +21,11 @@ nothing there that a CPU does not; they are ``KIND_CPU`` here before test.sh's e
 
 The default run takes the ONNX backend on ``models1`` and the queue-delay and
 request-timeout tests; ``TRITON_QA=full`` adds the other four repositories and the
-python backend, as test.sh.
+python backend, as test.sh. Each run is made again as Triton's CI makes it with
+``IMPLICIT_STATE=1`` (the sequence's state held by the server, strings too) and with
+``INITIAL_STATE_ZERO=1`` besides: the no-delay tests on ``models1`` by default, all of
+them with ``TRITON_QA=full``; the generators make no ensembles and the python backend's
+model keeps no implicit state, so those runs take the ONNX models alone (``ENSEMBLES=0``).
 """
 
 from __future__ import annotations
@@ -91,6 +95,33 @@ def scheduler_delay(test: str) -> int:
     }.get(test, 12)
 
 
+@dataclass(frozen=True)
+class StateMode:
+    """Where a sequence's state lives in test.sh's run: in the model's inputs and outputs
+    (the default), or held by the server (``IMPLICIT_STATE=1``: the models of
+    ``gen_qa_implicit_models.py``), with or without a configured initial state
+    (``INITIAL_STATE_ZERO``). The ``INITIAL_STATE_FILE`` run is not made: see
+    docs/triton-qa.md."""
+
+    name: str
+    implicit: bool = False
+    initial_zero: bool = False
+
+    def env(self) -> dict[str, str]:
+        return {
+            "IMPLICIT_STATE": "1" if self.implicit else "0",
+            "INITIAL_STATE_ZERO": "1" if self.initial_zero else "0",
+            "INITIAL_STATE_FILE": "0",
+            # Triton's generators make no ensembles over the implicit-state models
+            "ENSEMBLES": "0" if self.implicit else "1",
+        }
+
+
+EXPLICIT = StateMode("explicit")
+IMPLICIT = StateMode("implicit", implicit=True)
+INITIAL_ZERO = StateMode("initial-zero", implicit=True, initial_zero=True)
+
+
 @dataclass
 class Run:
     """One server and one test (or class) of sequence_batcher_test.py."""
@@ -104,18 +135,25 @@ class Run:
     refused: str = ""
 
 
-def _generated(work: Path) -> Path:
-    """Triton's sequence models, fixed and variable, and their ensembles, KIND_CPU."""
+def _generated(work: Path, mode: StateMode) -> Path:
+    """Triton's sequence models, fixed and variable, and their ensembles, KIND_CPU; with
+    implicit state, its implicit-state models (gen_qa_model_repository makes those with
+    ``--initial-state zero`` for both initial-state runs)."""
     generated = work.parent / "generated"
-    for name, flags in (
-        ("fixed", ["--onnx"]),
-        ("variable", ["--onnx", "--variable"]),
-        ("fixed_ensembles", ["--ensemble"]),
-        ("variable_ensembles", ["--ensemble", "--variable"]),
-    ):
-        repositories.generated(
-            work, "gen_qa_sequence_models.py", *flags, f"--models_dir={generated / name}"
-        )
+    if mode.implicit:
+        generator = "gen_qa_implicit_models.py"
+        initial = ["--initial-state", "zero"] if mode.initial_zero else []
+        kinds = [("fixed", ["--onnx", *initial]), ("variable", ["--onnx", "--variable", *initial])]
+    else:
+        generator = "gen_qa_sequence_models.py"
+        kinds = [
+            ("fixed", ["--onnx"]),
+            ("variable", ["--onnx", "--variable"]),
+            ("fixed_ensembles", ["--ensemble"]),
+            ("variable_ensembles", ["--ensemble", "--variable"]),
+        ]
+    for name, flags in kinds:
+        repositories.generated(work, generator, *flags, f"--models_dir={generated / name}")
     for config in generated.glob("*/*/config.pbtxt"):
         config.write_text(config.read_text().replace("kind: KIND_GPU", "kind: KIND_CPU"))
     return generated
@@ -148,22 +186,25 @@ def _edit(model: Path, max_batch_size: int | None, count: int, extra: str = "") 
     config.write_text(text)
 
 
-def _models(generated: Path, kind: str, backend: str, nobatch: bool = False) -> list[Path]:
-    """test.sh's MODELS for one backend: the models of each dtype and the ensembles over
-    the non-bool ones."""
+def _models(
+    generated: Path, kind: str, backend: str, mode: StateMode, nobatch: bool = False
+) -> list[Path]:
+    """test.sh's MODELS for one backend: the models of each dtype (strings too, with
+    implicit state) and the ensembles over the non-bool ones."""
     stem = f"{backend if backend != 'python' else 'onnx'}_{'nobatch_' if nobatch else ''}sequence"
-    models = [generated / kind / f"{stem}_{dtype}" for dtype in DTYPES]
+    dtypes = ("object", *DTYPES) if mode.implicit else DTYPES
+    models = [generated / kind / f"{stem}_{dtype}" for dtype in dtypes]
     ensembles = generated / f"{kind}_ensembles"
-    for dtype in DTYPES:
+    for dtype in DTYPES if mode.env()["ENSEMBLES"] == "1" else ():
         if dtype != "bool":
             models += sorted(ensembles.glob(f"*_{stem}_{dtype}"))
     return models
 
 
-def _repositories(work: Path, backends: list[str]) -> None:
-    generated = _generated(work)
+def _repositories(work: Path, backends: list[str], mode: StateMode) -> None:
+    generated = _generated(work, mode)
     for backend in backends:
-        for source in _models(generated, "fixed", backend):
+        for source in _models(generated, "fixed", backend, mode):
             for repository, batch, count in (
                 ("models1", 4, 1),
                 ("models2", 2, 2),
@@ -184,9 +225,9 @@ def _repositories(work: Path, backends: list[str]) -> None:
                         "minimum_slot_utilization: 0", f"minimum_slot_utilization: {utilization}"
                     )
                 )
-        for source in _models(generated, "fixed", backend, nobatch=True):
+        for source in _models(generated, "fixed", backend, mode, nobatch=True):
             _edit(_copy(source, work / "models0", backend), None, 4)
-        for source in _models(generated, "variable", backend):
+        for source in _models(generated, "variable", backend, mode):
             _edit(_copy(source, work / "modelsv", backend), 4, 1)
     for pattern in ("simple_*", "fan_*", "sequence_*"):
         for ensemble in (work / "queue_delay_models").glob(pattern):
@@ -199,26 +240,24 @@ def _repositories(work: Path, backends: list[str]) -> None:
     (work / "request_timeout_models" / "custom_sequence_int32_timeout" / "1").mkdir(parents=True)
 
 
-def _trial_env(trial: str, backends: str) -> dict[str, str]:
+def _trial_env(trial: str, backends: str, mode: StateMode) -> dict[str, str]:
     return {
         "NO_BATCHING": "1" if trial == "0" else "0",
         "MODEL_INSTANCES": "1" if trial == "v" else "4" if trial == "0" else trial,
         "BATCHER_TYPE": "VARIABLE" if trial == "v" else "FIXED",
         "BACKENDS": backends,
-        "ENSEMBLES": "1",
-        "IMPLICIT_STATE": "0",
-        "INITIAL_STATE_FILE": "0",
-        "INITIAL_STATE_ZERO": "0",
         "USE_SINGLE_BUFFER": "0",
-    }
+    } | mode.env()
 
 
-def _runs(backends: list[str]) -> list[Run]:
+def _runs(backends: list[str], mode: StateMode) -> list[Run]:
     names = " ".join(backends)
     runs: list[Run] = []
     for trial in ["0", "1", "2", "4", "v"] if FULL else ["1"]:
-        env = _trial_env(trial, names)
+        env = _trial_env(trial, names, mode)
         runs += [Run(f"SequenceBatcherTest.{t}", f"models{trial}", env) for t in NO_DELAY_TESTS]
+        if mode != EXPLICIT and not FULL:
+            continue  # the default run takes the implicit state's no-delay tests
         for test in DELAY_TESTS if FULL else DEFAULT_DELAY_TESTS:
             delays = {
                 "TRITONSERVER_BACKLOG_DELAY_SCHEDULER": str(backlog_delay(test)),
@@ -226,14 +265,16 @@ def _runs(backends: list[str]) -> list[Run]:
             }
             runs.append(Run(f"SequenceBatcherTest.{test}", f"models{trial}", env | delays))
     # after test.sh's loop its environment is the last trial's ("v"), NO_BATCHING=0
-    queue_env = _trial_env("v", names) | {
+    if mode != EXPLICIT and not FULL:
+        return runs
+    queue_env = _trial_env("v", names, mode) | {
         "TRITONSERVER_BACKLOG_DELAY_SCHEDULER": "0",
         "TRITONSERVER_DELAY_SCHEDULER": "2",
     }
     runs += [
         Run(f"SequenceBatcherTest.{t}", "queue_delay_models", queue_env) for t in QUEUE_DELAY_TESTS
     ]
-    timeout_env = _trial_env("1", names)
+    timeout_env = _trial_env("1", names, mode)
     runs.append(Run("SequenceBatcherRequestTimeoutTest", "request_timeout_models", timeout_env, 2))
     if "python" in backends:
         runs.append(
@@ -281,13 +322,21 @@ def _run_one(host: LoopbackHost, work: Path, models: Path, run: Run) -> harness.
         )
 
 
-def test_sequence_batcher_test(hosts: list[LoopbackHost], tmp_path: Path) -> None:
-    backends = ["onnx", "python"] if FULL else ["onnx"]
+@pytest.mark.parametrize(
+    "mode",
+    [EXPLICIT, IMPLICIT, INITIAL_ZERO],
+    ids=lambda mode: mode.name,
+)
+def test_sequence_batcher_test(hosts: list[LoopbackHost], tmp_path: Path, mode: StateMode) -> None:
+    # the python backend's sequence model keeps no implicit state: test.sh's implicit runs
+    # take the backends that do
+    python = FULL and mode == EXPLICIT
+    backends = ["onnx", "python"] if python else ["onnx"]
     models = harness.work_directory(tmp_path / "models", "L0_sequence_batcher")
-    _repositories(models, backends)
+    _repositories(models, backends, mode)
     if "python" in backends:
         _preserve_ordering_models(models)
-    runs = _runs(backends)
+    runs = _runs(backends, mode)
     works = [
         harness.work_directory(tmp_path / f"lane{i}", "L0_sequence_batcher")
         for i in range(len(hosts))
