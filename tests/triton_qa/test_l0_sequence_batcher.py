@@ -26,6 +26,8 @@ python backend, as test.sh. Each run is made again as Triton's CI makes it with
 ``INITIAL_STATE_ZERO=1`` besides: the no-delay tests on ``models1`` by default, all of
 them with ``TRITON_QA=full``; the generators make no ensembles and the python backend's
 model keeps no implicit state, so those runs take the ONNX models alone (``ENSEMBLES=0``).
+The runs are made once more with ``TEST_SYSTEM_SHARED_MEMORY=1``, one server at a time
+(three no-delay tests by default).
 """
 
 from __future__ import annotations
@@ -96,16 +98,18 @@ def scheduler_delay(test: str) -> int:
 
 
 @dataclass(frozen=True)
-class StateMode:
-    """Where a sequence's state lives in test.sh's run: in the model's inputs and outputs
-    (the default), or held by the server (``IMPLICIT_STATE=1``: the models of
-    ``gen_qa_implicit_models.py``), with or without a configured initial state
-    (``INITIAL_STATE_ZERO``). The ``INITIAL_STATE_FILE`` run is not made: see
+class Variant:
+    """One of the ways Triton's CI runs test.sh: the sequence's state in the model's
+    inputs and outputs (the default) or held by the server (``IMPLICIT_STATE=1``: the
+    models of ``gen_qa_implicit_models.py``), with or without a configured initial state
+    (``INITIAL_STATE_ZERO``); tensors in the request or in system shared memory
+    (``TEST_SYSTEM_SHARED_MEMORY=1``). The ``INITIAL_STATE_FILE`` run is not made: see
     docs/triton-qa.md."""
 
     name: str
     implicit: bool = False
     initial_zero: bool = False
+    system_shm: bool = False
 
     def env(self) -> dict[str, str]:
         return {
@@ -114,12 +118,22 @@ class StateMode:
             "INITIAL_STATE_FILE": "0",
             # Triton's generators make no ensembles over the implicit-state models
             "ENSEMBLES": "0" if self.implicit else "1",
+            "TEST_SYSTEM_SHARED_MEMORY": "1" if self.system_shm else "0",
         }
 
 
-EXPLICIT = StateMode("explicit")
-IMPLICIT = StateMode("implicit", implicit=True)
-INITIAL_ZERO = StateMode("initial-zero", implicit=True, initial_zero=True)
+EXPLICIT = Variant("explicit")
+IMPLICIT = Variant("implicit", implicit=True)
+INITIAL_ZERO = Variant("initial-zero", implicit=True, initial_zero=True)
+# its region names are fixed (/ip0, /output_data...): its servers run one at a time, as
+# the namespaces share /dev/shm
+SYSTEM_SHM = Variant("system-shm", system_shm=True)
+# the default run takes a few of the no-delay tests of each variant but the first
+DEFAULT_VARIANT_TESTS = {
+    IMPLICIT: NO_DELAY_TESTS,
+    INITIAL_ZERO: NO_DELAY_TESTS,
+    SYSTEM_SHM: ["test_simple_sequence", "test_batch_size", "test_no_sequence_end"],
+}
 
 
 @dataclass
@@ -135,14 +149,14 @@ class Run:
     refused: str = ""
 
 
-def _generated(work: Path, mode: StateMode) -> Path:
+def _generated(work: Path, variant: Variant) -> Path:
     """Triton's sequence models, fixed and variable, and their ensembles, KIND_CPU; with
     implicit state, its implicit-state models (gen_qa_model_repository makes those with
     ``--initial-state zero`` for both initial-state runs)."""
     generated = work.parent / "generated"
-    if mode.implicit:
+    if variant.implicit:
         generator = "gen_qa_implicit_models.py"
-        initial = ["--initial-state", "zero"] if mode.initial_zero else []
+        initial = ["--initial-state", "zero"] if variant.initial_zero else []
         kinds = [("fixed", ["--onnx", *initial]), ("variable", ["--onnx", "--variable", *initial])]
     else:
         generator = "gen_qa_sequence_models.py"
@@ -187,24 +201,24 @@ def _edit(model: Path, max_batch_size: int | None, count: int, extra: str = "") 
 
 
 def _models(
-    generated: Path, kind: str, backend: str, mode: StateMode, nobatch: bool = False
+    generated: Path, kind: str, backend: str, variant: Variant, nobatch: bool = False
 ) -> list[Path]:
     """test.sh's MODELS for one backend: the models of each dtype (strings too, with
     implicit state) and the ensembles over the non-bool ones."""
     stem = f"{backend if backend != 'python' else 'onnx'}_{'nobatch_' if nobatch else ''}sequence"
-    dtypes = ("object", *DTYPES) if mode.implicit else DTYPES
+    dtypes = ("object", *DTYPES) if variant.implicit else DTYPES
     models = [generated / kind / f"{stem}_{dtype}" for dtype in dtypes]
     ensembles = generated / f"{kind}_ensembles"
-    for dtype in DTYPES if mode.env()["ENSEMBLES"] == "1" else ():
+    for dtype in DTYPES if variant.env()["ENSEMBLES"] == "1" else ():
         if dtype != "bool":
             models += sorted(ensembles.glob(f"*_{stem}_{dtype}"))
     return models
 
 
-def _repositories(work: Path, backends: list[str], mode: StateMode) -> None:
-    generated = _generated(work, mode)
+def _repositories(work: Path, backends: list[str], variant: Variant) -> None:
+    generated = _generated(work, variant)
     for backend in backends:
-        for source in _models(generated, "fixed", backend, mode):
+        for source in _models(generated, "fixed", backend, variant):
             for repository, batch, count in (
                 ("models1", 4, 1),
                 ("models2", 2, 2),
@@ -225,9 +239,9 @@ def _repositories(work: Path, backends: list[str], mode: StateMode) -> None:
                         "minimum_slot_utilization: 0", f"minimum_slot_utilization: {utilization}"
                     )
                 )
-        for source in _models(generated, "fixed", backend, mode, nobatch=True):
+        for source in _models(generated, "fixed", backend, variant, nobatch=True):
             _edit(_copy(source, work / "models0", backend), None, 4)
-        for source in _models(generated, "variable", backend, mode):
+        for source in _models(generated, "variable", backend, variant):
             _edit(_copy(source, work / "modelsv", backend), 4, 1)
     for pattern in ("simple_*", "fan_*", "sequence_*"):
         for ensemble in (work / "queue_delay_models").glob(pattern):
@@ -240,24 +254,26 @@ def _repositories(work: Path, backends: list[str], mode: StateMode) -> None:
     (work / "request_timeout_models" / "custom_sequence_int32_timeout" / "1").mkdir(parents=True)
 
 
-def _trial_env(trial: str, backends: str, mode: StateMode) -> dict[str, str]:
+def _trial_env(trial: str, backends: str, variant: Variant) -> dict[str, str]:
     return {
         "NO_BATCHING": "1" if trial == "0" else "0",
         "MODEL_INSTANCES": "1" if trial == "v" else "4" if trial == "0" else trial,
         "BATCHER_TYPE": "VARIABLE" if trial == "v" else "FIXED",
         "BACKENDS": backends,
         "USE_SINGLE_BUFFER": "0",
-    } | mode.env()
+    } | variant.env()
 
 
-def _runs(backends: list[str], mode: StateMode) -> list[Run]:
+def _runs(backends: list[str], variant: Variant) -> list[Run]:
     names = " ".join(backends)
     runs: list[Run] = []
     for trial in ["0", "1", "2", "4", "v"] if FULL else ["1"]:
-        env = _trial_env(trial, names, mode)
+        env = _trial_env(trial, names, variant)
+        tests = DEFAULT_VARIANT_TESTS[variant] if variant != EXPLICIT and not FULL else []
+        if tests:
+            runs += [Run(f"SequenceBatcherTest.{t}", f"models{trial}", env) for t in tests]
+            continue
         runs += [Run(f"SequenceBatcherTest.{t}", f"models{trial}", env) for t in NO_DELAY_TESTS]
-        if mode != EXPLICIT and not FULL:
-            continue  # the default run takes the implicit state's no-delay tests
         for test in DELAY_TESTS if FULL else DEFAULT_DELAY_TESTS:
             delays = {
                 "TRITONSERVER_BACKLOG_DELAY_SCHEDULER": str(backlog_delay(test)),
@@ -265,17 +281,20 @@ def _runs(backends: list[str], mode: StateMode) -> list[Run]:
             }
             runs.append(Run(f"SequenceBatcherTest.{test}", f"models{trial}", env | delays))
     # after test.sh's loop its environment is the last trial's ("v"), NO_BATCHING=0
-    if mode != EXPLICIT and not FULL:
+    if variant != EXPLICIT and not FULL:
         return runs
-    queue_env = _trial_env("v", names, mode) | {
+    queue_env = _trial_env("v", names, variant) | {
         "TRITONSERVER_BACKLOG_DELAY_SCHEDULER": "0",
         "TRITONSERVER_DELAY_SCHEDULER": "2",
     }
     runs += [
         Run(f"SequenceBatcherTest.{t}", "queue_delay_models", queue_env) for t in QUEUE_DELAY_TESTS
     ]
-    timeout_env = _trial_env("1", names, mode)
-    runs.append(Run("SequenceBatcherRequestTimeoutTest", "request_timeout_models", timeout_env, 2))
+    timeout_env = _trial_env("1", names, variant)
+    if not variant.system_shm:  # test.sh runs it outside shared memory alone
+        runs.append(
+            Run("SequenceBatcherRequestTimeoutTest", "request_timeout_models", timeout_env, 2)
+        )
     if "python" in backends:
         runs.append(
             Run(
@@ -323,20 +342,20 @@ def _run_one(host: LoopbackHost, work: Path, models: Path, run: Run) -> harness.
 
 
 @pytest.mark.parametrize(
-    "mode",
-    [EXPLICIT, IMPLICIT, INITIAL_ZERO],
-    ids=lambda mode: mode.name,
+    "variant",
+    [EXPLICIT, IMPLICIT, INITIAL_ZERO, SYSTEM_SHM],
+    ids=lambda variant: variant.name,
 )
-def test_sequence_batcher_test(hosts: list[LoopbackHost], tmp_path: Path, mode: StateMode) -> None:
+def test_sequence_batcher_test(hosts: list[LoopbackHost], tmp_path: Path, variant: Variant) -> None:
     # the python backend's sequence model keeps no implicit state: test.sh's implicit runs
     # take the backends that do
-    python = FULL and mode == EXPLICIT
+    python = FULL and not variant.implicit
     backends = ["onnx", "python"] if python else ["onnx"]
     models = harness.work_directory(tmp_path / "models", "L0_sequence_batcher")
-    _repositories(models, backends, mode)
+    _repositories(models, backends, variant)
     if "python" in backends:
         _preserve_ordering_models(models)
-    runs = _runs(backends, mode)
+    runs = _runs(backends, variant)
     works = [
         harness.work_directory(tmp_path / f"lane{i}", "L0_sequence_batcher")
         for i in range(len(hosts))
@@ -346,7 +365,8 @@ def test_sequence_batcher_test(hosts: list[LoopbackHost], tmp_path: Path, mode: 
         return _run_one(hosts[lane], works[lane], models, run)
 
     failures = []
-    for run, outcome in harness.in_lanes(hosts, runs, one):
+    lanes = hosts[:1] if variant.system_shm else hosts
+    for run, outcome in harness.in_lanes(lanes, runs, one):
         if run.refused:
             if run.refused not in outcome.output:
                 failures.append(f"{run.test}: the server starts now; run its tests")
