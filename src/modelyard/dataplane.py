@@ -120,6 +120,13 @@ class Infers(Protocol):
     async def infer(self, request: InferRequest) -> InferResponse: ...
 
 
+class Streams(Protocol):
+    """What governance runs an admitted streamed call through: a data plane, or a front door
+    that reads the call's body once it is admitted (generate's)."""
+
+    def infer_stream(self, request: InferRequest) -> AsyncIterator[StreamResponse]: ...
+
+
 class DataPlane(Protocol):
     @property
     def clock(self) -> Clock: ...

@@ -343,6 +343,11 @@ UNKNOWN_VERSION = Rule(
     Code.NOT_FOUND,
     "version_policy in the model's config.pbtxt decides which versions load",
 )
+UNREAD_RESPONSES = Rule(
+    "model-server/unread-responses",
+    Code.RESOURCE_EXHAUSTED,
+    "read the stream's responses as they come (a reader per stream)",
+)
 SEQUENCE_VERSION_UNLOADED = Rule(
     "model-server/version-unloading",
     Code.UNAVAILABLE,

@@ -7,7 +7,10 @@
   client plugins, against Triton's example models (``counted_example_models``: the seven
   its repository holds);
 - ``http_restricted_api_test.py``: ``--http-restricted-api``, after the two command lines
-  test.sh expects to stop the server.
+  test.sh expects to stop the server;
+- ``generate_endpoint_test.py``: Triton's generate extension (``/generate``,
+  ``/generate_stream`` over Server-Sent Events), its 17 tests against one server of the
+  folder's ``generate_models`` (Triton's decoupled python model ``mock_llm``).
 
 The client examples test.sh runs are tests/triton_qa/test_client_examples.py.
 """
@@ -91,3 +94,11 @@ def test_restricted_api(host: LoopbackHost, tmp_path: Path) -> None:
     with harness.tritonserver(host, [repository, *flags], tmp_path / "server.log"):
         run = harness.run_qa_file(host, work, "http_restricted_api_test.py", "RestrictedAPITest")
     run.check(count=4)
+
+
+def test_generate_endpoint(host: LoopbackHost, tmp_path: Path) -> None:
+    work = harness.work_directory(tmp_path, "L0_http")
+    args = [f"--model-repository={work / 'generate_models'}"]
+    with harness.tritonserver(host, args, tmp_path / "server.log"):
+        run = harness.run_qa_file(host, work, "generate_endpoint_test.py")
+    run.check(count=17)

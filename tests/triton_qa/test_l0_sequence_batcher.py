@@ -21,7 +21,13 @@ nothing there that a CPU does not; they are ``KIND_CPU`` here before test.sh's e
 
 The default run takes the ONNX backend on ``models1`` and the queue-delay and
 request-timeout tests; ``TRITON_QA=full`` adds the other four repositories and the
-python backend, as test.sh.
+python backend, as test.sh. Each run is made again as Triton's CI makes it with
+``IMPLICIT_STATE=1`` (the sequence's state held by the server, strings too) and with
+``INITIAL_STATE_ZERO=1`` besides: the no-delay tests on ``models1`` by default, all of
+them with ``TRITON_QA=full``; the generators make no ensembles and the python backend's
+model keeps no implicit state, so those runs take the ONNX models alone (``ENSEMBLES=0``).
+The runs are made once more with ``TEST_SYSTEM_SHARED_MEMORY=1``, one server at a time
+(three no-delay tests by default).
 """
 
 from __future__ import annotations
@@ -91,6 +97,45 @@ def scheduler_delay(test: str) -> int:
     }.get(test, 12)
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One of the ways Triton's CI runs test.sh: the sequence's state in the model's
+    inputs and outputs (the default) or held by the server (``IMPLICIT_STATE=1``: the
+    models of ``gen_qa_implicit_models.py``), with or without a configured initial state
+    (``INITIAL_STATE_ZERO``); tensors in the request or in system shared memory
+    (``TEST_SYSTEM_SHARED_MEMORY=1``). The ``INITIAL_STATE_FILE`` run is not made: see
+    docs/triton-qa.md."""
+
+    name: str
+    implicit: bool = False
+    initial_zero: bool = False
+    system_shm: bool = False
+
+    def env(self) -> dict[str, str]:
+        return {
+            "IMPLICIT_STATE": "1" if self.implicit else "0",
+            "INITIAL_STATE_ZERO": "1" if self.initial_zero else "0",
+            "INITIAL_STATE_FILE": "0",
+            # Triton's generators make no ensembles over the implicit-state models
+            "ENSEMBLES": "0" if self.implicit else "1",
+            "TEST_SYSTEM_SHARED_MEMORY": "1" if self.system_shm else "0",
+        }
+
+
+EXPLICIT = Variant("explicit")
+IMPLICIT = Variant("implicit", implicit=True)
+INITIAL_ZERO = Variant("initial-zero", implicit=True, initial_zero=True)
+# its region names are fixed (/ip0, /output_data...): its servers run one at a time, as
+# the namespaces share /dev/shm
+SYSTEM_SHM = Variant("system-shm", system_shm=True)
+# the default run takes a few of the no-delay tests of each variant but the first
+DEFAULT_VARIANT_TESTS = {
+    IMPLICIT: NO_DELAY_TESTS,
+    INITIAL_ZERO: NO_DELAY_TESTS,
+    SYSTEM_SHM: ["test_simple_sequence", "test_batch_size", "test_no_sequence_end"],
+}
+
+
 @dataclass
 class Run:
     """One server and one test (or class) of sequence_batcher_test.py."""
@@ -104,18 +149,25 @@ class Run:
     refused: str = ""
 
 
-def _generated(work: Path) -> Path:
-    """Triton's sequence models, fixed and variable, and their ensembles, KIND_CPU."""
+def _generated(work: Path, variant: Variant) -> Path:
+    """Triton's sequence models, fixed and variable, and their ensembles, KIND_CPU; with
+    implicit state, its implicit-state models (gen_qa_model_repository makes those with
+    ``--initial-state zero`` for both initial-state runs)."""
     generated = work.parent / "generated"
-    for name, flags in (
-        ("fixed", ["--onnx"]),
-        ("variable", ["--onnx", "--variable"]),
-        ("fixed_ensembles", ["--ensemble"]),
-        ("variable_ensembles", ["--ensemble", "--variable"]),
-    ):
-        repositories.generated(
-            work, "gen_qa_sequence_models.py", *flags, f"--models_dir={generated / name}"
-        )
+    if variant.implicit:
+        generator = "gen_qa_implicit_models.py"
+        initial = ["--initial-state", "zero"] if variant.initial_zero else []
+        kinds = [("fixed", ["--onnx", *initial]), ("variable", ["--onnx", "--variable", *initial])]
+    else:
+        generator = "gen_qa_sequence_models.py"
+        kinds = [
+            ("fixed", ["--onnx"]),
+            ("variable", ["--onnx", "--variable"]),
+            ("fixed_ensembles", ["--ensemble"]),
+            ("variable_ensembles", ["--ensemble", "--variable"]),
+        ]
+    for name, flags in kinds:
+        repositories.generated(work, generator, *flags, f"--models_dir={generated / name}")
     for config in generated.glob("*/*/config.pbtxt"):
         config.write_text(config.read_text().replace("kind: KIND_GPU", "kind: KIND_CPU"))
     return generated
@@ -148,22 +200,25 @@ def _edit(model: Path, max_batch_size: int | None, count: int, extra: str = "") 
     config.write_text(text)
 
 
-def _models(generated: Path, kind: str, backend: str, nobatch: bool = False) -> list[Path]:
-    """test.sh's MODELS for one backend: the models of each dtype and the ensembles over
-    the non-bool ones."""
+def _models(
+    generated: Path, kind: str, backend: str, variant: Variant, nobatch: bool = False
+) -> list[Path]:
+    """test.sh's MODELS for one backend: the models of each dtype (strings too, with
+    implicit state) and the ensembles over the non-bool ones."""
     stem = f"{backend if backend != 'python' else 'onnx'}_{'nobatch_' if nobatch else ''}sequence"
-    models = [generated / kind / f"{stem}_{dtype}" for dtype in DTYPES]
+    dtypes = ("object", *DTYPES) if variant.implicit else DTYPES
+    models = [generated / kind / f"{stem}_{dtype}" for dtype in dtypes]
     ensembles = generated / f"{kind}_ensembles"
-    for dtype in DTYPES:
+    for dtype in DTYPES if variant.env()["ENSEMBLES"] == "1" else ():
         if dtype != "bool":
             models += sorted(ensembles.glob(f"*_{stem}_{dtype}"))
     return models
 
 
-def _repositories(work: Path, backends: list[str]) -> None:
-    generated = _generated(work)
+def _repositories(work: Path, backends: list[str], variant: Variant) -> None:
+    generated = _generated(work, variant)
     for backend in backends:
-        for source in _models(generated, "fixed", backend):
+        for source in _models(generated, "fixed", backend, variant):
             for repository, batch, count in (
                 ("models1", 4, 1),
                 ("models2", 2, 2),
@@ -184,9 +239,9 @@ def _repositories(work: Path, backends: list[str]) -> None:
                         "minimum_slot_utilization: 0", f"minimum_slot_utilization: {utilization}"
                     )
                 )
-        for source in _models(generated, "fixed", backend, nobatch=True):
+        for source in _models(generated, "fixed", backend, variant, nobatch=True):
             _edit(_copy(source, work / "models0", backend), None, 4)
-        for source in _models(generated, "variable", backend):
+        for source in _models(generated, "variable", backend, variant):
             _edit(_copy(source, work / "modelsv", backend), 4, 1)
     for pattern in ("simple_*", "fan_*", "sequence_*"):
         for ensemble in (work / "queue_delay_models").glob(pattern):
@@ -199,25 +254,25 @@ def _repositories(work: Path, backends: list[str]) -> None:
     (work / "request_timeout_models" / "custom_sequence_int32_timeout" / "1").mkdir(parents=True)
 
 
-def _trial_env(trial: str, backends: str) -> dict[str, str]:
+def _trial_env(trial: str, backends: str, variant: Variant) -> dict[str, str]:
     return {
         "NO_BATCHING": "1" if trial == "0" else "0",
         "MODEL_INSTANCES": "1" if trial == "v" else "4" if trial == "0" else trial,
         "BATCHER_TYPE": "VARIABLE" if trial == "v" else "FIXED",
         "BACKENDS": backends,
-        "ENSEMBLES": "1",
-        "IMPLICIT_STATE": "0",
-        "INITIAL_STATE_FILE": "0",
-        "INITIAL_STATE_ZERO": "0",
         "USE_SINGLE_BUFFER": "0",
-    }
+    } | variant.env()
 
 
-def _runs(backends: list[str]) -> list[Run]:
+def _runs(backends: list[str], variant: Variant) -> list[Run]:
     names = " ".join(backends)
     runs: list[Run] = []
     for trial in ["0", "1", "2", "4", "v"] if FULL else ["1"]:
-        env = _trial_env(trial, names)
+        env = _trial_env(trial, names, variant)
+        tests = DEFAULT_VARIANT_TESTS[variant] if variant != EXPLICIT and not FULL else []
+        if tests:
+            runs += [Run(f"SequenceBatcherTest.{t}", f"models{trial}", env) for t in tests]
+            continue
         runs += [Run(f"SequenceBatcherTest.{t}", f"models{trial}", env) for t in NO_DELAY_TESTS]
         for test in DELAY_TESTS if FULL else DEFAULT_DELAY_TESTS:
             delays = {
@@ -226,15 +281,20 @@ def _runs(backends: list[str]) -> list[Run]:
             }
             runs.append(Run(f"SequenceBatcherTest.{test}", f"models{trial}", env | delays))
     # after test.sh's loop its environment is the last trial's ("v"), NO_BATCHING=0
-    queue_env = _trial_env("v", names) | {
+    if variant != EXPLICIT and not FULL:
+        return runs
+    queue_env = _trial_env("v", names, variant) | {
         "TRITONSERVER_BACKLOG_DELAY_SCHEDULER": "0",
         "TRITONSERVER_DELAY_SCHEDULER": "2",
     }
     runs += [
         Run(f"SequenceBatcherTest.{t}", "queue_delay_models", queue_env) for t in QUEUE_DELAY_TESTS
     ]
-    timeout_env = _trial_env("1", names)
-    runs.append(Run("SequenceBatcherRequestTimeoutTest", "request_timeout_models", timeout_env, 2))
+    timeout_env = _trial_env("1", names, variant)
+    if not variant.system_shm:  # test.sh runs it outside shared memory alone
+        runs.append(
+            Run("SequenceBatcherRequestTimeoutTest", "request_timeout_models", timeout_env, 2)
+        )
     if "python" in backends:
         runs.append(
             Run(
@@ -281,13 +341,21 @@ def _run_one(host: LoopbackHost, work: Path, models: Path, run: Run) -> harness.
         )
 
 
-def test_sequence_batcher_test(hosts: list[LoopbackHost], tmp_path: Path) -> None:
-    backends = ["onnx", "python"] if FULL else ["onnx"]
+@pytest.mark.parametrize(
+    "variant",
+    [EXPLICIT, IMPLICIT, INITIAL_ZERO, SYSTEM_SHM],
+    ids=lambda variant: variant.name,
+)
+def test_sequence_batcher_test(hosts: list[LoopbackHost], tmp_path: Path, variant: Variant) -> None:
+    # the python backend's sequence model keeps no implicit state: test.sh's implicit runs
+    # take the backends that do
+    python = FULL and not variant.implicit
+    backends = ["onnx", "python"] if python else ["onnx"]
     models = harness.work_directory(tmp_path / "models", "L0_sequence_batcher")
-    _repositories(models, backends)
+    _repositories(models, backends, variant)
     if "python" in backends:
         _preserve_ordering_models(models)
-    runs = _runs(backends)
+    runs = _runs(backends, variant)
     works = [
         harness.work_directory(tmp_path / f"lane{i}", "L0_sequence_batcher")
         for i in range(len(hosts))
@@ -297,7 +365,8 @@ def test_sequence_batcher_test(hosts: list[LoopbackHost], tmp_path: Path) -> Non
         return _run_one(hosts[lane], works[lane], models, run)
 
     failures = []
-    for run, outcome in harness.in_lanes(hosts, runs, one):
+    lanes = hosts[:1] if variant.system_shm else hosts
+    for run, outcome in harness.in_lanes(lanes, runs, one):
         if run.refused:
             if run.refused not in outcome.output:
                 failures.append(f"{run.test}: the server starts now; run its tests")

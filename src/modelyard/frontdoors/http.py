@@ -31,6 +31,7 @@ from modelyard.errors import (
 )
 from modelyard.frontdoors.bounds import DEFAULT_MAX_BODY_BYTES
 from modelyard.frontdoors.embeddings import EmbeddingRoutes
+from modelyard.frontdoors.generate import GENERATE_ACTIONS, GenerateRoutes
 from modelyard.frontdoors.header_forwarding import HeaderForwarding
 from modelyard.frontdoors.http_compression import (
     MIN_COMPRESSED_BYTES,
@@ -565,6 +566,7 @@ class HttpFrontend:
         self.lanes = self.infer_wire.lanes
         self.pipeline = InferPipeline(self.infer_wire, dataplane, governance)
         self.embeddings = EmbeddingRoutes(dataplane, governance, embedding_model)
+        self.generate = GenerateRoutes(dataplane, governance, self._generate_refusal)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -587,6 +589,13 @@ class HttpFrontend:
                     self.pipeline.start(sent)
                 status, headers, payload = await answered  # its headers hold its length
                 response = _Response(status, payload, headers, sized=True)
+            elif route is not None and route[2] in GENERATE_ACTIONS and scope["method"] == "POST":
+                body = await self._read_body(scope, receive)
+                call = None
+                if self.governance is not None:
+                    call = _call_from_headers(self.governance, scope)
+                await self.generate.answer(scope, route, body, call, receive, send)
+                return
             elif scope["path"] in EMBEDDING_PATHS and scope["method"] == "POST":
                 body = await self._read_body(scope, receive)
                 response = _Response(
@@ -635,6 +644,19 @@ class HttpFrontend:
         if sent is not None:
             self.pipeline.start(sent)
         return True
+
+    def _generate_refusal(
+        self, error: ModelyardError, call: Call | None
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """A generate call's refusal, as an infer call's reads (``HttpInferWire.error_answer``)."""
+        governance = self.governance
+        if governance is not None and call is not None and isinstance(error, GovernanceError):
+            response = _rejection(governance, call, error)
+        else:
+            response = _error_response(error)
+            if error.rule in EXPLAINED_REFUSALS and governance is not None and call is not None:
+                _explained(response, governance, call, error)
+        return response.status, response.headers, response.body
 
     @staticmethod
     async def _lifespan(receive: Receive, send: Send) -> None:

@@ -26,9 +26,12 @@ GET_OR_POST = ("GET", "HEAD", "POST")
 
 # a model named "stats" is never routed as one: /v2/models/stats is every model's statistics
 _MODEL = r"/v2/models/(?P<model>(?!stats(?:/|$))[^/]+)(?:/versions/(?P<version>[^/]+))?"
-_MODEL_ROUTE = re.compile(f"^{_MODEL}(?P<action>/infer|/ready|/config|/stats)?/?$")
+_MODEL_ROUTE = re.compile(
+    f"^{_MODEL}(?P<action>/infer|/ready|/config|/stats|/generate_stream|/generate)?/?$"
+)
 
-Route = tuple[str, str | None, str | None]  # model, version, action ("/infer", ... or None)
+# model, version, action ("/infer", "/generate", ... or None)
+Route = tuple[str, str | None, str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,8 @@ _SHARED_MEMORY = r"/v2/(?P<kind>system|cuda)sharedmemory(?:/region/(?P<region>[^
 
 ROUTES: tuple[V2Route, ...] = (
     _route(f"{_MODEL}/infer/?", POST, "infer", "model", "inference", ""),
+    # Triton's generate extension: an infer call in other words (frontdoors/generate.py)
+    _route(f"{_MODEL}/generate(?:_stream)?/?", POST, "infer", "model", "inference", ""),
     _route(f"{_MODEL}/ready/?", GET, "health", "model", "health", "_model_ready"),
     _route(f"{_MODEL}/config/?", GET, "metadata", "model", "model-config", "_model_config"),
     _route(f"{_MODEL}/stats/?", GET, "metadata", "model", "statistics", "_model_stats"),

@@ -29,7 +29,7 @@ import structlog
 
 from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.dataplane import DataPlane, Infers, StreamResponse
+from modelyard.dataplane import Infers, StreamResponse, Streams
 from modelyard.discovery.rules_store import RulesRevision, RulesStore
 from modelyard.errors import (
     Code,
@@ -123,7 +123,7 @@ class _StreamRelay:
     """A data plane to governance, which relays a stream's responses as they come and
     gives the call's outcome: the last response, or the error that ended the stream."""
 
-    def __init__(self, dataplane: DataPlane, put: Callable[[StreamResponse], None]) -> None:
+    def __init__(self, dataplane: Streams, put: Callable[[StreamResponse], None]) -> None:
         self.dataplane = dataplane
         self.put = put
         self.relayed = False
@@ -293,7 +293,7 @@ class Governance:
         self,
         call: Call,
         decode: Callable[[], InferRequest],
-        dataplane: DataPlane,
+        dataplane: Streams,
         put: Callable[[StreamResponse], None],
     ) -> None:
         """A streamed call (a decoupled model's): admitted once, the whole stream its outcome

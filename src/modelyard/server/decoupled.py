@@ -47,19 +47,48 @@ class StreamItem(NamedTuple):
     final: bool
 
 
+# what a caller has not read yet: past either its request is cancelled (a caller that
+# stops reading would otherwise hold every response the model goes on sending); a burst
+# that reaches the loop before its reader's next turn stays far below both
+MAX_UNREAD = 16_384
+MAX_UNREAD_BYTES = 256 << 20
+
+
 class ResponseStream:
     """A request's responses as they reach the event loop, and whether its caller has gone
     (the model reads that as ``is_cancelled()``; what it sends after is dropped)."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: str = "") -> None:
         self.items: asyncio.Queue[StreamItem] = asyncio.Queue()
         self.cancelled = False
+        self.model = model
+        self.unread_bytes = 0
 
     async def get(self) -> StreamItem:
-        return await self.items.get()
+        item = await self.items.get()
+        self.unread_bytes -= _size(item)
+        return item
 
     def cancel(self) -> None:
         self.cancelled = True
+
+    def put(self, item: StreamItem) -> None:
+        """A response, on the loop; past MAX_UNREAD unread ones the request is cancelled
+        and its caller reads, after them, why."""
+        if self.cancelled:
+            return
+        size = _size(item)
+        if not item.final and (
+            self.items.qsize() >= MAX_UNREAD or self.unread_bytes + size > MAX_UNREAD_BYTES
+        ):
+            self.cancelled = True
+            item, size = StreamItem(None, unread_responses(self.model), True), 0
+        self.unread_bytes += size
+        self.items.put_nowait(item)
+
+
+def _size(item: StreamItem) -> int:
+    return sum(array.nbytes for array in item.outputs.values()) if item.outputs else 0
 
 
 class _Request(NamedTuple):
@@ -72,6 +101,14 @@ class _Request(NamedTuple):
 
 
 MAX_QUEUED = 4096  # requests waiting for an instance: each holds its inputs
+
+
+def unread_responses(model: str) -> ModelServerError:
+    return ModelServerError.of(
+        error_rules.UNREAD_RESPONSES,
+        f"the caller has not read {MAX_UNREAD} responses or {MAX_UNREAD_BYTES} bytes of "
+        f"model '{model}': the request is cancelled",
+    )
 
 
 def decoupled_refusal(model: str) -> ModelServerError:
@@ -113,7 +150,7 @@ class DecoupledScheduler(InstanceThreads):
     def submit_stream(self, request: Submission) -> ResponseStream:
         """Queue a request; its responses arrive on the returned queue (event loop thread)."""
         loop = asyncio.get_running_loop()
-        stream = ResponseStream()
+        stream = ResponseStream(self.model)
         now = self._clock.monotonic_ns()
         with self._lock:
             if self._closed:
@@ -203,7 +240,7 @@ class _OpenRequest:
             return
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody reads the stream
             request.loop.call_soon_threadsafe(
-                request.stream.items.put_nowait, StreamItem(outputs, error, final)
+                request.stream.put, StreamItem(outputs, error, final)
             )
 
     def _count(self) -> None:

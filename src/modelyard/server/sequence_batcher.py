@@ -22,6 +22,7 @@ to the configured initial state.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 from collections import deque
 from dataclasses import dataclass, field
@@ -53,10 +54,12 @@ from modelyard.server.sequence_policy import (
     END,
     READY,
     START,
+    STATE_MAX_BYTES,
     Control,
     SequenceFlags,
     SequenceId,
     SequencePolicy,
+    State,
 )
 
 if TYPE_CHECKING:
@@ -118,6 +121,17 @@ def _backlog_delay() -> int:
         return max(0, int(os.environ.get("TRITONSERVER_BACKLOG_DELAY_SCHEDULER", "0")))
     except ValueError:
         return 0
+
+
+def _kept(returned: Any, dtype: np.dtype[Any]) -> np.ndarray:
+    """A state the model returned, as its next request's input: a STRING state's elements
+    as bytes, the type BYTES inputs have (an engine may return them as str)."""
+    state = np.array(returned, dtype=dtype)
+    if dtype == np.object_:
+        for index, item in np.ndenumerate(state):
+            if isinstance(item, str):
+                state[index] = item.encode("utf-8")
+    return state
 
 
 def _row_request(request: _Request | None) -> BatchedRequest:
@@ -410,9 +424,9 @@ class SequenceScheduler(InstanceThreads):
             ready = sorted(ready, key=lambda item: item[1].queue[0].enqueued_ns)
             ready = ready[: max(1, policy.max_batch_size)]
         # the oldest request's shape: a sequence that keeps sending cannot hold back another
-        shape_key = min(ready, key=lambda item: item[1].queue[0].enqueued_ns)[1].queue[0].shape_key
+        shape_key = self._shape_key(min(ready, key=lambda item: item[1].queue[0].enqueued_ns)[1])
         chosen = {
-            slot: sequence for slot, sequence in ready if sequence.queue[0].shape_key == shape_key
+            slot: sequence for slot, sequence in ready if self._shape_key(sequence) == shape_key
         }
         # direct: every slot up to the highest with a request ready (as Triton's), those
         # without one of this shape as padding
@@ -431,6 +445,22 @@ class SequenceScheduler(InstanceThreads):
         self._queued -= taken
         self._executing += taken
         return rows
+
+    def _shape_key(self, sequence: _Sequence) -> tuple[Any, ...]:
+        """What the rows of one execution share: their next request's shapes, and the
+        shapes of the variable-sized states they carry."""
+        request = sequence.queue[0]
+        if not self.policy.variable_states:
+            return request.shape_key
+        return (request.shape_key, *(self._state_of(sequence, request, state).shape
+                                     for state in self.policy.variable_states))  # fmt: skip
+
+    @staticmethod
+    def _state_of(sequence: _Sequence | None, request: _Request | None, state: State) -> np.ndarray:
+        """The state a request runs with: its sequence's kept one, or the initial state."""
+        if request is None or sequence is None or request.flags.start or sequence.state is None:
+            return state.initial
+        return sequence.state[state.input_name]
 
     def _execute(
         self, engine: Engine, rows: list[_Row]
@@ -494,11 +524,11 @@ class SequenceScheduler(InstanceThreads):
                 answers.append((request, {name: results[name] for name in request.outputs}))
             if policy.states:
                 sequence.state = {
-                    state.input_name: np.array(
+                    state.input_name: _kept(
                         results[state.output_name][index]
                         if batched
                         else results[state.output_name],
-                        dtype=state.dtype,
+                        state.dtype,
                     )
                     for state in policy.states
                 }
@@ -514,8 +544,7 @@ class SequenceScheduler(InstanceThreads):
             for control in policy.controls:
                 inputs[control.name] = self._control_value(control, request, shape=(1,))
             for state in policy.states:
-                kept = None if request.flags.start or sequence.state is None else sequence.state
-                inputs[state.input_name] = state.initial if kept is None else kept[state.input_name]
+                inputs[state.input_name] = self._state_of(sequence, request, state)
             return inputs
         inputs = {}
         for name, array in first.inputs.items():
@@ -528,15 +557,14 @@ class SequenceScheduler(InstanceThreads):
                 [self._control_value(control, row.request, shape=(1, 1)) for row in rows]
             )
         for state in policy.states:
-            parts = []
-            for row in rows:
-                request, sequence = row.request, row.sequence
-                kept = (
-                    None
-                    if request is None or sequence is None or request.flags.start
-                    else sequence.state
-                )
-                parts.append(state.initial if kept is None else kept[state.input_name])
+            parts = [self._state_of(row.sequence, row.request, state) for row in rows]
+            if state.variable:  # padding rows: zeros in the shape the real rows share
+                real = (part for row, part in zip(rows, parts, strict=True) if row.request)
+                shape = next(real).shape
+                parts = [
+                    state.zeros(shape) if row.request is None else part
+                    for row, part in zip(rows, parts, strict=True)
+                ]
             inputs[state.input_name] = np.stack(parts)
         return inputs
 
@@ -565,14 +593,15 @@ class SequenceScheduler(InstanceThreads):
         """The engine's outputs: each named, with a row per row in, states in their shape."""
         for state in self.policy.states:
             array = results.get(state.output_name)
-            shape = (
-                None if array is None else array.shape[1:] if self.policy.batched else array.shape
-            )
-            if shape is not None and shape != state.initial.shape:
+            if array is None:
+                continue  # check_outputs says so
+            shape = array.shape[1:] if self.policy.batched else array.shape
+            if not state.fits(shape) or math.prod(shape) * array.itemsize > STATE_MAX_BYTES:
                 raise ModelServerError.of(
                     error_rules.ENGINE_CONTRACT,
                     f"model '{self.model}' returned state '{state.output_name}' in shape "
-                    f"{list(shape)}; its state dims are {list(state.initial.shape)}",
+                    f"{list(shape)}; its state dims are {list(state.dims)}, within "
+                    f"{STATE_MAX_BYTES} bytes",
                     where=f"the state dims in {self.model}/config.pbtxt, or the model's output",
                 )
         check_outputs(self.model, self.version, results, outputs, rows, self.policy.batched)

@@ -34,7 +34,9 @@ _KINDS = {
 }
 _CORRID_TYPES = ("UINT64", "INT64", "UINT32", "INT32", "BYTES")
 DEFAULT_IDLE_US = 1_000_000  # Triton's max_sequence_idle_microseconds when unset
-STATE_FILE_MAX_BYTES = 64 << 20  # an initial state file is read whole: bounded
+# one sequence's state, kept between its requests: its config's first state, its initial
+# state file (read whole) and what the model returns for a variable-sized one
+STATE_MAX_BYTES = 64 << 20
 
 SequenceId = int | str
 
@@ -65,6 +67,20 @@ class State:
     output_name: str
     dtype: np.dtype[Any]
     initial: np.ndarray  # one row's (or, unbatched, the whole) state at a sequence's start
+    dims: tuple[int, ...]  # the config's, -1 where the state takes the shape returned
+
+    @property
+    def variable(self) -> bool:
+        return -1 in self.dims
+
+    def zeros(self, shape: tuple[int, ...]) -> np.ndarray:
+        return _zeros(self.dtype, shape)
+
+    def fits(self, shape: tuple[int, ...]) -> bool:
+        """Whether a state returned in ``shape`` (one row's) is one of this state's."""
+        return len(shape) == len(self.dims) and all(
+            d == -1 or d == s for d, s in zip(self.dims, shape, strict=True)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +105,10 @@ class SequencePolicy:
     def hidden_inputs(self) -> frozenset[str]:
         """The inputs the server fills: a client never sends them."""
         return frozenset([c.name for c in self.controls] + [s.input_name for s in self.states])
+
+    @property
+    def variable_states(self) -> tuple[State, ...]:
+        return tuple(s for s in self.states if s.variable)
 
     @property
     def state_outputs(self) -> tuple[str, ...]:
@@ -213,36 +233,60 @@ def _state(entry: Any, config: mc.ModelConfig, model_dir: Path, origin: str) -> 
     if not entry.input_name or not entry.output_name:
         raise _config_error(origin, "a state needs input_name and output_name")
     datatype = CONFIG_TO_V2.get(mc.DataType.Name(entry.data_type))
-    if datatype is None or datatype in ("BYTES", "BF16"):
+    if datatype is None or datatype == "BF16":
         raise _config_error(
-            origin, f"state '{entry.input_name}' needs a numeric data_type (not STRING or BF16)"
+            origin, f"state '{entry.input_name}' needs a numeric or STRING data_type (not BF16)"
         )
     dims = tuple(int(d) for d in entry.dims)
-    if not dims or any(d < 1 for d in dims):
-        raise _refused(
-            origin,
-            f"state '{entry.input_name}' dims {list(dims)}",
-            "give the state fixed dims (variable-sized states are not served)",
+    if not dims or any(d < 1 and d != -1 for d in dims):
+        raise _config_error(
+            origin, f"state '{entry.input_name}' dims {list(dims)}: each above 0, or -1"
         )
     dtype = numpy_dtype(datatype)
-    initial = np.zeros(dims, dtype=dtype)
     if len(entry.initial_state) > 1:
         raise _config_error(origin, f"state '{entry.input_name}' has more than one initial_state")
-    for init in entry.initial_state:
-        if tuple(int(d) for d in init.dims) != dims or init.data_type != entry.data_type:
+    init = entry.initial_state[0] if entry.initial_state else None
+    # Triton's first state: the initial_state's dims, else 1 for each variable dim
+    shape = tuple(1 if d == -1 else d for d in dims)
+    if init is not None:
+        shape = tuple(int(d) for d in init.dims)
+        if init.data_type != entry.data_type or len(shape) != len(dims) or any(
+            s < 1 or d not in (-1, s) for d, s in zip(dims, shape, strict=False)
+        ):
             raise _config_error(
                 origin,
-                f"initial_state of '{entry.input_name}' must have the state's data_type and dims",
+                f"initial_state of '{entry.input_name}' must have the state's data_type and "
+                "dims (a size for each -1)",
             )
-        if init.WhichOneof("state_data") == "data_file":
-            initial = _initial_from_file(init.data_file, dims, dtype, model_dir, origin)
-    return State(entry.input_name, entry.output_name, dtype, initial)
+    if math.prod(shape) * (8 if datatype == "BYTES" else dtype.itemsize) > STATE_MAX_BYTES:
+        raise _config_error(
+            origin,
+            f"state '{entry.input_name}' of shape {list(shape)} is over {STATE_MAX_BYTES} bytes",
+        )
+    initial = _zeros(dtype, shape)
+    if init is not None and init.WhichOneof("state_data") == "data_file":
+        if datatype == "BYTES":
+            raise _refused(
+                origin,
+                f"initial_state data_file of the STRING state '{entry.input_name}'",
+                "start the STRING state from zero_data (a data_file is served for numeric states)",
+            )
+        initial = _initial_from_file(init.data_file, shape, dtype, model_dir, origin)
+    return State(entry.input_name, entry.output_name, dtype, initial, dims)
+
+
+def _zeros(dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray:
+    """A state of zero bytes: zeros, or empty elements of a STRING state (Triton's)."""
+    if dtype == np.object_:
+        return np.full(shape, b"", dtype=object)
+    return np.zeros(shape, dtype)
 
 
 def _initial_from_file(
     filename: str, dims: tuple[int, ...], dtype: np.dtype[Any], model_dir: Path, origin: str
 ) -> np.ndarray:
-    """Triton reads ``<model>/initial_state/<data_file>`` as the state's raw bytes."""
+    """Triton reads ``<model>/initial_state/<data_file>`` as the state's raw bytes: its
+    first bytes, as many as the state takes; a shorter file is refused."""
     if not filename or "/" in filename or "\\" in filename or filename.startswith("."):
         raise _config_error(
             origin, f"initial_state data_file '{shown(filename)}' must be a plain name"
@@ -251,15 +295,16 @@ def _initial_from_file(
     path = model_dir / "initial_state" / filename
     try:
         with path.open("rb") as handle:
-            raw = handle.read(min(expected, STATE_FILE_MAX_BYTES) + 1)
+            raw = handle.read(expected)  # at most STATE_MAX_BYTES
     except OSError as exc:
         raise _config_error(
             origin, f"initial_state data_file '{filename}': {exc.strerror}"
         ) from None
     if len(raw) != expected:
-        held = f"{len(raw)} bytes" if len(raw) <= expected else f"more than {expected} bytes"
         raise _config_error(
-            origin, f"initial_state data_file '{filename}' holds {held}; the state takes {expected}"
+            origin,
+            f"initial_state data_file '{filename}' holds {len(raw)} bytes; the state takes "
+            f"{expected}",
         )
     return np.frombuffer(raw, dtype=dtype).reshape(dims).copy()
 

@@ -80,3 +80,13 @@ def test_a_model_named_stats_is_never_routed_as_a_model() -> None:
     assert model_route("/v2/models/stats/versions/1/infer") is None
     assert model_route("/v2/models/statsx/infer") == ("statsx", None, "/infer")
     assert route_of("/v2/nothing") is None
+
+
+@pytest.mark.parametrize("action", ["generate", "generate_stream"])
+def test_a_generate_call_is_an_infer_call_on_its_model(action: str) -> None:
+    path = f"/v2/models/llm/versions/2/{action}"
+    assert model_route(path) == ("llm", "2", f"/{action}")
+    assert governed_as(path) == ("infer", "llm", "2")
+    found = route_of(path)
+    assert found is not None and found[0].category == "inference"  # --http-restricted-api
+    assert found[0].methods == ("POST",)

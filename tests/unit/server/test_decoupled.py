@@ -12,6 +12,7 @@ import pytest
 
 from modelyard.dataplane import StreamResponse
 from modelyard.errors import Code, ModelyardError
+from modelyard.server import decoupled
 from modelyard.server.manager import ControlMode
 from modelyard.types import InferRequest
 from tests.support.dataplane import running_dataplane
@@ -162,6 +163,35 @@ def test_a_caller_that_goes_is_cancelled_for_the_model_and_its_request_closes(
                     break
                 await asyncio.sleep(0.02)
             assert scheduler.pending == 0
+
+    asyncio.run(main())
+
+
+def test_a_caller_that_stops_reading_is_cancelled_past_its_unread_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader that stops holds at most MAX_UNREAD responses: then the model reads
+    is_cancelled(), and the reader finds, after what it had not read, why."""
+    monkeypatch.setattr(decoupled, "MAX_UNREAD", 20)
+    repeat_int32(tmp_path)
+
+    async def main() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            scheduler = dp.manager.resolve("repeat_int32", None).scheduler
+            stream = dp.infer_stream(_request("repeat_int32", list(range(300))))
+            await stream.__anext__()  # sent; the reader stops here
+            for _ in range(200):
+                if scheduler.pending == 0:
+                    break
+                await asyncio.sleep(0.02)
+            assert scheduler.pending == 0  # the model stopped and sent FINAL
+            rest = [item async for item in stream]
+            assert len(rest) <= 21 and rest[-1].final
+            assert rest[-1].error.code is Code.RESOURCE_EXHAUSTED
+            assert "has not read 20 responses" in rest[-1].error.line()
+            # the model serves the next caller whole
+            items = await _collect(dp, _request("repeat_int32", [1, 2, 3]))
+            assert [i.final for i in items] == [False, False, False, True]
 
     asyncio.run(main())
 

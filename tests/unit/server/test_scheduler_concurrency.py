@@ -351,7 +351,18 @@ def _fast_model_under_load(engine: Engine) -> Scheduler:
     assert scheduler.execution is Execution.RUN_NOW
     scheduler._loop_load = _BusyLoop()  # requests queue for the drain
     assert scheduler.execution is Execution.DRAIN_ON_LOOP
+    _until_instance_threads_wait(scheduler)
     return scheduler
+
+
+def _until_instance_threads_wait(scheduler: Scheduler) -> None:
+    """Wait until each instance thread waits for work: one that the machine delays after
+    its last execution would otherwise take the next requests from the queue itself
+    before the loop drains them (correct serving, but not what these tests look at)."""
+    deadline = time.monotonic() + 5
+    while len(scheduler._cond._waiters) < len(scheduler._threads):
+        assert time.monotonic() < deadline, "the instance threads never waited for work"
+        time.sleep(0.001)
 
 
 def test_a_fast_batching_model_under_load_batches_on_the_event_loop() -> None:

@@ -252,8 +252,18 @@ _START = 'control_input [{ name: "START" control [{ kind: CONTROL_SEQUENCE_START
             "'x' is both an input and a control",
         ),
         (
-            'state [{ input_name: "S" output_name: "T" data_type: TYPE_INT32 dims: [ -1 ] }]',
-            "variable-sized states are not served",
+            'state [{ input_name: "S" output_name: "T" data_type: TYPE_INT32 dims: [ 0 ] }]',
+            "dims [0]: each above 0, or -1",
+        ),
+        (
+            'state [{ input_name: "S" output_name: "T" data_type: TYPE_INT32 dims: [ 4, -1 ] '
+            'initial_state { data_type: TYPE_INT32 dims: [ 3, 1 ] zero_data: true name: "i" } }]',
+            "must have the state's data_type and dims (a size for each -1)",
+        ),
+        (
+            'state [{ input_name: "S" output_name: "T" data_type: TYPE_INT32 '
+            "dims: [ 100000, 100000 ] }]",
+            "is over 67108864 bytes",
         ),
         (
             'state [{ input_name: "S" output_name: "T" data_type: TYPE_INT32 dims: [ 2 ] '
@@ -264,6 +274,15 @@ _START = 'control_input [{ name: "START" control [{ kind: CONTROL_SEQUENCE_START
             'state [{ input_name: "S" output_name: "T" data_type: TYPE_INT32 dims: [ 2 ] '
             'initial_state { data_type: TYPE_INT32 dims: [ 2 ] data_file: "short" name: "i" } }]',
             "holds 3 bytes; the state takes 8",
+        ),
+        (
+            'state [{ input_name: "S" output_name: "T" data_type: TYPE_BF16 dims: [ 2 ] }]',
+            "needs a numeric or STRING data_type (not BF16)",
+        ),
+        (
+            'state [{ input_name: "S" output_name: "T" data_type: TYPE_STRING dims: [ 2 ] '
+            'initial_state { data_type: TYPE_STRING dims: [ 2 ] data_file: "short" name: "i" } }]',
+            "data_file of the STRING state 'S' is not served",
         ),
     ],
 )
@@ -286,7 +305,8 @@ def test_a_sequence_config_the_server_would_misread_is_refused_with_its_line(
 
 def test_an_initial_state_file_is_read_as_the_state_s_bytes(tmp_path: Path) -> None:
     (tmp_path / "initial_state").mkdir()
-    (tmp_path / "initial_state" / "init").write_bytes(np.array([3, 4], np.int32).tobytes())
+    # as Triton, the state takes the file's first bytes: a longer file is not refused
+    (tmp_path / "initial_state" / "init").write_bytes(np.array([3, 4, 5], np.int32).tobytes())
     config = parse_model_config(
         'backend: "python"\nmax_batch_size: 4\nsequence_batching {\n'
         'state [{ input_name: "S" output_name: "T" data_type: TYPE_INT32 dims: [ 2 ] '
@@ -296,6 +316,16 @@ def test_an_initial_state_file_is_read_as_the_state_s_bytes(tmp_path: Path) -> N
     assert policy.states[0].initial.tolist() == [3, 4]
     assert policy.hidden_inputs == {"S"}
     assert policy.slots == 4 and not policy.oldest
+
+
+def test_a_string_state_starts_as_empty_strings() -> None:
+    config = parse_model_config(
+        'backend: "python"\nmax_batch_size: 4\nsequence_batching {\n'
+        'state [{ input_name: "S" output_name: "T" data_type: TYPE_STRING dims: [ 2 ] '
+        "initial_state { data_type: TYPE_STRING dims: [ 2 ] zero_data: true name: \"i\" } }]\n}\n"
+    )
+    state = SequencePolicy.from_config(config, Path("."), "m/config.pbtxt").states[0]
+    assert state.dtype == np.object_ and state.initial.tolist() == [b"", b""]
 
 
 def test_a_correlation_id_must_fit_the_corrid_control_s_type() -> None:
@@ -353,6 +383,58 @@ async def test_a_state_returned_in_another_shape_fails_that_execution_only(
                 await dp.infer(_request("wrong_state", 1, 5, start=step == 0))
             assert caught.value.code is Code.INTERNAL
             assert "returned state 'OUTPUT_STATE' in shape [3]" in caught.value.line()
+
+
+GROWING_STATE = """
+import numpy as np
+
+
+class Model:
+    def execute(self, inputs):
+        # the state keeps every value of the sequence, one more each request; a value of
+        # 99 asks for a state past the server's bound
+        state, value = inputs["INPUT_STATE"], inputs["INPUT"]
+        if (value == 99).any():
+            return {"OUTPUT": value, "OUTPUT_STATE": np.zeros((len(value), 20_000_000), np.int32)}
+        grown = np.concatenate([state, value], axis=1)
+        return {"OUTPUT": grown.sum(axis=1, keepdims=True).astype(np.int32),
+                "OUTPUT_STATE": grown}
+"""
+
+
+@_in_a_loop
+async def test_a_variable_sized_state_takes_the_shape_the_model_returns(tmp_path: Path) -> None:
+    """As Triton's: the first state has 1 for each -1; sequences whose states differ in shape
+    run in executions of their own; a state past the bound fails that execution alone."""
+    write_python_model(
+        tmp_path,
+        "growing",
+        GROWING_STATE,
+        """
+        backend: "python"
+        max_batch_size: 4
+        input [{ name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] }]
+        output [{ name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] }]
+        sequence_batching {
+          state [{ input_name: "INPUT_STATE" output_name: "OUTPUT_STATE"
+                   data_type: TYPE_INT32 dims: [ -1 ] }]
+        }
+        """,
+    )
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        assert await _sum(dp, "growing", 5, 1, start=True) == 5  # the first state: [0]
+        assert await _sum(dp, "growing", 7, 1) == 12
+        # sequence 2 starts while 1's state is three long: both answered, each its own sum
+        sums = await asyncio.gather(
+            _sum(dp, "growing", 1, 1), _sum(dp, "growing", 2, 2, start=True)
+        )
+        assert sums == [13, 2]
+        with pytest.raises(ModelyardError) as caught:
+            await dp.infer(_request("growing", 99, 2))
+        assert caught.value.code is Code.INTERNAL
+        assert "within 67108864 bytes" in caught.value.line()
+        assert await _sum(dp, "growing", 3, 2, end=True) == 5  # the last good state kept
+        assert await _sum(dp, "growing", 0, 1, end=True) == 13
 
 
 @_in_a_loop
