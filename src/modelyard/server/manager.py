@@ -262,19 +262,7 @@ class ModelManager:
             self._refuse_unless_ensemble(name)
         record = self._models.get(name)
         if record is None or record.unloaded or (not record.versions and not record.retiring):
-            if self.repository.ambiguity(name):
-                raise self._ambiguous(name)
-            if self.residency is not None and self._servable(name):
-                raise NotResident(name, functools.partial(self.make_resident, name))
-            if (record is not None and record.registered) or name in self._gone:
-                raise _unavailable(name, version, record)
-            raise ModelServerError.of(
-                error_rules.UNKNOWN_MODEL,
-                f"Request for unknown model: '{shown(name)}' is not found",
-                where="GET /v2/repository/index lists the models; load it first"
-                if self.mode is ControlMode.EXPLICIT
-                else "GET /v2/repository/index lists the models",
-            )
+            raise self._not_serving(name, version, record)
         if self.residency is not None:
             self.residency.touch(name)
         if not version:
@@ -285,6 +273,29 @@ class ModelManager:
                 f"Request for unknown model: '{name}' has no available versions",
                 retry_after=1.0,
             )
+        return self._numbered(name, version, record)
+
+    def _not_serving(
+        self, name: str, version: str | None, record: ModelRecord | None
+    ) -> ModelyardError:
+        """Why a model without a version to serve is not served: ambiguous, not resident
+        (the residency loads it), unavailable, or unknown."""
+        if self.repository.ambiguity(name):
+            return self._ambiguous(name)
+        if self.residency is not None and self._servable(name):
+            return NotResident(name, functools.partial(self.make_resident, name))
+        if (record is not None and record.registered) or name in self._gone:
+            return _unavailable(name, version, record)
+        return ModelServerError.of(
+            error_rules.UNKNOWN_MODEL,
+            f"Request for unknown model: '{shown(name)}' is not found",
+            where="GET /v2/repository/index lists the models; load it first"
+            if self.mode is ControlMode.EXPLICIT
+            else "GET /v2/repository/index lists the models",
+        )
+
+    def _numbered(self, name: str, version: str, record: ModelRecord) -> ModelVersion:
+        """The ready version a request names, or why it is not served."""
         # ASCII digits only ("²".isdigit() is true), and few: int() of 4,301 digits raises
         digits = version.isascii() and version.isdigit() and len(version) < 19
         number = int(version) if digits else -1

@@ -246,18 +246,7 @@ def _state(entry: Any, config: mc.ModelConfig, model_dir: Path, origin: str) -> 
     if len(entry.initial_state) > 1:
         raise _config_error(origin, f"state '{entry.input_name}' has more than one initial_state")
     init = entry.initial_state[0] if entry.initial_state else None
-    # Triton's first state: the initial_state's dims, else 1 for each variable dim
-    shape = tuple(1 if d == -1 else d for d in dims)
-    if init is not None:
-        shape = tuple(int(d) for d in init.dims)
-        if init.data_type != entry.data_type or len(shape) != len(dims) or any(
-            s < 1 or d not in (-1, s) for d, s in zip(dims, shape, strict=False)
-        ):
-            raise _config_error(
-                origin,
-                f"initial_state of '{entry.input_name}' must have the state's data_type and "
-                "dims (a size for each -1)",
-            )
+    shape = _first_shape(entry, dims, init, origin)
     if math.prod(shape) * (8 if datatype == "BYTES" else dtype.itemsize) > STATE_MAX_BYTES:
         raise _config_error(
             origin,
@@ -273,6 +262,22 @@ def _state(entry: Any, config: mc.ModelConfig, model_dir: Path, origin: str) -> 
             )
         initial = _initial_from_file(init.data_file, shape, dtype, model_dir, origin)
     return State(entry.input_name, entry.output_name, dtype, initial, dims)
+
+
+def _first_shape(entry: Any, dims: tuple[int, ...], init: Any, origin: str) -> tuple[int, ...]:
+    """Triton's first state's shape: its initial_state's dims, else 1 for each -1."""
+    if init is None:
+        return tuple(1 if d == -1 else d for d in dims)
+    shape = tuple(int(d) for d in init.dims)
+    if init.data_type != entry.data_type or len(shape) != len(dims) or any(
+        s < 1 or d not in (-1, s) for d, s in zip(dims, shape, strict=False)
+    ):
+        raise _config_error(
+            origin,
+            f"initial_state of '{entry.input_name}' must have the state's data_type and "
+            "dims (a size for each -1)",
+        )
+    return shape
 
 
 def _zeros(dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray:
