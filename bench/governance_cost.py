@@ -58,7 +58,7 @@ from modelyard.frontdoors.http import HttpFrontend  # noqa: E402
 from modelyard.governance.auth import hash_secret  # noqa: E402
 from modelyard.governance.runtime import RulesSource, open_governance  # noqa: E402
 from modelyard.processes import serve_command  # noqa: E402
-from modelyard.server.dataplane import LocalDataPlane  # noqa: E402
+from modelyard.server.local_dataplane import LocalDataPlane  # noqa: E402
 from modelyard.types import InferRequest, InferResponse  # noqa: E402
 from tests.support.redis_server import running_redis  # noqa: E402
 from tests.support.servers import free_port  # noqa: E402

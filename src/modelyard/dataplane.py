@@ -1,6 +1,6 @@
 """The data plane's contract: what the front doors and governance call.
 
-Two data planes implement it: an instance's own (``server.dataplane.LocalDataPlane``,
+Two data planes implement it: an instance's own (``server.local_dataplane.LocalDataPlane``,
 which runs models) and the gateway's (``gateway.forward.ForwardingDataPlane``,
 which forwards to a service's instances). The front doors and governance know
 only this contract, so neither reaches into the model server, and neither asks

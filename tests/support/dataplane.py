@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from modelyard.modelfiles.repository import ModelRepository
-from modelyard.server.dataplane import LocalDataPlane
+from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 
 

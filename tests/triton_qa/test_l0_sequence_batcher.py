@@ -43,7 +43,9 @@ from tests.support.netns import LoopbackHost
 from tests.triton_qa import harness, repositories
 from tests.triton_qa.conftest import FULL
 
-pytestmark = pytest.mark.slow
+# a full run's repositories take minutes each (the shared-memory variant's, one server at a
+# time, about twenty)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600 if FULL else 300)]
 
 NO_DELAY_TESTS = [
     "test_simple_sequence",

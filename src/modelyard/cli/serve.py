@@ -39,7 +39,7 @@ from modelyard.logging import configure_logging
 from modelyard.metrics import serve_metrics
 from modelyard.modelfiles.repository import ModelRepository
 from modelyard.protocol.shared_memory import SystemSharedMemory
-from modelyard.server.dataplane import LocalDataPlane
+from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ModelManager
 from modelyard.server.residency import Residency
 from modelyard.server.resource_limiter import ResourceLimiter

@@ -17,7 +17,7 @@ from modelyard.server.residency import LOAD_WAIT_BUCKETS
 from modelyard.server.stats import Histogram, VersionStats
 
 if TYPE_CHECKING:
-    from modelyard.server.dataplane import LocalDataPlane
+    from modelyard.server.local_dataplane import LocalDataPlane
 
 
 def _histogram(hist: Histogram) -> dict[str, list[Any]]:

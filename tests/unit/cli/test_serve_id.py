@@ -6,7 +6,7 @@ from pathlib import Path
 
 from modelyard.cli.main import build_parser
 from modelyard.modelfiles.repository import ModelRepository
-from modelyard.server.dataplane import LocalDataPlane
+from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ModelManager
 
 

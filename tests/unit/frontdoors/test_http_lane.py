@@ -19,7 +19,7 @@ from modelyard.frontdoors.http import HttpFrontend
 from modelyard.governance.auth import hash_secret
 from modelyard.governance.runtime import Governance, RulesSource
 from modelyard.governance.service_config import parse_service_config
-from modelyard.server.dataplane import LocalDataPlane
+from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode
 from tests.support.dataplane import running_dataplane
 from tests.support.models import slow_double

@@ -13,7 +13,7 @@ from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.examples.build import build_mlp_onnx, build_tiny_onnx, example_inputs
 from modelyard.hardware.memory import parse_size
 from modelyard.modelfiles.repository import ModelRepository
-from modelyard.server.dataplane import LocalDataPlane
+from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.types import InferRequest
 

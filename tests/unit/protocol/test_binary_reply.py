@@ -17,7 +17,7 @@ from modelyard.protocol.v2_http import (
     JsonReply,
     encode_infer_response,
 )
-from modelyard.server.dataplane import LocalDataPlane
+from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode
 from modelyard.types import InferResponse, OutputTensor
 from tests.support.dataplane import running_dataplane

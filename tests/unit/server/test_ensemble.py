@@ -13,8 +13,8 @@ import pytest
 
 from modelyard.errors import ModelyardError
 from modelyard.modelfiles.repository import ModelRepository
-from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.ensemble import _batch_converted, load_order
+from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode
 from modelyard.types import InferRequest
 from tests.support.dataplane import run_on_dataplane as run

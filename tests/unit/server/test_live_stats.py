@@ -15,8 +15,8 @@ from modelyard.errors import ModelyardError
 from modelyard.frontdoors.http import HttpFrontend
 from modelyard.gateway.forward import ForwardingDataPlane
 from modelyard.modelfiles.repository import ModelRepository
-from modelyard.server.dataplane import LocalDataPlane
 from modelyard.server.live_stats import live_stats
+from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ModelManager
 from modelyard.types import InferRequest
 from tests.support.models import slow_double

@@ -19,7 +19,7 @@ from modelyard.governance.runtime import Governance
 from modelyard.governance.service_config import empty_service_config
 from modelyard.modelfiles.config import parse_json_config
 from modelyard.modelfiles.repository import ModelRepository
-from modelyard.server.dataplane import LocalDataPlane
+from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.types import InferRequest
 from tests.support.models import ENSEMBLE_OVER_OTHER, slow_double, times_ten

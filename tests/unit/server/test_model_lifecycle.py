@@ -13,7 +13,7 @@ import pytest
 
 from modelyard.errors import Code, ModelyardError
 from modelyard.modelfiles.repository import ModelRepository
-from modelyard.server.dataplane import LocalDataPlane
+from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.types import InferRequest
 from tests.support.models import failing, slow_double

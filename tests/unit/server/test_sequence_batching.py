@@ -19,7 +19,7 @@ import pytest
 from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.modelfiles.config import parse_model_config
 from modelyard.server import sequence_batcher
-from modelyard.server.dataplane import LocalDataPlane
+from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode
 from modelyard.server.sequence_batcher import SequenceScheduler
 from modelyard.server.sequence_policy import SequencePolicy, sequence_flags

@@ -12,7 +12,7 @@ import pytest
 
 from modelyard.errors import Code, ModelyardError
 from modelyard.modelfiles.config import parse_json_config
-from modelyard.server.dataplane import LocalDataPlane
+from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode
 from tests.support.dataplane import run_on_dataplane as run
 from tests.support.models import slow_double
