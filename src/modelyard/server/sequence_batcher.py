@@ -13,6 +13,11 @@ END, READY, CORRID) and the implicit states (``state``) the config names:
   with READY false and zeros;
 * **oldest**: up to ``max_candidate_sequences`` sequences per instance; a batch takes
   the next request of as many of them as are ready, oldest first, with no padding.
+  With ``preserve_ordering``, answers leave in the order their requests were taken for
+  execution, across sequences and instances (``InOrder``): as Triton's, whose oldest
+  strategy feeds each instance's dynamic batcher a sequence's next request once the one
+  before it has run. A request of a sequence still waiting for a slot is not yet taken,
+  so it holds back nobody (its slot may wait for their callers to end a sequence).
 
 A sequence's requests never run concurrently and are answered in order. The
 implicit state a sequence's execution returns feeds its next one; START resets it
@@ -22,6 +27,7 @@ to the configured initial state.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import os
 import threading
@@ -34,6 +40,7 @@ import numpy as np
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import BatchedRequest, Engine, batch_requests
 from modelyard.errors import Code, ModelServerError
+from modelyard.in_order import InOrder
 from modelyard.server.batcher import QUEUE_FULL_RULE
 from modelyard.server.scheduler import (
     InstanceThreads,
@@ -44,6 +51,7 @@ from modelyard.server.scheduler import (
     held_until_queued,
     settle,
     settle_on_loops,
+    settle_soon,
     shape_key_of,
     stack_rows,
     start_instance_threads,
@@ -85,6 +93,7 @@ class _Request:
     shape_key: tuple[Any, ...]
     timing: list[int] | None = None
     parameters: dict[str, Any] | None = None
+    ticket: int = -1  # its place in the answers' order (preserve_ordering), once taken
 
 
 @dataclass(slots=True, eq=False)
@@ -176,6 +185,8 @@ class SequenceScheduler(InstanceThreads):
         self._sequences: dict[SequenceId, _Sequence] = {}
         self._slots: list[list[_Sequence | None]] = [[None] * policy.slots for _ in engines]
         self._backlog: deque[_Sequence] = deque()
+        # oldest's preserve_ordering: answers leave in the order their requests were taken
+        self._in_order = InOrder() if policy.preserve_ordering else None
         # Triton's test hooks: nothing runs until this many requests are queued in slots
         # and this many in the backlog (TRITONSERVER_DELAY_SCHEDULER, _BACKLOG_DELAY_...)
         self._held_until_queued = held_until_queued()
@@ -457,6 +468,8 @@ class SequenceScheduler(InstanceThreads):
                 rows.append(_Row(None, None))
                 continue
             request = sequence.queue.popleft()
+            if self._in_order is not None:
+                request.ticket = self._in_order.ticket()
             sequence.executing = True
             rows.append(_Row(sequence, request))
         taken = len(chosen)
@@ -626,5 +639,12 @@ class SequenceScheduler(InstanceThreads):
         check_outputs(self.model, self.version, results, outputs, rows, self.policy.batched)
 
     def _answer(self, answers: list[tuple[_Request, Any]]) -> None:
+        in_order = self._in_order
+        if in_order is not None:  # a request taken for execution is answered in its turn
+            for request, outcome in answers:
+                if request.ticket >= 0:
+                    answer = functools.partial(settle_soon, request.loop, request.future, outcome)
+                    in_order.release(request.ticket, answer)
+            answers = [(request, outcome) for request, outcome in answers if request.ticket < 0]
         by_loop = answers_by_loop((r.loop, r.future, outcome) for r, outcome in answers)
         settle_on_loops(by_loop, settle)

@@ -237,7 +237,6 @@ _START = 'control_input [{ name: "START" control [{ kind: CONTROL_SEQUENCE_START
     ("sequence_batching", "expected"),
     [
         ("iterative_sequence: true", "sequence_batching.iterative_sequence is not served"),
-        ("oldest { preserve_ordering: true }", "oldest.preserve_ordering is not served"),
         (_START % "", "needs one of int32_false_true"),
         (_START % "int32_false_true: [ 0 ]", "with two values"),
         (_START % "int32_false_true: [ 0, 1 ] fp32_false_true: [ 0, 1 ]", "needs one of"),
@@ -464,3 +463,85 @@ async def test_callers_cannot_queue_without_bound(
             await dp.infer(_request("acc", 1, 4, start=True))
         assert await _sum(dp, "acc", 1, 1, end=True) == len(answered) + 1
         assert await asyncio.gather(*waiting) == [1, 1]
+
+
+# answers its DELAY input after sleeping that many milliseconds
+SLEEPING = """
+import time
+
+
+class Model:
+    def execute(self, inputs):
+        time.sleep(int(inputs["DELAY"].max()) / 1000)
+        return {"OUT": inputs["DELAY"]}
+"""
+
+
+def _sleeping(repository: Path, oldest: str) -> None:
+    write_python_model(repository, "sleeping", SLEEPING, f"""
+        backend: "python"
+        max_batch_size: 1
+        instance_group [{{ kind: KIND_CPU count: 2 }}]
+        input [{{ name: "DELAY" data_type: TYPE_INT32 dims: [ 1 ] }}]
+        output [{{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }}]
+        sequence_batching {{ oldest {{ max_candidate_sequences: 1 {oldest} }} }}
+        """)  # fmt: skip
+
+
+async def _answered_in_order(dp: LocalDataPlane, sent: list[tuple[int, int, bool]]) -> list[int]:
+    """The sequences of ``sent`` (id, delay ms, start), sent 50 ms apart, as answered."""
+    answered: list[int] = []
+
+    async def one(sid: int, delay: int, start: bool) -> None:
+        request = InferRequest(
+            "sleeping", None, {"DELAY": np.array([[delay]], dtype=np.int32)}, {"DELAY": "INT32"},
+            parameters={"sequence_id": sid, "sequence_start": start},
+        )  # fmt: skip
+        await dp.infer(request)
+        answered.append(sid)
+
+    tasks = []
+    for each in sent:
+        tasks.append(asyncio.ensure_future(one(*each)))
+        await asyncio.sleep(0.05)
+    await asyncio.wait_for(asyncio.gather(*tasks), 10)
+    return answered
+
+
+@pytest.mark.parametrize("preserve", [True, False])
+@_in_a_loop
+async def test_oldest_preserve_ordering_answers_in_the_order_requests_were_taken(
+    tmp_path: Path, preserve: bool
+) -> None:
+    """Two instances: sequence 1's slow request is taken first, sequence 2's quick one
+    after; with preserve_ordering the quick answer waits for the slow one, as Triton's."""
+    _sleeping(tmp_path, f"preserve_ordering: {str(preserve).lower()}")
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        scheduler = dp.manager.resolve("sleeping", None).scheduler
+        assert isinstance(scheduler, SequenceScheduler)
+        assert scheduler.policy.preserve_ordering is preserve
+        answered = await _answered_in_order(dp, [(1, 400, True), (2, 0, True)])
+        assert answered == ([1, 2] if preserve else [2, 1])
+
+
+@_in_a_loop
+async def test_with_preserve_ordering_a_sequence_waiting_for_a_slot_holds_nobody_back(
+    tmp_path: Path,
+) -> None:
+    """Two slots, both held: sequence 3's START waits in the backlog, and the later
+    requests of the sequences in the slots are answered meanwhile (their callers may be
+    waiting for them before they end their sequences and free a slot)."""
+    _sleeping(tmp_path, "preserve_ordering: true")
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        answered = await _answered_in_order(dp, [(1, 0, True), (2, 0, True)])
+        assert sorted(answered) == [1, 2]
+        backlogged = asyncio.ensure_future(_answered_in_order(dp, [(3, 0, True)]))
+        await asyncio.sleep(0.1)
+        assert await _answered_in_order(dp, [(1, 0, False), (2, 0, False)]) == [1, 2]
+        assert not backlogged.done()
+        end = InferRequest(
+            "sleeping", None, {"DELAY": np.array([[0]], dtype=np.int32)}, {"DELAY": "INT32"},
+            parameters={"sequence_id": 1, "sequence_end": True},
+        )  # fmt: skip
+        await dp.infer(end)
+        assert await asyncio.wait_for(backlogged, 5) == [3]
