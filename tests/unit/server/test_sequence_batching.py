@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from modelyard.dataplane import StreamResponse
 from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.modelfiles.config import parse_model_config
 from modelyard.server import sequence_batcher
@@ -25,7 +26,12 @@ from modelyard.server.sequence_batcher import SequenceScheduler
 from modelyard.server.sequence_policy import SequencePolicy, sequence_flags
 from modelyard.types import InferRequest
 from tests.support.dataplane import running_dataplane
-from tests.support.models import sequence_accumulator, write_python_model
+from tests.support.models import (
+    SEQUENCE_COUNTER,
+    sequence_accumulator,
+    sequence_counter,
+    write_python_model,
+)
 
 
 def _in_a_loop(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
@@ -545,3 +551,109 @@ async def test_with_preserve_ordering_a_sequence_waiting_for_a_slot_holds_nobody
         )  # fmt: skip
         await dp.infer(end)
         assert await asyncio.wait_for(backlogged, 5) == [3]
+
+
+def _counter_request(
+    sid: int, count: int, delay: int = 0, start: bool = False, end: bool = False
+) -> InferRequest:
+    inputs = {
+        "IN": np.array([[count]], dtype=np.int32),
+        "DELAY": np.array([[delay]], dtype=np.int32),
+    }
+    parameters = {"sequence_id": sid, "sequence_start": start, "sequence_end": end}
+    return InferRequest(
+        "sequence_counter", None, inputs, {"IN": "INT32", "DELAY": "INT32"}, parameters=parameters
+    )
+
+
+def _out(item: StreamResponse) -> list[int]:
+    assert item.error is None and item.response is not None
+    return [int(v) for v in item.response.outputs[0].data.ravel()]
+
+
+@_in_a_loop
+async def test_a_decoupled_sequence_model_streams_each_request_s_responses_in_order(
+    tmp_path: Path,
+) -> None:
+    """Each request of a sequence reaches the model with its correlation id, flags and
+    CORRID input, after the one before it; its responses come as the model sends them,
+    then its FINAL; a plain call is refused as for any decoupled model."""
+    sequence_counter(tmp_path)
+    write_python_model(tmp_path, "with_state", SEQUENCE_COUNTER, """
+        backend: "python"
+        max_batch_size: 4
+        model_transaction_policy { decoupled: true }
+        input [{ name: "IN" data_type: TYPE_INT32 dims: [ 1 ] }]
+        output [{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }]
+        sequence_batching {
+          state [{ input_name: "S" output_name: "T" data_type: TYPE_INT32 dims: [ 1 ] }]
+        }
+        """)  # fmt: skip
+    plans = {sid: [sid % 3 + 1, 0, 2] for sid in range(1, 7)}  # responses per request
+
+    async def run(sid: int, counts: list[int]) -> list[list[int]]:
+        outs = []
+        for index, count in enumerate(counts):
+            await asyncio.sleep(random.random() / 100)
+            request = _counter_request(sid, count, start=index == 0, end=index == len(counts) - 1)
+            items = [item async for item in dp.infer_stream(request)]
+            assert items[-1].final and items[-1].response is None
+            outs += [_out(item) for item in items[:-1]]
+            assert not any(item.final for item in items[:-1])
+        return outs
+
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        got = await asyncio.gather(*(run(sid, counts) for sid, counts in plans.items()))
+        for (sid, counts), outs in zip(plans.items(), got, strict=True):
+            flags = [1] * counts[0] + [0] * counts[1] + [2] * counts[2]
+            assert outs == [[n + 1, flag, sid] for n, flag in enumerate(flags)], sid
+        with pytest.raises(ModelyardError) as plain:
+            await dp.infer(_counter_request(99, 1, start=True))
+        assert plain.value.code is Code.UNIMPLEMENTED
+        assert "is decoupled" in plain.value.line() and "ModelStreamInfer" in plain.value.line()
+        with pytest.raises(ModelyardError, match="must specify the START flag"):
+            [item async for item in dp.infer_stream(_counter_request(98, 1))]
+        scheduler = dp.manager.resolve("sequence_counter", None).scheduler
+        assert isinstance(scheduler, SequenceScheduler)
+        assert scheduler.pending == 0  # every request reached its FINAL
+        for _ in range(100):  # an END's slot is free once its execute has returned
+            if scheduler.active_sequences == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert scheduler.active_sequences == 0
+        stats = dp.statistics("sequence_counter", None)["model_stats"][0]
+        assert stats["inference_count"] == 3 * len(plans)
+        refused = {entry["name"]: entry for entry in dp.manager.index()}["with_state"]
+        assert refused["state"] == "UNAVAILABLE"
+        assert "implicit state (sequence_batching.state) is not served for a decoupled model" in (
+            refused["reason"]
+        )
+
+
+@pytest.mark.parametrize("preserve", [True, False])
+@_in_a_loop
+async def test_a_decoupled_sequence_model_s_responses_keep_their_turn_with_preserve_ordering(
+    tmp_path: Path, preserve: bool
+) -> None:
+    """Sequence 1's request, taken first on one instance, sends three responses 100 ms apart;
+    sequence 2's, taken after on the other, sends two at once: with preserve_ordering they
+    wait until sequence 1's request has sent its FINAL."""
+    sequence_counter(
+        tmp_path, oldest=f"preserve_ordering: {str(preserve).lower()}", instances=2
+    )
+    seen: list[tuple[int, bool]] = []
+
+    async def stream(sid: int, count: int, delay: int) -> None:
+        request = _counter_request(sid, count, delay, start=True, end=True)
+        async for item in dp.infer_stream(request):
+            seen.append((sid, item.final))
+
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        first = asyncio.ensure_future(stream(1, 3, 100))
+        await asyncio.sleep(0.05)
+        await asyncio.wait_for(asyncio.gather(first, stream(2, 2, 0)), 10)
+    assert sorted(seen) == sorted([(1, False)] * 3 + [(1, True), (2, False), (2, False), (2, True)])
+    if preserve:
+        assert seen[:4] == [(1, False)] * 3 + [(1, True)]
+    else:
+        assert seen.index((2, True)) < seen.index((1, True))  # sent while 1 was sending
