@@ -147,6 +147,24 @@ def test_a_full_queue_is_unavailable_with_retry_after_in_trailing_metadata(
     assert ("retry-after", "1") in full.value.trailing_metadata()
 
 
+def test_a_stream_writes_answers_in_the_order_it_read_the_requests(slow_server: Served) -> None:
+    """As Triton's stream: a model that answers once gets its answer written after those of
+    the requests read before it (slow_double takes 1 s, queue_of_one 0.5 s), while both
+    run at once."""
+    client = grpcclient.InferenceServerClient(slow_server.grpc_url)
+    answers: queue.Queue[tuple[Any, InferenceServerException | None]] = queue.Queue()
+    client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    try:
+        client.async_stream_infer("slow_double", [double_input()], request_id="slow")
+        client.async_stream_infer("queue_of_one", [double_input()], request_id="quick")
+        got = [answers.get(timeout=10) for _ in range(2)]
+    finally:
+        client.stop_stream()
+        client.close()
+    assert [error for _, error in got] == [None, None]
+    assert [result.get_response().id for result, _ in got] == ["slow", "quick"]
+
+
 def test_health_service_follows_models_through_load_and_unload(tmp_path: Path) -> None:
     repository = tmp_path / "models"
     slow_double(repository, versions=(1, 2))

@@ -5,18 +5,21 @@ docstring) on the example models of the same names (tests/support/models.py):
 ``simple_sequence`` and ``simple_dyna_sequence`` as the ONNX graphs Triton ships,
 ``simple_string_dyna_sequence`` as a python-backend model, and ``repeat_int32`` as
 python_backend's decoupled example writes it. The ``dyna`` variants are the scripts
-run with ``-d``.
+run with ``-d``. ``sequence_counter`` is a decoupled sequence model of ours (Triton's
+own tests of one are disabled in its suite).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
@@ -27,6 +30,7 @@ from tritonclient.utils import InferenceServerException
 from tests.support.models import (
     repeat_int32,
     sequence_accumulator,
+    sequence_counter,
     simple_sequence,
     simple_string_dyna_sequence,
 )
@@ -44,6 +48,7 @@ def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     simple_string_dyna_sequence(repository)
     repeat_int32(repository)
     sequence_accumulator(repository, "accumulator")
+    sequence_counter(repository)
     with server_in_process(repository) as server:
         yield server
 
@@ -325,3 +330,71 @@ def test_a_plain_call_to_a_decoupled_model_is_refused_at_once(triton: Served) ->
     finally:
         grpc_client.close()
         http_client.close()
+
+
+def _counter_inputs(module: Any, count: int) -> list[Any]:
+    inputs = [module.InferInput("IN", [1, 1], "INT32"), module.InferInput("DELAY", [1, 1], "INT32")]
+    inputs[0].set_data_from_numpy(np.array([[count]], dtype=np.int32))
+    inputs[1].set_data_from_numpy(np.zeros((1, 1), dtype=np.int32))
+    return inputs
+
+
+def test_a_decoupled_sequence_model_streams_each_sequence_s_responses_in_order(
+    triton: Served,
+) -> None:
+    """Three sequences of three requests, interleaved on one gRPC stream without waiting:
+    each request's responses (OUT: the sequence's running count, the request's flags, its
+    CORRID) come in its sequence's order; HTTP's generate_stream streams one too, and a
+    plain call is refused as for any decoupled model."""
+    counts = [2, 1, 3]  # responses per request
+    client = grpcclient.InferenceServerClient(triton.grpc_url)
+    answers: queue.Queue[tuple[Any, Any]] = queue.Queue()
+    client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    try:
+        for index, count in enumerate(counts):
+            for sid in (31, 32, 33):
+                client.async_stream_infer(
+                    "sequence_counter", _counter_inputs(grpcclient, count), sequence_id=sid,
+                    sequence_start=index == 0, sequence_end=index == len(counts) - 1,
+                    request_id=f"{sid}-{index}",
+                )  # fmt: skip
+        got = [answers.get(timeout=10) for _ in range(3 * sum(counts))]
+    finally:
+        client.stop_stream()
+    assert [error for _, error in got if error is not None] == []
+    flags = [1] * counts[0] + [0] * counts[1] + [2] * counts[2]
+    for sid in (31, 32, 33):
+        outs = [
+            result.as_numpy("OUT").ravel().tolist()
+            for result, _ in got
+            if result.get_response().id.startswith(f"{sid}-")
+        ]
+        assert outs == [[n + 1, flag, sid] for n, flag in enumerate(flags)], sid
+    try:
+        with pytest.raises(InferenceServerException) as caught:
+            client.infer(
+                "sequence_counter", _counter_inputs(grpcclient, 1), sequence_id=34,
+                sequence_start=True,
+            )  # fmt: skip
+        assert caught.value.status() == "StatusCode.UNIMPLEMENTED"
+        assert "ModelStreamInfer" in str(caught.value)
+    finally:
+        client.close()
+    http_client = httpclient.InferenceServerClient(triton.http_url)
+    try:
+        with pytest.raises(InferenceServerException) as caught:
+            http_client.infer(
+                "sequence_counter", _counter_inputs(httpclient, 1), sequence_id=34,
+                sequence_start=True,
+            )  # fmt: skip
+        assert caught.value.status() == "501"
+    finally:
+        http_client.close()
+    body = {"IN": 2, "DELAY": 0, "sequence_id": 35, "sequence_start": True, "sequence_end": True}
+    response = httpx.post(
+        f"http://{triton.http_url}/v2/models/sequence_counter/generate_stream", json=body,
+        timeout=10,
+    )  # fmt: skip
+    assert response.status_code == 200, response.text
+    events = [json.loads(line[len("data: ") :]) for line in response.text.split("\n\n") if line]
+    assert [event["OUT"] for event in events] == [[1, 3, 35], [2, 3, 35]]

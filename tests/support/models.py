@@ -499,6 +499,66 @@ class TritonPythonModel:
 """
 
 
+SEQUENCE_COUNTER = """
+import time
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.counts = {}
+
+    def execute(self, requests):
+        for request in requests:
+            sid, flags = request.correlation_id(), request.flags()
+            count = int(pb_utils.get_input_tensor_by_name(request, "IN").as_numpy().ravel()[0])
+            delay = int(pb_utils.get_input_tensor_by_name(request, "DELAY").as_numpy().ravel()[0])
+            corrid = pb_utils.get_input_tensor_by_name(request, "CORRID").as_numpy().ravel()[0]
+            if flags & pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START:
+                self.counts[sid] = 0
+            sender = request.get_response_sender()
+            for _ in range(count):
+                time.sleep(delay / 1000)
+                self.counts[sid] += 1
+                out = np.array([[self.counts[sid], flags, int(corrid)]], dtype=np.int32)
+                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", out)]))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+"""
+
+
+def sequence_counter(
+    repository: Path, name: str = "sequence_counter", oldest: str = "", instances: int = 1
+) -> Path:
+    """A decoupled sequence model (python backend): each request sends IN responses, one
+    every DELAY ms, of OUT = [the sequence's running count of responses, the request's
+    flags (1 START, 2 END), its CORRID control input]; START resets the count."""
+    return write_python_model(
+        repository,
+        name,
+        SEQUENCE_COUNTER,
+        f"""
+        backend: "python"
+        max_batch_size: 4
+        model_transaction_policy {{ decoupled: true }}
+        instance_group [{{ kind: KIND_CPU count: {instances} }}]
+        input [
+          {{ name: "IN" data_type: TYPE_INT32 dims: [ 1 ] }},
+          {{ name: "DELAY" data_type: TYPE_INT32 dims: [ 1 ] }}
+        ]
+        output [{{ name: "OUT" data_type: TYPE_INT32 dims: [ 3 ] }}]
+        sequence_batching {{
+          oldest {{ max_candidate_sequences: 4 {oldest} }}
+          control_input [{{
+            name: "CORRID" control [{{ kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 }}]
+          }}]
+        }}
+        """,
+    )
+
+
 def repeat_int32(repository: Path) -> Path:
     """Triton's decoupled example ``repeat_int32`` as python_backend writes it: IN [-1] INT32,
     DELAY [-1] UINT32 (ms), WAIT [1] UINT32; one response (OUT, IDX) per element of IN."""

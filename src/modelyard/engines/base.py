@@ -37,14 +37,16 @@ class BatchedRequest(NamedTuple):
 
 class DecoupledRequest(NamedTuple):
     """One request of a decoupled model's ``execute``: its tensors and parameters, where its
-    responses go (``deliver(outputs, error, final)``, from any thread) and whether its
-    caller has gone."""
+    responses go (``deliver(outputs, error, final)``, from any thread), whether its
+    caller has gone, and a sequence's correlation id and flags (as ``BatchedRequest``'s)."""
 
     inputs: dict[str, NDArray[Any]]
     outputs: list[str]
     deliver: Callable[..., None]
     is_cancelled: Callable[[], bool]
     parameters: dict[str, Any] | None = None
+    correlation_id: int | str = 0
+    flags: int = 0
 
 
 class ModelParameters(dict[str, Any]):

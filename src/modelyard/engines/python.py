@@ -290,7 +290,9 @@ class PythonEngine(Engine):
         if self._stub is not None:
             self._stub.execute_decoupled(requests)
             return
-        batch = [BatchedRequest(parameters=each.parameters) for each in requests]
+        batch = [
+            BatchedRequest(1, each.parameters, each.correlation_id, each.flags) for each in requests
+        ]
         pb_requests, senders = [], []
         for each, described in zip(requests, batch, strict=True):
             request = self._request(each.inputs, each.outputs, described)

@@ -226,7 +226,8 @@ class StubProcess:
         for request in requests:
             call_id = next(self._ids)
             self._decoupled[call_id] = (request.deliver, request.is_cancelled, self._conn)
-            sent.append((call_id, request.inputs, request.outputs, request.parameters))
+            sent.append((call_id, request.inputs, request.outputs, request.parameters,
+                         request.correlation_id, request.flags))  # fmt: skip
         try:
             self._call("execute_decoupled", sent)
         except ModelyardError as error:
@@ -467,8 +468,10 @@ class _Child:
                 functools.partial(deliver, call_id),
                 functools.partial(is_cancelled, call_id),
                 parameters,
+                correlation_id,
+                flags,
             )
-            for call_id, inputs, outputs, parameters in sent
+            for call_id, inputs, outputs, parameters, correlation_id, flags in sent
         ]
         self._answer(batch_id, self._engine.execute_decoupled, requests)  # it returns None
 

@@ -43,6 +43,7 @@ from modelyard.frontdoors.infer_pipeline import InferPipeline
 from modelyard.frontdoors.restricted import GRPC_METHODS, Restrictions
 from modelyard.governance.guard import CALL_HEADERS, Call
 from modelyard.governance.runtime import Governance
+from modelyard.in_order import InOrder
 from modelyard.logging import SETTINGS
 from modelyard.modelfiles.load_request import load_files, load_override
 from modelyard.protocol.shared_memory import SystemSharedMemory, place_outputs
@@ -229,6 +230,37 @@ def _forget_sequence_task(
     before = last.get(key)
     if before is not None and before.task is task:
         del last[key]
+
+
+_Send: TypeAlias = Callable[[pb.ModelStreamInferResponse, bool], None]
+
+
+class _InTurn:
+    """Where one streamed request's answers go when its model answers once: onto the stream
+    in the order the requests were read, as Triton writes them (its answer waits for those
+    of the requests read before it)."""
+
+    def __init__(self, order: InOrder, write: Callable[[pb.ModelStreamInferResponse], None]):
+        self.order = order
+        self.ticket = order.ticket()
+        self.write = write
+        self.ended = False
+
+    def __call__(self, reply: pb.ModelStreamInferResponse, final: bool) -> None:
+        if self.ended:
+            return
+        self.ended = final
+        self.order.release(self.ticket, functools.partial(self.write, reply), final)
+
+    def end(self, _task: asyncio.Task[None] | None = None) -> None:
+        """The request is done: the next one's turn comes, whatever it sent."""
+        if not self.ended:
+            self.ended = True
+            self.order.release(self.ticket, _nothing)
+
+
+def _nothing() -> None:
+    pass
 
 
 def _wants_empty_final(message: pb.ModelInferRequest) -> bool:
@@ -479,10 +511,11 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     async def ModelStreamInfer(
         self, request_iterator: AsyncIterator[pb.ModelInferRequest], context: Context
     ) -> AsyncIterator[pb.ModelStreamInferResponse]:
-        """Requests on one stream run concurrently; answers come as they finish, a decoupled
-        model's many per request. Each says whether it is its request's last
-        (``triton_final_response``); a FINAL flag sent alone becomes an empty response only
-        for a request that set ``triton_enable_empty_final_response``."""
+        """Requests on one stream run concurrently. As Triton's, the answers of requests to
+        models that answer once are written in the order the requests were read; a
+        decoupled model's many come as it sends them. Each says whether it is its request's
+        last (``triton_final_response``); a FINAL flag sent alone becomes an empty response
+        only for a request that set ``triton_enable_empty_final_response``."""
         if self.restrictions is not None:  # refused at once: the stream ends with the line
             try:
                 _check_restricted(self.restrictions, "inference", context)
@@ -491,8 +524,12 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         answers: asyncio.Queue[pb.ModelStreamInferResponse | None] = asyncio.Queue()
         deadline = _deadline(self.dataplane, context)
 
+        def write_now(reply: pb.ModelStreamInferResponse, final: bool) -> None:
+            answers.put_nowait(reply)
+
         async def read() -> None:
             tasks: set[asyncio.Task[None]] = set()
+            in_turn = InOrder()  # the answers of requests to models that answer once
             # a sequence's requests reach its model in the order they came: each waits
             # until the one before it is queued there, or answered (a gateway forwards them
             # as separate calls, and says nothing of queues)
@@ -502,13 +539,16 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                     key = _sequence_key(message)
                     before = None if key is None else last_of_sequence.get(key)
                     queued = asyncio.Event() if key is not None else None
+                    send: _Send = write_now
+                    if self._answers_once(message):
+                        send = _InTurn(in_turn, answers.put_nowait)
                     task = asyncio.create_task(
-                        self._stream_one(
-                            message, deadline, context, answers.put_nowait, before, queued
-                        )
+                        self._stream_one(message, deadline, context, send, before, queued)
                     )
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
+                    if isinstance(send, _InTurn):
+                        task.add_done_callback(send.end)
                     if key is not None:
                         assert queued is not None
                         last_of_sequence[key] = _Before(task, queued)
@@ -530,12 +570,21 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         finally:
             reader.cancel()
 
+    def _answers_once(self, message: pb.ModelInferRequest) -> bool:
+        """Whether a streamed request's model answers once (is not decoupled); one it cannot
+        name yet counts so, as Triton counts it."""
+        try:
+            config = self.dataplane.model_config(message.model_name, message.model_version or None)
+        except ModelyardError:
+            return True
+        return not config.get("model_transaction_policy", {}).get("decoupled", False)
+
     async def _stream_one(
         self,
         message: pb.ModelInferRequest,
         deadline: float | None,
         context: Context,
-        send: Callable[[pb.ModelStreamInferResponse], None],
+        send: _Send,
         before: _Before | None = None,
         queued: asyncio.Event | None = None,
     ) -> None:
@@ -558,18 +607,18 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                 if not isinstance(error, ModelyardError):
                     error = internal_error(error)
                 log.warning("rpc_failed", rpc="ModelStreamInfer", **error.fields())
-                send(_stream_error(message, error.line(), item.final))
+                send(_stream_error(message, error.line(), item.final), item.final)
                 return
             if item.response is None:
                 if item.final and empty_final:
                     send(_stream_reply(pb.ModelInferResponse(
                         model_name=message.model_name, model_version=message.model_version,
                         id=message.id,
-                    ), True))  # fmt: skip
+                    ), True), True)  # fmt: skip
                 return
             if decoded:
                 place_outputs(decoded[0], item.response)
-            send(_stream_reply(encode_infer_response(item.response), item.final))
+            send(_stream_reply(encode_infer_response(item.response), item.final), item.final)
 
         try:
             if self.governance is None:
@@ -585,7 +634,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             log.exception("rpc_crashed", rpc="ModelStreamInfer")
             failed = internal_error(exc)
         log.warning("rpc_failed", rpc="ModelStreamInfer", **failed.fields())
-        send(_stream_error(message, failed.line(), True))
+        send(_stream_error(message, failed.line(), True), True)
 
     @_rpc
     async def LogSettings(self, request: pb.LogSettingsRequest, context: Context) -> Any:

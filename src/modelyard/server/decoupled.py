@@ -13,14 +13,20 @@ pending, until its FINAL flag.
 
 A plain call (HTTP infer, gRPC ModelInfer, an ensemble step) has one answer to give,
 so it is refused at once with the error line saying to stream.
+
+A decoupled model with ``sequence_batching`` has the sequence scheduler instead (its
+slots and backlog), which opens its requests the same way: ``OpenRequest`` and
+``execute_decoupled`` are the parts both use.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -36,6 +42,7 @@ from modelyard.server.scheduler import (
     unloading,
 )
 from modelyard.server.scheduling import Submission
+from modelyard.server.stats import VersionStats
 
 
 class StreamItem(NamedTuple):
@@ -185,45 +192,73 @@ class DecoupledScheduler(InstanceThreads):
                         taken.append(request)
                 self._open += len(taken)
             if taken:
-                self._execute(engine, [_OpenRequest(self, request) for request in taken])
-
-    def _execute(self, engine: Any, opened: list[_OpenRequest]) -> None:
-        start_ns = self._clock.monotonic_ns()
-        for each in opened:
-            each.start_ns = start_ns
-        try:
-            engine.execute_decoupled([each.described() for each in opened])
-        except Exception as exc:  # the engine's contract says it never raises: still answer
-            error = failed_around(self.model, self.version, exc)
-            for each in opened:
-                each.deliver(None, error, True)
+                opened = [
+                    OpenRequest(r.stream, r.loop, r.enqueued_ns, self.stats, self._clock,
+                                self._finished)
+                    for r in taken
+                ]  # fmt: skip
+                described = [
+                    DecoupledRequest(r.inputs, r.outputs, each.deliver, each.is_cancelled,
+                                     r.parameters)
+                    for r, each in zip(taken, opened, strict=True)
+                ]  # fmt: skip
+                execute_decoupled(engine, self.model, self.version, opened, described)
 
     def _finished(self) -> None:
         with self._lock:
             self._open -= 1
 
 
-class _OpenRequest:
-    """A request taken by an instance: open until the model sends FINAL (once, whichever
-    thread sends it), then counted in the statistics."""
+def execute_decoupled(
+    engine: Any,
+    model: str,
+    version: int,
+    opened: list[OpenRequest],
+    described: list[DecoupledRequest],
+) -> None:
+    """One ``execute`` of a decoupled model's requests (``described``, each answering
+    through its ``OpenRequest``); returns when the model's execute has."""
+    start_ns = opened[0].clock.monotonic_ns()
+    for each in opened:
+        each.start_ns = start_ns
+    try:
+        engine.execute_decoupled(described)
+    except Exception as exc:  # the engine's contract says it never raises: still answer
+        error = failed_around(model, version, exc)
+        for each in opened:
+            each.deliver(None, error, True)
 
-    def __init__(self, scheduler: DecoupledScheduler, request: _Request) -> None:
-        self.scheduler = scheduler
-        self.request = request
+
+class OpenRequest:
+    """A request taken by an instance: open until the model sends FINAL (once, whichever
+    thread sends it), then counted in the statistics and ``finished`` called. Its responses
+    reach its stream on its event loop; with ``in_turn`` (``InOrder.release`` for its
+    ticket) once the requests taken before it have had their FINAL."""
+
+    def __init__(
+        self,
+        stream: ResponseStream,
+        loop: asyncio.AbstractEventLoop,
+        enqueued_ns: int,
+        stats: VersionStats,
+        clock: Clock,
+        finished: Callable[[], None],
+        in_turn: Callable[[Callable[[], None], bool], None] | None = None,
+    ) -> None:
+        self.stream = stream
+        self.loop = loop
+        self.enqueued_ns = enqueued_ns
+        self.stats = stats
+        self.clock = clock
+        self.finished = finished
+        self.in_turn = in_turn
         self.lock = threading.Lock()
         self.final_sent = False
         self.failed = False
         self.start_ns = 0
 
-    def described(self) -> DecoupledRequest:
-        """The request as the engine takes it: where its responses go."""
-        request = self.request
-        return DecoupledRequest(
-            request.inputs, request.outputs, self.deliver, self.is_cancelled, request.parameters
-        )
-
     def is_cancelled(self) -> bool:
-        return self.request.stream.cancelled
+        return self.stream.cancelled
 
     def deliver(
         self, outputs: dict[str, np.ndarray] | None, error: ModelyardError | None, final: bool
@@ -233,26 +268,28 @@ class _OpenRequest:
                 return
             self.final_sent = final
             self.failed = self.failed or error is not None
-        request = self.request
         if final:
             self._count()
-        if request.stream.cancelled:
+        item = StreamItem(outputs, error, final)
+        if self.in_turn is None:
+            self._put(item)
+        else:
+            self.in_turn(functools.partial(self._put, item), final)
+
+    def _put(self, item: StreamItem) -> None:
+        if self.stream.cancelled:
             return
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody reads the stream
-            request.loop.call_soon_threadsafe(
-                request.stream.put, StreamItem(outputs, error, final)
-            )
+            self.loop.call_soon_threadsafe(self.stream.put, item)
 
     def _count(self) -> None:
-        scheduler = self.scheduler
-        clock = scheduler._clock
+        clock = self.clock
         end_ns = clock.monotonic_ns()
-        enqueued_ns = self.request.enqueued_ns
         if self.failed:
-            scheduler.stats.record_failure("BACKEND", end_ns - enqueued_ns)
+            self.stats.record_failure("BACKEND", end_ns - self.enqueued_ns)
         else:
-            scheduler.stats.record_execution(
-                [enqueued_ns], self.start_ns, 1, 0, end_ns - self.start_ns, 0, end_ns,
+            self.stats.record_execution(
+                [self.enqueued_ns], self.start_ns, 1, 0, end_ns - self.start_ns, 0, end_ns,
                 int(clock.wall() * 1000),
             )  # fmt: skip
-        scheduler._finished()
+        self.finished()

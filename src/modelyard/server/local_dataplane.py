@@ -520,8 +520,8 @@ class LocalDataPlane:
             return
         inputs = lane.reshaped(request.inputs)
         submitted = Submission(
-            inputs, lane.output_names, lane.rows, arrived_ns=request.arrived_ns,
-            parameters=lane.parameters,
+            inputs, lane.output_names, lane.rows, timeout_us=request.timeout_us,
+            arrived_ns=request.arrived_ns, parameters=lane.parameters, sequence=lane.sequence,
         )  # fmt: skip
         stream = scheduler.submit_stream(submitted)
         if request.queued is not None:

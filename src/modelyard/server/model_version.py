@@ -346,12 +346,16 @@ def load_model_version(
     sequence: SequencePolicy | None = None
     scheduler: ModelScheduler
     try:
-        if config.model_transaction_policy.decoupled:
+        if config.HasField("sequence_batching"):
+            sequence = _sequence_policy(name, version, model_dir, config, placed, limiter)
+            decoupled = config.model_transaction_policy.decoupled
+            if decoupled:
+                _check_decoupled_sequences(name, version, backend, engines, sequence)
+            scheduler = SequenceScheduler(name, version, engines, sequence, clock=clock,
+                                          decoupled=decoupled)  # fmt: skip
+        elif config.model_transaction_policy.decoupled:
             scheduler = _decoupled_scheduler(name, version, config, backend, engines, placed,
                                              limiter, clock)  # fmt: skip
-        elif config.HasField("sequence_batching"):
-            sequence = _sequence_policy(name, version, model_dir, config, placed, limiter)
-            scheduler = SequenceScheduler(name, version, engines, sequence, clock=clock)
         else:
             scheduler = _dynamic_scheduler(name, version, config, engines, placed, limiter,
                                            clock, loop_load, default_max_queue_size,
@@ -496,25 +500,38 @@ def _decoupled_scheduler(
 ) -> DecoupledScheduler:
     """The scheduler of a config that says ``decoupled: true``, which hands each instance one
     request at a time, or with dynamic batching the waiting ones up to max_batch_size (what
-    the model sends is each request's own)."""
-    origin = f"{name}/config.pbtxt"
+    the model sends is each request's own). A decoupled sequence model has the sequence
+    scheduler, which answers as this one does (``SequenceScheduler(decoupled=True)``)."""
+    _refuse_unless_senders(name, version, backend, engines)
+    _refuse_rate_limiter(name, version, "decoupled", placed, limiter)
+    # dynamic batching gives execute() as many waiting requests as max_batch_size allows
+    batch_size = config.max_batch_size if config.HasField("dynamic_batching") else 1
+    return DecoupledScheduler(name, version, engines, batch_size=batch_size, clock=clock)
+
+
+def _refuse_unless_senders(name: str, version: int, backend: str, engines: list[Engine]) -> None:
+    """Only Triton's python-backend models answer through response senders."""
     if not all(getattr(engine, "takes_requests", False) for engine in engines):
         raise load_error(
             name,
             version,
             "decoupled models are served for python-backend models that answer through "
             f"triton_python_backend_utils only (backend '{backend}')",
-            f"set decoupled: false in {origin}, or send responses with "
+            f"set decoupled: false in {name}/config.pbtxt, or send responses with "
             "request.get_response_sender()",
         )
-    if config.HasField("sequence_batching"):
+
+
+def _check_decoupled_sequences(
+    name: str, version: int, backend: str, engines: list[Engine], policy: SequencePolicy
+) -> None:
+    """A decoupled sequence model: its sender's responses carry no state to keep."""
+    _refuse_unless_senders(name, version, backend, engines)
+    if policy.states:
         raise load_error(
             name,
             version,
-            "a decoupled sequence model is not served",
-            f"remove sequence_batching or set decoupled: false in {origin}",
+            "implicit state (sequence_batching.state) is not served for a decoupled model: "
+            "which of a request's responses would carry it is not defined",
+            f"keep the state in the model, or set decoupled: false in {name}/config.pbtxt",
         )
-    _refuse_rate_limiter(name, version, "decoupled", placed, limiter)
-    # dynamic batching gives execute() as many waiting requests as max_batch_size allows
-    batch_size = config.max_batch_size if config.HasField("dynamic_batching") else 1
-    return DecoupledScheduler(name, version, engines, batch_size=batch_size, clock=clock)

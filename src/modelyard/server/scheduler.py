@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import operator
 import os
@@ -57,6 +58,7 @@ from modelyard.errors import (
     ModelyardError,
     without_paths,
 )
+from modelyard.in_order import InOrder
 from modelyard.server.batcher import (
     BatchingPolicy,
     QueuedRequest,
@@ -250,24 +252,10 @@ def engine_error(model: str, version: int, engine: Engine, exc: Exception) -> Mo
     )
 
 
-class _InOrder:
-    """Releases answers in arrival order (dynamic_batching.preserve_ordering)."""
-
-    def __init__(self) -> None:
-        self._next = 0
-        self._held: dict[int, tuple[asyncio.Future[Any], Any, asyncio.AbstractEventLoop]] = {}
-        self._lock = threading.Lock()
-
-    def release(
-        self, seq: int, future: asyncio.Future[Any], outcome: Any, loop: asyncio.AbstractEventLoop
-    ) -> None:
-        with self._lock:
-            self._held[seq] = (future, outcome, loop)
-            while self._next in self._held:
-                fut, out, lp = self._held.pop(self._next)
-                self._next += 1
-                with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
-                    lp.call_soon_threadsafe(settle, [(fut, out)])
+def settle_soon(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], outcome: Any) -> None:
+    """Settle one future on its own loop, from any thread (``InOrder``'s release)."""
+    with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
+        loop.call_soon_threadsafe(settle, [(future, outcome)])
 
 
 class Execution(StrEnum):
@@ -373,7 +361,7 @@ class Scheduler(InstanceThreads):
         self._takes_requests = any(getattr(e, "takes_requests", False) for e in engines)
         self._queue = RequestQueue(model, version, policy)
         self._executing = 0
-        self._in_order = _InOrder() if policy.preserve_ordering else None
+        self._in_order = InOrder() if policy.preserve_ordering else None
         self._held_until_queued = held_until_queued()
         # a model that waits for its preferred batch holds lone requests: never inline
         self._allow_inline = (
@@ -716,7 +704,10 @@ class Scheduler(InstanceThreads):
         if in_order is not None:
             for request, outcome in answers:
                 pending = request.payload
-                in_order.release(request.seq, pending.future, outcome, pending.loop)
+                in_order.release(
+                    request.seq,
+                    functools.partial(settle_soon, pending.loop, pending.future, outcome),
+                )
             return
         if on_loop:  # the futures' own loop, running: settled in place
             settle([(request.payload.future, outcome) for request, outcome in answers])

@@ -8,7 +8,8 @@ its raw output arrays. Which scheduler a version has is decided once, when it lo
 * ``Scheduler`` (``scheduler.py``): dynamic batching, or none; ``TokenScheduler``
   (``token_scheduler.py``) batches an encoder's texts by tokens;
 * ``SequenceScheduler`` (``sequence_batcher.py``): a request's ``sequence`` binds it to
-  its sequence's slot (one without a sequence is refused, as Triton refuses it);
+  its sequence's slot (one without a sequence is refused, as Triton refuses it); a
+  decoupled sequence model's answers through ``submit_stream``;
 * ``DecoupledScheduler`` (``decoupled.py``): answers through ``submit_stream``, zero, one
   or many responses (``decoupled`` is True); its ``submit`` refuses, in Triton's words;
 * ``EnsembleScheduler`` (``ensemble.py``): runs its steps, each through its own model's

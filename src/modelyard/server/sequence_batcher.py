@@ -13,6 +13,11 @@ END, READY, CORRID) and the implicit states (``state``) the config names:
   with READY false and zeros;
 * **oldest**: up to ``max_candidate_sequences`` sequences per instance; a batch takes
   the next request of as many of them as are ready, oldest first, with no padding.
+  With ``preserve_ordering``, answers leave in the order their requests were taken for
+  execution, across sequences and instances (``InOrder``): as Triton's, whose oldest
+  strategy feeds each instance's dynamic batcher a sequence's next request once the one
+  before it has run. A request of a sequence still waiting for a slot is not yet taken,
+  so it holds back nobody (its slot may wait for their callers to end a sequence).
 
 A sequence's requests never run concurrently and are answered in order. The
 implicit state a sequence's execution returns feeds its next one; START resets it
@@ -22,18 +27,28 @@ to the configured initial state.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import math
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.engines.base import BatchedRequest, Engine, batch_requests
+from modelyard.engines.base import BatchedRequest, DecoupledRequest, Engine, batch_requests
 from modelyard.errors import ModelServerError
+from modelyard.in_order import InOrder
+from modelyard.server.decoupled import (
+    OpenRequest,
+    ResponseStream,
+    StreamItem,
+    decoupled_refusal,
+    execute_decoupled,
+)
 from modelyard.server.scheduler import (
     InstanceThreads,
     answers_by_loop,
@@ -43,6 +58,7 @@ from modelyard.server.scheduler import (
     held_until_queued,
     settle,
     settle_on_loops,
+    settle_soon,
     shape_key_of,
     stack_rows,
     start_instance_threads,
@@ -62,9 +78,6 @@ from modelyard.server.sequence_policy import (
     State,
 )
 
-if TYPE_CHECKING:
-    from modelyard.server.decoupled import ResponseStream
-
 # bounds on what callers can make the server hold: sequences waiting for a slot (each
 # with its queued requests), and requests queued behind one sequence's
 MAX_BACKLOG = 4096
@@ -76,12 +89,16 @@ class _Request:
     inputs: dict[str, np.ndarray]
     outputs: list[str]
     flags: SequenceFlags
-    future: asyncio.Future[dict[str, np.ndarray]]
+    # where it is answered: a future (answered once), or a decoupled model's stream
+    future: asyncio.Future[dict[str, np.ndarray]] | None
     loop: asyncio.AbstractEventLoop
     enqueued_ns: int
     shape_key: tuple[Any, ...]
     timing: list[int] | None = None
     parameters: dict[str, Any] | None = None
+    ticket: int = -1  # its place in the answers' order (preserve_ordering), once taken
+    stream: ResponseStream | None = None
+    opened: OpenRequest | None = None  # a decoupled model's request, once taken
 
 
 @dataclass(slots=True, eq=False)
@@ -144,7 +161,13 @@ def _row_request(request: _Request | None) -> BatchedRequest:
 
 
 class SequenceScheduler(InstanceThreads):
-    """The scheduler of a version with ``sequence_batching``: slots, backlog, instance threads."""
+    """The scheduler of a version with ``sequence_batching``: slots, backlog, instance threads.
+
+    ``decoupled``: the engines are a decoupled model's (``execute_decoupled``): requests come
+    through ``submit_stream``, and each answers through its own response sender, zero, one or
+    many times, as ``DecoupledScheduler``'s do; its slot and the sequence's next request wait
+    only for its ``execute`` to return, as Triton releases a decoupled model's request then.
+    """
 
     def __init__(
         self,
@@ -154,15 +177,19 @@ class SequenceScheduler(InstanceThreads):
         policy: SequencePolicy,
         *,
         clock: Clock = SYSTEM_CLOCK,
+        decoupled: bool = False,
     ) -> None:
         super().__init__(model, version, policy.max_batch_size, clock)
         self.policy = policy
+        self.decoupled = decoupled  # answers through submit_stream (ModelScheduler)
         self._engines = engines
         self._queued = 0
         self._executing = 0
         self._sequences: dict[SequenceId, _Sequence] = {}
         self._slots: list[list[_Sequence | None]] = [[None] * policy.slots for _ in engines]
         self._backlog: deque[_Sequence] = deque()
+        # oldest's preserve_ordering: answers leave in the order their requests were taken
+        self._in_order = InOrder() if policy.preserve_ordering else None
         # Triton's test hooks: nothing runs until this many requests are queued in slots
         # and this many in the backlog (TRITONSERVER_DELAY_SCHEDULER, _BACKLOG_DELAY_...)
         self._held_until_queued = held_until_queued()
@@ -175,20 +202,36 @@ class SequenceScheduler(InstanceThreads):
     def pending(self) -> int:
         return self._queued + self._executing
 
-    def submit_stream(self, request: Submission) -> ResponseStream:
-        raise answers_once(self.model)
-
     @property
     def active_sequences(self) -> int:
         return len(self._sequences)
-
-    decoupled = False  # answers each request once (ModelScheduler)
 
     def submit(self, submitted: Submission) -> asyncio.Future[dict[str, np.ndarray]]:
         """Queue one request of its sequence (the caller's, or the ensemble's it is a step
         of); from the event loop's thread. One that names none is refused, as Triton does.
         Its ``timeout_us`` bounds its wait in the backlog, as Triton's: a sequence still
         there when one of its requests' timeouts passes is refused whole."""
+        if self.decoupled:
+            raise decoupled_refusal(self.model)
+        future: asyncio.Future[dict[str, np.ndarray]] = asyncio.get_running_loop().create_future()
+        self._queue(submitted, future, None)
+        return future
+
+    def submit_stream(self, submitted: Submission) -> ResponseStream:
+        """Queue one request of a decoupled model's sequence; its responses come on the
+        stream returned (``submit``'s rules otherwise)."""
+        if not self.decoupled:
+            raise answers_once(self.model)
+        stream = ResponseStream(self.model)
+        self._queue(submitted, None, stream)
+        return stream
+
+    def _queue(
+        self,
+        submitted: Submission,
+        future: asyncio.Future[dict[str, np.ndarray]] | None,
+        stream: ResponseStream | None,
+    ) -> None:
         flags = submitted.sequence
         if flags is None:
             raise ModelServerError.of(
@@ -203,11 +246,11 @@ class SequenceScheduler(InstanceThreads):
         outputs, timing, parameters = submitted.outputs, submitted.timing, submitted.parameters
         timeout_us = submitted.timeout_us
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[dict[str, np.ndarray]] = loop.create_future()
         now = self._clock.monotonic_ns()
         request = _Request(
             inputs, outputs, flags, future, loop, min(arrived_ns, now) or now,
             shape_key_of(inputs) if shape_key is None else shape_key, timing, parameters,
+            stream=stream,
         )  # fmt: skip
         with self._lock:
             if self._closed:
@@ -240,7 +283,6 @@ class SequenceScheduler(InstanceThreads):
                     sequence.expires_ns = expires_ns
                     loop.call_later(timeout_us / 1e6 + 1e-3, self._expire_backlog)
             self._cond.notify_all()
-        return future
 
     def _expire_backlog(self) -> None:
         """Refuse, whole, each sequence still in the backlog when one of its requests'
@@ -325,14 +367,19 @@ class SequenceScheduler(InstanceThreads):
             rows = self._next_rows(instance)
             if rows is None:
                 return
+            answers: list[tuple[_Request, Any]] = []
             try:
-                answers = self._execute(engine, rows)
+                if self.decoupled:  # each request answers through its sender
+                    self._execute_decoupled(engine, rows)
+                else:
+                    answers = self._execute(engine, rows)
             except Exception as exc:  # outside the engine call: answer, and keep the thread
                 error = failed_around(self.model, self.version, exc)
                 answers = [(row.request, error) for row in rows if row.request is not None]
             finally:
                 with self._lock:
-                    self._executing -= sum(1 for row in rows if row.request is not None)
+                    if not self.decoupled:  # a decoupled model's: at its FINAL (_finished)
+                        self._executing -= sum(1 for row in rows if row.request is not None)
                     for row in rows:
                         sequence = row.sequence
                         if sequence is None:
@@ -343,6 +390,48 @@ class SequenceScheduler(InstanceThreads):
                             self._release(sequence)
                     self._cond.notify_all()
             self._answer(answers)
+
+    def _execute_decoupled(self, engine: Engine, rows: list[_Row]) -> None:
+        """Run a decoupled model's requests of one batch (padding rows have none to send), each
+        with its sequence's control inputs, correlation id and flags; returns once its
+        ``execute`` has."""
+        real = [row for row in rows if row.request is not None]
+        opened, described = [], []
+        for row in real:
+            request = row.request
+            assert request is not None and request.stream is not None
+            in_turn = None
+            if self._in_order is not None:
+                in_turn = functools.partial(self._in_order.release, request.ticket)
+            request.opened = OpenRequest(
+                request.stream, request.loop, request.enqueued_ns, self.stats, self._clock,
+                self._finished, in_turn,
+            )  # fmt: skip
+            opened.append(request.opened)
+        try:
+            for row, each in zip(real, opened, strict=True):
+                request = row.request
+                assert request is not None
+                inputs = dict(request.inputs)
+                shape = (1, 1) if self.policy.batched else (1,)
+                for control in self.policy.controls:
+                    inputs[control.name] = self._control_value(control, request, shape)
+                meta = _row_request(request)
+                described.append(DecoupledRequest(
+                    inputs, request.outputs, each.deliver, each.is_cancelled, request.parameters,
+                    meta.correlation_id, meta.flags,
+                ))  # fmt: skip
+        except Exception as exc:  # the server's own bug: answered, the thread goes on
+            error = failed_around(self.model, self.version, exc)
+            for each in opened:
+                each.deliver(None, error, True)
+            return
+        execute_decoupled(engine, self.model, self.version, opened, described)
+
+    def _finished(self) -> None:
+        """A decoupled model's request has sent its FINAL."""
+        with self._lock:
+            self._executing -= 1
 
     def _next_rows(self, instance: int) -> list[_Row] | None:
         clock = self._clock
@@ -439,6 +528,8 @@ class SequenceScheduler(InstanceThreads):
                 rows.append(_Row(None, None))
                 continue
             request = sequence.queue.popleft()
+            if self._in_order is not None:
+                request.ticket = self._in_order.ticket()
             sequence.executing = True
             rows.append(_Row(sequence, request))
         taken = len(chosen)
@@ -607,5 +698,24 @@ class SequenceScheduler(InstanceThreads):
         check_outputs(self.model, self.version, results, outputs, rows, self.policy.batched)
 
     def _answer(self, answers: list[tuple[_Request, Any]]) -> None:
-        by_loop = answers_by_loop((r.loop, r.future, outcome) for r, outcome in answers)
-        settle_on_loops(by_loop, settle)
+        if self.decoupled:  # refusals, before its model had them (or around its execute)
+            for request, error in answers:
+                if request.opened is not None:
+                    request.opened.deliver(None, error, True)
+                elif request.stream is not None:
+                    item = StreamItem(None, error, True)
+                    with contextlib.suppress(RuntimeError):  # a closed loop: nobody reads
+                        request.loop.call_soon_threadsafe(request.stream.put, item)
+            return
+        in_order = self._in_order
+        now: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Any]] = []
+        for request, outcome in answers:
+            future = request.future
+            assert future is not None  # a model that answers once: each request has one
+            if in_order is not None and request.ticket >= 0:  # taken: answered in its turn
+                in_order.release(
+                    request.ticket, functools.partial(settle_soon, request.loop, future, outcome)
+                )
+            else:
+                now.append((request.loop, future, outcome))
+        settle_on_loops(answers_by_loop(now), settle)

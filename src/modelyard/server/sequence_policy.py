@@ -96,6 +96,8 @@ class SequencePolicy:
     preferred: tuple[int, ...]  # oldest only
     # the CORRID control's name, config type (TYPE_UINT64 ...) and dtype; None: any id
     corrid: tuple[str, str, np.dtype[Any]] | None
+    # oldest only: answers leave in the order their requests were taken for execution
+    preserve_ordering: bool = False
 
     @property
     def batched(self) -> bool:
@@ -143,13 +145,6 @@ class SequencePolicy:
         batch = int(config.max_batch_size)
         if sb.WhichOneof("strategy_choice") == "oldest":
             oldest = sb.oldest
-            if oldest.preserve_ordering:
-                raise _refused(
-                    origin,
-                    "oldest.preserve_ordering",
-                    "remove preserve_ordering (each sequence's own requests are always "
-                    "answered in order)",
-                )
             return cls(
                 oldest=True,
                 idle_ns=_idle_ns(sb),
@@ -161,6 +156,7 @@ class SequencePolicy:
                 minimum_slot_utilization=0.0,
                 preferred=tuple(sorted(p for p in oldest.preferred_batch_size if 0 < p <= batch)),
                 corrid=corrid_type,
+                preserve_ordering=bool(oldest.preserve_ordering),
             )
         direct = sb.direct
         return cls(

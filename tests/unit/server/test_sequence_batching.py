@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from modelyard.dataplane import StreamResponse
 from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.modelfiles.config import parse_model_config
 from modelyard.server import sequence_batcher
@@ -25,7 +26,12 @@ from modelyard.server.sequence_batcher import SequenceScheduler
 from modelyard.server.sequence_policy import SequencePolicy, sequence_flags
 from modelyard.types import InferRequest
 from tests.support.dataplane import running_dataplane
-from tests.support.models import sequence_accumulator, write_python_model
+from tests.support.models import (
+    SEQUENCE_COUNTER,
+    sequence_accumulator,
+    sequence_counter,
+    write_python_model,
+)
 
 
 def _in_a_loop(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
@@ -237,7 +243,6 @@ _START = 'control_input [{ name: "START" control [{ kind: CONTROL_SEQUENCE_START
     ("sequence_batching", "expected"),
     [
         ("iterative_sequence: true", "sequence_batching.iterative_sequence is not served"),
-        ("oldest { preserve_ordering: true }", "oldest.preserve_ordering is not served"),
         (_START % "", "needs one of int32_false_true"),
         (_START % "int32_false_true: [ 0 ]", "with two values"),
         (_START % "int32_false_true: [ 0, 1 ] fp32_false_true: [ 0, 1 ]", "needs one of"),
@@ -464,3 +469,191 @@ async def test_callers_cannot_queue_without_bound(
             await dp.infer(_request("acc", 1, 4, start=True))
         assert await _sum(dp, "acc", 1, 1, end=True) == len(answered) + 1
         assert await asyncio.gather(*waiting) == [1, 1]
+
+
+# answers its DELAY input after sleeping that many milliseconds
+SLEEPING = """
+import time
+
+
+class Model:
+    def execute(self, inputs):
+        time.sleep(int(inputs["DELAY"].max()) / 1000)
+        return {"OUT": inputs["DELAY"]}
+"""
+
+
+def _sleeping(repository: Path, oldest: str) -> None:
+    write_python_model(repository, "sleeping", SLEEPING, f"""
+        backend: "python"
+        max_batch_size: 1
+        instance_group [{{ kind: KIND_CPU count: 2 }}]
+        input [{{ name: "DELAY" data_type: TYPE_INT32 dims: [ 1 ] }}]
+        output [{{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }}]
+        sequence_batching {{ oldest {{ max_candidate_sequences: 1 {oldest} }} }}
+        """)  # fmt: skip
+
+
+async def _answered_in_order(dp: LocalDataPlane, sent: list[tuple[int, int, bool]]) -> list[int]:
+    """The sequences of ``sent`` (id, delay ms, start), sent 50 ms apart, as answered."""
+    answered: list[int] = []
+
+    async def one(sid: int, delay: int, start: bool) -> None:
+        request = InferRequest(
+            "sleeping", None, {"DELAY": np.array([[delay]], dtype=np.int32)}, {"DELAY": "INT32"},
+            parameters={"sequence_id": sid, "sequence_start": start},
+        )  # fmt: skip
+        await dp.infer(request)
+        answered.append(sid)
+
+    tasks = []
+    for each in sent:
+        tasks.append(asyncio.ensure_future(one(*each)))
+        await asyncio.sleep(0.05)
+    await asyncio.wait_for(asyncio.gather(*tasks), 10)
+    return answered
+
+
+@pytest.mark.parametrize("preserve", [True, False])
+@_in_a_loop
+async def test_oldest_preserve_ordering_answers_in_the_order_requests_were_taken(
+    tmp_path: Path, preserve: bool
+) -> None:
+    """Two instances: sequence 1's slow request is taken first, sequence 2's quick one
+    after; with preserve_ordering the quick answer waits for the slow one, as Triton's."""
+    _sleeping(tmp_path, f"preserve_ordering: {str(preserve).lower()}")
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        scheduler = dp.manager.resolve("sleeping", None).scheduler
+        assert isinstance(scheduler, SequenceScheduler)
+        assert scheduler.policy.preserve_ordering is preserve
+        answered = await _answered_in_order(dp, [(1, 400, True), (2, 0, True)])
+        assert answered == ([1, 2] if preserve else [2, 1])
+
+
+@_in_a_loop
+async def test_with_preserve_ordering_a_sequence_waiting_for_a_slot_holds_nobody_back(
+    tmp_path: Path,
+) -> None:
+    """Two slots, both held: sequence 3's START waits in the backlog, and the later
+    requests of the sequences in the slots are answered meanwhile (their callers may be
+    waiting for them before they end their sequences and free a slot)."""
+    _sleeping(tmp_path, "preserve_ordering: true")
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        answered = await _answered_in_order(dp, [(1, 0, True), (2, 0, True)])
+        assert sorted(answered) == [1, 2]
+        backlogged = asyncio.ensure_future(_answered_in_order(dp, [(3, 0, True)]))
+        await asyncio.sleep(0.1)
+        assert await _answered_in_order(dp, [(1, 0, False), (2, 0, False)]) == [1, 2]
+        assert not backlogged.done()
+        end = InferRequest(
+            "sleeping", None, {"DELAY": np.array([[0]], dtype=np.int32)}, {"DELAY": "INT32"},
+            parameters={"sequence_id": 1, "sequence_end": True},
+        )  # fmt: skip
+        await dp.infer(end)
+        assert await asyncio.wait_for(backlogged, 5) == [3]
+
+
+def _counter_request(
+    sid: int, count: int, delay: int = 0, start: bool = False, end: bool = False
+) -> InferRequest:
+    inputs = {
+        "IN": np.array([[count]], dtype=np.int32),
+        "DELAY": np.array([[delay]], dtype=np.int32),
+    }
+    parameters = {"sequence_id": sid, "sequence_start": start, "sequence_end": end}
+    return InferRequest(
+        "sequence_counter", None, inputs, {"IN": "INT32", "DELAY": "INT32"}, parameters=parameters
+    )
+
+
+def _out(item: StreamResponse) -> list[int]:
+    assert item.error is None and item.response is not None
+    return [int(v) for v in item.response.outputs[0].data.ravel()]
+
+
+@_in_a_loop
+async def test_a_decoupled_sequence_model_streams_each_request_s_responses_in_order(
+    tmp_path: Path,
+) -> None:
+    """Each request of a sequence reaches the model with its correlation id, flags and
+    CORRID input, after the one before it; its responses come as the model sends them,
+    then its FINAL; a plain call is refused as for any decoupled model."""
+    sequence_counter(tmp_path)
+    write_python_model(tmp_path, "with_state", SEQUENCE_COUNTER, """
+        backend: "python"
+        max_batch_size: 4
+        model_transaction_policy { decoupled: true }
+        input [{ name: "IN" data_type: TYPE_INT32 dims: [ 1 ] }]
+        output [{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }]
+        sequence_batching {
+          state [{ input_name: "S" output_name: "T" data_type: TYPE_INT32 dims: [ 1 ] }]
+        }
+        """)  # fmt: skip
+    plans = {sid: [sid % 3 + 1, 0, 2] for sid in range(1, 7)}  # responses per request
+
+    async def run(sid: int, counts: list[int]) -> list[list[int]]:
+        outs = []
+        for index, count in enumerate(counts):
+            await asyncio.sleep(random.random() / 100)
+            request = _counter_request(sid, count, start=index == 0, end=index == len(counts) - 1)
+            items = [item async for item in dp.infer_stream(request)]
+            assert items[-1].final and items[-1].response is None
+            outs += [_out(item) for item in items[:-1]]
+            assert not any(item.final for item in items[:-1])
+        return outs
+
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        got = await asyncio.gather(*(run(sid, counts) for sid, counts in plans.items()))
+        for (sid, counts), outs in zip(plans.items(), got, strict=True):
+            flags = [1] * counts[0] + [0] * counts[1] + [2] * counts[2]
+            assert outs == [[n + 1, flag, sid] for n, flag in enumerate(flags)], sid
+        with pytest.raises(ModelyardError) as plain:
+            await dp.infer(_counter_request(99, 1, start=True))
+        assert plain.value.code is Code.UNIMPLEMENTED
+        assert "is decoupled" in plain.value.line() and "ModelStreamInfer" in plain.value.line()
+        with pytest.raises(ModelyardError, match="must specify the START flag"):
+            [item async for item in dp.infer_stream(_counter_request(98, 1))]
+        scheduler = dp.manager.resolve("sequence_counter", None).scheduler
+        assert isinstance(scheduler, SequenceScheduler)
+        assert scheduler.pending == 0  # every request reached its FINAL
+        for _ in range(100):  # an END's slot is free once its execute has returned
+            if scheduler.active_sequences == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert scheduler.active_sequences == 0
+        stats = dp.statistics("sequence_counter", None)["model_stats"][0]
+        assert stats["inference_count"] == 3 * len(plans)
+        refused = {entry["name"]: entry for entry in dp.manager.index()}["with_state"]
+        assert refused["state"] == "UNAVAILABLE"
+        assert "implicit state (sequence_batching.state) is not served for a decoupled model" in (
+            refused["reason"]
+        )
+
+
+@pytest.mark.parametrize("preserve", [True, False])
+@_in_a_loop
+async def test_a_decoupled_sequence_model_s_responses_keep_their_turn_with_preserve_ordering(
+    tmp_path: Path, preserve: bool
+) -> None:
+    """Sequence 1's request, taken first on one instance, sends three responses 100 ms apart;
+    sequence 2's, taken after on the other, sends two at once: with preserve_ordering they
+    wait until sequence 1's request has sent its FINAL."""
+    sequence_counter(
+        tmp_path, oldest=f"preserve_ordering: {str(preserve).lower()}", instances=2
+    )
+    seen: list[tuple[int, bool]] = []
+
+    async def stream(sid: int, count: int, delay: int) -> None:
+        request = _counter_request(sid, count, delay, start=True, end=True)
+        async for item in dp.infer_stream(request):
+            seen.append((sid, item.final))
+
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        first = asyncio.ensure_future(stream(1, 3, 100))
+        await asyncio.sleep(0.05)
+        await asyncio.wait_for(asyncio.gather(first, stream(2, 2, 0)), 10)
+    assert sorted(seen) == sorted([(1, False)] * 3 + [(1, True), (2, False), (2, False), (2, True)])
+    if preserve:
+        assert seen[:4] == [(1, False)] * 3 + [(1, True)]
+    else:
+        assert seen.index((2, True)) < seen.index((1, True))  # sent while 1 was sending
