@@ -101,11 +101,9 @@ class PythonEngine(Engine):
         self._model_name = ctx.config.name
         self._batched = ctx.config.max_batch_size > 0
         if not self._in_process and runs_in_a_stub(ctx.artifact):
-            stub = StubProcess(ctx, self._where)
+            stub = StubProcess(ctx, self._where)  # ctx.config: as the model completes it
             stub.start()
             self._stub, self._triton_api, self.runs_on_loop = stub, stub.takes_requests, False
-            ctx.config.Clear()  # as the model completed it (auto_complete_config)
-            json_format.Parse(stub.config_json, ctx.config)
             return None
         self._module_name = f"modelyard_user_model_{next(_module_ids)}"
         module = self._import(ctx)
@@ -133,6 +131,8 @@ class PythonEngine(Engine):
         completes = ctx.auto_complete and ctx.instance_index == 0
         if self._triton_api and completes and hasattr(cls, "auto_complete_config"):
             self._auto_complete(cls, ctx)
+        if ctx.config_complete is not None:  # the other instances load beside initialize
+            ctx.config_complete()
         args = {
             # as Triton passes it: proto field names (max_batch_size, data_type), every field
             # at its default too (empty input and output lists), 64-bit integers as numbers
