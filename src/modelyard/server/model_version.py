@@ -61,7 +61,7 @@ class VersionState(StrEnum):
 class _Completed:
     """What completing a version's config made, as its instances load."""
 
-    config: mc.ModelConfig
+    config: mc.ModelConfig = field(default_factory=mc.ModelConfig)
     spec: ModelSpec | None = None
     graph: Signature | None = None  # what the model file says of its tensors
     signature: Signature | None = None  # the tensors served (a text model's: its texts)
@@ -309,8 +309,8 @@ def load_model_version(
     devices = [device for device, _ in placed]
     rss_before = settled_rss_bytes()
     device_before = device_memory_used(devices)
-    first_config = copy.deepcopy(config)  # the first instance's, completed as it loads
-    made = _Completed(config)
+    first_config = config  # the first instance's, which its load may complete
+    made = _Completed()
 
     def load_one(index: int, config_complete: Callable[[], None] | None) -> Loaded:
         engine = cls()
@@ -332,26 +332,26 @@ def load_model_version(
     def complete(graph: Signature | None) -> Callable[[Engine], None]:
         """The version's config, completed from the first instance's (as it completed it)
         and what its file says; each instance's copy of it; how each warms up."""
-        config = made.config = copy.deepcopy(first_config)
+        completed = made.config = copy.deepcopy(first_config)
         signature = made.graph = made.signature = graph
-        if is_text_model(version_dir, config, graph):
-            made.text = _text_encoding(name, version, version_dir, config, graph)
+        if is_text_model(version_dir, completed, graph):
+            made.text = _text_encoding(name, version, version_dir, completed, graph)
             signature = made.signature = made.text.signature
-        _check_signature(name, version, config, signature)
+        _check_signature(name, version, completed, signature)
         if auto_complete:
             complete_config(
-                config, signature, f"{name}/config.pbtxt",
+                completed, signature, f"{name}/config.pbtxt",
                 tensors_required=backend not in TENSORS_OPTIONAL,
             )  # fmt: skip
-        if not config.backend:
-            config.backend = backend
-        if not config.platform and backend in _PLATFORM_OF:
-            config.platform = _PLATFORM_OF[backend]
-        made.spec = compile_spec(config, f"{name}/config.pbtxt")
-        cache = _embedding_cache(name, version, config, made.text)
-        made.tokens = token_batching_for(name, version, config, graph, made.text, cache)
-        made.instance_configs = [copy.deepcopy(config) for _ in devices]
-        samples = warmup_samples(config, made.spec, model_dir)
+        if not completed.backend:
+            completed.backend = backend
+        if not completed.platform and backend in _PLATFORM_OF:
+            completed.platform = _PLATFORM_OF[backend]
+        made.spec = compile_spec(completed, f"{name}/config.pbtxt")
+        cache = _embedding_cache(name, version, completed, made.text)
+        made.tokens = token_batching_for(name, version, completed, graph, made.text, cache)
+        made.instance_configs = [copy.deepcopy(completed) for _ in devices]
+        samples = warmup_samples(completed, made.spec, model_dir)
         return lambda engine: run_warmup(engine, samples, made.tokens)
 
     try:
