@@ -463,11 +463,20 @@ class Model:
 """
 
 
+# adds b to a where it is given, 100 where it is not
+MAYBE_ADD = """
+class Model:
+    def execute(self, inputs):
+        return {"s": inputs["a"] + (inputs["b"] if "b" in inputs else 100.0)}
+"""
+
+
 def test_an_output_a_step_leaves_out_is_left_out_or_fails_the_step_that_needs_it(
     tmp_path: Path,
 ) -> None:
     """As Triton's ensembles: an ensemble output its step's model did not return is left out
-    of the answer; a later step that needs it fails the request, naming who left it out."""
+    of the answer; a later step whose input it was runs without it where that input is
+    optional, and fails the request, naming who left it out, where it is not."""
     step_models(tmp_path)
     write_python_model(
         tmp_path,
@@ -494,6 +503,26 @@ def test_an_output_a_step_leaves_out_is_left_out_or_fails_the_step_that_needs_it
         ],
         outputs=two_outputs,
     )
+    write_python_model(
+        tmp_path,
+        "maybe_add",
+        MAYBE_ADD,
+        """
+        backend: "python"
+        max_batch_size: 8
+        input [{ name: "a" data_type: TYPE_FP32 dims: [ 2 ] },
+               { name: "b" data_type: TYPE_FP32 dims: [ 2 ] optional: true }]
+        output [{ name: "s" data_type: TYPE_FP32 dims: [ 2 ] }]
+        """,
+    )
+    ensemble(
+        tmp_path,
+        "half_optional",
+        [
+            step("half", {"x": "IN"}, {"y": "a", "z": "b"}),
+            step("maybe_add", {"a": "a", "b": "b"}, {"s": "OUT"}),
+        ],
+    )
     ensemble(
         tmp_path,
         "half_in",
@@ -506,6 +535,9 @@ def test_an_output_a_step_leaves_out_is_left_out_or_fails_the_step_that_needs_it
     async def scenario(dp: LocalDataPlane) -> str:
         response = await dp.infer(request("half_out", [[1.0, 2.0]]))
         assert [(o.name, o.data.tolist()) for o in response.outputs] == [("OUT", [[2.0, 4.0]])]
+        # an optional input the step before left out: the step runs without it
+        response = await dp.infer(request("half_optional", [[1.0, 2.0]]))
+        assert response.outputs[0].data.tolist() == [[101.0, 102.0]]
         with pytest.raises(ModelyardError) as failed:
             await dp.infer(request("half_in", [[1.0, 2.0]]))
         return failed.value.line()
