@@ -1,8 +1,9 @@
-"""A server imports only what its repository's models need.
+"""A server imports only what its repository's models need, and counts what each holds.
 
 torch alone costs a cold start about 1.5 s and 150 MB; a repository of ONNX models
 must not pay for torch, scikit-learn or transformers. Each case loads a repository in
-a fresh interpreter and reads which of those modules it imported.
+a fresh interpreter and reads which of those modules it imported, or what a version's
+load measured (the RSS growth of a process that has loaded nothing else meanwhile).
 """
 
 from __future__ import annotations
@@ -76,3 +77,47 @@ def test_a_scikit_learn_model_imports_scikit_learn_and_no_boosting_library(
     assert "xgboost" not in result["heavy"]
     assert "lightgbm" not in result["heavy"]
     assert "transformers" not in result["heavy"]
+
+
+LOAD_ONE_BY_ONE = """
+import asyncio, gc, json, sys
+from pathlib import Path
+from modelyard.server.manager import ControlMode, ModelManager
+from modelyard.modelfiles.repository import ModelRepository
+
+async def main():
+    manager = ModelManager(ModelRepository(Path(sys.argv[1])), ControlMode.EXPLICIT)
+    await manager.start()
+    for name in sys.argv[2:]:
+        gc.collect()
+        await manager.load(name)
+    held = {name: size for name, _, size in manager.held_memory()}
+    await manager.stop()
+    return held
+
+print(json.dumps(asyncio.run(main())))
+"""
+
+
+@pytest.mark.slow
+def test_instances_that_load_at_once_are_each_counted(
+    example_repository: Path, tmp_path: Path
+) -> None:
+    """A version's instances load on threads of their own; its footprint is read once all
+    have loaded, so each instance's weights count (three sessions of a 5 MB model)."""
+    source = example_repository / "mlp_onnx"
+    weights = sum(p.stat().st_size for p in (source / "1").iterdir())
+    for name, count in (("warm", 1), ("three", 3)):
+        shutil.copytree(source, tmp_path / name)
+        config = tmp_path / name / "config.pbtxt"
+        text = config.read_text().replace('"mlp_onnx"', f'"{name}"')
+        config.write_text(text + f"instance_group [{{ count: {count} kind: KIND_CPU }}]\n")
+    out = subprocess.run(  # the first pays what onnxruntime does once
+        [sys.executable, "-c", LOAD_ONE_BY_ONE, str(tmp_path), "warm", "three"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    held: dict[str, int] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert held["three"] > 2.4 * weights, (held, weights)

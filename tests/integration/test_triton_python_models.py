@@ -183,6 +183,50 @@ class TritonPythonModel:
 """
 
 
+# Triton's qa/python_models/identity_fp32 answers so: OUTPUT0 only, of the two its config
+# declares (execute as it writes it; the config is its L0_lifecycle sanity test's)
+HALF_IDENTITY = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", x)]))
+        return responses
+"""
+
+HALF_CONFIG = """
+backend: "python"
+max_batch_size: 8
+dynamic_batching {}
+input [
+  { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] },
+  { name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] }
+]
+output [
+  { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] },
+  { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 4 ] }
+]
+"""
+
+HALF_SEQUENCE_CONFIG = """
+backend: "python"
+max_batch_size: 0
+sequence_batching { direct {} }
+input [
+  { name: "INPUT0" data_type: TYPE_FP32 dims: [ 1, 4 ] },
+  { name: "INPUT1" data_type: TYPE_FP32 dims: [ 1, 4 ] }
+]
+output [
+  { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 1, 4 ] },
+  { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 1, 4 ] }
+]
+"""
+
+
 @pytest.fixture(scope="module")
 def python_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     repository = tmp_path_factory.mktemp("python") / "models"
@@ -192,6 +236,8 @@ def python_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
     write_python_model(repository, "async_bls", ASYNC_BLS_CALLER, BLS_CONFIG)
     write_python_model(repository, "scaled", SCALED, SCALED_CONFIG)
     write_python_model(repository, "crashing", CRASHING, BLS_CONFIG)
+    write_python_model(repository, "half", HALF_IDENTITY, HALF_CONFIG)
+    write_python_model(repository, "half_sequence", HALF_IDENTITY, HALF_SEQUENCE_CONFIG)
     with running_server(repository, tmp_path_factory.mktemp("logs")) as process:
         yield process
 
@@ -357,3 +403,42 @@ def test_without_auto_completion_a_config_is_taken_as_written(tmp_path: Path, fl
         assert states == {"add_sub": "READY", "auto_add_sub": "UNAVAILABLE"}
         reason = next(row["reason"] for row in index if row["name"] == "auto_add_sub")
         assert "initialize failed" in reason, reason  # its config has no OUTPUT0 to read
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+@pytest.mark.parametrize("asked", [None, ["OUTPUT0", "OUTPUT1"], ["OUTPUT1"]])
+@pytest.mark.parametrize("model", ["half", "half_sequence"])
+def test_an_output_the_model_leaves_out_is_left_out_of_the_response(
+    python_server: ServerProcess, protocol: str, asked: list[str] | None, model: str
+) -> None:
+    """Triton answers with the outputs its backend gave: a declared output the model did not
+    return is not in the response, whether the request named it or asked for every output,
+    and the request succeeds. Three calls of a shape: the HTTP front door answers the later
+    ones through the lane it keeps for the shape."""
+    module: Any = grpcclient if protocol == "grpc" else httpclient
+    url = python_server.grpc_url if protocol == "grpc" else python_server.http_url
+    client = module.InferenceServerClient(url)
+    shape = [2, 4] if model == "half" else [1, 4]
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    inputs = [module.InferInput(name, shape, "FP32") for name in ("INPUT0", "INPUT1")]
+    for item in inputs:
+        item.set_data_from_numpy(x)
+    outputs = [module.InferRequestedOutput(name) for name in asked] if asked else None
+    sequence = {"sequence_id": 7, "sequence_start": True} if model == "half_sequence" else {}
+    try:
+        for _ in range(3):
+            result = client.infer(model, inputs, outputs=outputs, **sequence)
+            assert result.as_numpy("OUTPUT1") is None
+            if protocol == "grpc":  # an empty list is no field in protobuf's JSON
+                response = result.get_response(as_json=True)
+                names = [o["name"] for o in response.get("outputs", [])]
+            else:  # Triton's JSON always has the list
+                names = [o["name"] for o in result.get_response()["outputs"]]
+            if asked == ["OUTPUT1"]:
+                assert names == []
+            else:
+                assert names == ["OUTPUT0"]
+                np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), x)
+            sequence = {"sequence_id": 7} if sequence else {}
+    finally:
+        client.close()

@@ -4,7 +4,9 @@ The model server owns threads, queues, timeouts and batching. An engine never
 sees a request: ``execute`` gets arrays already stacked along the batch axis
 (when the model batches) and returns arrays with the same number of rows.
 Engines are synchronous; the server calls them from threads it owns, one
-engine object per model instance, so an engine needs no locking of its own.
+engine object per model instance, so an engine needs no locking of its own. A
+version's instances load at once, each on a thread of its own (as Triton creates a
+model's instances): ``load`` must not share unguarded state between engine objects.
 """
 
 from __future__ import annotations
@@ -123,6 +125,11 @@ class LoadContext:
     infer: Callable[[Any], Any] | None = None
     # False: the config is taken as written (tritonserver's --disable-auto-complete-config)
     auto_complete: bool = True
+    # the first instance's only: called once ``config`` holds all the engine adds to it
+    # (auto_complete_config) and before the rest of its load (initialize), which the
+    # version's other instances then load beside; an engine that returns a signature (the
+    # config is completed from it) never calls it, nor one that adds nothing before its end
+    config_complete: Callable[[], None] | None = None
 
     def parameter(self, key: str, default: str | None = None) -> str | None:
         if key in self.config.parameters:

@@ -29,13 +29,15 @@ batch it was executing, and the next batch starts the process again. A ``Model``
 class runs in the server's process, on its instance thread.
 
 When the model batches (``max_batch_size > 0``), every output must have as many
-rows as the inputs. Exceptions raised by user code become EngineError with
-their message; a UnicodeDecodeError from ``execute`` (BYTES that are not the
-text the model decodes) answers the request 400, the caller's error, and any
-other exception 500: the model's own fault, which breakers count. A model that
-finds its inputs bad raises ``modelyard.errors.EngineError`` with
-``code=Code.INVALID_ARGUMENT`` (any ``ModelyardError`` passes through as raised).
-BYTES tensors are numpy object arrays of ``bytes``.
+rows as the inputs. An output asked for that the model does not return is left out of
+the response, as Triton's python backend leaves it out (asked for by name or not).
+Exceptions raised by user code become EngineError with their message; a
+UnicodeDecodeError from ``execute`` (BYTES that are not the text the model decodes)
+answers the request 400, the caller's error, and any other exception 500: the model's
+own fault, which breakers count. A model that finds its inputs bad raises
+``modelyard.errors.EngineError`` with ``code=Code.INVALID_ARGUMENT`` (any
+``ModelyardError`` passes through as raised). BYTES tensors are numpy object arrays of
+``bytes``.
 """
 
 from __future__ import annotations
@@ -100,11 +102,9 @@ class PythonEngine(Engine):
         self._model_name = ctx.config.name
         self._batched = ctx.config.max_batch_size > 0
         if not self._in_process and runs_in_a_stub(ctx.artifact):
-            stub = StubProcess(ctx, self._where)
+            stub = StubProcess(ctx, self._where)  # ctx.config: as the model completes it
             stub.start()
             self._stub, self._triton_api, self.runs_on_loop = stub, stub.takes_requests, False
-            ctx.config.Clear()  # as the model completed it (auto_complete_config)
-            json_format.Parse(stub.config_json, ctx.config)
             return None
         self._module_name = f"modelyard_user_model_{next(_module_ids)}"
         module = self._import(ctx)
@@ -131,6 +131,8 @@ class PythonEngine(Engine):
         completes = ctx.auto_complete and ctx.instance_index == 0
         if self._triton_api and completes and hasattr(cls, "auto_complete_config"):
             self._auto_complete(cls, ctx)
+        if ctx.config_complete is not None:  # the other instances load beside initialize
+            ctx.config_complete()
         args = {
             # as Triton passes it: proto field names (max_batch_size, data_type), every field
             # at its default too (empty input and output lists), 64-bit integers as numbers
@@ -345,8 +347,8 @@ class PythonEngine(Engine):
         rows = len(next(iter(inputs.values()))) if self._batched and inputs else None
         result = {}
         for name in outputs:
-            if name not in returned:
-                raise self._contract_error(f"execute() returned no output '{name}'")
+            if name not in returned:  # left out of the response, as Triton's backend does
+                continue
             array = np.asarray(returned[name])
             if rows is not None and (array.ndim == 0 or array.shape[0] != rows):
                 got = array.shape[0] if array.ndim else "a scalar"

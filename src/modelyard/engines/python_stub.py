@@ -10,6 +10,14 @@ and its other models go on. A process that ends within a second of its start hav
 served nothing is started again only after that second (503 with retry-after
 meanwhile), so a model that dies at once cannot spin.
 
+The first instance's child runs the model's ``auto_complete_config`` and sends the
+config it completed before it runs ``initialize``: the server starts the version's other
+instances with that config meanwhile (Triton runs auto-complete in a stub of its own,
+then creates the instances in parallel). A child started again after a crash only
+initializes. Children are started from one long-lived thread (``_SPAWNER``): the kernel
+sends ``PR_SET_PDEATHSIG`` when the thread that started a child ends, and the thread
+that asks for one (a load's, an instance's restarting it) may end before the child.
+
 The parent (``StubProcess``) sends ``execute`` and ``execute_decoupled`` calls with
 the batch's arrays and requests, and takes what comes back: results, a decoupled
 model's responses, and the child's own calls into the server (a BLS request, "is
@@ -43,6 +51,7 @@ from typing import Any
 
 import numpy as np
 import structlog
+from google.protobuf import json_format
 
 from modelyard import error_rules, errors
 from modelyard.engines.base import BatchedRequest, DecoupledRequest, LoadContext, batch_requests
@@ -54,6 +63,8 @@ TRITON_MODULE = b"triton_python_backend_utils"
 _MAX_SOURCE_BYTES = 16 * 2**20  # a model.py larger than this is read only this far
 RESTART_BACKOFF_S = 1.0
 UNLOAD_TIMEOUT_S = 30.0
+# the thread every child is started from: it lives as long as the server (see above)
+_SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="python-stub-spawn")
 
 
 def runs_in_a_stub(artifact: Path) -> bool:
@@ -109,22 +120,26 @@ class StubProcess:
         # itself (no reader thread to hand it over); a decoupled one's come at any time
         self._sync = not ctx.config.model_transaction_policy.decoupled
         self.takes_requests = False
-        self.config_json = ""  # the config as the model completed it (auto_complete_config)
+        self._started_once = False  # a start after the first one only initializes
 
     # ---- start, restart and stop ---------------------------------------
 
     def start(self) -> None:
-        """Start the child and load the model in it; raises the load's error."""
+        """Start the child and load the model in it; raises the load's error. The first
+        start completes ``ctx.config`` as the model completes it (``auto_complete_config``)
+        and calls ``ctx.config_complete`` before the model's ``initialize`` runs."""
         if self._process is not None:  # a child that ended: its socket closed, its exit reaped
             self._stop_process()
         self._started_at, self._served = time.monotonic(), False
+        first = not self._started_once
         parent_end, child_end = socket.socketpair()
         try:
-            self._process = subprocess.Popen(
+            self._process = _SPAWNER.submit(
+                subprocess.Popen,
                 [sys.executable, "-m", "modelyard.engines.python_stub", str(child_end.fileno())],
                 pass_fds=(child_end.fileno(),),
                 start_new_session=True,
-            )
+            ).result()
         finally:
             child_end.close()
         conn = Connection(parent_end.detach())
@@ -141,12 +156,16 @@ class StubProcess:
                     "trusted": ctx.trusted,
                     "instance_index": ctx.instance_index,
                     "infer": ctx.infer is not None,
-                    "auto_complete": ctx.auto_complete,
+                    "auto_complete": ctx.auto_complete and first,
                 },
             )
         )
         try:
             kind, payload = conn.recv()
+            if kind == "completed":  # the config as the model completed it; initialize next
+                if first:
+                    self._config_completed(payload)
+                kind, payload = conn.recv()
         except (EOFError, OSError):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(2)  # its exit code, for the line
@@ -156,10 +175,17 @@ class StubProcess:
         if kind == "failed":
             self._stop_process()
             raise _rebuilt(payload)
-        self.takes_requests, self.config_json = payload
+        self.takes_requests, self._started_once = payload, True
         if not self._sync:
             threading.Thread(target=self._read, args=(conn,), daemon=True,
                              name="python-stub").start()  # fmt: skip
+
+    def _config_completed(self, config_json: str) -> None:
+        ctx = self._ctx
+        ctx.config.Clear()
+        json_format.Parse(config_json, ctx.config)
+        if ctx.config_complete is not None:
+            ctx.config_complete()
 
     def _ensure_running(self) -> None:
         if self._process is not None and self._process.poll() is None and self._conn is not None:
@@ -408,7 +434,6 @@ class _Child:
                 self._work.submit(self._run_decoupled, *message[1:])
 
     def _load(self, payload: dict[str, Any]) -> None:
-        from google.protobuf import json_format
         from tritonclient.grpc import model_config_pb2 as mc
 
         from modelyard.engines.python import PythonEngine
@@ -425,6 +450,7 @@ class _Child:
             instance_index=payload["instance_index"],
             infer=self._bls if payload["infer"] else None,
             auto_complete=payload["auto_complete"],
+            config_complete=lambda: self._send(("completed", json_format.MessageToJson(config))),
         )
         engine = PythonEngine(in_process=True)
         try:
@@ -433,7 +459,7 @@ class _Child:
             self._send(("failed", _error_fields(error)))
             return
         self._engine = engine
-        self._send(("loaded", (engine.takes_requests, json_format.MessageToJson(config))))
+        self._send(("loaded", engine.takes_requests))
 
     def _execute(
         self, inputs: dict[str, np.ndarray], outputs: list[str], batch: list[BatchedRequest] | None

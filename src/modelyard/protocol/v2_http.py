@@ -609,11 +609,12 @@ def _json_text(name: str, value: Any) -> str:
 _ReplyOutput = tuple[str, np.dtype[Any], tuple[int, ...], int, bool]
 
 
-def _fitted(array: np.ndarray, output: _ReplyOutput) -> np.ndarray | None:
+def _fitted(array: np.ndarray | None, output: _ReplyOutput) -> np.ndarray | None:
     """The engine's array in the reply's dtype, or None when its shape (or, for an output
-    the config reshapes, its size) is not the one the reply was made for."""
+    the config reshapes, its size) is not the one the reply was made for, or the engine
+    left the output out."""
     _, dtype, shape, count, exact = output
-    if (array.shape != shape) if exact else (array.size != count):
+    if array is None or ((array.shape != shape) if exact else (array.size != count)):
         return None
     if array.dtype is not dtype and array.dtype != dtype:  # `is`: the usual, cheap
         array = array.astype(dtype)
@@ -711,7 +712,7 @@ class BinaryReply:
             http_headers = _binary_http_headers(len(header), self.size)
         parts = [header]
         for output in self.outputs:
-            array = _fitted(results[output[0]], output)
+            array = _fitted(results.get(output[0]), output)
             if array is None:
                 return None
             parts.append(array.tobytes())
@@ -777,7 +778,7 @@ class JsonReply:
         pieces = self.pieces
         parts: list[bytes] = []
         for piece, output in zip(pieces, self.outputs, strict=False):
-            array = _fitted(results[output[0]], output)
+            array = _fitted(results.get(output[0]), output)
             if array is None:
                 return None
             values = np.ascontiguousarray(array).ravel()

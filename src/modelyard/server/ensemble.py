@@ -16,7 +16,10 @@ independent steps run concurrently, and each step is an ordinary ``submit`` to
 its model's own scheduler, resolved through the manager at that moment (so a
 step model's new version takes the next step). Batching, instances and
 statistics of step models are theirs. A failing step fails the request with
-that step's own error, unchanged.
+that step's own error, unchanged. An output a step's model left out of its response
+is left out of the ensemble's answer, and a later step runs without it where the
+input it feeds is optional (Triton's placeholder tensor); one it needs fails the
+request, naming the step that left it out.
 """
 
 from __future__ import annotations
@@ -375,14 +378,21 @@ class EnsembleScheduler:
         tensors = dict(inputs)
         # the rows of the request that made each tensor, 0 where it did not batch
         batches = dict.fromkeys(inputs, rows if self.graph.batched else 0)
+        # tensors a step's model left out of its response, and which output of which step
+        left_out: dict[str, str] = {}
         waiting = list(self.graph.steps)
         running: dict[asyncio.Future[dict[str, np.ndarray]], tuple[EnsembleStep, ModelSpec, int]]
         running = {}
         try:
             while waiting or running:
-                for step in [s for s in waiting if all(t in tensors for t in s.inputs.values())]:
+                for step in [
+                    s for s in waiting
+                    if all(t in tensors or t in left_out for t in s.inputs.values())
+                ]:  # fmt: skip
                     waiting.remove(step)
-                    future, spec, step_rows = self._submit_step(step, tensors, batches, request)
+                    future, spec, step_rows = self._submit_step(
+                        step, tensors, batches, request, left_out
+                    )
                     running[future] = (step, spec, step_rows)
                 if not running:  # only an optional ensemble input left out can do this
                     missing = {t for s in waiting for t in s.inputs.values() if t not in tensors}
@@ -395,6 +405,9 @@ class EnsembleScheduler:
                     results = dict(future.result())  # a step's error: below
                     _finish_outputs(spec, results, step_rows)
                     for model_output, tensor in step.outputs.items():
+                        if model_output not in results:
+                            left_out[tensor] = f"output '{model_output}' of {step.describe()}"
+                            continue
                         tensors[tensor] = results[model_output]
                         batches[tensor] = step_rows if spec.batched else 0
         except Exception as exc:
@@ -420,6 +433,7 @@ class EnsembleScheduler:
                 graph.output_dims[name], graph.batched, batches[name], tensors[name]
             )
             for name in outputs
+            if name in tensors  # one its step left out: left out, as Triton's
         }
 
     def _submit_step(
@@ -428,11 +442,20 @@ class EnsembleScheduler:
         tensors: dict[str, np.ndarray],
         batches: dict[str, int],
         request: Submission,
+        left_out: dict[str, str],
     ) -> tuple[asyncio.Future[dict[str, np.ndarray]], ModelSpec, int]:
         # resolve and submit back to back on the loop: a swap cannot fall between them
         mv = self._resolve(step.model, step.version)
-        inputs = {model_input: tensors[tensor] for model_input, tensor in step.inputs.items()}
-        made_by = {model_input: batches[tensor] for model_input, tensor in step.inputs.items()}
+        given = {i: t for i, t in step.inputs.items() if t in tensors}
+        for model_input, tensor in step.inputs.items():
+            if model_input not in given and not mv.spec.inputs[model_input].optional:
+                raise ensemble_error(
+                    self.model,
+                    f"{step.describe()} needs input '{model_input}' (tensor '{tensor}'), "
+                    f"which {left_out[tensor]} left out of its response",
+                )
+        inputs = {model_input: tensors[tensor] for model_input, tensor in given.items()}
+        made_by = {model_input: batches[tensor] for model_input, tensor in given.items()}
         rows = _prepare(step, mv.spec, inputs, made_by)
         sequence = request.sequence
         if sequence is not None and mv.sequence is not None:  # the step's own checks

@@ -373,8 +373,10 @@ class VersionLane:
         rows = self.rows
         outputs: list[OutputTensor] = []
         for out in self.requested:
+            array = results.get(out.name)
+            if array is None:  # the model left it out: so does the response, as Triton's
+                continue
             tensor = spec.outputs[out.name]
-            array = results[out.name]
             if tensor.reshape is not None and math.prod(tensor.dims) > 0:
                 lead = (rows,) if spec.batched else ()
                 array = array.reshape(lead + tensor.dims)

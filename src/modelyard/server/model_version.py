@@ -33,6 +33,7 @@ from modelyard.modelfiles.config import (
 from modelyard.server.batcher import BatchingPolicy
 from modelyard.server.decoupled import DecoupledScheduler
 from modelyard.server.embedding_cache import EmbeddingCache, parse_size
+from modelyard.server.instance_loading import Loaded, load_instances
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.resource_limiter import ResourceLimiter, instance_needs
 from modelyard.server.scheduler import Scheduler
@@ -54,6 +55,19 @@ class VersionState(StrEnum):
     READY = "READY"
     UNLOADING = "UNLOADING"
     UNAVAILABLE = "UNAVAILABLE"
+
+
+@dataclass(eq=False)
+class _Completed:
+    """What completing a version's config made, as its instances load."""
+
+    config: mc.ModelConfig = field(default_factory=mc.ModelConfig)
+    spec: ModelSpec | None = None
+    graph: Signature | None = None  # what the model file says of its tensors
+    signature: Signature | None = None  # the tensors served (a text model's: its texts)
+    text: TextEncoding | None = None
+    tokens: TokenBatching | None = None
+    instance_configs: list[mc.ModelConfig] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -293,56 +307,66 @@ def load_model_version(
         )
     placed = instance_placements(name, version, config)
     devices = [device for device, _ in placed]
-    engines: list[Engine] = []
     rss_before = settled_rss_bytes()
     device_before = device_memory_used(devices)
-    signature: Signature | None = None
-    text: TextEncoding | None = None
-    tokens: TokenBatching | None = None
-    graph: Signature | None = None
-    try:
-        for index, device in enumerate(devices):
-            engine = cls()
-            ctx = LoadContext(
+    first_config = config  # the first instance's, which its load may complete
+    made = _Completed()
+
+    def load_one(index: int, config_complete: Callable[[], None] | None) -> Loaded:
+        engine = cls()
+        described = engine.load(
+            LoadContext(
                 artifact=artifact,
                 version_dir=version_dir,
-                config=config,
-                device=device,
+                config=first_config if index == 0 else made.instance_configs[index],
+                device=devices[index],
                 trusted=trusted,
                 instance_index=index,
                 infer=infer,
                 auto_complete=auto_complete,
+                config_complete=config_complete,
             )
-            described = engine.load(ctx)
-            engines.append(engine)
-            if index == 0:
-                graph = signature = described
-                if is_text_model(version_dir, config, graph):
-                    text = _text_encoding(name, version, version_dir, config, graph)
-                    signature = text.signature
-                _check_signature(name, version, config, signature)
-                if auto_complete:
-                    complete_config(
-                        config, signature, f"{name}/config.pbtxt",
-                        tensors_required=backend not in TENSORS_OPTIONAL,
-                    )  # fmt: skip
-        if not config.backend:
-            config.backend = backend
-        if not config.platform and backend in _PLATFORM_OF:
-            config.platform = _PLATFORM_OF[backend]
-        spec = compile_spec(config, f"{name}/config.pbtxt")
-        tokens = token_batching_for(name, version, config, graph, text, _embedding_cache(
-            name, version, config, text))  # fmt: skip
-        for engine in engines:
-            run_warmup(engine, warmup_samples(config, spec, model_dir), tokens)
+        )
+        return engine, described
+
+    def complete(graph: Signature | None) -> Callable[[Engine], None]:
+        """The version's config, completed from the first instance's (as it completed it)
+        and what its file says; each instance's copy of it; how each warms up."""
+        completed = made.config = copy.deepcopy(first_config)
+        signature = made.graph = made.signature = graph
+        if is_text_model(version_dir, completed, graph):
+            made.text = _text_encoding(name, version, version_dir, completed, graph)
+            signature = made.signature = made.text.signature
+        _check_signature(name, version, completed, signature)
+        if auto_complete:
+            complete_config(
+                completed, signature, f"{name}/config.pbtxt",
+                tensors_required=backend not in TENSORS_OPTIONAL,
+            )  # fmt: skip
+        if not completed.backend:
+            completed.backend = backend
+        if not completed.platform and backend in _PLATFORM_OF:
+            completed.platform = _PLATFORM_OF[backend]
+        made.spec = compile_spec(completed, f"{name}/config.pbtxt")
+        cache = _embedding_cache(name, version, completed, made.text)
+        made.tokens = token_batching_for(name, version, completed, graph, made.text, cache)
+        made.instance_configs = [copy.deepcopy(completed) for _ in devices]
+        samples = warmup_samples(completed, made.spec, model_dir)
+        return lambda engine: run_warmup(engine, samples, made.tokens)
+
+    try:
+        engines = load_instances(
+            len(devices), load_one, complete,
+            completes_early=not cls.describes_signature, model=name,
+        )  # fmt: skip
     except ModelyardError:
-        _release(engines)
         raise
     except Exception as exc:
-        _release(engines)
         raise load_error(
             name, version, f"{type(exc).__name__}: {exc}", f"the files of {name}/{version}"
         ) from exc
+    config, spec, signature, tokens = made.config, made.spec, made.signature, made.tokens
+    assert spec is not None
     sequence: SequencePolicy | None = None
     scheduler: ModelScheduler
     try:

@@ -314,13 +314,14 @@ def _split(
     outputs: list[str],
     results: dict[str, np.ndarray],
 ) -> list[_Answer]:
-    """Each request's rows of a batch's results: the outputs it asked for."""
+    """Each request's rows of a batch's results: the outputs it asked for that the engine
+    returned (one it left out is left out of the answer, as Triton leaves it)."""
     if len(batch) == 1:
         return [(batch[0], results)]
     answers: list[_Answer] = []
     offset = 0
-    if len(outputs) == 1 and outputs is payloads[0].outputs:  # the usual: one output
-        name = outputs[0]
+    if len(outputs) == 1 and outputs is payloads[0].outputs and outputs[0] in results:
+        name = outputs[0]  # the usual: one output
         array = results[name]
         for request in batch:
             end = offset + request.rows
@@ -331,7 +332,8 @@ def _split(
         end = offset + request.rows
         part = {}
         for name in payload.outputs:  # a loop, not a comprehension: no frame each
-            part[name] = results[name][offset:end]
+            if name in results:
+                part[name] = results[name][offset:end]
         offset = end
         answers.append((request, part))
     return answers

@@ -608,11 +608,12 @@ class SequenceScheduler(InstanceThreads):
             request, sequence = row.request, row.sequence
             if request is None or sequence is None:
                 continue
+            asked = [name for name in request.outputs if name in results]  # one left out: too
             if batched:
                 part = slice(index, index + 1)
-                answers.append((request, {name: results[name][part] for name in request.outputs}))
+                answers.append((request, {name: results[name][part] for name in asked}))
             else:
-                answers.append((request, {name: results[name] for name in request.outputs}))
+                answers.append((request, {name: results[name] for name in asked}))
             if policy.states:
                 sequence.state = {
                     state.input_name: _kept(
@@ -681,11 +682,16 @@ class SequenceScheduler(InstanceThreads):
         return np.full(shape, control.false_true[1 if on else 0], dtype=control.dtype)
 
     def _check(self, results: dict[str, np.ndarray], outputs: list[str], rows: int) -> None:
-        """The engine's outputs: each named, with a row per row in, states in their shape."""
+        """The engine's outputs: a row per row in, each state returned in its shape (an
+        output asked for may be left out: the response leaves it out)."""
         for state in self.policy.states:
             array = results.get(state.output_name)
             if array is None:
-                continue  # check_outputs says so
+                raise ModelServerError.of(
+                    error_rules.ENGINE_CONTRACT,
+                    f"model '{self.model}' returned no state '{state.output_name}'",
+                    where=f"the model's outputs, or the states in {self.model}/config.pbtxt",
+                )
             shape = array.shape[1:] if self.policy.batched else array.shape
             if not state.fits(shape) or math.prod(shape) * array.itemsize > STATE_MAX_BYTES:
                 raise ModelServerError.of(

@@ -179,11 +179,13 @@ class TokenBatching:
 
 def join_parts(answers: list[dict[str, np.ndarray]], outputs: list[str]) -> dict[str, np.ndarray]:
     """A request's outputs from its parts', in order; token axes of other lengths padded
-    with zeros to the request's longest."""
+    with zeros to the request's longest (an output the engine left out, left out)."""
     if len(answers) == 1:
-        return {name: answers[0][name] for name in outputs}
+        return {name: answers[0][name] for name in outputs if name in answers[0]}
     joined = {}
     for name in outputs:
+        if name not in answers[0]:
+            continue
         arrays = [answer[name] for answer in answers]
         if arrays[0].ndim >= 2 and len({a.shape[1:] for a in arrays}) > 1:
             longest = max(a.shape[1] for a in arrays)

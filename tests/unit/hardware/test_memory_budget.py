@@ -16,6 +16,7 @@ from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.types import InferRequest
+from tests.support.models import write_python_model
 
 
 def test_sizes_parse_with_units() -> None:
@@ -77,6 +78,54 @@ def test_each_version_reports_its_footprint(tmp_path: Path) -> None:
             assert row["memory_bytes"] > 1 << 20  # the MLP's weights are resident
             stats = dp.statistics("mlp_onnx", None)["model_stats"][0]
             assert stats["memory_bytes"] == row["memory_bytes"]
+        finally:
+            await manager.stop()
+
+    asyncio.run(scenario())
+
+
+FAILS_SECOND = """
+class Model:
+    def initialize(self, args):
+        if args["instance_index"] == "1":
+            raise RuntimeError("instance 1 refuses to start")
+        import numpy as np
+        self.table = np.ones(2_000_000)  # 16 MB each
+
+    def execute(self, inputs):
+        return {"Y": inputs["X"]}
+"""
+
+
+def test_a_load_whose_instance_fails_holds_nothing_of_the_budget(tmp_path: Path) -> None:
+    """The instances that loaded are released with the failed load, and nothing of it is
+    counted against the budget: the next load has the whole budget."""
+    write_python_model(
+        tmp_path,
+        "fails_second",
+        FAILS_SECOND,
+        """
+        backend: "python"
+        max_batch_size: 4
+        input [{ name: "X" data_type: TYPE_FP32 dims: [ 2 ] }]
+        output [{ name: "Y" data_type: TYPE_FP32 dims: [ 2 ] }]
+        instance_group [{ count: 3 kind: KIND_CPU }]
+        """,
+    )
+    build_tiny_onnx(tmp_path, seed=0)
+
+    async def scenario() -> None:
+        manager = ModelManager(
+            ModelRepository(tmp_path), ControlMode.EXPLICIT, memory_budget=1 << 30
+        )
+        await manager.start()
+        try:
+            with pytest.raises(ModelyardError) as failed:
+                await manager.load("fails_second")
+            assert "instance 1 refuses to start" in failed.value.line()
+            assert manager.held_memory() == []
+            await manager.load("tiny_onnx")
+            assert [name for name, _, _ in manager.held_memory()] == ["tiny_onnx"]
         finally:
             await manager.stop()
 

@@ -453,3 +453,98 @@ def test_an_ensemble_passes_its_requests_sequence_to_a_sequence_step(tmp_path: P
     assert two_rows.startswith(
         "in ensemble 'summing', inference request to model 'acc' must specify batch-size 1"
     )
+
+
+# declares y and z, and answers y only (as Triton's identity_fp32 answers OUTPUT0 only)
+HALF = """
+class Model:
+    def execute(self, inputs):
+        return {"y": inputs["x"]}
+"""
+
+
+# adds b to a where it is given, 100 where it is not
+MAYBE_ADD = """
+class Model:
+    def execute(self, inputs):
+        return {"s": inputs["a"] + (inputs["b"] if "b" in inputs else 100.0)}
+"""
+
+
+def test_an_output_a_step_leaves_out_is_left_out_or_fails_the_step_that_needs_it(
+    tmp_path: Path,
+) -> None:
+    """As Triton's ensembles: an ensemble output its step's model did not return is left out
+    of the answer; a later step whose input it was runs without it where that input is
+    optional, and fails the request, naming who left it out, where it is not."""
+    step_models(tmp_path)
+    write_python_model(
+        tmp_path,
+        "half",
+        HALF,
+        """
+        backend: "python"
+        max_batch_size: 8
+        input [{ name: "x" data_type: TYPE_FP32 dims: [ 2 ] }]
+        output [{ name: "y" data_type: TYPE_FP32 dims: [ 2 ] },
+                { name: "z" data_type: TYPE_FP32 dims: [ 2 ] }]
+        """,
+    )
+    two_outputs = (
+        '{ name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] }, '
+        '{ name: "OUT2" data_type: TYPE_FP32 dims: [ 2 ] }'
+    )
+    ensemble(
+        tmp_path,
+        "half_out",
+        [
+            step("half", {"x": "IN"}, {"y": "a", "z": "OUT2"}),
+            step("double", {"x": "a"}, {"y": "OUT"}),
+        ],
+        outputs=two_outputs,
+    )
+    write_python_model(
+        tmp_path,
+        "maybe_add",
+        MAYBE_ADD,
+        """
+        backend: "python"
+        max_batch_size: 8
+        input [{ name: "a" data_type: TYPE_FP32 dims: [ 2 ] },
+               { name: "b" data_type: TYPE_FP32 dims: [ 2 ] optional: true }]
+        output [{ name: "s" data_type: TYPE_FP32 dims: [ 2 ] }]
+        """,
+    )
+    ensemble(
+        tmp_path,
+        "half_optional",
+        [
+            step("half", {"x": "IN"}, {"y": "a", "z": "b"}),
+            step("maybe_add", {"a": "a", "b": "b"}, {"s": "OUT"}),
+        ],
+    )
+    ensemble(
+        tmp_path,
+        "half_in",
+        [
+            step("half", {"x": "IN"}, {"y": "a", "z": "b"}),
+            step("combine", {"a": "a", "b": "b"}, {"s": "OUT"}),
+        ],
+    )
+
+    async def scenario(dp: LocalDataPlane) -> str:
+        response = await dp.infer(request("half_out", [[1.0, 2.0]]))
+        assert [(o.name, o.data.tolist()) for o in response.outputs] == [("OUT", [[2.0, 4.0]])]
+        # an optional input the step before left out: the step runs without it
+        response = await dp.infer(request("half_optional", [[1.0, 2.0]]))
+        assert response.outputs[0].data.tolist() == [[101.0, 102.0]]
+        with pytest.raises(ModelyardError) as failed:
+            await dp.infer(request("half_in", [[1.0, 2.0]]))
+        return failed.value.line()
+
+    line = run(scenario, tmp_path)
+    assert line.startswith(
+        "[model-server] ensemble 'half_in': step 2 (model 'combine') needs input 'b' (tensor "
+        "'b'), which output 'z' of step 1 (model 'half') left out of its response"
+    ), line
+    assert "rule=model-server/ensemble" in line

@@ -32,25 +32,57 @@ def test_a_stream_asked_of_a_model_that_answers_once_is_refused_with_its_rule() 
         scheduler.join(5)
 
 
-@pytest.mark.parametrize(
-    ("results", "batched", "detail"),
-    [
-        ({}, True, "engine returned no output 'y' for model 'm'"),
-        ({"y": np.ones((2, 1))}, True, "engine returned 2 rows of 'y' for 3 rows in"),
-    ],
-)
-def test_an_answer_that_breaks_the_engine_contract_is_refused_with_its_rule(
-    results: dict[str, np.ndarray], batched: bool, detail: str
-) -> None:
+def test_an_answer_that_breaks_the_engine_contract_is_refused_with_its_rule() -> None:
     with pytest.raises(EngineError) as refused:
-        check_outputs("m", 4, results, ["y"], 3, batched)
-    assert refused.value.detail == detail
+        check_outputs("m", 4, {"y": np.ones((2, 1))}, ["y"], 3, batched=True)
+    assert refused.value.detail == "engine returned 2 rows of 'y' for 3 rows in"
     assert refused.value.code is Code.INTERNAL
     assert refused.value.line().endswith("rule=engine/contract; change: the model files of m/4")
 
 
 def test_an_unbatched_model_may_answer_any_number_of_rows() -> None:
     check_outputs("m", 1, {"y": np.ones((2, 1))}, ["y"], 3, batched=False)
+
+
+def test_an_output_the_engine_left_out_is_no_breach() -> None:
+    """Triton answers with the outputs its backend gave, asked for by name or not."""
+    check_outputs("m", 1, {"y": np.ones((3, 1))}, ["y", "z"], 3, batched=True)
+    check_outputs("m", 1, {}, ["y"], 3, batched=True)
+
+
+class _HalfEngine(AffineEngine):
+    """Answers y and never z, whatever it is asked for."""
+
+    def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        assert outputs == ["y", "z"] or outputs == ["z"], outputs
+        return super().execute(inputs, outputs)
+
+
+@pytest.mark.parametrize("asked", [["y", "z"], ["z"]])
+def test_each_request_of_a_batch_gets_the_outputs_its_engine_returned(asked: list[str]) -> None:
+    """The batch's answer lacks z: each request's rows of y, and no z (nor an error)."""
+    config = "max_batch_size: 8 dynamic_batching { max_queue_delay_microseconds: 50000 }"
+    engine = _HalfEngine()
+    policy = BatchingPolicy.from_config(text_format.Parse(config, mc.ModelConfig()))
+    scheduler = Scheduler("affine", 1, [engine], policy)
+
+    async def infer() -> list[dict[str, np.ndarray]]:
+        xs = [np.full((rows, 2), rows, np.float32) for rows in (1, 2, 3)]
+        futures = [scheduler.submit(Submission({"x": x}, list(asked), len(x))) for x in xs]
+        return list(await asyncio.gather(*futures))
+
+    try:
+        answers = asyncio.run(infer())
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+    assert engine.batch_rows == [6]  # one batch of the three
+    for rows, answer in zip((1, 2, 3), answers, strict=True):
+        if asked == ["z"]:
+            assert answer == {}
+            continue
+        assert list(answer) == ["y"]
+        np.testing.assert_array_equal(answer["y"], np.full((rows, 2), 4 * rows, np.float32))
 
 
 class _ShortEngine(AffineEngine):
