@@ -181,6 +181,7 @@ class SequenceScheduler(InstanceThreads):
     ) -> None:
         super().__init__(model, version, policy.max_batch_size, clock)
         self.policy = policy
+        self._variable_states = policy.variable_states
         self.decoupled = decoupled  # answers through submit_stream (ModelScheduler)
         self._engines = engines
         self._queued = 0
@@ -541,10 +542,10 @@ class SequenceScheduler(InstanceThreads):
         """What the rows of one execution share: their next request's shapes, and the
         shapes of the variable-sized states they carry."""
         request = sequence.queue[0]
-        if not self.policy.variable_states:
+        if not self._variable_states:
             return request.shape_key
         return (request.shape_key, *(self._state_of(sequence, request, state).shape
-                                     for state in self.policy.variable_states))  # fmt: skip
+                                     for state in self._variable_states))  # fmt: skip
 
     @staticmethod
     def _state_of(sequence: _Sequence | None, request: _Request | None, state: State) -> np.ndarray:
