@@ -16,7 +16,9 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from modelyard import error_rules
 from modelyard.clock import Clock
+from modelyard.errors import ModelServerError
 from modelyard.generation import Generation
 from modelyard.types import InferRequest, InferResponse
 
@@ -48,6 +50,22 @@ class StreamResponse(NamedTuple):
     response: InferResponse | None
     error: Exception | None
     final: bool
+
+
+# what a stream's caller may leave unread, wherever its responses wait for it: past either
+# its request is cancelled (a caller that stops reading would otherwise hold every response
+# the model goes on sending); a burst that reaches the loop before its reader's next turn
+# stays far below both
+MAX_UNREAD = 16_384
+MAX_UNREAD_BYTES = 256 << 20
+
+
+def unread_responses(model: str) -> ModelServerError:
+    return ModelServerError.of(
+        error_rules.UNREAD_RESPONSES,
+        f"the caller has not read {MAX_UNREAD} responses or {MAX_UNREAD_BYTES} bytes of "
+        f"model '{model}': the request is cancelled",
+    )
 
 
 class InferLane(Protocol):

@@ -176,13 +176,13 @@ def test_a_request_refused_before_any_response_is_a_json_error(
 
 
 def test_generate_refuses_a_model_that_answers_other_than_once(server: ServerInProcess) -> None:
-    for repetitions in (0, 2):
+    for repetitions, counted in ((0, "0 responses"), (2, "more than 1 response")):
         body = {"PROMPT": "hi", "STREAM": True, "REPETITION": repetitions}
         response = _post(server, "/v2/models/mock_llm/generate", body)
         assert response.status_code == 400
         assert response.json()["error"].startswith(
             "generate expects model to produce exactly 1 response, use generate stream for "
-            f"model that generates various number of responses ({repetitions} responses); "
+            f"model that generates various number of responses ({counted}); "
             "rule=protocol/generate-one-response; change: POST "
             "/v2/models/mock_llm/generate_stream"
         )

@@ -24,7 +24,13 @@ from typing import Any
 
 import structlog
 
-from modelyard.dataplane import DataPlane, StreamResponse
+from modelyard.dataplane import (
+    MAX_UNREAD,
+    MAX_UNREAD_BYTES,
+    DataPlane,
+    StreamResponse,
+    unread_responses,
+)
 from modelyard.errors import (
     Code,
     GovernanceError,
@@ -71,6 +77,44 @@ class _Ended:
 
     error: Exception | None = None
     gone: bool = False
+
+
+class _Unread(asyncio.Queue[StreamResponse | _Ended]):
+    """A call's responses waiting for its writer, bounded as a stream's are: past
+    MAX_UNREAD of them or MAX_UNREAD_BYTES the call is cancelled (its model's stream with
+    it), and the writer finds, after what it had not written, why."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__()
+        self.model = model
+        self.unread_bytes = 0
+        self.producer: asyncio.Future[None] | None = None
+        self.over = False
+
+    def put(self, item: StreamResponse | _Ended) -> None:  # type: ignore[override]
+        if self.over:
+            return
+        size = _size(item)
+        if isinstance(item, StreamResponse) and (
+            self.qsize() >= MAX_UNREAD or self.unread_bytes + size > MAX_UNREAD_BYTES
+        ):
+            self.over = True
+            if self.producer is not None:
+                self.producer.cancel()
+            item, size = _Ended(unread_responses(self.model)), 0
+        self.unread_bytes += size
+        self.put_nowait(item)
+
+    async def get(self) -> StreamResponse | _Ended:
+        item = await super().get()
+        self.unread_bytes -= _size(item)
+        return item
+
+
+def _size(item: StreamResponse | _Ended) -> int:
+    if isinstance(item, _Ended) or item.response is None:
+        return 0
+    return sum(output.data.nbytes for output in item.response.outputs)
 
 
 class _GenerateBody:
@@ -131,8 +175,9 @@ class GenerateRoutes:
                 encoding = value
         streamed = _GenerateBody(self.dataplane, body, encoding)
         request = InferRequest(model, version, {}, {}, arrived_ns=scope.get(RECEIVED_NS, 0))
-        ended: asyncio.Queue[StreamResponse | _Ended] = asyncio.Queue()
-        producer = asyncio.ensure_future(self._produce(request, call, streamed, ended.put_nowait))
+        ended: _Unread = _Unread(model)
+        producer = asyncio.ensure_future(self._produce(request, call, streamed, ended.put))
+        ended.producer = producer
         watcher = asyncio.ensure_future(_watch_disconnect(receive, producer, ended.put_nowait))
         path: str = scope["path"]
         try:
@@ -215,7 +260,8 @@ class GenerateRoutes:
         call: Call | None,
         model: str,
     ) -> None:
-        """``/generate``: the model's one response, once it has finished."""
+        """``/generate``: the model's one response, once it has finished; a second one
+        ends the call at once (its model's stream cancelled with it)."""
         answers: list[StreamResponse] = []
         while True:
             item = await items.get()
@@ -223,19 +269,22 @@ class GenerateRoutes:
                 break
             if item.response is not None or item.error is not None:
                 answers.append(item)
-        if item.gone:
-            return
-        if item.error is not None:
-            if not answers:  # refused before any response
-                await self._reply_error(send, self._logged(item.error, path, call), call)
+                if len(answers) > 1:
+                    break
+        if isinstance(item, _Ended):
+            if item.gone:
                 return
-            answers.append(StreamResponse(None, item.error, True))
+            if item.error is not None:
+                if not answers:  # refused before any response
+                    await self._reply_error(send, self._logged(item.error, path, call), call)
+                    return
+                answers.append(StreamResponse(None, item.error, True))
         try:
             if len(answers) != 1:
                 raise ProtocolError(
                     "generate expects model to produce exactly 1 response, use generate "
                     "stream for model that generates various number of responses "
-                    f"({len(answers)} responses)",
+                    f"({'more than 1 response' if answers else '0 responses'})",
                     code=Code.INVALID_ARGUMENT,
                     rule="protocol/generate-one-response",
                     where=f"POST /v2/models/{model}/generate_stream, which sends each "

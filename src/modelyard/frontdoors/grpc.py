@@ -27,7 +27,14 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 
 from modelyard import error_rules
-from modelyard.dataplane import DataPlane, InferLane, StreamResponse
+from modelyard.dataplane import (
+    MAX_UNREAD,
+    MAX_UNREAD_BYTES,
+    DataPlane,
+    InferLane,
+    StreamResponse,
+    unread_responses,
+)
 from modelyard.errors import (
     ConfigError,
     GovernanceError,
@@ -261,6 +268,41 @@ class _InTurn:
 
 def _nothing() -> None:
     pass
+
+
+class _Unwritten(asyncio.Queue[pb.ModelStreamInferResponse | None]):
+    """A stream's answers waiting to be written, bounded as a decoupled model's stream is:
+    past MAX_UNREAD of them or MAX_UNREAD_BYTES of outputs the stream's requests are
+    cancelled (a caller that stops reading would otherwise hold every answer), and the
+    stream ends, after what it had not written, with the line saying why."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unwritten_bytes = 0
+        self.reader: asyncio.Task[None] | None = None
+        self.over = False
+
+    def put(self, reply: pb.ModelStreamInferResponse) -> None:  # type: ignore[override]
+        if self.over:
+            return
+        size = sum(map(len, reply.infer_response.raw_output_contents))
+        if self.qsize() >= MAX_UNREAD or self.unwritten_bytes + size > MAX_UNREAD_BYTES:
+            self.over = True
+            if self.reader is not None:
+                self.reader.cancel()
+            model = reply.infer_response.model_name
+            reply = pb.ModelStreamInferResponse(error_message=unread_responses(model).line())
+            size = 0
+        self.unwritten_bytes += size
+        self.put_nowait(reply)
+        if self.over:
+            self.put_nowait(None)
+
+    async def get(self) -> pb.ModelStreamInferResponse | None:
+        reply = await super().get()
+        if reply is not None:
+            self.unwritten_bytes -= sum(map(len, reply.infer_response.raw_output_contents))
+        return reply
 
 
 def _wants_empty_final(message: pb.ModelInferRequest) -> bool:
@@ -521,11 +563,11 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                 _check_restricted(self.restrictions, "inference", context)
             except ModelyardError as error:
                 await _abort(context, "ModelStreamInfer", error)
-        answers: asyncio.Queue[pb.ModelStreamInferResponse | None] = asyncio.Queue()
+        answers = _Unwritten()
         deadline = _deadline(self.dataplane, context)
 
         def write_now(reply: pb.ModelStreamInferResponse, final: bool) -> None:
-            answers.put_nowait(reply)
+            answers.put(reply)
 
         async def read() -> None:
             tasks: set[asyncio.Task[None]] = set()
@@ -541,7 +583,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                     queued = asyncio.Event() if key is not None else None
                     send: _Send = write_now
                     if self._answers_once(message):
-                        send = _InTurn(in_turn, answers.put_nowait)
+                        send = _InTurn(in_turn, answers.put)
                     task = asyncio.create_task(
                         self._stream_one(message, deadline, context, send, before, queued)
                     )
@@ -563,10 +605,12 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                 answers.put_nowait(None)
 
         reader = asyncio.create_task(read())
+        answers.reader = reader
         try:
             while (item := await answers.get()) is not None:
                 yield item
-            await reader  # re-raises a failed read
+            if not answers.over:  # past the bound its requests were cancelled
+                await reader  # re-raises a failed read
         finally:
             reader.cancel()
 

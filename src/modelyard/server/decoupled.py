@@ -33,6 +33,7 @@ import numpy as np
 
 from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
+from modelyard.dataplane import MAX_UNREAD, MAX_UNREAD_BYTES, unread_responses
 from modelyard.engines.base import DecoupledRequest
 from modelyard.errors import ModelServerError, ModelyardError
 from modelyard.server.scheduler import (
@@ -54,11 +55,6 @@ class StreamItem(NamedTuple):
     final: bool
 
 
-# what a caller has not read yet: past either its request is cancelled (a caller that
-# stops reading would otherwise hold every response the model goes on sending); a burst
-# that reaches the loop before its reader's next turn stays far below both
-MAX_UNREAD = 16_384
-MAX_UNREAD_BYTES = 256 << 20
 
 
 class ResponseStream:
@@ -108,14 +104,6 @@ class _Request(NamedTuple):
 
 
 MAX_QUEUED = 4096  # requests waiting for an instance: each holds its inputs
-
-
-def unread_responses(model: str) -> ModelServerError:
-    return ModelServerError.of(
-        error_rules.UNREAD_RESPONSES,
-        f"the caller has not read {MAX_UNREAD} responses or {MAX_UNREAD_BYTES} bytes of "
-        f"model '{model}': the request is cancelled",
-    )
 
 
 def decoupled_refusal(model: str) -> ModelServerError:

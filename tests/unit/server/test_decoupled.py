@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from modelyard import dataplane
 from modelyard.dataplane import StreamResponse
 from modelyard.errors import Code, ModelyardError
 from modelyard.server import decoupled
@@ -173,6 +174,7 @@ def test_a_caller_that_stops_reading_is_cancelled_past_its_unread_bound(
     """A reader that stops holds at most MAX_UNREAD responses: then the model reads
     is_cancelled(), and the reader finds, after what it had not read, why."""
     monkeypatch.setattr(decoupled, "MAX_UNREAD", 20)
+    monkeypatch.setattr(dataplane, "MAX_UNREAD", 20)  # the line's figure
     repeat_int32(tmp_path)
 
     async def main() -> None:
