@@ -41,6 +41,9 @@ WHERE = "the request body: a JSON object of the model's inputs by name, and its 
 # the fields a request may have, its top-level keys and its parameters' together: far more
 # than a model's inputs and parameters, far fewer than a body's bytes could make
 MAX_FIELDS = 1024
+# a body over this takes its number inputs as flat arrays of their datatype, read as one
+# buffer; under it any value Triton reads is read, value by value
+SLOW_BODY_BYTES = 256 << 10
 PARAMETERS = "parameters"  # the key whose object holds more fields (Triton's nested schema)
 SSE_CONTENT_TYPE = b"text/event-stream; charset=utf-8"
 
@@ -59,8 +62,9 @@ class Fields:
     twice), each key's first value, and the object of its first ``parameters`` member."""
 
     members: tuple[str, ...]
-    first: dict[str, Any]
+    first: dict[str, Any]  # a number array is kept as the parser's (read as one buffer)
     parameters: Fields | None
+    body_bytes: int = 0
 
 
 def read_body(body: bytes) -> Fields:
@@ -78,7 +82,7 @@ def read_body(body: bytes) -> Fields:
         if type(value) is simdjson.Object:
             count += len(value)
             if count <= MAX_FIELDS:
-                nested = _fields(value, None)
+                nested = _fields(value, None, len(body))
     if count > MAX_FIELDS:
         raise ProtocolError(
             f"generate request has {count} fields or more (top-level keys and parameters), "
@@ -87,16 +91,27 @@ def read_body(body: bytes) -> Fields:
             rule="protocol/generate-fields",
             where=WHERE,
         )
-    return _fields(root, nested)
+    return _fields(root, nested, len(body))
 
 
-def _fields(value: Any, nested: Fields | None) -> Fields:
+def _fields(value: Any, nested: Fields | None, body_bytes: int) -> Fields:
     members = []
     first: dict[str, Any] = {}
-    for key, item in value.items():
+    for key in value:
         members.append(key)
-        first.setdefault(key, item)
-    return Fields(tuple(members), first, nested)
+        if key not in first:
+            item = value[key]
+            first[key] = item if type(item) is simdjson.Array else _plain(item)
+    return Fields(tuple(members), first, nested, body_bytes)
+
+
+def _plain(value: Any) -> Any:
+    kind = type(value)
+    if kind is simdjson.Object:
+        return value.as_dict()
+    if kind is simdjson.Array:
+        return value.as_list()
+    return value
 
 
 @dataclass(slots=True)
@@ -151,7 +166,18 @@ def _field(
         into.parameters[name] = _parameter(name, value)
         return
     datatype, dims = known
-    array = _input(name, datatype, dims, value)
+    if type(value) is simdjson.Array:
+        array = _numbers(name, datatype, dims, value)
+        if array is None:
+            if fields.body_bytes > SLOW_BODY_BYTES:
+                raise refused(
+                    f"input '{shown(name)}' in a body of more than {SLOW_BODY_BYTES} bytes "
+                    f"must be a flat array of {datatype} numbers",
+                    "protocol/generate-fields",
+                )
+            array = _input(name, datatype, dims, value.as_list())
+    else:
+        array = _input(name, datatype, dims, value)
     if name in into.inputs:
         raise refused(f"input '{shown(name)}' already exists in request")
     into.inputs[name] = array
@@ -170,6 +196,33 @@ def _parameter(name: str, value: Any) -> Any:
         f"parameter '{shown(name)}' has invalid type. It should be either 'int', 'bool', or "
         "'string'."
     )
+
+
+_BUFFERS = {"i": np.int64, "u": np.uint64, "d": np.float64}
+
+
+def _numbers(name: str, datatype: str, dims: list[int], value: Any) -> np.ndarray | None:
+    """A flat array of numbers that are all of the input's datatype, read as one buffer
+    (a body's millions of numbers would each be a Python object, on the event loop);
+    None: anything else, which the value by value reading reads in Triton's words."""
+    dtype = V2_TO_NUMPY.get(datatype)
+    if dtype is None or datatype in ("BOOL", "FP16", "BF16", "BYTES"):
+        return None
+    kind = "d" if dtype.kind == "f" else dtype.kind
+    try:
+        flat = np.frombuffer(value.as_buffer(of_type=kind), _BUFFERS[kind])
+    except (TypeError, ValueError):  # an element of another type, or nested arrays
+        return None
+    if len(flat) != len(value):
+        return None
+    if flat.size and dtype.kind in "iu":
+        limits = np.iinfo(dtype)
+        if flat.min() < limits.min or flat.max() > limits.max:
+            return None
+    largest = _FLOAT_MAX.get(datatype)
+    if flat.size and largest is not None and np.abs(flat).max() > largest:
+        return None
+    return flat.astype(dtype).reshape(_shape(name, dims, len(flat)))
 
 
 def _leaves(value: Any) -> list[Any]:

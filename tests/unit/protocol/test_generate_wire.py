@@ -11,6 +11,7 @@ import pytest
 from modelyard.errors import Code, EngineError, ModelyardError
 from modelyard.protocol.generate import (
     MAX_FIELDS,
+    SLOW_BODY_BYTES,
     GenerateInputs,
     error_event,
     event,
@@ -200,3 +201,30 @@ def test_an_event_is_one_data_line_and_an_error_event_keeps_the_message_whole() 
     assert chunk.startswith(b"data: ") and chunk.endswith(b"\n\n") and chunk.count(b"\n") == 2
     doc = orjson.loads(chunk[len(b"data: ") :])
     assert doc == {"error": "An Error Occurred", "error_line": error.line()}
+
+
+FLOATS: list[dict[str, Any]] = [{"name": "x", "datatype": "FP32", "shape": [-1]}]
+
+
+def test_a_flat_number_array_is_read_as_one_buffer_with_triton_s_checks() -> None:
+    """Numbers of the input's type: as read value by value; anything else falls back to
+    that reading, and keeps its words."""
+    assert _read('{"input_ids": [1, 2, 3]}').inputs["input_ids"].tolist() == [[1, 2, 3]]
+    assert _read('{"x": [1, 2.5]}', FLOATS).inputs["x"].tolist() == [1.0, 2.5]
+    assert "out of the range of INT32" in _refusal('{"input_ids": [1, 3000000000]}').line()
+    assert "non-signed-integer" in _refusal('{"input_ids": [1, 2.5]}').line()
+    nested = _refusal('{"input_ids": [[1, 2], [3, 4]]}').line()
+    assert "Shape does not match true shape" in nested
+
+
+def test_a_large_body_takes_its_numbers_as_flat_arrays_of_their_type() -> None:
+    """A body over SLOW_BODY_BYTES is never read value by value (millions of Python objects
+    on the event loop): its number inputs are read as one buffer, or refused."""
+    count = (SLOW_BODY_BYTES // 2) + 10
+    many = "[" + ",".join(["7"] * count) + "]"
+    read = _read('{"input_ids": ' + many + "}").inputs["input_ids"]
+    assert read.shape == (1, count) and read.dtype == np.int32 and int(read.sum()) == 7 * count
+    mixed = "[" + ",".join(["7"] * count) + ', "x"]'
+    line = _refusal('{"input_ids": ' + mixed + "}").line()
+    assert f"in a body of more than {SLOW_BODY_BYTES} bytes must be a flat array" in line
+    assert "rule=protocol/generate-fields" in line
