@@ -39,6 +39,8 @@ class InOrder:
         """Hand ``answer`` on now if ``ticket``'s turn has come, else once it has;
         ``final``: the ticket's last answer."""
         with self._lock:
+            if ticket < self._next:  # its final answer has passed: what a model's other
+                return  # thread sent beside it comes too late, and is not kept
             if ticket != self._next:
                 self._held.setdefault(ticket, []).append(answer)
                 if final:

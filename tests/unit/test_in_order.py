@@ -34,6 +34,10 @@ def test_a_ticket_whose_answers_are_not_all_in_holds_the_next() -> None:
     assert out == ["a1", "a2"]
     order.release(0, lambda: out.append("a3"))
     assert out == ["a1", "a2", "a3", "b"]
+    # an answer for a ticket whose final one has passed (a model's other thread, late) is
+    # not kept: nothing would ever release it
+    order.release(0, lambda: out.append("late"), final=False)
+    assert out == ["a1", "a2", "a3", "b"] and not order._held
 
 
 def test_answers_from_many_threads_come_out_in_ticket_order() -> None:

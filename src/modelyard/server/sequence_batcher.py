@@ -151,6 +151,17 @@ def _kept(returned: Any, dtype: np.dtype[Any]) -> np.ndarray:
     return state
 
 
+def _row_bytes(array: np.ndarray, shape: tuple[int, ...], batched: bool) -> int:
+    """What the largest row's state holds: a STRING state's strings counted by their bytes."""
+    if array.dtype != np.object_:
+        return math.prod(shape) * array.itemsize
+    rows = array if batched else [array]
+    return max(
+        (sum(len(item) for item in row.flat if isinstance(item, (bytes, str))) for row in rows),
+        default=0,
+    )
+
+
 def _row_request(request: _Request | None) -> BatchedRequest:
     if request is None:
         return BatchedRequest()
@@ -693,8 +704,9 @@ class SequenceScheduler(InstanceThreads):
                     f"model '{self.model}' returned no state '{state.output_name}'",
                     where=f"the model's outputs, or the states in {self.model}/config.pbtxt",
                 )
-            shape = array.shape[1:] if self.policy.batched else array.shape
-            if not state.fits(shape) or math.prod(shape) * array.itemsize > STATE_MAX_BYTES:
+            batched = self.policy.batched
+            shape = array.shape[1:] if batched else array.shape
+            if not state.fits(shape) or _row_bytes(array, shape, batched) > STATE_MAX_BYTES:
                 raise ModelServerError.of(
                     error_rules.ENGINE_CONTRACT,
                     f"model '{self.model}' returned state '{state.output_name}' in shape "

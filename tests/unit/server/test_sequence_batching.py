@@ -442,6 +442,53 @@ async def test_a_variable_sized_state_takes_the_shape_the_model_returns(tmp_path
         assert await _sum(dp, "growing", 0, 1, end=True) == 13
 
 
+STRING_STATE = """
+import numpy as np
+
+
+class Model:
+    def execute(self, inputs):
+        # the state keeps every value of the sequence as text, one more each request
+        state, value = inputs["INPUT_STATE"], inputs["INPUT"]
+        kept = np.array([[s + str(int(v)).encode() * 10] for s, v in
+                         zip(state[:, 0], value[:, 0])], dtype=object)
+        lengths = np.array([[len(k[0])] for k in kept], np.int32)
+        return {"OUTPUT": lengths, "OUTPUT_STATE": kept}
+"""
+
+
+@_in_a_loop
+async def test_a_string_state_is_bounded_by_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sequence_batcher, "STATE_MAX_BYTES", 25)
+    write_python_model(
+        tmp_path,
+        "texts",
+        STRING_STATE,
+        """
+        backend: "python"
+        max_batch_size: 4
+        input [{ name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] }]
+        output [{ name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] }]
+        sequence_batching {
+          state [{ input_name: "INPUT_STATE" output_name: "OUTPUT_STATE"
+                   data_type: TYPE_STRING dims: [ 1 ] }]
+        }
+        """,
+    )
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        assert await _sum(dp, "texts", 1, 1, start=True) == 10  # from empty bytes
+        assert await _sum(dp, "texts", 2, 1) == 20
+        with pytest.raises(ModelyardError) as caught:  # 30 bytes: past the bound
+            await dp.infer(_request("texts", 3, 1))
+        assert caught.value.code is Code.INTERNAL
+        assert "within 25 bytes" in caught.value.line()
+        # the sequence starts again and is served (its last good state was 20 bytes, and
+        # any next one 30)
+        assert await _sum(dp, "texts", 4, 1, start=True, end=True) == 10
+
+
 @_in_a_loop
 async def test_callers_cannot_queue_without_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
