@@ -234,11 +234,17 @@ class {cls}:
         self.folder, self.index = folder, index
 
     def execute(self, {execute_args}):
-        raise NotImplementedError
+        {execute_body}
 
     def finalize(self):
         (self.folder / f"finalized-{{self.index}}").touch()
 """
+
+# the models echo X as Y (these tests only load them)
+TRITON_ECHO = (
+    "return [pb_utils.InferenceResponse([pb_utils.Tensor("
+    '"Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy())]) for r in requests]'
+)
 
 AUTO_COMPLETE = """@staticmethod
     def auto_complete_config(config):
@@ -257,6 +263,7 @@ def _python_model(tmp_path: Path, triton: bool, count: int, fail: int = -1) -> P
         count=count,
         fail=fail,
         execute_args="requests" if triton else "inputs",
+        execute_body=TRITON_ECHO if triton else 'return {"Y": inputs["X"]}',
     )
     config = f'backend: "python"\ninstance_group [{{ count: {count} kind: KIND_CPU }}]\n'
     if not triton:
