@@ -497,7 +497,9 @@ class ClusterQpsGuard:
                 if instances != self._fallback_instances:
                     self._fallback_instances = instances
                     for iface in self._interfaces.values():
-                        iface.local = None
+                        if iface.local is not None:  # as full as it was: no fresh burst
+                            share = iface.shares.scaled(1.0 / instances)
+                            iface.local = iface.local.reshared(share)
         self._fallback = False
         for iface in self._interfaces.values():
             iface.leases.clear()

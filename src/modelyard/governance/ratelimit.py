@@ -214,6 +214,18 @@ class SharedLimit:
         self._pool = TokenBucket(shares.pool_rate, shares.total_capacity - held, clock)
         self._updated = clock.monotonic()
 
+    def reshared(self, shares: LimitShares) -> SharedLimit:
+        """This limit split anew as ``shares``, each bucket as full, in proportion, as this
+        one's together: a new split must never hand out a fresh burst."""
+        now = self._clock.monotonic()
+        self._refill(now)
+        capacity = self.shares.total_capacity
+        fraction = min(1.0, self.tokens_left() / capacity) if capacity > 0 else 0.0
+        limit = SharedLimit(shares, self._clock)
+        for bucket in (*limit._reserve_list, limit._pool):
+            bucket.tokens *= fraction
+        return limit
+
     def reserved_qps(self, model: str | None) -> float:
         return self.shares.reserved.get(model, 0.0) if model is not None else 0.0
 

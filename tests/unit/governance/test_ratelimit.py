@@ -204,6 +204,26 @@ def test_a_share_of_a_limit_keeps_its_split() -> None:
     assert tiny.total_capacity >= 1
 
 
+def test_a_new_split_keeps_how_full_the_limit_was_and_grants_no_fresh_burst() -> None:
+    clock = FakeClock(START)
+    whole = LimitShares.of(40, 1.0, {"a": 10})
+    limit = SharedLimit(whole.scaled(1 / 2), clock)
+    while limit.try_take(None):
+        pass
+    while limit.try_take("a"):
+        pass
+    emptied = limit.reshared(whole)  # the count of live instances went from 2 to 1
+    assert emptied.shares.limit == 40
+    assert emptied.tokens_left() == pytest.approx(0.0, abs=1e-9)
+    at(clock, 250)  # a quarter second at the new rate, nothing more
+    taken = 0
+    while emptied.try_take("a"):  # a takes its reserve and the pool
+        taken += 1
+    assert taken == 10
+    half = SharedLimit(whole, clock).reshared(whole.scaled(1 / 2))  # full stays full
+    assert half.tokens_left() == pytest.approx(half.shares.total_capacity)
+
+
 def test_limits_section_of_the_service_file() -> None:
     section: dict[str, dict[str, Any]] = {
         "infer": {
