@@ -19,6 +19,7 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
+from modelyard.frontdoors import grpc as modelyard_grpc
 from tests.support.models import SLOW_DOUBLE, slow_double, write_python_model
 from tests.support.servers import (
     Served,
@@ -163,6 +164,27 @@ def test_a_stream_writes_answers_in_the_order_it_read_the_requests(slow_server: 
         client.close()
     assert [error for _, error in got] == [None, None]
     assert [result.get_response().id for result, _ in got] == ["slow", "quick"]
+
+
+def test_a_stream_reads_no_more_while_its_requests_in_flight_reach_the_bound(
+    slow_server: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """queue_of_one holds one request queued beside the one executing: read all at once, the
+    third and fourth of a stream are refused (the queue is full); with two in flight at
+    most, the stream reads each only once an earlier one is answered, and all four pass."""
+    monkeypatch.setattr(modelyard_grpc, "MAX_STREAM_IN_FLIGHT", 2)
+    client = grpcclient.InferenceServerClient(slow_server.grpc_url)
+    answers: queue.Queue[tuple[Any, InferenceServerException | None]] = queue.Queue()
+    client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    try:
+        for n in range(4):
+            client.async_stream_infer("queue_of_one", [double_input()], request_id=f"r{n}")
+        got = [answers.get(timeout=10) for _ in range(4)]
+    finally:
+        client.stop_stream()
+        client.close()
+    assert [error for _, error in got] == [None] * 4
+    assert [result.get_response().id for result, _ in got] == ["r0", "r1", "r2", "r3"]
 
 
 def test_health_service_follows_models_through_load_and_unload(tmp_path: Path) -> None:

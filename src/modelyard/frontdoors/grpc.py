@@ -64,6 +64,10 @@ log = structlog.get_logger("modelyard.grpc")
 
 HEALTH_SYNC_SECS = 1.0
 SHUTDOWN_GRACE_SECS = 5.0
+# a stream's requests read and not yet answered: past these it reads no more until one
+# is, and HTTP/2's flow control holds the caller back
+MAX_STREAM_IN_FLIGHT = 4_096
+MAX_STREAM_IN_FLIGHT_BYTES = 256 << 20
 
 _RETRYABLE = {grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE}
 _SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -242,32 +246,69 @@ def _forget_sequence_task(
 _Send: TypeAlias = Callable[[pb.ModelStreamInferResponse, bool], None]
 
 
+class _InFlight:
+    """A stream's requests read and not yet answered, bounded: past MAX_STREAM_IN_FLIGHT of
+    them or MAX_STREAM_IN_FLIGHT_BYTES of their messages the stream waits before it reads
+    the next (one message alone always passes). An answer held for its turn still counts:
+    a request that never ends would otherwise let every later answer pile up behind it."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.bytes = 0
+        self._room = asyncio.Event()
+
+    async def enter(self, size: int) -> None:
+        while self.count and (
+            self.count >= MAX_STREAM_IN_FLIGHT or self.bytes + size > MAX_STREAM_IN_FLIGHT_BYTES
+        ):
+            self._room.clear()
+            await self._room.wait()
+        self.count += 1
+        self.bytes += size
+
+    def leave(self, size: int) -> None:
+        self.count -= 1
+        self.bytes -= size
+        self._room.set()
+
+
+def _call(then: Callable[[], None], _task: asyncio.Task[None]) -> None:
+    then()
+
+
 class _InTurn:
     """Where one streamed request's answers go when its model answers once: onto the stream
     in the order the requests were read, as Triton writes them (its answer waits for those
-    of the requests read before it)."""
+    of the requests read before it). ``done`` runs once its last answer is written."""
 
-    def __init__(self, order: InOrder, write: Callable[[pb.ModelStreamInferResponse], None]):
+    def __init__(
+        self,
+        order: InOrder,
+        write: Callable[[pb.ModelStreamInferResponse], None],
+        done: Callable[[], None],
+    ):
         self.order = order
         self.ticket = order.ticket()
         self.write = write
+        self.done = done
         self.ended = False
 
     def __call__(self, reply: pb.ModelStreamInferResponse, final: bool) -> None:
         if self.ended:
             return
         self.ended = final
-        self.order.release(self.ticket, functools.partial(self.write, reply), final)
+        self.order.release(self.ticket, functools.partial(self._write, reply, final), final)
+
+    def _write(self, reply: pb.ModelStreamInferResponse, final: bool) -> None:
+        self.write(reply)
+        if final:
+            self.done()
 
     def end(self, _task: asyncio.Task[None] | None = None) -> None:
         """The request is done: the next one's turn comes, whatever it sent."""
         if not self.ended:
             self.ended = True
-            self.order.release(self.ticket, _nothing)
-
-
-def _nothing() -> None:
-    pass
+            self.order.release(self.ticket, self.done)
 
 
 class _Unwritten(asyncio.Queue[pb.ModelStreamInferResponse | None]):
@@ -576,14 +617,18 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             # until the one before it is queued there, or answered (a gateway forwards them
             # as separate calls, and says nothing of queues)
             last_of_sequence: dict[tuple[str, Any], _Before] = {}
+            in_flight = _InFlight()
             try:
                 async for message in request_iterator:
+                    size = message.ByteSize()
+                    await in_flight.enter(size)
+                    done = functools.partial(in_flight.leave, size)
                     key = _sequence_key(message)
                     before = None if key is None else last_of_sequence.get(key)
                     queued = asyncio.Event() if key is not None else None
                     send: _Send = write_now
                     if self._answers_once(message):
-                        send = _InTurn(in_turn, answers.put)
+                        send = _InTurn(in_turn, answers.put, done)
                     task = asyncio.create_task(
                         self._stream_one(message, deadline, context, send, before, queued)
                     )
@@ -591,6 +636,8 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                     task.add_done_callback(tasks.discard)
                     if isinstance(send, _InTurn):
                         task.add_done_callback(send.end)
+                    else:  # a decoupled model's answers are written as they come
+                        task.add_done_callback(functools.partial(_call, done))
                     if key is not None:
                         assert queued is not None
                         last_of_sequence[key] = _Before(task, queued)
