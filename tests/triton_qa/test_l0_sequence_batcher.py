@@ -23,8 +23,10 @@ The default run takes the ONNX backend on ``models1`` and the queue-delay and
 request-timeout tests; ``TRITON_QA=full`` adds the other four repositories and the
 python backend, as test.sh. Each run is made again as Triton's CI makes it with
 ``IMPLICIT_STATE=1`` (the sequence's state held by the server, strings too) and with
-``INITIAL_STATE_ZERO=1`` besides: the no-delay tests on ``models1`` by default, all of
-them with ``TRITON_QA=full``; the generators make no ensembles and the python backend's
+``INITIAL_STATE_ZERO=1`` besides, and with ``INITIAL_STATE_FILE=1`` (test.sh's 4-byte
+file, 100 as an int32, the first state of every model, the STRING one's too): the no-delay
+tests on ``models1`` by default (two of them for the file), all of them with
+``TRITON_QA=full``; the generators make no ensembles and the python backend's
 model keeps no implicit state, so those runs take the ONNX models alone (``ENSEMBLES=0``).
 The runs are made once more with ``TEST_SYSTEM_SHARED_MEMORY=1``, one server at a time
 (three no-delay tests by default).
@@ -102,20 +104,21 @@ class Variant:
     """One of the ways Triton's CI runs test.sh: the sequence's state in the model's
     inputs and outputs (the default) or held by the server (``IMPLICIT_STATE=1``: the
     models of ``gen_qa_implicit_models.py``), with or without a configured initial state
-    (``INITIAL_STATE_ZERO``); tensors in the request or in system shared memory
-    (``TEST_SYSTEM_SHARED_MEMORY=1``). The ``INITIAL_STATE_FILE`` run is not made: see
-    docs/triton-qa.md."""
+    (``INITIAL_STATE_ZERO``, or ``INITIAL_STATE_FILE``: test.sh's file in place of the
+    zeros); tensors in the request or in system shared memory
+    (``TEST_SYSTEM_SHARED_MEMORY=1``)."""
 
     name: str
     implicit: bool = False
     initial_zero: bool = False
+    initial_file: bool = False
     system_shm: bool = False
 
     def env(self) -> dict[str, str]:
         return {
             "IMPLICIT_STATE": "1" if self.implicit else "0",
             "INITIAL_STATE_ZERO": "1" if self.initial_zero else "0",
-            "INITIAL_STATE_FILE": "0",
+            "INITIAL_STATE_FILE": "1" if self.initial_file else "0",
             # Triton's generators make no ensembles over the implicit-state models
             "ENSEMBLES": "0" if self.implicit else "1",
             "TEST_SYSTEM_SHARED_MEMORY": "1" if self.system_shm else "0",
@@ -125,6 +128,7 @@ class Variant:
 EXPLICIT = Variant("explicit")
 IMPLICIT = Variant("implicit", implicit=True)
 INITIAL_ZERO = Variant("initial-zero", implicit=True, initial_zero=True)
+INITIAL_FILE = Variant("initial-file", implicit=True, initial_file=True)
 # its region names are fixed (/ip0, /output_data...): its servers run one at a time, as
 # the namespaces share /dev/shm
 SYSTEM_SHM = Variant("system-shm", system_shm=True)
@@ -132,6 +136,9 @@ SYSTEM_SHM = Variant("system-shm", system_shm=True)
 DEFAULT_VARIANT_TESTS = {
     IMPLICIT: NO_DELAY_TESTS,
     INITIAL_ZERO: NO_DELAY_TESTS,
+    # sequences of each model from the file's state (the STRING one's too), one of a
+    # single request
+    INITIAL_FILE: ["test_simple_sequence", "test_length1_sequence"],
     SYSTEM_SHM: ["test_simple_sequence", "test_batch_size", "test_no_sequence_end"],
 }
 
@@ -153,7 +160,8 @@ def _generated(work: Path, variant: Variant) -> Path:
     generated = work.parent / "generated"
     if variant.implicit:
         generator = "gen_qa_implicit_models.py"
-        initial = ["--initial-state", "zero"] if variant.initial_zero else []
+        configured = variant.initial_zero or variant.initial_file
+        initial = ["--initial-state", "zero"] if configured else []
         kinds = [("fixed", ["--onnx", *initial]), ("variable", ["--onnx", "--variable", *initial])]
     else:
         generator = "gen_qa_sequence_models.py"
@@ -249,6 +257,21 @@ def _repositories(work: Path, backends: list[str], variant: Variant) -> None:
             shutil.copytree(nop, work / f"models{trial}" / nop.name)
             (work / f"models{trial}" / nop.name / "1").mkdir(exist_ok=True)
     (work / "request_timeout_models" / "custom_sequence_int32_timeout" / "1").mkdir(parents=True)
+    if variant.initial_file:
+        _initial_state_files(work)
+
+
+def _initial_state_files(work: Path) -> None:
+    """test.sh's INITIAL_STATE_FILE edit of every model it copied: ``input_state_data``
+    (100 as a little-endian int32) in its ``initial_state/``, named where its config had
+    ``zero_data`` (the implicit-state models are the only ones with it)."""
+    for config in sorted(work.glob("*/*/config.pbtxt")):
+        text = config.read_text()
+        if "zero_data" not in text:
+            continue
+        (config.parent / "initial_state").mkdir(exist_ok=True)
+        (config.parent / "initial_state" / "input_state_data").write_bytes(b"\x64\x00\x00\x00")
+        config.write_text(re.sub(r"zero_data.*", 'data_file:"input_state_data"', text))
 
 
 def _trial_env(trial: str, backends: str, variant: Variant) -> dict[str, str]:
@@ -333,7 +356,7 @@ def _run_one(host: LoopbackHost, work: Path, models: Path, run: Run) -> harness.
 
 @pytest.mark.parametrize(
     "variant",
-    [EXPLICIT, IMPLICIT, INITIAL_ZERO, SYSTEM_SHM],
+    [EXPLICIT, IMPLICIT, INITIAL_ZERO, INITIAL_FILE, SYSTEM_SHM],
     ids=lambda variant: variant.name,
 )
 def test_sequence_batcher_test(hosts: list[LoopbackHost], tmp_path: Path, variant: Variant) -> None:

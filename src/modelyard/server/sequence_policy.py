@@ -14,6 +14,7 @@ the server would have to ignore is refused here with the field and what to do.
 from __future__ import annotations
 
 import math
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -35,7 +36,7 @@ _KINDS = {
 _CORRID_TYPES = ("UINT64", "INT64", "UINT32", "INT32", "BYTES")
 DEFAULT_IDLE_US = 1_000_000  # Triton's max_sequence_idle_microseconds when unset
 # one sequence's state, kept between its requests: its config's first state, its initial
-# state file (read whole) and what the model returns for a variable-sized one
+# state file (its first bytes) and what the model returns for a variable-sized one
 STATE_MAX_BYTES = 64 << 20
 
 SequenceId = int | str
@@ -250,13 +251,11 @@ def _state(entry: Any, config: mc.ModelConfig, model_dir: Path, origin: str) -> 
         )
     initial = _zeros(dtype, shape)
     if init is not None and init.WhichOneof("state_data") == "data_file":
+        path, size = _initial_state_file(init.data_file, model_dir, origin)
         if datatype == "BYTES":
-            raise _refused(
-                origin,
-                f"initial_state data_file of the STRING state '{entry.input_name}'",
-                "start the STRING state from zero_data (a data_file is served for numeric states)",
-            )
-        initial = _initial_from_file(init.data_file, shape, dtype, model_dir, origin)
+            _check_string_initial_file(size, init.data_file, shape, entry.input_name, origin)
+        else:
+            initial = _initial_from_file(path, init.data_file, shape, dtype, origin)
     return State(entry.input_name, entry.output_name, dtype, initial, dims)
 
 
@@ -283,17 +282,31 @@ def _zeros(dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray:
     return np.zeros(shape, dtype)
 
 
-def _initial_from_file(
-    filename: str, dims: tuple[int, ...], dtype: np.dtype[Any], model_dir: Path, origin: str
-) -> np.ndarray:
-    """Triton reads ``<model>/initial_state/<data_file>`` as the state's raw bytes: its
-    first bytes, as many as the state takes; a shorter file is refused."""
+def _initial_state_file(filename: str, model_dir: Path, origin: str) -> tuple[Path, int]:
+    """``<model>/initial_state/<data_file>`` and its size: a regular file (a FIFO or a
+    device would hold the load, or never end)."""
     if not filename or "/" in filename or "\\" in filename or filename.startswith("."):
         raise _config_error(
             origin, f"initial_state data_file '{shown(filename)}' must be a plain name"
         )
-    expected = math.prod(dims) * dtype.itemsize
     path = model_dir / "initial_state" / filename
+    try:
+        status = path.stat()
+    except OSError as exc:
+        raise _config_error(
+            origin, f"initial_state data_file '{filename}': {exc.strerror}"
+        ) from None
+    if not stat.S_ISREG(status.st_mode):
+        raise _config_error(origin, f"initial_state data_file '{filename}' is not a regular file")
+    return path, status.st_size
+
+
+def _initial_from_file(
+    path: Path, filename: str, dims: tuple[int, ...], dtype: np.dtype[Any], origin: str
+) -> np.ndarray:
+    """Triton reads a numeric state's file as its raw bytes: its first bytes, as many as
+    the state takes; a shorter file is refused."""
+    expected = math.prod(dims) * dtype.itemsize
     try:
         with path.open("rb") as handle:
             raw = handle.read(expected)  # at most STATE_MAX_BYTES
@@ -308,6 +321,25 @@ def _initial_from_file(
             f"{expected}",
         )
     return np.frombuffer(raw, dtype=dtype).reshape(dims).copy()
+
+
+def _check_string_initial_file(
+    size: int, filename: str, dims: tuple[int, ...], state: str, origin: str
+) -> None:
+    """A STRING state starts as empty strings whatever its file holds: Triton copies the
+    file's bytes into the state and then sets them all to zero (a 4-byte length of 0 for
+    each element), so only the file's size counts, and it must be 4 bytes an element
+    (Triton fails each sequence's first request otherwise: a size not a multiple of 4 in
+    its scheduler, another count of elements in the backend). Its bytes are never read."""
+    elements = math.prod(dims)
+    if size != 4 * elements:
+        raise _config_error(
+            origin,
+            f"initial_state data_file '{filename}' of the STRING state '{state}' holds {size} "
+            f"bytes; a STRING state starts as empty strings whatever its file holds, and the "
+            f"file must be 4 bytes for each of its {elements} elements ({4 * elements} bytes), "
+            "or use zero_data",
+        )
 
 
 def _invalid(detail: str, model: str) -> ModelServerError:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import random
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -287,7 +288,24 @@ _START = 'control_input [{ name: "START" control [{ kind: CONTROL_SEQUENCE_START
         (
             'state [{ input_name: "S" output_name: "T" data_type: TYPE_STRING dims: [ 2 ] '
             'initial_state { data_type: TYPE_STRING dims: [ 2 ] data_file: "short" name: "i" } }]',
-            "data_file of the STRING state 'S' is not served",
+            "data_file 'short' of the STRING state 'S' holds 3 bytes; a STRING state starts "
+            "as empty strings whatever its file holds, and the file must be 4 bytes for each "
+            "of its 2 elements (8 bytes), or use zero_data",
+        ),
+        (
+            'state [{ input_name: "S" output_name: "T" data_type: TYPE_STRING dims: [ 1 ] '
+            'initial_state { data_type: TYPE_STRING dims: [ 1 ] data_file: "eight" name: "i" } }]',
+            "holds 8 bytes; a STRING state starts as empty strings",
+        ),
+        (
+            'state [{ input_name: "S" output_name: "T" data_type: TYPE_INT32 dims: [ 2 ] '
+            'initial_state { data_type: TYPE_INT32 dims: [ 2 ] data_file: "fifo" name: "i" } }]',
+            "initial_state data_file 'fifo' is not a regular file",
+        ),
+        (
+            'state [{ input_name: "S" output_name: "T" data_type: TYPE_STRING dims: [ 1 ] '
+            'initial_state { data_type: TYPE_STRING dims: [ 1 ] data_file: "none" name: "i" } }]',
+            "initial_state data_file 'none': No such file or directory",
         ),
     ],
 )
@@ -296,6 +314,9 @@ def test_a_sequence_config_the_server_would_misread_is_refused_with_its_line(
 ) -> None:
     (tmp_path / "initial_state").mkdir()
     (tmp_path / "initial_state" / "short").write_bytes(b"abc")
+    # a well-formed string of 4 bytes: two elements' size, where the state has one
+    (tmp_path / "initial_state" / "eight").write_bytes(b"\x04\x00\x00\x00abcd")
+    os.mkfifo(tmp_path / "initial_state" / "fifo")  # would hold the load if it were opened
     config = parse_model_config(
         'backend: "python"\nmax_batch_size: 4\n'
         'input [{ name: "x" data_type: TYPE_FP32 dims: [ 1 ] }]\n'
@@ -331,6 +352,32 @@ def test_a_string_state_starts_as_empty_strings() -> None:
     )
     state = SequencePolicy.from_config(config, Path("."), "m/config.pbtxt").states[0]
     assert state.dtype == np.object_ and state.initial.tolist() == [b"", b""]
+
+
+@pytest.mark.parametrize(
+    ("dims", "data"),
+    [
+        # Triton's L0_sequence_batcher file: the length 100 with no string after it
+        ("[ 1 ]", b"\x64\x00\x00\x00"),
+        ("[ 3 ]", b"\x01\x00\x00\x00a\xff\xff\xff\xff\x00\x00\x00"),
+    ],
+)
+def test_a_string_state_s_initial_file_starts_it_as_empty_strings_whatever_it_holds(
+    tmp_path: Path, dims: str, data: bytes
+) -> None:
+    """As Triton: it copies the file into the state and sets its bytes to zero, so only the
+    file's size (4 bytes an element) counts."""
+    (tmp_path / "initial_state").mkdir()
+    (tmp_path / "initial_state" / "input_state_data").write_bytes(data)
+    config = parse_model_config(
+        'backend: "python"\nmax_batch_size: 4\nsequence_batching {\n'
+        f'state [{{ input_name: "S" output_name: "T" data_type: TYPE_STRING dims: {dims} '
+        f"initial_state {{ data_type: TYPE_STRING dims: {dims} "
+        'data_file: "input_state_data" name: "i" } }]\n}\n'
+    )
+    state = SequencePolicy.from_config(config, tmp_path, "m/config.pbtxt").states[0]
+    assert state.initial.dtype == np.object_
+    assert state.initial.tolist() == [b""] * (len(data) // 4)
 
 
 def test_a_correlation_id_must_fit_the_corrid_control_s_type() -> None:
