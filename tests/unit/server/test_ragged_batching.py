@@ -15,13 +15,14 @@ from google.protobuf import text_format
 from onnx import TensorProto, helper
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelyard.clock import FakeClock
 from modelyard.engines.base import Engine, LoadContext, Signature
 from modelyard.errors import ConfigError, EngineError, ModelyardError
 from modelyard.modelfiles.config import parse_json_config, read_model_config
 from modelyard.server.batcher import BatchingPolicy
 from modelyard.server.model_version import ModelVersion, load_model_version
 from modelyard.server.ragged import RaggedBatching
-from modelyard.server.scheduler import Scheduler, stack_rows
+from modelyard.server.scheduler import Execution, Scheduler, stack_rows
 from modelyard.server.scheduling import Submission
 
 RAGGED = """
@@ -291,6 +292,36 @@ def test_requests_of_different_shapes_share_one_execution_of_a_ragged_model() ->
         np.testing.assert_array_equal(answer["Y"], x * 2)  # its own shape back
     assert [a["S"].tolist() for a in answers] == [[[3.0]], [[4.0]], [[10.0]]]
     assert scheduler.stats.inference_count == 3 and scheduler.stats.success_count == 3
+
+
+def test_a_fast_ragged_model_run_on_the_event_loop_answers_each_request_in_its_shape() -> None:
+    """Once its executions show it is fast, a request runs at once on the loop: assembled
+    and scattered back as on the instance threads."""
+    config = _config(SEGMENTS.split("dynamic_batching")[0] + "dynamic_batching { }")
+    engine = _SegmentSums()
+    ragged = RaggedBatching.from_config(config, "segments/config.pbtxt")
+    policy = BatchingPolicy.from_config(config)
+    # executions timed on a clock that stands still: fast however busy the machine is
+    scheduler = Scheduler("segments", 1, [engine], policy, clock=FakeClock(), ragged=ragged)
+
+    async def in_turn() -> list[tuple[np.ndarray, dict[str, np.ndarray]]]:
+        answers = []
+        for size in range(1, 21):
+            x = np.arange(size, dtype=np.float32).reshape(1, size)
+            answers.append((x, await scheduler.submit(Submission({"X": x}, ["Y", "S"], 1))))
+        return answers
+
+    try:
+        assert scheduler.execution is Execution.INSTANCE_THREADS
+        answers = asyncio.run(in_turn())
+        assert scheduler.execution is Execution.RUN_NOW  # the last ones ran on the loop
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+    for x, answer in answers:
+        np.testing.assert_array_equal(answer["Y"], x * 2)
+        assert answer["S"].tolist() == [[x.sum()]]
+    assert engine.batches[-1]["ENDS"].tolist() == [20]
 
 
 def _ragged_repository(tmp_path: Path, backend: str, text: str) -> Path:
