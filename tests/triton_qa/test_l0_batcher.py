@@ -11,10 +11,11 @@ test as test.sh does.
 
 Stand-ins: test.sh's identity models ask for ``KIND_GPU`` instances; they compute nothing
 on a GPU, and here run as as many ``KIND_CPU`` instances (one where the group names no
-count, as on Triton's one-GPU CI machine). Left out of ``var_models``: test.sh's ragged
-models (``allow_ragged_batch`` with a ``BATCH_SCATTER_WITH_INPUT_SHAPE`` batch output),
-which modelyard does not serve; so ``test_multi_batch_different_shape_allow_ragged``
-cannot pass here (docs/triton-qa.md).
+count, as on Triton's one-GPU CI machine). test.sh's ragged models in ``var_models`` are
+its: ``custom_zero_1_float32`` with a ragged ``INPUT0`` (the identity backend answers each
+request with its own input), and, with the ONNX backend, ``onnx_zero_1_float32``, the
+generated ``onnx_nobatch_zero_1_float32`` batching with a ragged ``INPUT0`` and a
+``BATCH_SCATTER_WITH_INPUT_SHAPE`` batch output.
 
 The default run takes the ONNX backend and the fixed-size models, each test once; most
 wait out the 10 s delay, so the tests run four servers at a time, each in a network
@@ -79,11 +80,7 @@ MAX_QUEUE_DELAY_ONLY_TESTS = [
     "test_max_queue_delay_only_non_default",
 ]
 
-OUT_OF_REACH = {
-    "test_multi_batch_different_shape_allow_ragged": (
-        "ragged batching (allow_ragged_batch with a batch_output) is not served"
-    ),
-}
+OUT_OF_REACH: dict[str, str] = {}
 
 
 # the message is compared whole; modelyard's error line leads with Triton's words and keeps
@@ -153,6 +150,42 @@ def _repositories(work: Path, backends: list[str]) -> None:
     _backend_models(generated / "variable", work / "var_models", backends, DELAY)
     for config in (work / "var_models").glob("*/config.pbtxt"):
         config.write_text(config.read_text().replace("16", "-1"))
+    _ragged_models(work / "var_models", generated, backends)
+
+
+def _allow_ragged(config: Path, input_name: str, extra: str = "") -> None:
+    """test.sh's sed that marks ``input_name`` ragged, and what it appends."""
+    text = re.sub(
+        rf'name: "{input_name}"',
+        f'name: "{input_name}"\nallow_ragged_batch: true',
+        config.read_text(),
+    )
+    config.write_text(text + extra)
+
+
+def _ragged_models(target: Path, generated: Path, backends: list[str]) -> None:
+    """test.sh's allow-ragged models in ``var_models``: ``custom_zero_1_float32`` and, with
+    the ONNX backend, the identity generator's ``onnx_nobatch_zero_1_float32`` batching as
+    ``onnx_zero_1_float32`` with its output scattered by its ragged input's shapes."""
+    model = _custom_zero(target, 8, DELAY + "\n")
+    _allow_ragged(model / "config.pbtxt", "INPUT0")
+    if "onnx" not in backends:
+        return
+    identity = generated / "identity"
+    repositories.generated(
+        target.parent, "gen_qa_identity_models.py", "--onnx", f"--models_dir={identity}"
+    )
+    model = target / "onnx_zero_1_float32"
+    shutil.copytree(identity / "onnx_nobatch_zero_1_float32", model)
+    config = model / "config.pbtxt"
+    text = config.read_text().replace("nobatch_", "")
+    config.write_text(re.sub(r"(?m)^max_batch_size:.*", "max_batch_size: 8", text))
+    _allow_ragged(
+        config,
+        "INPUT0",
+        'batch_output [{target_name: "OUTPUT0" kind: BATCH_SCATTER_WITH_INPUT_SHAPE '
+        f'source_input: "INPUT0" }}] {DELAY}\n',
+    )
 
 
 def _max_queue_delay_models(work: Path, test: str) -> Path:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import contextlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple
 
 from numpy.typing import NDArray
@@ -161,6 +162,13 @@ class Engine(ABC):
     computes_on_caller: bool = False
     #: whether execute() may run on the event loop's thread (False: it may wait on the loop)
     runs_on_loop: bool = True
+    #: whether execute() takes Triton's ragged batches (server/ragged.py): an input with
+    #: allow_ragged_batch as every request's elements one after another (one flat tensor),
+    #: the config's batch_input tensors beside the inputs, and each batch_output flat
+    serves_ragged_batches: ClassVar[bool] = False
+    #: outputs execute() itself returns flat over a ragged batch, each request's part shaped
+    #: as its part of the named input (output -> input); set by load()
+    ragged_outputs: Mapping[str, str] = MappingProxyType({})
 
     @abstractmethod
     def load(self, ctx: LoadContext) -> Signature | None:

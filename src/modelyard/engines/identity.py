@@ -6,7 +6,10 @@ has no model file. As Triton's: inputs and outputs pair up by index (``INPUT<n>`
 ``OUTPUT<n>`` with the same datatype and shape, checked at load); an optional input a
 request leaves out gives zeros of its shape (-1 taken as 1); the ``execute_delay_ms``
 parameter sleeps before each execution (``instance_wise_delay_multiplier``: times the
-instance's index), ``creation_delay_sec`` before the load finishes.
+instance's index), ``creation_delay_sec`` before the load finishes. Triton's backend
+answers each request of a batch with its own inputs, so an input with
+``allow_ragged_batch`` comes back in each request's own shape: here the batch's flat run of
+it is its output's (``ragged_outputs``), which the server takes apart per request.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ class IdentityEngine(Engine):
     name = "identity"
     extra = "all"
     default_filenames = ()
+    serves_ragged_batches = True
 
     def __init__(self) -> None:
         self._pairs: dict[str, str] = {}  # output -> input
@@ -66,6 +70,8 @@ class IdentityEngine(Engine):
         if len(config.input) != len(config.output):
             raise _refuse(ctx, "model configuration must have equal input/output pairs")
         inputs: dict[str, tuple[str, tuple[int, ...], bool]] = {}
+        ragged = {entry.name for entry in config.input if entry.allow_ragged_batch}
+        flat: dict[str, str] = {}
         outputs: dict[str, tuple[str, tuple[int, ...]]] = {}
         for entry, output in zip(config.input, config.output, strict=True):
             if not entry.name.startswith("INPUT"):
@@ -96,9 +102,12 @@ class IdentityEngine(Engine):
                     f"{list(shape)}",
                 )
             self._pairs[f"OUTPUT{index}"] = f"INPUT{index}"
+            if f"INPUT{index}" in ragged:
+                flat[f"OUTPUT{index}"] = f"INPUT{index}"
             if optional:
                 dtype = numpy_dtype(CONFIG_TO_V2.get(in_type, "FP32"))
                 self._optional[f"OUTPUT{index}"] = (dtype, tuple(d if d > 0 else 1 for d in shape))
+        self.ragged_outputs = flat
         self._batched = config.max_batch_size > 0
         delay_ms = _int_parameter(ctx, "execute_delay_ms", _MAX_DELAY_MS)
         multiplier = _int_parameter(ctx, "instance_wise_delay_multiplier", 1_000)

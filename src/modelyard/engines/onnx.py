@@ -60,6 +60,7 @@ class OnnxRuntimeEngine(Engine):
     extra = "onnx"
     default_filenames = ("model.onnx",)
     describes_signature = True
+    serves_ragged_batches = True
 
     def __init__(self) -> None:
         self._session: ort.InferenceSession | None = None

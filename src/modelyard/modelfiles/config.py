@@ -62,14 +62,6 @@ _UNSERVED: dict[str, tuple[Any, str]] = {
         "a sequence model's or a decoupled model's own response cache is not served; set "
         "enable: false",
     ),
-    "batch_input": (
-        lambda c: len(c.batch_input) > 0,
-        "batch inputs (ragged batching) are not served yet; remove batch_input",
-    ),
-    "batch_output": (
-        lambda c: len(c.batch_output) > 0,
-        "batch outputs are not served yet; remove batch_output",
-    ),
     "model_repository_agents": (
         lambda c: len(c.model_repository_agents.agents) > 0,
         "repository agents are not run; remove model_repository_agents",
@@ -300,9 +292,12 @@ def complete_config(
 
 
 def _server_filled(config: mc.ModelConfig) -> set[str]:
-    """The tensors the sequence batcher feeds and takes back: controls and states."""
+    """The tensors the server feeds and takes back: the sequence batcher's controls and
+    states, and the batch inputs it computes (ragged batching)."""
     sb = config.sequence_batching
     names = {entry.name for entry in sb.control_input}
+    for batch_input in config.batch_input:
+        names.update(batch_input.target_name)
     for state in sb.state:
         names.update((state.input_name, state.output_name))
     return names

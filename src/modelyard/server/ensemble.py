@@ -503,6 +503,11 @@ def load_ensemble_version(
         config.platform = ENSEMBLE
     if config.instance_group or config.model_warmup:
         raise ensemble_error(name, "an ensemble has no instances or warm-up of its own")
+    if config.batch_input or config.batch_output:
+        raise ensemble_error(
+            name, "an ensemble batches nothing of its own: its steps' configs name batch_input "
+            "and batch_output"
+        )  # fmt: skip
     spec = compile_spec(config, f"{name}/config.pbtxt")
     graph = EnsembleGraph.build(config, spec, resolve)
     version_loaded = ModelVersion(

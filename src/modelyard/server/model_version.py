@@ -35,6 +35,7 @@ from modelyard.server.decoupled import DecoupledScheduler
 from modelyard.server.embedding_cache import EmbeddingCache, parse_size
 from modelyard.server.instance_loading import Loaded, load_instances
 from modelyard.server.loop_load import LoopLoad
+from modelyard.server.ragged import RaggedBatching
 from modelyard.server.resource_limiter import ResourceLimiter, instance_needs
 from modelyard.server.scheduler import Scheduler
 from modelyard.server.sequence_batcher import SequenceScheduler
@@ -67,6 +68,7 @@ class _Completed:
     signature: Signature | None = None  # the tensors served (a text model's: its texts)
     text: TextEncoding | None = None
     tokens: TokenBatching | None = None
+    ragged: RaggedBatching | None = None  # Triton's ragged batching, where the config asks
     instance_configs: list[mc.ModelConfig] = field(default_factory=list)
 
 
@@ -196,18 +198,41 @@ def _check_signature(
                 f"{', '.join(sorted(known))})",
                 f"the {kind} names in {model}/config.pbtxt",
             )
+    for target in (t for entry in config.batch_input for t in entry.target_name):
+        if target not in known_in:
+            raise load_error(
+                model,
+                version,
+                f"batch_input target '{target}' is not an input of the model file (it has "
+                f"{', '.join(sorted(known_in))})",
+                f"batch_input's target_name in {model}/config.pbtxt",
+            )
+    graph_dims = {s.name: s.dims for s in signature.inputs}
+    for entry in config.input:
+        if entry.allow_ragged_batch and graph_dims[entry.name] != (-1,):
+            raise load_error(  # Triton's onnxruntime backend's words
+                model,
+                version,
+                f"configuration expects model provides input with shape [-1] for ragged input "
+                f"'{entry.name}', model provides {list(graph_dims[entry.name])}",
+                f"the model file's input '{entry.name}' (one variable dimension), or "
+                f"allow_ragged_batch in {model}/config.pbtxt",
+            )
 
 
 def run_warmup(
     engine: Engine,
     samples: list[tuple[dict[str, np.ndarray], list[str], int]],
     tokens: TokenBatching | None = None,
+    ragged: RaggedBatching | None = None,
 ) -> None:
     """Execute warm-up samples on one engine before its version takes traffic (an encoder's
-    as its scheduler would: tokenized, padded, pooled)."""
+    as its scheduler would: tokenized, padded, pooled; a ragged batch's assembled)."""
     for inputs, outputs, count in samples:
         for _ in range(max(1, count)):
-            if tokens is None:
+            if ragged is not None:
+                engine.execute(ragged.assemble([inputs], np.concatenate), outputs)
+            elif tokens is None:
                 engine.execute(inputs, outputs)
             else:
                 rows = len(next(iter(inputs.values()))) if inputs else 1
@@ -350,9 +375,10 @@ def load_model_version(
         made.spec = compile_spec(completed, f"{name}/config.pbtxt")
         cache = _embedding_cache(name, version, completed, made.text)
         made.tokens = token_batching_for(name, version, completed, graph, made.text, cache)
+        made.ragged = _ragged_batching(name, version, completed, backend, cls, made.tokens)
         made.instance_configs = [copy.deepcopy(completed) for _ in devices]
         samples = warmup_samples(completed, made.spec, model_dir)
-        return lambda engine: run_warmup(engine, samples, made.tokens)
+        return lambda engine: run_warmup(engine, samples, made.tokens, made.ragged)
 
     try:
         engines = load_instances(
@@ -381,9 +407,12 @@ def load_model_version(
             scheduler = _decoupled_scheduler(name, version, config, backend, engines, placed,
                                              limiter, clock)  # fmt: skip
         else:
+            ragged = made.ragged
+            if ragged is not None:  # with the outputs the engine itself returns flat
+                ragged = ragged.scattering(engines[0].ragged_outputs, config)
             scheduler = _dynamic_scheduler(name, version, config, engines, placed, limiter,
                                            clock, loop_load, default_max_queue_size,
-                                           tokens)  # fmt: skip
+                                           tokens, ragged)  # fmt: skip
     except ModelyardError:
         _release(engines)
         raise
@@ -415,6 +444,7 @@ def _dynamic_scheduler(
     loop_load: LoopLoad | None,
     default_max_queue_size: int,
     tokens: TokenBatching | None = None,
+    ragged: RaggedBatching | None = None,
 ) -> Scheduler:
     """The scheduler of a model that answers each request once: dynamic batching (by tokens,
     for an encoder), or none."""
@@ -443,6 +473,47 @@ def _dynamic_scheduler(
         loop_load=loop_load,
         limiter=limiter if any(needs) else None,
         needs=needs,
+        ragged=ragged,
+    )
+
+
+def _ragged_batching(
+    name: str,
+    version: int,
+    config: mc.ModelConfig,
+    backend: str,
+    engine: type[Engine],
+    tokens: TokenBatching | None,
+) -> RaggedBatching | None:
+    """The config's ragged batching (None: it asks for none), where its engine and its
+    scheduler serve it: the dynamic batcher's, on an engine that takes ragged batches."""
+    ragged = RaggedBatching.from_config(config, f"{name}/config.pbtxt")
+    if ragged is None:
+        return None
+    change = f"remove allow_ragged_batch, batch_input and batch_output from {name}/config.pbtxt"
+    if not engine.serves_ragged_batches:
+        raise load_error(
+            name,
+            version,
+            f"the {backend} backend does not take ragged batches (allow_ragged_batch, "
+            "batch_input, batch_output): onnxruntime and identity models do",
+            change,
+            rule="model-server/ragged-batch",
+        )
+    if config.HasField("sequence_batching"):
+        kind = "a sequence model's"
+    elif config.model_transaction_policy.decoupled:
+        kind = "a decoupled model's"
+    elif tokens is not None:
+        kind = "a text model's (batched by tokens)"
+    else:
+        return ragged
+    raise load_error(
+        name,
+        version,
+        f"ragged batching is served by the dynamic batcher, not {kind} scheduler",
+        change,
+        rule="model-server/ragged-batch",
     )
 
 

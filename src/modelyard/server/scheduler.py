@@ -65,6 +65,7 @@ from modelyard.server.batcher import (
     RequestQueue,
 )
 from modelyard.server.loop_load import LoopLoad
+from modelyard.server.ragged import RaggedBatching
 from modelyard.server.resource_limiter import InstanceNeeds, ResourceLimiter
 from modelyard.server.response_cache import ResponseCache, through_cache
 from modelyard.server.scheduling import Submission, answers_once, check_outputs
@@ -295,13 +296,18 @@ def held_until_queued() -> int:
         return 0
 
 
-def _stacked(payloads: list[Pending]) -> tuple[dict[str, np.ndarray], list[str]]:
-    """A batch's inputs, each request's rows stacked, and the outputs any of them asks for."""
+def _asked(payloads: list[Pending]) -> list[str]:
+    """The outputs any request of a batch asks for."""
     outputs = payloads[0].outputs
     for payload in payloads:  # requests of one lane share its list of names
         if payload.outputs is not outputs:
-            outputs = sorted({name for p in payloads for name in p.outputs})
-            break
+            return sorted({name for p in payloads for name in p.outputs})
+    return outputs
+
+
+def _stacked(payloads: list[Pending]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """A batch's inputs, each request's rows stacked, and the outputs any of them asks for."""
+    outputs = _asked(payloads)
     if len(payloads) == 1:
         return payloads[0].inputs, outputs
     names = payloads[0].inputs
@@ -352,9 +358,12 @@ class Scheduler(InstanceThreads):
         loop_load: LoopLoad | None = None,
         limiter: ResourceLimiter | None = None,
         needs: list[InstanceNeeds | None] | None = None,
+        ragged: RaggedBatching | None = None,
     ) -> None:
         super().__init__(model, version, policy.max_batch_size, clock)
         self.policy = policy
+        # Triton's ragged batching (server/ragged.py), where the config asks for it
+        self._ragged = ragged
         self._timed = False  # whether a traced request was ever submitted
         # this load of the version: a reload's cache entries are not the old one's
         self._generation = next(_GENERATIONS)
@@ -433,9 +442,12 @@ class Scheduler(InstanceThreads):
         ):
             return future
         shape_key, client_deadline = submitted.shape_key, submitted.deadline
+        if shape_key is None or self._ragged is not None:
+            ragged = self._ragged
+            shape_key = shape_key_of(inputs) if ragged is None else ragged.shape_key(inputs)
         request = QueuedRequest(  # by position: a third of the cost of keywords, per request
             rows,
-            shape_key_of(inputs) if shape_key is None else shape_key,
+            shape_key,
             0,  # enqueued_ns: set by the queue
             None,  # deadline_ns: set by the queue
             int(client_deadline * 1e9) if client_deadline else None,
@@ -525,10 +537,15 @@ class Scheduler(InstanceThreads):
         clock = self._clock
         start_ns = clock.monotonic_ns()
         try:
-            results = self._engines[0].execute(inputs, outputs)
-            check_outputs(
-                self.model, self.version, results, outputs, rows, self.max_batch_size > 0
-            )
+            if self._ragged is None:
+                results = self._engines[0].execute(inputs, outputs)
+                check_outputs(
+                    self.model, self.version, results, outputs, rows, self.max_batch_size > 0
+                )
+            else:
+                assembled = self._ragged.assemble([inputs], stack_rows)
+                results = self._engines[0].execute(assembled, outputs)
+                results = self._ragged_split(results, [inputs], [outputs], [rows])[0]
         except Exception as exc:
             error = engine_error(self.model, self.version, self._engines[0], exc)
             self.stats.record_failure(failure_reason(error), clock.monotonic_ns() - start_ns)
@@ -625,7 +642,12 @@ class Scheduler(InstanceThreads):
         clock = self._clock
         start_ns = clock.monotonic_ns()
         payloads: list[Pending] = list(map(_PAYLOAD, batch))  # map: no bytecode per request
-        inputs, outputs = _stacked(payloads)
+        ragged = self._ragged
+        if ragged is None:
+            inputs, outputs = _stacked(payloads)
+        else:
+            inputs = ragged.assemble([p.inputs for p in payloads], stack_rows)
+            outputs = _asked(payloads)
         total_rows = sum(map(_ROWS, batch))
         # on an instance thread, an engine that computes on it is timed by the thread's CPU
         # time too: its wall time there also counts waits for the GIL behind a busy event
@@ -636,14 +658,25 @@ class Scheduler(InstanceThreads):
         infer_start = clock.monotonic_ns()
         try:
             results = self._run_engine(engine, batch, payloads, inputs, outputs)
-            check_outputs(
-                self.model, self.version, results, outputs, total_rows, self.max_batch_size > 0
-            )
+            if ragged is None:
+                check_outputs(
+                    self.model, self.version, results, outputs, total_rows, self.max_batch_size > 0
+                )
+            else:
+                parts = self._ragged_split(
+                    results,
+                    [p.inputs for p in payloads],
+                    [p.outputs for p in payloads],
+                    [r.rows for r in batch],
+                )
         except Exception as exc:
             return self._batch_failed(engine, batch, exc, on_loop)
         infer_end = clock.monotonic_ns()
         self._observe(time.thread_time_ns() - cpu_start if by_cpu else infer_end - infer_start)
-        answers = _split(batch, payloads, outputs, results)
+        if ragged is None:
+            answers = _split(batch, payloads, outputs, results)
+        else:
+            answers = list(zip(batch, parts, strict=True))
         end_ns = clock.monotonic_ns()
         self.stats.record_execution(
             [
@@ -664,6 +697,21 @@ class Scheduler(InstanceThreads):
                 if timing is not None:
                     timing += (request.enqueued_ns, start_ns, infer_start, infer_end, end_ns)
         return answers
+
+    def _ragged_split(
+        self,
+        results: dict[str, np.ndarray],
+        inputs: list[dict[str, np.ndarray]],
+        outputs: list[list[str]],
+        rows: list[int],
+    ) -> list[dict[str, np.ndarray]]:
+        """Each request's part of a ragged batch's results (``RaggedBatching.split``), the
+        outputs split by rows checked as any batch's."""
+        assert self._ragged is not None
+        by_rows = [name for name in results if name not in self._ragged.scattered]
+        check_outputs(self.model, self.version, results, by_rows, sum(rows), True)
+        where = f"the model files of {self.model}/{self.version}"
+        return self._ragged.split(results, inputs, outputs, rows, where)
 
     def _run_engine(
         self,

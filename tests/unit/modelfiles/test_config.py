@@ -32,7 +32,7 @@ def test_the_config_json_shows_fields_at_their_default_value() -> None:
             "model_transaction_policy { decoupled: true }\nresponse_cache {\n  enable: true\n}",
         ),
         ("response_cache", "sequence_batching { }\nresponse_cache {\n  enable: true\n}"),
-        ("batch_input", 'batch_input [{ kind: BATCH_ELEMENT_COUNT target_name: "n" }]'),
+        ("model_operations", 'model_operations { op_library_filename: "ops.so" }'),
         ("passive", "instance_group [{\n  count: 1\n  passive: true\n}]"),
     ],
 )
@@ -48,7 +48,7 @@ def test_a_field_that_is_not_served_is_refused_with_its_line(field: str, text: s
         assert f"m/config.pbtxt:{named}: {field}" in line
     override = config_to_json(parse_model_config('backend: "python"\n'))
     with pytest.raises(ConfigError):  # a load request's override is refused alike
-        parse_json_config({**override, "batch_input": [{"target_name": ["n"]}]})
+        parse_json_config({**override, "model_operations": {"op_library_filename": ["ops.so"]}})
 
 
 def test_the_off_values_of_those_fields_load() -> None:

@@ -267,14 +267,21 @@ def _wiring(repo: Path, case: str) -> None:
             step("add_version", {"x": "mid"}, {"y": "OUT"}),
         ],
         "batch too big": [ok],
+        "batch output": [ok],
     }[case]
     inputs = '{ name: "IN" data_type: TYPE_FP32 dims: [ 2 ] }'
     if case == "input unused":
         inputs += ', { name: "EXTRA" data_type: TYPE_FP32 dims: [ 2 ] }'
     write_python_model(repo, "double_int", DOUBLE, XY.format(dtype="TYPE_INT32"))
-    ensemble(
+    model_dir = ensemble(
         repo, "wired", steps, inputs=inputs, max_batch_size=16 if case == "batch too big" else 8
     )
+    if case == "batch output":
+        config = model_dir / "config.pbtxt"
+        config.write_text(
+            config.read_text() + 'batch_output [{ kind: BATCH_SCATTER_WITH_INPUT_SHAPE '
+            'target_name: "OUT" source_input: "IN" }]\n'
+        )
 
 
 @pytest.mark.parametrize(
@@ -291,6 +298,7 @@ def _wiring(repo: Path, case: str) -> None:
         ("produced twice", "tensor 'OUT' is produced twice: by step 1 (model 'double') and by"),
         ("cycle", "a cycle: step 1 (model 'combine'), step 2 (model 'double'), step 3"),
         ("batch too big", "max_batch_size 16 is over the max_batch_size 8 of step 1"),
+        ("batch output", "an ensemble batches nothing of its own: its steps' configs name"),
     ],
 )
 def test_wiring_errors_are_rejected_at_load_with_the_error_line(
