@@ -4,7 +4,7 @@ with p99 bounded.
 
 One platform serves the whole module (two instances behind the gateway's two processes,
 central rules whose cluster-wide limit counts in Redis); each case runs 8 callers at
-100 requests/s for about ten seconds, the fault a few seconds in, and leaves the platform
+100 requests/s for about seven seconds, the fault two seconds in, and leaves the platform
 settled for the next. bench/faults.py runs the same faults for 60 s each and records the
 figures in bench/RESULTS.md.
 """
@@ -23,7 +23,7 @@ from tests.support.models import slow_double
 pytestmark = pytest.mark.slow
 
 BODY = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1.0, 2.0]}]}
-SECONDS, FAULT_AT, HOLD = 9.0, 3.0, 3.0
+SECONDS, FAULT_AT, HOLD = 7.0, 2.0, 3.0
 MAX_P99_S = 1.0
 
 

@@ -56,6 +56,14 @@ NO_DELAY_TESTS = [
     "test_multi_different_outputs",
     "test_multi_different_output_order",
 ]
+# the default run (CI's budget): one of each kind of batch the no-delay tests form
+DEFAULT_NO_DELAY_TESTS = [
+    "test_static_batch_preferred",
+    "test_static_batch_gt_max_preferred",
+    "test_multi_batch_not_preferred",
+    "test_multi_batch_sum_gt_max_preferred",
+    "test_multi_different_outputs",
+]
 # test -> TRITONSERVER_DELAY_SCHEDULER, as test.sh's chain of exports sets it
 DELAY_TESTS = {
     "test_multi_batch_delayed_sum_gt_max_preferred": 2,
@@ -75,6 +83,10 @@ PREFERRED_BATCH_ONLY_TESTS = {
     "test_preferred_batch_only_use_biggest_preferred": 7,
     "test_preferred_batch_only_use_no_preferred_size": 3,
 }
+DEFAULT_PREFERRED_BATCH_ONLY_TESTS = [
+    "test_preferred_batch_only_unaligned",
+    "test_preferred_batch_only_use_no_preferred_size",
+]
 MAX_QUEUE_DELAY_ONLY_TESTS = [
     "test_max_queue_delay_only_default",
     "test_max_queue_delay_only_non_default",
@@ -206,7 +218,8 @@ def _runs(work: Path) -> list[Run]:
     runs: list[Run] = []
     for batcher_type in types:
         repository = "models" if batcher_type == "FIXED" else "var_models"
-        runs += [Run(t, repository, batcher_type) for t in NO_DELAY_TESTS]
+        no_delay = NO_DELAY_TESTS if FULL else DEFAULT_NO_DELAY_TESTS
+        runs += [Run(t, repository, batcher_type) for t in no_delay]
         runs += [Run(t, repository, batcher_type, n) for t, n in DELAY_TESTS.items()]
     runs += [Run(t, "var_models", "VARIABLE") for t in DIFFERENT_SHAPE_TESTS]
     runs.append(
@@ -215,6 +228,7 @@ def _runs(work: Path) -> list[Run]:
     runs += [
         Run(t, "preferred_batch_only_models", "FIXED", n)
         for t, n in PREFERRED_BATCH_ONLY_TESTS.items()
+        if FULL or t in DEFAULT_PREFERRED_BATCH_ONLY_TESTS
     ]
     for test in MAX_QUEUE_DELAY_ONLY_TESTS:
         runs.append(Run(test, _max_queue_delay_models(work, test).name))

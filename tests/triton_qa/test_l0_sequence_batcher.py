@@ -72,6 +72,9 @@ DELAY_TESTS = [
 ]
 # the default run takes three of them (a backlog's timeout, a half and a ragged batch), to
 # stay within CI's time; TRITON_QA=full takes all ten, on every repository
+# the default run (CI's budget): a sequence, one of length 1, a batch of them, and a
+# sequence that never ends; TRITON_QA=full adds the refusals (no START, no id)
+DEFAULT_NO_DELAY_TESTS = NO_DELAY_TESTS[:3] + ["test_no_sequence_end"]
 DEFAULT_DELAY_TESTS = ["test_backlog_sequence_timeout", "test_half_batch", "test_ragged_batch"]
 QUEUE_DELAY_TESTS = [
     "test_queue_delay_no_min_util",
@@ -134,8 +137,8 @@ INITIAL_FILE = Variant("initial-file", implicit=True, initial_file=True)
 SYSTEM_SHM = Variant("system-shm", system_shm=True)
 # the default run takes a few of the no-delay tests of each variant but the first
 DEFAULT_VARIANT_TESTS = {
-    IMPLICIT: NO_DELAY_TESTS,
-    INITIAL_ZERO: NO_DELAY_TESTS,
+    IMPLICIT: NO_DELAY_TESTS[:3],
+    INITIAL_ZERO: NO_DELAY_TESTS[:3],
     # sequences of each model from the file's state (the STRING one's too), one of a
     # single request
     INITIAL_FILE: ["test_simple_sequence", "test_length1_sequence"],
@@ -293,7 +296,8 @@ def _runs(backends: list[str], variant: Variant) -> list[Run]:
         if tests:
             runs += [Run(f"SequenceBatcherTest.{t}", f"models{trial}", env) for t in tests]
             continue
-        runs += [Run(f"SequenceBatcherTest.{t}", f"models{trial}", env) for t in NO_DELAY_TESTS]
+        no_delay = NO_DELAY_TESTS if FULL else DEFAULT_NO_DELAY_TESTS
+        runs += [Run(f"SequenceBatcherTest.{t}", f"models{trial}", env) for t in no_delay]
         for test in DELAY_TESTS if FULL else DEFAULT_DELAY_TESTS:
             delays = {
                 "TRITONSERVER_BACKLOG_DELAY_SCHEDULER": str(backlog_delay(test)),
