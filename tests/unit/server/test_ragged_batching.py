@@ -188,6 +188,22 @@ def test_a_bad_batch_input_or_output_is_refused_in_triton_s_words(extra: str, wo
     assert "rule=config/ragged-batch" in line and "m/config.pbtxt" in line
 
 
+def test_a_batch_output_with_a_variable_dim_its_source_input_lacks_is_refused() -> None:
+    """Each -1 of a scattered output takes the source input's size at the same place: one
+    past the source's rank would fail every request, so the config is refused at load."""
+    text = RAGGED.replace('{ name: "Y" data_type: TYPE_FP32 dims: [ -1 ] }', (
+        '{ name: "Y" data_type: TYPE_FP32 dims: [ -1, -1 ] }'
+    )) + (
+        'batch_output [{ kind: BATCH_SCATTER_WITH_INPUT_SHAPE target_name: "Y" '
+        'source_input: "X" }]'
+    )  # fmt: skip
+    with pytest.raises(ConfigError) as refused:
+        RaggedBatching.from_config(_config(text), "m/config.pbtxt")
+    line = refused.value.line()
+    assert "batch output 'Y' [-1, -1, -1] has a -1 at dimension 2" in line, line
+    assert "input 'X' has 2 dimensions" in line and "rule=config/ragged-batch" in line
+
+
 def test_a_batch_input_kind_no_one_knows_is_refused() -> None:
     config = parse_json_config(
         {"name": "m", "max_batch_size": 4,
