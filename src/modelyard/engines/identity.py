@@ -63,6 +63,7 @@ class IdentityEngine(Engine):
         self._pairs: dict[str, str] = {}  # output -> input
         self._optional: dict[str, tuple[np.dtype[Any], tuple[int, ...]]] = {}  # by output
         self._batched = False
+        self._stacked: tuple[str, ...] = ()  # the inputs batched by rows
         self._delay_s = 0.0
 
     def load(self, ctx: LoadContext) -> Signature | None:
@@ -109,6 +110,16 @@ class IdentityEngine(Engine):
                 self._optional[f"OUTPUT{index}"] = (dtype, tuple(d if d > 0 else 1 for d in shape))
         self.ragged_outputs = flat
         self._batched = config.max_batch_size > 0
+        # a ragged input reaches execute() flat: its length counts elements, not rows
+        self._stacked = tuple(e.name for e in config.input if e.name not in ragged)
+        required = [e.name for e in config.input if e.name not in ragged and not e.optional]
+        if ragged and self._optional and not required:
+            raise _refuse(
+                ctx,
+                f"ragged input '{min(ragged)}' and optional inputs with no required input "
+                "batched by rows: a ragged batch that leaves an optional input out has no "
+                "rows to give its zeros; make an input that is not ragged required",
+            )
         delay_ms = _int_parameter(ctx, "execute_delay_ms", _MAX_DELAY_MS)
         multiplier = _int_parameter(ctx, "instance_wise_delay_multiplier", 1_000)
         if multiplier > 0:
@@ -122,7 +133,10 @@ class IdentityEngine(Engine):
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
         if self._delay_s:
             time.sleep(self._delay_s)
-        rows = next((len(a) for a in inputs.values() if a.ndim), 1) if self._batched else 0
+        rows = 0
+        if self._batched:
+            stacked = (inputs.get(name) for name in self._stacked)
+            rows = next((len(a) for a in stacked if a is not None and a.ndim), 1)
         results: dict[str, np.ndarray] = {}
         for output in outputs:
             source = inputs.get(self._pairs.get(output, ""))

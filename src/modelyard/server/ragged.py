@@ -140,6 +140,11 @@ class RaggedBatching:
         name = config.name
         where = f"batch_input and batch_output in {origin}"
         inputs = {entry.name for entry in config.input}
+        ranks = {  # each input's rank as a request sends it, with its batch dimension
+            entry.name: int(config.max_batch_size > 0)
+            + len(entry.reshape.shape if entry.HasField("reshape") else entry.dims)
+            for entry in config.input
+        }
         optional = {entry.name for entry in config.input if entry.optional}
         outputs = {entry.name: entry for entry in config.output}
         batch_inputs = []
@@ -206,7 +211,17 @@ class RaggedBatching:
                     )
                 output = outputs[target]
                 dims = output.reshape.shape if output.HasField("reshape") else output.dims
-                scattered[target] = ScatteredOutput(source, (*lead, *(int(d) for d in dims)))
+                shape = (*lead, *(int(d) for d in dims))
+                past = [i for i, d in enumerate(shape) if d == -1 and i >= ranks[source]]
+                if past:
+                    raise _refuse(
+                        origin,
+                        f"batch output '{target}' {list(shape)} has a -1 at dimension "
+                        f"{past[0]}, and its source input '{source}' has {ranks[source]} "
+                        f"dimensions to take it from, for {name}",
+                        where,
+                    )
+                scattered[target] = ScatteredOutput(source, shape)
         ragged = frozenset(entry.name for entry in config.input if entry.allow_ragged_batch)
         if not ragged and not batch_inputs and not scattered:
             return None

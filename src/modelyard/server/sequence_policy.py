@@ -285,7 +285,11 @@ def _zeros(dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray:
 def _initial_state_file(filename: str, model_dir: Path, origin: str) -> tuple[Path, int]:
     """``<model>/initial_state/<data_file>`` and its size: a regular file (a FIFO or a
     device would hold the load, or never end)."""
-    if not filename or "/" in filename or "\\" in filename or filename.startswith("."):
+    if (
+        not filename
+        or any(mark in filename for mark in ("/", "\\", "\0"))
+        or filename.startswith(".")
+    ):
         raise _config_error(
             origin, f"initial_state data_file '{shown(filename)}' must be a plain name"
         )

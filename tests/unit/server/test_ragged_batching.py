@@ -188,6 +188,22 @@ def test_a_bad_batch_input_or_output_is_refused_in_triton_s_words(extra: str, wo
     assert "rule=config/ragged-batch" in line and "m/config.pbtxt" in line
 
 
+def test_a_batch_output_with_a_variable_dim_its_source_input_lacks_is_refused() -> None:
+    """Each -1 of a scattered output takes the source input's size at the same place: one
+    past the source's rank would fail every request, so the config is refused at load."""
+    text = RAGGED.replace('{ name: "Y" data_type: TYPE_FP32 dims: [ -1 ] }', (
+        '{ name: "Y" data_type: TYPE_FP32 dims: [ -1, -1 ] }'
+    )) + (
+        'batch_output [{ kind: BATCH_SCATTER_WITH_INPUT_SHAPE target_name: "Y" '
+        'source_input: "X" }]'
+    )  # fmt: skip
+    with pytest.raises(ConfigError) as refused:
+        RaggedBatching.from_config(_config(text), "m/config.pbtxt")
+    line = refused.value.line()
+    assert "batch output 'Y' [-1, -1, -1] has a -1 at dimension 2" in line, line
+    assert "input 'X' has 2 dimensions" in line and "rule=config/ragged-batch" in line
+
+
 def test_a_batch_input_kind_no_one_knows_is_refused() -> None:
     config = parse_json_config(
         {"name": "m", "max_batch_size": 4,
@@ -355,6 +371,49 @@ def test_an_identity_model_answers_each_request_of_a_ragged_batch_with_its_own_i
         np.testing.assert_array_equal(answer["OUTPUT0"], x)
     stats = version.scheduler.stats
     assert stats.execution_count == 1 and stats.inference_count == 2
+
+
+IDENTITY_OPTIONAL = """
+max_batch_size: 8
+input [{ name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] allow_ragged_batch: true },
+       { name: "INPUT1" data_type: TYPE_FP32 dims: [ 2 ] optional: true },
+       { name: "INPUT2" data_type: TYPE_FP32 dims: [ 1 ] }]
+output [{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] },
+        { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 2 ] },
+        { name: "OUTPUT2" data_type: TYPE_FP32 dims: [ 1 ] }]
+dynamic_batching { preferred_batch_size: [ 3 ] max_queue_delay_microseconds: 5000000 }
+"""
+
+
+def test_an_identity_model_s_left_out_optional_input_has_a_row_per_row_of_a_ragged_batch(
+    tmp_path: Path,
+) -> None:
+    """The zeros for an optional input left out take their rows from an input stacked by
+    rows, never from the flat run of a ragged one (its elements, not its rows)."""
+    version = _load(_ragged_repository(tmp_path, "identity", IDENTITY_OPTIONAL), "identity")
+    requests = [
+        {"INPUT0": np.ones((1, 16), np.float32), "INPUT2": np.ones((1, 1), np.float32)},
+        {"INPUT0": np.ones((2, 3), np.float32), "INPUT2": np.ones((2, 1), np.float32)},
+    ]
+    answers = _answers(version.scheduler, requests, ["OUTPUT0", "OUTPUT1"])
+    assert [a["OUTPUT1"].shape for a in answers] == [(1, 2), (2, 2)]
+    assert [a["OUTPUT0"].shape for a in answers] == [(1, 16), (2, 3)]
+    assert version.scheduler.stats.execution_count == 1
+
+
+def test_an_identity_model_whose_rows_only_a_ragged_input_carries_is_refused_with_an_optional(
+    tmp_path: Path,
+) -> None:
+    """With every input ragged or optional, a ragged batch that leaves the optional one out
+    has nothing to count its rows by: refused at load, with the line."""
+    text = IDENTITY_OPTIONAL.replace(
+        "dims: [ 1 ] }]\noutput", "dims: [ 1 ] optional: true }]\noutput"
+    )
+    assert text != IDENTITY_OPTIONAL
+    with pytest.raises(ModelyardError) as refused:
+        _load(_ragged_repository(tmp_path, "identity", text), "identity")
+    line = refused.value.line()
+    assert "ragged input 'INPUT0'" in line and "optional" in line, line
 
 
 def _onnx_model(model_dir: Path, x_shape: list[Any]) -> None:

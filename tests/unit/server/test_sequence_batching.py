@@ -278,6 +278,11 @@ _START = 'control_input [{ name: "START" control [{ kind: CONTROL_SEQUENCE_START
         ),
         (
             'state [{ input_name: "S" output_name: "T" data_type: TYPE_INT32 dims: [ 2 ] '
+            'initial_state { data_type: TYPE_INT32 dims: [ 2 ] data_file: "a\\000b" name: "i" } }]',
+            "must be a plain name",
+        ),
+        (
+            'state [{ input_name: "S" output_name: "T" data_type: TYPE_INT32 dims: [ 2 ] '
             'initial_state { data_type: TYPE_INT32 dims: [ 2 ] data_file: "short" name: "i" } }]',
             "holds 3 bytes; the state takes 8",
         ),
