@@ -413,7 +413,7 @@ def load_model_version(
             scheduler = _dynamic_scheduler(name, version, config, engines, placed, limiter,
                                            clock, loop_load, default_max_queue_size,
                                            tokens, ragged)  # fmt: skip
-    except ModelyardError:
+    except BaseException:  # a refusal, or a bug: the engines loaded go either way
         _release(engines)
         raise
     return ModelVersion(
