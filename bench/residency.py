@@ -22,8 +22,12 @@ steady rate from several callers, each request with a 10 s deadline.
   footprint on average, so the share is at most the fractional knapsack of the models'
   probabilities against their footprints within the budget).
 * ``group``: ``modelyard platform up`` with one group of three such instances behind its
-  gateway; the Zipf ranking turns over at half time. Failed calls through the gateway,
-  and where the hot and the cold models are resident before the turn and at the end.
+  gateway; the Zipf ranking turns over at half time. Failed calls through the gateway;
+  where the hot and the cold models are resident before the turn, 15-20 s after it and
+  at the end (the five hottest by the law, and the models hot by the control plane's rule,
+  control/placement.py), as the plane reports it every second; when after the turn the
+  group first held every model hot by the rule on all three and every other on one; and
+  the copies the plane made and unloaded (its log).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +54,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from modelyard.control.placement import hot_models  # noqa: E402
 from modelyard.processes import free_port  # noqa: E402
 
 HOME = Path(os.environ.get("RESIDENCY_BENCH_HOME", Path(tempfile.gettempdir()) / "residency-bench"))
@@ -442,62 +448,148 @@ def group_part(args: argparse.Namespace, policy: str) -> dict[str, Any]:
         _wait_for(f"{gateway}/v2/health/ready", 240)
         half = args.seconds / 2
 
-        async def run() -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
-            async def copies_at(delay: float) -> list[dict[str, Any]]:
-                """Five readings a second apart, ``delay`` seconds from now, each of the
-                group as the control plane last polled it."""
-                await asyncio.sleep(delay)
-                readings = []
+        async def run() -> tuple[list[dict[str, Any]], list[tuple[float, dict[str, Any]]]]:
+            readings: list[tuple[float, dict[str, Any]]] = []
+            halt = asyncio.Event()
+
+            async def read_plane() -> None:
+                """The group as the control plane last polled it, every second."""
+                began = time.monotonic()
                 async with aiohttp.ClientSession() as session:
-                    for _ in range(5):
-                        async with session.get(f"{control}/api/v1/residency") as response:
-                            readings.append(await response.json())
+                    while not halt.is_set():
+                        try:
+                            async with session.get(f"{control}/api/v1/residency") as response:
+                                readings.append((time.monotonic() - began, await response.json()))
+                        except (aiohttp.ClientError, ValueError):
+                            pass
                         await asyncio.sleep(1.0)
-                return readings
 
-            load = asyncio.ensure_future(
-                steady_load(gateway, names, args.rate, args.seconds,
-                            lambda t: first if t < half else second)
-            )  # fmt: skip
-            before_turn = await copies_at(half - 6.0)
-            results = await load
-            at_end = await copies_at(0.0)
-            return results, before_turn, at_end
+            reader = asyncio.ensure_future(read_plane())
+            results = await steady_load(
+                gateway, names, args.rate, args.seconds, lambda t: first if t < half else second
+            )
+            halt.set()
+            await reader
+            return results, readings
 
-        results, before_turn, at_end = asyncio.run(run())
+        turned_at = time.time() + half  # wall clock, for the plane's log lines
+        results, readings = asyncio.run(run())
     finally:
         stop(process)
         log.close()
+    sizes = footprints(repository, names)
+    expected_hot = [
+        hot_models({n: args.rate * w for n, w in zip(names, law, strict=True)}, sizes, budget)
+        for law in (first, second)
+    ]
     return {
         "requests": len(results),
         "failed": sum(1 for r in results if r["status"] != 200),
         "failures": failure_kinds([r for r in results if r["status"] != 200]),
-        "before_turn": _copies_by_rank(before_turn, names, first),
-        "at_end": _copies_by_rank(at_end, names, second),
-    }
-
-
-def _copies_by_rank(
-    readings: list[dict[str, Any]], names: list[str], weights: list[float]
-) -> dict[str, Any]:
-    """Copies of the five hottest models and how many of the 25 coldest have more than
-    one, the median of the readings in which all three instances answered the plane."""
-    ranked = sorted(names, key=lambda n: -weights[names.index(n)])
-    held: dict[str, list[int]] = {name: [] for name in ranked}
-    for doc in readings:
-        group = doc["groups"][0] if doc.get("groups") else {}
-        if len(group.get("instances", [])) < 3:
-            continue
-        for name in ranked:
-            held[name].append(len(group["models"].get(name, {}).get("copies", [])))
-    median = {n: sorted(c)[len(c) // 2] if c else None for n, c in held.items()}
-    return {
-        "readings_with_all_three": len(held[ranked[0]]),
-        "hottest_5_copies": [median[n] for n in ranked[:5]],
-        "coldest_25_with_more_than_one_copy": sum(
-            1 for n in ranked[25:] if (median[n] or 0) > 1
+        "hot_by_rule_at_the_laws_rates": {"before": expected_hot[0], "after": expected_hot[1]},
+        "before_turn": _copies(readings, half - 6, half - 1, names, first),
+        "15_to_20_s_after_turn": _copies(readings, half + 15, half + 20, names, second),
+        "at_end": _copies(readings, args.seconds - 5, args.seconds, names, second),
+        "converged": _converged(readings, half, args.seconds),
+        "most_over_budget_bytes": max(
+            (
+                i["held_bytes"] - i["budget_bytes"]
+                for _, doc in readings
+                for g in doc.get("groups", [])
+                for i in g["instances"]
+            ),
+            default=0,
         ),
+        "plane_actions": _plane_actions(HOME / "platform.log", turned_at),
     }
+
+
+def _group_of(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The group in a reading of the plane, when all three of its instances answered."""
+    groups = doc.get("groups") or []
+    return groups[0] if groups and len(groups[0]["instances"]) == 3 else None
+
+
+def _copies(
+    readings: list[tuple[float, dict[str, Any]]],
+    start: float,
+    end: float,
+    names: list[str],
+    weights: list[float],
+) -> dict[str, Any]:
+    """Between ``start`` and ``end`` seconds into the load, the median over the readings in
+    which all three instances answered: copies of the five hottest by the law, how many of
+    the 25 coldest have more than one, the models hot by the plane's rule and their copies,
+    and how many models not hot have more than one copy."""
+    ranked = sorted(names, key=lambda n: -weights[names.index(n)])
+    groups = [g for t, doc in readings if start <= t <= end and (g := _group_of(doc))]
+
+    def median(values: list[int]) -> int | None:
+        return sorted(values)[len(values) // 2] if values else None
+
+    def held(group: dict[str, Any], name: str) -> int:
+        return len(group["models"].get(name, {}).get("copies", []))
+
+    return {
+        "readings_with_all_three": len(groups),
+        "hottest_5_copies": [median([held(g, n) for g in groups]) for n in ranked[:5]],
+        "coldest_25_with_more_than_one_copy": median(
+            [sum(1 for n in ranked[25:] if held(g, n) > 1) for g in groups]
+        ),
+        "hot_by_rule": [{m: held(g, m) for m in g.get("hot", [])} for g in groups],
+        "not_hot_with_more_than_one_copy": [
+            sorted(
+                m
+                for m, row in g["models"].items()
+                if len(row["copies"]) > 1 and m not in g.get("hot", [])
+            )
+            for g in groups
+        ],
+    }
+
+
+def _settled(group: dict[str, Any]) -> bool:
+    """Every model hot by the plane's rule on all three instances, every other on one."""
+    hot = set(group.get("hot", []))
+    return all(
+        len(row["copies"]) == (3 if model in hot else 1) or (model not in hot and not row["copies"])
+        for model, row in group["models"].items()
+    ) and all(m in group["models"] for m in hot)
+
+
+def _converged(
+    readings: list[tuple[float, dict[str, Any]]], turn: float, end: float
+) -> dict[str, Any]:
+    """When, after the turn, the group first settled (``_settled``), and the share of the
+    readings from 15 s after the turn to the end in which it was."""
+    after = [(t, g) for t, doc in readings if t >= turn and (g := _group_of(doc))]
+    first = next((t - turn for t, g in after if _settled(g)), None)
+    late = [g for t, g in after if t >= turn + 15]
+    return {
+        "first_settled_s_after_turn": first,
+        "settled_share_from_15_s_after": sum(map(_settled, late)) / len(late) if late else None,
+        "readings_from_15_s_after": len(late),
+    }
+
+
+def _plane_actions(log_path: Path, turned_at: float) -> dict[str, int]:
+    """The copies the plane made and unloaded, over the run and after the turn (its log)."""
+    counts = {"copied": 0, "copied_after_turn": 0, "unloaded": 0, "unloaded_after_turn": 0}
+    for line in log_path.read_text(errors="replace").splitlines():
+        for event, key in (
+            ("hot_model_copied", "copied"),
+            ("cold_model_copy_unloaded", "unloaded"),
+        ):
+            if event in line:
+                counts[key] += 1
+                stamp = line.split(" ", 1)[0].rstrip("Z")
+                try:
+                    at = datetime.fromisoformat(stamp).replace(tzinfo=UTC).timestamp()
+                except ValueError:
+                    continue
+                if at >= turned_at:
+                    counts[f"{key}_after_turn"] += 1
+    return counts
 
 
 def _wait_for(url: str, seconds: float) -> None:

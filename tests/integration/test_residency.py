@@ -140,6 +140,10 @@ def test_models_load_when_asked_and_the_least_recently_used_makes_room(tables: P
         assert state["held_bytes"] <= state["budget_bytes"]
         assert look_up(server, "a").status_code == 200  # and back, on demand
         assert residency(server)["models"]["a"]["loads"] == 2
+        for _ in range(3):  # the same request again: the front door's fast lane
+            assert look_up(server, "a").status_code == 200
+        # every request counts, across its unload (the control plane's rates read this)
+        assert residency(server)["models"]["a"]["requests"] == 5
         index = httpx.post(f"http://{server.http_url}/v2/repository/index").json()
         states = {row["name"]: row.get("state") for row in index}
         assert states["a"] == "READY" and "UNAVAILABLE" in states.values()  # as Triton shows

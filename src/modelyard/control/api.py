@@ -170,7 +170,8 @@ async def _residency(request: web.Request) -> web.Response:
     instances = plane.resident_instances()
     groups = []
     for (service, group), members in sorted(by_group(instances).items()):
-        rates = plane.model_rates(members)
+        rates = plane.model_rates(service, group)
+        hot = plane.hot_models(service, group)
         groups.append(
             {
                 "service": service,
@@ -184,8 +185,13 @@ async def _residency(request: web.Request) -> web.Response:
                     }
                     for m in members
                 ],
+                "hot": hot,  # the models the plane keeps on every instance
                 "models": {
-                    model: {"copies": holders, "requests_per_s": rates.get(model, 0.0)}
+                    model: {
+                        "copies": holders,
+                        "requests_per_s": rates.get(model, 0.0),
+                        "hot": model in hot,
+                    }
                     for model, holders in sorted(copies(members).items())
                 },
             }

@@ -54,9 +54,12 @@ from modelyard.control.failover import (
 )
 from modelyard.control.launcher import exited_children, is_alive
 from modelyard.control.placement import (
+    RequestWindow,
     ResidentInstance,
     by_group,
+    copies_to_drop,
     copies_to_make,
+    group_hot_models,
     renewals_due,
 )
 from modelyard.control.scaling import (
@@ -84,6 +87,9 @@ log = structlog.get_logger("modelyard.control")
 AUTOSCALE_MODES = ("on", "dry-run", "off")
 RELEASE_ACTIONS = ("start", "move", "step", "pause", "abort", "promote", "rollback")
 TARGETS = ("local", "kubernetes")
+# a load or unload the plane asks of an instance for placement may take this long (a load
+# waits for the loads before it, and for room to be made)
+PLACEMENT_CALL_S = 10.0
 
 
 @dataclass(slots=True)
@@ -134,6 +140,9 @@ class ControlPlane:
         self._gateway_checks = WebSession(0.5)
         # (instance, model) -> when the plane last loaded that hot copy (renewed while hot)
         self._placed_at: dict[tuple[str, str], float] = {}
+        # per (service, group) with residency: its request rates, and its hot models now
+        self._request_windows: dict[tuple[str, str], RequestWindow] = {}
+        self._hot: dict[tuple[str, str], list[str]] = {}
         self.scaling: dict[str, TemplateScaling] = {}
         self.started_at = time.time()
         self._tasks: list[asyncio.Task[None]] = []
@@ -440,44 +449,70 @@ class ControlPlane:
                     found.append(instance)
         return found
 
-    def model_rates(self, instances: list[ResidentInstance]) -> dict[str, float]:
-        """Requests a second per model over the instances, as their last poll measured."""
-        rates: dict[str, float] = {}
-        for instance in instances:
-            view = self.collector.views.get(instance.name)
-            for key, series in (view.series.items() if view is not None else ()):
-                if series:
-                    model = key.rsplit("/", 1)[0]
-                    rates[model] = rates.get(model, 0.0) + series[-1]["requests_per_s"]
-        return rates
+    def model_rates(self, service: str, group: str) -> dict[str, float]:
+        """Requests a second per model over the group's instances, in the window its last
+        placement round read (control/placement.py)."""
+        window = self._request_windows.get((service, group))
+        return window.rates() if window is not None else {}
+
+    def hot_models(self, service: str, group: str) -> list[str]:
+        """The group's hot models as its last placement round found them."""
+        return list(self._hot.get((service, group), []))
 
     async def place_hot_models(self) -> list[str]:
         """Each group's hot models on each of its instances, their copies renewed while
-        hot (control/placement.py)."""
-        done = []
+        hot, and one copy of every other model the plane placed (control/placement.py)."""
         now = time.monotonic()
-        for members in by_group(self.resident_instances()).values():
-            rates = self.model_rates(members)
-            copying = copies_to_make(members, rates)
-            renewing = renewals_due(members, rates, self._placed_at, now)
-            renewed = {(instance.name, model) for instance, model in renewing}
-            for instance, model in copying + renewing:
-                url = f"http://{instance.http}/v2/repository/models/{model}/load"
-                try:
-                    reply = await self._gateway_checks.post(url, json={})
-                except WebError as exc:
-                    log.warning("hot_model_not_copied", model=model, instance=instance.name,
-                                error=str(exc))  # fmt: skip
-                    continue
-                if reply.status == 200:
-                    self._placed_at[(instance.name, model)] = now
-                    if (instance.name, model) in renewed:
-                        continue
-                    log.info("hot_model_copied", model=model, instance=instance.name)
-                    done.append(f"{model} on {instance.name}")
-                else:
-                    log.warning("hot_model_not_copied", model=model, instance=instance.name,
-                                status=reply.status, error=reply.text[:300])  # fmt: skip
+        work: dict[str, list[tuple[ResidentInstance, str, str]]] = {}
+        for key, members in by_group(self.resident_instances()).items():
+            window = self._request_windows.setdefault(key, RequestWindow())
+            window.observe(members, now)
+            hot = self._hot[key] = group_hot_models(members, window.rates(), self._hot.get(key, []))
+            for instance in members:  # a copy its instance unloaded is the plane's no more
+                for model in [m for n, m in self._placed_at if n == instance.name]:
+                    if not instance.holds(model):
+                        del self._placed_at[(instance.name, model)]
+            # the copies no longer wanted go first: the hot ones take their room
+            actions = [
+                (i, m, "dropped") for i, m in copies_to_drop(members, hot, self._placed_at, window)
+            ]
+            actions += [(i, m, "copied") for i, m in copies_to_make(members, hot)]
+            actions += [
+                (i, m, "renewed") for i, m in renewals_due(members, hot, self._placed_at, now)
+            ]
+            for instance, model, action in actions:
+                work.setdefault(instance.name, []).append((instance, model, action))
+        # each instance's in turn (its loads run one at a time), the instances at once
+        done = await asyncio.gather(*(self._place(steps, now) for steps in work.values()))
+        return [line for lines in done for line in lines]
+
+    async def _place(self, steps: list[tuple[ResidentInstance, str, str]], now: float) -> list[str]:
+        done = []
+        for instance, model, action in steps:
+            verb = "unload" if action == "dropped" else "load"
+            url = f"http://{instance.http}/v2/repository/models/{model}/{verb}"
+            try:
+                reply = await self._gateway_checks.request(
+                    "POST", url, json={}, timeout=PLACEMENT_CALL_S
+                )
+            except WebError as exc:
+                log.warning("hot_model_not_placed", model=model, instance=instance.name,
+                            action=action, error=str(exc))  # fmt: skip
+                continue
+            if reply.status != 200:
+                log.warning("hot_model_not_placed", model=model, instance=instance.name,
+                            action=action, status=reply.status, error=reply.text[:300])  # fmt: skip
+                continue
+            if action == "dropped":
+                self._placed_at.pop((instance.name, model), None)
+            else:
+                self._placed_at[(instance.name, model)] = now
+            if action == "copied":
+                log.info("hot_model_copied", model=model, instance=instance.name)
+            elif action == "dropped":
+                log.info("cold_model_copy_unloaded", model=model, instance=instance.name)
+            if action != "renewed":
+                done.append(f"{model} {action} on {instance.name}")
         return done
 
     def cluster_instances(self) -> list[Instance]:

@@ -102,6 +102,7 @@ def _residency(dataplane: LocalDataPlane) -> dict[str, Any] | None:
             "waited_p99_s": state.waited_p99(),
             "waited_counts": list(state.load_wait.counts),  # per bound of wait_bounds_s, +inf
             "idle_s": now - state.last_used if state.last_used else None,
+            "requests": state.asked,  # since the instance started, across loads and unloads
         }
     return {
         "policy": residency.policy,

@@ -361,6 +361,9 @@ class VersionLane:
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         if self.reshapes:
             inputs = self.reshaped(inputs)
+        residency = self.manager.residency
+        if residency is not None:
+            residency.count_request(self.model_name)
         submitted = Submission(  # by position: the fields in their order
             inputs, self.output_names, self.rows, deadline, priority, timeout_us,
             self.shape_key, timing, arrived_ns, self.parameters, self.sequence,

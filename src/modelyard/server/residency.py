@@ -85,6 +85,7 @@ class ModelResidency:
 
     name: str
     last_used: float = 0.0  # monotonic seconds of its last request
+    asked: int = 0  # requests queued for it here, over its loads (the control plane's rates)
     loads: int = 0
     loaded_at: float = 0.0  # monotonic seconds of its last load
     placed_at: float = -PLACED_S  # monotonic seconds the repository API last loaded it
@@ -153,6 +154,10 @@ class Residency:
             state.requests_at = now
             if state.first_asked is None:
                 state.first_asked = now
+
+    def count_request(self, name: str) -> None:
+        """A request for the model was queued (every path, a front door's fast lane too)."""
+        self.of(name).asked += 1
 
     @staticmethod
     def rate(state: ModelResidency, now: float) -> float:
