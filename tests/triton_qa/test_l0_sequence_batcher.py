@@ -74,7 +74,7 @@ DELAY_TESTS = [
 # stay within CI's time; TRITON_QA=full takes all ten, on every repository
 # the default run (CI's budget): a sequence, one of length 1, a batch of them, and a
 # sequence that never ends; TRITON_QA=full adds the refusals (no START, no id)
-DEFAULT_NO_DELAY_TESTS = NO_DELAY_TESTS[:3] + ["test_no_sequence_end"]
+DEFAULT_NO_DELAY_TESTS = [*NO_DELAY_TESTS[:3], "test_no_sequence_end"]
 DEFAULT_DELAY_TESTS = ["test_backlog_sequence_timeout", "test_half_batch", "test_ragged_batch"]
 QUEUE_DELAY_TESTS = [
     "test_queue_delay_no_min_util",

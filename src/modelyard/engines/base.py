@@ -23,7 +23,7 @@ from typing import Any, ClassVar, NamedTuple
 from numpy.typing import NDArray
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.errors import Code, EngineError
+from modelyard.errors import Code, EngineError, ModelyardError
 
 
 class BatchedRequest(NamedTuple):
@@ -36,6 +36,18 @@ class BatchedRequest(NamedTuple):
     parameters: dict[str, Any] | None = None
     correlation_id: int | str = 0
     flags: int = 0
+    # whether its caller has gone (a gRPC call cancelled): the model's is_cancelled()
+    is_cancelled: Callable[[], bool] | None = None
+
+
+class BatchOutcomes(Exception):
+    """Raised by ``execute`` of an engine that takes requests when its requests' outcomes
+    differ (Triton's python backend answers each request with a response of its own, some
+    with an error): each request's outputs, or its error, in the batch's order."""
+
+    def __init__(self, outcomes: list[dict[str, NDArray[Any]] | ModelyardError]) -> None:
+        super().__init__(f"{len(outcomes)} requests answered each on its own")
+        self.outcomes = outcomes
 
 
 class DecoupledRequest(NamedTuple):

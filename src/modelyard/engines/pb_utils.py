@@ -158,6 +158,10 @@ class InferenceRequest:
         self._sender = sender
         self._is_cancelled = is_cancelled
 
+    def watch_cancellation(self, is_cancelled: Callable[[], bool]) -> None:
+        """What ``is_cancelled()`` asks: whether the request's caller has gone."""
+        self._is_cancelled = is_cancelled
+
     def model_name(self) -> str:
         return self._model_name
 

@@ -60,6 +60,7 @@ from modelyard import error_rules
 from modelyard.engines import pb_utils
 from modelyard.engines.base import (
     BatchedRequest,
+    BatchOutcomes,
     DecoupledRequest,
     Engine,
     LoadContext,
@@ -72,6 +73,30 @@ from modelyard.errors import Code, EngineError, ModelyardError, without_paths
 from modelyard.modelfiles.config import config_to_json
 
 _module_ids = itertools.count()
+
+# the codes of pb_utils.TritonError, as Triton's front doors answer them
+_TRITON_CODES = {
+    pb_utils.TritonError.UNKNOWN: Code.UNKNOWN,
+    pb_utils.TritonError.INTERNAL: Code.INTERNAL,
+    pb_utils.TritonError.NOT_FOUND: Code.NOT_FOUND,
+    pb_utils.TritonError.INVALID_ARG: Code.INVALID_ARGUMENT,
+    pb_utils.TritonError.UNAVAILABLE: Code.UNAVAILABLE,
+    pb_utils.TritonError.UNSUPPORTED: Code.UNIMPLEMENTED,
+    pb_utils.TritonError.ALREADY_EXISTS: Code.ALREADY_EXISTS,
+    pb_utils.TritonError.CANCELLED: Code.CANCELLED,
+}
+
+
+def triton_instance_name(config: Any, index: int) -> str:
+    """The name Triton gives a model's ``index``-th instance: its group's name (``<model>_<n>``
+    for the n-th group unless named) and its place in the group (``add_sub_0_0``)."""
+    start = 0
+    for number, group in enumerate(config.instance_group):
+        count = max(group.count, 1) * max(len(group.gpus), 1)
+        if index < start + count:
+            return f"{group.name or f'{config.name}_{number}'}_{index - start}"
+        start += count
+    return f"{config.name}_0_{index}"
 
 
 class PythonEngine(Engine):
@@ -91,6 +116,7 @@ class PythonEngine(Engine):
         self._triton_api = False  # execute(requests) with pb_utils, as Triton's backend
         self._infer: Any = None  # the server's infer, for BLS calls
         self._model_name = ""
+        self._instance_name = ""
 
     @property
     def takes_requests(self) -> bool:
@@ -100,6 +126,7 @@ class PythonEngine(Engine):
     def load(self, ctx: LoadContext) -> Signature | None:
         self._where = f"model.py of model '{ctx.config.name}'"
         self._model_name = ctx.config.name
+        self._instance_name = triton_instance_name(ctx.config, ctx.instance_index)
         self._batched = ctx.config.max_batch_size > 0
         if not self._in_process and runs_in_a_stub(ctx.artifact):
             stub = StubProcess(ctx, self._where)  # ctx.config: as the model completes it
@@ -128,8 +155,10 @@ class PythonEngine(Engine):
         if self._triton_api:  # its BLS calls wait on the event loop: it never runs there
             self.runs_on_loop = False
             self._infer = ctx.infer
+        # Triton's hook, whatever else the file imports (a model.py may complete its config
+        # without pb_utils)
         completes = ctx.auto_complete and ctx.instance_index == 0
-        if self._triton_api and completes and hasattr(cls, "auto_complete_config"):
+        if completes and hasattr(cls, "auto_complete_config"):
             self._auto_complete(cls, ctx)
         if ctx.config_complete is not None:  # the other instances load beside initialize
             ctx.config_complete()
@@ -232,9 +261,17 @@ class PythonEngine(Engine):
                 f"execute(requests) returned {got} responses for {len(requests)} requests: one "
                 "pb_utils.InferenceResponse per request"
             )
-        tensors = [self._response_tensors(response) for response in responses]
-        if len(tensors) == 1:
-            return tensors[0]
+        if len(responses) == 1:
+            return self._response_tensors(responses[0])
+        outcomes: list[dict[str, Any] | ModelyardError] = []
+        for response in responses:
+            try:
+                outcomes.append(self._response_tensors(response))
+            except EngineError as error:  # its own request's error: the others are answered
+                outcomes.append(error)
+        tensors = [outcome for outcome in outcomes if not isinstance(outcome, ModelyardError)]
+        if len(tensors) < len(outcomes):
+            raise BatchOutcomes(outcomes)
         return {
             name: np.concatenate([np.asarray(part[name]) for part in tensors])
             for name in outputs
@@ -244,7 +281,7 @@ class PythonEngine(Engine):
     def _request(
         self, inputs: dict[str, np.ndarray], outputs: list[str], each: BatchedRequest | None
     ) -> pb_utils.InferenceRequest:
-        return pb_utils.InferenceRequest(
+        request = pb_utils.InferenceRequest(
             "",
             [pb_utils.Tensor(name, array) for name, array in inputs.items()],
             list(outputs),
@@ -252,6 +289,9 @@ class PythonEngine(Engine):
             parameters=each.parameters if each else None,
             flags=each.flags if each else 0,
         )
+        if each is not None and each.is_cancelled is not None:
+            request.watch_cancellation(each.is_cancelled)
+        return request
 
     def _run_execute(self, requests: list[pb_utils.InferenceRequest]) -> Any:
         pb_utils.calling_through(self._infer)
@@ -333,12 +373,14 @@ class PythonEngine(Engine):
                 final)  # fmt: skip
 
     def _triton_error(self, error: pb_utils.TritonError) -> EngineError:
-        callers = error.code() == pb_utils.TritonError.INVALID_ARG
+        """A response's error: the model's message leads the line, with its code."""
+        code = _TRITON_CODES.get(error.code(), Code.INTERNAL)
         return EngineError(
             error.message(),
-            code=Code.INVALID_ARGUMENT if callers else Code.INTERNAL,
+            code=code,
             rule="engine/python",
-            where="the request's inputs" if callers else self._where,
+            where="the request's inputs" if code is Code.INVALID_ARGUMENT else self._where,
+            triton=True,
         )
 
     def _check_outputs(
@@ -385,6 +427,14 @@ class PythonEngine(Engine):
                 f"execute refused the request's values: {type(exc).__name__}: "
                 f"{without_paths(str(exc))}",
                 where=self._where,
+            )
+        if step == "execute" and self._triton_api:  # as Triton's stub words it
+            return EngineError.of(
+                error_rules.PYTHON_MODEL_FAILED,
+                f"Failed to process the request(s) for model '{self._instance_name}', "
+                f"message: {type(exc).__name__}: {without_paths(str(exc))}",
+                where=self._where,
+                triton=True,
             )
         return EngineError.of(
             error_rules.PYTHON_MODEL_FAILED,

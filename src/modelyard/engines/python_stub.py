@@ -54,7 +54,13 @@ import structlog
 from google.protobuf import json_format
 
 from modelyard import error_rules, errors
-from modelyard.engines.base import BatchedRequest, DecoupledRequest, LoadContext, batch_requests
+from modelyard.engines.base import (
+    BatchedRequest,
+    BatchOutcomes,
+    DecoupledRequest,
+    LoadContext,
+    batch_requests,
+)
 from modelyard.errors import Code, EngineError, ModelyardError
 
 log = structlog.get_logger("modelyard.engines")
@@ -77,23 +83,28 @@ def runs_in_a_stub(artifact: Path) -> bool:
         return False
 
 
-def _error_fields(error: ModelyardError) -> tuple[str, str, str, str | None, str | None, Any]:
+_Fields = tuple[str, str, str, str | None, str | None, Any, bool]
+
+
+def _error_fields(error: ModelyardError) -> _Fields:
     return (
         type(error).__name__, error.detail, str(error.code), error.rule, error.where,
-        error.retry_after,
+        error.retry_after, error.triton,
     )  # fmt: skip
 
 
-def _rebuilt(fields: tuple[str, str, str, str | None, str | None, Any]) -> ModelyardError:
+def _rebuilt(fields: _Fields) -> ModelyardError:
     """An error the other process raised, as its own class (a ModelyardError one)."""
-    name, detail, code, rule, where, retry_after = fields
+    name, detail, code, rule, where, retry_after, triton = fields
     cls = getattr(errors, name, None)
     if (
         not (isinstance(cls, type) and issubclass(cls, ModelyardError))
         or name == "MissingExtraError"
     ):
         cls = ModelyardError
-    return cls(detail, code=Code(code), rule=rule, where=where, retry_after=retry_after)
+    return cls(
+        detail, code=Code(code), rule=rule, where=where, retry_after=retry_after, triton=triton
+    )
 
 
 class StubProcess:
@@ -240,7 +251,18 @@ class StubProcess:
         self, inputs: dict[str, np.ndarray], outputs: list[str], batch: list[BatchedRequest] | None
     ) -> dict[str, np.ndarray]:
         self._ensure_running()
-        result: dict[str, np.ndarray] = self._call("execute", inputs, outputs, batch)
+        # whether each request's caller has gone: asked back from the child (never pickled)
+        checks = [each.is_cancelled for each in batch or ()]
+        watched = [index for index, check in enumerate(checks) if check is not None]
+        if batch is not None:
+            batch = [each._replace(is_cancelled=None) for each in batch]
+        try:
+            result: dict[str, np.ndarray] = self._call(
+                "execute", inputs, outputs, batch, watched, cancel_checks=checks
+            )
+        except BatchOutcomes:
+            self._served = True
+            raise
         self._served = True
         return result
 
@@ -262,9 +284,16 @@ class StubProcess:
                 if handlers is not None:
                     handlers[0](None, error, True)
 
-    def _call(self, kind: str, *args: Any, timeout: float | None = None, call_id: int = 0) -> Any:
+    def _call(
+        self,
+        kind: str,
+        *args: Any,
+        timeout: float | None = None,
+        call_id: int = 0,
+        cancel_checks: list[Callable[[], bool] | None] | None = None,
+    ) -> Any:
         if self._sync:
-            return self._call_reading(kind, args, timeout)
+            return self._call_reading(kind, args, timeout, cancel_checks or [])
         call_id = call_id or next(self._ids)
         future: Future[Any] = Future()
         self._calls[call_id] = (future, self._conn)
@@ -276,8 +305,15 @@ class StubProcess:
         finally:
             self._calls.pop(call_id, None)
 
-    def _call_reading(self, kind: str, args: tuple[Any, ...], timeout: float | None) -> Any:
-        """A call whose answer this thread reads: BLS calls meanwhile go to the pool."""
+    def _call_reading(
+        self,
+        kind: str,
+        args: tuple[Any, ...],
+        timeout: float | None,
+        cancel_checks: list[Callable[[], bool] | None],
+    ) -> Any:
+        """A call whose answer this thread reads: BLS calls meanwhile go to the pool, and
+        "is the batch's request N cancelled?" is answered from ``cancel_checks``."""
         conn = self._conn
         if conn is None:
             raise self._ended("executing")
@@ -292,6 +328,14 @@ class StubProcess:
                     return message[2]
                 if message[1] == call_id and message[0] == "failed":
                     raise _rebuilt(message[2])
+                if message[1] == call_id and message[0] == "outcomes":
+                    raise BatchOutcomes(
+                        [o if isinstance(o, dict) else _rebuilt(o) for o in message[2]]
+                    )
+                if message[0] == "is_cancelled":
+                    index = message[2]
+                    check = cancel_checks[index] if 0 <= index < len(cancel_checks) else None
+                    self._reply(conn, message[1], check is not None and check())
                 if message[0] == "bls":
                     self._bls.submit(self._run_bls, conn, message[1], message[2])
         except (EOFError, OSError, ValueError):
@@ -462,15 +506,33 @@ class _Child:
         self._send(("loaded", engine.takes_requests))
 
     def _execute(
-        self, inputs: dict[str, np.ndarray], outputs: list[str], batch: list[BatchedRequest] | None
+        self,
+        inputs: dict[str, np.ndarray],
+        outputs: list[str],
+        batch: list[BatchedRequest] | None,
+        watched: list[int],
     ) -> dict[str, np.ndarray]:
+        if batch is not None:  # a request whose caller may go: the parent knows whether it has
+            batch = [
+                each._replace(is_cancelled=functools.partial(self._row_cancelled, index))
+                if index in watched else each
+                for index, each in enumerate(batch)
+            ]  # fmt: skip
         with batch_requests(batch) if batch is not None else contextlib.nullcontext():
             result: dict[str, np.ndarray] = self._engine.execute(inputs, outputs)
         return result
 
+    def _row_cancelled(self, index: int) -> bool:
+        return bool(self._ask("is_cancelled", index))
+
     def _answer(self, call_id: int, run: Callable[..., Any], *args: Any) -> None:
         try:
             result = run(*args)
+        except BatchOutcomes as each:  # each request's outputs or error
+            self._send(("outcomes", call_id, [
+                o if isinstance(o, dict) else _error_fields(o) for o in each.outcomes
+            ]))  # fmt: skip
+            return
         except ModelyardError as error:
             self._send(("failed", call_id, _error_fields(error)))
             return

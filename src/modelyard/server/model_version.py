@@ -105,8 +105,10 @@ class ModelVersion:
         """Finish queued requests, then release the engines (blocking: run off the loop)."""
         self.scheduler.close()
         self.scheduler.join(timeout)
-        unload_all(self.engines)
-        self.state = VersionState.UNAVAILABLE
+        try:
+            unload_all(self.engines)
+        finally:  # an engine that failed to unload (finalize raised) is released all the same
+            self.state = VersionState.UNAVAILABLE
 
     def config_document(self) -> dict[str, Any]:
         """The completed config as Triton's JSON (made once: the version's config is fixed
