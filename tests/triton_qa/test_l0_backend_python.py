@@ -70,6 +70,78 @@ def _shm_pages_unchanged(directory: Path) -> Iterator[None]:
     )
 
 
+def _server_args(work: Path, *extra: str) -> list[str]:
+    """A subfolder's SERVER_ARGS: its ``models``, Triton's backends, verbose logs."""
+    return [f"--model-repository={work / 'models'}", f"--backend-directory={BACKEND_DIR}",
+            *extra, "--log-verbose=1"]  # fmt: skip
+
+
+def _run(
+    host: LoopbackHost,
+    tmp_path: Path,
+    work: Path,
+    test_file: str,
+    *selection: str,
+    args: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    count: int | None = None,
+    out_of_reach: dict[str, str] | None = None,
+    server_log: str = "server.log",
+) -> str:
+    """test.sh's run_server, its test file (pytest, as test.sh runs it), kill_server, with
+    /dev/shm counted before and after; the server's log."""
+    args = args if args is not None else _server_args(work)
+    with host.own_shm(tmp_path / "shm") as shm, _shm_pages_unchanged(shm):
+        with harness.tritonserver(host, args, work / server_log, cwd=work) as server:
+            run = harness.run_qa_file(
+                host, work, test_file, *selection, env={**CLIENT_ENV, **(env or {})},
+                pytest_style=True,
+            )  # fmt: skip
+            run.check(count=count, out_of_reach=out_of_reach)
+        return server.log()
+
+
+# -- model_control, ensemble, argument_validation ---------------------------------------
+
+
+def test_model_control(host: LoopbackHost, tmp_path: Path) -> None:
+    """model_control/test.sh: a python model and an ensemble over it loaded and unloaded
+    five times over, in explicit mode."""
+    work = harness.work_directory(tmp_path, "L0_backend_python/model_control")
+    _python_model(work, "identity_fp32")
+    ensemble = work / "models" / "simple_identity_fp32"
+    (ensemble / "1").mkdir(parents=True)
+    shutil.copy(work.parents[1] / "python_models" / "simple_identity_fp32" / "config.pbtxt",
+                ensemble)  # fmt: skip
+    args = _server_args(work, "--model-control-mode=explicit")
+    _run(host, tmp_path, work, "model_control_test.py", args=args, count=1)
+
+
+def test_ensemble(host: LoopbackHost, tmp_path: Path) -> None:
+    """ensemble/test.sh: an ensemble of two add_sub python models. Its ensemble_gpu (a
+    TorchScript model on a KIND_GPU instance after add_sub) is left out of the repository:
+    with no GPU it fails to load, and the server with it."""
+    work = harness.work_directory(tmp_path, "L0_backend_python/ensemble")
+    ensemble = work / "models" / "ensemble"
+    (ensemble / "1").mkdir(parents=True)
+    shutil.copy(work.parents[1] / "python_models" / "ensemble" / "config.pbtxt", ensemble)
+    for name in ("add_sub_1", "add_sub_2"):
+        _python_model(work, "add_sub", name)
+    _run(
+        host, tmp_path, work, "ensemble_test.py", count=2,
+        out_of_reach={"EnsembleTest::test_ensemble_gpu": "a KIND_GPU TorchScript step"},
+    )  # fmt: skip
+
+
+def test_argument_validation(host: LoopbackHost, tmp_path: Path) -> None:
+    """argument_validation/test.sh: the model runs unittest cases of pb_utils' argument
+    checks inside its execute (``../test_infer_shm_leak.py`` asks it and reads 1)."""
+    work = harness.work_directory(tmp_path, "L0_backend_python/argument_validation")
+    shutil.copy(harness.QA / "L0_backend_python" / "test_infer_shm_leak.py", work.parent)
+    _run(host, tmp_path, work, "../test_infer_shm_leak.py", count=1,
+         env={"MODEL_NAME": "argument_validation"})  # fmt: skip
+
+
 # -- lifecycle -------------------------------------------------------------------------
 
 LIFECYCLE_TESTS = [

@@ -14,6 +14,7 @@ own schedulers; a decoupled model's ``get_response_sender()``; a sequence's
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import threading
 from collections.abc import Callable
@@ -56,6 +57,9 @@ _ENUM_TO_NUMPY: dict[int, Any] = {
 }  # fmt: skip
 
 
+_REQUIRED: Any = object()  # an argument Triton's binding has no default for
+
+
 class TritonError:
     UNKNOWN = 0
     INTERNAL = 1
@@ -82,12 +86,47 @@ class TritonModelException(Exception):
         return str(self)
 
 
+def _argument(function: str, name: str, value: Any, kind: type | tuple[type, ...]) -> None:
+    """A TypeError where Triton's binding refuses an argument's type (None included)."""
+    if value is None or not isinstance(value, kind):
+        raise TypeError(f"{function}(): incompatible argument {name}={type(value).__name__}")
+
+
 class Tensor:
     def __init__(self, name: str, array: Any) -> None:
+        _argument("Tensor", "name", name, str)
+        if array is None:
+            raise TypeError("Tensor(): incompatible argument: a numpy array, not None")
         if not isinstance(array, np.ndarray):
             array = np.asarray(array)
         self._name = name
         self._array = array
+
+    @staticmethod
+    def from_dlpack(name: str, capsule: Any) -> Tensor:
+        """A tensor of an object that speaks DLPack (``__dlpack__``: torch, numpy, cupy...)
+        on the CPU, or of a torch DLPack capsule."""
+        if not isinstance(name, str) or name == "":
+            raise TritonModelException("Tensor name cannot be an empty string.")
+        if capsule is None:
+            raise TritonModelException("Provided DLPack object is None.")
+        try:
+            if hasattr(capsule, "__dlpack__"):
+                return Tensor(name, np.from_dlpack(capsule))
+            from torch.utils import dlpack  # a bare capsule: torch reads it
+
+            return Tensor(name, dlpack.from_dlpack(capsule).numpy())
+        except (ImportError, RuntimeError, TypeError, BufferError) as exc:
+            raise TritonModelException(f"Tensor '{name}' from DLPack: {exc}") from exc
+
+    def to_dlpack(self) -> Any:
+        return self._array.__dlpack__()
+
+    def __dlpack__(self, stream: Any = None) -> Any:
+        return self._array.__dlpack__()
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU
 
     def name(self) -> str:
         return self._name
@@ -110,22 +149,61 @@ class InferenceRequest:
 
     def __init__(
         self,
-        model_name: str = "",
-        inputs: list[Tensor] | None = None,
-        requested_output_names: list[str] | None = None,
         request_id: str = "",
         correlation_id: int | str = 0,
-        parameters: dict[str, Any] | None = None,
+        inputs: list[Tensor] = _REQUIRED,
+        requested_output_names: list[str] = _REQUIRED,
+        model_name: str = _REQUIRED,
+        model_version: int = -1,
         flags: int = 0,
-        **_: Any,
+        timeout: int = 0,
+        preferred_memory: Any = None,
+        trace: Any = None,
+        parameters: dict[str, Any] | None = None,
     ) -> None:
-        self._inputs = list(inputs or [])
-        self._requested = list(requested_output_names or [])
+        """Triton's arguments, checked as its binding checks them: a None where a value is
+        needed (or a value of another type) is a TypeError."""
+        given = {"inputs": inputs, "requested_output_names": requested_output_names,
+                 "model_name": model_name}  # fmt: skip
+        for name, value in given.items():
+            if value is _REQUIRED:
+                raise TypeError(f"InferenceRequest(): missing required argument '{name}'")
+        _argument("InferenceRequest", "request_id", request_id, str)
+        _argument("InferenceRequest", "inputs", inputs, (list, tuple))
+        _argument("InferenceRequest", "requested_output_names", requested_output_names,
+                  (list, tuple))  # fmt: skip
+        _argument("InferenceRequest", "model_name", model_name, str)
+        numbers = {"model_version": model_version, "flags": flags, "timeout": timeout}
+        for number, value in numbers.items():
+            _argument("InferenceRequest", number, value, int)
+        for output in requested_output_names:
+            _argument("InferenceRequest", "requested_output_names[]", output, str)
+        for tensor in inputs:
+            if tensor is None:
+                raise TritonModelException("Input tensor of an InferenceRequest is None.")
+            _argument("InferenceRequest", "inputs[]", tensor, Tensor)
+        if correlation_id is None:
+            raise TypeError("InferenceRequest(): incompatible argument correlation_id=None")
+        if not isinstance(correlation_id, int | str):
+            raise TritonModelException("Correlation ID must be integer or string")
+        for key, value in (parameters or {}).items():
+            if not isinstance(key, str):
+                raise TritonModelException(
+                    f"Expect parameters keys to have type str, found type {type(key)}"
+                )
+            if not isinstance(value, bool | int | str):
+                raise TritonModelException(
+                    f"Expect parameters values to have type bool/int/str, found type {type(value)}"
+                )
+        self._inputs = list(inputs)
+        self._requested = list(requested_output_names)
         self._id = request_id
         self._correlation_id = correlation_id
-        self._parameters = parameters or {}
+        self._parameters = dict(parameters or {})
         self._model_name = model_name
+        self._model_version = model_version
         self._flags = flags
+        self._timeout = timeout
         self._sender: InferenceResponseSender | None = None
         self._is_cancelled: Callable[[], bool] = lambda: False
 
@@ -179,7 +257,7 @@ class InferenceRequest:
         arrays = {tensor.name(): tensor.as_numpy() for tensor in self._inputs}
         request = InferRequest(
             self._model_name,
-            str(kwargs.get("model_version", "")) or None,
+            str(self._model_version) if self._model_version >= 0 else None,
             arrays,
             {name: v2_datatype(array) for name, array in arrays.items()},
             outputs=[RequestedOutput(name) for name in self._requested] or None,
@@ -279,11 +357,16 @@ class InferenceResponseSender:
 class InferenceResponse:
     def __init__(
         self,
-        output_tensors: list[Tensor] | None = None,
+        output_tensors: list[Tensor] = (),  # type: ignore[assignment]
         error: TritonError | None = None,
         parameters: Any = None,
     ) -> None:
-        self._outputs = list(output_tensors or [])
+        _argument("InferenceResponse", "output_tensors", output_tensors, (list, tuple))
+        for tensor in output_tensors:
+            if tensor is None:
+                raise TritonModelException("Output tensor of an InferenceResponse is None.")
+            _argument("InferenceResponse", "output_tensors[]", tensor, Tensor)
+        self._outputs = list(output_tensors)
         self._error = error
 
     def output_tensors(self) -> list[Tensor]:
@@ -431,33 +514,42 @@ class ModelConfig:
         entries.append(dict(tensor))
 
 
+class LogLevel(enum.Enum):
+    """Triton's ``pb_utils.Logger.LogLevel`` (an enum: a plain int is refused)."""
+
+    INFO = 0
+    WARNING = 1
+    ERROR = 2
+    VERBOSE = 3
+
+
 class Logger:
     """Triton's python-backend logger: messages become structured log events."""
 
-    INFO, WARNING, ERROR, VERBOSE = 0, 1, 2, 3
+    LogLevel = LogLevel
+    INFO, WARNING = LogLevel.INFO, LogLevel.WARNING
+    ERROR, VERBOSE = LogLevel.ERROR, LogLevel.VERBOSE
 
     @staticmethod
-    def log(message: str, level: int = 0) -> None:
-        {0: _log.info, 1: _log.warning, 2: _log.error}.get(level, _log.debug)(
-            "python_model_log", message=message
-        )
+    def log(message: str, level: Any = LogLevel.INFO) -> None:
+        _argument("log", "message", message, str)
+        _argument("log", "level", level, LogLevel)
+        {LogLevel.INFO: _log.info, LogLevel.WARNING: _log.warning, LogLevel.ERROR: _log.error}.get(
+            level, _log.debug
+        )("python_model_log", message=message)
 
     @staticmethod
     def log_info(message: str) -> None:
-        _log.info("python_model_log", message=message)
+        Logger.log(message, LogLevel.INFO)
 
     @staticmethod
     def log_warn(message: str) -> None:
-        _log.warning("python_model_log", message=message)
+        Logger.log(message, LogLevel.WARNING)
 
     @staticmethod
     def log_error(message: str) -> None:
-        _log.error("python_model_log", message=message)
+        Logger.log(message, LogLevel.ERROR)
 
     @staticmethod
     def log_verbose(message: str) -> None:
-        _log.debug("python_model_log", message=message)
-
-
-class LogLevel:
-    INFO, WARNING, ERROR, VERBOSE = Logger.INFO, Logger.WARNING, Logger.ERROR, Logger.VERBOSE
+        Logger.log(message, LogLevel.VERBOSE)

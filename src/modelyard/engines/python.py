@@ -50,6 +50,7 @@ import itertools
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -105,9 +106,11 @@ class PythonEngine(Engine):
     default_filenames = ("model.py",)
     describes_signature = False
 
-    def __init__(self, in_process: bool = False) -> None:
+    def __init__(self, in_process: bool = False, alone: bool = False) -> None:
         # False: a Triton python-backend model runs in a process of its own (python_stub.py)
         self._in_process = in_process
+        # the only model of its process (a stub's): imported as Triton's stub imports it
+        self._alone = alone
         self._stub: StubProcess | None = None
         self._model: Any = None
         self._module_name = ""
@@ -200,6 +203,8 @@ class PythonEngine(Engine):
             raise self._user_error("auto_complete_config", exc) from exc
 
     def _import(self, ctx: LoadContext) -> ModuleType:
+        if self._alone:
+            return self._import_as_triton(ctx.artifact)
         spec = importlib.util.spec_from_file_location(self._module_name, ctx.artifact)
         if spec is None or spec.loader is None:
             raise EngineError.of(
@@ -216,6 +221,21 @@ class PythonEngine(Engine):
             self._forget_module()
             raise self._user_error("import", exc) from exc
         return module
+
+    def _import_as_triton(self, artifact: Path) -> ModuleType:
+        """As Triton's stub: the version folder and the model's on ``sys.path``, the file
+        imported as ``<version>.<file>`` (``1.model``), so the model imports the files
+        beside it (``import file1``, ``from . import file2``) and itself (``model``)."""
+        for folder in (artifact.parent, artifact.parent.parent):
+            if str(folder) not in sys.path:
+                sys.path.append(str(folder))
+        sys.modules.setdefault("triton_python_backend_utils", pb_utils)
+        self._module_name = f"{artifact.parent.name}.{artifact.stem}"
+        try:
+            return importlib.import_module(self._module_name)
+        except Exception as exc:
+            self._forget_module()
+            raise self._user_error("import", exc) from exc
 
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
         if self._stub is not None:
@@ -282,9 +302,9 @@ class PythonEngine(Engine):
         self, inputs: dict[str, np.ndarray], outputs: list[str], each: BatchedRequest | None
     ) -> pb_utils.InferenceRequest:
         request = pb_utils.InferenceRequest(
-            "",
-            [pb_utils.Tensor(name, array) for name, array in inputs.items()],
-            list(outputs),
+            model_name=self._model_name,
+            inputs=[pb_utils.Tensor(name, array) for name, array in inputs.items()],
+            requested_output_names=list(outputs),
             correlation_id=each.correlation_id if each else 0,
             parameters=each.parameters if each else None,
             flags=each.flags if each else 0,

@@ -496,7 +496,7 @@ class _Child:
             auto_complete=payload["auto_complete"],
             config_complete=lambda: self._send(("completed", json_format.MessageToJson(config))),
         )
-        engine = PythonEngine(in_process=True)
+        engine = PythonEngine(in_process=True, alone=True)
         try:
             engine.load(ctx)
         except ModelyardError as error:
@@ -622,7 +622,9 @@ def _end_with_parent() -> None:
 
 def main() -> None:
     _end_with_parent()
-    _Child(Connection(int(sys.argv[1]))).serve()
+    fd = int(sys.argv[1])
+    del sys.argv[1:]  # the model's process has no arguments (unittest.main() reads them)
+    _Child(Connection(fd)).serve()
 
 
 if __name__ == "__main__":
