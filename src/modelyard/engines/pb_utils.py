@@ -24,7 +24,7 @@ import numpy as np
 import structlog
 
 from modelyard.engines.base import batch_principals, batch_requests, current_batch_requests
-from modelyard.types import CONFIG_TO_V2, V2_TO_NUMPY
+from modelyard.types import CONFIG_TO_V2, V2_TO_NUMPY, v2_datatype
 
 _log = structlog.get_logger("modelyard.python_model")
 
@@ -101,6 +101,21 @@ class Tensor:
             array = np.asarray(array)
         self._name = name
         self._array = array
+        self._bf16 = False  # BF16: held as float32, as the server holds it
+
+    @classmethod
+    def bf16(cls, name: str, data: np.ndarray) -> Tensor:
+        """A BF16 tensor of float32 ``data`` (numpy has no bfloat16: DLPack carries it)."""
+        tensor = cls(name, data)
+        tensor._bf16 = True
+        return tensor
+
+    def v2_datatype(self) -> str:
+        return "BF16" if self._bf16 else v2_datatype(self._array)
+
+    def data(self) -> np.ndarray:
+        """The values, as the server holds them (a BF16 tensor's as float32)."""
+        return self._array
 
     @staticmethod
     def from_dlpack(name: str, capsule: Any) -> Tensor:
@@ -111,19 +126,29 @@ class Tensor:
         if capsule is None:
             raise TritonModelException("Provided DLPack object is None.")
         try:
-            if hasattr(capsule, "__dlpack__"):
+            if hasattr(capsule, "__dlpack__") and "torch" not in type(capsule).__module__:
                 return Tensor(name, np.from_dlpack(capsule))
-            from torch.utils import dlpack  # a bare capsule: torch reads it
+            import torch  # a capsule (or a torch tensor): torch reads it, bfloat16 too
+            from torch.utils import dlpack
 
-            return Tensor(name, dlpack.from_dlpack(capsule).numpy())
+            values = capsule if isinstance(capsule, torch.Tensor) else dlpack.from_dlpack(capsule)
+            if values.dtype == torch.bfloat16:
+                return Tensor.bf16(name, values.float().numpy())
+            return Tensor(name, values.numpy())
         except (ImportError, RuntimeError, TypeError, BufferError) as exc:
             raise TritonModelException(f"Tensor '{name}' from DLPack: {exc}") from exc
 
     def to_dlpack(self) -> Any:
+        if self._bf16:
+            import torch
+            from torch.utils import dlpack
+
+            values = torch.from_numpy(np.ascontiguousarray(self._array)).to(torch.bfloat16)
+            return dlpack.to_dlpack(values)
         return self._array.__dlpack__()
 
     def __dlpack__(self, stream: Any = None) -> Any:
-        return self._array.__dlpack__()
+        return self.to_dlpack()
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (1, 0)  # kDLCPU
@@ -132,6 +157,11 @@ class Tensor:
         return self._name
 
     def as_numpy(self) -> np.ndarray:
+        if self._bf16:
+            raise TritonModelException(
+                "Tensor dtype is BF16 and cannot be converted to numpy. Use to_dlpack() and "
+                "from_dlpack() instead."
+            )
         return self._array
 
     def is_cpu(self) -> bool:
@@ -141,6 +171,8 @@ class Tensor:
         return list(self._array.shape)
 
     def triton_dtype(self) -> str:
+        if self._bf16:
+            return "BF16"
         return "BYTES" if self._array.dtype == np.object_ else str(self._array.dtype)
 
 
@@ -195,6 +227,38 @@ class InferenceRequest:
                 raise TritonModelException(
                     f"Expect parameters values to have type bool/int/str, found type {type(value)}"
                 )
+        self._set(request_id, correlation_id, inputs, requested_output_names, model_name,
+                  model_version, flags, timeout, parameters)  # fmt: skip
+
+    @classmethod
+    def received(
+        cls,
+        model_name: str,
+        inputs: list[Tensor],
+        requested_output_names: list[str],
+        correlation_id: int | str = 0,
+        parameters: dict[str, Any] | None = None,
+        flags: int = 0,
+    ) -> InferenceRequest:
+        """A request the server hands the model's ``execute``: taken as the server checked
+        it (a caller's parameters may be of any type the protocol carries, doubles too)."""
+        request = cls.__new__(cls)
+        request._set("", correlation_id, inputs, requested_output_names, model_name, -1, flags,
+                     0, parameters)  # fmt: skip
+        return request
+
+    def _set(
+        self,
+        request_id: str,
+        correlation_id: int | str,
+        inputs: list[Tensor],
+        requested_output_names: list[str],
+        model_name: str,
+        model_version: int,
+        flags: int,
+        timeout: int,
+        parameters: dict[str, Any] | None,
+    ) -> None:
         self._inputs = list(inputs)
         self._requested = list(requested_output_names)
         self._id = request_id
@@ -247,19 +311,19 @@ class InferenceRequest:
         """BLS: run this request on another model of the server, through its scheduler
         (batched with that model's other requests); an error comes back in the response."""
         from modelyard.errors import ModelyardError
-        from modelyard.types import InferRequest, RequestedOutput, v2_datatype
+        from modelyard.types import InferRequest, RequestedOutput
 
         infer = getattr(_calling, "infer", None)
         if infer is None:
             raise TritonModelException(
                 "InferenceRequest.exec() is called only from a model's execute() on its instance"
             )
-        arrays = {tensor.name(): tensor.as_numpy() for tensor in self._inputs}
+        arrays = {tensor.name(): tensor.data() for tensor in self._inputs}
         request = InferRequest(
             self._model_name,
             str(self._model_version) if self._model_version >= 0 else None,
             arrays,
-            {name: v2_datatype(array) for name, array in arrays.items()},
+            {tensor.name(): tensor.v2_datatype() for tensor in self._inputs},
             outputs=[RequestedOutput(name) for name in self._requested] or None,
             id=self._id or None,
             parameters=self._call_parameters(),

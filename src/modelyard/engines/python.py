@@ -23,10 +23,11 @@ response's ``TritonError`` (or a ``TritonModelException``) fails the batch with
 its message, INVALID_ARG as the caller's error (400: the scheduler then runs the
 batch's requests again one by one, so only the one at fault fails), any other
 code as the model's (500). A decoupled model (``execute_decoupled``) answers
-through each request's response sender. Each instance of such a model runs in a
-process of its own (``python_stub.py``), as Triton's stub does: a crash fails the
-batch it was executing, and the next batch starts the process again. A ``Model``
-class runs in the server's process, on its instance thread.
+through each request's response sender. Each instance of such a model (or of any
+``TritonPythonModel`` class: a file written for Triton) runs in a process of its own
+(``python_stub.py``), as Triton's stub does: a crash fails the batch it was executing,
+and the next batch starts the process again. A ``Model`` class runs in the server's
+process, on its instance thread.
 
 When the model batches (``max_batch_size > 0``), every output must have as many
 rows as the inputs. An output asked for that the model does not return is left out of
@@ -56,6 +57,7 @@ from typing import Any
 
 import numpy as np
 from google.protobuf import json_format
+from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard import error_rules
 from modelyard.engines import pb_utils
@@ -69,7 +71,7 @@ from modelyard.engines.base import (
     batch_requests,
     current_batch_requests,
 )
-from modelyard.engines.python_stub import StubProcess, runs_in_a_stub
+from modelyard.engines.python_stub import StubProcess, runs_in_a_stub, triton_instance_name
 from modelyard.errors import Code, EngineError, ModelyardError, without_paths
 from modelyard.modelfiles.config import config_to_json
 
@@ -88,16 +90,11 @@ _TRITON_CODES = {
 }
 
 
-def triton_instance_name(config: Any, index: int) -> str:
-    """The name Triton gives a model's ``index``-th instance: its group's name (``<model>_<n>``
-    for the n-th group unless named) and its place in the group (``add_sub_0_0``)."""
-    start = 0
-    for number, group in enumerate(config.instance_group):
-        count = max(group.count, 1) * max(len(group.gpus), 1)
-        if index < start + count:
-            return f"{group.name or f'{config.name}_{number}'}_{index - start}"
-        start += count
-    return f"{config.name}_0_{index}"
+
+
+def _has_rows(tensors: dict[str, Any], rows: int) -> bool:
+    """Whether every tensor of a response has ``rows`` rows (it stacks with the others)."""
+    return all(np.ndim(array) > 0 and len(array) == rows for array in tensors.values())
 
 
 class PythonEngine(Engine):
@@ -120,6 +117,7 @@ class PythonEngine(Engine):
         self._infer: Any = None  # the server's infer, for BLS calls
         self._model_name = ""
         self._instance_name = ""
+        self._bf16_inputs: set[str] = set()
 
     @property
     def takes_requests(self) -> bool:
@@ -130,6 +128,7 @@ class PythonEngine(Engine):
         self._where = f"model.py of model '{ctx.config.name}'"
         self._model_name = ctx.config.name
         self._instance_name = triton_instance_name(ctx.config, ctx.instance_index)
+        self._bf16_inputs = {i.name for i in ctx.config.input if i.data_type == mc.TYPE_BF16}
         self._batched = ctx.config.max_batch_size > 0
         if not self._in_process and runs_in_a_stub(ctx.artifact):
             stub = StubProcess(ctx, self._where)  # ctx.config: as the model completes it
@@ -172,6 +171,7 @@ class PythonEngine(Engine):
             "model_name": ctx.config.name,
             "model_version": ctx.version_dir.name,
             "model_repository": str(ctx.version_dir.parent),
+            "model_instance_name": self._instance_name,
             "model_instance_kind": "CPU",
             "model_instance_device_id": "0",
             "instance_index": str(ctx.instance_index),
@@ -240,8 +240,9 @@ class PythonEngine(Engine):
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
         if self._stub is not None:
             return self._stub.execute(inputs, outputs, current_batch_requests())
-        if self._triton_api:
-            return self._check_outputs(inputs, outputs, self._execute_requests(inputs, outputs))
+        if self._triton_api:  # each response as the model made it, as Triton's backend sends it
+            returned = self._execute_requests(inputs, outputs)
+            return {name: np.asarray(returned[name]) for name in outputs if name in returned}
         try:
             returned = self._model.execute(inputs)
         except ModelyardError:
@@ -289,8 +290,11 @@ class PythonEngine(Engine):
                 outcomes.append(self._response_tensors(response))
             except EngineError as error:  # its own request's error: the others are answered
                 outcomes.append(error)
+        # stacked where each response has its request's rows; else each answers on its own
         tensors = [outcome for outcome in outcomes if not isinstance(outcome, ModelyardError)]
-        if len(tensors) < len(outcomes):
+        if len(tensors) < len(outcomes) or not all(
+            _has_rows(part, each.rows) for part, each in zip(tensors, batched or (), strict=True)
+        ):
             raise BatchOutcomes(outcomes)
         return {
             name: np.concatenate([np.asarray(part[name]) for part in tensors])
@@ -298,13 +302,18 @@ class PythonEngine(Engine):
             if all(name in part for part in tensors)
         }
 
+    def _tensor(self, name: str, array: np.ndarray) -> pb_utils.Tensor:
+        if name in self._bf16_inputs:  # numpy has no bfloat16: the model reads it by DLPack
+            return pb_utils.Tensor.bf16(name, array)
+        return pb_utils.Tensor(name, array)
+
     def _request(
         self, inputs: dict[str, np.ndarray], outputs: list[str], each: BatchedRequest | None
     ) -> pb_utils.InferenceRequest:
-        request = pb_utils.InferenceRequest(
-            model_name=self._model_name,
-            inputs=[pb_utils.Tensor(name, array) for name, array in inputs.items()],
-            requested_output_names=list(outputs),
+        request = pb_utils.InferenceRequest.received(
+            self._model_name,
+            [self._tensor(name, array) for name, array in inputs.items()],
+            list(outputs),
             correlation_id=each.correlation_id if each else 0,
             parameters=each.parameters if each else None,
             flags=each.flags if each else 0,
@@ -338,7 +347,7 @@ class PythonEngine(Engine):
         error = response.error()
         if error is not None:
             raise self._triton_error(error)
-        return {tensor.name(): tensor.as_numpy() for tensor in response.output_tensors()}
+        return {tensor.name(): tensor.data() for tensor in response.output_tensors()}
 
     def execute_decoupled(self, requests: list[DecoupledRequest]) -> None:
         """A decoupled model's requests, in one ``execute`` (several where the config's

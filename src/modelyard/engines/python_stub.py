@@ -66,6 +66,7 @@ from modelyard.errors import Code, EngineError, ModelyardError
 log = structlog.get_logger("modelyard.engines")
 
 TRITON_MODULE = b"triton_python_backend_utils"
+TRITON_CLASS = b"class TritonPythonModel"
 _MAX_SOURCE_BYTES = 16 * 2**20  # a model.py larger than this is read only this far
 RESTART_BACKOFF_S = 1.0
 UNLOAD_TIMEOUT_S = 30.0
@@ -73,14 +74,28 @@ UNLOAD_TIMEOUT_S = 30.0
 _SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="python-stub-spawn")
 
 
+def triton_instance_name(config: Any, index: int) -> str:
+    """The name Triton gives a model's ``index``-th instance: its group's name (``<model>_<n>``
+    for the n-th group unless named) and its place in the group (``add_sub_0_0``)."""
+    start = 0
+    for number, group in enumerate(config.instance_group):
+        count = max(group.count, 1) * max(len(group.gpus), 1)
+        if index < start + count:
+            return f"{group.name or f'{config.name}_{number}'}_{index - start}"
+        start += count
+    return f"{config.name}_0_{index}"
+
+
 def runs_in_a_stub(artifact: Path) -> bool:
     """Whether a ``model.py`` is written for Triton's python backend (it imports
-    ``triton_python_backend_utils``): read as text, never imported here."""
+    ``triton_python_backend_utils``, or names its class ``TritonPythonModel``): read as
+    text, never imported here."""
     try:
         with artifact.open("rb") as source:
-            return TRITON_MODULE in source.read(_MAX_SOURCE_BYTES)
+            text = source.read(_MAX_SOURCE_BYTES)
     except OSError:
         return False
+    return TRITON_MODULE in text or TRITON_CLASS in text
 
 
 _Fields = tuple[str, str, str, str | None, str | None, Any, bool]
@@ -425,10 +440,14 @@ class StubProcess:
         how = f"exit code {code}" if code is not None and code >= 0 else (
             f"signal {signal.Signals(-code).name}" if code is not None else "its socket closed"
         )  # fmt: skip
+        then = "the load fails" if doing == "loading" else "the next request starts it again"
+        name = triton_instance_name(self._ctx.config, self._ctx.instance_index)
         return EngineError.of(
             error_rules.STUB_ENDED,
-            f"the model's process ended while {doing} ({how}); the next request starts it again",
+            f"Stub process '{name}' is not healthy. The model's process ended while {doing} "
+            f"({how}); {then}",
             where=f"{self._where} (the server log has what it wrote before it ended)",
+            triton=True,
         )
 
 
