@@ -275,6 +275,41 @@ def test_argument_validation(host: LoopbackHost, tmp_path: Path) -> None:
          env={"MODEL_NAME": "argument_validation"})  # fmt: skip
 
 
+# -- decoupled -------------------------------------------------------------------------
+
+
+# decoupled_test.py's tests run here; not run (docs/triton-qa.md), as each waits for a
+# response without end: test_decoupled_bls (its response thread adds tensors on a GPU
+# first) and test_decoupled_bls_stream (BLS to a decoupled model, not served)
+DECOUPLED_TESTS = [
+    "test_decoupled_execute_error", "test_decoupled_return_response_error",
+    "test_decoupled_send_after_close_error", "test_decoupled_execute_cancel",
+    "test_decoupled_raise_exception",
+]  # fmt: skip
+
+
+@pytest.mark.triton_qa_full  # about 25 s: its batch waits out a 12 s queue delay
+def test_decoupled(host: LoopbackHost, tmp_path: Path) -> None:
+    """decoupled/test.sh: its decoupled models (BLS from their response threads, to a
+    decoupled model too; errors in and after execute; cancellation), with identity_fp32,
+    execute_cancel, python_backend's square_int32 and dlpack_add_sub beside them; the
+    log's counts of the models' messages (each level once at least; three finalizes)."""
+    work = harness.work_directory(tmp_path, "L0_backend_python/decoupled")
+    for name in ("identity_fp32", "execute_cancel", "dlpack_add_sub"):
+        _python_model(work, name)
+    square = work / "models" / "square_int32"
+    (square / "1").mkdir(parents=True)
+    examples = harness.VENDOR / "python_backend" / "examples" / "decoupled"
+    shutil.copy(examples / "square_model.py", square / "1" / "model.py")
+    shutil.copy(examples / "square_config.pbtxt", square / "config.pbtxt")
+    log = _run(host, tmp_path, work, "decoupled_test.py",
+               *(f"DecoupledTest::{test}" for test in DECOUPLED_TESTS),
+               count=len(DECOUPLED_TESTS), server_log="decoupled_server.log")  # fmt: skip
+    for message in ("Specific Msg!", "Info Msg!", "Warning Msg!", "Error Msg!"):
+        assert message in log, message
+    assert log.count("Finalize invoked") == 3 and log.count("Finalize complete...") == 3, log
+
+
 # -- lifecycle -------------------------------------------------------------------------
 
 LIFECYCLE_TESTS = [

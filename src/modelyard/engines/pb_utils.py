@@ -426,6 +426,8 @@ class InferenceResponse:
         parameters: Any = None,
     ) -> None:
         _argument("InferenceResponse", "output_tensors", output_tensors, (list, tuple))
+        if error is not None:
+            _argument("InferenceResponse", "error", error, TritonError)
         for tensor in output_tensors:
             if tensor is None:
                 raise TritonModelException("Output tensor of an InferenceResponse is None.")

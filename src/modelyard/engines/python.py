@@ -153,7 +153,12 @@ class PythonEngine(Engine):
                 f"{ctx.artifact.name} defines no class named Model or TritonPythonModel",
                 where=self._where,
             )
-        self._triton_api = any(value is pb_utils for value in vars(module).values())
+        # Triton's API: the file uses pb_utils, or its TritonPythonModel is decoupled (its
+        # requests are answered through senders: a file that needs no pb_utils for that)
+        decoupled = ctx.config.model_transaction_policy.decoupled
+        self._triton_api = any(value is pb_utils for value in vars(module).values()) or (
+            decoupled and cls.__name__ == "TritonPythonModel"
+        )
         if self._triton_api:  # its BLS calls wait on the event loop: it never runs there
             self.runs_on_loop = False
             self._infer = ctx.infer
@@ -376,9 +381,12 @@ class PythonEngine(Engine):
             with batch_requests(batch):  # whom its own calls (BLS) are for
                 returned = self._run_execute(pb_requests)
             if returned is not None:
-                raise self._contract_error(
-                    f"Python model '{self._model_name}' is using the decoupled mode and the "
-                    "execute function must return None."
+                raise EngineError.of(
+                    error_rules.PYTHON_MODEL_FAILED,
+                    f"Python model '{self._instance_name}' is using the decoupled mode and the "
+                    "execute function must return None.",
+                    where=self._where,
+                    triton=True,
                 )
         except EngineError as error:
             for sender, deliver in senders:

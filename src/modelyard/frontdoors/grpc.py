@@ -708,6 +708,26 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         queued: asyncio.Event | None = None,
         error_mode: bool = False,
     ) -> None:
+        # a stream the client cancels cancels this task: its model's is_cancelled() says so
+        gone = asyncio.Event()
+        CALLER_GONE.set(gone.is_set)
+        try:
+            await self._stream_answer(message, deadline, context, send, before, queued,
+                                      error_mode)  # fmt: skip
+        except asyncio.CancelledError:
+            gone.set()
+            raise
+
+    async def _stream_answer(
+        self,
+        message: pb.ModelInferRequest,
+        deadline: float | None,
+        context: Context,
+        send: _Send,
+        before: _Before | None,
+        queued: asyncio.Event | None,
+        error_mode: bool,
+    ) -> None:
         if before is not None:
             await before.wait()
         decoded: list[InferRequest] = []

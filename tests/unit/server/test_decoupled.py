@@ -279,3 +279,37 @@ def test_dynamic_batching_gives_a_decoupled_model_the_waiting_requests_together(
             assert all(items[-1].final for items in answers)
 
     asyncio.run(main())
+
+
+def test_a_decoupled_model_s_batch_waits_for_its_preferred_size_up_to_the_queue_delay(
+    tmp_path: Path,
+) -> None:
+    """As Triton's dynamic batcher: two requests that come 50 ms apart are executed together
+    where the queue delay (400 ms) holds the first for a preferred size of 2, and again
+    where there is no preferred size to reach and the delay ends first."""
+    for preferred in ("preferred_batch_size: [2]", ""):
+        model = tmp_path / preferred.replace(" ", "").replace(":", "_")[:20]
+        write_python_model(model, "counting", COUNTING, f"""
+            backend: "python"
+            max_batch_size: 4
+            input [{{ name: "IN" data_type: TYPE_INT32 dims: [ 1 ] }}]
+            output [{{ name: "OUT" data_type: TYPE_INT32 dims: [ 2 ] }}]
+            model_transaction_policy {{ decoupled: true }}
+            instance_group [{{ count: 1 kind: KIND_CPU }}]
+            dynamic_batching {{ {preferred} max_queue_delay_microseconds: 400000 }}
+            """)  # fmt: skip
+
+        async def main(repository: Path = model) -> list[int]:
+            async with running_dataplane(repository, ControlMode.NONE) as dp:
+
+                async def later(value: int) -> list[StreamResponse]:
+                    await asyncio.sleep(0.05 * value)
+                    request = InferRequest("counting", None,
+                                           {"IN": np.array([[value]], dtype=np.int32)},
+                                           {"IN": "INT32"})  # fmt: skip
+                    return await _collect(dp, request)
+
+                answers = await asyncio.gather(later(0), later(1))
+                return [items[0].response.outputs[0].data.ravel().tolist()[0] for items in answers]
+
+        assert asyncio.run(main()) == [2, 2], preferred  # one execute of both
