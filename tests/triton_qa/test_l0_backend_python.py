@@ -278,11 +278,12 @@ def test_argument_validation(host: LoopbackHost, tmp_path: Path) -> None:
 # -- decoupled -------------------------------------------------------------------------
 
 
-# decoupled_test.py's tests run here; not run (docs/triton-qa.md), as each waits for a
-# response without end: test_decoupled_bls (its response thread adds tensors on a GPU
-# first) and test_decoupled_bls_stream (BLS to a decoupled model, not served)
+# decoupled_test.py's tests run here; test_decoupled_bls is not (docs/triton-qa.md): its
+# response thread adds tensors on a GPU first, and on failing waits for a response
+# without end
 DECOUPLED_TESTS = [
-    "test_decoupled_execute_error", "test_decoupled_return_response_error",
+    "test_decoupled_execute_error", "test_decoupled_bls_stream",
+    "test_decoupled_return_response_error",
     "test_decoupled_send_after_close_error", "test_decoupled_execute_cancel",
     "test_decoupled_raise_exception",
 ]  # fmt: skip
@@ -308,6 +309,22 @@ def test_decoupled(host: LoopbackHost, tmp_path: Path) -> None:
     for message in ("Specific Msg!", "Info Msg!", "Warning Msg!", "Error Msg!"):
         assert message in log, message
     assert log.count("Finalize invoked") == 3 and log.count("Finalize complete...") == 3, log
+
+
+# -- async_execute ---------------------------------------------------------------------
+
+
+@pytest.mark.triton_qa_full  # about 45 s: its executes sleep 4 to 10 s
+def test_async_execute(host: LoopbackHost, tmp_path: Path) -> None:
+    """async_execute/test.sh: decoupled models whose ``async def execute`` runs beside the
+    next requests' (one of them through BLS to the other, a decoupled model), and one
+    that raises, which the server's log must say."""
+    work = harness.work_directory(tmp_path, "L0_backend_python/async_execute")
+    for name in ("async_execute_decouple", "async_execute_decouple_bls"):
+        _python_model(work, name)
+    log_name = "concurrency_test.server.log"
+    _run(host, tmp_path, work, "concurrency_test.py", count=6, server_log=log_name,
+         env={"SERVER_LOG": log_name})  # fmt: skip
 
 
 # -- lifecycle -------------------------------------------------------------------------

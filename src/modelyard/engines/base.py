@@ -134,8 +134,9 @@ class LoadContext:
     trusted: bool = False  # the operator trusts this model's pickle files
     instance_index: int = 0
     # the server's own infer, blocking, for a model that calls other models (Triton's BLS);
-    # takes and gives modelyard.types.InferRequest / InferResponse; None: not offered
-    infer: Callable[[Any], Any] | None = None
+    # takes and gives modelyard.types.InferRequest / InferResponse (with ``stream=True``:
+    # an iterator of dataplane.StreamResponse, a decoupled model's); None: not offered
+    infer: Callable[..., Any] | None = None
     # False: the config is taken as written (tritonserver's --disable-auto-complete-config)
     auto_complete: bool = True
     # the first instance's only: called once ``config`` holds all the engine adds to it

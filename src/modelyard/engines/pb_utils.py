@@ -17,24 +17,40 @@ import asyncio
 import enum
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 import structlog
 
-from modelyard.engines.base import batch_principals, batch_requests, current_batch_requests
+from modelyard.engines.base import batch_principals, current_batch_requests
 from modelyard.types import CONFIG_TO_V2, V2_TO_NUMPY, v2_datatype
 
 _log = structlog.get_logger("modelyard.python_model")
 
-# the server's infer for the model executing on this thread (set around its execute)
-_calling = threading.local()
+# the server's infer for the model executing here, and whom its batch is for (set around
+# its execute; an async execute's tasks inherit it, as contexts pass to tasks and threads
+# asyncio starts)
+_calling: ContextVar[tuple[Callable[..., Any], tuple[str, ...]] | None] = ContextVar(
+    "pb_utils_calling", default=None
+)
+# a stub's model (alone in its process): the infer its own threads' BLS calls go through,
+# for no known caller (refused where auth is on)
+_process_infer: Callable[..., Any] | None = None
 
 
-def calling_through(infer: Callable[[Any], Any] | None) -> None:
-    """Set (or clear, with None) the server infer a BLS call on this thread goes through."""
-    _calling.infer = infer
+def calling_through(infer: Callable[..., Any] | None) -> None:
+    """Set (or clear, with None) the server infer a BLS call here goes through, for the
+    principals of the batch executing on this thread."""
+    _calling.set(None if infer is None else (infer, batch_principals(current_batch_requests())))
+
+
+def serving_through(infer: Callable[..., Any] | None) -> None:
+    """The infer of a model's own threads (a decoupled model's response threads): Triton's
+    BLS may be called from any thread of the model."""
+    global _process_infer
+    _process_infer = infer
 
 
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
@@ -307,16 +323,18 @@ class InferenceRequest:
     def model_name(self) -> str:
         return self._model_name
 
-    def exec(self, *args: Any, **kwargs: Any) -> InferenceResponse:
+    def exec(self, decoupled: bool = False) -> Any:
         """BLS: run this request on another model of the server, through its scheduler
         (batched with that model's other requests); an error comes back in the response."""
         from modelyard.errors import ModelyardError
         from modelyard.types import InferRequest, RequestedOutput
 
-        infer = getattr(_calling, "infer", None)
+        called = _calling.get()
+        infer, principals = called if called is not None else (_process_infer, ())
         if infer is None:
             raise TritonModelException(
-                "InferenceRequest.exec() is called only from a model's execute() on its instance"
+                "InferenceRequest.exec() is called only from a model that serves (its execute "
+                "or its own threads)"
             )
         arrays = {tensor.name(): tensor.data() for tensor in self._inputs}
         request = InferRequest(
@@ -327,18 +345,15 @@ class InferenceRequest:
             outputs=[RequestedOutput(name) for name in self._requested] or None,
             id=self._id or None,
             parameters=self._call_parameters(),
-            principals=batch_principals(current_batch_requests()),  # whom it is for
+            principals=principals,  # whom it is for
         )
+        if decoupled:  # its responses as they come: an iterator
+            return _responses(infer, request)
         try:
             response = infer(request)
         except ModelyardError as error:
-            code = TritonError.INVALID_ARG if error.code == "invalid_argument" else (
-                TritonError.NOT_FOUND if error.code == "not_found" else TritonError.INTERNAL
-            )  # fmt: skip
-            return InferenceResponse(error=TritonError(error.line(), code))
-        return InferenceResponse(
-            output_tensors=[Tensor(output.name, output.data) for output in response.outputs]
-        )
+            return InferenceResponse(error=_bls_error(error))
+        return _bls_response(response)
 
     def _call_parameters(self) -> dict[str, Any]:
         """The parameters a BLS call carries: the request's own, and its sequence."""
@@ -351,16 +366,13 @@ class InferenceRequest:
             parameters["sequence_end"] = bool(self._flags & TRITONSERVER_REQUEST_FLAG_SEQUENCE_END)
         return parameters
 
-    async def async_exec(self, *args: Any, **kwargs: Any) -> InferenceResponse:
-        infer = getattr(_calling, "infer", None)
-        batch = current_batch_requests() or []
-
-        def run() -> InferenceResponse:
-            calling_through(infer)
-            with batch_requests(batch):  # on this thread too: whom the call is for
-                return self.exec(*args, **kwargs)
-
-        return await asyncio.to_thread(run)
+    async def async_exec(self, decoupled: bool = False) -> Any:
+        """``exec`` off the model's event loop (in a copy of this context: the same infer,
+        for the same callers); a decoupled model's responses all come before it returns."""
+        if not decoupled:
+            return await asyncio.to_thread(self.exec)
+        responses = await asyncio.to_thread(lambda: list(self.exec(decoupled=True)))
+        return iter(responses)
 
     def get_response_sender(self) -> InferenceResponseSender:
         if self._sender is None:
@@ -443,6 +455,37 @@ class InferenceResponse:
 
     def error(self) -> TritonError | None:
         return self._error
+
+
+def _bls_error(error: Any) -> TritonError:
+    code = TritonError.INVALID_ARG if error.code == "invalid_argument" else (
+        TritonError.NOT_FOUND if error.code == "not_found" else TritonError.INTERNAL
+    )  # fmt: skip
+    return TritonError(error.line(), code)
+
+
+def _bls_response(response: Any) -> InferenceResponse:
+    return InferenceResponse(
+        output_tensors=[Tensor(output.name, output.data) for output in response.outputs]
+    )
+
+
+def _responses(infer: Callable[..., Any], request: Any) -> Iterator[InferenceResponse]:
+    """A decoupled model's responses to a BLS call, as Triton's ResponseIterator gives
+    them: each response (an error as a response's), and an empty one for a FINAL sent
+    alone."""
+    from modelyard.errors import ModelyardError
+
+    try:
+        for item in infer(request, stream=True):
+            if item.error is not None:
+                yield InferenceResponse(error=_bls_error(item.error))
+            elif item.response is not None:
+                yield _bls_response(item.response)
+            else:
+                yield InferenceResponse()
+    except ModelyardError as error:
+        yield InferenceResponse(error=_bls_error(error))
 
 
 def get_input_tensor_by_name(request: InferenceRequest, name: str) -> Tensor | None:

@@ -44,18 +44,21 @@ own fault, which breakers count. A model that finds its inputs bad raises
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import importlib.util
 import inspect
 import itertools
 import json
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
+import structlog
 from google.protobuf import json_format
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -76,6 +79,21 @@ from modelyard.errors import Code, EngineError, ModelyardError, without_paths
 from modelyard.modelfiles.config import config_to_json
 
 _module_ids = itertools.count()
+log = structlog.get_logger("modelyard.engines")
+_loop_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def model_loop() -> asyncio.AbstractEventLoop:
+    """The event loop a python model's ``async def execute`` runs on, in a thread of its
+    own, made when first needed (a stub's process holds one model: one loop for it)."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="python-model-loop", daemon=True).start()
+            _loop = loop
+        return _loop
 
 # the codes of pb_utils.TritonError, as Triton's front doors answer them
 _TRITON_CODES = {
@@ -327,12 +345,24 @@ class PythonEngine(Engine):
             request.watch_cancellation(each.is_cancelled)
         return request
 
-    def _run_execute(self, requests: list[pb_utils.InferenceRequest]) -> Any:
+    def _run_execute(
+        self,
+        requests: list[pb_utils.InferenceRequest],
+        failed_later: Callable[[EngineError], None] | None = None,
+    ) -> Any:
+        """The model's ``execute``; an ``async def`` one runs on the model's event loop (one
+        loop for the model's life: the tasks it starts outlive the call), waited for, or,
+        given ``failed_later`` (a decoupled model), left to run there, as Triton's stub runs
+        it, its failure handed to ``failed_later``."""
         pb_utils.calling_through(self._infer)
         try:
             responses = self._model.execute(requests)
-            if inspect.iscoroutine(responses):  # an async execute (awaiting async_exec)
-                responses = asyncio.run(responses)
+            if inspect.iscoroutine(responses):
+                future = asyncio.run_coroutine_threadsafe(responses, model_loop())
+                if failed_later is not None:
+                    future.add_done_callback(functools.partial(self._ended_later, failed_later))
+                    return None
+                responses = future.result()
         except pb_utils.TritonModelException as exc:
             raise self._triton_error(pb_utils.TritonError(str(exc))) from exc
         except ModelyardError:
@@ -342,6 +372,22 @@ class PythonEngine(Engine):
         finally:
             pb_utils.calling_through(None)
         return responses
+
+    def _ended_later(
+        self, failed_later: Callable[[EngineError], None], done: concurrent.futures.Future[Any]
+    ) -> None:
+        """A decoupled model's async execute that ran in the background has ended."""
+        exc = done.exception() if not done.cancelled() else None
+        if isinstance(exc, pb_utils.TritonModelException):
+            error = self._triton_error(pb_utils.TritonError(str(exc)))
+        elif isinstance(exc, Exception):
+            error = self._user_error("execute", exc)
+        elif exc is None and done.result() is not None:
+            error = self._decoupled_returned()
+        else:
+            return
+        log.error("python_model_execute_failed", model=self._model_name, **error.fields())
+        failed_later(error)
 
     def _response_tensors(self, response: Any) -> dict[str, Any]:
         if not isinstance(response, pb_utils.InferenceResponse):
@@ -377,20 +423,26 @@ class PythonEngine(Engine):
             request.attach_sender(sender, each.is_cancelled)
             pb_requests.append(request)
             senders.append((sender, each.deliver))
-        try:
-            with batch_requests(batch):  # whom its own calls (BLS) are for
-                returned = self._run_execute(pb_requests)
-            if returned is not None:
-                raise EngineError.of(
-                    error_rules.PYTHON_MODEL_FAILED,
-                    f"Python model '{self._instance_name}' is using the decoupled mode and the "
-                    "execute function must return None.",
-                    where=self._where,
-                    triton=True,
-                )
-        except EngineError as error:
+        def close_all(error: EngineError) -> None:  # unless the model sent its FINAL
             for sender, deliver in senders:
                 sender.close_with(functools.partial(deliver, None, error, True))
+
+        try:
+            with batch_requests(batch):  # whom its own calls (BLS) are for
+                returned = self._run_execute(pb_requests, close_all)
+            if returned is not None:
+                raise self._decoupled_returned()
+        except EngineError as error:
+            close_all(error)
+
+    def _decoupled_returned(self) -> EngineError:
+        return EngineError.of(
+            error_rules.PYTHON_MODEL_FAILED,
+            f"Python model '{self._instance_name}' is using the decoupled mode and the "
+            "execute function must return None.",
+            where=self._where,
+            triton=True,
+        )
 
     def _send_response(
         self,

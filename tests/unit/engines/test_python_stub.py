@@ -15,6 +15,7 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelyard.dataplane import StreamResponse
 from modelyard.engines.base import (
     BatchedRequest,
     BatchOutcomes,
@@ -247,5 +248,84 @@ def test_each_request_of_a_batch_is_answered_with_its_own_response(tmp_path: Pat
             "'undefined_name' is not defined; rule=engine/python"
         )
         assert failed.value.code is Code.INTERNAL
+    finally:
+        engine.unload()
+
+
+STREAMING_BLS = """
+import threading
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        x = pb_utils.get_input_tensor_by_name(requests[0], "X").as_numpy()
+        call = pb_utils.InferenceRequest(
+            model_name="counter", requested_output_names=["Z"], inputs=[pb_utils.Tensor("A", x)]
+        )
+        if x[0, 0] == 0:  # from a thread of its own, after execute returned
+            sender = requests[0].get_response_sender()
+
+            def later():
+                for response in call.exec(decoupled=True):
+                    if response.output_tensors():
+                        z = response.output_tensors()[0].as_numpy()
+                        sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("Y", z)]))
+                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+            threading.Thread(target=later).start()
+            return None
+        got = [r.output_tensors()[0].as_numpy() if r.output_tensors() else "final"
+               for r in call.exec(decoupled=True)]
+        sender = requests[0].get_response_sender()
+        sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("Y", np.array(
+            [[len(got), float(got[0][0, 0])]], np.float32))]),
+            flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+"""
+
+
+def test_a_call_to_a_decoupled_model_streams_its_responses_from_any_thread(
+    tmp_path: Path,
+) -> None:
+    """Triton's BLS exec(decoupled=True): the called model's responses as they come, an
+    empty one for its lone FINAL; from execute, or from the model's own thread later."""
+
+    def infer(request: Any, stream: bool = False) -> Any:
+        assert stream and request.model_name == "counter"
+        a = request.inputs["A"]
+        for step in (1, 2):
+            z = OutputTensor("Z", "FP32", a + step)
+            yield StreamResponse(InferResponse("counter", "1", [z]), None, False)
+        yield StreamResponse(None, None, True)
+
+    version_dir = tmp_path / "streaming" / "1"
+    version_dir.mkdir(parents=True)
+    (version_dir / "model.py").write_text(STREAMING_BLS)
+    config = text_format.Parse(CONFIG + "model_transaction_policy { decoupled: true }",
+                               mc.ModelConfig())  # fmt: skip
+    engine = PythonEngine()
+    engine.load(LoadContext(version_dir / "model.py", version_dir, config, infer=infer))
+    try:
+        for first, expected in ((5.0, [[[3.0, 6.0]]]), (0.0, [[[1.0, 1.0]], [[2.0, 2.0]]])):
+            got: list[Any] = []
+            done = threading.Event()
+
+            def deliver(
+                outputs: Any, error: Any, final: bool, got: list[Any] = got,
+                done: threading.Event = done,
+            ) -> None:  # fmt: skip
+                assert error is None, error
+                if outputs is not None:
+                    got.append(outputs["Y"].tolist())
+                if final:
+                    done.set()
+
+            x = np.array([[first, 0.0]], dtype=np.float32)
+            engine.execute_decoupled([DecoupledRequest({"X": x}, ["Y"], deliver, lambda: False)])
+            assert done.wait(10)
+            assert got == expected
     finally:
         engine.unload()
