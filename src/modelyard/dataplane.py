@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -21,6 +22,11 @@ from modelyard.clock import Clock
 from modelyard.errors import ModelServerError
 from modelyard.generation import Generation
 from modelyard.types import InferRequest, InferResponse
+
+# set by a front door while it queues a request: whether that request's caller has gone
+# (a gRPC call the client cancelled); a scheduler keeps it for a model that reads requests,
+# which asks ``is_cancelled()``
+CALLER_GONE: ContextVar[Callable[[], bool] | None] = ContextVar("caller_gone", default=None)
 
 # the KServe V2 extensions an instance names in its server metadata
 INSTANCE_EXTENSIONS = [

@@ -61,6 +61,10 @@ class Code(StrEnum):
     METHOD_NOT_ALLOWED = "method_not_allowed"
     UNIMPLEMENTED = "unimplemented"
     INTERNAL = "internal"
+    # Triton's other error codes, which a python-backend model may answer with
+    UNKNOWN = "unknown"
+    ALREADY_EXISTS = "already_exists"
+    CANCELLED = "cancelled"
 
 
 def retry_after_seconds(seconds: float) -> float:

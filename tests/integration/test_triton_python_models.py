@@ -377,7 +377,7 @@ def test_a_model_that_crashes_its_process_fails_its_batch_and_the_next_one_is_se
         failed = infer(crash)
         assert failed.status_code == 500
         line = failed.json()["error"]
-        assert f"the model's process ended while executing ({how})" in line
+        assert f"The model's process ended while executing ({how})" in line
         assert "rule=engine/python-stub" in line
         answer = infer(1)
         assert answer.status_code == 200, answer.text

@@ -12,11 +12,12 @@ Making namespaces needs root and iproute2; ``unavailable()`` says why not.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 SUBNET = "10.200.0"
@@ -169,6 +170,7 @@ class LoopbackHost:
     def __init__(self, tag: str) -> None:
         self.name = f"{PREFIX}{os.getpid()}-{tag}"
         self._processes: list[HostProcess] = []
+        self._shm: Path | None = None
 
     def __enter__(self) -> LoopbackHost:
         _sweep_stale()
@@ -190,8 +192,22 @@ class LoopbackHost:
         subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
 
     def command(self, argv: Sequence[str]) -> list[str]:
-        """``argv`` run in this namespace."""
+        """``argv`` run in this namespace (with its own ``/dev/shm`` where one is given)."""
+        if self._shm is not None:  # `ip netns exec` gives each command a mount namespace
+            argv = ["sh", "-c", 'mount --bind "$0" /dev/shm && exec "$@"', str(self._shm), *argv]
         return ["ip", "netns", "exec", self.name, *argv]
+
+    @contextlib.contextmanager
+    def own_shm(self, directory: Path) -> Iterator[Path]:
+        """Within the block, what runs here sees ``directory`` as its ``/dev/shm``: POSIX
+        shared memory of its own, as a container has (the machine's is shared with
+        whatever else runs on it), which the test can list."""
+        directory.mkdir(parents=True, exist_ok=True)
+        self._shm = directory
+        try:
+            yield directory
+        finally:
+            self._shm = None
 
     def start(
         self,

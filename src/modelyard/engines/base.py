@@ -23,7 +23,7 @@ from typing import Any, ClassVar, NamedTuple
 from numpy.typing import NDArray
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.errors import Code, EngineError
+from modelyard.errors import Code, EngineError, ModelyardError
 
 
 class BatchedRequest(NamedTuple):
@@ -36,6 +36,18 @@ class BatchedRequest(NamedTuple):
     parameters: dict[str, Any] | None = None
     correlation_id: int | str = 0
     flags: int = 0
+    # whether its caller has gone (a gRPC call cancelled): the model's is_cancelled()
+    is_cancelled: Callable[[], bool] | None = None
+
+
+class BatchOutcomes(Exception):
+    """Raised by ``execute`` of an engine that takes requests when its requests' outcomes
+    differ (Triton's python backend answers each request with a response of its own, some
+    with an error): each request's outputs, or its error, in the batch's order."""
+
+    def __init__(self, outcomes: list[dict[str, NDArray[Any]] | ModelyardError]) -> None:
+        super().__init__(f"{len(outcomes)} requests answered each on its own")
+        self.outcomes = outcomes
 
 
 class DecoupledRequest(NamedTuple):
@@ -122,8 +134,9 @@ class LoadContext:
     trusted: bool = False  # the operator trusts this model's pickle files
     instance_index: int = 0
     # the server's own infer, blocking, for a model that calls other models (Triton's BLS);
-    # takes and gives modelyard.types.InferRequest / InferResponse; None: not offered
-    infer: Callable[[Any], Any] | None = None
+    # takes and gives modelyard.types.InferRequest / InferResponse (with ``stream=True``:
+    # an iterator of dataplane.StreamResponse, a decoupled model's); None: not offered
+    infer: Callable[..., Any] | None = None
     # False: the config is taken as written (tritonserver's --disable-auto-complete-config)
     auto_complete: bool = True
     # the first instance's only: called once ``config`` holds all the engine adds to it

@@ -14,26 +14,43 @@ own schedulers; a decoupled model's ``get_response_sender()``; a sequence's
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 import structlog
 
-from modelyard.engines.base import batch_principals, batch_requests, current_batch_requests
-from modelyard.types import CONFIG_TO_V2, V2_TO_NUMPY
+from modelyard.engines.base import batch_principals, current_batch_requests
+from modelyard.types import CONFIG_TO_V2, V2_TO_NUMPY, v2_datatype
 
 _log = structlog.get_logger("modelyard.python_model")
 
-# the server's infer for the model executing on this thread (set around its execute)
-_calling = threading.local()
+# the server's infer for the model executing here, and whom its batch is for (set around
+# its execute; an async execute's tasks inherit it, as contexts pass to tasks and threads
+# asyncio starts)
+_calling: ContextVar[tuple[Callable[..., Any], tuple[str, ...]] | None] = ContextVar(
+    "pb_utils_calling", default=None
+)
+# a stub's model (alone in its process): the infer its own threads' BLS calls go through,
+# for no known caller (refused where auth is on)
+_process_infer: Callable[..., Any] | None = None
 
 
-def calling_through(infer: Callable[[Any], Any] | None) -> None:
-    """Set (or clear, with None) the server infer a BLS call on this thread goes through."""
-    _calling.infer = infer
+def calling_through(infer: Callable[..., Any] | None) -> None:
+    """Set (or clear, with None) the server infer a BLS call here goes through, for the
+    principals of the batch executing on this thread."""
+    _calling.set(None if infer is None else (infer, batch_principals(current_batch_requests())))
+
+
+def serving_through(infer: Callable[..., Any] | None) -> None:
+    """The infer of a model's own threads (a decoupled model's response threads): Triton's
+    BLS may be called from any thread of the model."""
+    global _process_infer
+    _process_infer = infer
 
 
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
@@ -54,6 +71,9 @@ _ENUM_TO_NUMPY: dict[int, Any] = {
     7: np.int16, 8: np.int32, 9: np.int64, 10: np.float16, 11: np.float32, 12: np.float64,
     13: np.object_,
 }  # fmt: skip
+
+
+_REQUIRED: Any = object()  # an argument Triton's binding has no default for
 
 
 class TritonError:
@@ -82,17 +102,82 @@ class TritonModelException(Exception):
         return str(self)
 
 
+def _argument(function: str, name: str, value: Any, kind: type | tuple[type, ...]) -> None:
+    """A TypeError where Triton's binding refuses an argument's type (None included)."""
+    if value is None or not isinstance(value, kind):
+        raise TypeError(f"{function}(): incompatible argument {name}={type(value).__name__}")
+
+
 class Tensor:
     def __init__(self, name: str, array: Any) -> None:
+        _argument("Tensor", "name", name, str)
+        if array is None:
+            raise TypeError("Tensor(): incompatible argument: a numpy array, not None")
         if not isinstance(array, np.ndarray):
             array = np.asarray(array)
         self._name = name
         self._array = array
+        self._bf16 = False  # BF16: held as float32, as the server holds it
+
+    @classmethod
+    def bf16(cls, name: str, data: np.ndarray) -> Tensor:
+        """A BF16 tensor of float32 ``data`` (numpy has no bfloat16: DLPack carries it)."""
+        tensor = cls(name, data)
+        tensor._bf16 = True
+        return tensor
+
+    def v2_datatype(self) -> str:
+        return "BF16" if self._bf16 else v2_datatype(self._array)
+
+    def data(self) -> np.ndarray:
+        """The values, as the server holds them (a BF16 tensor's as float32)."""
+        return self._array
+
+    @staticmethod
+    def from_dlpack(name: str, capsule: Any) -> Tensor:
+        """A tensor of an object that speaks DLPack (``__dlpack__``: torch, numpy, cupy...)
+        on the CPU, or of a torch DLPack capsule."""
+        if not isinstance(name, str) or name == "":
+            raise TritonModelException("Tensor name cannot be an empty string.")
+        if capsule is None:
+            raise TritonModelException("Provided DLPack object is None.")
+        try:
+            if hasattr(capsule, "__dlpack__") and "torch" not in type(capsule).__module__:
+                return Tensor(name, np.from_dlpack(capsule))
+            import torch  # a capsule (or a torch tensor): torch reads it, bfloat16 too
+            from torch.utils import dlpack
+
+            values = capsule if isinstance(capsule, torch.Tensor) else dlpack.from_dlpack(capsule)
+            if values.dtype == torch.bfloat16:
+                return Tensor.bf16(name, values.float().numpy())
+            return Tensor(name, values.numpy())
+        except (ImportError, RuntimeError, TypeError, BufferError) as exc:
+            raise TritonModelException(f"Tensor '{name}' from DLPack: {exc}") from exc
+
+    def to_dlpack(self) -> Any:
+        if self._bf16:
+            import torch
+            from torch.utils import dlpack
+
+            values = torch.from_numpy(np.ascontiguousarray(self._array)).to(torch.bfloat16)
+            return dlpack.to_dlpack(values)
+        return self._array.__dlpack__()
+
+    def __dlpack__(self, stream: Any = None) -> Any:
+        return self.to_dlpack()
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU
 
     def name(self) -> str:
         return self._name
 
     def as_numpy(self) -> np.ndarray:
+        if self._bf16:
+            raise TritonModelException(
+                "Tensor dtype is BF16 and cannot be converted to numpy. Use to_dlpack() and "
+                "from_dlpack() instead."
+            )
         return self._array
 
     def is_cpu(self) -> bool:
@@ -102,6 +187,8 @@ class Tensor:
         return list(self._array.shape)
 
     def triton_dtype(self) -> str:
+        if self._bf16:
+            return "BF16"
         return "BYTES" if self._array.dtype == np.object_ else str(self._array.dtype)
 
 
@@ -110,22 +197,93 @@ class InferenceRequest:
 
     def __init__(
         self,
-        model_name: str = "",
-        inputs: list[Tensor] | None = None,
-        requested_output_names: list[str] | None = None,
         request_id: str = "",
+        correlation_id: int | str = 0,
+        inputs: list[Tensor] = _REQUIRED,
+        requested_output_names: list[str] = _REQUIRED,
+        model_name: str = _REQUIRED,
+        model_version: int = -1,
+        flags: int = 0,
+        timeout: int = 0,
+        preferred_memory: Any = None,
+        trace: Any = None,
+        parameters: dict[str, Any] | None = None,
+    ) -> None:
+        """Triton's arguments, checked as its binding checks them: a None where a value is
+        needed (or a value of another type) is a TypeError."""
+        given = {"inputs": inputs, "requested_output_names": requested_output_names,
+                 "model_name": model_name}  # fmt: skip
+        for name, value in given.items():
+            if value is _REQUIRED:
+                raise TypeError(f"InferenceRequest(): missing required argument '{name}'")
+        _argument("InferenceRequest", "request_id", request_id, str)
+        _argument("InferenceRequest", "inputs", inputs, (list, tuple))
+        _argument("InferenceRequest", "requested_output_names", requested_output_names,
+                  (list, tuple))  # fmt: skip
+        _argument("InferenceRequest", "model_name", model_name, str)
+        numbers = {"model_version": model_version, "flags": flags, "timeout": timeout}
+        for number, value in numbers.items():
+            _argument("InferenceRequest", number, value, int)
+        for output in requested_output_names:
+            _argument("InferenceRequest", "requested_output_names[]", output, str)
+        for tensor in inputs:
+            if tensor is None:
+                raise TritonModelException("Input tensor of an InferenceRequest is None.")
+            _argument("InferenceRequest", "inputs[]", tensor, Tensor)
+        if correlation_id is None:
+            raise TypeError("InferenceRequest(): incompatible argument correlation_id=None")
+        if not isinstance(correlation_id, int | str):
+            raise TritonModelException("Correlation ID must be integer or string")
+        for key, value in (parameters or {}).items():
+            if not isinstance(key, str):
+                raise TritonModelException(
+                    f"Expect parameters keys to have type str, found type {type(key)}"
+                )
+            if not isinstance(value, bool | int | str):
+                raise TritonModelException(
+                    f"Expect parameters values to have type bool/int/str, found type {type(value)}"
+                )
+        self._set(request_id, correlation_id, inputs, requested_output_names, model_name,
+                  model_version, flags, timeout, parameters)  # fmt: skip
+
+    @classmethod
+    def received(
+        cls,
+        model_name: str,
+        inputs: list[Tensor],
+        requested_output_names: list[str],
         correlation_id: int | str = 0,
         parameters: dict[str, Any] | None = None,
         flags: int = 0,
-        **_: Any,
+    ) -> InferenceRequest:
+        """A request the server hands the model's ``execute``: taken as the server checked
+        it (a caller's parameters may be of any type the protocol carries, doubles too)."""
+        request = cls.__new__(cls)
+        request._set("", correlation_id, inputs, requested_output_names, model_name, -1, flags,
+                     0, parameters)  # fmt: skip
+        return request
+
+    def _set(
+        self,
+        request_id: str,
+        correlation_id: int | str,
+        inputs: list[Tensor],
+        requested_output_names: list[str],
+        model_name: str,
+        model_version: int,
+        flags: int,
+        timeout: int,
+        parameters: dict[str, Any] | None,
     ) -> None:
-        self._inputs = list(inputs or [])
-        self._requested = list(requested_output_names or [])
+        self._inputs = list(inputs)
+        self._requested = list(requested_output_names)
         self._id = request_id
         self._correlation_id = correlation_id
-        self._parameters = parameters or {}
+        self._parameters = dict(parameters or {})
         self._model_name = model_name
+        self._model_version = model_version
         self._flags = flags
+        self._timeout = timeout
         self._sender: InferenceResponseSender | None = None
         self._is_cancelled: Callable[[], bool] = lambda: False
 
@@ -158,41 +316,44 @@ class InferenceRequest:
         self._sender = sender
         self._is_cancelled = is_cancelled
 
+    def watch_cancellation(self, is_cancelled: Callable[[], bool]) -> None:
+        """What ``is_cancelled()`` asks: whether the request's caller has gone."""
+        self._is_cancelled = is_cancelled
+
     def model_name(self) -> str:
         return self._model_name
 
-    def exec(self, *args: Any, **kwargs: Any) -> InferenceResponse:
+    def exec(self, decoupled: bool = False) -> Any:
         """BLS: run this request on another model of the server, through its scheduler
         (batched with that model's other requests); an error comes back in the response."""
         from modelyard.errors import ModelyardError
-        from modelyard.types import InferRequest, RequestedOutput, v2_datatype
+        from modelyard.types import InferRequest, RequestedOutput
 
-        infer = getattr(_calling, "infer", None)
+        called = _calling.get()
+        infer, principals = called if called is not None else (_process_infer, ())
         if infer is None:
             raise TritonModelException(
-                "InferenceRequest.exec() is called only from a model's execute() on its instance"
+                "InferenceRequest.exec() is called only from a model that serves (its execute "
+                "or its own threads)"
             )
-        arrays = {tensor.name(): tensor.as_numpy() for tensor in self._inputs}
+        arrays = {tensor.name(): tensor.data() for tensor in self._inputs}
         request = InferRequest(
             self._model_name,
-            str(kwargs.get("model_version", "")) or None,
+            str(self._model_version) if self._model_version >= 0 else None,
             arrays,
-            {name: v2_datatype(array) for name, array in arrays.items()},
+            {tensor.name(): tensor.v2_datatype() for tensor in self._inputs},
             outputs=[RequestedOutput(name) for name in self._requested] or None,
             id=self._id or None,
             parameters=self._call_parameters(),
-            principals=batch_principals(current_batch_requests()),  # whom it is for
+            principals=principals,  # whom it is for
         )
+        if decoupled:  # its responses as they come: an iterator
+            return _responses(infer, request)
         try:
             response = infer(request)
         except ModelyardError as error:
-            code = TritonError.INVALID_ARG if error.code == "invalid_argument" else (
-                TritonError.NOT_FOUND if error.code == "not_found" else TritonError.INTERNAL
-            )  # fmt: skip
-            return InferenceResponse(error=TritonError(error.line(), code))
-        return InferenceResponse(
-            output_tensors=[Tensor(output.name, output.data) for output in response.outputs]
-        )
+            return InferenceResponse(error=_bls_error(error))
+        return _bls_response(response)
 
     def _call_parameters(self) -> dict[str, Any]:
         """The parameters a BLS call carries: the request's own, and its sequence."""
@@ -205,16 +366,13 @@ class InferenceRequest:
             parameters["sequence_end"] = bool(self._flags & TRITONSERVER_REQUEST_FLAG_SEQUENCE_END)
         return parameters
 
-    async def async_exec(self, *args: Any, **kwargs: Any) -> InferenceResponse:
-        infer = getattr(_calling, "infer", None)
-        batch = current_batch_requests() or []
-
-        def run() -> InferenceResponse:
-            calling_through(infer)
-            with batch_requests(batch):  # on this thread too: whom the call is for
-                return self.exec(*args, **kwargs)
-
-        return await asyncio.to_thread(run)
+    async def async_exec(self, decoupled: bool = False) -> Any:
+        """``exec`` off the model's event loop (in a copy of this context: the same infer,
+        for the same callers); a decoupled model's responses all come before it returns."""
+        if not decoupled:
+            return await asyncio.to_thread(self.exec)
+        responses = await asyncio.to_thread(lambda: list(self.exec(decoupled=True)))
+        return iter(responses)
 
     def get_response_sender(self) -> InferenceResponseSender:
         if self._sender is None:
@@ -275,11 +433,18 @@ class InferenceResponseSender:
 class InferenceResponse:
     def __init__(
         self,
-        output_tensors: list[Tensor] | None = None,
+        output_tensors: list[Tensor] = (),  # type: ignore[assignment]
         error: TritonError | None = None,
         parameters: Any = None,
     ) -> None:
-        self._outputs = list(output_tensors or [])
+        _argument("InferenceResponse", "output_tensors", output_tensors, (list, tuple))
+        if error is not None:
+            _argument("InferenceResponse", "error", error, TritonError)
+        for tensor in output_tensors:
+            if tensor is None:
+                raise TritonModelException("Output tensor of an InferenceResponse is None.")
+            _argument("InferenceResponse", "output_tensors[]", tensor, Tensor)
+        self._outputs = list(output_tensors)
         self._error = error
 
     def output_tensors(self) -> list[Tensor]:
@@ -290,6 +455,37 @@ class InferenceResponse:
 
     def error(self) -> TritonError | None:
         return self._error
+
+
+def _bls_error(error: Any) -> TritonError:
+    code = TritonError.INVALID_ARG if error.code == "invalid_argument" else (
+        TritonError.NOT_FOUND if error.code == "not_found" else TritonError.INTERNAL
+    )  # fmt: skip
+    return TritonError(error.line(), code)
+
+
+def _bls_response(response: Any) -> InferenceResponse:
+    return InferenceResponse(
+        output_tensors=[Tensor(output.name, output.data) for output in response.outputs]
+    )
+
+
+def _responses(infer: Callable[..., Any], request: Any) -> Iterator[InferenceResponse]:
+    """A decoupled model's responses to a BLS call, as Triton's ResponseIterator gives
+    them: each response (an error as a response's), and an empty one for a FINAL sent
+    alone."""
+    from modelyard.errors import ModelyardError
+
+    try:
+        for item in infer(request, stream=True):
+            if item.error is not None:
+                yield InferenceResponse(error=_bls_error(item.error))
+            elif item.response is not None:
+                yield _bls_response(item.response)
+            else:
+                yield InferenceResponse()
+    except ModelyardError as error:
+        yield InferenceResponse(error=_bls_error(error))
 
 
 def get_input_tensor_by_name(request: InferenceRequest, name: str) -> Tensor | None:
@@ -427,33 +623,42 @@ class ModelConfig:
         entries.append(dict(tensor))
 
 
+class LogLevel(enum.Enum):
+    """Triton's ``pb_utils.Logger.LogLevel`` (an enum: a plain int is refused)."""
+
+    INFO = 0
+    WARNING = 1
+    ERROR = 2
+    VERBOSE = 3
+
+
 class Logger:
     """Triton's python-backend logger: messages become structured log events."""
 
-    INFO, WARNING, ERROR, VERBOSE = 0, 1, 2, 3
+    LogLevel = LogLevel
+    INFO, WARNING = LogLevel.INFO, LogLevel.WARNING
+    ERROR, VERBOSE = LogLevel.ERROR, LogLevel.VERBOSE
 
     @staticmethod
-    def log(message: str, level: int = 0) -> None:
-        {0: _log.info, 1: _log.warning, 2: _log.error}.get(level, _log.debug)(
-            "python_model_log", message=message
-        )
+    def log(message: str, level: Any = LogLevel.INFO) -> None:
+        _argument("log", "message", message, str)
+        _argument("log", "level", level, LogLevel)
+        {LogLevel.INFO: _log.info, LogLevel.WARNING: _log.warning, LogLevel.ERROR: _log.error}.get(
+            level, _log.debug
+        )("python_model_log", message=message)
 
     @staticmethod
     def log_info(message: str) -> None:
-        _log.info("python_model_log", message=message)
+        Logger.log(message, LogLevel.INFO)
 
     @staticmethod
     def log_warn(message: str) -> None:
-        _log.warning("python_model_log", message=message)
+        Logger.log(message, LogLevel.WARNING)
 
     @staticmethod
     def log_error(message: str) -> None:
-        _log.error("python_model_log", message=message)
+        Logger.log(message, LogLevel.ERROR)
 
     @staticmethod
     def log_verbose(message: str) -> None:
-        _log.debug("python_model_log", message=message)
-
-
-class LogLevel:
-    INFO, WARNING, ERROR, VERBOSE = Logger.INFO, Logger.WARNING, Logger.ERROR, Logger.VERBOSE
+        Logger.log(message, LogLevel.VERBOSE)

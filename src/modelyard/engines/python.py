@@ -23,10 +23,11 @@ response's ``TritonError`` (or a ``TritonModelException``) fails the batch with
 its message, INVALID_ARG as the caller's error (400: the scheduler then runs the
 batch's requests again one by one, so only the one at fault fails), any other
 code as the model's (500). A decoupled model (``execute_decoupled``) answers
-through each request's response sender. Each instance of such a model runs in a
-process of its own (``python_stub.py``), as Triton's stub does: a crash fails the
-batch it was executing, and the next batch starts the process again. A ``Model``
-class runs in the server's process, on its instance thread.
+through each request's response sender. Each instance of such a model (or of any
+``TritonPythonModel`` class: a file written for Triton) runs in a process of its own
+(``python_stub.py``), as Triton's stub does: a crash fails the batch it was executing,
+and the next batch starts the process again. A ``Model`` class runs in the server's
+process, on its instance thread.
 
 When the model batches (``max_batch_size > 0``), every output must have as many
 rows as the inputs. An output asked for that the model does not return is left out of
@@ -43,23 +44,29 @@ own fault, which breakers count. A model that finds its inputs bad raises
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import importlib.util
 import inspect
 import itertools
 import json
 import sys
+import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
+import structlog
 from google.protobuf import json_format
+from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard import error_rules
 from modelyard.engines import pb_utils
 from modelyard.engines.base import (
     BatchedRequest,
+    BatchOutcomes,
     DecoupledRequest,
     Engine,
     LoadContext,
@@ -67,11 +74,45 @@ from modelyard.engines.base import (
     batch_requests,
     current_batch_requests,
 )
-from modelyard.engines.python_stub import StubProcess, runs_in_a_stub
+from modelyard.engines.python_stub import StubProcess, runs_in_a_stub, triton_instance_name
 from modelyard.errors import Code, EngineError, ModelyardError, without_paths
 from modelyard.modelfiles.config import config_to_json
 
 _module_ids = itertools.count()
+log = structlog.get_logger("modelyard.engines")
+_loop_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def model_loop() -> asyncio.AbstractEventLoop:
+    """The event loop a python model's ``async def execute`` runs on, in a thread of its
+    own, made when first needed (a stub's process holds one model: one loop for it)."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="python-model-loop", daemon=True).start()
+            _loop = loop
+        return _loop
+
+# the codes of pb_utils.TritonError, as Triton's front doors answer them
+_TRITON_CODES = {
+    pb_utils.TritonError.UNKNOWN: Code.UNKNOWN,
+    pb_utils.TritonError.INTERNAL: Code.INTERNAL,
+    pb_utils.TritonError.NOT_FOUND: Code.NOT_FOUND,
+    pb_utils.TritonError.INVALID_ARG: Code.INVALID_ARGUMENT,
+    pb_utils.TritonError.UNAVAILABLE: Code.UNAVAILABLE,
+    pb_utils.TritonError.UNSUPPORTED: Code.UNIMPLEMENTED,
+    pb_utils.TritonError.ALREADY_EXISTS: Code.ALREADY_EXISTS,
+    pb_utils.TritonError.CANCELLED: Code.CANCELLED,
+}
+
+
+
+
+def _has_rows(tensors: dict[str, Any], rows: int) -> bool:
+    """Whether every tensor of a response has ``rows`` rows (it stacks with the others)."""
+    return all(np.ndim(array) > 0 and len(array) == rows for array in tensors.values())
 
 
 class PythonEngine(Engine):
@@ -80,9 +121,11 @@ class PythonEngine(Engine):
     default_filenames = ("model.py",)
     describes_signature = False
 
-    def __init__(self, in_process: bool = False) -> None:
+    def __init__(self, in_process: bool = False, alone: bool = False) -> None:
         # False: a Triton python-backend model runs in a process of its own (python_stub.py)
         self._in_process = in_process
+        # the only model of its process (a stub's): imported as Triton's stub imports it
+        self._alone = alone
         self._stub: StubProcess | None = None
         self._model: Any = None
         self._module_name = ""
@@ -91,6 +134,8 @@ class PythonEngine(Engine):
         self._triton_api = False  # execute(requests) with pb_utils, as Triton's backend
         self._infer: Any = None  # the server's infer, for BLS calls
         self._model_name = ""
+        self._instance_name = ""
+        self._bf16_inputs: set[str] = set()
 
     @property
     def takes_requests(self) -> bool:
@@ -100,6 +145,8 @@ class PythonEngine(Engine):
     def load(self, ctx: LoadContext) -> Signature | None:
         self._where = f"model.py of model '{ctx.config.name}'"
         self._model_name = ctx.config.name
+        self._instance_name = triton_instance_name(ctx.config, ctx.instance_index)
+        self._bf16_inputs = {i.name for i in ctx.config.input if i.data_type == mc.TYPE_BF16}
         self._batched = ctx.config.max_batch_size > 0
         if not self._in_process and runs_in_a_stub(ctx.artifact):
             stub = StubProcess(ctx, self._where)  # ctx.config: as the model completes it
@@ -124,12 +171,19 @@ class PythonEngine(Engine):
                 f"{ctx.artifact.name} defines no class named Model or TritonPythonModel",
                 where=self._where,
             )
-        self._triton_api = any(value is pb_utils for value in vars(module).values())
+        # Triton's API: the file uses pb_utils, or its TritonPythonModel is decoupled (its
+        # requests are answered through senders: a file that needs no pb_utils for that)
+        decoupled = ctx.config.model_transaction_policy.decoupled
+        self._triton_api = any(value is pb_utils for value in vars(module).values()) or (
+            decoupled and cls.__name__ == "TritonPythonModel"
+        )
         if self._triton_api:  # its BLS calls wait on the event loop: it never runs there
             self.runs_on_loop = False
             self._infer = ctx.infer
+        # Triton's hook, whatever else the file imports (a model.py may complete its config
+        # without pb_utils)
         completes = ctx.auto_complete and ctx.instance_index == 0
-        if self._triton_api and completes and hasattr(cls, "auto_complete_config"):
+        if completes and hasattr(cls, "auto_complete_config"):
             self._auto_complete(cls, ctx)
         if ctx.config_complete is not None:  # the other instances load beside initialize
             ctx.config_complete()
@@ -140,6 +194,7 @@ class PythonEngine(Engine):
             "model_name": ctx.config.name,
             "model_version": ctx.version_dir.name,
             "model_repository": str(ctx.version_dir.parent),
+            "model_instance_name": self._instance_name,
             "model_instance_kind": "CPU",
             "model_instance_device_id": "0",
             "instance_index": str(ctx.instance_index),
@@ -171,6 +226,8 @@ class PythonEngine(Engine):
             raise self._user_error("auto_complete_config", exc) from exc
 
     def _import(self, ctx: LoadContext) -> ModuleType:
+        if self._alone:
+            return self._import_as_triton(ctx.artifact)
         spec = importlib.util.spec_from_file_location(self._module_name, ctx.artifact)
         if spec is None or spec.loader is None:
             raise EngineError.of(
@@ -188,11 +245,27 @@ class PythonEngine(Engine):
             raise self._user_error("import", exc) from exc
         return module
 
+    def _import_as_triton(self, artifact: Path) -> ModuleType:
+        """As Triton's stub: the version folder and the model's on ``sys.path``, the file
+        imported as ``<version>.<file>`` (``1.model``), so the model imports the files
+        beside it (``import file1``, ``from . import file2``) and itself (``model``)."""
+        for folder in (artifact.parent, artifact.parent.parent):
+            if str(folder) not in sys.path:
+                sys.path.append(str(folder))
+        sys.modules.setdefault("triton_python_backend_utils", pb_utils)
+        self._module_name = f"{artifact.parent.name}.{artifact.stem}"
+        try:
+            return importlib.import_module(self._module_name)
+        except Exception as exc:
+            self._forget_module()
+            raise self._user_error("import", exc) from exc
+
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
         if self._stub is not None:
             return self._stub.execute(inputs, outputs, current_batch_requests())
-        if self._triton_api:
-            return self._check_outputs(inputs, outputs, self._execute_requests(inputs, outputs))
+        if self._triton_api:  # each response as the model made it, as Triton's backend sends it
+            returned = self._execute_requests(inputs, outputs)
+            return {name: np.asarray(returned[name]) for name in outputs if name in returned}
         try:
             returned = self._model.execute(inputs)
         except ModelyardError:
@@ -232,33 +305,64 @@ class PythonEngine(Engine):
                 f"execute(requests) returned {got} responses for {len(requests)} requests: one "
                 "pb_utils.InferenceResponse per request"
             )
-        tensors = [self._response_tensors(response) for response in responses]
-        if len(tensors) == 1:
-            return tensors[0]
+        if len(responses) == 1:
+            return self._response_tensors(responses[0])
+        outcomes: list[dict[str, Any] | ModelyardError] = []
+        for response in responses:
+            try:
+                outcomes.append(self._response_tensors(response))
+            except EngineError as error:  # its own request's error: the others are answered
+                outcomes.append(error)
+        # stacked where each response has its request's rows; else each answers on its own
+        tensors = [outcome for outcome in outcomes if not isinstance(outcome, ModelyardError)]
+        if len(tensors) < len(outcomes) or not all(
+            _has_rows(part, each.rows) for part, each in zip(tensors, batched or (), strict=True)
+        ):
+            raise BatchOutcomes(outcomes)
         return {
             name: np.concatenate([np.asarray(part[name]) for part in tensors])
             for name in outputs
             if all(name in part for part in tensors)
         }
 
+    def _tensor(self, name: str, array: np.ndarray) -> pb_utils.Tensor:
+        if name in self._bf16_inputs:  # numpy has no bfloat16: the model reads it by DLPack
+            return pb_utils.Tensor.bf16(name, array)
+        return pb_utils.Tensor(name, array)
+
     def _request(
         self, inputs: dict[str, np.ndarray], outputs: list[str], each: BatchedRequest | None
     ) -> pb_utils.InferenceRequest:
-        return pb_utils.InferenceRequest(
-            "",
-            [pb_utils.Tensor(name, array) for name, array in inputs.items()],
+        request = pb_utils.InferenceRequest.received(
+            self._model_name,
+            [self._tensor(name, array) for name, array in inputs.items()],
             list(outputs),
             correlation_id=each.correlation_id if each else 0,
             parameters=each.parameters if each else None,
             flags=each.flags if each else 0,
         )
+        if each is not None and each.is_cancelled is not None:
+            request.watch_cancellation(each.is_cancelled)
+        return request
 
-    def _run_execute(self, requests: list[pb_utils.InferenceRequest]) -> Any:
+    def _run_execute(
+        self,
+        requests: list[pb_utils.InferenceRequest],
+        failed_later: Callable[[EngineError], None] | None = None,
+    ) -> Any:
+        """The model's ``execute``; an ``async def`` one runs on the model's event loop (one
+        loop for the model's life: the tasks it starts outlive the call), waited for, or,
+        given ``failed_later`` (a decoupled model), left to run there, as Triton's stub runs
+        it, its failure handed to ``failed_later``."""
         pb_utils.calling_through(self._infer)
         try:
             responses = self._model.execute(requests)
-            if inspect.iscoroutine(responses):  # an async execute (awaiting async_exec)
-                responses = asyncio.run(responses)
+            if inspect.iscoroutine(responses):
+                future = asyncio.run_coroutine_threadsafe(responses, model_loop())
+                if failed_later is not None:
+                    future.add_done_callback(functools.partial(self._ended_later, failed_later))
+                    return None
+                responses = future.result()
         except pb_utils.TritonModelException as exc:
             raise self._triton_error(pb_utils.TritonError(str(exc))) from exc
         except ModelyardError:
@@ -269,6 +373,22 @@ class PythonEngine(Engine):
             pb_utils.calling_through(None)
         return responses
 
+    def _ended_later(
+        self, failed_later: Callable[[EngineError], None], done: concurrent.futures.Future[Any]
+    ) -> None:
+        """A decoupled model's async execute that ran in the background has ended."""
+        exc = done.exception() if not done.cancelled() else None
+        if isinstance(exc, pb_utils.TritonModelException):
+            error = self._triton_error(pb_utils.TritonError(str(exc)))
+        elif isinstance(exc, Exception):
+            error = self._user_error("execute", exc)
+        elif exc is None and done.result() is not None:
+            error = self._decoupled_returned()
+        else:
+            return
+        log.error("python_model_execute_failed", model=self._model_name, **error.fields())
+        failed_later(error)
+
     def _response_tensors(self, response: Any) -> dict[str, Any]:
         if not isinstance(response, pb_utils.InferenceResponse):
             raise self._contract_error(
@@ -278,7 +398,7 @@ class PythonEngine(Engine):
         error = response.error()
         if error is not None:
             raise self._triton_error(error)
-        return {tensor.name(): tensor.as_numpy() for tensor in response.output_tensors()}
+        return {tensor.name(): tensor.data() for tensor in response.output_tensors()}
 
     def execute_decoupled(self, requests: list[DecoupledRequest]) -> None:
         """A decoupled model's requests, in one ``execute`` (several where the config's
@@ -303,17 +423,26 @@ class PythonEngine(Engine):
             request.attach_sender(sender, each.is_cancelled)
             pb_requests.append(request)
             senders.append((sender, each.deliver))
-        try:
-            with batch_requests(batch):  # whom its own calls (BLS) are for
-                returned = self._run_execute(pb_requests)
-            if returned is not None:
-                raise self._contract_error(
-                    f"Python model '{self._model_name}' is using the decoupled mode and the "
-                    "execute function must return None."
-                )
-        except EngineError as error:
+        def close_all(error: EngineError) -> None:  # unless the model sent its FINAL
             for sender, deliver in senders:
                 sender.close_with(functools.partial(deliver, None, error, True))
+
+        try:
+            with batch_requests(batch):  # whom its own calls (BLS) are for
+                returned = self._run_execute(pb_requests, close_all)
+            if returned is not None:
+                raise self._decoupled_returned()
+        except EngineError as error:
+            close_all(error)
+
+    def _decoupled_returned(self) -> EngineError:
+        return EngineError.of(
+            error_rules.PYTHON_MODEL_FAILED,
+            f"Python model '{self._instance_name}' is using the decoupled mode and the "
+            "execute function must return None.",
+            where=self._where,
+            triton=True,
+        )
 
     def _send_response(
         self,
@@ -333,12 +462,14 @@ class PythonEngine(Engine):
                 final)  # fmt: skip
 
     def _triton_error(self, error: pb_utils.TritonError) -> EngineError:
-        callers = error.code() == pb_utils.TritonError.INVALID_ARG
+        """A response's error: the model's message leads the line, with its code."""
+        code = _TRITON_CODES.get(error.code(), Code.INTERNAL)
         return EngineError(
             error.message(),
-            code=Code.INVALID_ARGUMENT if callers else Code.INTERNAL,
+            code=code,
             rule="engine/python",
-            where="the request's inputs" if callers else self._where,
+            where="the request's inputs" if code is Code.INVALID_ARGUMENT else self._where,
+            triton=True,
         )
 
     def _check_outputs(
@@ -385,6 +516,14 @@ class PythonEngine(Engine):
                 f"execute refused the request's values: {type(exc).__name__}: "
                 f"{without_paths(str(exc))}",
                 where=self._where,
+            )
+        if step == "execute" and self._triton_api:  # as Triton's stub words it
+            return EngineError.of(
+                error_rules.PYTHON_MODEL_FAILED,
+                f"Failed to process the request(s) for model '{self._instance_name}', "
+                f"message: {type(exc).__name__}: {without_paths(str(exc))}",
+                where=self._where,
+                triton=True,
             )
         return EngineError.of(
             error_rules.PYTHON_MODEL_FAILED,

@@ -37,13 +37,14 @@ import ctypes
 import functools
 import itertools
 import os
+import queue
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -54,12 +55,20 @@ import structlog
 from google.protobuf import json_format
 
 from modelyard import error_rules, errors
-from modelyard.engines.base import BatchedRequest, DecoupledRequest, LoadContext, batch_requests
+from modelyard.dataplane import StreamResponse
+from modelyard.engines.base import (
+    BatchedRequest,
+    BatchOutcomes,
+    DecoupledRequest,
+    LoadContext,
+    batch_requests,
+)
 from modelyard.errors import Code, EngineError, ModelyardError
 
 log = structlog.get_logger("modelyard.engines")
 
 TRITON_MODULE = b"triton_python_backend_utils"
+TRITON_CLASS = b"class TritonPythonModel"
 _MAX_SOURCE_BYTES = 16 * 2**20  # a model.py larger than this is read only this far
 RESTART_BACKOFF_S = 1.0
 UNLOAD_TIMEOUT_S = 30.0
@@ -67,33 +76,52 @@ UNLOAD_TIMEOUT_S = 30.0
 _SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="python-stub-spawn")
 
 
+def triton_instance_name(config: Any, index: int) -> str:
+    """The name Triton gives a model's ``index``-th instance: its group's name (``<model>_<n>``
+    for the n-th group unless named) and its place in the group (``add_sub_0_0``)."""
+    start = 0
+    for number, group in enumerate(config.instance_group):
+        count = max(group.count, 1) * max(len(group.gpus), 1)
+        if index < start + count:
+            return f"{group.name or f'{config.name}_{number}'}_{index - start}"
+        start += count
+    return f"{config.name}_0_{index}"
+
+
 def runs_in_a_stub(artifact: Path) -> bool:
     """Whether a ``model.py`` is written for Triton's python backend (it imports
-    ``triton_python_backend_utils``): read as text, never imported here."""
+    ``triton_python_backend_utils``, or names its class ``TritonPythonModel``): read as
+    text, never imported here."""
     try:
         with artifact.open("rb") as source:
-            return TRITON_MODULE in source.read(_MAX_SOURCE_BYTES)
+            text = source.read(_MAX_SOURCE_BYTES)
     except OSError:
         return False
+    return TRITON_MODULE in text or TRITON_CLASS in text
 
 
-def _error_fields(error: ModelyardError) -> tuple[str, str, str, str | None, str | None, Any]:
+_Fields = tuple[str, str, str, str | None, str | None, Any, bool]
+
+
+def _error_fields(error: ModelyardError) -> _Fields:
     return (
         type(error).__name__, error.detail, str(error.code), error.rule, error.where,
-        error.retry_after,
+        error.retry_after, error.triton,
     )  # fmt: skip
 
 
-def _rebuilt(fields: tuple[str, str, str, str | None, str | None, Any]) -> ModelyardError:
+def _rebuilt(fields: _Fields) -> ModelyardError:
     """An error the other process raised, as its own class (a ModelyardError one)."""
-    name, detail, code, rule, where, retry_after = fields
+    name, detail, code, rule, where, retry_after, triton = fields
     cls = getattr(errors, name, None)
     if (
         not (isinstance(cls, type) and issubclass(cls, ModelyardError))
         or name == "MissingExtraError"
     ):
         cls = ModelyardError
-    return cls(detail, code=Code(code), rule=rule, where=where, retry_after=retry_after)
+    return cls(
+        detail, code=Code(code), rule=rule, where=where, retry_after=retry_after, triton=triton
+    )
 
 
 class StubProcess:
@@ -240,7 +268,18 @@ class StubProcess:
         self, inputs: dict[str, np.ndarray], outputs: list[str], batch: list[BatchedRequest] | None
     ) -> dict[str, np.ndarray]:
         self._ensure_running()
-        result: dict[str, np.ndarray] = self._call("execute", inputs, outputs, batch)
+        # whether each request's caller has gone: asked back from the child (never pickled)
+        checks = [each.is_cancelled for each in batch or ()]
+        watched = [index for index, check in enumerate(checks) if check is not None]
+        if batch is not None:
+            batch = [each._replace(is_cancelled=None) for each in batch]
+        try:
+            result: dict[str, np.ndarray] = self._call(
+                "execute", inputs, outputs, batch, watched, cancel_checks=checks
+            )
+        except BatchOutcomes:
+            self._served = True
+            raise
         self._served = True
         return result
 
@@ -262,9 +301,16 @@ class StubProcess:
                 if handlers is not None:
                     handlers[0](None, error, True)
 
-    def _call(self, kind: str, *args: Any, timeout: float | None = None, call_id: int = 0) -> Any:
+    def _call(
+        self,
+        kind: str,
+        *args: Any,
+        timeout: float | None = None,
+        call_id: int = 0,
+        cancel_checks: list[Callable[[], bool] | None] | None = None,
+    ) -> Any:
         if self._sync:
-            return self._call_reading(kind, args, timeout)
+            return self._call_reading(kind, args, timeout, cancel_checks or [])
         call_id = call_id or next(self._ids)
         future: Future[Any] = Future()
         self._calls[call_id] = (future, self._conn)
@@ -276,8 +322,15 @@ class StubProcess:
         finally:
             self._calls.pop(call_id, None)
 
-    def _call_reading(self, kind: str, args: tuple[Any, ...], timeout: float | None) -> Any:
-        """A call whose answer this thread reads: BLS calls meanwhile go to the pool."""
+    def _call_reading(
+        self,
+        kind: str,
+        args: tuple[Any, ...],
+        timeout: float | None,
+        cancel_checks: list[Callable[[], bool] | None],
+    ) -> Any:
+        """A call whose answer this thread reads: BLS calls meanwhile go to the pool, and
+        "is the batch's request N cancelled?" is answered from ``cancel_checks``."""
         conn = self._conn
         if conn is None:
             raise self._ended("executing")
@@ -292,8 +345,17 @@ class StubProcess:
                     return message[2]
                 if message[1] == call_id and message[0] == "failed":
                     raise _rebuilt(message[2])
-                if message[0] == "bls":
-                    self._bls.submit(self._run_bls, conn, message[1], message[2])
+                if message[1] == call_id and message[0] == "outcomes":
+                    raise BatchOutcomes(
+                        [o if isinstance(o, dict) else _rebuilt(o) for o in message[2]]
+                    )
+                if message[0] == "is_cancelled":
+                    index = message[2]
+                    check = cancel_checks[index] if 0 <= index < len(cancel_checks) else None
+                    self._reply(conn, message[1], check is not None and check())
+                if message[0] in ("bls", "bls_stream"):
+                    self._bls.submit(self._run_bls, conn, message[1], message[2],
+                                     message[0] == "bls_stream")  # fmt: skip
         except (EOFError, OSError, ValueError):
             self._lost(conn)
             raise self._ended("executing") from None
@@ -326,8 +388,8 @@ class StubProcess:
             elif kind == "is_cancelled":
                 handlers = self._decoupled.get(message[2])
                 self._reply(conn, call_id, handlers is None or handlers[1]())
-            elif kind == "bls":
-                self._bls.submit(self._run_bls, conn, call_id, message[2])
+            elif kind in ("bls", "bls_stream"):
+                self._bls.submit(self._run_bls, conn, call_id, message[2], kind == "bls_stream")
         self._lost(conn)
 
     def _lost(self, conn: Connection) -> None:
@@ -360,10 +422,18 @@ class StubProcess:
         else:
             future.set_result(result)
 
-    def _run_bls(self, conn: Connection, query_id: int, request: Any) -> None:
+    def _run_bls(self, conn: Connection, query_id: int, request: Any, stream: bool) -> None:
+        """A model's call to another model; ``stream``: its responses as they come (a
+        decoupled model's), each a ``part`` of the reply, then its ``end``."""
         try:
             assert self._infer is not None
-            self._reply(conn, query_id, ("ok", self._infer(request)))
+            if not stream:
+                self._reply(conn, query_id, ("ok", self._infer(request)))
+                return
+            for item in self._infer(request, stream=True):
+                failure = None if item.error is None else _error_fields(item.error)
+                self._reply(conn, query_id, ("part", (item.response, failure, item.final)))
+            self._reply(conn, query_id, ("end", None))
         except ModelyardError as error:
             self._reply(conn, query_id, ("error", _error_fields(error)))
         except Exception as exc:  # the server's own failure: the model sees it as an error
@@ -381,10 +451,14 @@ class StubProcess:
         how = f"exit code {code}" if code is not None and code >= 0 else (
             f"signal {signal.Signals(-code).name}" if code is not None else "its socket closed"
         )  # fmt: skip
+        then = "the load fails" if doing == "loading" else "the next request starts it again"
+        name = triton_instance_name(self._ctx.config, self._ctx.instance_index)
         return EngineError.of(
             error_rules.STUB_ENDED,
-            f"the model's process ended while {doing} ({how}); the next request starts it again",
+            f"Stub process '{name}' is not healthy. The model's process ended while {doing} "
+            f"({how}); {then}",
             where=f"{self._where} (the server log has what it wrote before it ended)",
+            triton=True,
         )
 
 
@@ -397,13 +471,14 @@ class _Child:
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
         self._send_lock = threading.Lock()
-        self._queries: dict[int, Future[Any]] = {}
+        self._queries: dict[int, Future[Any] | _Parts] = {}
         self._ids = itertools.count(1)
         self._work = ThreadPoolExecutor(1, thread_name_prefix="python-model")
         self._engine: Any = None
         # not decoupled: the main thread executes, and a thread waiting for a reply reads it
         self._sync = True
         self._read_lock = threading.Lock()
+        self._executing = False  # the main thread executes a model that is not decoupled
         self._unloading = False  # unload asked: nobody reads replies any more
 
     def serve(self) -> None:
@@ -416,9 +491,7 @@ class _Child:
             if kind == "load":
                 self._load(message[1])
             elif kind == "reply":
-                future = self._queries.pop(message[1], None)
-                if future is not None:
-                    future.set_result(message[2])
+                self._replied(message[1], message[2])
             elif kind == "unload":  # the server is done with it: its requests are too
                 self._unloading = True
                 for waiting in list(self._queries.values()):
@@ -427,7 +500,7 @@ class _Child:
                 self._answer(message[1], self._unload)
                 return
             elif kind == "execute" and self._sync:
-                self._answer(message[1], self._execute, *message[2:])
+                self._answer_executing(message[1], self._execute, *message[2:])
             elif kind == "execute":
                 self._work.submit(self._answer, message[1], self._execute, *message[2:])
             elif kind == "execute_decoupled":
@@ -436,6 +509,7 @@ class _Child:
     def _load(self, payload: dict[str, Any]) -> None:
         from tritonclient.grpc import model_config_pb2 as mc
 
+        from modelyard.engines import pb_utils
         from modelyard.engines.python import PythonEngine
 
         config = mc.ModelConfig()
@@ -452,7 +526,9 @@ class _Child:
             auto_complete=payload["auto_complete"],
             config_complete=lambda: self._send(("completed", json_format.MessageToJson(config))),
         )
-        engine = PythonEngine(in_process=True)
+        engine = PythonEngine(in_process=True, alone=True)
+        if payload["infer"]:  # its own threads may call other models too (Triton's BLS)
+            pb_utils.serving_through(self._bls)
         try:
             engine.load(ctx)
         except ModelyardError as error:
@@ -462,22 +538,53 @@ class _Child:
         self._send(("loaded", engine.takes_requests))
 
     def _execute(
-        self, inputs: dict[str, np.ndarray], outputs: list[str], batch: list[BatchedRequest] | None
+        self,
+        inputs: dict[str, np.ndarray],
+        outputs: list[str],
+        batch: list[BatchedRequest] | None,
+        watched: list[int],
     ) -> dict[str, np.ndarray]:
+        if batch is not None:  # a request whose caller may go: the parent knows whether it has
+            batch = [
+                each._replace(is_cancelled=functools.partial(self._row_cancelled, index))
+                if index in watched else each
+                for index, each in enumerate(batch)
+            ]  # fmt: skip
         with batch_requests(batch) if batch is not None else contextlib.nullcontext():
             result: dict[str, np.ndarray] = self._engine.execute(inputs, outputs)
         return result
 
+    def _row_cancelled(self, index: int) -> bool:
+        return bool(self._ask("is_cancelled", index))
+
     def _answer(self, call_id: int, run: Callable[..., Any], *args: Any) -> None:
+        self._send(self._outcome(call_id, run, *args))
+
+    def _answer_executing(self, call_id: int, run: Callable[..., Any], *args: Any) -> None:
+        """A model that is not decoupled, on the main thread: while it executes, a thread of
+        its that waits for a reply reads it itself (the main thread does not read); the
+        answer goes once no thread reads any more (the parent's next call may follow it)."""
+        self._executing = True
+        try:
+            outcome = self._outcome(call_id, run, *args)
+        finally:
+            with self._read_lock:
+                self._executing = False
+        self._send(outcome)
+
+    @staticmethod
+    def _outcome(call_id: int, run: Callable[..., Any], *args: Any) -> tuple[Any, ...]:
         try:
             result = run(*args)
+        except BatchOutcomes as each:  # each request's outputs or error
+            return ("outcomes", call_id, [
+                o if isinstance(o, dict) else _error_fields(o) for o in each.outcomes
+            ])  # fmt: skip
         except ModelyardError as error:
-            self._send(("failed", call_id, _error_fields(error)))
-            return
+            return ("failed", call_id, _error_fields(error))
         except Exception as exc:
-            self._send(("failed", call_id, _error_fields(errors.internal_error(exc))))
-            return
-        self._send(("done", call_id, result))
+            return ("failed", call_id, _error_fields(errors.internal_error(exc)))
+        return ("done", call_id, result)
 
     def _run_decoupled(self, batch_id: int, sent: list[tuple[Any, ...]]) -> None:
         def deliver(call_id: int, arrays: Any, failure: ModelyardError | None, final: bool) -> None:
@@ -505,38 +612,85 @@ class _Child:
         if self._engine is not None:
             self._engine.unload()
 
-    def _bls(self, request: Any) -> Any:
+    def _replied(self, query_id: int, value: Any) -> None:
+        """A reply from the parent, to the query waiting for it (a stream's stays open
+        until its end)."""
+        waiting = self._queries.get(query_id)
+        if waiting is None:
+            return
+        if not isinstance(waiting, _Parts) or value[0] != "part":
+            del self._queries[query_id]
+        waiting.set_result(value)
+
+    def _bls(self, request: Any, stream: bool = False) -> Any:
+        if stream:
+            return self._bls_stream(request)
         status, value = self._ask("bls", request)
         if status == "error":
             raise _rebuilt(value)
         return value
 
-    def _ask(self, kind: str, payload: Any) -> Any:
+    def _bls_stream(self, request: Any) -> Iterator[StreamResponse]:
+        """A call to a decoupled model: its responses as the parent forwards them."""
+        parts = _Parts()
+        value = self._ask("bls_stream", request, parts)
+        while True:
+            status, payload = value
+            if status == "error":
+                raise _rebuilt(payload)
+            if status == "end":
+                return
+            response, failure, final = payload
+            yield StreamResponse(response, None if failure is None else _rebuilt(failure), final)
+            value = self._wait(parts)
+
+    def _ask(self, kind: str, payload: Any, parts: _Parts | None = None) -> Any:
+        """Ask the parent and wait for its reply (``parts``: the first of a stream's)."""
         if self._unloading:  # a cancel check says yes; a model's call fails
             return True if kind == "is_cancelled" else ("error", _error_fields(_unloading_error()))
         query_id = next(self._ids)
-        future: Future[Any] = Future()
-        self._queries[query_id] = future
+        waiting: Future[Any] | _Parts = parts if parts is not None else Future()
+        self._queries[query_id] = waiting
         self._send((kind, query_id, payload))
-        if not self._sync:  # the main thread reads, and hands the reply over
-            return future.result()
-        # the main thread is executing: one waiting thread at a time reads the replies
-        while not future.done():
+        return self._wait(waiting)
+
+    def _wait(self, waiting: Future[Any] | _Parts) -> Any:
+        """The next reply for ``waiting``: handed over by the thread that reads (the main
+        thread, unless it executes a model that is not decoupled: then one waiting thread at
+        a time reads the replies)."""
+        while self._sync and not waiting.done():
             if not self._read_lock.acquire(timeout=0.005):
                 continue
             try:
-                while not future.done():
+                if not self._executing:  # the main thread reads again: it hands it over
+                    break
+                while not waiting.done():
                     reply = self._conn.recv()
-                    waiting = self._queries.pop(reply[1], None)
-                    if waiting is not None:
-                        waiting.set_result(reply[2])
+                    self._replied(reply[1], reply[2])
             finally:
                 self._read_lock.release()
-        return future.result()
+        return waiting.result()
 
     def _send(self, message: tuple[Any, ...]) -> None:
         with self._send_lock:
             self._conn.send(message)
+
+
+class _Parts:
+    """An open stream's replies (a call to a decoupled model), in order, for the thread
+    that reads them."""
+
+    def __init__(self) -> None:
+        self._items: queue.Queue[Any] = queue.Queue()
+
+    def set_result(self, value: Any) -> None:
+        self._items.put(value)
+
+    def done(self) -> bool:
+        return not self._items.empty()
+
+    def result(self) -> Any:
+        return self._items.get()
 
 
 def _ended_before() -> EngineError:
@@ -560,7 +714,9 @@ def _end_with_parent() -> None:
 
 def main() -> None:
     _end_with_parent()
-    _Child(Connection(int(sys.argv[1]))).serve()
+    fd = int(sys.argv[1])
+    del sys.argv[1:]  # the model's process has no arguments (unittest.main() reads them)
+    _Child(Connection(fd)).serve()
 
 
 if __name__ == "__main__":

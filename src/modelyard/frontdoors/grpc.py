@@ -28,6 +28,7 @@ from tritonclient.grpc import service_pb2_grpc
 
 from modelyard import error_rules
 from modelyard.dataplane import (
+    CALLER_GONE,
     MAX_UNREAD,
     MAX_UNREAD_BYTES,
     DataPlane,
@@ -243,7 +244,22 @@ def _forget_sequence_task(
         del last[key]
 
 
-_Send: TypeAlias = Callable[[pb.ModelStreamInferResponse, bool], None]
+# a stream's answer: a response (its error in it), or an error that ends the stream
+# (triton_grpc_error mode)
+_Answer: TypeAlias = pb.ModelStreamInferResponse | ModelyardError
+_Send: TypeAlias = Callable[[_Answer, bool], None]
+
+# the header that starts a stream in Triton's gRPC error mode
+GRPC_ERROR_HEADER = "triton_grpc_error"
+
+
+def _grpc_error_mode(context: Context) -> bool:
+    """Whether the stream started with ``triton_grpc_error: true``: its first error ends it,
+    with that error's status, where otherwise it is written onto the stream."""
+    return any(
+        key == GRPC_ERROR_HEADER and value == "true"
+        for key, value in context.invocation_metadata() or ()
+    )
 
 
 class _InFlight:
@@ -284,7 +300,7 @@ class _InTurn:
     def __init__(
         self,
         order: InOrder,
-        write: Callable[[pb.ModelStreamInferResponse], None],
+        write: Callable[[_Answer], None],
         done: Callable[[], None],
     ):
         self.order = order
@@ -293,13 +309,13 @@ class _InTurn:
         self.done = done
         self.ended = False
 
-    def __call__(self, reply: pb.ModelStreamInferResponse, final: bool) -> None:
+    def __call__(self, reply: _Answer, final: bool) -> None:
         if self.ended:
             return
         self.ended = final
         self.order.release(self.ticket, functools.partial(self._write, reply, final), final)
 
-    def _write(self, reply: pb.ModelStreamInferResponse, final: bool) -> None:
+    def _write(self, reply: _Answer, final: bool) -> None:
         self.write(reply)
         if final:
             self.done()
@@ -311,7 +327,7 @@ class _InTurn:
             self.order.release(self.ticket, self.done)
 
 
-class _Unwritten(asyncio.Queue[pb.ModelStreamInferResponse | None]):
+class _Unwritten(asyncio.Queue[_Answer | None]):
     """A stream's answers waiting to be written, bounded as a decoupled model's stream is:
     past MAX_UNREAD of them or MAX_UNREAD_BYTES of outputs the stream's requests are
     cancelled (a caller that stops reading would otherwise hold every answer), and the
@@ -323,8 +339,13 @@ class _Unwritten(asyncio.Queue[pb.ModelStreamInferResponse | None]):
         self.reader: asyncio.Task[None] | None = None
         self.over = False
 
-    def put(self, reply: pb.ModelStreamInferResponse) -> None:  # type: ignore[override]
+    def put(self, reply: _Answer) -> None:  # type: ignore[override]
         if self.over:
+            return
+        if isinstance(reply, ModelyardError):  # the stream ends with it
+            self.over = True
+            self.put_nowait(reply)
+            self.put_nowait(None)
             return
         size = sum(map(len, reply.infer_response.raw_output_contents))
         if self.qsize() >= MAX_UNREAD or self.unwritten_bytes + size > MAX_UNREAD_BYTES:
@@ -339,9 +360,9 @@ class _Unwritten(asyncio.Queue[pb.ModelStreamInferResponse | None]):
         if self.over:
             self.put_nowait(None)
 
-    async def get(self) -> pb.ModelStreamInferResponse | None:
+    async def get(self) -> _Answer | None:
         reply = await super().get()
-        if reply is not None:
+        if isinstance(reply, pb.ModelStreamInferResponse):
             self.unwritten_bytes -= sum(map(len, reply.infer_response.raw_output_contents))
         return reply
 
@@ -579,6 +600,8 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             request, context, _deadline(self.dataplane, context), arrived_ns, trace,
             context_headers, answered,
         )  # fmt: skip
+        # a call the client cancels cancels this task, and the future it awaits
+        CALLER_GONE.set(answered.cancelled)
         self.pipeline.start(sent)
         answer = await answered
         if isinstance(answer, ModelyardError):
@@ -606,8 +629,9 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                 await _abort(context, "ModelStreamInfer", error)
         answers = _Unwritten()
         deadline = _deadline(self.dataplane, context)
+        error_mode = _grpc_error_mode(context)
 
-        def write_now(reply: pb.ModelStreamInferResponse, final: bool) -> None:
+        def write_now(reply: _Answer, final: bool) -> None:
             answers.put(reply)
 
         async def read() -> None:
@@ -630,7 +654,9 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                     if self._answers_once(message):
                         send = _InTurn(in_turn, answers.put, done)
                     task = asyncio.create_task(
-                        self._stream_one(message, deadline, context, send, before, queued)
+                        self._stream_one(
+                            message, deadline, context, send, before, queued, error_mode
+                        )
                     )
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
@@ -655,6 +681,8 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         answers.reader = reader
         try:
             while (item := await answers.get()) is not None:
+                if isinstance(item, ModelyardError):  # triton_grpc_error: the stream ends
+                    await context.abort(status_code(item), item.line(), trailing_metadata(item))
                 yield item
             if not answers.over:  # past the bound its requests were cancelled
                 await reader  # re-raises a failed read
@@ -678,6 +706,27 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         send: _Send,
         before: _Before | None = None,
         queued: asyncio.Event | None = None,
+        error_mode: bool = False,
+    ) -> None:
+        # a stream the client cancels cancels this task: its model's is_cancelled() says so
+        gone = asyncio.Event()
+        CALLER_GONE.set(gone.is_set)
+        try:
+            await self._stream_answer(message, deadline, context, send, before, queued,
+                                      error_mode)  # fmt: skip
+        except asyncio.CancelledError:
+            gone.set()
+            raise
+
+    async def _stream_answer(
+        self,
+        message: pb.ModelInferRequest,
+        deadline: float | None,
+        context: Context,
+        send: _Send,
+        before: _Before | None,
+        queued: asyncio.Event | None,
+        error_mode: bool,
     ) -> None:
         if before is not None:
             await before.wait()
@@ -698,6 +747,9 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                 if not isinstance(error, ModelyardError):
                     error = internal_error(error)
                 log.warning("rpc_failed", rpc="ModelStreamInfer", **error.fields())
+                if error_mode:
+                    send(error, True)
+                    return
                 send(_stream_error(message, error.line(), item.final), item.final)
                 return
             if item.response is None:
@@ -725,7 +777,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             log.exception("rpc_crashed", rpc="ModelStreamInfer")
             failed = internal_error(exc)
         log.warning("rpc_failed", rpc="ModelStreamInfer", **failed.fields())
-        send(_stream_error(message, failed.line(), True), True)
+        send(failed if error_mode else _stream_error(message, failed.line(), True), True)
 
     @_rpc
     async def LogSettings(self, request: pb.LogSettingsRequest, context: Context) -> Any:

@@ -20,6 +20,10 @@ STATUS: dict[Code, tuple[int, str]] = {
     Code.METHOD_NOT_ALLOWED: (405, "UNIMPLEMENTED"),  # gRPC has no methods to choose from
     Code.UNIMPLEMENTED: (501, "UNIMPLEMENTED"),
     Code.INTERNAL: (500, "INTERNAL"),
+    # as Triton answers them over HTTP (http_server.cc: "no direct matching code")
+    Code.UNKNOWN: (400, "UNKNOWN"),
+    Code.ALREADY_EXISTS: (400, "ALREADY_EXISTS"),
+    Code.CANCELLED: (400, "CANCELLED"),
 }
 
 

@@ -123,10 +123,16 @@ class DecoupledScheduler(InstanceThreads):
         *,
         batch_size: int = 1,
         clock: Clock = SYSTEM_CLOCK,
+        target: int = 0,
+        delay_ns: int = 0,
     ) -> None:
         # max_batch_size 0: requests are not stacked, each keeps its own tensors
         super().__init__(model, version, 0, clock)
         self._batch_size = max(1, batch_size)  # requests per execute()
+        # dynamic batching's queue delay: a batch waits for ``target`` requests (the largest
+        # preferred size, or a full batch) until its oldest has waited ``delay_ns``
+        self._target = min(target or self._batch_size, self._batch_size)
+        self._delay_ns = delay_ns
         self._queue: deque[_Request] = deque()
         self._open = 0  # requests taken, not yet FINAL
         self._threads = start_instance_threads(
@@ -171,6 +177,7 @@ class DecoupledScheduler(InstanceThreads):
             with self._cond:
                 while not self._queue and not self._closed:
                     self._cond.wait()
+                self._wait_for_batch()
                 if not self._queue:
                     return
                 taken: list[_Request] = []
@@ -191,6 +198,17 @@ class DecoupledScheduler(InstanceThreads):
                     for r, each in zip(taken, opened, strict=True)
                 ]  # fmt: skip
                 execute_decoupled(engine, self.model, self.version, opened, described)
+
+    def _wait_for_batch(self) -> None:
+        """Under the lock: hold the waiting requests, as Triton's dynamic batcher, until
+        there are ``target`` of them or the oldest has waited the queue delay."""
+        while self._delay_ns and self._queue and not self._closed:
+            if len(self._queue) >= self._target:
+                return
+            waited = self._clock.monotonic_ns() - self._queue[0].enqueued_ns
+            if waited >= self._delay_ns:
+                return
+            self._cond.wait((self._delay_ns - waited) / 1e9)
 
     def _finished(self) -> None:
         with self._lock:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import math
-from collections.abc import AsyncIterator, Callable
+import queue
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,15 @@ def model_parameters(
             if key not in PROTOCOL_PARAMETERS and not key.startswith("triton_")
         },
         principals,
+    )
+
+
+def _bls_deadline(request: InferRequest) -> ModelServerError:
+    return ModelServerError.of(
+        error_rules.BLS_DEADLINE,
+        f"a call to model '{request.model_name}' from another model's code took over "
+        f"{BLS_TIMEOUT_S:.0f} s",
+        where=f"model '{request.model_name}' (its queue and instances)",
     )
 
 
@@ -543,11 +553,52 @@ class LocalDataPlane:
         finally:
             stream.cancel()  # after FINAL: nothing left; before it: the caller has gone
 
-    def infer_from_thread(self, request: InferRequest) -> InferResponse:
+    def infer_from_thread(self, request: InferRequest, stream: bool = False) -> Any:
         """``infer`` for a model's own code on an instance thread (Triton's BLS): runs on the
         event loop, through the target's scheduler, and waits for the answer here. Where auth
         is on, every principal the calling batch's requests are for must be allowed to
-        infer on the model called (``authorize_call``)."""
+        infer on the model called (``authorize_call``). ``stream``: the responses of
+        ``infer_stream`` as they come (a decoupled model's many), an iterator."""
+        loop = self._loop_for_a_call(request)
+        if stream:
+            return self._stream_from_thread(request, loop)
+        future = asyncio.run_coroutine_threadsafe(self.infer(request), loop)
+        try:
+            return future.result(BLS_TIMEOUT_S)
+        except TimeoutError:
+            future.cancel()
+            raise _bls_deadline(request) from None
+
+    def _stream_from_thread(
+        self, request: InferRequest, loop: asyncio.AbstractEventLoop
+    ) -> Iterator[StreamResponse]:
+        items: queue.Queue[StreamResponse | BaseException | None] = queue.Queue()
+
+        async def pump() -> None:
+            try:
+                async for item in self.infer_stream(request):
+                    items.put(item)
+            except Exception as exc:
+                items.put(exc)
+            finally:
+                items.put(None)
+
+        future = asyncio.run_coroutine_threadsafe(pump(), loop)
+        try:
+            while True:
+                try:
+                    item = items.get(timeout=BLS_TIMEOUT_S)
+                except queue.Empty:
+                    raise _bls_deadline(request) from None
+                if item is None:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:  # ended early (the model stopped reading): its request is cancelled
+            future.cancel()
+
+    def _loop_for_a_call(self, request: InferRequest) -> asyncio.AbstractEventLoop:
         if self.authorize_call is not None:
             self.authorize_call(request.principals, request.model_name)
         loop = self.manager.loop
@@ -565,17 +616,7 @@ class LocalDataPlane:
                 error_rules.BLS_FROM_EVENT_LOOP,
                 "a model called another model from the event loop's thread",
             )
-        future = asyncio.run_coroutine_threadsafe(self.infer(request), loop)
-        try:
-            return future.result(BLS_TIMEOUT_S)
-        except TimeoutError:
-            future.cancel()
-            raise ModelServerError.of(
-                error_rules.BLS_DEADLINE,
-                f"a call to model '{request.model_name}' from another model's code took over "
-                f"{BLS_TIMEOUT_S:.0f} s",
-                where=f"model '{request.model_name}' (its queue and instances)",
-            ) from None
+        return loop
 
     async def _resident_lane(self, request: InferRequest) -> VersionLane:
         """``lane(request)``, after its model's load where it loads on demand."""

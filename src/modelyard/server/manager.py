@@ -41,6 +41,7 @@ from modelyard.errors import (
     ModelServerError,
     ModelyardError,
     NotResident,
+    internal_error,
     shown,
     without_paths,
 )
@@ -1166,7 +1167,11 @@ class ModelManager:
         return None
 
     async def _drain(self, record: ModelRecord, mv: ModelVersion) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, mv.drain_and_unload)
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, mv.drain_and_unload)
+        except Exception as exc:  # a model's finalize raised: said, and the version is gone
+            error = exc if isinstance(exc, ModelyardError) else internal_error(exc)
+            log.error("model_unload_failed", model=mv.name, version=mv.version, **error.fields())
         if mv in record.retiring:
             record.retiring.remove(mv)
         self.frozen_garbage.after_unload(asyncio.get_running_loop())

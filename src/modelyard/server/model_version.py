@@ -105,8 +105,10 @@ class ModelVersion:
         """Finish queued requests, then release the engines (blocking: run off the loop)."""
         self.scheduler.close()
         self.scheduler.join(timeout)
-        unload_all(self.engines)
-        self.state = VersionState.UNAVAILABLE
+        try:
+            unload_all(self.engines)
+        finally:  # an engine that failed to unload (finalize raised) is released all the same
+            self.state = VersionState.UNAVAILABLE
 
     def config_document(self) -> dict[str, Any]:
         """The completed config as Triton's JSON (made once: the version's config is fixed
@@ -599,9 +601,17 @@ def _decoupled_scheduler(
     scheduler, which answers as this one does (``SequenceScheduler(decoupled=True)``)."""
     _refuse_unless_senders(name, version, backend, engines)
     _refuse_rate_limiter(name, version, "decoupled", placed, limiter)
-    # dynamic batching gives execute() as many waiting requests as max_batch_size allows
-    batch_size = config.max_batch_size if config.HasField("dynamic_batching") else 1
-    return DecoupledScheduler(name, version, engines, batch_size=batch_size, clock=clock)
+    # dynamic batching gives execute() as many waiting requests as max_batch_size allows,
+    # held for its preferred size up to its queue delay
+    batching = config.dynamic_batching if config.HasField("dynamic_batching") else None
+    batch_size = config.max_batch_size if batching is not None else 1
+    preferred = [size for size in (batching.preferred_batch_size if batching else ())
+                 if size <= batch_size]  # fmt: skip
+    delay_us = batching.max_queue_delay_microseconds if batching is not None else 0
+    return DecoupledScheduler(
+        name, version, engines, batch_size=batch_size, clock=clock,
+        target=max(preferred, default=0), delay_ns=delay_us * 1000,
+    )  # fmt: skip
 
 
 def _refuse_unless_senders(name: str, version: int, backend: str, engines: list[Engine]) -> None:

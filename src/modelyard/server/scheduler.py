@@ -49,7 +49,13 @@ import numpy as np
 
 from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.engines.base import BatchedRequest, Engine, batch_requests
+from modelyard.dataplane import CALLER_GONE
+from modelyard.engines.base import (
+    BatchedRequest,
+    BatchOutcomes,
+    Engine,
+    batch_requests,
+)
 from modelyard.errors import (
     INTERNAL,
     Code,
@@ -91,6 +97,8 @@ class Pending(NamedTuple):
     arrived_ns: int = 0
     # its parameters, for a model that reads requests (None for any other model)
     parameters: dict[str, Any] | None = None
+    # for a model that reads requests: whether its caller has gone (None: never known)
+    caller_gone: Callable[[], bool] | None = None
 
 
 def settle(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:
@@ -453,8 +461,9 @@ class Scheduler(InstanceThreads):
             int(client_deadline * 1e9) if client_deadline else None,
             1,  # level: set by the queue
             0,  # seq: set by the queue
-            Pending(inputs, outputs, future, loop, timing, arrived_ns, submitted.parameters),
-        )
+            Pending(inputs, outputs, future, loop, timing, arrived_ns, submitted.parameters,
+                    None if submitted.parameters is None else CALLER_GONE.get()),
+        )  # fmt: skip
         with self._lock:
             if self._closed:
                 raise unloading(self.model, self.version)
@@ -658,10 +667,17 @@ class Scheduler(InstanceThreads):
         infer_start = clock.monotonic_ns()
         try:
             results = self._run_engine(engine, batch, payloads, inputs, outputs)
+        except BatchOutcomes as each:
+            return self._each_answered(batch, payloads, each.outcomes, start_ns, infer_start)
+        except Exception as exc:
+            return self._batch_failed(engine, batch, exc, on_loop)
+        try:
             if ragged is None:
-                check_outputs(
-                    self.model, self.version, results, outputs, total_rows, self.max_batch_size > 0
-                )
+                # a model that reads requests answers each with a response of its own, sent as
+                # it made it (Triton's python backend checks no rows)
+                if not self._takes_requests:
+                    check_outputs(self.model, self.version, results, outputs, total_rows,
+                                  self.max_batch_size > 0)  # fmt: skip
             else:
                 parts = self._ragged_split(
                     results,
@@ -698,6 +714,34 @@ class Scheduler(InstanceThreads):
                     timing += (request.enqueued_ns, start_ns, infer_start, infer_end, end_ns)
         return answers
 
+    def _each_answered(
+        self,
+        batch: list[QueuedRequest],
+        payloads: list[Pending],
+        outcomes: list[dict[str, np.ndarray] | ModelyardError],
+        start_ns: int,
+        infer_start: int,
+    ) -> list[_Answer]:
+        """A batch whose requests the engine answered each on its own (a python-backend
+        model's responses, some with an error or with rows of their own): each request its
+        outcome, as the model made it; the execution counts for those that succeeded."""
+        end_ns = self._clock.monotonic_ns()
+        answers: list[_Answer] = []
+        succeeded: list[int] = []
+        for request, payload, outcome in zip(batch, payloads, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                answers.append(self._failed(request, outcome, end_ns))
+                continue
+            part = {name: outcome[name] for name in payload.outputs if name in outcome}
+            answers.append((request, part))
+            succeeded.append(min(payload.arrived_ns, request.enqueued_ns) or request.enqueued_ns)
+        if succeeded:
+            self.stats.record_execution(
+                succeeded, start_ns, sum(map(_ROWS, batch)), infer_start - start_ns,
+                end_ns - infer_start, 0, end_ns, int(self._clock.wall() * 1000),
+            )  # fmt: skip
+        return answers
+
     def _ragged_split(
         self,
         results: dict[str, np.ndarray],
@@ -725,7 +769,8 @@ class Scheduler(InstanceThreads):
             return engine.execute(inputs, outputs)
         # Triton's python backend: each request as it came
         requests = zip(batch, payloads, strict=True)
-        with batch_requests([BatchedRequest(r.rows, p.parameters) for r, p in requests]):
+        described = [BatchedRequest(r.rows, p.parameters, 0, 0, p.caller_gone) for r, p in requests]
+        with batch_requests(described):
             return engine.execute(inputs, outputs)
 
     def _batch_failed(

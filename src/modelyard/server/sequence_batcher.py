@@ -39,7 +39,13 @@ import numpy as np
 
 from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.engines.base import BatchedRequest, DecoupledRequest, Engine, batch_requests
+from modelyard.engines.base import (
+    BatchedRequest,
+    BatchOutcomes,
+    DecoupledRequest,
+    Engine,
+    batch_requests,
+)
 from modelyard.errors import ModelServerError
 from modelyard.in_order import InOrder
 from modelyard.server.decoupled import (
@@ -585,6 +591,8 @@ class SequenceScheduler(InstanceThreads):
             with batch_requests([_row_request(row.request) for row in rows]):
                 results = engine.execute(inputs, engine_outputs)
             self._check(results, engine_outputs, len(rows))
+        except BatchOutcomes as each:
+            return self._each_failed(engine, rows, real, each)
         except Exception as exc:
             return self._failed_batch(engine, real, exc)
         infer_end = clock.monotonic_ns()
@@ -598,6 +606,25 @@ class SequenceScheduler(InstanceThreads):
         for request in real:
             if request.timing is not None:
                 request.timing += (request.enqueued_ns, start_ns, infer_start, infer_end, end_ns)
+        return answers
+
+    def _each_failed(
+        self, engine: Engine, rows: list[_Row], real: list[_Request], each: BatchOutcomes
+    ) -> list[tuple[_Request, dict[str, np.ndarray] | BaseException]]:
+        """A batch whose model answered its requests each on its own, some with an error: a
+        state needs every row, so the batch fails, each request with its own error where it
+        has one, the others with the first."""
+        errors = [o if isinstance(o, BaseException) else None for o in each.outcomes]
+        lead = next((error for error in errors if error is not None), None)
+        if lead is None:  # rows of their own, and no error: the states cannot be kept
+            return self._failed_batch(engine, real, each)
+        end_ns = self._clock.monotonic_ns()
+        answers: list[tuple[_Request, dict[str, np.ndarray] | BaseException]] = []
+        for row, error in zip(rows, errors, strict=True):
+            if row.request is not None:
+                failed = error or lead
+                self.stats.record_failure(failure_reason(failed), end_ns - row.request.enqueued_ns)
+                answers.append((row.request, failed))
         return answers
 
     def _failed_batch(

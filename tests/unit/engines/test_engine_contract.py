@@ -269,7 +269,7 @@ import json
 import numpy as np
 
 
-class TritonPythonModel:
+class Model:
     def initialize(self, args):
         config = json.loads(args["model_config"])
         assert config["name"] == args["model_name"] == "py_model", args

@@ -10,17 +10,19 @@ from modelyard.engines import pb_utils
 
 def test_a_bls_call_carries_the_request_s_own_parameters_and_its_sequence() -> None:
     request = pb_utils.InferenceRequest(
-        "target", [], parameters={"scale": 2}, correlation_id=7, flags=3
-    )
+        model_name="target", inputs=[], requested_output_names=[], parameters={"scale": 2},
+        correlation_id=7, flags=3,
+    )  # fmt: skip
     assert request._call_parameters() == {
         "scale": 2,
         "sequence_id": 7,
         "sequence_start": True,
         "sequence_end": True,
     }
-    assert pb_utils.InferenceRequest("target", [], parameters={"a": 1})._call_parameters() == {
-        "a": 1
-    }
+    plain = pb_utils.InferenceRequest(
+        model_name="target", inputs=[], requested_output_names=[], parameters={"a": 1}
+    )
+    assert plain._call_parameters() == {"a": 1}
 
 
 def test_the_sender_refuses_what_triton_s_refuses_and_sends_final_once() -> None:
@@ -40,3 +42,26 @@ def test_the_sender_refuses_what_triton_s_refuses_and_sends_final_once() -> None
     with pytest.raises(pb_utils.TritonModelException, match="has been closed"):
         sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
     assert sent == [(response, True)]
+
+
+def test_arguments_are_checked_as_triton_s_binding_checks_them() -> None:
+    tensor = pb_utils.Tensor("INPUT0", [1, 2])
+    with pytest.raises(TypeError, match="missing required argument 'model_name'"):
+        pb_utils.InferenceRequest(inputs=[tensor], requested_output_names=[])
+    with pytest.raises(TypeError):
+        pb_utils.InferenceRequest(inputs=[tensor], requested_output_names=[None], model_name="m")
+    with pytest.raises(pb_utils.TritonModelException):
+        pb_utils.InferenceRequest(inputs=[None], requested_output_names=[], model_name="m")
+    with pytest.raises(pb_utils.TritonModelException, match="bool/int/str"):
+        pb_utils.InferenceRequest(
+            inputs=[], requested_output_names=[], model_name="m", parameters={"a": 1.5}
+        )
+    with pytest.raises(TypeError):
+        pb_utils.InferenceResponse(output_tensors=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        pb_utils.Logger.log("a plain int is no level", 1)
+    pb_utils.Logger.log("a level", pb_utils.Logger.LogLevel.WARNING)
+    request = pb_utils.InferenceRequest(
+        inputs=[tensor], requested_output_names=[], model_name="m", correlation_id="s-1"
+    )
+    assert request.correlation_id() == "s-1"

@@ -15,7 +15,14 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.engines.base import BatchedRequest, DecoupledRequest, LoadContext, batch_requests
+from modelyard.dataplane import StreamResponse
+from modelyard.engines.base import (
+    BatchedRequest,
+    BatchOutcomes,
+    DecoupledRequest,
+    LoadContext,
+    batch_requests,
+)
 from modelyard.engines.python import PythonEngine
 from modelyard.errors import Code, EngineError, ModelServerError
 from modelyard.types import InferResponse, OutputTensor
@@ -169,5 +176,156 @@ def test_a_crash_fails_its_batch_and_the_next_batch_starts_the_process_again(
         assert waiting.value.code is Code.UNAVAILABLE and waiting.value.retry_after
         time.sleep(waiting.value.retry_after + 0.05)
         np.testing.assert_array_equal(engine.execute({"X": X}, ["Y"])["Y"], X)
+    finally:
+        engine.unload()
+
+
+EACH_ON_ITS_OWN = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+CODES = {1: pb_utils.TritonError.UNKNOWN, 2: pb_utils.TritonError.ALREADY_EXISTS,
+         3: pb_utils.TritonError.CANCELLED, 4: pb_utils.TritonError.UNSUPPORTED}
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
+            code = int(x[0, 0])
+            if code == 9:
+                undefined_name
+            if code in CODES:
+                error = pb_utils.TritonError(f"code {code}", CODES[code])
+                responses.append(pb_utils.InferenceResponse(error=error))
+                continue
+            gone = np.full(x.shape, float(request.is_cancelled()), np.float32)
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", gone)]))
+        return responses
+"""
+
+
+def _batching_engine(tmp_path: Path) -> PythonEngine:
+    version_dir = tmp_path / "each" / "1"
+    version_dir.mkdir(parents=True)
+    (version_dir / "model.py").write_text(EACH_ON_ITS_OWN)
+    config = text_format.Parse(
+        CONFIG.replace('"stubbed"', '"each"').replace("max_batch_size: 0", "max_batch_size: 8")
+        .replace("dims: [ 1, 2 ]", "dims: [ 2 ]"),
+        mc.ModelConfig(),
+    )  # fmt: skip
+    engine = PythonEngine()
+    engine.load(LoadContext(version_dir / "model.py", version_dir, config))
+    return engine
+
+
+def test_each_request_of_a_batch_is_answered_with_its_own_response(tmp_path: Path) -> None:
+    """Triton's python backend: one response per request, some with an error; the others'
+    outputs, and each request's own caller (asked back from the server's process)."""
+    engine = _batching_engine(tmp_path)
+    try:
+        x = np.array([[0, 0], [1, 1], [0, 0], [3, 3], [4, 4]], np.float32)
+        batch = [BatchedRequest(1, {}, 0, 0, lambda: False), BatchedRequest(1),
+                 BatchedRequest(1, {}, 0, 0, lambda: True), BatchedRequest(1),
+                 BatchedRequest(1)]  # fmt: skip
+        with batch_requests(batch), pytest.raises(BatchOutcomes) as answered:
+            engine.execute({"X": x}, ["Y"])
+        first, unknown, gone, cancelled, unsupported = answered.value.outcomes
+        assert isinstance(first, dict) and first["Y"].tolist() == [[0, 0]]
+        assert isinstance(gone, dict) and gone["Y"].tolist() == [[1, 1]]
+        codes = [(e.code, e.line()) for e in (unknown, cancelled, unsupported)
+                 if isinstance(e, EngineError)]  # fmt: skip
+        assert codes == [
+            (Code.UNKNOWN, "code 1; rule=engine/python; change: model.py of model 'each'"),
+            (Code.CANCELLED, "code 3; rule=engine/python; change: model.py of model 'each'"),
+            (Code.UNIMPLEMENTED, "code 4; rule=engine/python; change: model.py of model 'each'"),
+        ]
+        with pytest.raises(EngineError) as failed:  # execute raised: the whole batch fails
+            engine.execute({"X": np.array([[9, 9]], np.float32)}, ["Y"])
+        assert failed.value.line().startswith(
+            "Failed to process the request(s) for model 'each_0_0', message: NameError: name "
+            "'undefined_name' is not defined; rule=engine/python"
+        )
+        assert failed.value.code is Code.INTERNAL
+    finally:
+        engine.unload()
+
+
+STREAMING_BLS = """
+import threading
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        x = pb_utils.get_input_tensor_by_name(requests[0], "X").as_numpy()
+        call = pb_utils.InferenceRequest(
+            model_name="counter", requested_output_names=["Z"], inputs=[pb_utils.Tensor("A", x)]
+        )
+        if x[0, 0] == 0:  # from a thread of its own, after execute returned
+            sender = requests[0].get_response_sender()
+
+            def later():
+                for response in call.exec(decoupled=True):
+                    if response.output_tensors():
+                        z = response.output_tensors()[0].as_numpy()
+                        sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("Y", z)]))
+                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+            threading.Thread(target=later).start()
+            return None
+        got = [r.output_tensors()[0].as_numpy() if r.output_tensors() else "final"
+               for r in call.exec(decoupled=True)]
+        sender = requests[0].get_response_sender()
+        sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("Y", np.array(
+            [[len(got), float(got[0][0, 0])]], np.float32))]),
+            flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+"""
+
+
+def test_a_call_to_a_decoupled_model_streams_its_responses_from_any_thread(
+    tmp_path: Path,
+) -> None:
+    """Triton's BLS exec(decoupled=True): the called model's responses as they come, an
+    empty one for its lone FINAL; from execute, or from the model's own thread later."""
+
+    def infer(request: Any, stream: bool = False) -> Any:
+        assert stream and request.model_name == "counter"
+        a = request.inputs["A"]
+        for step in (1, 2):
+            z = OutputTensor("Z", "FP32", a + step)
+            yield StreamResponse(InferResponse("counter", "1", [z]), None, False)
+        yield StreamResponse(None, None, True)
+
+    version_dir = tmp_path / "streaming" / "1"
+    version_dir.mkdir(parents=True)
+    (version_dir / "model.py").write_text(STREAMING_BLS)
+    config = text_format.Parse(CONFIG + "model_transaction_policy { decoupled: true }",
+                               mc.ModelConfig())  # fmt: skip
+    engine = PythonEngine()
+    engine.load(LoadContext(version_dir / "model.py", version_dir, config, infer=infer))
+    try:
+        for first, expected in ((5.0, [[[3.0, 6.0]]]), (0.0, [[[1.0, 1.0]], [[2.0, 2.0]]])):
+            got: list[Any] = []
+            done = threading.Event()
+
+            def deliver(
+                outputs: Any, error: Any, final: bool, got: list[Any] = got,
+                done: threading.Event = done,
+            ) -> None:  # fmt: skip
+                assert error is None, error
+                if outputs is not None:
+                    got.append(outputs["Y"].tolist())
+                if final:
+                    done.set()
+
+            x = np.array([[first, 0.0]], dtype=np.float32)
+            engine.execute_decoupled([DecoupledRequest({"X": x}, ["Y"], deliver, lambda: False)])
+            assert done.wait(10)
+            assert got == expected
     finally:
         engine.unload()

@@ -279,3 +279,92 @@ def test_dynamic_batching_gives_a_decoupled_model_the_waiting_requests_together(
             assert all(items[-1].final for items in answers)
 
     asyncio.run(main())
+
+
+def test_a_decoupled_model_s_batch_waits_for_its_preferred_size_up_to_the_queue_delay(
+    tmp_path: Path,
+) -> None:
+    """As Triton's dynamic batcher: two requests that come 50 ms apart are executed together
+    where the queue delay (400 ms) holds the first for a preferred size of 2, and again
+    where there is no preferred size to reach and the delay ends first."""
+    for preferred in ("preferred_batch_size: [2]", ""):
+        model = tmp_path / preferred.replace(" ", "").replace(":", "_")[:20]
+        write_python_model(model, "counting", COUNTING, f"""
+            backend: "python"
+            max_batch_size: 4
+            input [{{ name: "IN" data_type: TYPE_INT32 dims: [ 1 ] }}]
+            output [{{ name: "OUT" data_type: TYPE_INT32 dims: [ 2 ] }}]
+            model_transaction_policy {{ decoupled: true }}
+            instance_group [{{ count: 1 kind: KIND_CPU }}]
+            dynamic_batching {{ {preferred} max_queue_delay_microseconds: 400000 }}
+            """)  # fmt: skip
+
+        async def main(repository: Path = model) -> list[int]:
+            async with running_dataplane(repository, ControlMode.NONE) as dp:
+
+                async def later(value: int) -> list[StreamResponse]:
+                    await asyncio.sleep(0.05 * value)
+                    request = InferRequest("counting", None,
+                                           {"IN": np.array([[value]], dtype=np.int32)},
+                                           {"IN": "INT32"})  # fmt: skip
+                    return await _collect(dp, request)
+
+                answers = await asyncio.gather(later(0), later(1))
+                return [items[0].response.outputs[0].data.ravel().tolist()[0] for items in answers]
+
+        assert asyncio.run(main()) == [2, 2], preferred  # one execute of both
+
+
+ASYNC_SLEEPER = """
+import asyncio
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+RUNNING = [0, 0]  # executes running now, the most at once
+
+
+class TritonPythonModel:
+    async def execute(self, requests):
+        RUNNING[0] += 1
+        RUNNING[1] = max(RUNNING)
+        await asyncio.sleep(0.6)
+        RUNNING[0] -= 1
+        for request in requests:
+            value = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            out = np.array([int(value[0]), RUNNING[1]], dtype=np.int32)
+            request.get_response_sender().send(
+                pb_utils.InferenceResponse([pb_utils.Tensor("OUT", out)]),
+                flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL,
+            )
+        return None
+"""
+
+
+def test_a_decoupled_model_s_async_execute_runs_beside_the_next_ones(tmp_path: Path) -> None:
+    """As Triton's stub: a decoupled model's ``async def execute`` runs in the background on
+    the model's event loop, so its one instance takes the next request meanwhile (the
+    model counts the executes that run at once: three)."""
+    write_python_model(tmp_path, "sleeper", ASYNC_SLEEPER, """
+        backend: "python"
+        max_batch_size: 0
+        input [{ name: "IN" data_type: TYPE_INT32 dims: [ 1 ] }]
+        output [{ name: "OUT" data_type: TYPE_INT32 dims: [ 2 ] }]
+        model_transaction_policy { decoupled: true }
+        instance_group [{ count: 1 kind: KIND_CPU }]
+        """)  # fmt: skip
+
+    async def main() -> list[list[int]]:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+
+            def request(value: int) -> InferRequest:
+                return InferRequest(
+                    "sleeper", None, {"IN": np.array([value], dtype=np.int32)}, {"IN": "INT32"}
+                )
+
+            answers = await asyncio.gather(*(_collect(dp, request(v)) for v in range(3)))
+            return [items[0].response.outputs[0].data.tolist() for items in answers]
+
+    answers = asyncio.run(main())
+    assert [value for value, _ in answers] == [0, 1, 2]
+    assert max(most for _, most in answers) == 3

@@ -4,13 +4,16 @@ engine's answer that breaks the engine contract fails its batch with one."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import numpy as np
 import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.errors import Code, EngineError, ModelServerError
+from modelyard.dataplane import CALLER_GONE
+from modelyard.engines.base import BatchOutcomes, current_batch_requests
+from modelyard.errors import Code, EngineError, ModelServerError, ModelyardError
 from modelyard.server.batcher import BatchingPolicy
 from modelyard.server.scheduler import Scheduler
 from modelyard.server.scheduling import Submission, check_outputs
@@ -105,3 +108,58 @@ def test_a_scheduler_fails_a_batch_whose_engine_answers_too_few_rows() -> None:
     finally:
         scheduler.close()
         scheduler.join(5)
+
+
+class _EachOnItsOwn(AffineEngine):
+    """A model that reads requests (Triton's python backend): a request whose x is negative
+    gets an error response, the others their rows; it notes whom each request's caller is."""
+
+    takes_requests = True
+    runs_on_loop = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gone: list[bool | None] = []
+
+    def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        requests = current_batch_requests() or []
+        self.gone = [None if r.is_cancelled is None else r.is_cancelled() for r in requests]
+        outcomes: list[dict[str, np.ndarray] | ModelyardError] = []
+        start = 0
+        for request in requests:
+            x = inputs["x"][start : start + request.rows]
+            start += request.rows
+            if (x < 0).any():
+                outcomes.append(EngineError("negative", code=Code.UNKNOWN, triton=True))
+            else:
+                outcomes.append({"y": x * 2})
+        raise BatchOutcomes(outcomes)
+
+
+def test_each_request_of_a_batch_gets_its_own_outcome_and_knows_whether_its_caller_went() -> None:
+    config = "max_batch_size: 8 dynamic_batching { max_queue_delay_microseconds: 50000 }"
+    engine = _EachOnItsOwn()
+    policy = BatchingPolicy.from_config(text_format.Parse(config, mc.ModelConfig()))
+    scheduler = Scheduler("each", 1, [engine], policy)
+
+    async def infer() -> list[Any]:
+        shapes = ((1, 1), (2, -1), (3, 1))
+        xs = [np.full((rows, 2), sign * rows, np.float32) for rows, sign in shapes]
+        futures = []
+        for index, x in enumerate(xs):
+            CALLER_GONE.set(lambda index=index: index == 2)  # as the gRPC front door sets it
+            futures.append(scheduler.submit(Submission({"x": x}, ["y"], len(x), parameters={})))
+        return list(await asyncio.gather(*futures, return_exceptions=True))
+
+    try:
+        first, second, third = asyncio.run(infer())
+    finally:
+        scheduler.close()
+        scheduler.join(5)
+    assert engine.gone == [False, False, True]
+    np.testing.assert_array_equal(first["y"], np.full((1, 2), 2, np.float32))
+    np.testing.assert_array_equal(third["y"], np.full((3, 2), 6, np.float32))
+    assert isinstance(second, EngineError) and second.code is Code.UNKNOWN
+    assert second.line().startswith("negative")
+    assert (scheduler.stats.success_count, scheduler.stats.fail_count) == (2, 1)
+    assert scheduler.stats.execution_count == 1
