@@ -119,7 +119,8 @@ def test_an_error_after_the_first_response_is_an_event(server: ServerInProcess) 
     first, error = _events(response)
     assert first["TEXT"] == "hi"
     assert error["error"] == "An Error Occurred"  # the model's message, whole
-    assert error["error_line"].startswith("[engine] An Error Occurred; rule=engine/python")
+    # a python model's own error leads in its words, as Triton answers it
+    assert error["error_line"].startswith("An Error Occurred; rule=engine/python")
     # the first response decides the status: an error first is its code
     body["REPETITION"] = 0
     response = _post(server, "/v2/models/mock_llm/generate_stream", body)
