@@ -170,9 +170,10 @@ def test_a_stream_reads_no_more_while_its_requests_in_flight_reach_the_bound(
     slow_server: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """queue_of_one holds one request queued beside the one executing: read all at once, the
-    third and fourth of a stream are refused (the queue is full); with two in flight at
-    most, the stream reads each only once an earlier one is answered, and all four pass."""
-    monkeypatch.setattr(modelyard_grpc, "MAX_STREAM_IN_FLIGHT", 2)
+    third and fourth of a stream are refused (the queue is full); with one in flight at
+    most, the stream reads each only once the one before it is answered, and all four pass
+    (with two, the third could come while the instance has not yet taken the second)."""
+    monkeypatch.setattr(modelyard_grpc, "MAX_STREAM_IN_FLIGHT", 1)
     client = grpcclient.InferenceServerClient(slow_server.grpc_url)
     answers: queue.Queue[tuple[Any, InferenceServerException | None]] = queue.Queue()
     client.start_stream(callback=lambda result, error: answers.put((result, error)))
