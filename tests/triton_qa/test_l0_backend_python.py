@@ -327,6 +327,57 @@ def test_async_execute(host: LoopbackHost, tmp_path: Path) -> None:
          env={"SERVER_LOG": log_name})  # fmt: skip
 
 
+# -- response_sender -------------------------------------------------------------------
+
+RESPONSE_SENDER_MODELS = {  # test.sh's eight models of one config: name -> (file, lines)
+    "response_sender": ("model.py", []),
+    "response_sender_decoupled": ("model.py", ["model_transaction_policy { decoupled: True }"]),
+    "response_sender_async": ("model_async.py", []),
+    "response_sender_decoupled_async": (
+        "model_async.py", ["model_transaction_policy { decoupled: True }"]),
+    "response_sender_batching": (
+        "model.py", ["dynamic_batching { max_queue_delay_microseconds: 500000 }"]),
+    "response_sender_decoupled_batching": ("model.py", [
+        "model_transaction_policy { decoupled: True }",
+        "dynamic_batching { max_queue_delay_microseconds: 500000 }"]),
+    "response_sender_async_batching": (
+        "model_async.py", ["dynamic_batching { max_queue_delay_microseconds: 500000 }"]),
+    "response_sender_decoupled_async_batching": ("model_async.py", [
+        "model_transaction_policy { decoupled: True }",
+        "dynamic_batching { max_queue_delay_microseconds: 500000 }"]),
+}  # fmt: skip
+
+
+@pytest.mark.triton_qa_full  # about 30 s
+def test_response_sender(host: LoopbackHost, tmp_path: Path) -> None:
+    """response_sender/test.sh: response_sender_test.py (21 tests, two skipped in the file
+    itself) against the eight variants of one model (decoupled or not, async or not,
+    batching or not) that send responses before, on and after execute's return; then
+    response_sender_complete_final_test.py, a model that sends after its FINAL."""
+    work = harness.work_directory(tmp_path, "L0_backend_python/response_sender")
+    source = _qa(work) / "python_models" / "response_sender"
+    for name, (model_file, lines) in RESPONSE_SENDER_MODELS.items():
+        model = work / "models" / name
+        (model / "1").mkdir(parents=True)
+        shutil.copy(source / "model_common.py", model / "1")
+        shutil.copy(source / model_file, model / "1" / "model.py")
+        shutil.copy(source / "config.pbtxt", model)
+        for line in lines:
+            _append(model / "config.pbtxt", line)
+    log_name = "response_sender_test.server.log"
+    skipped = "skipped by the file itself (in Triton the model's unload would hang)"
+    _run(host, tmp_path, work, "response_sender_test.py", count=21, server_log=log_name,
+         env={"SERVER_LOG": log_name}, out_of_reach={
+             "ResponseSenderTest::test_non_decoupled_zero_response_post_return": skipped,
+             "ResponseSenderTest::test_non_decoupled_two_response_post_return": skipped,
+         })  # fmt: skip
+    shutil.rmtree(work / "models")
+    _python_model(work, "response_sender_complete_final")
+    log_name = "response_sender_complete_final_test.server.log"
+    _run(host, tmp_path, work, "response_sender_complete_final_test.py", count=1,
+         server_log=log_name, env={"SERVER_LOG": log_name})  # fmt: skip
+
+
 # -- lifecycle -------------------------------------------------------------------------
 
 LIFECYCLE_TESTS = [
