@@ -378,6 +378,52 @@ def test_response_sender(host: LoopbackHost, tmp_path: Path) -> None:
          server_log=log_name, env={"SERVER_LOG": log_name})  # fmt: skip
 
 
+# -- bls ---------------------------------------------------------------------------------
+
+BLS_OUTSIDE_EXECUTE = "BLS is only supported during the 'execute' function."
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["bls_init_error", pytest.param("bls_finalize_error", marks=pytest.mark.triton_qa_full)],
+)
+def test_bls_outside_execute(host: LoopbackHost, tmp_path: Path, model: str) -> None:
+    """bls/test.sh's two models that call another model from initialize (the server must
+    not start) and from finalize (it stops): the log says BLS is only for execute."""
+    work = harness.work_directory(tmp_path, "L0_backend_python/bls")
+    _python_model(work, model)
+    args = _server_args(work)
+    with host.own_shm(tmp_path / "shm") as shm, _shm_pages_unchanged(shm):
+        if model == "bls_init_error":
+            log = harness.start_fails(host, args, work / "server.log")
+        else:
+            with harness.tritonserver(host, args, work / "server.log") as server:
+                pass
+            log = server.log()
+    assert BLS_OUTSIDE_EXECUTE in log, log[-3000:]
+
+
+@pytest.mark.triton_qa_full
+def test_bls_parameters(host: LoopbackHost, tmp_path: Path) -> None:
+    """bls/test.sh's bls_parameters_test.py (run as ``python3 FILE``): a model that calls
+    itself through BLS three times over, each call adding parameters of each type."""
+    work = harness.work_directory(tmp_path, "L0_backend_python/bls")
+    model = work / "params_models" / "bls_parameters"
+    (model / "1").mkdir(parents=True)
+    source = _qa(work) / "python_models" / "bls_parameters"
+    shutil.copy(source / "model.py", model / "1")
+    shutil.copy(source / "config.pbtxt", model)
+    args = [f"--model-repository={work / 'params_models'}", f"--backend-directory={BACKEND_DIR}",
+            "--log-verbose=1"]  # fmt: skip
+    with (
+        host.own_shm(tmp_path / "shm") as shm,
+        _shm_pages_unchanged(shm),
+        harness.tritonserver(host, args, work / "bls_parameters.server.log", cwd=work),
+    ):
+        run = harness.run_qa_file(host, work, "bls_parameters_test.py", env=CLIENT_ENV)
+        run.check(count=1)
+
+
 # -- lifecycle -------------------------------------------------------------------------
 
 LIFECYCLE_TESTS = [

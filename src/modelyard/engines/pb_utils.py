@@ -48,7 +48,8 @@ def calling_through(infer: Callable[..., Any] | None) -> None:
 
 def serving_through(infer: Callable[..., Any] | None) -> None:
     """The infer of a model's own threads (a decoupled model's response threads): Triton's
-    BLS may be called from any thread of the model."""
+    BLS may be called from any thread of the model while it serves (set once it has
+    initialized, cleared before its finalize)."""
     global _process_infer
     _process_infer = infer
 
@@ -333,11 +334,8 @@ class InferenceRequest:
 
         called = _calling.get()
         infer, principals = called if called is not None else (_process_infer, ())
-        if infer is None:
-            raise TritonModelException(
-                "InferenceRequest.exec() is called only from a model that serves (its execute "
-                "or its own threads)"
-            )
+        if infer is None:  # initialize, finalize, or no server to call
+            raise TritonModelException("BLS is only supported during the 'execute' function.")
         arrays = {tensor.name(): tensor.data() for tensor in self._inputs}
         request = InferRequest(
             self._model_name,
