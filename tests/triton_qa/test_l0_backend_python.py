@@ -424,6 +424,21 @@ def test_bls_parameters(host: LoopbackHost, tmp_path: Path) -> None:
         run.check(count=1)
 
 
+# -- io --------------------------------------------------------------------------------
+
+
+@pytest.mark.triton_qa_full
+def test_io(host: LoopbackHost, tmp_path: Path) -> None:
+    """io/test.sh's last server (add_sub and dlpack_io_identity_decoupled): the outputs a
+    response carries are those the request asked for. Its decoupled twin and the other
+    four servers' tests put tensors on a GPU (docs/triton-qa.md)."""
+    work = harness.work_directory(tmp_path, "L0_backend_python/io")
+    for name in ("add_sub", "dlpack_io_identity_decoupled"):
+        _python_model(work, name)
+    _run(host, tmp_path, work, "io_test.py", "IOTest::test_requested_output_default", count=1,
+         server_log="io_server.log")  # fmt: skip
+
+
 # -- lifecycle -------------------------------------------------------------------------
 
 LIFECYCLE_TESTS = [
