@@ -327,6 +327,118 @@ def test_async_execute(host: LoopbackHost, tmp_path: Path) -> None:
          env={"SERVER_LOG": log_name})  # fmt: skip
 
 
+# -- response_sender -------------------------------------------------------------------
+
+RESPONSE_SENDER_MODELS = {  # test.sh's eight models of one config: name -> (file, lines)
+    "response_sender": ("model.py", []),
+    "response_sender_decoupled": ("model.py", ["model_transaction_policy { decoupled: True }"]),
+    "response_sender_async": ("model_async.py", []),
+    "response_sender_decoupled_async": (
+        "model_async.py", ["model_transaction_policy { decoupled: True }"]),
+    "response_sender_batching": (
+        "model.py", ["dynamic_batching { max_queue_delay_microseconds: 500000 }"]),
+    "response_sender_decoupled_batching": ("model.py", [
+        "model_transaction_policy { decoupled: True }",
+        "dynamic_batching { max_queue_delay_microseconds: 500000 }"]),
+    "response_sender_async_batching": (
+        "model_async.py", ["dynamic_batching { max_queue_delay_microseconds: 500000 }"]),
+    "response_sender_decoupled_async_batching": ("model_async.py", [
+        "model_transaction_policy { decoupled: True }",
+        "dynamic_batching { max_queue_delay_microseconds: 500000 }"]),
+}  # fmt: skip
+
+
+@pytest.mark.triton_qa_full  # about 30 s
+def test_response_sender(host: LoopbackHost, tmp_path: Path) -> None:
+    """response_sender/test.sh: response_sender_test.py (21 tests, two skipped in the file
+    itself) against the eight variants of one model (decoupled or not, async or not,
+    batching or not) that send responses before, on and after execute's return; then
+    response_sender_complete_final_test.py, a model that sends after its FINAL."""
+    work = harness.work_directory(tmp_path, "L0_backend_python/response_sender")
+    source = _qa(work) / "python_models" / "response_sender"
+    for name, (model_file, lines) in RESPONSE_SENDER_MODELS.items():
+        model = work / "models" / name
+        (model / "1").mkdir(parents=True)
+        shutil.copy(source / "model_common.py", model / "1")
+        shutil.copy(source / model_file, model / "1" / "model.py")
+        shutil.copy(source / "config.pbtxt", model)
+        for line in lines:
+            _append(model / "config.pbtxt", line)
+    log_name = "response_sender_test.server.log"
+    skipped = "skipped by the file itself (in Triton the model's unload would hang)"
+    _run(host, tmp_path, work, "response_sender_test.py", count=21, server_log=log_name,
+         env={"SERVER_LOG": log_name}, out_of_reach={
+             "ResponseSenderTest::test_non_decoupled_zero_response_post_return": skipped,
+             "ResponseSenderTest::test_non_decoupled_two_response_post_return": skipped,
+         })  # fmt: skip
+    shutil.rmtree(work / "models")
+    _python_model(work, "response_sender_complete_final")
+    log_name = "response_sender_complete_final_test.server.log"
+    _run(host, tmp_path, work, "response_sender_complete_final_test.py", count=1,
+         server_log=log_name, env={"SERVER_LOG": log_name})  # fmt: skip
+
+
+# -- bls ---------------------------------------------------------------------------------
+
+BLS_OUTSIDE_EXECUTE = "BLS is only supported during the 'execute' function."
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["bls_init_error", pytest.param("bls_finalize_error", marks=pytest.mark.triton_qa_full)],
+)
+def test_bls_outside_execute(host: LoopbackHost, tmp_path: Path, model: str) -> None:
+    """bls/test.sh's two models that call another model from initialize (the server must
+    not start) and from finalize (it stops): the log says BLS is only for execute."""
+    work = harness.work_directory(tmp_path, "L0_backend_python/bls")
+    _python_model(work, model)
+    args = _server_args(work)
+    with host.own_shm(tmp_path / "shm") as shm, _shm_pages_unchanged(shm):
+        if model == "bls_init_error":
+            log = harness.start_fails(host, args, work / "server.log")
+        else:
+            with harness.tritonserver(host, args, work / "server.log") as server:
+                pass
+            log = server.log()
+    assert BLS_OUTSIDE_EXECUTE in log, log[-3000:]
+
+
+@pytest.mark.triton_qa_full
+def test_bls_parameters(host: LoopbackHost, tmp_path: Path) -> None:
+    """bls/test.sh's bls_parameters_test.py (run as ``python3 FILE``): a model that calls
+    itself through BLS three times over, each call adding parameters of each type."""
+    work = harness.work_directory(tmp_path, "L0_backend_python/bls")
+    model = work / "params_models" / "bls_parameters"
+    (model / "1").mkdir(parents=True)
+    source = _qa(work) / "python_models" / "bls_parameters"
+    shutil.copy(source / "model.py", model / "1")
+    shutil.copy(source / "config.pbtxt", model)
+    args = [f"--model-repository={work / 'params_models'}", f"--backend-directory={BACKEND_DIR}",
+            "--log-verbose=1"]  # fmt: skip
+    with (
+        host.own_shm(tmp_path / "shm") as shm,
+        _shm_pages_unchanged(shm),
+        harness.tritonserver(host, args, work / "bls_parameters.server.log", cwd=work),
+    ):
+        run = harness.run_qa_file(host, work, "bls_parameters_test.py", env=CLIENT_ENV)
+        run.check(count=1)
+
+
+# -- io --------------------------------------------------------------------------------
+
+
+@pytest.mark.triton_qa_full
+def test_io(host: LoopbackHost, tmp_path: Path) -> None:
+    """io/test.sh's last server (add_sub and dlpack_io_identity_decoupled): the outputs a
+    response carries are those the request asked for. Its decoupled twin and the other
+    four servers' tests put tensors on a GPU (docs/triton-qa.md)."""
+    work = harness.work_directory(tmp_path, "L0_backend_python/io")
+    for name in ("add_sub", "dlpack_io_identity_decoupled"):
+        _python_model(work, name)
+    _run(host, tmp_path, work, "io_test.py", "IOTest::test_requested_output_default", count=1,
+         server_log="io_server.log")  # fmt: skip
+
+
 # -- lifecycle -------------------------------------------------------------------------
 
 LIFECYCLE_TESTS = [

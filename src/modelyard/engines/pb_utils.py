@@ -48,7 +48,8 @@ def calling_through(infer: Callable[..., Any] | None) -> None:
 
 def serving_through(infer: Callable[..., Any] | None) -> None:
     """The infer of a model's own threads (a decoupled model's response threads): Triton's
-    BLS may be called from any thread of the model."""
+    BLS may be called from any thread of the model while it serves (set once it has
+    initialized, cleared before its finalize)."""
     global _process_infer
     _process_infer = infer
 
@@ -285,6 +286,7 @@ class InferenceRequest:
         self._flags = flags
         self._timeout = timeout
         self._sender: InferenceResponseSender | None = None
+        self.sender_taken = False  # the model asked for its response sender
         self._is_cancelled: Callable[[], bool] = lambda: False
 
     def inputs(self) -> list[Tensor]:
@@ -310,11 +312,12 @@ class InferenceRequest:
         return self._is_cancelled()
 
     def attach_sender(
-        self, sender: InferenceResponseSender, is_cancelled: Callable[[], bool]
+        self, sender: InferenceResponseSender, is_cancelled: Callable[[], bool] | None = None
     ) -> None:
-        """A decoupled model's request: answered through ``sender``."""
+        """The request's response sender (and what says its caller has gone, if given)."""
         self._sender = sender
-        self._is_cancelled = is_cancelled
+        if is_cancelled is not None:
+            self._is_cancelled = is_cancelled
 
     def watch_cancellation(self, is_cancelled: Callable[[], bool]) -> None:
         """What ``is_cancelled()`` asks: whether the request's caller has gone."""
@@ -331,11 +334,8 @@ class InferenceRequest:
 
         called = _calling.get()
         infer, principals = called if called is not None else (_process_infer, ())
-        if infer is None:
-            raise TritonModelException(
-                "InferenceRequest.exec() is called only from a model that serves (its execute "
-                "or its own threads)"
-            )
+        if infer is None:  # initialize, finalize, or no server to call
+            raise TritonModelException("BLS is only supported during the 'execute' function.")
         arrays = {tensor.name(): tensor.data() for tensor in self._inputs}
         request = InferRequest(
             self._model_name,
@@ -377,25 +377,31 @@ class InferenceRequest:
     def get_response_sender(self) -> InferenceResponseSender:
         if self._sender is None:
             raise TritonModelException(
-                "this request has no response sender: only a decoupled model's requests "
-                "(model_transaction_policy { decoupled: true }) send their responses"
+                "this request has no response sender: only the requests a model's execute "
+                "gets send their responses"
             )
+        self.sender_taken = True
         return self._sender
 
 
 class InferenceResponseSender:
-    """A decoupled model's way to answer a request: zero, one or many responses, from any
-    thread, and the FINAL flag (alone or with the last response) once it is done."""
+    """A model's way to answer a request from any thread, during ``execute`` or after it:
+    a decoupled model's zero, one or many responses, and the FINAL flag (alone or with the
+    last response) once it is done; a model that is not decoupled sends one response, and
+    FINAL with it or after it, as Triton's python backend allows."""
 
     def __init__(
         self,
         deliver: Callable[[InferenceResponse | None, bool], None],
         is_cancelled: Callable[[], bool] = lambda: False,
+        decoupled: bool = True,
     ) -> None:
         self._deliver = deliver
         self._is_cancelled = is_cancelled
+        self._decoupled = decoupled
         self._lock = threading.Lock()
         self._closed = False
+        self._sent = 0  # sends so far (FINAL alone counts), as Triton counts them
 
     def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
         if flags not in (0, TRITONSERVER_RESPONSE_COMPLETE_FINAL):
@@ -410,11 +416,22 @@ class InferenceResponseSender:
             )
         final = flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL
         with self._lock:
+            if not self._decoupled and response is not None and self._sent > 0:
+                raise TritonModelException(
+                    "Unable to send response. Non-decoupled model cannot send more than one "
+                    "response."
+                )
+            if not self._decoupled and response is None and final and self._sent == 0:
+                raise TritonModelException(
+                    "Unable to send response. Non-decoupled model cannot send complete final "
+                    "before sending a response."
+                )
             if self._closed:
                 raise TritonModelException(
                     "Unable to send response. Response sender has been closed."
                 )
             self._closed = final
+            self._sent += 1
             self._deliver(response, final)
 
     def is_cancelled(self) -> bool:

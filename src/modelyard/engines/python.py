@@ -110,6 +110,37 @@ _TRITON_CODES = {
 
 
 
+# how long a model that is not decoupled, and took a request's response sender, may send
+# its FINAL after execute returned (its instance waits for it)
+SENT_LATER_S = 60.0
+
+
+class _OneAnswer:
+    """A request's response from a model that is not decoupled: the one it sent through the
+    request's sender, or returned from ``execute``; ``final`` once its FINAL came."""
+
+    def __init__(self) -> None:
+        self.response: pb_utils.InferenceResponse | None = None
+        self.final = threading.Event()
+        self._lock = threading.Lock()
+
+    def deliver(self, response: pb_utils.InferenceResponse | None, final: bool) -> None:
+        with self._lock:
+            if response is not None and self.response is None:
+                self.response = response
+        if final:
+            self.final.set()
+
+    def take(self, response: pb_utils.InferenceResponse) -> bool:
+        """A response ``execute`` returned; False where one was sent already."""
+        with self._lock:
+            if self.response is not None:
+                return False
+            self.response = response
+        self.final.set()
+        return True
+
+
 def _has_rows(tensors: dict[str, Any], rows: int) -> bool:
     """Whether every tensor of a response has ``rows`` rows (it stacks with the others)."""
     return all(np.ndim(array) > 0 and len(array) == rows for array in tensors.values())
@@ -298,21 +329,39 @@ class PythonEngine(Engine):
                 start = end
         else:
             requests = [self._request(inputs, outputs, batched[0] if batched else None)]
-        responses = self._run_execute(requests)
-        if not isinstance(responses, list) or len(responses) != len(requests):
-            got = len(responses) if isinstance(responses, list) else type(responses).__name__
-            raise self._contract_error(
-                f"execute(requests) returned {got} responses for {len(requests)} requests: one "
-                "pb_utils.InferenceResponse per request"
-            )
-        if len(responses) == 1:
-            return self._response_tensors(responses[0])
+        answers = [_OneAnswer() for _ in requests]
+        for request, answer in zip(requests, answers, strict=True):
+            sender = pb_utils.InferenceResponseSender(answer.deliver, request.is_cancelled,
+                                                      decoupled=False)  # fmt: skip
+            request.attach_sender(sender)
+        failure: EngineError | None = None
+        try:
+            returned = self._run_execute(requests)
+        except EngineError as error:  # what the model sent before it raised still goes
+            returned, failure = None, error
+        if failure is None:
+            failure = self._take_returned(returned, requests, answers)
+        if failure is None:  # responses the model sends after execute returned
+            for request, answer in zip(requests, answers, strict=True):
+                if not answer.final.wait(SENT_LATER_S):
+                    failure = self._contract_error(
+                        f"request {request.request_id() or '(no id)'} took its response "
+                        f"sender and sent no FINAL within {SENT_LATER_S:.0f} s"
+                    )
         outcomes: list[dict[str, Any] | ModelyardError] = []
-        for response in responses:
+        for answer in answers:
+            if answer.response is None:
+                assert failure is not None
+                outcomes.append(failure)
+                continue
             try:
-                outcomes.append(self._response_tensors(response))
+                outcomes.append(self._response_tensors(answer.response))
             except EngineError as error:  # its own request's error: the others are answered
                 outcomes.append(error)
+        if len(outcomes) == 1:
+            if isinstance(outcomes[0], ModelyardError):
+                raise outcomes[0]
+            return outcomes[0]
         # stacked where each response has its request's rows; else each answers on its own
         tensors = [outcome for outcome in outcomes if not isinstance(outcome, ModelyardError)]
         if len(tensors) < len(outcomes) or not all(
@@ -324,6 +373,37 @@ class PythonEngine(Engine):
             for name in outputs
             if all(name in part for part in tensors)
         }
+
+    def _take_returned(
+        self,
+        returned: Any,
+        requests: list[pb_utils.InferenceRequest],
+        answers: list[_OneAnswer],
+    ) -> EngineError | None:
+        """``execute``'s return: a response (or None: sent through its sender) per request,
+        or None for all; the error that fails the requests not answered yet, if any."""
+        if returned is None and all(request.sender_taken for request in requests):
+            return None
+        if not isinstance(returned, list) or len(returned) != len(requests):
+            got = len(returned) if isinstance(returned, list) else type(returned).__name__
+            raise self._contract_error(
+                f"execute(requests) returned {got} responses for {len(requests)} requests: one "
+                "pb_utils.InferenceResponse per request"
+            )
+        for request, answer, response in zip(requests, answers, returned, strict=True):
+            if response is None and request.sender_taken:
+                continue
+            if not isinstance(response, pb_utils.InferenceResponse):
+                raise self._contract_error(
+                    f"execute(requests) returned a {type(response).__name__}, not a "
+                    "pb_utils.InferenceResponse"
+                )
+            if not answer.take(response):  # its sender sent one: Triton refuses the return
+                return self._triton_error(pb_utils.TritonError(
+                    "Unable to send response. Non-decoupled model cannot send more than one "
+                    "response."
+                ))  # fmt: skip
+        return None
 
     def _tensor(self, name: str, array: np.ndarray) -> pb_utils.Tensor:
         if name in self._bf16_inputs:  # numpy has no bfloat16: the model reads it by DLPack

@@ -527,13 +527,13 @@ class _Child:
             config_complete=lambda: self._send(("completed", json_format.MessageToJson(config))),
         )
         engine = PythonEngine(in_process=True, alone=True)
-        if payload["infer"]:  # its own threads may call other models too (Triton's BLS)
-            pb_utils.serving_through(self._bls)
         try:
             engine.load(ctx)
         except ModelyardError as error:
             self._send(("failed", _error_fields(error)))
             return
+        if payload["infer"]:  # its own threads may call other models too (Triton's BLS)
+            pb_utils.serving_through(self._bls)
         self._engine = engine
         self._send(("loaded", engine.takes_requests))
 
@@ -609,6 +609,9 @@ class _Child:
         self._answer(batch_id, self._engine.execute_decoupled, requests)  # it returns None
 
     def _unload(self) -> None:
+        from modelyard.engines import pb_utils
+
+        pb_utils.serving_through(None)  # finalize calls no other model (Triton refuses it)
         if self._engine is not None:
             self._engine.unload()
 

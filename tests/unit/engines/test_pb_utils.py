@@ -65,3 +65,18 @@ def test_arguments_are_checked_as_triton_s_binding_checks_them() -> None:
         inputs=[tensor], requested_output_names=[], model_name="m", correlation_id="s-1"
     )
     assert request.correlation_id() == "s-1"
+
+
+def test_a_model_that_is_not_decoupled_sends_one_response_and_final_with_or_after_it() -> None:
+    sent: list[tuple[object, bool]] = []
+    sender = pb_utils.InferenceResponseSender(
+        lambda response, final: sent.append((response, final)), decoupled=False
+    )
+    with pytest.raises(pb_utils.TritonModelException, match="complete final before"):
+        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+    response = pb_utils.InferenceResponse()
+    sender.send(response)
+    with pytest.raises(pb_utils.TritonModelException, match="more than one response"):
+        sender.send(pb_utils.InferenceResponse())
+    sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+    assert sent == [(response, False), (None, True)]

@@ -329,3 +329,44 @@ def test_a_call_to_a_decoupled_model_streams_its_responses_from_any_thread(
             assert got == expected
     finally:
         engine.unload()
+
+
+SENT_AFTER_RETURN = """
+import threading
+import time
+
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        senders = [(request.get_response_sender(),
+                    pb_utils.get_input_tensor_by_name(request, "X").as_numpy())
+                   for request in requests]
+
+        def later():
+            time.sleep(0.2)
+            for sender, x in senders:
+                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x * 3)]),
+                            flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+        threading.Thread(target=later).start()
+        return None
+"""
+
+
+def test_a_model_that_is_not_decoupled_may_answer_through_its_sender_after_returning(
+    tmp_path: Path,
+) -> None:
+    """As Triton's python backend (24.10): execute returns None and a thread of the model
+    sends each request's one response, FINAL with it, after; the batch waits for them."""
+    version_dir = tmp_path / "later" / "1"
+    version_dir.mkdir(parents=True)
+    (version_dir / "model.py").write_text(SENT_AFTER_RETURN)
+    config = text_format.Parse(CONFIG, mc.ModelConfig())
+    engine = PythonEngine()
+    engine.load(LoadContext(version_dir / "model.py", version_dir, config))
+    try:
+        np.testing.assert_array_equal(engine.execute({"X": X}, ["Y"])["Y"], X * 3)
+    finally:
+        engine.unload()
