@@ -30,6 +30,7 @@ from modelyard.modelfiles.config import ModelSpec
 from modelyard.server.live_stats import live_stats
 from modelyard.server.manager import ModelManager
 from modelyard.server.model_version import ModelVersion
+from modelyard.server.residency import Residency
 from modelyard.server.scheduler import shape_key_of
 from modelyard.server.scheduling import Submission
 from modelyard.server.sequence_policy import SequenceFlags, one_row_per_request, sequence_flags
@@ -334,10 +335,12 @@ class VersionLane:
     parameters: dict[str, Any] | None = None
     model_name: str = ""
     model_version: str = ""
+    residency: Residency | None = None  # the manager's, read once: it never changes
 
     def __post_init__(self) -> None:
         self.model_name = self.version.name
         self.model_version = str(self.version.version)
+        self.residency = self.manager.residency
 
     @property
     def reusable(self) -> bool:
@@ -371,7 +374,7 @@ class VersionLane:
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         if self.reshapes:
             inputs = self.reshaped(inputs)
-        residency = self.manager.residency
+        residency = self.residency
         if residency is not None:
             residency.count_request(self.model_name)
         submitted = Submission(  # by position: the fields in their order

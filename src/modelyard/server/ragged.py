@@ -107,6 +107,16 @@ def _kind_name(kinds: Any, kind: int) -> str:
         return str(kind)
 
 
+def _one_source(entry: Any, what: str, name: str, origin: str, where: str) -> None:
+    """Triton's check that a batch input or output names exactly one source input."""
+    if len(entry.source_input) != 1:
+        raise _refuse(
+            origin,
+            f"{what} expects 1 source input, got {len(entry.source_input)} for {name}",
+            where,
+        )
+
+
 def _source(
     entry: Any, inputs: set[str], optional: set[str], name: str, origin: str, where: str
 ) -> str:
@@ -152,13 +162,7 @@ class RaggedBatching:
             kind_name = _kind_name(mc.BatchInput.Kind, entry.kind)
             if entry.kind not in _BATCH_INPUT_KINDS:  # a JSON config may give any number
                 raise _refuse(origin, f"unknown batch input kind '{kind_name}' for {name}", where)
-            if len(entry.source_input) != 1:
-                raise _refuse(
-                    origin,
-                    f"batch input kind '{kind_name}' expects 1 source input, got "
-                    f"{len(entry.source_input)} for {name}",
-                    where,
-                )
+            _one_source(entry, f"batch input kind '{kind_name}'", name, origin, where)
             if entry.data_type not in _BATCH_INPUT_TYPES:
                 raise _refuse(
                     origin,
@@ -190,13 +194,7 @@ class RaggedBatching:
             kind_name = _kind_name(mc.BatchOutput.Kind, entry.kind)
             if entry.kind != BATCH_SCATTER_WITH_INPUT_SHAPE:
                 raise _refuse(origin, f"unknown batch output kind '{kind_name}' for {name}", where)
-            if len(entry.source_input) != 1:
-                raise _refuse(
-                    origin,
-                    f"batch output kind '{kind_name}' expects 1 source input, got "
-                    f"{len(entry.source_input)} for {name}",
-                    where,
-                )
+            _one_source(entry, f"batch output kind '{kind_name}'", name, origin, where)
             source = _source(entry, inputs, optional, name, origin, where)
             for target in entry.target_name:
                 if target not in outputs:
