@@ -369,6 +369,11 @@ INPUT_VALUES = Rule("engine/input-values", Code.INVALID_ARGUMENT)
 ONNXRUNTIME = Rule("engine/onnxruntime", Code.INVALID_ARGUMENT)
 PYTHON_MODEL = Rule("engine/python", Code.INVALID_ARGUMENT)
 PYTHON_MODEL_FAILED = Rule("engine/python", Code.INTERNAL)
+PYTHON_METRICS = Rule(
+    "engine/python-metrics",
+    Code.INVALID_ARGUMENT,
+    "the model's pb_utils.MetricFamily and Metric calls (names, labels, kinds, how many)",
+)
 STUB_ENDED = Rule("engine/python-stub", Code.INTERNAL)
 STUB_NOT_RUNNING = Rule("engine/python-stub", Code.UNAVAILABLE)
 STUB_REPLACED = Rule(

@@ -3,8 +3,9 @@
 Triton's ``nv_inference_*`` names and labels are kept exactly as Triton writes
 them, counters without a ``_total`` suffix, so existing dashboards keep
 working. prometheus_client insists on ``_total`` in a counter's TYPE line, so
-that block is written by ``triton_text``; modelyard's own histograms and
-gauges (``modelyard_*``) go through prometheus_client. Collection happens only
+that block is written by ``triton_text``, and python models' own metrics
+(``pb_utils.MetricFamily``, engines/python_metrics.py) after it; modelyard's own
+histograms and gauges (``modelyard_*``) go through prometheus_client. Collection happens only
 when Prometheus scrapes: the request path touches no metrics library. The
 guard chain's decisions are read on the event loop, which owns them.
 """
@@ -31,6 +32,7 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 
 from modelyard import __version__, error_rules
+from modelyard.engines.python_metrics import MODEL_METRICS
 from modelyard.errors import ConfigError, listen_failure
 from modelyard.governance.cluster import ClusterQpsGuard
 from modelyard.governance.runtime import Governance
@@ -487,7 +489,9 @@ def make_registry(
 def metrics_text(
     manager: ModelManager, registry: CollectorRegistry, counter_latencies: bool = True
 ) -> bytes:
-    return triton_text(manager, counter_latencies).encode() + generate_latest(registry)
+    return (
+        triton_text(manager, counter_latencies) + MODEL_METRICS.text()
+    ).encode() + generate_latest(registry)
 
 
 def serve_metrics(

@@ -14,6 +14,7 @@ own schedulers; a decoupled model's ``get_response_sender()``; a sequence's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import json
 import threading
@@ -679,3 +680,156 @@ class Logger:
     @staticmethod
     def log_verbose(message: str) -> None:
         Logger.log(message, LogLevel.VERBOSE)
+
+
+# ---- custom metrics ------------------------------------------------------------------
+
+# a stub's model: how its metric calls reach the server's store (engines/python_metrics.py);
+# ``ask`` waits for the answer, ``("ok", value)`` or ``("error", line)``, ``tell`` does not
+_metric_ask: Callable[[str, tuple[Any, ...]], tuple[str, Any]] | None = None
+_metric_tell: Callable[[str, tuple[Any, ...]], None] | None = None
+
+_CLEARED = (
+    "Invalid metric operation as the corresponding 'MetricFamily' has been deleted. The "
+    "'MetricFamily' object should be deleted AFTER its corresponding 'Metric' objects have "
+    "been deleted."
+)
+
+
+def metrics_through(
+    ask: Callable[[str, tuple[Any, ...]], tuple[str, Any]] | None,
+    tell: Callable[[str, tuple[Any, ...]], None] | None,
+) -> None:
+    """Set (or clear) how this process's metric calls reach the server."""
+    global _metric_ask, _metric_tell
+    _metric_ask, _metric_tell = ask, tell
+
+
+def _metric_call(prefix: str, operation: str, *args: Any) -> Any:
+    if _metric_ask is None:
+        raise TritonModelException(
+            f"{prefix}custom metrics are served to python models that run in a process of "
+            "their own (a model.py written for Triton's python backend)"
+        )
+    status, value = _metric_ask(operation, args)
+    if status != "ok":
+        raise TritonModelException(f"{prefix}{value}")
+    return value
+
+
+def _metric_drop(handle: int) -> None:
+    """A handle the model no longer holds (from ``__del__``: never raises)."""
+    tell = _metric_tell
+    if tell is not None:
+        with contextlib.suppress(Exception):
+            tell("drop", (handle,))
+
+
+def _as_float(function: str, value: Any) -> float:
+    """A metric's value as Triton's binding takes it (a float, or what converts to one)."""
+    try:
+        if isinstance(value, str | bytes):
+            raise TypeError(value)
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{function}(): incompatible argument value={type(value).__name__}"
+        ) from None
+
+
+class MetricKind(enum.Enum):
+    """Triton's ``MetricKind``: ``pb_utils.MetricFamily.COUNTER``, ``GAUGE``, ``HISTOGRAM``."""
+
+    COUNTER = 0
+    GAUGE = 1
+    HISTOGRAM = 2
+
+
+class _SeriesHandle:
+    """One label set of a family, shared by the ``Metric`` objects made for it; cleared
+    when its family is deleted."""
+
+    __slots__ = ("cleared", "handle")
+
+    def __init__(self, handle: int) -> None:
+        self.handle = handle
+        self.cleared = False
+
+
+class Metric:
+    """A series of a ``MetricFamily`` (made by ``family.Metric(labels, buckets)``)."""
+
+    def __init__(self, series: _SeriesHandle) -> None:
+        self._series = series
+
+    def _operate(self, prefix: str, operation: str, value: Any) -> Any:
+        if self._series.cleared:
+            raise TritonModelException(prefix + _CLEARED)
+        return _metric_call(prefix, operation, self._series.handle, value)
+
+    def increment(self, value: float) -> None:
+        number = _as_float("increment", value)
+        self._operate("Failed to increment metric value: ", "increment", number)
+
+    def set(self, value: float) -> None:
+        number = _as_float("set", value)
+        self._operate("Failed to set metric value: ", "set", number)
+
+    def observe(self, value: float) -> None:
+        number = _as_float("observe", value)
+        self._operate("Failed to observe metric value: ", "observe", number)
+
+    def value(self) -> float:
+        return float(self._operate("Failed to get metric value: ", "value", None))
+
+
+class MetricFamily:
+    """Triton's ``pb_utils.MetricFamily(name, description, kind)``: a family of the model's
+    own metrics on the server's /metrics. Its ``Metric`` objects live as long as it does."""
+
+    COUNTER = MetricKind.COUNTER
+    GAUGE = MetricKind.GAUGE
+    HISTOGRAM = MetricKind.HISTOGRAM
+
+    def __init__(self, name: str = _REQUIRED, description: str = _REQUIRED,
+                 kind: MetricKind = _REQUIRED) -> None:  # fmt: skip
+        self._handle: int | None = None
+        self._series: dict[str, _SeriesHandle] = {}
+        _argument("MetricFamily", "name", name, str)
+        _argument("MetricFamily", "description", description, str)
+        _argument("MetricFamily", "kind", kind, MetricKind)
+        self._kind = kind
+        self._handle = _metric_call(
+            "Error when creating MetricFamily: ", "family", name, description, kind.value
+        )
+
+    def Metric(self, labels: dict[str, str] | None = None,
+               buckets: list[float] | None = None) -> Metric:  # fmt: skip
+        if labels is not None and not isinstance(labels, dict):
+            raise TritonModelException("Failed to create metric. Labels must be a dictionary.")
+        if buckets is not None:
+            if not isinstance(buckets, list):
+                raise TritonModelException("Failed to create metric. Buckets must be a list.")
+            if self._kind is not MetricKind.HISTOGRAM:
+                raise TritonModelException("Failed to create metric. Unexpected buckets found.")
+        elif self._kind is MetricKind.HISTOGRAM:
+            raise TritonModelException("Failed to create metric. Missing required buckets.")
+        labels = labels or {}
+        try:
+            key = json.dumps(labels, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise TritonModelException(f"Failed to create metric. {exc}") from None
+        series = self._series.get(key)
+        if series is None:  # one handle per label set: the series lives while the family does
+            handle = _metric_call(
+                "Error when creating Metric: ", "metric", self._handle, labels, buckets
+            )
+            series = self._series[key] = _SeriesHandle(handle)
+        return Metric(series)
+
+    def __del__(self) -> None:
+        for series in self._series.values():
+            series.cleared = True
+            _metric_drop(series.handle)
+        if self._handle is not None:
+            _metric_drop(self._handle)

@@ -63,6 +63,7 @@ from modelyard.engines.base import (
     LoadContext,
     batch_requests,
 )
+from modelyard.engines.python_metrics import MODEL_METRICS, MetricRefused
 from modelyard.errors import Code, EngineError, ModelyardError
 
 log = structlog.get_logger("modelyard.engines")
@@ -189,11 +190,11 @@ class StubProcess:
             )
         )
         try:
-            kind, payload = conn.recv()
+            kind, payload = self._loading_reply(conn)
             if kind == "completed":  # the config as the model completed it; initialize next
                 if first:
                     self._config_completed(payload)
-                kind, payload = conn.recv()
+                kind, payload = self._loading_reply(conn)
         except (EOFError, OSError):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(2)  # its exit code, for the line
@@ -207,6 +208,15 @@ class StubProcess:
         if not self._sync:
             threading.Thread(target=self._read, args=(conn,), daemon=True,
                              name="python-stub").start()  # fmt: skip
+
+    def _loading_reply(self, conn: Connection) -> tuple[str, Any]:
+        """The load's next step from the child; the metric calls of its initialize answered
+        meanwhile."""
+        while True:
+            message = conn.recv()
+            if message[0] != "metric":
+                return message[0], message[1]
+            self._metric(conn, message[1], message[2])
 
     def _config_completed(self, config_json: str) -> None:
         ctx = self._ctx
@@ -255,6 +265,7 @@ class StubProcess:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
+            MODEL_METRICS.drop_owner(conn)
         if process is not None:
             try:
                 process.wait(5)
@@ -356,6 +367,8 @@ class StubProcess:
                 if message[0] in ("bls", "bls_stream"):
                     self._bls.submit(self._run_bls, conn, message[1], message[2],
                                      message[0] == "bls_stream")  # fmt: skip
+                if message[0] == "metric":
+                    self._metric(conn, message[1], message[2])
         except (EOFError, OSError, ValueError):
             self._lost(conn)
             raise self._ended("executing") from None
@@ -390,11 +403,14 @@ class StubProcess:
                 self._reply(conn, call_id, handlers is None or handlers[1]())
             elif kind in ("bls", "bls_stream"):
                 self._bls.submit(self._run_bls, conn, call_id, message[2], kind == "bls_stream")
+            elif kind == "metric":
+                self._metric(conn, call_id, message[2])
         self._lost(conn)
 
     def _lost(self, conn: Connection) -> None:
         """The child's socket closed: note how it ended, and fail what waited on it (only
         on that child: a newer one may run already)."""
+        MODEL_METRICS.drop_owner(conn)  # the families and series of the child that ended
         current = self._conn is conn
         process = self._process
         if current and process is not None:  # its socket closes as it exits: its code next
@@ -421,6 +437,19 @@ class StubProcess:
             future.set_exception(error)
         else:
             future.set_result(result)
+
+    def _metric(self, conn: Connection, query_id: int, call: Any) -> None:
+        """A metric call of the child's model, on the server's store; answered unless its
+        id is 0 (a handle dropped)."""
+        try:
+            operation, args = call
+            answer = ("ok", MODEL_METRICS.call(conn, operation, tuple(args)))
+        except MetricRefused as refused:
+            answer = ("error", str(refused))
+        except Exception as exc:  # a call of a shape pb_utils never sends
+            answer = ("error", errors.internal_error(exc).line())
+        if query_id:
+            self._reply(conn, query_id, answer)
 
     def _run_bls(self, conn: Connection, query_id: int, request: Any, stream: bool) -> None:
         """A model's call to another model; ``stream``: its responses as they come (a
@@ -478,8 +507,14 @@ class _Child:
         # not decoupled: the main thread executes, and a thread waiting for a reply reads it
         self._sync = True
         self._read_lock = threading.Lock()
-        self._executing = False  # the main thread executes a model that is not decoupled
+        # the main thread runs the model's code (a load, or an execute of a model that is not
+        # decoupled): a thread of the model's that waits for a reply reads it itself
+        self._executing = False
+        self._loading = False
         self._unloading = False  # unload asked: nobody reads replies any more
+        # metric handles a finalizer dropped while its thread was sending: sent after that
+        self._sending = threading.local()
+        self._held_drops: queue.SimpleQueue[tuple[str, tuple[Any, ...]]] = queue.SimpleQueue()
 
     def serve(self) -> None:
         while True:
@@ -515,6 +550,7 @@ class _Child:
         config = mc.ModelConfig()
         config.ParseFromString(payload["config"])
         self._sync = not config.model_transaction_policy.decoupled
+        pb_utils.metrics_through(self._metric_ask, self._metric_tell)
         ctx = LoadContext(
             artifact=Path(payload["artifact"]),
             version_dir=Path(payload["version_dir"]),
@@ -527,11 +563,15 @@ class _Child:
             config_complete=lambda: self._send(("completed", json_format.MessageToJson(config))),
         )
         engine = PythonEngine(in_process=True, alone=True)
+        self._executing = self._loading = True  # initialize may make metrics: it reads replies
         try:
             engine.load(ctx)
         except ModelyardError as error:
             self._send(("failed", _error_fields(error)))
             return
+        finally:
+            with self._read_lock:
+                self._executing = self._loading = False
         if payload["infer"]:  # its own threads may call other models too (Triton's BLS)
             pb_utils.serving_through(self._bls)
         self._engine = engine
@@ -661,7 +701,7 @@ class _Child:
         """The next reply for ``waiting``: handed over by the thread that reads (the main
         thread, unless it executes a model that is not decoupled: then one waiting thread at
         a time reads the replies)."""
-        while self._sync and not waiting.done():
+        while (self._sync or self._loading) and not waiting.done():
             if not self._read_lock.acquire(timeout=0.005):
                 continue
             try:
@@ -674,9 +714,33 @@ class _Child:
                 self._read_lock.release()
         return waiting.result()
 
+    def _metric_ask(self, operation: str, args: tuple[Any, ...]) -> tuple[str, Any]:
+        """A metric call of the model's (pb_utils.MetricFamily, Metric), answered by the
+        server: ``("ok", value)`` or ``("error", its line)``."""
+        if self._unloading:
+            return ("error", _unloading_error().line())
+        status, value = self._ask("metric", (operation, args))
+        return status, value
+
+    def _metric_tell(self, operation: str, args: tuple[Any, ...]) -> None:
+        """A metric call that waits for nothing (a handle dropped, from a finalizer, which
+        may run on a thread inside ``_send``: then it is sent after)."""
+        if self._unloading:  # the server drops all of the process's handles
+            return
+        if getattr(self._sending, "active", False):
+            self._held_drops.put((operation, args))
+            return
+        self._send(("metric", 0, (operation, args)))
+
     def _send(self, message: tuple[Any, ...]) -> None:
-        with self._send_lock:
-            self._conn.send(message)
+        self._sending.active = True
+        try:
+            with self._send_lock:
+                self._conn.send(message)
+                while not self._held_drops.empty():
+                    self._conn.send(("metric", 0, self._held_drops.get_nowait()))
+        finally:
+            self._sending.active = False
 
 
 class _Parts:
