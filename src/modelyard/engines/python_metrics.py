@@ -245,8 +245,8 @@ class ModelMetrics:
         found = self._handles.get(handle) if isinstance(handle, int) else None
         if found is None or found.owner != owner or (found.series is None) != family:
             what = "metric family" if family else "metric"
-            raise MetricRefused(f"no {what} of this model has handle {str(handle)[:32]}",
-                                triton=False)  # fmt: skip
+            shown = handle if isinstance(handle, int) and abs(handle) < 2**63 else "of that kind"
+            raise MetricRefused(f"no {what} of this model has handle {shown}", triton=False)
         return found
 
     def _drop(self, owner: Hashable, handle: Any) -> None:

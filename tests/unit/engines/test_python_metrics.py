@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.engines import pb_utils, python_metrics
-from modelyard.engines.base import LoadContext
+from modelyard.engines.base import DecoupledRequest, LoadContext
 from modelyard.engines.python import PythonEngine
 from modelyard.engines.python_metrics import (
     COUNTER,
@@ -251,7 +252,13 @@ class TritonPythonModel:
         except pb_utils.TritonModelException as error:
             said = str(error)
         value = np.array([self.metric.value(), len(said)], dtype=np.float32)
-        return [pb_utils.InferenceResponse([pb_utils.Tensor("Y", value)]) for _ in requests]
+        responses = [pb_utils.InferenceResponse([pb_utils.Tensor("Y", value)]) for _ in requests]
+        if not DECOUPLED:
+            return responses
+        for request, response in zip(requests, responses):
+            request.get_response_sender().send(
+                response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
 """
 
 CONFIG = """
@@ -261,18 +268,33 @@ output [{ name: "Y" data_type: TYPE_FP32 dims: [ 2 ] }]
 """
 
 
+def _executed(engine: PythonEngine, decoupled: bool) -> Any:
+    if not decoupled:
+        return engine.execute({}, ["Y"])["Y"]
+    got: list[Any] = []
+    engine.execute_decoupled(
+        [DecoupledRequest({}, ["Y"], lambda outputs, error, final: got.append(outputs), bool)]
+    )
+    deadline = time.monotonic() + 10
+    while not got and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return got[0]["Y"]
+
+
+@pytest.mark.parametrize("decoupled", [False, True])
 def test_a_stub_s_model_makes_metrics_in_initialize_and_they_go_when_it_unloads(
-    tmp_path: Path,
+    tmp_path: Path, decoupled: bool
 ) -> None:
     version_dir = tmp_path / "metered" / "1"
     version_dir.mkdir(parents=True)
-    (version_dir / "model.py").write_text(MODEL)
-    config = text_format.Parse(CONFIG, mc.ModelConfig())
+    (version_dir / "model.py").write_text(MODEL.replace("DECOUPLED", str(decoupled)))
+    policy = "model_transaction_policy { decoupled: true }" if decoupled else ""
+    config = text_format.Parse(CONFIG + policy, mc.ModelConfig())
     engine = PythonEngine()
     engine.load(LoadContext(version_dir / "model.py", version_dir, config))
     try:
         for count in (1.0, 2.0):
-            value, said = engine.execute({}, ["Y"])["Y"]
+            value, said = _executed(engine, decoupled)
             assert value == count and said > 0
         assert 'stub_requests{model="metered"} 2\n' in MODEL_METRICS.text()
     finally:
@@ -294,4 +316,7 @@ def test_the_server_s_metrics_text_carries_the_models_own_after_triton_s(tmp_pat
         assert text.index("nv_inference_count") < text.index("shown_here")
     finally:
         MODEL_METRICS.drop_owner("owner-of-this-test")
-    assert "shown_here" not in metrics_text(manager, make_registry(manager)).decode()
+    assert (
+        "shown_here"
+        not in metrics_text(manager, make_registry(manager, cpu_metrics=False)).decode()
+    )
