@@ -24,8 +24,11 @@ model's responses, and the child's own calls into the server (a BLS request, "is
 this request cancelled?"), each answered by id. For a model that is not decoupled
 the threads that wait read for themselves (the instance thread its result, the
 model's thread its BLS reply), so a call crosses no reader thread; a decoupled
-model's responses come at any time, so a reader thread on each side takes them. Messages are pickled
-(protocol 5: arrays travel as their buffers). The child ends when the parent does
+model's responses come at any time, so a reader thread on each side takes them. The
+model's own metrics (``pb_utils.MetricFamily``) have a socket pair of their own, read by
+a thread of the parent's: a model's thread may call at any time (in ``initialize``,
+between requests), and when the child ends its families and series go. Messages are
+pickled (protocol 5: arrays travel as their buffers). The child ends when the parent does
 (``PR_SET_PDEATHSIG`` on Linux, and the socket closing), and runs in a session of its
 own, so a terminal's Ctrl-C reaches the server, which unloads it.
 """
@@ -142,6 +145,8 @@ class StubProcess:
         self._bls = ThreadPoolExecutor(4, thread_name_prefix="python-stub-bls")
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
+        # the child's metrics socket (the parent's end) and the thread that serves it
+        self._metrics: tuple[socket.socket, threading.Thread] | None = None
         self._started_at = 0.0
         self._served = False  # the process executed a batch to its end
         self._closed = False
@@ -162,15 +167,23 @@ class StubProcess:
         self._started_at, self._served = time.monotonic(), False
         first = not self._started_once
         parent_end, child_end = socket.socketpair()
+        metrics_end, child_metrics_end = socket.socketpair()
+        fds = (child_end.fileno(), child_metrics_end.fileno())
         try:
             self._process = _SPAWNER.submit(
                 subprocess.Popen,
-                [sys.executable, "-m", "modelyard.engines.python_stub", str(child_end.fileno())],
-                pass_fds=(child_end.fileno(),),
+                [sys.executable, "-m", "modelyard.engines.python_stub", *map(str, fds)],
+                pass_fds=fds,
                 start_new_session=True,
             ).result()
         finally:
             child_end.close()
+            child_metrics_end.close()
+        metrics_conn = Connection(os.dup(metrics_end.fileno()))
+        serving = threading.Thread(target=_serve_metrics, args=(metrics_conn,), daemon=True,
+                                   name="python-stub-metrics")  # fmt: skip
+        serving.start()
+        self._metrics = (metrics_end, serving)
         conn = Connection(parent_end.detach())
         self._conn = conn
         ctx = self._ctx
@@ -190,11 +203,11 @@ class StubProcess:
             )
         )
         try:
-            kind, payload = self._loading_reply(conn)
+            kind, payload = conn.recv()
             if kind == "completed":  # the config as the model completed it; initialize next
                 if first:
                     self._config_completed(payload)
-                kind, payload = self._loading_reply(conn)
+                kind, payload = conn.recv()
         except (EOFError, OSError):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(2)  # its exit code, for the line
@@ -208,15 +221,6 @@ class StubProcess:
         if not self._sync:
             threading.Thread(target=self._read, args=(conn,), daemon=True,
                              name="python-stub").start()  # fmt: skip
-
-    def _loading_reply(self, conn: Connection) -> tuple[str, Any]:
-        """The load's next step from the child; the metric calls of its initialize answered
-        meanwhile."""
-        while True:
-            message = conn.recv()
-            if message[0] != "metric":
-                return message[0], message[1]
-            self._metric(conn, message[1], message[2])
 
     def _config_completed(self, config_json: str) -> None:
         ctx = self._ctx
@@ -265,13 +269,20 @@ class StubProcess:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
-            MODEL_METRICS.drop_owner(conn)
         if process is not None:
             try:
                 process.wait(5)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(5)
+        metrics, self._metrics = self._metrics, None
+        if metrics is not None:  # its families go once the calls it sent are served
+            metrics_end, serving = metrics
+            serving.join(2)  # the child ended: its socket's end is near
+            with contextlib.suppress(OSError):  # a process it started may hold it open
+                metrics_end.shutdown(socket.SHUT_RDWR)
+            serving.join(2)
+            metrics_end.close()
 
     # ---- calls ----------------------------------------------------------
 
@@ -367,8 +378,6 @@ class StubProcess:
                 if message[0] in ("bls", "bls_stream"):
                     self._bls.submit(self._run_bls, conn, message[1], message[2],
                                      message[0] == "bls_stream")  # fmt: skip
-                if message[0] == "metric":
-                    self._metric(conn, message[1], message[2])
         except (EOFError, OSError, ValueError):
             self._lost(conn)
             raise self._ended("executing") from None
@@ -403,14 +412,11 @@ class StubProcess:
                 self._reply(conn, call_id, handlers is None or handlers[1]())
             elif kind in ("bls", "bls_stream"):
                 self._bls.submit(self._run_bls, conn, call_id, message[2], kind == "bls_stream")
-            elif kind == "metric":
-                self._metric(conn, call_id, message[2])
         self._lost(conn)
 
     def _lost(self, conn: Connection) -> None:
         """The child's socket closed: note how it ended, and fail what waited on it (only
         on that child: a newer one may run already)."""
-        MODEL_METRICS.drop_owner(conn)  # the families and series of the child that ended
         current = self._conn is conn
         process = self._process
         if current and process is not None:  # its socket closes as it exits: its code next
@@ -437,19 +443,6 @@ class StubProcess:
             future.set_exception(error)
         else:
             future.set_result(result)
-
-    def _metric(self, conn: Connection, query_id: int, call: Any) -> None:
-        """A metric call of the child's model, on the server's store; answered unless its
-        id is 0 (a handle dropped)."""
-        try:
-            operation, args = call
-            answer = ("ok", MODEL_METRICS.call(conn, operation, tuple(args)))
-        except MetricRefused as refused:
-            answer = ("error", str(refused))
-        except Exception as exc:  # a call of a shape pb_utils never sends
-            answer = ("error", errors.internal_error(exc).line())
-        if query_id:
-            self._reply(conn, query_id, answer)
 
     def _run_bls(self, conn: Connection, query_id: int, request: Any, stream: bool) -> None:
         """A model's call to another model; ``stream``: its responses as they come (a
@@ -491,7 +484,70 @@ class StubProcess:
         )
 
 
+def _serve_metrics(conn: Connection) -> None:
+    """The parent's thread for a child's metric calls: each on the server's store, an
+    ``ask`` answered; when the child's end closes, its families and series go."""
+    try:
+        while True:
+            try:
+                kind, operation, args = conn.recv()
+            except (EOFError, OSError, ValueError, TypeError):
+                return  # ended, or a message of a shape pb_utils never sends
+            try:
+                answer = ("ok", MODEL_METRICS.call(conn, operation, tuple(args)))
+            except MetricRefused as refused:
+                answer = ("error", str(refused))
+            except Exception as exc:  # the store's own failure: the model sees it
+                answer = ("error", errors.internal_error(exc).line())
+            if kind == "ask":
+                conn.send(answer)
+    except OSError:
+        return
+    finally:
+        MODEL_METRICS.drop_owner(conn)
+        conn.close()
+
+
 # ---- the child --------------------------------------------------------------
+
+
+class _MetricsChannel:
+    """The child's end of its metrics socket: a model's metric calls from any thread, one
+    at a time. A finalizer's ``tell`` (a handle dropped) that runs on a thread already
+    inside a call is held and sent after it."""
+
+    def __init__(self, fd: int) -> None:
+        self._conn = Connection(fd)
+        self._lock = threading.Lock()
+        self._inside = threading.local()
+        self._held: queue.SimpleQueue[tuple[str, tuple[Any, ...]]] = queue.SimpleQueue()
+
+    def ask(self, operation: str, args: tuple[Any, ...]) -> tuple[str, Any]:
+        try:
+            with self._using():
+                self._conn.send(("ask", operation, args))
+                status, value = self._conn.recv()
+        except (EOFError, OSError):
+            return ("error", _unloading_error().line())
+        return status, value
+
+    def tell(self, operation: str, args: tuple[Any, ...]) -> None:
+        if getattr(self._inside, "active", False):
+            self._held.put((operation, args))
+            return
+        with contextlib.suppress(EOFError, OSError), self._using():
+            self._conn.send(("tell", operation, args))
+
+    @contextlib.contextmanager
+    def _using(self) -> Iterator[None]:
+        self._inside.active = True
+        try:
+            with self._lock:
+                yield
+                while not self._held.empty():
+                    self._conn.send(("tell", *self._held.get_nowait()))
+        finally:
+            self._inside.active = False
 
 
 class _Child:
@@ -507,14 +563,8 @@ class _Child:
         # not decoupled: the main thread executes, and a thread waiting for a reply reads it
         self._sync = True
         self._read_lock = threading.Lock()
-        # the main thread runs the model's code (a load, or an execute of a model that is not
-        # decoupled): a thread of the model's that waits for a reply reads it itself
-        self._executing = False
-        self._loading = False
+        self._executing = False  # the main thread executes a model that is not decoupled
         self._unloading = False  # unload asked: nobody reads replies any more
-        # metric handles a finalizer dropped while its thread was sending: sent after that
-        self._sending = threading.local()
-        self._held_drops: queue.SimpleQueue[tuple[str, tuple[Any, ...]]] = queue.SimpleQueue()
 
     def serve(self) -> None:
         while True:
@@ -550,7 +600,6 @@ class _Child:
         config = mc.ModelConfig()
         config.ParseFromString(payload["config"])
         self._sync = not config.model_transaction_policy.decoupled
-        pb_utils.metrics_through(self._metric_ask, self._metric_tell)
         ctx = LoadContext(
             artifact=Path(payload["artifact"]),
             version_dir=Path(payload["version_dir"]),
@@ -563,15 +612,11 @@ class _Child:
             config_complete=lambda: self._send(("completed", json_format.MessageToJson(config))),
         )
         engine = PythonEngine(in_process=True, alone=True)
-        self._executing = self._loading = True  # initialize may make metrics: it reads replies
         try:
             engine.load(ctx)
         except ModelyardError as error:
             self._send(("failed", _error_fields(error)))
             return
-        finally:
-            with self._read_lock:
-                self._executing = self._loading = False
         if payload["infer"]:  # its own threads may call other models too (Triton's BLS)
             pb_utils.serving_through(self._bls)
         self._engine = engine
@@ -701,7 +746,7 @@ class _Child:
         """The next reply for ``waiting``: handed over by the thread that reads (the main
         thread, unless it executes a model that is not decoupled: then one waiting thread at
         a time reads the replies)."""
-        while (self._sync or self._loading) and not waiting.done():
+        while self._sync and not waiting.done():
             if not self._read_lock.acquire(timeout=0.005):
                 continue
             try:
@@ -714,33 +759,9 @@ class _Child:
                 self._read_lock.release()
         return waiting.result()
 
-    def _metric_ask(self, operation: str, args: tuple[Any, ...]) -> tuple[str, Any]:
-        """A metric call of the model's (pb_utils.MetricFamily, Metric), answered by the
-        server: ``("ok", value)`` or ``("error", its line)``."""
-        if self._unloading:
-            return ("error", _unloading_error().line())
-        status, value = self._ask("metric", (operation, args))
-        return status, value
-
-    def _metric_tell(self, operation: str, args: tuple[Any, ...]) -> None:
-        """A metric call that waits for nothing (a handle dropped, from a finalizer, which
-        may run on a thread inside ``_send``: then it is sent after)."""
-        if self._unloading:  # the server drops all of the process's handles
-            return
-        if getattr(self._sending, "active", False):
-            self._held_drops.put((operation, args))
-            return
-        self._send(("metric", 0, (operation, args)))
-
     def _send(self, message: tuple[Any, ...]) -> None:
-        self._sending.active = True
-        try:
-            with self._send_lock:
-                self._conn.send(message)
-                while not self._held_drops.empty():
-                    self._conn.send(("metric", 0, self._held_drops.get_nowait()))
-        finally:
-            self._sending.active = False
+        with self._send_lock:
+            self._conn.send(message)
 
 
 class _Parts:
@@ -781,8 +802,12 @@ def _end_with_parent() -> None:
 
 def main() -> None:
     _end_with_parent()
-    fd = int(sys.argv[1])
+    fd, metrics_fd = int(sys.argv[1]), int(sys.argv[2])
     del sys.argv[1:]  # the model's process has no arguments (unittest.main() reads them)
+    from modelyard.engines import pb_utils
+
+    metrics = _MetricsChannel(metrics_fd)
+    pb_utils.metrics_through(metrics.ask, metrics.tell)
     _Child(Connection(fd)).serve()
 
 

@@ -25,6 +25,7 @@ from modelyard.engines.python_metrics import (
     MetricRefused,
     ModelMetrics,
 )
+from modelyard.errors import EngineError
 
 # ---- the server's store ----------------------------------------------------------------
 
@@ -234,6 +235,8 @@ def test_a_model_in_the_server_s_process_is_told_where_metrics_are_served() -> N
 # ---- a stub's model ----------------------------------------------------------------------
 
 MODEL = """
+import threading
+
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -244,6 +247,10 @@ class TritonPythonModel:
             name="stub_requests", description="requests seen",
             kind=pb_utils.MetricFamily.COUNTER)
         self.metric = self.family.Metric(labels={"model": args["model_name"]})
+        # a thread of the model's, between requests
+        gauges = pb_utils.MetricFamily("stub_background", "", pb_utils.MetricFamily.GAUGE)
+        threading.Thread(target=lambda: gauges.Metric().set(42)).start()
+        self.gauges = gauges
 
     def execute(self, requests):
         self.metric.increment(len(requests))
@@ -282,7 +289,7 @@ def _executed(engine: PythonEngine, decoupled: bool) -> Any:
 
 
 @pytest.mark.parametrize("decoupled", [False, True])
-def test_a_stub_s_model_makes_metrics_in_initialize_and_they_go_when_it_unloads(
+def test_a_stub_s_model_makes_metrics_from_any_thread_and_they_go_when_it_unloads(
     tmp_path: Path, decoupled: bool
 ) -> None:
     version_dir = tmp_path / "metered" / "1"
@@ -293,6 +300,10 @@ def test_a_stub_s_model_makes_metrics_in_initialize_and_they_go_when_it_unloads(
     engine = PythonEngine()
     engine.load(LoadContext(version_dir / "model.py", version_dir, config))
     try:
+        deadline = time.monotonic() + 10
+        while "stub_background 42\n" not in MODEL_METRICS.text():
+            assert time.monotonic() < deadline, MODEL_METRICS.text()
+            time.sleep(0.01)
         for count in (1.0, 2.0):
             value, said = _executed(engine, decoupled)
             assert value == count and said > 0
@@ -300,6 +311,7 @@ def test_a_stub_s_model_makes_metrics_in_initialize_and_they_go_when_it_unloads(
     finally:
         engine.unload()
     assert "stub_requests" not in MODEL_METRICS.text()
+    assert "stub_background" not in MODEL_METRICS.text()
 
 
 def test_the_server_s_metrics_text_carries_the_models_own_after_triton_s(tmp_path: Path) -> None:
@@ -320,3 +332,41 @@ def test_the_server_s_metrics_text_carries_the_models_own_after_triton_s(tmp_pat
         "shown_here"
         not in metrics_text(manager, make_registry(manager, cpu_metrics=False)).decode()
     )
+
+
+CRASHING = """
+import os
+
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.family = pb_utils.MetricFamily("stub_crashing", "", pb_utils.MetricFamily.COUNTER)
+        self.family.Metric().increment(1)
+
+    def execute(self, requests):
+        os._exit(3)
+"""
+
+
+def test_the_metrics_of_a_model_s_process_that_crashed_go_with_it(tmp_path: Path) -> None:
+    version_dir = tmp_path / "metered" / "1"
+    version_dir.mkdir(parents=True)
+    (version_dir / "model.py").write_text(CRASHING)
+    engine = PythonEngine()
+    engine.load(
+        LoadContext(
+            version_dir / "model.py", version_dir, text_format.Parse(CONFIG, mc.ModelConfig())
+        )
+    )
+    try:
+        assert "stub_crashing 1\n" in MODEL_METRICS.text()
+        with pytest.raises(EngineError, match="exit code 3"):
+            engine.execute({}, ["Y"])
+        deadline = time.monotonic() + 10
+        while "stub_crashing" in MODEL_METRICS.text():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        engine.unload()
