@@ -40,6 +40,7 @@ import ctypes
 import functools
 import itertools
 import os
+import pickle
 import queue
 import signal
 import socket
@@ -75,6 +76,9 @@ TRITON_MODULE = b"triton_python_backend_utils"
 TRITON_CLASS = b"class TritonPythonModel"
 _MAX_SOURCE_BYTES = 16 * 2**20  # a model.py larger than this is read only this far
 RESTART_BACKOFF_S = 1.0
+# a metric call is a few names, labels and buckets (engines/python_metrics.py bounds
+# them); a larger message closes the child's metrics socket
+MAX_METRIC_CALL_BYTES = 2**20
 UNLOAD_TIMEOUT_S = 30.0
 # the thread every child is started from: it lives as long as the server (see above)
 _SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="python-stub-spawn")
@@ -490,9 +494,9 @@ def _serve_metrics(conn: Connection) -> None:
     try:
         while True:
             try:
-                kind, operation, args = conn.recv()
-            except (EOFError, OSError, ValueError, TypeError):
-                return  # ended, or a message of a shape pb_utils never sends
+                kind, operation, args = pickle.loads(conn.recv_bytes(MAX_METRIC_CALL_BYTES))
+            except Exception:
+                return  # ended, or a message of a size or shape pb_utils never sends
             try:
                 answer = ("ok", MODEL_METRICS.call(conn, operation, tuple(args)))
             except MetricRefused as refused:

@@ -370,3 +370,28 @@ def test_the_metrics_of_a_model_s_process_that_crashed_go_with_it(tmp_path: Path
             time.sleep(0.01)
     finally:
         engine.unload()
+
+
+def test_a_metrics_socket_serves_each_call_and_closes_on_an_oversized_one() -> None:
+    import socket
+    import threading
+    from multiprocessing.connection import Connection
+
+    from modelyard.engines import python_stub
+
+    server_end, model_end = socket.socketpair()
+    serving = threading.Thread(
+        target=python_stub._serve_metrics, args=(Connection(server_end.detach()),)
+    )
+    serving.start()
+    channel = python_stub._MetricsChannel(model_end.detach())
+    status, family = channel.ask("family", ("socket_served", "", COUNTER))
+    assert status == "ok"
+    assert channel.ask("metric", (family, {"k": 1}, None))[0] == "error"  # refused, answered
+    assert channel.ask("metric", (family, {}, None))[0] == "ok"
+    assert "socket_served 0\n" in MODEL_METRICS.text()
+    channel.tell("drop", ("x" * python_stub.MAX_METRIC_CALL_BYTES,))
+    serving.join(5)
+    assert not serving.is_alive()  # it closed the socket, and the model's handles went
+    assert "socket_served" not in MODEL_METRICS.text()
+    assert channel.ask("family", ("again", "", COUNTER))[0] == "error"
