@@ -795,6 +795,7 @@ class MetricFamily:
                  kind: MetricKind = _REQUIRED) -> None:  # fmt: skip
         self._handle: int | None = None
         self._series: dict[str, _SeriesHandle] = {}
+        self._series_lock = threading.Lock()  # two threads making one label set: one handle
         _argument("MetricFamily", "name", name, str)
         _argument("MetricFamily", "description", description, str)
         _argument("MetricFamily", "kind", kind, MetricKind)
@@ -819,12 +820,13 @@ class MetricFamily:
             key = json.dumps(labels, sort_keys=True)
         except (TypeError, ValueError) as exc:
             raise TritonModelException(f"Failed to create metric. {exc}") from None
-        series = self._series.get(key)
-        if series is None:  # one handle per label set: the series lives while the family does
-            handle = _metric_call(
-                "Error when creating Metric: ", "metric", self._handle, labels, buckets
-            )
-            series = self._series[key] = _SeriesHandle(handle)
+        with self._series_lock:
+            series = self._series.get(key)
+            if series is None:  # one handle per label set: it lives while the family does
+                handle = _metric_call(
+                    "Error when creating Metric: ", "metric", self._handle, labels, buckets
+                )
+                series = self._series[key] = _SeriesHandle(handle)
         return Metric(series)
 
     def __del__(self) -> None:
