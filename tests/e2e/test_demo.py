@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.servers import free_ports, wait_until
 
@@ -20,7 +21,16 @@ IRIS = {
 }
 
 
-def test_demo_runs_the_example_platform_and_answers_the_readme_call(tmp_path: Path) -> None:
+def test_demo_runs_the_example_platform_and_answers_the_readme_call(
+    tmp_path: Path, pytestconfig: pytest.Config
+) -> None:
+    # the demo builds its models on first run; its MiniLM export (model_repository.cache)
+    # is the one test_embedding.py caches in pytest's cache directory: made once for both
+    pytest_cache = getattr(pytestconfig, "cache", None)  # absent with -p no:cacheprovider
+    if pytest_cache is not None:
+        (tmp_path / "model_repository.cache").symlink_to(
+            pytest_cache.mkdir("modelyard-minilm-onnx"), target_is_directory=True
+        )
     http, grpc, control = free_ports(3)
     log = (tmp_path / "demo.log").open("wb")
     process = subprocess.Popen(
