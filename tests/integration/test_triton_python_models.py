@@ -329,7 +329,10 @@ def test_a_python_model_calls_another_model_of_the_server(
         item.set_data_from_numpy(-x - 1)
         with pytest.raises(InferenceServerException) as failed:
             client.infer(model, [item])
-        assert "Request for unknown model: 'no_such_model' is not found" in str(failed.value)
+        assert (
+            "Failed for execute the inference request. Model 'no_such_model' is not ready. "
+            "Request for unknown model: 'no_such_model' is not found"
+        ) in str(failed.value)
     finally:
         client.close()
 

@@ -110,9 +110,19 @@ def _argument(function: str, name: str, value: Any, kind: type | tuple[type, ...
         raise TypeError(f"{function}(): incompatible argument {name}={type(value).__name__}")
 
 
+def _text(function: str, name: str, value: Any) -> str:
+    """An argument Triton's binding takes as a C++ string: a str, or bytes (pybind11 takes
+    those too, as they are; here as UTF-8, so bytes that are not name nothing that
+    exists). Anything else is a TypeError."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    _argument(function, name, value, str)
+    return str(value)
+
+
 class Tensor:
     def __init__(self, name: str, array: Any) -> None:
-        _argument("Tensor", "name", name, str)
+        name = _text("Tensor", "name", name)
         if array is None:
             raise TypeError("Tensor(): incompatible argument: a numpy array, not None")
         if not isinstance(array, np.ndarray):
@@ -218,16 +228,18 @@ class InferenceRequest:
         for name, value in given.items():
             if value is _REQUIRED:
                 raise TypeError(f"InferenceRequest(): missing required argument '{name}'")
-        _argument("InferenceRequest", "request_id", request_id, str)
+        request_id = _text("InferenceRequest", "request_id", request_id)
         _argument("InferenceRequest", "inputs", inputs, (list, tuple))
         _argument("InferenceRequest", "requested_output_names", requested_output_names,
                   (list, tuple))  # fmt: skip
-        _argument("InferenceRequest", "model_name", model_name, str)
+        model_name = _text("InferenceRequest", "model_name", model_name)
         numbers = {"model_version": model_version, "flags": flags, "timeout": timeout}
         for number, value in numbers.items():
             _argument("InferenceRequest", number, value, int)
-        for output in requested_output_names:
-            _argument("InferenceRequest", "requested_output_names[]", output, str)
+        requested_output_names = [
+            _text("InferenceRequest", "requested_output_names[]", output)
+            for output in requested_output_names
+        ]
         for tensor in inputs:
             if tensor is None:
                 raise TritonModelException("Input tensor of an InferenceRequest is None.")

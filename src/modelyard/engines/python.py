@@ -19,11 +19,13 @@ Triton's API: ``execute(requests)`` gets a list of ``pb_utils`` requests and
 returns one ``InferenceResponse`` each. The server batches before the model sees
 the requests, and each request of a batch comes as its own (its rows, its
 ``parameters()``, a sequence's ``correlation_id()`` and ``flags()``); a
-response's ``TritonError`` (or a ``TritonModelException``) fails the batch with
-its message, INVALID_ARG as the caller's error (400: the scheduler then runs the
-batch's requests again one by one, so only the one at fault fails), any other
-code as the model's (500). A decoupled model (``execute_decoupled``) answers
-through each request's response sender. Each instance of such a model (or of any
+response's ``TritonError`` fails the batch with its message, INVALID_ARG as the
+caller's error (400: the scheduler then runs the batch's requests again one by one,
+so only the one at fault fails), any other code as the model's (500); an exception
+raised by ``execute`` (a ``TritonModelException`` too) is the model's, in Triton's
+words (``Failed to process the request(s) for model '<instance>', message: ...``).
+A decoupled model (``execute_decoupled``) answers through each request's response
+sender. Each instance of such a model (or of any
 ``TritonPythonModel`` class: a file written for Triton) runs in a process of its own
 (``python_stub.py``), as Triton's stub does: a crash fails the batch it was executing,
 and the next batch starts the process again. A ``Model`` class runs in the server's
@@ -443,11 +445,9 @@ class PythonEngine(Engine):
                     future.add_done_callback(functools.partial(self._ended_later, failed_later))
                     return None
                 responses = future.result()
-        except pb_utils.TritonModelException as exc:
-            raise self._triton_error(pb_utils.TritonError(str(exc))) from exc
         except ModelyardError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # a TritonModelException too: Triton's stub words it so
             raise self._user_error("execute", exc) from exc
         finally:
             pb_utils.calling_through(None)

@@ -565,7 +565,7 @@ class LocalDataPlane:
         loop = self._loop_for_a_call(request)
         if stream:
             return self._stream_from_thread(request, loop)
-        future = asyncio.run_coroutine_threadsafe(self.infer(request), loop)
+        future = asyncio.run_coroutine_threadsafe(self._called(request), loop)
         try:
             return future.result(BLS_TIMEOUT_S)
         except TimeoutError:
@@ -579,6 +579,7 @@ class LocalDataPlane:
 
         async def pump() -> None:
             try:
+                self._check_called(request)
                 async for item in self.infer_stream(request):
                     items.put(item)
             except Exception as exc:
@@ -600,6 +601,27 @@ class LocalDataPlane:
                 yield item
         finally:  # ended early (the model stopped reading): its request is cancelled
             future.cancel()
+
+    async def _called(self, request: InferRequest) -> InferResponse:
+        self._check_called(request)
+        return await self.infer(request)
+
+    def _check_called(self, request: InferRequest) -> None:
+        """Triton's stub asks whether the model called is ready before it sends the
+        request, and refuses in its own words (python_backend's request_executor.cc);
+        here they lead the line that says why. A model that loads on demand is not
+        refused: the call waits for its load."""
+        try:
+            self.manager.resolve(request.model_name, request.model_version)
+        except NotResident:
+            return
+        except ModelyardError as error:
+            raise ModelServerError(
+                "Failed for execute the inference request. Model "
+                f"'{shown(request.model_name)}' is not ready. {error.detail}",
+                code=error.code, rule=error.rule, where=error.where,
+                retry_after=error.retry_after, triton=True,
+            ) from error  # fmt: skip
 
     def _loop_for_a_call(self, request: InferRequest) -> asyncio.AbstractEventLoop:
         if self.authorize_call is not None:

@@ -67,6 +67,25 @@ def test_arguments_are_checked_as_triton_s_binding_checks_them() -> None:
     assert request.correlation_id() == "s-1"
 
 
+def test_a_name_may_be_bytes_as_triton_s_binding_takes_them() -> None:
+    """python_backend's BLS example names the model with a BYTES input's element
+    (``as_numpy()[0]``, bytes): Triton's binding takes bytes where it takes a string."""
+    tensor = pb_utils.Tensor(b"INPUT0", [1, 2])
+    assert tensor.name() == "INPUT0"
+    request = pb_utils.InferenceRequest(
+        inputs=[tensor], requested_output_names=[b"OUTPUT0"], model_name=b"add_sub",
+        request_id=b"r-1",
+    )  # fmt: skip
+    assert request.model_name() == "add_sub"
+    assert request.requested_output_names() == ["OUTPUT0"]
+    assert request.request_id() == "r-1"
+    # bytes that are not UTF-8 name no model that exists; never a crash
+    odd = pb_utils.InferenceRequest(inputs=[], requested_output_names=[], model_name=b"\xff")
+    assert odd.model_name() == "\ufffd"
+    with pytest.raises(TypeError, match="model_name=int"):
+        pb_utils.InferenceRequest(inputs=[], requested_output_names=[], model_name=3)
+
+
 def test_a_model_that_is_not_decoupled_sends_one_response_and_final_with_or_after_it() -> None:
     sent: list[tuple[object, bool]] = []
     sender = pb_utils.InferenceResponseSender(

@@ -129,7 +129,13 @@ def test_a_bls_call_reaches_the_server_s_infer_and_its_error_comes_back(tmp_path
         np.testing.assert_array_equal(engine.execute({"X": x}, ["Y"])["Y"], x * 10)
         with pytest.raises(EngineError) as failed:
             engine.execute({"X": np.array([[-3.0, 9.0]], dtype=np.float32)}, ["Y"])
-        assert "Request for unknown model: 'other' is not found" in failed.value.detail
+        # the model raised TritonModelException with the call's error: Triton's stub words
+        # any exception from execute so
+        assert failed.value.detail.startswith(
+            "Failed to process the request(s) for model 'stubbed_0_0', message: "
+            "TritonModelException: Request for unknown model: 'other' is not found"
+        ), failed.value.detail
+        assert failed.value.code is Code.INTERNAL
         assert calls == ["other", "other"]
     finally:
         engine.unload()
