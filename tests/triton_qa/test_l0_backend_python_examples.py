@@ -12,9 +12,8 @@ with ``TEST_JETSON=0``, so the async BLS examples run too.
 
 Not run here (docs/triton-qa.md): ``jax`` (JAX is not installed; test.sh also leaves it
 out on Jetson), ``instance_kind`` (its model and client fetch ResNet-50's code and
-weights through ``torch.hub``, NVIDIA's image helpers and a picture from the internet),
-and ``custom_metrics`` until ``pb_utils.MetricFamily`` is served. A model left out is
-left out of every later repository too.
+weights through ``torch.hub``, NVIDIA's image helpers and a picture from the internet).
+A model left out is left out of every later repository too.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from pathlib import Path
 
 import pytest
 
-from modelyard.engines import pb_utils
 from tests.support.netns import LoopbackHost
 from tests.triton_qa import harness
 from tests.triton_qa.test_l0_backend_python import BACKEND_DIR
@@ -48,12 +46,6 @@ class Example:
     server_args: tuple[str, ...] = ()  # added for this server and every later one
     not_here: str | None = None  # why it cannot run here (its models are left out)
     marks: tuple[pytest.MarkDecorator, ...] = field(default=())
-
-
-def _waits_on_custom_metrics() -> str | None:
-    if hasattr(pb_utils, "MetricFamily"):
-        return None
-    return "waits on custom metrics: pb_utils.MetricFamily (a model's own metrics on /metrics)"
 
 
 FULL = pytest.mark.triton_qa_full
@@ -98,7 +90,7 @@ TEST_SH = [
                      "and a picture from images.cocodataset.org"),
     Example("custom_metrics",
             {"custom_metrics": ("custom_metrics/model.py", "custom_metrics/config.pbtxt")},
-            "custom_metrics/client.py", not_here=_waits_on_custom_metrics(), marks=(FULL,)),
+            "custom_metrics/client.py", marks=(FULL,)),
 ]  # fmt: skip
 
 
