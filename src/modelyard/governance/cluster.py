@@ -40,12 +40,9 @@ import functools
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import structlog
-from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
 
 from modelyard.clock import Clock
 from modelyard.errors import GovernanceError
@@ -58,6 +55,9 @@ from modelyard.governance.ratelimit import (
     SharedLimit,
     limit_detail,
 )
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 from modelyard.tasks import cancel_and_wait
 
 log = structlog.get_logger("modelyard.governance")
@@ -270,7 +270,15 @@ class ClusterQpsGuard:
         self._clock = clock
         self._live_instances = live_instances
         self._limiting_locally = limiting_locally
-        self._redis = Redis.from_url(
+        # imported here: redis (with the OpenTelemetry parts it loads) costs a server
+        # start about 0.1 s, and only a service with a cluster limit uses it
+        from redis.asyncio import Redis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+        from redis.exceptions import RedisError
+
+        self._failures: tuple[type[Exception], ...] = (RedisError, OSError)
+        self._redis: Redis = Redis.from_url(
             redis_url,
             socket_timeout=socket_timeout,
             socket_connect_timeout=socket_timeout,
@@ -390,7 +398,7 @@ class ClusterQpsGuard:
             return
         try:
             wait_one = await self._lease(iface, lease, call.model, now)
-        except (RedisError, OSError) as exc:
+        except self._failures as exc:
             self._enter_fallback(exc)
             self._check_locally(iface, call, now)
             return
@@ -409,7 +417,7 @@ class ClusterQpsGuard:
                     return
                 try:
                     await self._lease(iface, lease, model, now)
-                except (RedisError, OSError) as exc:
+                except self._failures as exc:
                     self._enter_fallback(exc)
         finally:
             lease.refill = None
@@ -492,7 +500,7 @@ class ClusterQpsGuard:
             try:
                 await self._redis.ping()
                 break
-            except (RedisError, OSError):
+            except self._failures:
                 instances = self._instances()
                 if instances != self._fallback_instances:
                     self._fallback_instances = instances
