@@ -222,6 +222,9 @@ class StubProcess:
             self._stop_process()
             raise _rebuilt(payload)
         self.takes_requests, self._started_once = payload, True
+        # the restart back-off counts from here: a slow start (a loaded machine, a long
+        # initialize) must not use up the second a crash loop waits
+        self._started_at = time.monotonic()
         if not self._sync:
             threading.Thread(target=self._read, args=(conn,), daemon=True,
                              name="python-stub").start()  # fmt: skip
@@ -244,7 +247,7 @@ class StubProcess:
                 retry_after=1.0,
             )
         wait = 0.0 if self._served else self._started_at + RESTART_BACKOFF_S - time.monotonic()
-        if wait > 0:  # it ended within a second of its start, having served nothing: it waits
+        if wait > 0:  # it ended within a second of being ready, having served nothing: it waits
             raise EngineError.of(
                 error_rules.STUB_NOT_RUNNING,
                 "the model's process ended and is being started again",
