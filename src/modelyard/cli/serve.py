@@ -243,6 +243,9 @@ class InstanceServer(InProcessServer):
             dataplane.authorize_call = governance.authorize_model_call(
                 f"service '{governance.service}'"
             )  # checks only where auth is on, as it is at each call
+            dataplane.model_control.authorize = governance.authorize_model_control(
+                f"service '{governance.service}'"
+            )
         return governance
 
     def _http_front_door(

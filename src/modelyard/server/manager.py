@@ -173,6 +173,8 @@ class ModelManager:
         # the server's own infer, blocking, for models that call other models (BLS); the data
         # plane that serves this manager sets it
         self.infer_from_thread: Callable[[Any], Any] | None = None
+        # a model's own load, unload and readiness calls (the data plane's ModelControl)
+        self.control_from_thread: Callable[..., Any] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         # the server's response cache (--cache-config local,size=N): the models whose
         # config enables it share it; None: no model caches
@@ -989,6 +991,7 @@ class ModelManager:
             loop_load=self.loop_load,
             limiter=self.rate_limiter,
             infer=self.infer_from_thread,
+            control=self.control_from_thread,
             name=name,
             auto_complete=self.auto_complete,
         )

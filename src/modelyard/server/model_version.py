@@ -309,6 +309,7 @@ def load_model_version(
     loop_load: LoopLoad | None = None,
     limiter: ResourceLimiter | None = None,
     infer: Callable[[Any], Any] | None = None,
+    control: Callable[..., Any] | None = None,
     name: str | None = None,
     auto_complete: bool = True,
 ) -> ModelVersion:
@@ -350,6 +351,7 @@ def load_model_version(
                 trusted=trusted,
                 instance_index=index,
                 infer=infer,
+                control=control,
                 auto_complete=auto_complete,
                 config_complete=config_complete,
             )
