@@ -204,6 +204,7 @@ class InstanceServer(InProcessServer):
             generation=self.generation,
             strict_readiness=models.strict_readiness,
             load_threads=models.load_threads,
+            backend_directory=models.backend_directory,
             summary_quantiles=models.summary_quantiles,
             response_cache=ResponseCache(models.response_cache_bytes)
             if models.response_cache_bytes

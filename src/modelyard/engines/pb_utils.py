@@ -57,6 +57,21 @@ def controlling_through(
     _process_control, _instance_name = control, instance
 
 
+# a stub's model: its version directory (Triton's get_model_dir())
+_model_dir = ""
+
+
+def serving_model_dir(model_dir: str) -> None:
+    global _model_dir
+    _model_dir = model_dir
+
+
+def get_model_dir() -> str:
+    """The model's version directory (where a Python-based backend's model keeps its own
+    files, ``<repository>/<model>/<version>``), as Triton's stub gives it."""
+    return _model_dir
+
+
 def calling_through(infer: Callable[..., Any] | None) -> None:
     """Set (or clear, with None) the server infer a BLS call here goes through, for the
     principals of the batch executing on this thread."""

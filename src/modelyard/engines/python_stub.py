@@ -188,6 +188,7 @@ class StubProcess:
                     "instance_index": ctx.instance_index,
                     "infer": ctx.infer is not None,
                     "control": ctx.control is not None,
+                    "backend_dir": None if ctx.backend_dir is None else str(ctx.backend_dir),
                     "auto_complete": ctx.auto_complete and first,
                 },
             )
@@ -558,6 +559,7 @@ class _Child:
             instance_index=payload["instance_index"],
             infer=self._bls if payload["infer"] else None,
             auto_complete=payload["auto_complete"],
+            backend_dir=Path(payload["backend_dir"]) if payload["backend_dir"] else None,
             config_complete=lambda: self._send(("completed", json_format.MessageToJson(config))),
         )
         engine = PythonEngine(in_process=True, alone=True)
