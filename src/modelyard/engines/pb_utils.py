@@ -59,6 +59,8 @@ def controlling_through(
 
 # a stub's model: its version directory (Triton's get_model_dir())
 _model_dir = ""
+# the most a model's load_model may give, its config and file contents together
+MAX_MODEL_LOAD_BYTES = 1 << 30
 
 
 def serving_model_dir(model_dir: str) -> None:
@@ -752,6 +754,12 @@ def load_model(model_name: str, config: str = "", files: dict[str, bytes] | None
                 f"paths (str) and file contents (bytes), not {type(key).__name__}: "
                 f"{type(content).__name__}"
             )
+    size = len(config) + sum(len(content) for content in (files or {}).values())
+    if size > MAX_MODEL_LOAD_BYTES:  # refused before it crosses to the server
+        raise TritonModelException(
+            f"failed to load model '{model_name}': its config and files are {size} bytes, "
+            f"more than the {MAX_MODEL_LOAD_BYTES} a model's load may give"
+        )
     _control("load", {"name": model_name, "config": config, "files": dict(files or {})},
              "Failed to load model: ")  # fmt: skip
 

@@ -25,12 +25,13 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from modelyard import error_rules
+from modelyard.engines.pb_utils import MAX_MODEL_LOAD_BYTES
 from modelyard.errors import Code, ModelServerError, shown
 from modelyard.modelfiles.load_request import FILE_PREFIX, load_files, load_override
 from modelyard.server.manager import ModelManager
 
 MAX_NAME_CHARS = 1024
-MAX_LOAD_BYTES = 1 << 30  # a load's config and file contents together
+MAX_LOAD_BYTES = MAX_MODEL_LOAD_BYTES  # a load's config and file contents together
 # a load waits for the model's load (Triton's waits without end); past this the model's
 # call fails, and the load goes on
 CONTROL_TIMEOUT_S = 600.0

@@ -151,3 +151,7 @@ def test_arguments_the_binding_refuses_are_refused_before_anything_is_asked(
     with pytest.raises(pb_utils.TritonModelException, match=r"\(bytes\), not str: str"):
         pb_utils.load_model("m", "", {"file:1/model.onnx": "text"})  # type: ignore[dict-item]
     assert asked == []
+    monkeypatch.setattr(pb_utils, "MAX_MODEL_LOAD_BYTES", 8)
+    with pytest.raises(pb_utils.TritonModelException, match="are 9 bytes, more than the 8"):
+        pb_utils.load_model("m", "{}", {"file:1/model.onnx": b"1234567"})
+    assert asked == []
