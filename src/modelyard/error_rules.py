@@ -300,6 +300,11 @@ DECOUPLED = Rule(
     "stream the request over gRPC ModelStreamInfer (tritonclient: "
     "start_stream and async_stream_infer)",
 )
+MODEL_CONTROL = Rule(
+    "model-server/model-control",
+    Code.INVALID_ARGUMENT,
+    "the pb_utils.load_model, unload_model or is_model_ready call in the model's model.py",
+)
 NOT_DECOUPLED = Rule(
     "model-server/decoupled",
     Code.INVALID_ARGUMENT,

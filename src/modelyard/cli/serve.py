@@ -204,6 +204,7 @@ class InstanceServer(InProcessServer):
             generation=self.generation,
             strict_readiness=models.strict_readiness,
             load_threads=models.load_threads,
+            backend_directory=models.backend_directory,
             summary_quantiles=models.summary_quantiles,
             response_cache=ResponseCache(models.response_cache_bytes)
             if models.response_cache_bytes
@@ -243,6 +244,9 @@ class InstanceServer(InProcessServer):
             dataplane.authorize_call = governance.authorize_model_call(
                 f"service '{governance.service}'"
             )  # checks only where auth is on, as it is at each call
+            dataplane.model_control.authorize = governance.authorize_model_control(
+                f"service '{governance.service}'"
+            )
         return governance
 
     def _http_front_door(

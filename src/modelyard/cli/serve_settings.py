@@ -64,6 +64,8 @@ class ModelSettings:
     # initialize"); a signal waits for HTTP connections to close, then for the requests in
     # flight while new ones are refused, within the exit timeout (30 s unless given)
     as_tritonserver: bool = False
+    # --backend-directory: DIR/NAME/model.py serves backend "NAME" (a Python-based backend)
+    backend_directory: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,7 @@ def _model_settings(args: argparse.Namespace) -> ModelSettings:
         residency=_residency(args),
         strict_readiness=args.strict_readiness,
         load_threads=args.model_load_thread_count,
+        backend_directory=Path(args.backend_directory) if args.backend_directory else None,
         load_retries=args.model_load_retry_count,
         auto_complete=args.auto_complete,
         exit_on_error=args.exit_on_error,

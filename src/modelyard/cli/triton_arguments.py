@@ -32,7 +32,6 @@ NOT_APPLICABLE = {
     "--cuda-memory-pool-byte-size": "engines allocate their own device memory",
     "--buffer-manager-thread-count": "inputs are viewed in place, not copied by a pool",
     "--http-thread-count": "one event loop serves HTTP; model instances have their threads",
-    "--backend-directory": "engines are Python modules of modelyard (modelyard.engines)",
     "--backend-config": "engine settings come from each config.pbtxt's parameters",
     "--host-policy": "placement follows each config's instance_group",
     "--min-supported-compute-capability": "TensorRT plans check their GPU when they load",
@@ -119,6 +118,9 @@ TRITON_FLAGS: list[Flag] = [
           help="how long a shutdown waits for requests in flight"),
     _flag("--model-load-thread-count", type=int, default=None, metavar="N",
           help="threads that load models at once"),
+    _flag("--backend-directory", default=None, metavar="DIR",
+          help="Python-based backends: DIR/NAME/model.py serves the models whose config "
+          "says backend: \"NAME\" (the engines are modelyard's own)"),
     _flag("--metrics-config", action="append", default=[], metavar="KEY=VALUE",
           help="summary_latencies=true, counter_latencies=false, "
           "summary_quantiles=0.5:0.05,0.9:0.01,...; repeatable"),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import re
 from pathlib import Path
 
 from modelyard import error_rules
@@ -43,6 +45,25 @@ _BY_FILENAME = {
 }
 
 BACKENDS = tuple(_ENGINES)
+
+# a Python-based backend's name: one plain folder name (no separator, no leading dot)
+_BACKEND_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
+PYTHON_BACKEND_FILE = "model.py"
+
+
+def python_based_backend(backend: str, backend_directory: Path | None) -> Path | None:
+    """Triton's Python-based backend of a name modelyard has no engine of: the folder
+    ``<backend_directory>/<backend>`` whose ``model.py`` serves the models that name it;
+    None where there is none. Only a file under the backend directory is taken: the name
+    is one plain folder name, and the file's real path (links followed) must stay under
+    the directory's."""
+    if backend in _ENGINES or backend_directory is None or not _BACKEND_NAME.fullmatch(backend):
+        return None
+    root = os.path.realpath(backend_directory)
+    source = os.path.realpath(backend_directory / backend / PYTHON_BACKEND_FILE)
+    if os.path.commonpath([root, source]) != root or not os.path.isfile(source):
+        return None
+    return Path(source).parent
 
 
 def engine_class(backend: str) -> type[Engine]:
@@ -85,4 +106,5 @@ __all__ = [
     "TensorSpec",
     "backend_for",
     "engine_class",
+    "python_based_backend",
 ]

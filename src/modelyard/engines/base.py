@@ -137,6 +137,13 @@ class LoadContext:
     # takes and gives modelyard.types.InferRequest / InferResponse (with ``stream=True``:
     # an iterator of dataplane.StreamResponse, a decoupled model's); None: not offered
     infer: Callable[..., Any] | None = None
+    # the server's repository API for a model's own code (Triton's pb_utils.load_model,
+    # unload_model, is_model_ready): (kind, arguments, principals, caller) -> answer,
+    # blocking (server/model_control.py); None: not offered
+    control: Callable[..., Any] | None = None
+    # a Python-based backend's folder (Triton's runtime): its model.py (``artifact``)
+    # serves this model, whose version directory holds the model's own files; None: none
+    backend_dir: Path | None = None
     # False: the config is taken as written (tritonserver's --disable-auto-complete-config)
     auto_complete: bool = True
     # the first instance's only: called once ``config`` holds all the engine adds to it

@@ -8,7 +8,9 @@ or a ``TritonError``, ``TritonModelException``, the config lookups, the type
 conversions and ``Logger``; BLS, ``InferenceRequest(model_name=..., inputs=...,
 requested_output_names=...).exec()`` (and ``async_exec``), through the server's
 own schedulers; a decoupled model's ``get_response_sender()``; a sequence's
-``correlation_id()`` and ``flags()``.
+``correlation_id()`` and ``flags()``; ``load_model``, ``unload_model`` and
+``is_model_ready``, a model's own calls to the repository API (a stub's child asks the
+server, which checks them as it checks the load API's).
 """
 
 from __future__ import annotations
@@ -39,6 +41,38 @@ _calling: ContextVar[tuple[Callable[..., Any], tuple[str, ...]] | None] = Contex
 # a stub's model (alone in its process): the infer its own threads' BLS calls go through,
 # for no known caller (refused where auth is on)
 _process_infer: Callable[..., Any] | None = None
+
+
+# a stub's model: the server's model control (kind, arguments, principals) -> answer, and
+# the instance's name Triton's messages give
+_process_control: Callable[[str, dict[str, Any], tuple[str, ...]], Any] | None = None
+_instance_name = ""
+
+
+def controlling_through(
+    control: Callable[[str, dict[str, Any], tuple[str, ...]], Any] | None, instance: str = ""
+) -> None:
+    """The server's model control for ``load_model``, ``unload_model`` and
+    ``is_model_ready`` (set before the model initializes: Triton allows them there)."""
+    global _process_control, _instance_name
+    _process_control, _instance_name = control, instance
+
+
+# a stub's model: its version directory (Triton's get_model_dir())
+_model_dir = ""
+# the most a model's load_model may give, its config and file contents together
+MAX_MODEL_LOAD_BYTES = 1 << 30
+
+
+def serving_model_dir(model_dir: str) -> None:
+    global _model_dir
+    _model_dir = model_dir
+
+
+def get_model_dir() -> str:
+    """The model's version directory (where a Python-based backend's model keeps its own
+    files, ``<repository>/<model>/<version>``), as Triton's stub gives it."""
+    return _model_dir
 
 
 def calling_through(infer: Callable[..., Any] | None) -> None:
@@ -847,3 +881,67 @@ class MetricFamily:
             _metric_drop(series.handle)
         if self._handle is not None:
             _metric_drop(self._handle)
+# -- the repository API from a model (python_backend's ModelLoader) ----------------------
+
+
+def _control(kind: str, arguments: dict[str, Any], failed: str) -> Any:
+    """Ask the server; its refusal as python_backend words it: ``failed`` (``Failed to
+    load model: ``), then the request's, then the server's line."""
+    from modelyard.errors import ModelyardError
+
+    control = _process_control
+    if control is None:
+        raise TritonModelException(f"{failed}the model runs where no server answers it")
+    # whom the batch it executes is for (none in initialize or the model's own threads)
+    principals = batch_principals(current_batch_requests())
+    try:
+        return control(kind, arguments, principals)
+    except ModelyardError as error:
+        raise TritonModelException(
+            f"{failed}Failed to process the request for model '{_instance_name}', message: "
+            f"{error.line()}"
+        ) from None
+
+
+def load_model(model_name: str, config: str = "", files: dict[str, bytes] | None = None) -> None:
+    """Load (or reload) ``model_name``, as the load API does: ``config`` a JSON config
+    override, ``files`` its ``file:<version>/<name>`` parameters (their contents)."""
+    _argument("load_model", "model_name", model_name, str)
+    _argument("load_model", "config", config, str)
+    if files is not None and not isinstance(files, dict):
+        raise TritonModelException(
+            f"failed to load model '{model_name}', files should be a dictionary of file paths "
+            "and file contents"
+        )
+    for key, content in (files or {}).items():
+        if not isinstance(key, str) or not isinstance(content, bytes):
+            raise TritonModelException(
+                f"failed to load model '{model_name}', files should be a dictionary of file "
+                f"paths (str) and file contents (bytes), not {type(key).__name__}: "
+                f"{type(content).__name__}"
+            )
+    size = len(config) + sum(len(content) for content in (files or {}).values())
+    if size > MAX_MODEL_LOAD_BYTES:  # refused before it crosses to the server
+        raise TritonModelException(
+            f"failed to load model '{model_name}': its config and files are {size} bytes, "
+            f"more than the {MAX_MODEL_LOAD_BYTES} a model's load may give"
+        )
+    _control("load", {"name": model_name, "config": config, "files": dict(files or {})},
+             "Failed to load model: ")  # fmt: skip
+
+
+def unload_model(model_name: str, unload_dependents: bool = False) -> None:
+    """Unload ``model_name`` (and, with ``unload_dependents``, the models its ensemble
+    calls), as the unload API does."""
+    _argument("unload_model", "model_name", model_name, str)
+    _argument("unload_model", "unload_dependents", unload_dependents, bool)
+    _control("unload", {"name": model_name, "unload_dependents": unload_dependents},
+             "Failed to unload model: ")  # fmt: skip
+
+
+def is_model_ready(model_name: str, model_version: str = "") -> bool:
+    """Whether ``model_name`` (its version ``model_version``, or its latest) is ready."""
+    _argument("is_model_ready", "model_name", model_name, str)
+    _argument("is_model_ready", "model_version", model_version, str)
+    return bool(_control("ready", {"name": model_name, "version": model_version},
+                         "Failed to check model readiness: "))  # fmt: skip

@@ -188,6 +188,8 @@ class PythonEngine(Engine):
             return None
         self._module_name = f"modelyard_user_model_{next(_module_ids)}"
         module = self._import(ctx)
+        if self._alone:  # the only model of its process: pb_utils.get_model_dir() is its own
+            pb_utils.serving_model_dir(str(ctx.version_dir))
         try:
             self._model = self._start_model(module, ctx)
         except Exception:
@@ -260,7 +262,7 @@ class PythonEngine(Engine):
 
     def _import(self, ctx: LoadContext) -> ModuleType:
         if self._alone:
-            return self._import_as_triton(ctx.artifact)
+            return self._import_as_triton(ctx.artifact, ctx.backend_dir is not None)
         spec = importlib.util.spec_from_file_location(self._module_name, ctx.artifact)
         if spec is None or spec.loader is None:
             raise EngineError.of(
@@ -278,15 +280,19 @@ class PythonEngine(Engine):
             raise self._user_error("import", exc) from exc
         return module
 
-    def _import_as_triton(self, artifact: Path) -> ModuleType:
+    def _import_as_triton(self, artifact: Path, backend: bool = False) -> ModuleType:
         """As Triton's stub: the version folder and the model's on ``sys.path``, the file
         imported as ``<version>.<file>`` (``1.model``), so the model imports the files
-        beside it (``import file1``, ``from . import file2``) and itself (``model``)."""
-        for folder in (artifact.parent, artifact.parent.parent):
+        beside it (``import file1``, ``from . import file2``) and itself (``model``); a
+        Python-based backend's ``model.py`` with its folder on ``sys.path``, as ``model``."""
+        folders = (artifact.parent,) if backend else (artifact.parent, artifact.parent.parent)
+        for folder in folders:
             if str(folder) not in sys.path:
                 sys.path.append(str(folder))
         sys.modules.setdefault("triton_python_backend_utils", pb_utils)
-        self._module_name = f"{artifact.parent.name}.{artifact.stem}"
+        self._module_name = (
+            artifact.stem if backend else f"{artifact.parent.name}.{artifact.stem}"
+        )
         try:
             return importlib.import_module(self._module_name)
         except Exception as exc:

@@ -24,11 +24,14 @@ model's responses, and the child's own calls into the server (a BLS request, "is
 this request cancelled?"), each answered by id. For a model that is not decoupled
 the threads that wait read for themselves (the instance thread its result, the
 model's thread its BLS reply), so a call crosses no reader thread; a decoupled
-model's responses come at any time, so a reader thread on each side takes them. The
-model's own metrics (``pb_utils.MetricFamily``) have a socket pair of their own, read by
-a thread of the parent's: a model's thread may call at any time (in ``initialize``,
-between requests), and when the child ends its families and series go. Messages are
-pickled (protocol 5: arrays travel as their buffers). The child ends when the parent does
+model's responses come at any time, so a reader thread on each side takes them. A model's
+calls to the repository API (``pb_utils.load_model``, ``unload_model``,
+``is_model_ready``) come the same way, from ``initialize`` too (the parent answers them
+while it waits for the load). The model's own metrics (``pb_utils.MetricFamily``) have a
+socket pair of their own, read by a thread of the parent's: a model's thread may call at
+any time (in ``initialize``, between requests), and when the child ends its families and
+series go. Messages are pickled (protocol 5: arrays travel as their buffers). The child
+ends when the parent does
 (``PR_SET_PDEATHSIG`` on Linux, and the socket closing), and runs in a session of its
 own, so a terminal's Ctrl-C reaches the server, which unloads it.
 """
@@ -202,16 +205,18 @@ class StubProcess:
                     "trusted": ctx.trusted,
                     "instance_index": ctx.instance_index,
                     "infer": ctx.infer is not None,
+                    "control": ctx.control is not None,
+                    "backend_dir": None if ctx.backend_dir is None else str(ctx.backend_dir),
                     "auto_complete": ctx.auto_complete and first,
                 },
             )
         )
         try:
-            kind, payload = conn.recv()
+            kind, payload = self._loading_answer(conn)
             if kind == "completed":  # the config as the model completed it; initialize next
                 if first:
                     self._config_completed(payload)
-                kind, payload = conn.recv()
+                kind, payload = self._loading_answer(conn)
         except (EOFError, OSError):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(2)  # its exit code, for the line
@@ -228,6 +233,16 @@ class StubProcess:
         if not self._sync:
             threading.Thread(target=self._read, args=(conn,), daemon=True,
                              name="python-stub").start()  # fmt: skip
+
+    def _loading_answer(self, conn: Connection) -> tuple[str, Any]:
+        """The child's next answer to its load; meanwhile its model's repository calls
+        (``load_model`` from ``initialize``, as Triton allows) go to the pool."""
+        while True:
+            message = conn.recv()
+            if message[0] == "model_control":
+                self._bls.submit(self._run_control, conn, message[1], message[2])
+                continue
+            return message[0], message[1]
 
     def _config_completed(self, config_json: str) -> None:
         ctx = self._ctx
@@ -385,6 +400,8 @@ class StubProcess:
                 if message[0] in ("bls", "bls_stream"):
                     self._bls.submit(self._run_bls, conn, message[1], message[2],
                                      message[0] == "bls_stream")  # fmt: skip
+                if message[0] == "model_control":
+                    self._bls.submit(self._run_control, conn, message[1], message[2])
         except (EOFError, OSError, ValueError):
             self._lost(conn)
             raise self._ended("executing") from None
@@ -419,6 +436,8 @@ class StubProcess:
                 self._reply(conn, call_id, handlers is None or handlers[1]())
             elif kind in ("bls", "bls_stream"):
                 self._bls.submit(self._run_bls, conn, call_id, message[2], kind == "bls_stream")
+            elif kind == "model_control":
+                self._bls.submit(self._run_control, conn, call_id, message[2])
         self._lost(conn)
 
     def _lost(self, conn: Connection) -> None:
@@ -466,6 +485,20 @@ class StubProcess:
         except ModelyardError as error:
             self._reply(conn, query_id, ("error", _error_fields(error)))
         except Exception as exc:  # the server's own failure: the model sees it as an error
+            self._reply(conn, query_id, ("error", _error_fields(errors.internal_error(exc))))
+
+    def _run_control(self, conn: Connection, query_id: int, request: Any) -> None:
+        """A model's call to the repository API (load, unload, is ready)."""
+        try:
+            assert self._ctx.control is not None
+            kind, arguments, principals = request
+            if not (isinstance(principals, tuple) and all(isinstance(p, str) for p in principals)):
+                raise TypeError("principals must be a tuple of str")
+            answer = self._ctx.control(kind, arguments, principals, self._ctx.config.name)
+            self._reply(conn, query_id, ("ok", answer))
+        except ModelyardError as error:
+            self._reply(conn, query_id, ("error", _error_fields(error)))
+        except Exception as exc:  # a malformed call, or the server's own failure
             self._reply(conn, query_id, ("error", _error_fields(errors.internal_error(exc))))
 
     def _reply(self, conn: Connection, query_id: int, value: Any) -> None:
@@ -570,7 +603,9 @@ class _Child:
         # not decoupled: the main thread executes, and a thread waiting for a reply reads it
         self._sync = True
         self._read_lock = threading.Lock()
-        self._executing = False  # the main thread executes a model that is not decoupled
+        # the main thread loads the model or executes one that is not decoupled: a thread
+        # that waits for a reply reads it itself
+        self._busy = False
         self._unloading = False  # unload asked: nobody reads replies any more
 
     def serve(self) -> None:
@@ -616,11 +651,16 @@ class _Child:
             instance_index=payload["instance_index"],
             infer=self._bls if payload["infer"] else None,
             auto_complete=payload["auto_complete"],
+            backend_dir=Path(payload["backend_dir"]) if payload["backend_dir"] else None,
             config_complete=lambda: self._send(("completed", json_format.MessageToJson(config))),
         )
         engine = PythonEngine(in_process=True, alone=True)
+        if payload["control"]:  # Triton allows these in initialize too
+            instance = triton_instance_name(config, payload["instance_index"])
+            pb_utils.controlling_through(self._model_control, instance)
         try:
-            engine.load(ctx)
+            with self._main_busy():
+                engine.load(ctx)
         except ModelyardError as error:
             self._send(("failed", _error_fields(error)))
             return
@@ -656,13 +696,20 @@ class _Child:
         """A model that is not decoupled, on the main thread: while it executes, a thread of
         its that waits for a reply reads it itself (the main thread does not read); the
         answer goes once no thread reads any more (the parent's next call may follow it)."""
-        self._executing = True
-        try:
+        with self._main_busy():
             outcome = self._outcome(call_id, run, *args)
+        self._send(outcome)
+
+    @contextlib.contextmanager
+    def _main_busy(self) -> Iterator[None]:
+        """While the main thread does not read (it loads, or executes a model that is not
+        decoupled); it reads again once no waiting thread does."""
+        self._busy = True
+        try:
+            yield
         finally:
             with self._read_lock:
-                self._executing = False
-        self._send(outcome)
+                self._busy = False
 
     @staticmethod
     def _outcome(call_id: int, run: Callable[..., Any], *args: Any) -> tuple[Any, ...]:
@@ -725,6 +772,14 @@ class _Child:
             raise _rebuilt(value)
         return value
 
+    def _model_control(
+        self, kind: str, arguments: dict[str, Any], principals: tuple[str, ...]
+    ) -> Any:
+        status, value = self._ask("model_control", (kind, arguments, principals))
+        if status == "error":
+            raise _rebuilt(value)
+        return value
+
     def _bls_stream(self, request: Any) -> Iterator[StreamResponse]:
         """A call to a decoupled model: its responses as the parent forwards them."""
         parts = _Parts()
@@ -751,13 +806,13 @@ class _Child:
 
     def _wait(self, waiting: Future[Any] | _Parts) -> Any:
         """The next reply for ``waiting``: handed over by the thread that reads (the main
-        thread, unless it executes a model that is not decoupled: then one waiting thread at
-        a time reads the replies)."""
-        while self._sync and not waiting.done():
+        thread, unless it loads the model or executes one that is not decoupled: then one
+        waiting thread at a time reads the replies)."""
+        while not waiting.done():
             if not self._read_lock.acquire(timeout=0.005):
                 continue
             try:
-                if not self._executing:  # the main thread reads again: it hands it over
+                if not self._busy:  # the main thread reads: it hands it over
                     break
                 while not waiting.done():
                     reply = self._conn.recv()

@@ -333,6 +333,52 @@ class Governance:
 
         return authorize
 
+    def authorize_model_control(
+        self, caller: str
+    ) -> Callable[[tuple[str, ...], str, str], Callable[..., None] | None]:
+        """What lets a model's own repository call (Triton's ``pb_utils.load_model``,
+        ``unload_model``, ``is_model_ready``) through where auth is on (read at each
+        call): each principal the calling requests are for must be allowed ``interface``
+        (``admin``, ``health``) on the model, as a caller of the API would be; a call for
+        no known caller (from ``initialize``, or a model's own thread) is refused. Returns
+        the check of the models a load reaches (``authorize_load``'s, for each principal);
+        None where auth is off."""
+
+        def authorize(
+            principals: tuple[str, ...], interface: str, model: str
+        ) -> Callable[..., None] | None:
+            auth = self.config.auth
+            if not auth.enabled:
+                return None
+            if not principals:
+                raise GovernanceError(
+                    f"a model's call to the repository API ({interface}) for model '{model}' "
+                    "is for no known caller, and auth is on",
+                    code=Code.PERMISSION_DENIED,
+                    rule=PERMISSION_RULE,
+                    where=f"call it from execute() of requests whose keys may call {interface} "
+                    f"on '{model}', or load '{model}' through the repository API",
+                )
+            chosen = [auth.principal(name) or Principal(name, {}) for name in principals]
+            through = f", which a model of {caller} asks for from its own code (pb_utils)"
+            for principal in chosen:
+                if not principal.may(interface, model):
+                    raise permission_denied(principal, interface, model, auth.service_file,
+                                            through)  # fmt: skip
+
+            def reached(models: list[str], interface: str = "infer") -> None:
+                for principal in chosen:
+                    for name in models:
+                        if not principal.may(interface, name):
+                            raise permission_denied(
+                                principal, interface, name, auth.service_file,
+                                f", which the config of '{model}' a model loads reaches",
+                            )  # fmt: skip
+
+            return reached
+
+        return authorize
+
     def visible(self, call: Call) -> Callable[[str], bool] | None:
         """Which models an admitted call may see in a listing (statistics, the index): those
         its principal may name on the call's interface. None: all of them, auth is off."""

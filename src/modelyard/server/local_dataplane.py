@@ -29,6 +29,7 @@ from modelyard.errors import Code, ModelServerError, ModelyardError, NotResident
 from modelyard.modelfiles.config import ModelSpec
 from modelyard.server.live_stats import live_stats
 from modelyard.server.manager import ModelManager
+from modelyard.server.model_control import ModelControl
 from modelyard.server.model_version import ModelVersion
 from modelyard.server.residency import Residency
 from modelyard.server.scheduler import shape_key_of
@@ -459,6 +460,10 @@ class LocalDataPlane:
         self.clock = clock
         self.started = clock.monotonic()
         manager.infer_from_thread = self.infer_from_thread
+        # a model's own repository API calls (pb_utils.load_model...); governance sets its
+        # ``authorize`` where auth is on
+        self.model_control = ModelControl(manager, self.model_ready)
+        manager.control_from_thread = self.model_control
         self.server_id = server_id  # the name server metadata gives (tritonserver's --id)
         self.server_version = server_version  # Triton's, when started as tritonserver
         # where auth is on: (principals, model) raises unless each may infer on the model;

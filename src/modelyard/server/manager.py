@@ -144,6 +144,7 @@ class ModelManager:
         clock: Clock = SYSTEM_CLOCK,
         strict_readiness: bool = True,
         load_threads: int | None = None,
+        backend_directory: Path | None = None,
         summary_quantiles: tuple[float, ...] | None = None,
         response_cache: ResponseCache | None = None,
         rate_limiter: ResourceLimiter | None = None,
@@ -173,6 +174,10 @@ class ModelManager:
         # the server's own infer, blocking, for models that call other models (BLS); the data
         # plane that serves this manager sets it
         self.infer_from_thread: Callable[[Any], Any] | None = None
+        # where Python-based backends are (DIR/NAME/model.py); None: none are
+        self.backend_directory = backend_directory
+        # a model's own load, unload and readiness calls (the data plane's ModelControl)
+        self.control_from_thread: Callable[..., Any] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         # the server's response cache (--cache-config local,size=N): the models whose
         # config enables it share it; None: no model caches
@@ -989,6 +994,8 @@ class ModelManager:
             loop_load=self.loop_load,
             limiter=self.rate_limiter,
             infer=self.infer_from_thread,
+            control=self.control_from_thread,
+            backend_directory=self.backend_directory,
             name=name,
             auto_complete=self.auto_complete,
         )

@@ -13,9 +13,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.engines import PLATFORMS, Engine, LoadContext, Signature, engine_class
-from modelyard.errors import Code, ModelServerError, ModelyardError, load_error
+from modelyard.engines import (
+    BACKENDS,
+    PLATFORMS,
+    PYTHON_BACKEND_FILE,
+    Engine,
+    LoadContext,
+    Signature,
+    engine_class,
+    python_based_backend,
+)
+from modelyard.errors import Code, ConfigError, ModelServerError, ModelyardError, load_error
 from modelyard.hardware.memory import settled_rss_bytes
 from modelyard.hardware.placement import (
     asks_for_gpus,
@@ -119,6 +129,20 @@ class ModelVersion:
 
     def engine_info(self) -> dict[str, Any]:
         return {"backend": self.backend, **(self.engines[0].describe() if self.engines else {})}
+
+
+def _engine_class(backend: str, backend_directory: Path | None) -> type[Engine]:
+    """The engine of a backend modelyard has; with a backend directory, an unknown name's
+    refusal says where a Python-based backend of that name would be."""
+    if backend in BACKENDS or backend_directory is None:
+        return engine_class(backend)
+    raise ConfigError.of(
+        error_rules.UNKNOWN_BACKEND,
+        f"unknown backend '{backend}' (known: {', '.join(BACKENDS)}; nor is there a "
+        f"Python-based backend '{backend}/{PYTHON_BACKEND_FILE}' in the backend directory)",
+        where=f"backend in config.pbtxt, or {backend}/{PYTHON_BACKEND_FILE} under "
+        "--backend-directory",
+    )
 
 
 def _find_artifact(
@@ -309,8 +333,10 @@ def load_model_version(
     loop_load: LoopLoad | None = None,
     limiter: ResourceLimiter | None = None,
     infer: Callable[[Any], Any] | None = None,
+    control: Callable[..., Any] | None = None,
     name: str | None = None,
     auto_complete: bool = True,
+    backend_directory: Path | None = None,
 ) -> ModelVersion:
     """Load, complete, warm up: returns a READY version or raises with the reason.
 
@@ -318,12 +344,18 @@ def load_model_version(
     ``name``: the name it is served under (its directory's unless namespaced).
     ``auto_complete``: False takes the config as written, as tritonserver's
     --disable-auto-complete-config (a model file's tensors are still checked against it).
+    ``backend_directory``: where Python-based backends are (``DIR/NAME/model.py`` serves a
+    config's ``backend: "NAME"`` that names no engine of modelyard's), or None.
     """
     name = name or model_dir.name
     version_dir = model_dir / str(version)
     config = copy.deepcopy(base_config)
-    cls = engine_class(backend)
-    artifact = _find_artifact(name, version, version_dir, config, cls)
+    backend_dir = python_based_backend(backend, backend_directory)
+    if backend_dir is not None:  # its model.py, for this model's version directory
+        cls, artifact, kind = engine_class("python"), backend_dir / PYTHON_BACKEND_FILE, "python"
+    else:
+        cls, kind = _engine_class(backend, backend_directory), backend
+        artifact = _find_artifact(name, version, version_dir, config, cls)
     if backend in _CPU_ONLY_BACKENDS and asks_for_gpus(config):
         raise ModelServerError(  # the identity backend's own refusal, in its words
             f"failed to load '{name}' version {version}: GPU instances not supported",
@@ -350,6 +382,8 @@ def load_model_version(
                 trusted=trusted,
                 instance_index=index,
                 infer=infer,
+                control=control,
+                backend_dir=backend_dir,
                 auto_complete=auto_complete,
                 config_complete=config_complete,
             )
@@ -368,7 +402,7 @@ def load_model_version(
         if auto_complete:
             complete_config(
                 completed, signature, f"{name}/config.pbtxt",
-                tensors_required=backend not in TENSORS_OPTIONAL,
+                tensors_required=kind not in TENSORS_OPTIONAL,
             )  # fmt: skip
         if not completed.backend:
             completed.backend = backend
