@@ -61,8 +61,12 @@ def test_a_model_s_load_is_for_its_caller_who_must_administer_the_model(tmp_path
         refused = httpx.post(url, json=BODY, headers={"x-api-key": INFER_KEY}, timeout=30)
         assert refused.status_code == 500, refused.text
         line = refused.json()["error"]
-        assert line.startswith("Failed to load model: Failed to process the request for model "
-                               "'loader_0_0', message: [governance] ")  # fmt: skip
+        # the model raises load_model's error: Triton's stub words the exception, then
+        # python_backend's words for the refused load, then the governance line
+        assert line.startswith("Failed to process the request(s) for model 'loader_0_0', "
+                               "message: TritonModelException: Failed to load model: Failed "
+                               "to process the request for model 'loader_0_0', message: "
+                               "[governance] ")  # fmt: skip
         assert "principal 'user' may not call interface admin for model 'slow_double'" in line
         assert "slow_double" not in str(server.manager.index(ready_only=True))
         allowed = httpx.post(url, json=BODY, headers={"x-api-key": ADMIN_KEY}, timeout=30)
