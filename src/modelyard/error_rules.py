@@ -149,7 +149,7 @@ LOG_FILE = Rule(
 LOG_SETTINGS = Rule(
     "protocol/log-settings",
     Code.INVALID_ARGUMENT,
-    "the logging settings: log_info, log_warnings, log_errors (true or false), "
+    "the logging settings: log_info, log_warning, log_error (true or false), "
     "log_verbose_level (an integer >= 0), log_format (default, ISO8601 or json)",
 )
 MAX_BODY_SIZE = Rule(

@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import enum
 import json
+import os
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -649,8 +651,19 @@ class LogLevel(enum.Enum):
     VERBOSE = 3
 
 
+def _caller() -> str:
+    """``file.py:LINE`` of the model's line that logs, as Triton's log line names it."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
 class Logger:
-    """Triton's python-backend logger: messages become structured log events."""
+    """Triton's python-backend logger: messages become structured log events of the
+    server's log, whose settings decide whether each is written (VERBOSE is a debug
+    event: ``log_verbose_level`` 1 and up); a stub's child forwards them to the server
+    (``engines/stub_logs.py``)."""
 
     LogLevel = LogLevel
     INFO, WARNING = LogLevel.INFO, LogLevel.WARNING
@@ -662,7 +675,7 @@ class Logger:
         _argument("log", "level", level, LogLevel)
         {LogLevel.INFO: _log.info, LogLevel.WARNING: _log.warning, LogLevel.ERROR: _log.error}.get(
             level, _log.debug
-        )("python_model_log", message=message)
+        )("python_model_log", message=message, source=_caller())
 
     @staticmethod
     def log_info(message: str) -> None:

@@ -25,7 +25,9 @@ this request cancelled?"), each answered by id. For a model that is not decouple
 the threads that wait read for themselves (the instance thread its result, the
 model's thread its BLS reply), so a call crosses no reader thread; a decoupled
 model's responses come at any time, so a reader thread on each side takes them. Messages are pickled
-(protocol 5: arrays travel as their buffers). The child ends when the parent does
+(protocol 5: arrays travel as their buffers). The child's log events (``pb_utils.Logger``'s
+records among them) go over a pipe of their own to the parent, which writes them under
+the server's log settings (``stub_logs``). The child ends when the parent does
 (``PR_SET_PDEATHSIG`` on Linux, and the socket closing), and runs in a session of its
 own, so a terminal's Ctrl-C reaches the server, which unloads it.
 """
@@ -56,6 +58,7 @@ from google.protobuf import json_format
 
 from modelyard import error_rules, errors
 from modelyard.dataplane import StreamResponse
+from modelyard.engines import stub_logs
 from modelyard.engines.base import (
     BatchedRequest,
     BatchOutcomes,
@@ -140,6 +143,7 @@ class StubProcess:
         self._ids = itertools.count(1)
         self._bls = ThreadPoolExecutor(4, thread_name_prefix="python-stub-bls")
         self._process: subprocess.Popen[bytes] | None = None
+        self._relay: stub_logs.Relay | None = None
         self._conn: Connection | None = None
         self._started_at = 0.0
         self._served = False  # the process executed a batch to its end
@@ -161,15 +165,23 @@ class StubProcess:
         self._started_at, self._served = time.monotonic(), False
         first = not self._started_once
         parent_end, child_end = socket.socketpair()
+        log_end, child_log_end = os.pipe()  # the child's log records (stub_logs)
         try:
+            fds = (child_end.fileno(), child_log_end)
             self._process = _SPAWNER.submit(
                 subprocess.Popen,
-                [sys.executable, "-m", "modelyard.engines.python_stub", str(child_end.fileno())],
-                pass_fds=(child_end.fileno(),),
+                [sys.executable, "-m", "modelyard.engines.python_stub", *map(str, fds)],
+                pass_fds=fds,
                 start_new_session=True,
             ).result()
+        except BaseException:
+            os.close(log_end)
+            raise
         finally:
             child_end.close()
+            os.close(child_log_end)
+        name = triton_instance_name(self._ctx.config, self._ctx.instance_index)
+        self._relay = stub_logs.Relay(log_end, self._ctx.config.name, name)
         conn = Connection(parent_end.detach())
         self._conn = conn
         ctx = self._ctx
@@ -203,6 +215,9 @@ class StubProcess:
         if kind == "failed":
             self._stop_process()
             raise _rebuilt(payload)
+        # what initialize logged is in the server's log before the model serves (a change
+        # of the log settings after the load does not reach it), as in Triton
+        self._relay.wait_marked(stub_logs.DRAIN_S)
         self.takes_requests, self._started_once = payload, True
         if not self._sync:
             threading.Thread(target=self._read, args=(conn,), daemon=True,
@@ -261,6 +276,9 @@ class StubProcess:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(5)
+        relay, self._relay = self._relay, None
+        if relay is not None:  # what the child logged last (finalize's) is written
+            relay.join()
 
     # ---- calls ----------------------------------------------------------
 
@@ -535,6 +553,7 @@ class _Child:
         if payload["infer"]:  # its own threads may call other models too (Triton's BLS)
             pb_utils.serving_through(self._bls)
         self._engine = engine
+        stub_logs.mark()  # the parent writes initialize's records before it serves
         self._send(("loaded", engine.takes_requests))
 
     def _execute(
@@ -717,7 +736,9 @@ def _end_with_parent() -> None:
 
 def main() -> None:
     _end_with_parent()
-    fd = int(sys.argv[1])
+    fd, log_fd = int(sys.argv[1]), int(sys.argv[2])
+    os.set_inheritable(log_fd, False)  # the model's own children do not hold it open
+    stub_logs.forward_to(log_fd)
     del sys.argv[1:]  # the model's process has no arguments (unittest.main() reads them)
     _Child(Connection(fd)).serve()
 
