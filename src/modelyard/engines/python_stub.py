@@ -144,6 +144,7 @@ class StubProcess:
         self._bls = ThreadPoolExecutor(4, thread_name_prefix="python-stub-bls")
         self._process: subprocess.Popen[bytes] | None = None
         self._relay: stub_logs.Relay | None = None
+        self._reader: threading.Thread | None = None  # a decoupled model's (_read)
         self._conn: Connection | None = None
         self._started_at = 0.0
         self._served = False  # the process executed a batch to its end
@@ -220,8 +221,9 @@ class StubProcess:
         self._relay.wait_marked(stub_logs.DRAIN_S)
         self.takes_requests, self._started_once = payload, True
         if not self._sync:
-            threading.Thread(target=self._read, args=(conn,), daemon=True,
-                             name="python-stub").start()  # fmt: skip
+            self._reader = threading.Thread(target=self._read, args=(conn,), daemon=True,
+                                            name="python-stub")  # fmt: skip
+            self._reader.start()
 
     def _config_completed(self, config_json: str) -> None:
         ctx = self._ctx
@@ -268,14 +270,19 @@ class StubProcess:
     def _stop_process(self) -> None:
         process, self._process = self._process, None
         conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+        reader, self._reader = self._reader, None
+        if conn is not None:  # both ends see it end; its descriptor is closed once nobody
+            _shut_down(conn)  # reads it (a number closed under a reader may be reused)
         if process is not None:
             try:
                 process.wait(5)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(5)
+        if reader is not None and reader is not threading.current_thread():
+            reader.join(5)
+        if conn is not None:
+            conn.close()
         relay, self._relay = self._relay, None
         if relay is not None:  # what the child logged last (finalize's) is written
             relay.join()
@@ -713,6 +720,16 @@ class _Parts:
 
     def result(self) -> Any:
         return self._items.get()
+
+
+def _shut_down(conn: Connection) -> None:
+    """End a socket pair's connection both ways, keeping its descriptor open."""
+    with contextlib.suppress(OSError):
+        end = socket.socket(fileno=conn.fileno())
+        try:
+            end.shutdown(socket.SHUT_RDWR)
+        finally:
+            end.detach()
 
 
 def _ended_before() -> EngineError:
