@@ -317,6 +317,8 @@ PRIORITY = Rule("model-server/priority", Code.INVALID_ARGUMENT)
 # a request refused at the queue, before it cost an execution (Triton's REJECTED)
 QUEUE_FULL = Rule("model-server/queue-full", Code.UNAVAILABLE)
 QUEUE_TIMEOUT = Rule("model-server/queue-timeout", Code.UNAVAILABLE)
+# an iterative sequence's request the model gave back, whose caller has gone meanwhile
+RESCHEDULED_CALLER_GONE = Rule("model-server/reschedule", Code.CANCELLED)
 SEQUENCE = Rule("model-server/sequence", Code.INVALID_ARGUMENT)
 SEQUENCE_ONE_ROW = Rule(
     "model-server/sequence",
@@ -369,6 +371,12 @@ INPUT_VALUES = Rule("engine/input-values", Code.INVALID_ARGUMENT)
 ONNXRUNTIME = Rule("engine/onnxruntime", Code.INVALID_ARGUMENT)
 PYTHON_MODEL = Rule("engine/python", Code.INVALID_ARGUMENT)
 PYTHON_MODEL_FAILED = Rule("engine/python", Code.INTERNAL)
+RESCHEDULE = Rule(
+    "engine/reschedule",
+    Code.INVALID_ARGUMENT,
+    "sequence_batching { iterative_sequence: true } in the model's config.pbtxt, or no "
+    "TRITONSERVER_REQUEST_RELEASE_RESCHEDULE in its execute",
+)
 STUB_ENDED = Rule("engine/python-stub", Code.INTERNAL)
 STUB_NOT_RUNNING = Rule("engine/python-stub", Code.UNAVAILABLE)
 STUB_REPLACED = Rule(

@@ -289,6 +289,7 @@ class InferenceRequest:
         self._timeout = timeout
         self._sender: InferenceResponseSender | None = None
         self.sender_taken = False  # the model asked for its response sender
+        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
         self._is_cancelled: Callable[[], bool] = lambda: False
 
     def inputs(self) -> list[Tensor]:
@@ -312,6 +313,22 @@ class InferenceRequest:
 
     def is_cancelled(self) -> bool:
         return self._is_cancelled()
+
+    def set_release_flags(self, flags: int) -> None:
+        """TRITONSERVER_REQUEST_RELEASE_RESCHEDULE gives the request back to the scheduler
+        once ``execute`` returns, to run again (a sequence model with ``iterative_sequence``;
+        any other answers it with an error); its response from this execute is None."""
+        _argument("set_release_flags", "flags", flags, int)
+        if flags < 0 or flags > 0xFFFFFFFF:
+            raise TypeError(f"set_release_flags(): flags must be a uint32, got {flags}")
+        self._release_flags = flags
+
+    def release_flags(self) -> int:
+        return self._release_flags
+
+    @property
+    def rescheduled(self) -> bool:
+        return self._release_flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
 
     def attach_sender(
         self, sender: InferenceResponseSender, is_cancelled: Callable[[], bool] | None = None
