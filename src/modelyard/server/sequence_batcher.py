@@ -105,7 +105,7 @@ class _Request:
     ticket: int = -1  # its place in the answers' order (preserve_ordering), once taken
     stream: ResponseStream | None = None
     opened: OpenRequest | None = None  # a decoupled model's request, once taken
-    deadline_ns: int = 0  # its timeout: past it, it is not run again (0: none)
+    deadline_ns: int = 0  # its timeout or caller's deadline: not run again after (0: none)
 
 
 @dataclass(slots=True, eq=False)
@@ -274,8 +274,12 @@ class SequenceScheduler(InstanceThreads):
         request = _Request(
             inputs, outputs, flags, future, loop, min(arrived_ns, now) or now,
             shape_key_of(inputs) if shape_key is None else shape_key, timing, parameters,
-            stream=stream, deadline_ns=now + timeout_us * 1000 if timeout_us > 0 else 0,
+            stream=stream,
         )  # fmt: skip
+        # past its timeout or its caller's deadline, a request given back is not run again
+        ends = (now + timeout_us * 1000 if timeout_us > 0 else 0,
+                int(submitted.deadline * 1e9) if submitted.deadline else 0)  # fmt: skip
+        request.deadline_ns = min((t for t in ends if t), default=0)
         with self._lock:
             if self._closed:
                 raise unloading(self.model, self.version)
@@ -465,8 +469,9 @@ class SequenceScheduler(InstanceThreads):
             return ModelServerError.of(
                 error_rules.QUEUE_TIMEOUT,
                 f"Request timeout expired: request to model '{self.model}' version "
-                f"{self.version} was given back to run again after its timeout",
-                where="the request's timeout parameter",
+                f"{self.version} was given back to run again after its timeout (or its "
+                "caller's deadline)",
+                where="the request's timeout parameter, or its caller's deadline",
                 triton=True,
             )
         request.flags = SequenceFlags(request.flags.id, False, False)

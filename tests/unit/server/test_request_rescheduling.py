@@ -112,6 +112,9 @@ def test_a_request_given_back_runs_again_as_its_sequence_s_next(tmp_path: Path) 
                 await _y(dp, "again", -1, timeout_us=300_000)
             assert "Request timeout expired" in timed_out.value.detail
             assert time.monotonic() - started < 5
+            with pytest.raises(ModelyardError):  # its caller's deadline too
+                await _y(dp, "again", -1, deadline=time.monotonic() + 0.3)
+            assert time.monotonic() - started < 10
             assert await _y(dp, "again", 2) == 2
 
     asyncio.run(scenario())
