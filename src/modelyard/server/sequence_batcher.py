@@ -106,6 +106,8 @@ class _Request:
     stream: ResponseStream | None = None
     opened: OpenRequest | None = None  # a decoupled model's request, once taken
     deadline_ns: int = 0  # its timeout or caller's deadline: not run again after (0: none)
+    # an iterative sequence's START: its sequence ends once it is answered (not given back)
+    closes: bool = False
 
 
 @dataclass(slots=True, eq=False)
@@ -119,7 +121,6 @@ class _Sequence:
     executing: bool = False
     ending: bool = False  # its last request queued so far has END
     expires_ns: int = 0  # in the backlog: when its requests' earliest timeout passes (0: none)
-    auto: bool = False  # an iterative sequence the server started: it ends with its request
 
 
 @dataclass(slots=True)
@@ -285,6 +286,7 @@ class SequenceScheduler(InstanceThreads):
                 raise unloading(self.model, self.version)
             if auto:
                 flags = request.flags = SequenceFlags(self._auto_id(), True, False)
+            request.closes = self.policy.iterative and flags.start
             sequence = self._sequences.get(flags.id)
             if sequence is None or sequence.ending:
                 # a new sequence: as Triton, an id is forgotten once its END is queued, so a
@@ -294,7 +296,7 @@ class SequenceScheduler(InstanceThreads):
                     raise _not_started(self.model, flags.id)
                 if len(self._backlog) >= MAX_BACKLOG:
                     raise self._full(f"{MAX_BACKLOG} sequences wait for a slot")
-                sequence = _Sequence(flags.id, auto=auto)
+                sequence = _Sequence(flags.id)
                 self._sequences[flags.id] = sequence
                 self._place(sequence)
             elif len(sequence.queue) >= MAX_QUEUED_PER_SEQUENCE:
@@ -424,7 +426,9 @@ class SequenceScheduler(InstanceThreads):
                             continue
                         sequence.executing = False
                         sequence.last_ns = self._clock.monotonic_ns()
-                        ends = row.request is not None and (row.request.flags.end or sequence.auto)
+                        ends = row.request is not None and (
+                            row.request.flags.end or row.request.closes
+                        )
                         if ends and not sequence.queue:
                             self._release(sequence)
                     self._cond.notify_all()

@@ -91,6 +91,13 @@ def test_a_request_given_back_runs_again_as_its_sequence_s_next(tmp_path: Path) 
             # no sequence id: each request a sequence of its own, answered at its third run
             assert await asyncio.gather(_y(dp, "again", 3), _y(dp, "again", 2)) == [3, 2]
             assert await _y(dp, "again", 1) == 1
+            # a caller's own sequence ends with its START request, as Triton's sequencer
+            # ends it once that request is released
+            start = {"sequence_id": 77, "sequence_start": True}
+            assert await _y(dp, "again", 2, parameters=start) == 2
+            with pytest.raises(ModelyardError) as ended:
+                await _y(dp, "again", 1, parameters={"sequence_id": 77})
+            assert "must specify the START flag" in ended.value.detail
             # a response returned for a request given back: Triton's refusal
             with pytest.raises(ModelyardError) as wrong:
                 await _y(dp, "again", -2)
