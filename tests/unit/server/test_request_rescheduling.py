@@ -73,6 +73,7 @@ def _repository(tmp_path: Path) -> Path:
     write_python_model(repository, "again", MODEL, CONFIG + ITERATIVE)
     write_python_model(repository, "again_stream", MODEL, CONFIG + ITERATIVE + DECOUPLED)
     write_python_model(repository, "plain", MODEL, CONFIG)
+    write_python_model(repository, "plain_stream", MODEL, CONFIG + DECOUPLED)
     return repository
 
 
@@ -130,13 +131,19 @@ def test_a_request_given_back_runs_again_as_its_sequence_s_next(tmp_path: Path) 
 def test_a_decoupled_request_given_back_sends_on_its_stream(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with running_dataplane(_repository(tmp_path), ControlMode.EXPLICIT) as dp:
-            await dp.manager.load("again_stream")
+            await asyncio.gather(dp.manager.load("again_stream"), dp.manager.load("plain_stream"))
             items: list[StreamResponse] = [
                 item async for item in dp.infer_stream(_request("again_stream", 3))
             ]
             got = [(int(i.response.outputs[0].data[0]) if i.response else None, i.final)
                    for i in items]  # fmt: skip
             assert got == [(1, False), (2, False), (3, True)], got
+            # a decoupled model that is no iterative sequence's: its request ends with why
+            plain = [item async for item in dp.infer_stream(_request("plain_stream", 3))]
+            assert [(i.error is None, i.final) for i in plain] == [(True, False), (False, True)]
+            assert plain[1].error is not None and plain[1].error.line().startswith(
+                "Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE"
+            )
             # given back forever, then unloaded: its stream ends with why
             stream = dp.infer_stream(_request("again_stream", -1))
             first = await anext(stream)
