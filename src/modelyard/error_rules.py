@@ -149,7 +149,7 @@ LOG_FILE = Rule(
 LOG_SETTINGS = Rule(
     "protocol/log-settings",
     Code.INVALID_ARGUMENT,
-    "the logging settings: log_info, log_warnings, log_errors (true or false), "
+    "the logging settings: log_info, log_warning, log_error (true or false), "
     "log_verbose_level (an integer >= 0), log_format (default, ISO8601 or json)",
 )
 MAX_BODY_SIZE = Rule(
@@ -322,6 +322,8 @@ PRIORITY = Rule("model-server/priority", Code.INVALID_ARGUMENT)
 # a request refused at the queue, before it cost an execution (Triton's REJECTED)
 QUEUE_FULL = Rule("model-server/queue-full", Code.UNAVAILABLE)
 QUEUE_TIMEOUT = Rule("model-server/queue-timeout", Code.UNAVAILABLE)
+# an iterative sequence's request the model gave back, whose caller has gone meanwhile
+RESCHEDULED_CALLER_GONE = Rule("model-server/reschedule", Code.CANCELLED)
 SEQUENCE = Rule("model-server/sequence", Code.INVALID_ARGUMENT)
 SEQUENCE_ONE_ROW = Rule(
     "model-server/sequence",
@@ -378,6 +380,12 @@ PYTHON_METRICS = Rule(
     "engine/python-metrics",
     Code.INVALID_ARGUMENT,
     "the model's pb_utils.MetricFamily and Metric calls (names, labels, kinds, how many)",
+)
+RESCHEDULE = Rule(
+    "engine/reschedule",
+    Code.INVALID_ARGUMENT,
+    "sequence_batching { iterative_sequence: true } in the model's config.pbtxt, or no "
+    "TRITONSERVER_REQUEST_RELEASE_RESCHEDULE in its execute",
 )
 STUB_ENDED = Rule("engine/python-stub", Code.INTERNAL)
 STUB_NOT_RUNNING = Rule("engine/python-stub", Code.UNAVAILABLE)

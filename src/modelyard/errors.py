@@ -246,6 +246,13 @@ class EngineError(ModelyardError):
     layer = "engine"
 
 
+class RequestRescheduled(EngineError):
+    """A python model gave its request back to the scheduler to run again
+    (``set_release_flags(TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)``): a sequence model with
+    ``iterative_sequence`` queues it again; any other scheduler answers it with this error,
+    Triton's words."""
+
+
 class MissingExtraError(EngineError):
     """An engine's optional dependency is not installed."""
 

@@ -24,6 +24,8 @@ from modelyard.errors import ProtocolError
 
 _ORDER = ("debug", "info", "warning", "error", "critical")
 _FORMATS = ("default", "ISO8601", "json")
+# the names Triton's logging documentation answers with; its server reads the singular ones
+_ALIASES = {"log_warnings": "log_warning", "log_errors": "log_error"}
 
 
 def _bad_setting(detail: str) -> ProtocolError:
@@ -59,17 +61,19 @@ class LogSettings:
         return {
             "log_file": str(self.file) if self.file is not None else "",
             "log_info": self.info,
-            "log_warnings": self.warnings,
-            "log_errors": self.errors,
+            "log_warning": self.warnings,
+            "log_error": self.errors,
             "log_verbose_level": self.verbose,
             "log_format": self.format,
         }
 
     def update(self, settings: dict[str, Any]) -> dict[str, Any]:
-        """Apply the settings given (Triton's names), all or none; the settings after."""
+        """Apply the settings given (Triton's names; ``log_warnings`` and ``log_errors``,
+        the names of Triton's documentation, too), all or none; the settings after."""
         changes: dict[str, Any] = {}
-        for name, value in settings.items():
-            if name in ("log_info", "log_warnings", "log_errors"):
+        for given, value in settings.items():
+            name = _ALIASES.get(given, given)
+            if name in ("log_info", "log_warning", "log_error"):
                 if not isinstance(value, bool):
                     raise _bad_setting(f"{name} must be true or false, got {value!r:.40}")
             elif name == "log_verbose_level":
@@ -92,8 +96,8 @@ class LogSettings:
                 raise _bad_setting(f"unknown log setting {name!r:.60}")
             changes[name] = value
         self.info = changes.get("log_info", self.info)
-        self.warnings = changes.get("log_warnings", self.warnings)
-        self.errors = changes.get("log_errors", self.errors)
+        self.warnings = changes.get("log_warning", self.warnings)
+        self.errors = changes.get("log_error", self.errors)
         self.verbose = changes.get("log_verbose_level", self.verbose)
         self.format = changes.get("log_format", self.format)
         return self.as_triton()

@@ -28,8 +28,8 @@ def test_log_settings_are_read_and_changed_live_over_http_and_grpc(tmp_path: Pat
         assert http.get_log_settings() == {
             "log_file": "",
             "log_info": True,
-            "log_warnings": True,
-            "log_errors": True,
+            "log_warning": True,
+            "log_error": True,
             "log_verbose_level": 0,
             "log_format": "default",
         }
@@ -37,9 +37,9 @@ def test_log_settings_are_read_and_changed_live_over_http_and_grpc(tmp_path: Pat
         def unknown_model_call(marker: str) -> None:  # answered 404, logged as a warning
             httpx.post(f"http://{server.http_url}/v2/models/{marker}/infer", json={"inputs": []})
 
-        assert http.update_log_settings({"log_warnings": False})["log_warnings"] is False
+        assert http.update_log_settings({"log_warning": False})["log_warning"] is False
         unknown_model_call("quiet-marker")
-        assert grpc.get_log_settings().settings["log_warnings"].bool_param is False
+        assert grpc.get_log_settings().settings["log_warning"].bool_param is False
         grpc.update_log_settings({"log_warnings": True, "log_verbose_level": 1})
         assert http.get_log_settings()["log_verbose_level"] == 1
         unknown_model_call("loud-marker")

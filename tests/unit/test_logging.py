@@ -36,15 +36,24 @@ def test_triton_switches_are_independent_and_apply_at_once() -> None:
     assert after == {
         "log_file": "",
         "log_info": False,
-        "log_warnings": True,
-        "log_errors": True,
+        "log_warning": True,
+        "log_error": True,
         "log_verbose_level": 2,
         "log_format": "ISO8601",
     }
     assert not logged(settings, "info") and logged(settings, "debug")
     assert logged(settings, "warning")
-    settings.update({"log_errors": False})
+    settings.update({"log_error": False})
     assert not logged(settings, "error") and logged(settings, "critical")
+
+
+def test_the_documentation_s_plural_names_are_triton_s_singular_ones() -> None:
+    """Triton's server reads log_warning and log_error; its documentation's example
+    answers log_warnings and log_errors: either name changes the one switch."""
+    settings = LogSettings()
+    after = settings.update({"log_warnings": False, "log_errors": False})
+    assert after["log_warning"] is False and after["log_error"] is False
+    assert "log_warnings" not in after and not logged(settings, "warning")
 
 
 @pytest.mark.parametrize(

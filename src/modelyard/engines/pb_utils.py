@@ -19,6 +19,8 @@ import asyncio
 import contextlib
 import enum
 import json
+import os
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -334,6 +336,7 @@ class InferenceRequest:
         self._timeout = timeout
         self._sender: InferenceResponseSender | None = None
         self.sender_taken = False  # the model asked for its response sender
+        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
         self._is_cancelled: Callable[[], bool] = lambda: False
 
     def inputs(self) -> list[Tensor]:
@@ -357,6 +360,22 @@ class InferenceRequest:
 
     def is_cancelled(self) -> bool:
         return self._is_cancelled()
+
+    def set_release_flags(self, flags: int) -> None:
+        """TRITONSERVER_REQUEST_RELEASE_RESCHEDULE gives the request back to the scheduler
+        once ``execute`` returns, to run again (a sequence model with ``iterative_sequence``;
+        any other answers it with an error); its response from this execute is None."""
+        _argument("set_release_flags", "flags", flags, int)
+        if flags < 0 or flags > 0xFFFFFFFF:
+            raise TypeError(f"set_release_flags(): flags must be a uint32, got {flags}")
+        self._release_flags = flags
+
+    def release_flags(self) -> int:
+        return self._release_flags
+
+    @property
+    def rescheduled(self) -> bool:
+        return self._release_flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
 
     def attach_sender(
         self, sender: InferenceResponseSender, is_cancelled: Callable[[], bool] | None = None
@@ -696,8 +715,19 @@ class LogLevel(enum.Enum):
     VERBOSE = 3
 
 
+def _caller() -> str:
+    """``file.py:LINE`` of the model's line that logs, as Triton's log line names it."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
 class Logger:
-    """Triton's python-backend logger: messages become structured log events."""
+    """Triton's python-backend logger: messages become structured log events of the
+    server's log, whose settings decide whether each is written (VERBOSE is a debug
+    event: ``log_verbose_level`` 1 and up); a stub's child forwards them to the server
+    (``engines/stub_logs.py``)."""
 
     LogLevel = LogLevel
     INFO, WARNING = LogLevel.INFO, LogLevel.WARNING
@@ -709,7 +739,7 @@ class Logger:
         _argument("log", "level", level, LogLevel)
         {LogLevel.INFO: _log.info, LogLevel.WARNING: _log.warning, LogLevel.ERROR: _log.error}.get(
             level, _log.debug
-        )("python_model_log", message=message)
+        )("python_model_log", message=message, source=_caller())
 
     @staticmethod
     def log_info(message: str) -> None:

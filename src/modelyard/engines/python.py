@@ -77,7 +77,13 @@ from modelyard.engines.base import (
     current_batch_requests,
 )
 from modelyard.engines.python_stub import StubProcess, runs_in_a_stub, triton_instance_name
-from modelyard.errors import Code, EngineError, ModelyardError, without_paths
+from modelyard.errors import (
+    Code,
+    EngineError,
+    ModelyardError,
+    RequestRescheduled,
+    without_paths,
+)
 from modelyard.modelfiles.config import config_to_json
 
 _module_ids = itertools.count()
@@ -123,6 +129,7 @@ class _OneAnswer:
 
     def __init__(self) -> None:
         self.response: pb_utils.InferenceResponse | None = None
+        self.rescheduled = False  # the model gave the request back to run again
         self.final = threading.Event()
         self._lock = threading.Lock()
 
@@ -358,6 +365,9 @@ class PythonEngine(Engine):
                     )
         outcomes: list[dict[str, Any] | ModelyardError] = []
         for answer in answers:
+            if answer.rescheduled and failure is None:
+                outcomes.append(self._rescheduled())
+                continue
             if answer.response is None:
                 assert failure is not None
                 outcomes.append(failure)
@@ -399,6 +409,18 @@ class PythonEngine(Engine):
                 "pb_utils.InferenceResponse per request"
             )
         for request, answer, response in zip(requests, answers, returned, strict=True):
+            if request.rescheduled:  # given back to run again: it answers then
+                if response is not None:
+                    raise EngineError.of(
+                        error_rules.PYTHON_MODEL_FAILED,
+                        "Expected a None object in the execute function return list for "
+                        f"reschduled request, found type '{type(response)}'.",
+                        where=self._where,
+                        triton=True,
+                    )
+                answer.rescheduled = True
+                answer.final.set()
+                continue
             if response is None and request.sender_taken:
                 continue
             if not isinstance(response, pb_utils.InferenceResponse):
@@ -520,6 +542,21 @@ class PythonEngine(Engine):
                 raise self._decoupled_returned()
         except EngineError as error:
             close_all(error)
+            return
+        for request, (sender, deliver) in zip(pb_requests, senders, strict=True):
+            if request.rescheduled:  # its "FINAL" gives it back to the scheduler
+                sender.close_with(functools.partial(deliver, None, self._rescheduled(), True))
+
+    @staticmethod
+    def _rescheduled() -> RequestRescheduled:
+        """A request the model gave back to run again: the scheduler of an iterative
+        sequence queues it again; any other answers it with this line."""
+        return RequestRescheduled.of(
+            error_rules.RESCHEDULE,
+            "Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the "
+            "model is not configured to handle such a flag.",
+            triton=True,
+        )
 
     def _decoupled_returned(self) -> EngineError:
         return EngineError.of(

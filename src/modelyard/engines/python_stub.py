@@ -30,8 +30,10 @@ calls to the repository API (``pb_utils.load_model``, ``unload_model``,
 while it waits for the load). The model's own metrics (``pb_utils.MetricFamily``) have a
 socket pair of their own, read by a thread of the parent's: a model's thread may call at
 any time (in ``initialize``, between requests), and when the child ends its families and
-series go. Messages are pickled (protocol 5: arrays travel as their buffers). The child
-ends when the parent does
+series go. The child's log events (``pb_utils.Logger``'s records among them) go over a
+pipe of their own to the parent, which writes them under the server's log settings
+(``stub_logs``). Messages are pickled (protocol 5: arrays travel as their buffers). The
+child ends when the parent does
 (``PR_SET_PDEATHSIG`` on Linux, and the socket closing), and runs in a session of its
 own, so a terminal's Ctrl-C reaches the server, which unloads it.
 """
@@ -63,6 +65,7 @@ from google.protobuf import json_format
 
 from modelyard import error_rules, errors
 from modelyard.dataplane import StreamResponse
+from modelyard.engines import stub_logs
 from modelyard.engines.base import (
     BatchedRequest,
     BatchOutcomes,
@@ -151,6 +154,8 @@ class StubProcess:
         self._ids = itertools.count(1)
         self._bls = ThreadPoolExecutor(4, thread_name_prefix="python-stub-bls")
         self._process: subprocess.Popen[bytes] | None = None
+        self._relay: stub_logs.Relay | None = None
+        self._reader: threading.Thread | None = None  # a decoupled model's (_read)
         self._conn: Connection | None = None
         # the child's metrics socket (the parent's end) and the thread that serves it
         self._metrics: tuple[socket.socket, threading.Thread] | None = None
@@ -175,22 +180,30 @@ class StubProcess:
         first = not self._started_once
         parent_end, child_end = socket.socketpair()
         metrics_end, child_metrics_end = socket.socketpair()
-        fds = (child_end.fileno(), child_metrics_end.fileno())
+        log_end, child_log_end = os.pipe()  # the child's log records (stub_logs)
         try:
+            fds = (child_end.fileno(), child_metrics_end.fileno(), child_log_end)
             self._process = _SPAWNER.submit(
                 subprocess.Popen,
                 [sys.executable, "-m", "modelyard.engines.python_stub", *map(str, fds)],
                 pass_fds=fds,
                 start_new_session=True,
             ).result()
+        except BaseException:
+            os.close(log_end)
+            metrics_end.close()
+            raise
         finally:
             child_end.close()
             child_metrics_end.close()
+            os.close(child_log_end)
         metrics_conn = Connection(os.dup(metrics_end.fileno()))
         serving = threading.Thread(target=_serve_metrics, args=(metrics_conn,), daemon=True,
                                    name="python-stub-metrics")  # fmt: skip
         serving.start()
         self._metrics = (metrics_end, serving)
+        name = triton_instance_name(self._ctx.config, self._ctx.instance_index)
+        self._relay = stub_logs.Relay(log_end, self._ctx.config.name, name)
         conn = Connection(parent_end.detach())
         self._conn = conn
         ctx = self._ctx
@@ -226,13 +239,17 @@ class StubProcess:
         if kind == "failed":
             self._stop_process()
             raise _rebuilt(payload)
+        # what initialize logged is in the server's log before the model serves (a change
+        # of the log settings after the load does not reach it), as in Triton
+        self._relay.wait_marked(stub_logs.DRAIN_S)
         self.takes_requests, self._started_once = payload, True
         # the restart back-off counts from here: a slow start (a loaded machine, a long
         # initialize) must not use up the second a crash loop waits
         self._started_at = time.monotonic()
         if not self._sync:
-            threading.Thread(target=self._read, args=(conn,), daemon=True,
-                             name="python-stub").start()  # fmt: skip
+            self._reader = threading.Thread(target=self._read, args=(conn,), daemon=True,
+                                            name="python-stub")  # fmt: skip
+            self._reader.start()
 
     def _loading_answer(self, conn: Connection) -> tuple[str, Any]:
         """The child's next answer to its load; meanwhile its model's repository calls
@@ -289,14 +306,22 @@ class StubProcess:
     def _stop_process(self) -> None:
         process, self._process = self._process, None
         conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+        reader, self._reader = self._reader, None
+        if conn is not None:  # both ends see it end; its descriptor is closed once nobody
+            _shut_down(conn)  # reads it (a number closed under a reader may be reused)
         if process is not None:
             try:
                 process.wait(5)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(5)
+        if reader is not None and reader is not threading.current_thread():
+            reader.join(5)
+        if conn is not None:
+            conn.close()
+        relay, self._relay = self._relay, None
+        if relay is not None:  # what the child logged last (finalize's) is written
+            relay.join()
         metrics, self._metrics = self._metrics, None
         if metrics is not None:  # its families go once the calls it sent are served
             metrics_end, serving = metrics
@@ -667,6 +692,7 @@ class _Child:
         if payload["infer"]:  # its own threads may call other models too (Triton's BLS)
             pb_utils.serving_through(self._bls)
         self._engine = engine
+        stub_logs.mark()  # the parent writes initialize's records before it serves
         self._send(("loaded", engine.takes_requests))
 
     def _execute(
@@ -843,6 +869,16 @@ class _Parts:
         return self._items.get()
 
 
+def _shut_down(conn: Connection) -> None:
+    """End a socket pair's connection both ways, keeping its descriptor open."""
+    with contextlib.suppress(OSError):
+        end = socket.socket(fileno=conn.fileno())
+        try:
+            end.shutdown(socket.SHUT_RDWR)
+        finally:
+            end.detach()
+
+
 def _ended_before() -> EngineError:
     return EngineError.of(
         error_rules.STUB_REPLACED, "the model's process ended; a new one serves the next request"
@@ -864,7 +900,9 @@ def _end_with_parent() -> None:
 
 def main() -> None:
     _end_with_parent()
-    fd, metrics_fd = int(sys.argv[1]), int(sys.argv[2])
+    fd, metrics_fd, log_fd = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    os.set_inheritable(log_fd, False)  # the model's own children do not hold it open
+    stub_logs.forward_to(log_fd)
     del sys.argv[1:]  # the model's process has no arguments (unittest.main() reads them)
     from modelyard.engines import pb_utils
 

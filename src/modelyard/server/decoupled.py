@@ -35,7 +35,7 @@ from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.dataplane import MAX_UNREAD, MAX_UNREAD_BYTES, unread_responses
 from modelyard.engines.base import DecoupledRequest
-from modelyard.errors import ModelServerError, ModelyardError
+from modelyard.errors import ModelServerError, ModelyardError, RequestRescheduled
 from modelyard.server.scheduler import (
     InstanceThreads,
     failed_around,
@@ -88,6 +88,10 @@ class ResponseStream:
             item, size = StreamItem(None, unread_responses(self.model), True), 0
         self.unread_bytes += size
         self.items.put_nowait(item)
+
+
+def _nothing() -> None:
+    pass
 
 
 def _size(item: StreamItem) -> int:
@@ -250,6 +254,7 @@ class OpenRequest:
         clock: Clock,
         finished: Callable[[], None],
         in_turn: Callable[[Callable[[], None], bool], None] | None = None,
+        again: Callable[[], ModelyardError | None] | None = None,
     ) -> None:
         self.stream = stream
         self.loop = loop
@@ -258,6 +263,9 @@ class OpenRequest:
         self.clock = clock
         self.finished = finished
         self.in_turn = in_turn
+        # an iterative sequence's: the model gave the request back, to queue it again (None)
+        # or say why not
+        self.again = again
         self.lock = threading.Lock()
         self.final_sent = False
         self.failed = False
@@ -269,6 +277,18 @@ class OpenRequest:
     def deliver(
         self, outputs: dict[str, np.ndarray] | None, error: ModelyardError | None, final: bool
     ) -> None:
+        if final and isinstance(error, RequestRescheduled) and self.again is not None:
+            with self.lock:
+                if self.final_sent:
+                    return
+            refusal = self.again()
+            if refusal is None:  # queued again: this opening ends without a FINAL
+                with self.lock:
+                    self.final_sent = True
+                if self.in_turn is not None:
+                    self.in_turn(_nothing, True)
+                return
+            error = refusal
         with self.lock:
             if self.final_sent:
                 return

@@ -46,7 +46,7 @@ from modelyard.engines.base import (
     Engine,
     batch_requests,
 )
-from modelyard.errors import ModelServerError
+from modelyard.errors import ModelServerError, ModelyardError, RequestRescheduled
 from modelyard.in_order import InOrder
 from modelyard.server.decoupled import (
     OpenRequest,
@@ -105,6 +105,9 @@ class _Request:
     ticket: int = -1  # its place in the answers' order (preserve_ordering), once taken
     stream: ResponseStream | None = None
     opened: OpenRequest | None = None  # a decoupled model's request, once taken
+    deadline_ns: int = 0  # its timeout or caller's deadline: not run again after (0: none)
+    # an iterative sequence's START: its sequence ends once it is answered (not given back)
+    closes: bool = False
 
 
 @dataclass(slots=True, eq=False)
@@ -208,6 +211,7 @@ class SequenceScheduler(InstanceThreads):
         self._backlog: deque[_Sequence] = deque()
         # oldest's preserve_ordering: answers leave in the order their requests were taken
         self._in_order = InOrder() if policy.preserve_ordering else None
+        self._last_auto_id = 0  # iterative_sequence: the ids of the sequences it starts
         # Triton's test hooks: nothing runs until this many requests are queued in slots
         # and this many in the backlog (TRITONSERVER_DELAY_SCHEDULER, _BACKLOG_DELAY_...)
         self._held_until_queued = held_until_queued()
@@ -251,6 +255,9 @@ class SequenceScheduler(InstanceThreads):
         stream: ResponseStream | None,
     ) -> None:
         flags = submitted.sequence
+        auto = self.policy.iterative and (flags is None or flags.id in (0, ""))
+        if auto:  # Triton's iterative sequencer: a sequence of its own, with its id
+            flags = SequenceFlags(0, True, False)
         if flags is None:
             raise ModelServerError.of(
                 error_rules.SEQUENCE,
@@ -270,9 +277,16 @@ class SequenceScheduler(InstanceThreads):
             shape_key_of(inputs) if shape_key is None else shape_key, timing, parameters,
             stream=stream,
         )  # fmt: skip
+        # past its timeout or its caller's deadline, a request given back is not run again
+        ends = (now + timeout_us * 1000 if timeout_us > 0 else 0,
+                int(submitted.deadline * 1e9) if submitted.deadline else 0)  # fmt: skip
+        request.deadline_ns = min((t for t in ends if t), default=0)
         with self._lock:
             if self._closed:
                 raise unloading(self.model, self.version)
+            if auto:
+                flags = request.flags = SequenceFlags(self._auto_id(), True, False)
+            request.closes = self.policy.iterative and flags.start
             sequence = self._sequences.get(flags.id)
             if sequence is None or sequence.ending:
                 # a new sequence: as Triton, an id is forgotten once its END is queued, so a
@@ -301,6 +315,13 @@ class SequenceScheduler(InstanceThreads):
                     sequence.expires_ns = expires_ns
                     loop.call_later(timeout_us / 1e6 + 1e-3, self._expire_backlog)
             self._cond.notify_all()
+
+    def _auto_id(self) -> int:
+        """The next id of a sequence the server starts (one no sequence holds)."""
+        while True:
+            self._last_auto_id += 1
+            if self._last_auto_id not in self._sequences:
+                return self._last_auto_id
 
     def _expire_backlog(self) -> None:
         """Refuse, whole, each sequence still in the backlog when one of its requests'
@@ -398,16 +419,80 @@ class SequenceScheduler(InstanceThreads):
                 with self._lock:
                     if not self.decoupled:  # a decoupled model's: at its FINAL (_finished)
                         self._executing -= sum(1 for row in rows if row.request is not None)
+                        answers = self._run_again(rows, answers)
                     for row in rows:
                         sequence = row.sequence
                         if sequence is None:
                             continue
                         sequence.executing = False
                         sequence.last_ns = self._clock.monotonic_ns()
-                        if row.request is not None and row.request.flags.end and not sequence.queue:
+                        ends = row.request is not None and (
+                            row.request.flags.end or row.request.closes
+                        )
+                        if ends and not sequence.queue:
                             self._release(sequence)
                     self._cond.notify_all()
             self._answer(answers)
+
+    def _run_again(
+        self, rows: list[_Row], answers: list[tuple[_Request, Any]]
+    ) -> list[tuple[_Request, Any]]:
+        """Under the lock: an iterative sequence's requests the model gave back go to the
+        front of their sequence's queue (not answered); the answers left."""
+        if not self.policy.iterative:
+            return answers
+        sequences = {id(row.request): row.sequence for row in rows if row.request is not None}
+        left = []
+        for request, outcome in answers:
+            sequence = sequences.get(id(request))
+            if isinstance(outcome, RequestRescheduled) and sequence is not None:
+                refusal = self._requeue(sequence, request)
+                if refusal is None:
+                    continue
+                outcome = refusal
+            left.append((request, outcome))
+        return left
+
+    def _requeue(self, sequence: _Sequence, request: _Request) -> ModelyardError | None:
+        """Under the lock: ``request`` queued again as its sequence's next, with no START or
+        END flag, as Triton's iterative sequencer does; or why it is not (its caller gone,
+        its timeout passed, the version unloading: a model that gives a request back forever
+        holds its caller no longer than that)."""
+        if self._closed:
+            return unloading(self.model, self.version)
+        gone = request.future.cancelled() if request.future is not None else (
+            request.stream is not None and request.stream.cancelled
+        )  # fmt: skip
+        if gone:
+            return ModelServerError.of(
+                error_rules.RESCHEDULED_CALLER_GONE,
+                f"the caller of a request to model '{self.model}' has gone; it is not run again",
+            )
+        now = self._clock.monotonic_ns()
+        if request.deadline_ns and now >= request.deadline_ns:
+            return ModelServerError.of(
+                error_rules.QUEUE_TIMEOUT,
+                f"Request timeout expired: request to model '{self.model}' version "
+                f"{self.version} was given back to run again after its timeout (or its "
+                "caller's deadline)",
+                where="the request's timeout parameter, or its caller's deadline",
+                triton=True,
+            )
+        request.flags = SequenceFlags(request.flags.id, False, False)
+        request.opened, request.ticket = None, -1
+        sequence.queue.appendleft(request)
+        self._queued += 1
+        return None
+
+    def _reopen(self, sequence: _Sequence, request: _Request) -> ModelyardError | None:
+        """A decoupled model gave ``request`` back (its execute's end): queued again, or why
+        not (then its FINAL carries that)."""
+        with self._lock:
+            refusal = self._requeue(sequence, request)
+            if refusal is None:
+                self._executing -= 1  # this opening of it is over
+                self._cond.notify_all()
+        return refusal
 
     def _execute_decoupled(self, engine: Engine, rows: list[_Row]) -> None:
         """Run a decoupled model's requests of one batch (padding rows have none to send), each
@@ -421,9 +506,12 @@ class SequenceScheduler(InstanceThreads):
             in_turn = None
             if self._in_order is not None:
                 in_turn = functools.partial(self._in_order.release, request.ticket)
+            again = None
+            if self.policy.iterative and row.sequence is not None:
+                again = functools.partial(self._reopen, row.sequence, request)
             request.opened = OpenRequest(
                 request.stream, request.loop, request.enqueued_ns, self.stats, self._clock,
-                self._finished, in_turn,
+                self._finished, in_turn, again,
             )  # fmt: skip
             opened.append(request.opened)
         try:
@@ -591,6 +679,8 @@ class SequenceScheduler(InstanceThreads):
             with batch_requests([_row_request(row.request) for row in rows]):
                 results = engine.execute(inputs, engine_outputs)
             self._check(results, engine_outputs, len(rows))
+        except RequestRescheduled as again:  # one request, given back (_run_again)
+            return [(request, again) for request in real]
         except BatchOutcomes as each:
             return self._each_failed(engine, rows, real, each)
         except Exception as exc:
@@ -614,6 +704,8 @@ class SequenceScheduler(InstanceThreads):
         """A batch whose model answered its requests each on its own, some with an error: a
         state needs every row, so the batch fails, each request with its own error where it
         has one, the others with the first."""
+        if self.policy.iterative:  # each answered on its own (no state kept), or run again
+            return self._each_on_its_own(rows, each)
         errors = [o if isinstance(o, BaseException) else None for o in each.outcomes]
         lead = next((error for error in errors if error is not None), None)
         if lead is None:  # rows of their own, and no error: the states cannot be kept
@@ -625,6 +717,19 @@ class SequenceScheduler(InstanceThreads):
                 failed = error or lead
                 self.stats.record_failure(failure_reason(failed), end_ns - row.request.enqueued_ns)
                 answers.append((row.request, failed))
+        return answers
+
+    def _each_on_its_own(
+        self, rows: list[_Row], each: BatchOutcomes
+    ) -> list[tuple[_Request, dict[str, np.ndarray] | BaseException]]:
+        end_ns = self._clock.monotonic_ns()
+        answers: list[tuple[_Request, dict[str, np.ndarray] | BaseException]] = []
+        for row, outcome in zip(rows, each.outcomes, strict=True):
+            if row.request is None:
+                continue
+            if isinstance(outcome, BaseException) and not isinstance(outcome, RequestRescheduled):
+                self.stats.record_failure(failure_reason(outcome), end_ns - row.request.enqueued_ns)
+            answers.append((row.request, outcome))
         return answers
 
     def _failed_batch(

@@ -99,6 +99,9 @@ class SequencePolicy:
     corrid: tuple[str, str, np.dtype[Any]] | None
     # oldest only: answers leave in the order their requests were taken for execution
     preserve_ordering: bool = False
+    # Triton's iterative_sequence: a request without a correlation id starts a sequence of
+    # its own, which ends with it; a python model may give a request back to run again
+    iterative: bool = False
 
     @property
     def batched(self) -> bool:
@@ -120,8 +123,6 @@ class SequencePolicy:
     @classmethod
     def from_config(cls, config: mc.ModelConfig, model_dir: Path, origin: str) -> SequencePolicy:
         sb = config.sequence_batching
-        if sb.iterative_sequence:
-            raise _refused(origin, "iterative_sequence", "remove iterative_sequence")
         controls = tuple(_control(entry, origin) for entry in sb.control_input)
         names = [c.name for c in controls]
         if len(set(names)) != len(names):
@@ -158,6 +159,7 @@ class SequencePolicy:
                 preferred=tuple(sorted(p for p in oldest.preferred_batch_size if 0 < p <= batch)),
                 corrid=corrid_type,
                 preserve_ordering=bool(oldest.preserve_ordering),
+                iterative=bool(sb.iterative_sequence),
             )
         direct = sb.direct
         return cls(
@@ -171,6 +173,7 @@ class SequencePolicy:
             minimum_slot_utilization=min(1.0, max(0.0, float(direct.minimum_slot_utilization))),
             preferred=(),
             corrid=corrid_type,
+            iterative=bool(sb.iterative_sequence),
         )
 
 
@@ -183,14 +186,6 @@ def _config_error(origin: str, detail: str) -> ConfigError:
         error_rules.MODEL_CONFIG,
         f"invalid model config {origin}: sequence_batching: {detail}",
         where=f"sequence_batching in {origin}",
-    )
-
-
-def _refused(origin: str, field: str, instead: str) -> ConfigError:
-    return ConfigError.of(
-        error_rules.UNSERVED_FIELD,
-        f"invalid model config {origin}: sequence_batching.{field} is not served",
-        where=instead,
     )
 
 
@@ -399,6 +394,8 @@ def sequence_flags(
 def check_sequence(model: str, flags: SequenceFlags, policy: SequencePolicy) -> None:
     """Refuse a request's sequence that ``model`` (a sequence model) cannot take."""
     raw = flags.id
+    if (raw == 0 or raw == "") and policy.iterative:
+        return  # Triton's iterative sequencer starts a sequence of its own for it
     if raw == 0 or raw == "":
         raise _invalid(
             f"inference request to model '{model}' must specify a non-zero or non-empty "

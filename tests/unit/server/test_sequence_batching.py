@@ -243,7 +243,6 @@ _START = 'control_input [{ name: "START" control [{ kind: CONTROL_SEQUENCE_START
 @pytest.mark.parametrize(
     ("sequence_batching", "expected"),
     [
-        ("iterative_sequence: true", "sequence_batching.iterative_sequence is not served"),
         (_START % "", "needs one of int32_false_true"),
         (_START % "int32_false_true: [ 0 ]", "with two values"),
         (_START % "int32_false_true: [ 0, 1 ] fp32_false_true: [ 0, 1 ]", "needs one of"),
