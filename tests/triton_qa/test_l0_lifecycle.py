@@ -998,21 +998,16 @@ def _run_case(host: LoopbackHost, tmp: Path, generated: Path, case: Case) -> lis
 
 
 # the default run: one case of each kind of behaviour, within CI's budget (four servers
-# at a time, about 30 s on two cores): a repository it cannot read, a port in use, a
-# version that fails (strict readiness), an unknown startup model, polling (models and
-# versions come and go; a name in two repositories), the control API refused while
-# polling, a custom config appearing, explicit control with an ensemble (and
-# unload_dependents), two repositories' index, a reload that fails, a load's config and
-# which versions a reload keeps, file overrides, a drain on a signal, with a live
-# connection, a version's instances loading at once (3-4 s more: its two initialize
-# calls sleep 10 s each, side by side)
+# at a time, about 22 s on two cores): a repository it cannot read, a port in use, an
+# unknown startup model, polling (models come and go; a name in two repositories), the
+# control API refused while polling, a custom config appearing, explicit control with an
+# ensemble (and unload_dependents), two repositories' index, a reload that fails, a
+# load's config, file overrides, a drain on a signal
 DEFAULT = frozenset({
-    "parse_error_noexit", "grpc_port_collision", "parse_error_modelfail", "load_missing",
-    "dynamic_model_load_unload", "dynamic_version_load_unload",
+    "parse_error_noexit", "grpc_port_collision", "load_missing", "dynamic_model_load_unload",
     "multiple_model_repository_polling", "control_api_when_polling", "add_custom_config",
     "model_control", "model_control_ensemble", "model_repository_index", "model_reload_fail",
-    "config_override", "load_new_model_version", "file_override", "shutdown_ensemble",
-    "shutdown_with_live_connection", "concurrent_model_instance_load_speedup",
+    "config_override", "file_override", "shutdown_ensemble",
 })  # fmt: skip
 # TRITON_QA=full: every case, in four groups of about the same length, each a test of
 # its own (four servers at a time in each)
