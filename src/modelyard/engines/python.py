@@ -291,7 +291,8 @@ class PythonEngine(Engine):
         """As Triton's stub: the version folder and the model's on ``sys.path``, the file
         imported as ``<version>.<file>`` (``1.model``), so the model imports the files
         beside it (``import file1``, ``from . import file2``) and itself (``model``); a
-        Python-based backend's ``model.py`` with its folder on ``sys.path``, as ``model``."""
+        Python-based backend's ``model.py`` with its folder on ``sys.path``, as ``model``:
+        that file itself, whatever else on the path is named ``model``."""
         folders = (artifact.parent,) if backend else (artifact.parent, artifact.parent.parent)
         for folder in folders:
             if str(folder) not in sys.path:
@@ -301,10 +302,22 @@ class PythonEngine(Engine):
             artifact.stem if backend else f"{artifact.parent.name}.{artifact.stem}"
         )
         try:
+            if backend:
+                return self._import_file_as(self._module_name, artifact)
             return importlib.import_module(self._module_name)
         except Exception as exc:
             self._forget_module()
             raise self._user_error("import", exc) from exc
+
+    @staticmethod
+    def _import_file_as(name: str, artifact: Path) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(name, artifact)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot import {artifact}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
 
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
         if self._stub is not None:

@@ -185,7 +185,9 @@ class StubProcess:
             fds = (child_end.fileno(), child_metrics_end.fileno(), child_log_end)
             self._process = _SPAWNER.submit(
                 subprocess.Popen,
-                [sys.executable, "-m", "modelyard.engines.python_stub", *map(str, fds)],
+                # -P: the server's working directory is not on the model's sys.path (a
+                # model.py or a "1" folder there would be imported in the model's place)
+                [sys.executable, "-P", "-m", "modelyard.engines.python_stub", *map(str, fds)],
                 pass_fds=fds,
                 start_new_session=True,
             ).result()

@@ -111,3 +111,31 @@ def test_only_a_model_py_under_the_backend_directory_is_a_backend(tmp_path: Path
     (backends / "python").mkdir()
     (backends / "python" / "model.py").write_text("")
     assert python_based_backend("python", backends) is None  # modelyard's own engine
+
+
+def test_the_backend_s_own_model_py_is_imported_not_one_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backends = _backends(tmp_path)
+    repository = tmp_path / "models"
+    _model(repository, "double", 2)
+    workdir = tmp_path / "cwd"
+    (workdir / "1").mkdir(parents=True)
+    (workdir / "model.py").write_text("raise SystemExit('the working directory model.py')\n")
+    (workdir / "1" / "__init__.py").write_text("raise SystemExit('the working directory 1/')\n")
+    monkeypatch.chdir(workdir)
+
+    async def scenario() -> None:
+        manager = ModelManager(ModelRepository(repository), ControlMode.EXPLICIT,
+                               backend_directory=backends)  # fmt: skip
+        dp = LocalDataPlane(manager)
+        await manager.start()
+        try:
+            await manager.load("double")
+            x = np.array([1.0, 2.0], dtype=np.float32)
+            answer = await dp.infer(InferRequest("double", None, {"X": x}, {"X": "FP32"}))
+            assert answer.outputs[0].data.tolist() == [2.0, 4.0]
+        finally:
+            await manager.stop()
+
+    asyncio.run(scenario())
