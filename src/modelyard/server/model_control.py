@@ -52,7 +52,9 @@ def model_version(text: str) -> str | None:
     if text == "":
         return None
     match = _STOL.match(text)
-    value = int(match.group(1)) if match else None
+    # past 19 digits it is out of stol's range (and int() of thousands would refuse)
+    digits = match.group(1).lstrip("+-").lstrip("0") if match else ""
+    value = int(match.group(1)) if match and len(digits) <= 19 else None
     if value is None or value >= 2**63 or value < -(2**63):
         raise _refused(
             f"failed to get model version from specified version string '{shown(text)}' "

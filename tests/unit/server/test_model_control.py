@@ -69,6 +69,8 @@ def test_a_model_loads_reloads_and_unloads_others_as_the_load_api_does(tmp_path:
         ("ready", {"name": "other", "version": "x1"},
          "failed to get model version from specified version string 'x1' (details: stol), "
          "version should be an integral value > 0"),
+        ("ready", {"name": "other", "version": "1" * 5000},
+         "(details: stol), version should be an integral value > 0"),
         ("ready", {"name": "other", "version": "-2"},
          "failed to get model version from specified version string '-2', version should be "
          "an integral value > 0"),
