@@ -23,6 +23,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,13 @@ from modelyard.server.resource_limiter import ResourceLimiter
 from modelyard.server.response_cache import ResponseCache
 from modelyard.server.scheduler import Scheduler
 from modelyard.server.stats import LatencySummaries
+
+# the model whose own code (pb_utils.load_model, unload_model: server/model_control.py)
+# asked for the load or unload this task runs; None for the API's and the server's own
+ASKED_BY: ContextVar[str | None] = ContextVar("asked_by", default=None)
+# loads a model asks for run on threads of their own: the asking model's load may hold a
+# load thread while it waits (its initialize asks), and a load thread for each would run out
+ASKED_LOAD_THREADS = 32
 
 log = structlog.get_logger("modelyard.server")
 
@@ -207,6 +215,11 @@ class ModelManager:
         # models that were served and have left the repository: still known, as in Triton
         self._gone: set[str] = set()
         self._locks: dict[str, asyncio.Lock] = {}
+        # a model whose code waits on its calls to load or unload models: what each waits
+        # for (server/model_control.py keeps it; a load asked for refuses to wait on one
+        # that waits, through such calls, on the model asking: a cycle)
+        self.asked_waits: dict[str, list[str]] = {}
+        self._asked_executor: ThreadPoolExecutor | None = None
         self._poll_task: asyncio.Task[None] | None = None
         self._namespaces_lock = asyncio.Lock()  # one reading of which names are shared at once
         self.loop_load = LoopLoad()
@@ -258,8 +271,9 @@ class ModelManager:
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
         self.frozen_garbage.close()
-        if self._load_executor is not None:
-            self._load_executor.shutdown(wait=False, cancel_futures=True)
+        for executor in (self._load_executor, self._asked_executor):
+            if executor is not None:
+                executor.shutdown(wait=False, cancel_futures=True)
 
     # ---- routing (hot path, event loop thread) --------------------------
 
@@ -711,6 +725,8 @@ class ModelManager:
                 continue
             done.add(key)
             loads = [future for reached, future in self._loads_under_way if key in reached]
+            if loads or self._lock(key).locked():
+                self._refuse_a_wait_on_the_asker(key, "unload")
             if loads:
                 await asyncio.wait(loads)
             steps = self._steps_of(key) if unload_dependents else set()
@@ -733,6 +749,29 @@ class ModelManager:
 
     def _lock(self, name: str) -> asyncio.Lock:
         return self._locks.setdefault(name, asyncio.Lock())
+
+    def _refuse_a_wait_on_the_asker(self, name: str, doing: str) -> None:
+        """Where a model's own call asked for this, refuse to wait on ``name``'s load or
+        unload when that waits, through models' calls, on the asking model: each would
+        wait for the other."""
+        asker = ASKED_BY.get()
+        if asker is None:
+            return
+        seen: set[str] = set()
+        waiting = [name]
+        while waiting:
+            model = waiting.pop()
+            if model == asker:
+                rule = error_rules.MODEL_CONTROL
+                raise ModelServerError(
+                    f"model '{shown(asker)}' asked to {doing} '{shown(name)}', whose load or "
+                    f"unload under way waits for '{shown(asker)}' itself (its load, or its "
+                    "call to load another model): models that load each other wait forever",
+                    code=Code.FAILED_PRECONDITION, rule=rule.id, where=rule.where,
+                )  # fmt: skip
+            if model not in seen:
+                seen.add(model)
+                waiting += self.asked_waits.get(model, ())
 
     def _public(self, error: ModelyardError) -> ModelyardError:
         """``error`` as a caller sees it: paths relative to the repository, others left out."""
@@ -775,6 +814,8 @@ class ModelManager:
     ) -> None:
         if self.repository.model_dir(name) is None:
             raise _not_in_repository(name)  # before taking a lock: unknown names keep nothing
+        if self._lock(name).locked():
+            self._refuse_a_wait_on_the_asker(name, "load")
         async with self._lock(name):
             for attempt in range(self.load_retries + 1):
                 try:
@@ -999,7 +1040,14 @@ class ModelManager:
             name=name,
             auto_complete=self.auto_complete,
         )
-        return await asyncio.get_running_loop().run_in_executor(self._load_executor, load)
+        executor = self._load_executor
+        if ASKED_BY.get() is not None:
+            if self._asked_executor is None:
+                self._asked_executor = ThreadPoolExecutor(
+                    ASKED_LOAD_THREADS, thread_name_prefix="model-load-asked"
+                )
+            executor = self._asked_executor
+        return await asyncio.get_running_loop().run_in_executor(executor, load)
 
     async def _room_once_loaded(
         self, name: str, version: int, model_dir: Path, config: mc.ModelConfig, mv: ModelVersion

@@ -14,7 +14,11 @@ thread is for no known caller, and refused.
 Everything the model gives is bounded before it costs: a model name's length, the bytes
 of its config and files (they cross a socket pickled), the number of files
 (``load_request.MAX_FILES``). A model may not load or unload itself (its own load or
-unload would wait for the call that waits for it).
+unload would wait for the call that waits for it), nor wait on a load or unload that
+waits, through models' calls, on it (A's initialize loads B, whose initialize loads A:
+refused at once, where Triton waits forever); the loads it asks for run on threads of
+their own, so a model loading from its ``initialize`` (which holds a load thread) cannot
+starve them.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from modelyard import error_rules
 from modelyard.engines.pb_utils import MAX_MODEL_LOAD_BYTES
 from modelyard.errors import Code, ModelServerError, shown
 from modelyard.modelfiles.load_request import FILE_PREFIX, load_files, load_override
-from modelyard.server.manager import ModelManager
+from modelyard.server.manager import ASKED_BY, ModelManager
 
 MAX_NAME_CHARS = 1024
 MAX_LOAD_BYTES = MAX_MODEL_LOAD_BYTES  # a load's config and file contents together
@@ -130,30 +134,50 @@ class ModelControl:
         authorize = self._authorized(principals, "admin", name)
         if kind == "unload":
             dependents = arguments.get("unload_dependents") is True
-            return self._on_loop(self.manager.unload(name, dependents))
+            return self._on_loop(caller, name, lambda: self.manager.unload(name, dependents))
         parameters = _load_parameters(name, arguments)
         override = load_override(name, parameters)
         files = load_files(name, parameters)
-        return self._on_loop(self.manager.load(name, override, authorize, files))
+        return self._on_loop(
+            caller, name, lambda: self.manager.load(name, override, authorize, files)
+        )
+
+    async def _asked(
+        self, caller: str, name: str, call: Callable[[], Coroutine[Any, Any, None]]
+    ) -> None:
+        """``call`` as asked by ``caller``'s code, which waits for it on ``name``: the
+        manager refuses a wait on a load that waits on ``caller`` (a cycle), and runs the
+        loads on threads of their own."""
+        token = ASKED_BY.set(caller)
+        waits = self.manager.asked_waits.setdefault(caller, [])
+        waits.append(name)
+        try:
+            await call()
+        finally:
+            waits.remove(name)
+            if not waits:
+                self.manager.asked_waits.pop(caller, None)
+            ASKED_BY.reset(token)
 
     def _authorized(
         self, principals: tuple[str, ...], interface: str, name: str
     ) -> Callable[..., None] | None:
         return None if self.authorize is None else self.authorize(principals, interface, name)
 
-    def _on_loop(self, call: Coroutine[Any, Any, None]) -> None:
+    def _on_loop(
+        self, caller: str, name: str, call: Callable[[], Coroutine[Any, Any, None]]
+    ) -> None:
         loop = self.manager.loop
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if loop is None or not loop.is_running() or running is loop:
-            call.close()
             raise ModelServerError.of(
                 error_rules.BLS_NOT_RUNNING,
                 "the server is not running: a model controls other models only while it serves",
             )
-        future = asyncio.run_coroutine_threadsafe(call, loop)
+        future = asyncio.run_coroutine_threadsafe(self._asked(caller, name, call), loop)
         try:
             future.result(CONTROL_TIMEOUT_S)
         except TimeoutError:

@@ -18,7 +18,7 @@ from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server import model_control
 from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
-from tests.support.models import simple_add_sub, slow_double, times_ten
+from tests.support.models import simple_add_sub, slow_double, times_ten, write_python_model
 
 CONFIG = json.dumps({
     "backend": "python", "max_batch_size": 16,
@@ -166,5 +166,73 @@ def test_with_auth_on_a_model_s_call_is_for_its_callers_who_must_be_allowed_it(
             assert await _call(dp, "ready", ("ops",), name="other", version="") is True
         finally:
             await dp.manager.stop()
+
+    asyncio.run(scenario())
+
+
+LOADS_FROM_INITIALIZE = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        pb_utils.load_model({target!r})
+
+    def execute(self, requests):
+        return [None for request in requests]
+"""
+PYTHON_CONFIG = """
+backend: "python"
+max_batch_size: 16
+input [{ name: "x" data_type: TYPE_FP32 dims: [ 2 ] }]
+output [{ name: "y" data_type: TYPE_FP32 dims: [ 2 ] }]
+"""
+
+
+def test_a_load_asked_from_initialize_runs_with_a_single_load_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the asking model's load holds the one load thread while its initialize waits
+    monkeypatch.setattr(model_control, "CONTROL_TIMEOUT_S", 20.0)
+    repository = tmp_path / "models"
+    times_ten(repository, "other")
+    write_python_model(repository, "loader", LOADS_FROM_INITIALIZE.format(target="other"),
+                       PYTHON_CONFIG)  # fmt: skip
+
+    async def scenario() -> None:
+        manager = ModelManager(ModelRepository(repository), ControlMode.EXPLICIT, load_threads=1)
+        dp = LocalDataPlane(manager)
+        await manager.start()
+        try:
+            await asyncio.wait_for(manager.load("loader"), 15)
+            assert dp.model_ready("other", None) and dp.model_ready("loader", None)
+        finally:
+            await manager.stop()
+
+    asyncio.run(scenario())
+
+
+def test_models_that_load_each_other_are_refused_at_once_not_left_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(model_control, "CONTROL_TIMEOUT_S", 60.0)
+    repository = tmp_path / "models"
+    write_python_model(repository, "a", LOADS_FROM_INITIALIZE.format(target="b"), PYTHON_CONFIG)
+    write_python_model(repository, "b", LOADS_FROM_INITIALIZE.format(target="a"), PYTHON_CONFIG)
+
+    async def scenario() -> None:
+        manager = ModelManager(ModelRepository(repository), ControlMode.EXPLICIT)
+        dp = LocalDataPlane(manager)
+        await manager.start()
+        try:
+            with pytest.raises(ModelyardError) as refused:  # at once, not after the timeout
+                await asyncio.wait_for(manager.load("a"), 20)
+            line = refused.value.line()
+            assert "model 'b' asked to load 'a', whose load or unload under way waits for " \
+                   "'b' itself" in line, line  # fmt: skip
+            assert "rule=model-server/model-control" in line, line
+            assert not dp.model_ready("a", None) and not dp.model_ready("b", None)
+        finally:
+            await manager.stop()
 
     asyncio.run(scenario())
