@@ -46,6 +46,9 @@ MAX_LABELS = 32
 MAX_LABEL_NAME_CHARS = 128
 MAX_LABEL_VALUE_CHARS = 1024
 MAX_BUCKETS = 64
+# what the models' series may add to a /metrics scrape, all together: the limits above
+# multiply (16,384 series of 32 long labels and 64 buckets would write tens of GiB)
+MAX_TEXT_BYTES = 16 * 2**20
 # the server's own families: a model's may not take their names
 RESERVED_PREFIXES = ("nv_", "modelyard_")
 
@@ -73,6 +76,7 @@ class _Series:
     bounds: tuple[float, ...] = ()  # a histogram's upper bounds (+Inf not among them)
     counts: list[int] = field(default_factory=list)  # per bound, then +Inf's
     observed: int = 0
+    text_bytes: int = 0  # about what it writes on /metrics
 
 
 @dataclass
@@ -100,6 +104,7 @@ class ModelMetrics:
         self._handles: dict[int, _Handle] = {}
         self._owned: dict[Hashable, set[int]] = {}
         self._series_count = 0
+        self._text_bytes = 0
         self._ids = itertools.count(1)
 
     # ---- the calls a model's process sends ------------------------------
@@ -170,9 +175,16 @@ class ModelMetrics:
             if self._series_count >= MAX_SERIES:
                 raise _limit("the server keeps no more metric series of models",
                              self._series_count, MAX_SERIES)  # fmt: skip
-            series = _Series(key, bounds=bounds, counts=[0] * (len(bounds) + 1))
+            text_bytes = _text_bytes(family.name, key, bounds)
+            if self._text_bytes + text_bytes > MAX_TEXT_BYTES:
+                raise _limit("the models' series would write more bytes on /metrics than "
+                             "the server allows", self._text_bytes + text_bytes,
+                             MAX_TEXT_BYTES)  # fmt: skip
+            series = _Series(key, bounds=bounds, counts=[0] * (len(bounds) + 1),
+                             text_bytes=text_bytes)  # fmt: skip
             family.series[key] = series
             self._series_count += 1
+            self._text_bytes += text_bytes
         return self._add_handle(owner, family, series)
 
     @staticmethod
@@ -261,9 +273,11 @@ class ModelMetrics:
             if series.handles == 0:
                 del family.series[series.labels]
                 self._series_count -= 1
+                self._text_bytes -= series.text_bytes
         family.handles -= 1
         if family.handles == 0:
             self._series_count -= len(family.series)
+            self._text_bytes -= sum(each.text_bytes for each in family.series.values())
             del self._families[family.name]
 
     def _operate(self, owner: Hashable, operation: str, handle: Any, value: Any) -> float | None:
@@ -330,6 +344,15 @@ class ModelMetrics:
                         le = [*labels, f'le="{_number(bound)}"']
                         lines.append(f"{name}_bucket{_braces(le)} {cumulative}")
         return "".join(line + "\n" for line in lines)
+
+
+def _text_bytes(name: str, labels: tuple[tuple[str, str], ...], bounds: tuple[float, ...]) -> int:
+    """About what a series writes on /metrics: a line per value (a histogram's count, sum
+    and each bucket's, with its ``le``), each with the name and every label."""
+    line = len(name) + sum(len(k) + len(v) + 4 for k, v in labels) + 32
+    if not bounds:
+        return line
+    return (len(bounds) + 3) * (line + 32)
 
 
 def _braces(labels: list[str]) -> str:

@@ -137,6 +137,7 @@ def test_names_labels_and_handles_are_checked() -> None:
         ),
         ("MAX_LABEL_VALUE_CHARS", 2, lambda s, f: s.call("a", "metric", (f, {"k": "x" * 9}, None))),
         ("MAX_DESCRIPTION_CHARS", 2, lambda s, f: s.call("a", "family", ("long", "x" * 9, GAUGE))),
+        ("MAX_TEXT_BYTES", 100, lambda s, f: s.call("a", "metric", (f, {"k": "x" * 60}, None))),
     ],
 )
 def test_what_a_model_makes_is_bounded(
@@ -151,6 +152,20 @@ def test_what_a_model_makes_is_bounded(
     assert f"of at most {bound})" in str(refused.value)
     assert "rule=engine/python-metrics" in str(refused.value)
     assert store.text().count("\n") == 3  # what stood before stands
+
+
+def test_the_text_bytes_of_series_are_given_back_when_they_go(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(python_metrics, "MAX_TEXT_BYTES", 4096)
+    store = ModelMetrics()
+    family = store.call("a", "family", ("hist", "", HISTOGRAM))
+    buckets = [float(b) for b in range(10)]
+    first = store.call("a", "metric", (family, {"k": "x" * 100}, buckets))
+    with pytest.raises(MetricRefused):  # a second as long passes the bound
+        store.call("a", "metric", (family, {"k": "y" * 100}, buckets))
+    store.call("a", "drop", (first,))
+    store.call("a", "metric", (family, {"k": "y" * 100}, buckets))  # room again
 
 
 def test_help_and_label_values_are_escaped() -> None:
