@@ -546,7 +546,8 @@ def _text_encoding(
         raise load_error(
             name,
             version,
-            "a text model needs an engine that reads its graph's inputs and outputs (onnxruntime)",
+            "a text model needs an engine that reads its graph's inputs and outputs "
+            "(onnxruntime)",
             f"serve the encoder as an ONNX file, or remove tokenizer from {name}/config.pbtxt",
         )
     return load_text_encoding(name, version, version_dir, config, graph)

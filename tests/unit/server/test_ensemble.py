@@ -279,7 +279,7 @@ def _wiring(repo: Path, case: str) -> None:
     if case == "batch output":
         config = model_dir / "config.pbtxt"
         config.write_text(
-            config.read_text() + "batch_output [{ kind: BATCH_SCATTER_WITH_INPUT_SHAPE "
+            config.read_text() + 'batch_output [{ kind: BATCH_SCATTER_WITH_INPUT_SHAPE '
             'target_name: "OUT" source_input: "IN" }]\n'
         )
 
