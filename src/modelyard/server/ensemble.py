@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
-import math
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -309,14 +308,14 @@ def _prepare(
     return rows
 
 
-def _finish_outputs(spec: ModelSpec, results: dict[str, np.ndarray], rows: int) -> None:
+def _finish_outputs(spec: ModelSpec, results: dict[str, np.ndarray]) -> None:
     """Give step outputs their configured dtype and dims before the next step sees them."""
     for output_name, array in results.items():
         tensor = spec.outputs.get(output_name)
         if tensor is None:
             continue
-        if tensor.reshape is not None and math.prod(tensor.dims) > 0:
-            array = array.reshape(((rows,) if spec.batched else ()) + tensor.dims)
+        if tensor.reshape is not None and 0 not in tensor.dims:
+            array = array.reshape(tensor.answered_shape(array.shape, spec.batched))
         if tensor.datatype not in ("BYTES", "BF16") and array.dtype != tensor.dtype:
             array = array.astype(tensor.dtype, copy=False)
         results[output_name] = array
@@ -408,7 +407,7 @@ class EnsembleScheduler:
                 for future in done:
                     step, spec, step_rows = running.pop(future)
                     results = dict(future.result())  # a step's error: below
-                    _finish_outputs(spec, results, step_rows)
+                    _finish_outputs(spec, results)
                     for model_output, tensor in step.outputs.items():
                         if model_output not in results:
                             left_out[tensor] = (
