@@ -15,9 +15,9 @@ takes no BYTES tensors), the ONNX one renamed. The TensorFlow ones (``graphdef_*
 calls: the same tensors and reshapes), and so are test.sh's ``custom_*`` copies of them;
 the TensorRT ones (``plan_*``) are the identity backend with the configs the generator
 writes for them (its own reshapes: ``[ 2, 2, 4 ]`` for ``[ 4, 4 ]``, ...), as test.sh
-serves its ``custom_*`` models. The default run takes ``test_ii1`` and ``test_ii3``
-(variable-size reshapes; the file asks no PyTorch model for INT32, so the default run
-makes none: torch's tracing takes about 7 s); ``TRITON_QA=full`` all eight.
+serves its ``custom_*`` models. The default run takes a selection of it on one server
+with the other small folders (test_l0_small_folders.py); this runs it whole under
+``TRITON_QA=full``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import pytest
 
 from tests.support.netns import LoopbackHost
 from tests.triton_qa import harness, repositories
-from tests.triton_qa.conftest import FULL
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +59,6 @@ for args in [
         gen.create_plan_modelconfig(sys.argv[1], 1, max_batch, f32, *args)
 """
 
-DEFAULT_TESTS = ["InferReshapeTest.test_ii1", "InferReshapeTest.test_ii3"]
 
 
 def _identity(config: Path, name: str) -> None:
@@ -70,9 +68,10 @@ def _identity(config: Path, name: str) -> None:
     config.write_text(text + "instance_group [ { kind: KIND_CPU }]\n")
 
 
-def _repository(work: Path) -> Path:
+def repository(work: Path, torchscript: bool = True) -> Path:
+    """test.sh's ``models`` (``torchscript``: with the generator's PyTorch models)."""
     models = work / "models"
-    for flag in ("--onnx", "--libtorch") if FULL else ("--onnx",):
+    for flag in ("--onnx", "--libtorch") if torchscript else ("--onnx",):
         repositories.generated(
             work, "gen_qa_reshape_models.py", flag, "--variable", f"--models_dir={models}"
         )
@@ -103,10 +102,10 @@ def _repository(work: Path) -> Path:
     return models
 
 
+@pytest.mark.triton_qa_full
 def test_infer_reshape(host: LoopbackHost, tmp_path: Path) -> None:
     work = harness.work_directory(tmp_path, "L0_infer_reshape")
-    models = _repository(work)
+    models = repository(work)
     with harness.tritonserver(host, [f"--model-repository={models}"], tmp_path / "server.log"):
-        selection = [] if FULL else DEFAULT_TESTS
-        run = harness.run_qa_file(host, work, "infer_reshape_test.py", *selection)
-    run.check(count=8 if FULL else len(DEFAULT_TESTS))
+        run = harness.run_qa_file(host, work, "infer_reshape_test.py")
+    run.check(count=8)

@@ -1,12 +1,13 @@
 """Triton's qa/L0_optional_input: optional inputs through the dynamic batcher and ensembles.
 
-As its test.sh: the folder's own models (``identity_2_float32``, Triton's identity backend
-with two optional inputs, preferred batches of 4 and a 5 s delay; three ensembles over it
-and over ``optional_identity``, a python model whose config names no backend: its
-``model.py`` makes it one), the version folders test.sh makes, and a server per test (it
-restarts the server to clear the statistics), four at a time here. All but one wait out
-the 5 s batching delay (the pipeline's twice), so the default run takes that one,
-``test_ensemble_optional_connecting_tensor`` (about 4 s); ``TRITON_QA=full`` all ten.
+As its test.sh: the folder's own models (``identity_2_float32``, Triton's identity
+backend with two optional inputs, preferred batches of 4 and a 5 s delay; three
+ensembles over it and over ``optional_identity``, a python model whose config names no
+backend: its ``model.py`` makes it one), the version folders test.sh makes, and a server
+per test (it restarts the server to clear the statistics), four at a time here (about 40
+s: all but one wait out the 5 s batching delay, the pipeline's twice). The default run
+takes a selection of it on one server with the other small folders
+(test_l0_small_folders.py); this runs it whole under ``TRITON_QA=full``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import pytest
 
 from tests.support.netns import LoopbackHost
 from tests.triton_qa import harness
-from tests.triton_qa.conftest import FULL
 
 pytestmark = pytest.mark.slow
 
@@ -33,27 +33,29 @@ TESTS = [
     "test_ensemble_optional_pipeline",
     "test_ensemble_optional_connecting_tensor",
 ]
-# the default run (CI's budget): the one that waits out no batching delay
-DEFAULT_TESTS = ["test_ensemble_optional_connecting_tensor"]
 
 
-def test_optional_input(request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    hosts: list[LoopbackHost] = (
-        request.getfixturevalue("hosts") if FULL else [request.getfixturevalue("host")]
-    )
-    tests = TESTS if FULL else DEFAULT_TESTS
+def repository(work: Path) -> Path:
+    """The folder's ``models``, with the version folders test.sh makes."""
+    for model in (
+        "identity_2_float32",
+        "ensemble_identity_2_float32",
+        "pipeline_identity_2_float32",
+        "optional_connecting_tensor",
+    ):
+        (work / "models" / model / "1").mkdir(parents=True, exist_ok=True)
+    return work / "models"
+
+
+@pytest.mark.triton_qa_full
+def test_optional_input(hosts: list[LoopbackHost], tmp_path: Path) -> None:
+    tests = TESTS
     works = [
         harness.work_directory(tmp_path / f"lane{i}", "L0_optional_input")
         for i in range(len(hosts))
     ]
     for work in works:
-        for model in (
-            "identity_2_float32",
-            "ensemble_identity_2_float32",
-            "pipeline_identity_2_float32",
-            "optional_connecting_tensor",
-        ):
-            (work / "models" / model / "1").mkdir(parents=True, exist_ok=True)
+        repository(work)
 
     def one(lane: int, test: str) -> harness.QaRun:
         work = works[lane]
