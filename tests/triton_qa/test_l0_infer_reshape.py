@@ -9,15 +9,14 @@ identity backend with the ``graphdef_*`` configs), one server, ``infer_reshape_t
 
 The file asks each test's shapes of every backend it knows. Here the ONNX and PyTorch
 models are the generator's (TorchScript on the project's torch, served by modelyard's
-pytorch engine), but for ``libtorch_zero_1_object`` (strings: the pytorch engine here
-takes no BYTES tensors), the ONNX one renamed. The TensorFlow ones (``graphdef_*``,
-``savedmodel_*``) are the ONNX models renamed (the generator makes both from the same
-calls: the same tensors and reshapes), and so are test.sh's ``custom_*`` copies of them;
-the TensorRT ones (``plan_*``) are the identity backend with the configs the generator
-writes for them (its own reshapes: ``[ 2, 2, 4 ]`` for ``[ 4, 4 ]``, ...), as test.sh
-serves its ``custom_*`` models. The default run takes a selection of it on one server
-with the other small folders (test_l0_small_folders.py); this runs it whole under
-``TRITON_QA=full``.
+pytorch engine, ``libtorch_zero_1_object``'s strings a ``List[str]``). The TensorFlow
+ones (``graphdef_*``, ``savedmodel_*``) are the ONNX models renamed (the generator makes
+both from the same calls: the same tensors and reshapes), and so are test.sh's
+``custom_*`` copies of them; the TensorRT ones (``plan_*``) are the identity backend
+with the configs the generator writes for them (its own reshapes: ``[ 2, 2, 4 ]`` for
+``[ 4, 4 ]``, ...), as test.sh serves its ``custom_*`` models. The default run takes a
+selection of it on one server with the other small folders (test_l0_small_folders.py);
+this runs it whole under ``TRITON_QA=full``.
 """
 
 from __future__ import annotations
@@ -80,12 +79,6 @@ def repository(work: Path, torchscript: bool = True) -> Path:
     repositories.generated(work, "plan_configs.py", str(models))
     for plan in models.glob("plan_*"):
         _identity(plan / "config.pbtxt", plan.name)
-    # TorchScript of strings (a list of str): modelyard's pytorch engine takes no BYTES
-    shutil.rmtree(models / "libtorch_zero_1_object", ignore_errors=True)
-    shutil.move(
-        repositories.renamed(models / "onnx_zero_1_object", "libtorch_zero_1_object"),
-        models / "libtorch_zero_1_object",
-    )
     for onnx in list(models.glob("onnx_*")):
         for platform in ("graphdef", "savedmodel"):
             name = onnx.name.replace("onnx", platform, 1)
