@@ -67,16 +67,20 @@ def _identity(config: Path, name: str) -> None:
     config.write_text(text + "instance_group [ { kind: KIND_CPU }]\n")
 
 
-def repository(work: Path, torchscript: bool = True) -> Path:
-    """test.sh's ``models`` (``torchscript``: with the generator's PyTorch models)."""
+def repository(work: Path, whole: bool = True) -> Path:
+    """test.sh's ``models``; not ``whole``: only what the INT32 tests ask for (no PyTorch
+    model, ensemble or TensorRT stand-in: the file asks none of them for INT32)."""
     models = work / "models"
-    for flag in ("--onnx", "--libtorch") if torchscript else ("--onnx",):
+    for flag in ("--onnx", "--libtorch") if whole else ("--onnx",):
         repositories.generated(
             work, "gen_qa_reshape_models.py", flag, "--variable", f"--models_dir={models}"
         )
-    repositories.generated(work, "gen_qa_reshape_models.py", "--ensemble", f"--models_dir={models}")
-    (work.parent / "common" / "plan_configs.py").write_text(PLAN_CONFIGS)
-    repositories.generated(work, "plan_configs.py", str(models))
+    if whole:
+        repositories.generated(
+            work, "gen_qa_reshape_models.py", "--ensemble", f"--models_dir={models}"
+        )
+        (work.parent / "common" / "plan_configs.py").write_text(PLAN_CONFIGS)
+        repositories.generated(work, "plan_configs.py", str(models))
     for plan in models.glob("plan_*"):
         _identity(plan / "config.pbtxt", plan.name)
     for onnx in list(models.glob("onnx_*")):

@@ -13,8 +13,8 @@ folder's tests in turn, about 1-2 s a folder:
 - L0_nan_inf: ``nan_inf_test.py``;
 - L0_output_name: ``OutputNameValidationTest``;
 - L0_infer_reshape: ``test_ii1`` and ``test_ii3`` (variable sizes), on the INT32 models
-  they ask for (the file asks no PyTorch model for INT32, so none is made: torch's
-  tracing takes about 7 s).
+  they ask for (the file asks no PyTorch model, ensemble or TensorRT one for INT32, so
+  none is made: torch's tracing alone takes about 7 s).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ FOLDERS: dict[str, tuple[Callable[[Path], Path], str, list[str]]] = {
         ["OutputNameValidationTest"],
     ),
     "L0_infer_reshape": (
-        lambda work: test_l0_infer_reshape.repository(work, torchscript=False),
+        lambda work: test_l0_infer_reshape.repository(work, whole=False),
         "infer_reshape_test.py",
         ["InferReshapeTest.test_ii1", "InferReshapeTest.test_ii3"],
     ),
