@@ -67,6 +67,10 @@ class OnnxRuntimeEngine(Engine):
         self._threads = (1, 1)
         self._providers: list[str] = ["CPUExecutionProvider"]
         self._string_inputs: set[str] = set()
+        # the model file's tensors of no dimensions: inputs fed as scalars, outputs given the
+        # config's dims (Triton's onnxruntime backend)
+        self._scalar_inputs: set[str] = set()
+        self._scalar_outputs: dict[str, tuple[int, ...]] = {}
 
     def load(self, ctx: LoadContext) -> Signature:
         options = ort.SessionOptions()
@@ -96,6 +100,13 @@ class OnnxRuntimeEngine(Engine):
         inputs = [self._spec(i) for i in self._session.get_inputs()]
         outputs = [self._spec(o) for o in self._session.get_outputs()]
         self._string_inputs = {s.name for s in inputs if s.datatype == "BYTES"}
+        self._scalar_inputs = {s.name for s in inputs if s.dims == ()}
+        configured = {entry.name: entry for entry in ctx.config.output}
+        self._scalar_outputs = {
+            s.name: _scalar_dims(configured.get(s.name), ctx.config.max_batch_size > 0)
+            for s in outputs
+            if s.dims == ()
+        }
         return Signature(inputs=inputs, outputs=outputs, batched=True)
 
     @staticmethod
@@ -116,8 +127,15 @@ class OnnxRuntimeEngine(Engine):
                 feed[name] = np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(
                     inputs[name]
                 )
+        for name in self._scalar_inputs & feed.keys():
+            if feed[name].size == 1:
+                feed = {**feed, name: feed[name].reshape(())}
         results = self._session.run(outputs, feed)
-        return dict(zip(outputs, results, strict=True))
+        answer = dict(zip(outputs, results, strict=True))
+        for name in self._scalar_outputs.keys() & answer.keys():
+            if answer[name].ndim == 0:
+                answer[name] = answer[name].reshape(self._scalar_outputs[name])
+        return answer
 
     def refuses_input(self, error: Exception) -> bool:
         # INVALID_ARGUMENT: a feed or a kernel refused the data (a Gather index past the
@@ -136,6 +154,15 @@ class OnnxRuntimeEngine(Engine):
             "inter_op_threads": self._threads[1],
             "providers": list(self._providers),
         }
+
+
+def _scalar_dims(entry: Any, batched: bool) -> tuple[int, ...]:
+    """The shape a scalar output is answered in: its config dims (ones, checked at load),
+    one row of them where the model batches."""
+    dims: tuple[int, ...] = (1,)
+    if entry is not None:
+        dims = tuple(entry.reshape.shape if entry.HasField("reshape") else entry.dims)
+    return (1, *dims) if batched else dims
 
 
 _GPU_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})

@@ -6,8 +6,9 @@ Conventions, as in Triton's PyTorch backend:
   config.pbtxt (``INPUT__0``, ``INPUT__1`` ... or the argument names);
 * ``forward`` returns a tensor or a tuple/list of tensors, mapped in order to
   ``output`` in config.pbtxt (``OUTPUT__0`` ...), or a dict mapped by name;
-* BYTES tensors are not supported; BF16 travels as float32 in the server and
-  is cast at the model's edge.
+* a BYTES tensor is a ``List[str]`` (its elements in order, UTF-8: a Python ``str``
+  holds no other bytes), as Triton's libtorch backend passes strings; BF16 travels as
+  float32 in the server and is cast at the model's edge.
 
 The file holds no tensor signature, so the config must declare inputs and
 outputs. Thread count: the parameter ``torch_num_threads`` calls
@@ -53,15 +54,14 @@ class TorchScriptEngine(Engine):
     def __init__(self) -> None:
         self._module: torch.jit.ScriptModule | None = None
         self._device = torch.device("cpu")
-        self._inputs: list[tuple[str, torch.dtype]] = []
+        self._inputs: list[tuple[str, str]] = []  # (name, V2 datatype), config order
         self._outputs: list[tuple[str, str]] = []  # (name, V2 datatype), config order
         self._threads: int | None = None
 
     def load(self, ctx: LoadContext) -> Signature | None:
         where = f"config.pbtxt of model '{ctx.config.name}'"
         self._inputs = [
-            (i.name, _V2_TO_TORCH[self._datatype(i.name, i.data_type, where)])
-            for i in ctx.config.input
+            (i.name, self._datatype(i.name, i.data_type, where)) for i in ctx.config.input
         ]
         self._outputs = [
             (o.name, self._datatype(o.name, o.data_type, where)) for o in ctx.config.output
@@ -96,7 +96,7 @@ class TorchScriptEngine(Engine):
     @staticmethod
     def _datatype(name: str, data_type: int, where: str) -> str:
         datatype = CONFIG_TO_V2.get(mc.DataType.Name(data_type), "")
-        if datatype not in _V2_TO_TORCH:
+        if datatype not in _V2_TO_TORCH and datatype != "BYTES":
             raise EngineError.of(
                 error_rules.PYTORCH,
                 f"tensor '{name}' has datatype {mc.DataType.Name(data_type)}, which "
@@ -107,18 +107,23 @@ class TorchScriptEngine(Engine):
 
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
         assert self._module is not None
-        args = []
-        for name, dtype in self._inputs:
+        args: list[Any] = []
+        for name, datatype in self._inputs:
+            if datatype == "BYTES":
+                args.append([_text(name, value) for value in inputs[name].ravel()])
+                continue
             # torch.from_numpy warns on read-only buffers (decoded from the wire)
             array = np.require(inputs[name], requirements=["C", "W"])
-            args.append(torch.from_numpy(array).to(self._device, dtype))
+            args.append(torch.from_numpy(array).to(self._device, _V2_TO_TORCH[datatype]))
         with torch.inference_mode():
             result = self._module(*args)
         by_name = self._by_name(result)
         return {name: by_name[name] for name in outputs}
 
     def _by_name(self, result: Any) -> dict[str, np.ndarray]:
-        if isinstance(result, torch.Tensor):
+        if isinstance(result, torch.Tensor) or (
+            len(self._outputs) == 1 and self._outputs[0][1] == "BYTES" and _strings(result)
+        ):
             result = (result,)
         if isinstance(result, dict):
             missing = [name for name, _ in self._outputs if name not in result]
@@ -136,6 +141,13 @@ class TorchScriptEngine(Engine):
             raise self._output_error(f"the model returned a {type(result).__name__}")
         arrays = {}
         for (name, datatype), tensor in zip(self._outputs, tensors, strict=True):
+            if datatype == "BYTES":
+                if not _strings(tensor):
+                    raise self._output_error(
+                        f"output '{name}' is a {type(tensor).__name__}, not a List[str]"
+                    )
+                arrays[name] = np.array([t.encode("utf-8") for t in tensor], dtype=object)
+                continue
             if not isinstance(tensor, torch.Tensor):
                 raise self._output_error(f"output '{name}' is a {type(tensor).__name__}")
             tensor = tensor.detach().cpu()
@@ -148,6 +160,9 @@ class TorchScriptEngine(Engine):
             arrays[name] = tensor.numpy()
         return arrays
 
+    def refuses_input(self, error: Exception) -> bool:
+        return isinstance(error, _NotText)
+
     @staticmethod
     def _output_error(detail: str) -> EngineError:
         return EngineError.of(error_rules.PYTORCH_OUTPUT, detail)
@@ -157,3 +172,25 @@ class TorchScriptEngine(Engine):
 
     def describe(self) -> dict[str, Any]:
         return {"torch_num_threads": self._threads or torch.get_num_threads()}
+
+
+class _NotText(EngineError):
+    """A BYTES input element that is not UTF-8: no ``str`` holds it."""
+
+
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, bytes):
+        return str(value)
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _NotText.of(
+            error_rules.PYTORCH,
+            f"input '{name}' holds bytes that are not UTF-8, which a TorchScript List[str] "
+            "cannot take",
+            where="the request's BYTES input",
+        ) from None
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)

@@ -319,6 +319,15 @@ class TensorConfig:
             return False
         return all(d == -1 or d == s for d, s in zip(self.dims, shape, strict=True))
 
+    def answered_shape(self, shape: tuple[int, ...], batched: bool) -> tuple[int, ...]:
+        """The shape an output with a ``reshape`` is answered in, from the ``shape`` the
+        model gave: its dims, each -1 taking in turn the model's size where the reshape has
+        a -1 (Triton's ``InferenceResponse::Output::Reshape``), after the batch dim."""
+        lead, body = (shape[:1], shape[1:]) if batched else ((), shape)
+        reshape = self.reshape or ()
+        sizes = iter([body[i] for i, d in enumerate(reshape) if d == -1 and i < len(body)])
+        return lead + tuple(next(sizes, -1) if d == -1 else d for d in self.dims)
+
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:

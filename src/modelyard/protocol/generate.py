@@ -34,6 +34,7 @@ import orjson
 import simdjson
 
 from modelyard.errors import DETAIL_CHARS, Code, ModelyardError, ProtocolError, shown
+from modelyard.protocol.tensors import json_numbers
 from modelyard.types import V2_TO_NUMPY, InferResponse, OutputTensor
 
 RULE = "protocol/generate"
@@ -341,9 +342,9 @@ def _output(tensor: OutputTensor) -> Any:
     values: Any
     if tensor.datatype == "BYTES":
         values = [_text(tensor.name, v) for v in data.ravel()]
-    else:
-        values = np.ascontiguousarray(data).ravel()
-    return values[0] if data.size == 1 else values
+        return values[0] if data.size == 1 else values
+    text = json_numbers(np.ascontiguousarray(data).ravel())
+    return orjson.Fragment(text[1:-1] if data.size == 1 else text)
 
 
 def _text(name: str, value: Any) -> str:

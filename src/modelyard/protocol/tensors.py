@@ -12,6 +12,7 @@ import struct
 from typing import Any
 
 import numpy as np
+import orjson
 
 from modelyard import error_rules
 from modelyard.errors import Code, ProtocolError, shown
@@ -191,6 +192,21 @@ def decode_input(
         inputs[name] = UNREAD
         return error
     return None
+
+
+def json_numbers(values: np.ndarray) -> bytes:
+    """A flat numeric array as a JSON array. orjson writes a float that is not finite as
+    ``null``; Triton's writer (rapidjson's ``kWriteNanAndInfFlag``) as ``NaN``,
+    ``Infinity``, ``-Infinity``, which Python's json and Triton's clients read back."""
+    text = orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY)
+    if values.dtype.kind != "f" or b"null" not in text:  # a finite float is never null
+        return text
+    words = [
+        b"NaN" if math.isnan(v) else b"Infinity" if v > 0 else b"-Infinity"
+        for v in values[~np.isfinite(values)].tolist()
+    ]
+    pieces = text.split(b"null")
+    return pieces[0] + b"".join(w + p for w, p in zip(words, pieces[1:], strict=True))
 
 
 def encode_raw_tensor(tensor: OutputTensor) -> bytes:

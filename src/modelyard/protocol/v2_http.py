@@ -31,6 +31,7 @@ from modelyard.protocol.tensors import (
     decode_raw_tensor,
     encode_raw_tensor,
     from_values,
+    json_numbers,
     wire_tensor,
     wrong_value_count,
 )
@@ -586,7 +587,7 @@ def _output_in_shared_memory(
 def _json_data(tensor: OutputTensor) -> Any:
     if tensor.datatype == "BYTES":
         return [_json_text(tensor.name, v) for v in tensor.data.ravel()]
-    return np.ascontiguousarray(tensor.data).ravel()
+    return orjson.Fragment(json_numbers(np.ascontiguousarray(tensor.data).ravel()))
 
 
 def _json_text(name: str, value: Any) -> str:
@@ -782,7 +783,7 @@ class JsonReply:
             if array is None:
                 return None
             values = np.ascontiguousarray(array).ravel()
-            parts += (piece, orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY))
+            parts += (piece, json_numbers(values))
         parts.append(pieces[-1])
         if request_id != self.request_id:
             parts[0] = _reply_header(self.head, request_id, self.first_tail)

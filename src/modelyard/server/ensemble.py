@@ -19,7 +19,8 @@ statistics of step models are theirs. A failing step fails the request with
 that step's own error, unchanged. An output a step's model left out of its response
 is left out of the ensemble's answer, and a later step runs without it where the
 input it feeds is optional (Triton's placeholder tensor); one it needs fails the
-request, naming the step that left it out.
+request, naming the step that left it out. An optional ensemble input the request leaves
+out is left out of the steps it feeds alike (Triton's null tensor).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
-import math
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -121,6 +121,7 @@ class EnsembleGraph:
     steps: tuple[EnsembleStep, ...]
     batched: bool = False
     output_dims: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    inputs: tuple[str, ...] = ()  # the ensemble's own inputs
 
     @classmethod
     def build(cls, config: mc.ModelConfig, spec: ModelSpec, resolve: Resolve) -> EnsembleGraph:
@@ -167,7 +168,7 @@ class EnsembleGraph:
                 raise ensemble_error(name, f"ensemble input '{input_name}' is used by no step")
         _check_acyclic(name, steps, set(spec.inputs))
         dims = {output.name: output.dims for output in spec.outputs.values()}
-        return cls(name, tuple(steps), spec.batched, dims)
+        return cls(name, tuple(steps), spec.batched, dims, tuple(spec.inputs))
 
 
 def _step(name: str, index: int, raw: Any) -> EnsembleStep:
@@ -307,14 +308,14 @@ def _prepare(
     return rows
 
 
-def _finish_outputs(spec: ModelSpec, results: dict[str, np.ndarray], rows: int) -> None:
+def _finish_outputs(spec: ModelSpec, results: dict[str, np.ndarray]) -> None:
     """Give step outputs their configured dtype and dims before the next step sees them."""
     for output_name, array in results.items():
         tensor = spec.outputs.get(output_name)
         if tensor is None:
             continue
-        if tensor.reshape is not None and math.prod(tensor.dims) > 0:
-            array = array.reshape(((rows,) if spec.batched else ()) + tensor.dims)
+        if tensor.reshape is not None and 0 not in tensor.dims:
+            array = array.reshape(tensor.answered_shape(array.shape, spec.batched))
         if tensor.datatype not in ("BYTES", "BF16") and array.dtype != tensor.dtype:
             array = array.astype(tensor.dtype, copy=False)
         results[output_name] = array
@@ -378,8 +379,13 @@ class EnsembleScheduler:
         tensors = dict(inputs)
         # the rows of the request that made each tensor, 0 where it did not batch
         batches = dict.fromkeys(inputs, rows if self.graph.batched else 0)
-        # tensors a step's model left out of its response, and which output of which step
-        left_out: dict[str, str] = {}
+        # tensors a step's model left out of its response, and which output of which step;
+        # an optional ensemble input the request left out is one too (Triton's null tensor)
+        left_out = {
+            name: "the request left out (an optional input of the ensemble)"
+            for name in self.graph.inputs
+            if name not in inputs
+        }
         waiting = list(self.graph.steps)
         running: dict[asyncio.Future[dict[str, np.ndarray]], tuple[EnsembleStep, ModelSpec, int]]
         running = {}
@@ -394,19 +400,20 @@ class EnsembleScheduler:
                         step, tensors, batches, request, left_out
                     )
                     running[future] = (step, spec, step_rows)
-                if not running:  # only an optional ensemble input left out can do this
+                if not running:  # a graph checked at load never comes here
                     missing = {t for s in waiting for t in s.inputs.values() if t not in tensors}
-                    raise ensemble_error(
-                        self.model, f"the request left out {', '.join(sorted(missing))}"
-                    )
+                    raise ensemble_error(self.model, f"no step makes {', '.join(sorted(missing))}")
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for future in done:
                     step, spec, step_rows = running.pop(future)
                     results = dict(future.result())  # a step's error: below
-                    _finish_outputs(spec, results, step_rows)
+                    _finish_outputs(spec, results)
                     for model_output, tensor in step.outputs.items():
                         if model_output not in results:
-                            left_out[tensor] = f"output '{model_output}' of {step.describe()}"
+                            left_out[tensor] = (
+                                f"output '{model_output}' of {step.describe()} left out of its "
+                                "response"
+                            )
                             continue
                         tensors[tensor] = results[model_output]
                         batches[tensor] = step_rows if spec.batched else 0
@@ -452,7 +459,7 @@ class EnsembleScheduler:
                 raise ensemble_error(
                     self.model,
                     f"{step.describe()} needs input '{model_input}' (tensor '{tensor}'), "
-                    f"which {left_out[tensor]} left out of its response",
+                    f"which {left_out[tensor]}",
                 )
         inputs = {model_input: tensors[tensor] for model_input, tensor in given.items()}
         made_by = {model_input: batches[tensor] for model_input, tensor in given.items()}

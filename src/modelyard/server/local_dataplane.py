@@ -387,16 +387,14 @@ class VersionLane:
     def response(self, request: InferRequest, results: dict[str, np.ndarray]) -> InferResponse:
         mv = self.version
         spec = mv.spec
-        rows = self.rows
         outputs: list[OutputTensor] = []
         for out in self.requested:
             array = results.get(out.name)
             if array is None:  # the model left it out: so does the response, as Triton's
                 continue
             tensor = spec.outputs[out.name]
-            if tensor.reshape is not None and math.prod(tensor.dims) > 0:
-                lead = (rows,) if spec.batched else ()
-                array = array.reshape(lead + tensor.dims)
+            if tensor.reshape is not None and 0 not in tensor.dims:
+                array = array.reshape(tensor.answered_shape(array.shape, spec.batched))
             binary = request.binary_output_default if out.binary is None else out.binary
             if out.classification:
                 labels = mv.labels.get(out.name)

@@ -233,6 +233,7 @@ def _check_signature(
                 f"{', '.join(sorted(known_in))})",
                 f"batch_input's target_name in {model}/config.pbtxt",
             )
+    _check_scalars(model, version, config, signature)
     graph_dims = {s.name: s.dims for s in signature.inputs}
     for entry in config.input:
         if entry.allow_ragged_batch and graph_dims[entry.name] != (-1,):
@@ -243,6 +244,25 @@ def _check_signature(
                 f"'{entry.name}', model provides {list(graph_dims[entry.name])}",
                 f"the model file's input '{entry.name}' (one variable dimension), or "
                 f"allow_ragged_batch in {model}/config.pbtxt",
+            )
+
+
+def _check_scalars(model: str, version: int, config: mc.ModelConfig, signature: Signature) -> None:
+    """A tensor of no dimensions in the model file (a scalar, or one whose shape the file
+    leaves out) is served with config dims of ones only, as Triton's onnxruntime backend
+    checks (its words)."""
+    files = {s.name: s.dims for s in (*signature.inputs, *signature.outputs)}
+    for entry in (*config.input, *config.output):
+        dims = list(entry.reshape.shape) if entry.HasField("reshape") else list(entry.dims)
+        if files.get(entry.name) == () and any(d != 1 for d in dims):
+            raise load_error(
+                model,
+                version,
+                f"unable to load model '{model}', scalar tensor '{entry.name}', should only "
+                "provide 1 in the model configuration when the model doesn't support "
+                f"batching. Model configuration provided: [{','.join(map(str, dims))}].",
+                f"the dims of '{entry.name}' in {model}/config.pbtxt (ones: the model file's "
+                "tensor is a scalar)",
             )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -228,3 +229,18 @@ def test_a_large_body_takes_its_numbers_as_flat_arrays_of_their_type() -> None:
     line = _refusal('{"input_ids": ' + mixed + "}").line()
     assert f"in a body of more than {SLOW_BODY_BYTES} bytes must be a flat array" in line
     assert "rule=protocol/generate-fields" in line
+
+
+def test_floats_that_are_not_finite_are_written_as_triton_writes_them() -> None:
+    """NaN, Infinity, -Infinity (Triton's JSON writer), not orjson's null."""
+    response = InferResponse(
+        "m",
+        "3",
+        [
+            OutputTensor("ONE", "FP32", np.array([np.nan], dtype=np.float32)),
+            OutputTensor("MANY", "FP64", np.array([np.inf, -np.inf, 2.0])),
+        ],
+    )
+    body = response_body(response)
+    assert b'"MANY":[Infinity,-Infinity,2.0],"ONE":NaN' in body
+    assert str(json.loads(body)["MANY"]) == "[inf, -inf, 2.0]"

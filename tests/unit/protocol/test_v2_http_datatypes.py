@@ -100,3 +100,34 @@ def test_values_that_do_not_fit_the_datatype_are_refused(
     with pytest.raises(ProtocolError) as refused:
         decode_infer_request(body, None, "m", None)
     assert "input 'x'" in refused.value.line()
+
+
+NOT_FINITE = [float("nan"), float("inf"), float("-inf"), 1.0]
+
+
+@pytest.mark.parametrize("datatype", ["FP16", "FP32", "FP64"])
+def test_floats_that_are_not_finite_are_written_as_triton_writes_them(datatype: str) -> None:
+    """Triton's JSON writer (rapidjson with kWriteNanAndInfFlag) writes NaN, Infinity and
+    -Infinity, which Python's json reads back (Triton's qa/L0_nan_inf); orjson alone would
+    write null, a value lost."""
+    array = np.array(NOT_FINITE, dtype=V2_TO_NUMPY[datatype])
+    body, _ = encode_infer_response(
+        InferResponse("m", "1", [OutputTensor("y", datatype, array, binary=False)])
+    )
+    assert b'"data":[NaN,Infinity,-Infinity,1.0]' in body
+    data = json.loads(body)["outputs"][0]["data"]
+    np.testing.assert_array_equal(np.array(data, dtype=array.dtype), array)
+
+
+def test_a_fixed_json_reply_writes_floats_that_are_not_finite_as_triton() -> None:
+    from modelyard.protocol.v2_http import JsonReply
+
+    reply = JsonReply.make(
+        "m", "1", None, (("y", "FP32", np.dtype(np.float32), (4,), False, True),)
+    )
+    assert reply is not None
+    answered = reply.answer({"y": np.array(NOT_FINITE, dtype=np.float32)}, None)
+    assert answered is not None
+    assert b'"data":[NaN,Infinity,-Infinity,1.0]' in answered[0]
+    data = json.loads(answered[0])["outputs"][0]["data"]
+    assert str(data) == "[nan, inf, -inf, 1.0]"

@@ -556,3 +556,59 @@ def test_an_output_a_step_leaves_out_is_left_out_or_fails_the_step_that_needs_it
         "'b'), which output 'z' of step 1 (model 'half') left out of its response"
     ), line
     assert "rule=model-server/ensemble" in line
+
+
+def test_an_optional_ensemble_input_the_request_leaves_out_is_left_out_of_its_steps(
+    tmp_path: Path,
+) -> None:
+    """As Triton's ensembles (a null tensor for it): the steps it feeds run without it where
+    their input is optional (Triton's L0_optional_input), and a step that needs it fails the
+    request, saying the request left it out."""
+    step_models(tmp_path)
+    write_python_model(
+        tmp_path,
+        "maybe_add",
+        MAYBE_ADD,
+        """
+        backend: "python"
+        max_batch_size: 8
+        input [{ name: "a" data_type: TYPE_FP32 dims: [ 2 ] },
+               { name: "b" data_type: TYPE_FP32 dims: [ 2 ] optional: true }]
+        output [{ name: "s" data_type: TYPE_FP32 dims: [ 2 ] }]
+        """,
+    )
+    two_inputs = (
+        '{ name: "IN" data_type: TYPE_FP32 dims: [ 2 ] }, '
+        '{ name: "B" data_type: TYPE_FP32 dims: [ 2 ] optional: true }'
+    )
+    ensemble(
+        tmp_path,
+        "add_maybe",
+        [step("maybe_add", {"a": "IN", "b": "B"}, {"s": "OUT"})],
+        inputs=two_inputs,
+    )
+    ensemble(
+        tmp_path,
+        "add_needs",
+        [step("combine", {"a": "IN", "b": "B"}, {"s": "OUT"})],
+        inputs=two_inputs,
+    )
+
+    async def scenario(dp: LocalDataPlane) -> str:
+        response = await dp.infer(request("add_maybe", [[1.0, 2.0]]))
+        assert response.outputs[0].data.tolist() == [[101.0, 102.0]]
+        given = request("add_maybe", [[1.0, 2.0]])
+        given.inputs["B"] = np.array([[5.0, 5.0]], dtype=np.float32)
+        given.input_datatypes["B"] = "FP32"
+        response = await dp.infer(given)
+        assert response.outputs[0].data.tolist() == [[6.0, 7.0]]
+        with pytest.raises(ModelyardError) as failed:
+            await dp.infer(request("add_needs", [[1.0, 2.0]]))
+        return failed.value.line()
+
+    line = run(scenario, tmp_path)
+    assert line.startswith(
+        "[model-server] ensemble 'add_needs': step 1 (model 'combine') needs input 'b' (tensor "
+        "'B'), which the request left out (an optional input of the ensemble)"
+    ), line
+    assert "rule=model-server/ensemble" in line
