@@ -174,6 +174,34 @@ async def test_an_abandoned_sequence_gives_its_slot_back_after_the_idle_time(
 
 
 @_in_a_loop
+async def test_once_stopping_a_start_is_refused_and_running_sequences_go_on(
+    tmp_path: Path,
+) -> None:
+    """tritonserver's stop, as Triton's sequence batcher: no new sequence (nor a START on a
+    running one), the sequences holding slots served and counted in flight until they end."""
+    sequence_accumulator(tmp_path, "acc")
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        assert await _sum(dp, "acc", 1, 1, start=True) == 1
+        assert await _sum(dp, "acc", 1, 2, start=True) == 1
+        scheduler = dp.manager.resolve("acc", None).scheduler
+        assert isinstance(scheduler, SequenceScheduler)
+        assert scheduler.pending == 0 and scheduler.in_flight == 2
+        dp.manager.stopping = True
+        for sequence_id in (3, 1):  # a new id, and a START on a running sequence
+            with pytest.raises(ModelyardError) as caught:
+                await dp.infer(_request("acc", 1, sequence_id, start=True))
+            assert caught.value.line().startswith(
+                "Server is stopping, scheduler for model has stopped accepting new inference "
+                "requests; rule=model-server/stopping"
+            )
+            assert caught.value.code is Code.UNAVAILABLE
+        assert await _sum(dp, "acc", 1, 2, end=True) == 2
+        assert scheduler.in_flight == 1
+        with pytest.raises(ModelyardError, match="START flag"):  # ended: not running
+            await dp.infer(_request("acc", 1, 2))
+
+
+@_in_a_loop
 async def test_direct_pads_the_slots_between_with_ready_false(tmp_path: Path) -> None:
     """Three sequences on slots 0-2; once the one on slot 1 has ended, a batch of slots 0
     and 2 runs with a padding row whose READY is false, and the sums stay right."""
