@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from structlog.testing import capture_logs
 
+from modelyard.cli.serve import drain_as_triton
 from modelyard.dataplane import StreamResponse
 from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.modelfiles.config import parse_model_config
@@ -178,8 +180,9 @@ async def test_once_stopping_a_start_is_refused_and_running_sequences_go_on(
     tmp_path: Path,
 ) -> None:
     """tritonserver's stop, as Triton's sequence batcher: no new sequence (nor a START on a
-    running one), the sequences holding slots served and counted in flight until they end."""
-    sequence_accumulator(tmp_path, "acc")
+    running one), the sequences holding slots served and counted in flight until they end
+    or are released idle, which the drain waits for."""
+    sequence_accumulator(tmp_path, "acc", idle_us=700_000)
     async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
         assert await _sum(dp, "acc", 1, 1, start=True) == 1
         assert await _sum(dp, "acc", 1, 2, start=True) == 1
@@ -199,6 +202,11 @@ async def test_once_stopping_a_start_is_refused_and_running_sequences_go_on(
         assert scheduler.in_flight == 1
         with pytest.raises(ModelyardError, match="START flag"):  # ended: not running
             await dp.infer(_request("acc", 1, 2))
+        with capture_logs() as logs:  # sequence 1, idle, is released within the drain
+            await asyncio.wait_for(drain_as_triton(dp.manager, None, timeout=5), 4)
+        said = [entry.get("triton") for entry in logs]
+        assert "Model 'acc' (version 1) has 1 in-flight inferences" in said
+        assert said[-1] == "Timeout 4: Found 0 model versions that have in-flight inferences"
 
 
 @_in_a_loop
