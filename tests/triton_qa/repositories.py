@@ -10,6 +10,7 @@ builder's docstring).
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -121,3 +122,22 @@ def renamed(source: Path, name: str) -> Path:
     config = target / "config.pbtxt"
     config.write_text(config.read_text().replace(f'"{source.name}"', f'"{name}"'))
     return target
+
+
+SEQUENCE_BACKEND = Path(__file__).with_name("sequence_backend.py")
+
+
+def custom_sequence_int32(target: Path, source: Path | None = None) -> Path:
+    """``qa/custom_models/custom_sequence_int32`` (or ``source``, a copy of it test.sh
+    edited), Triton's C++ ``sequence`` backend: its config with ``backend: "python"`` and
+    without the C++ library's ``default_model_filename``, served by sequence_backend.py,
+    which computes what the C++ backend computes."""
+    source = source or harness.QA / "custom_models" / "custom_sequence_int32"
+    model = target / source.name
+    (model / "1").mkdir(parents=True, exist_ok=True)
+    config = (source / "config.pbtxt").read_text()
+    config = config.replace('backend: "sequence"', 'backend: "python"')
+    config = re.sub(r'(?m)^default_model_filename: "libtriton_sequence\.so"\n', "", config)
+    (model / "config.pbtxt").write_text(config)
+    shutil.copy(SEQUENCE_BACKEND, model / "1" / "model.py")
+    return model

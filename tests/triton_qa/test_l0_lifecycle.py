@@ -14,9 +14,11 @@ TensorRT (``plan_*``) models of the same tensors and versions as its ONNX ones; 
 each is the ONNX model ``gen_qa_models.py --onnx`` makes, renamed (as in
 L0_response_cache), and the ``simple_*`` ensembles are ``gen_qa_models.py --ensemble``'s.
 ``qa/python_models/identity_fp32`` and ``add_sub`` are Triton's own python models,
-``identity_zero_1_int32`` and ``custom_zero_1_float32`` Triton's identity backend.
-What cannot run here (GPUs, TensorRT and PyTorch platforms, Triton's C++ sequence
-backend) is listed in ``NOT_RUN`` with its reason (docs/triton-qa.md).
+``identity_zero_1_int32`` and ``custom_zero_1_float32`` Triton's identity backend,
+``custom_sequence_int32`` (Triton's C++ ``sequence`` backend) its config served by
+``sequence_backend.py``, a python model computing what that backend computes.
+What cannot run here (GPUs, TensorRT and PyTorch platforms) is listed in ``NOT_RUN`` with
+its reason (docs/triton-qa.md).
 
 The default run takes the cases that cover the most distinct behaviour within CI's
 budget (``DEFAULT``); ``TRITON_QA=full`` runs every case.
@@ -50,10 +52,6 @@ NOT_RUN: dict[str, str] = {
     "test_load_same_model_different_platform": (
         "checks the metadata's platform is tensorrt_plan, then pytorch_libtorch: TensorRT "
         "and PyTorch models of one name (4 cases: gRPC and HTTP, two orders)"
-    ),
-    "test_shutdown_sequence": (
-        "custom_sequence_int32 is Triton's C++ sequence backend (a per-sequence "
-        "accumulator); no model here answers as it does"
     ),
     "test_concurrent_same_model_load_unload_stress": (
         "65,536 load and unload calls from 32 threads: about 15 minutes on two cores, past "
@@ -349,6 +347,11 @@ def _shutdown_ensemble(work: Path, generated: Path) -> None:
     shutil.copytree(work / "ensemble_zero_1_float32", work / "models" / "ensemble_zero_1_float32")
     (work / "models" / "ensemble_zero_1_float32" / "1").mkdir()
     _custom_zero(work, DELAY_5S)
+
+
+def _shutdown_sequence(work: Path, generated: Path) -> None:
+    _empty(work, "models")
+    repositories.custom_sequence_int32(work / "models")
 
 
 def _python_identity(work: Path, target: Path, name: str, append: str = "") -> Path:
@@ -887,6 +890,10 @@ def _cases() -> list[Case]:
         Case("shutdown_dynamic", ["test_shutdown_dynamic"], _shutdown_dynamic,
              [models, "--log-verbose=1"],
              log_has=["Model 'custom_zero_1_float32' (version 1) has 1 in-flight inferences"]),
+        Case("shutdown_sequence", ["test_shutdown_sequence"], _shutdown_sequence,
+             [models, "--log-verbose=1"],
+             log_has=["Model 'custom_sequence_int32' (version 1) has 2 in-flight inferences",
+                      "Model 'custom_sequence_int32' (version 1) has 1 in-flight inferences"]),
         Case("shutdown_ensemble", ["test_shutdown_ensemble"], _shutdown_ensemble,
              [models, "--log-verbose=1"],
              log_has=["Model 'ensemble_zero_1_float32' (version 1) has 1 in-flight inferences"]),

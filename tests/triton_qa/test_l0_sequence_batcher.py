@@ -16,18 +16,21 @@ exported as test.sh's chains of exports set them.
 
 Stand-ins: Triton's generator writes ``KIND_GPU`` instance groups, which compute
 nothing there that a CPU does not; they are ``KIND_CPU`` here before test.sh's edits
-(which give both kinds the same counts). Triton's ``custom`` backend trial (its C++
-``sequence`` backend) is not among the backends, as where test.sh runs without it.
+(which give both kinds the same counts). The ``custom`` trial's model,
+``custom_sequence_int32`` (Triton's C++ ``sequence`` backend), is its config served by
+``sequence_backend.py``, a python model that computes what that backend computes
+(``repositories.custom_sequence_int32``).
 
 The default run takes the ONNX backend on ``models1`` and the queue-delay and
-request-timeout tests; ``TRITON_QA=full`` adds the other four repositories and the
-python backend, as test.sh. Each run is made again as Triton's CI makes it with
-``IMPLICIT_STATE=1`` (the sequence's state held by the server, strings too) and with
-``INITIAL_STATE_ZERO=1`` besides, and with ``INITIAL_STATE_FILE=1`` (test.sh's 4-byte
-file, 100 as an int32, the first state of every model, the STRING one's too): the no-delay
-tests on ``models1`` by default (two of them for the file), all of them with
-``TRITON_QA=full``; the generators make no ensembles and the python backend's
-model keeps no implicit state, so those runs take the ONNX models alone (``ENSEMBLES=0``).
+request-timeout tests; ``TRITON_QA=full`` adds the other four repositories, the
+``custom`` trial and the python backend, as test.sh. Each run is made again as Triton's
+CI makes it with ``IMPLICIT_STATE=1`` (the sequence's state held by the server, strings
+too) and with ``INITIAL_STATE_ZERO=1`` besides, and with ``INITIAL_STATE_FILE=1``
+(test.sh's 4-byte file, 100 as an int32, the first state of every model, the STRING one's
+too): the no-delay tests on ``models1`` by default (two of them for the file), all of them
+with ``TRITON_QA=full``; the generators make no ensembles and neither the python
+backend's model nor the C++ sequence backend keeps implicit state, so those runs take the
+ONNX models alone (``ENSEMBLES=0``).
 The runs are made once more with ``TEST_SYSTEM_SHARED_MEMORY=1``, one server at a time
 (three no-delay tests by default).
 """
@@ -184,6 +187,8 @@ def _generated(work: Path, variant: Variant) -> Path:
 def _copy(source: Path, target_dir: Path, backend: str) -> Path:
     """A model into ``target_dir``; for python, test.sh's generate_python_models: the ONNX
     model's config with ``backend: "python"`` and python_models/sequence_int32."""
+    if backend == "custom":
+        return repositories.custom_sequence_int32(target_dir, source)
     if backend != "python":
         return Path(shutil.copytree(source, target_dir / source.name))
     name = source.name.replace("onnx", "python")
@@ -212,7 +217,10 @@ def _models(
     generated: Path, kind: str, backend: str, variant: Variant, nobatch: bool = False
 ) -> list[Path]:
     """test.sh's MODELS for one backend: the models of each dtype (strings too, with
-    implicit state) and the ensembles over the non-bool ones."""
+    implicit state) and the ensembles over the non-bool ones; for ``custom``, Triton's
+    ``custom_sequence_int32`` alone (``qa/custom_models``)."""
+    if backend == "custom":
+        return [harness.QA / "custom_models" / "custom_sequence_int32"]
     stem = f"{backend if backend != 'python' else 'onnx'}_{'nobatch_' if nobatch else ''}sequence"
     dtypes = ("object", *DTYPES) if variant.implicit else DTYPES
     models = [generated / kind / f"{stem}_{dtype}" for dtype in dtypes]
@@ -364,10 +372,10 @@ def _run_one(host: LoopbackHost, work: Path, models: Path, run: Run) -> harness.
     ids=lambda variant: variant.name,
 )
 def test_sequence_batcher_test(hosts: list[LoopbackHost], tmp_path: Path, variant: Variant) -> None:
-    # the python backend's sequence model keeps no implicit state: test.sh's implicit runs
-    # take the backends that do
+    # the python backend's sequence model keeps no implicit state, nor does Triton's C++
+    # sequence backend (the custom trial): test.sh's implicit runs take the backends that do
     python = FULL and not variant.implicit
-    backends = ["onnx", "python"] if python else ["onnx"]
+    backends = ["onnx", "custom", "python"] if python else ["onnx"]
     models = harness.work_directory(tmp_path / "models", "L0_sequence_batcher")
     _repositories(models, backends, variant)
     if "python" in backends:

@@ -451,11 +451,12 @@ async def drain_as_triton(manager: ModelManager, http: HttpServer | None, timeou
     manager.stopping = True
     log.info("draining", triton="Waiting for in-flight requests to complete.")
     while left > 0:
-        busy = [
-            (mv.name, mv.version, mv.scheduler.pending)
+        # a sequence model counts its running sequences, as Triton's sequence batcher
+        counts = [
+            (mv.name, mv.version, getattr(mv.scheduler, "in_flight", mv.scheduler.pending))
             for mv in manager.all_versions(retiring=True)
-            if mv.scheduler.pending
         ]
+        busy = [(name, version, count) for name, version, count in counts if count]
         log.info("in_flight", versions=len(busy), triton=f"Timeout {left}: Found {len(busy)} "
                  "model versions that have in-flight inferences")  # fmt: skip
         for name, version, count in busy:

@@ -71,6 +71,7 @@ from modelyard.server.residency import PINNED, RESIDENCY_KEY, WARM, Residency, d
 from modelyard.server.resource_limiter import ResourceLimiter
 from modelyard.server.response_cache import ResponseCache
 from modelyard.server.scheduler import Scheduler
+from modelyard.server.sequence_batcher import SequenceScheduler, stopping_refusal
 from modelyard.server.stats import LatencySummaries
 
 # the model whose own code (pb_utils.load_model, unload_model: server/model_control.py)
@@ -231,8 +232,9 @@ class ModelManager:
         self.initialize_error: ModelyardError | None = None
         # the models that failed to load at start, with why (--exit-on-error reads them)
         self.start_failures: dict[str, ModelyardError] = {}
-        # tritonserver's stop has begun: new inferences are refused (an ensemble's steps)
-        self.stopping = False
+        # tritonserver's stop has begun: new inferences are refused (an ensemble's steps;
+        # a sequence model's STARTs)
+        self._stopping = False
 
     # ---- start and stop -------------------------------------------------
 
@@ -274,6 +276,17 @@ class ModelManager:
         for executor in (self._load_executor, self._asked_executor):
             if executor is not None:
                 executor.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    @stopping.setter
+    def stopping(self, value: bool) -> None:
+        self._stopping = value
+        for mv in self.all_versions(retiring=True):
+            if isinstance(mv.scheduler, SequenceScheduler):
+                mv.scheduler.stopped_accepting = value
 
     # ---- routing (hot path, event loop thread) --------------------------
 
@@ -341,14 +354,11 @@ class ModelManager:
         them (an ensemble's by its step, which names the ensemble), in Triton's words."""
         record = self._models.get(name)
         versions = list(record.versions.values()) if record is not None else []
-        if any(isinstance(mv.scheduler, EnsembleScheduler) for mv in versions):
+        # a sequence model's scheduler refuses a START itself: its running sequences go on
+        if any(isinstance(mv.scheduler, EnsembleScheduler | SequenceScheduler)
+               for mv in versions):  # fmt: skip
             return
-        raise ModelServerError.of(
-            error_rules.STOPPING,
-            "Server is stopping, scheduler for model has stopped accepting new inference "
-            "requests",
-            triton=True,
-        )
+        raise stopping_refusal()
 
     def _ambiguous(self, name: str) -> ModelServerError:
         keys = self.repository.keys_of(name)

@@ -140,6 +140,15 @@ def _not_started(model: str, sequence_id: SequenceId) -> ModelServerError:
     )
 
 
+def stopping_refusal() -> ModelServerError:
+    """tritonserver's stop has begun: a new inference (a sequence's START) is refused."""
+    return ModelServerError.of(
+        error_rules.STOPPING,
+        "Server is stopping, scheduler for model has stopped accepting new inference requests",
+        triton=True,
+    )
+
+
 def _backlog_delay() -> int:
     """Triton's ``TRITONSERVER_BACKLOG_DELAY_SCHEDULER=N``: with its delay hook, the
     instances also wait for N requests in the backlog."""
@@ -212,6 +221,10 @@ class SequenceScheduler(InstanceThreads):
         # oldest's preserve_ordering: answers leave in the order their requests were taken
         self._in_order = InOrder() if policy.preserve_ordering else None
         self._last_auto_id = 0  # iterative_sequence: the ids of the sequences it starts
+        # tritonserver's stop has begun: a START is refused, the sequences running go on
+        # (Triton's sequence batcher), and each counts as in flight until it ends or is
+        # released idle
+        self.stopped_accepting = False
         # Triton's test hooks: nothing runs until this many requests are queued in slots
         # and this many in the backlog (TRITONSERVER_DELAY_SCHEDULER, _BACKLOG_DELAY_...)
         self._held_until_queued = held_until_queued()
@@ -227,6 +240,15 @@ class SequenceScheduler(InstanceThreads):
     @property
     def active_sequences(self) -> int:
         return len(self._sequences)
+
+    @property
+    def in_flight(self) -> int:
+        """What tritonserver's stop waits for (its log's in-flight inferences): as Triton's
+        sequence batcher counts them, the sequences holding a slot (and any request still
+        queued or executing)."""
+        with self._lock:
+            held = sum(1 for slots in self._slots for s in slots if s is not None)
+        return max(held, self.pending)
 
     def submit(self, submitted: Submission) -> asyncio.Future[dict[str, np.ndarray]]:
         """Queue one request of its sequence (the caller's, or the ensemble's it is a step
@@ -284,6 +306,8 @@ class SequenceScheduler(InstanceThreads):
         with self._lock:
             if self._closed:
                 raise unloading(self.model, self.version)
+            if self.stopped_accepting and flags.start:
+                raise stopping_refusal()
             if auto:
                 flags = request.flags = SequenceFlags(self._auto_id(), True, False)
             request.closes = self.policy.iterative and flags.start

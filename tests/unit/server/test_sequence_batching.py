@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from structlog.testing import capture_logs
 
+from modelyard.cli.serve import drain_as_triton
 from modelyard.dataplane import StreamResponse
 from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.modelfiles.config import parse_model_config
@@ -171,6 +173,40 @@ async def test_an_abandoned_sequence_gives_its_slot_back_after_the_idle_time(
         assert await asyncio.wait_for(waiting, 5) == 4
         with pytest.raises(ModelyardError, match="START flag"):
             await dp.infer(_request("acc", 1, 1))  # released: its state is gone
+
+
+@_in_a_loop
+async def test_once_stopping_a_start_is_refused_and_running_sequences_go_on(
+    tmp_path: Path,
+) -> None:
+    """tritonserver's stop, as Triton's sequence batcher: no new sequence (nor a START on a
+    running one), the sequences holding slots served and counted in flight until they end
+    or are released idle, which the drain waits for."""
+    sequence_accumulator(tmp_path, "acc", idle_us=700_000)
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        assert await _sum(dp, "acc", 1, 1, start=True) == 1
+        assert await _sum(dp, "acc", 1, 2, start=True) == 1
+        scheduler = dp.manager.resolve("acc", None).scheduler
+        assert isinstance(scheduler, SequenceScheduler)
+        assert scheduler.pending == 0 and scheduler.in_flight == 2
+        dp.manager.stopping = True
+        for sequence_id in (3, 1):  # a new id, and a START on a running sequence
+            with pytest.raises(ModelyardError) as caught:
+                await dp.infer(_request("acc", 1, sequence_id, start=True))
+            assert caught.value.line().startswith(
+                "Server is stopping, scheduler for model has stopped accepting new inference "
+                "requests; rule=model-server/stopping"
+            )
+            assert caught.value.code is Code.UNAVAILABLE
+        assert await _sum(dp, "acc", 1, 2, end=True) == 2
+        assert scheduler.in_flight == 1
+        with pytest.raises(ModelyardError, match="START flag"):  # ended: not running
+            await dp.infer(_request("acc", 1, 2))
+        with capture_logs() as logs:  # sequence 1, idle, is released within the drain
+            await asyncio.wait_for(drain_as_triton(dp.manager, None, timeout=5), 4)
+        said = [entry.get("triton") for entry in logs]
+        assert "Model 'acc' (version 1) has 1 in-flight inferences" in said
+        assert said[-1] == "Timeout 4: Found 0 model versions that have in-flight inferences"
 
 
 @_in_a_loop
