@@ -207,8 +207,12 @@ class RequestQueue:
         self._delayed: dict[int, deque[QueuedRequest]] = {}
         self._order: list[int] = []
         self._kept = {policy.default_priority, *(level for level, _ in policy.level_policies)}
+        self._policies = dict(policy.level_policies)
+        self._serving: list[deque[QueuedRequest]] = []  # _ordered's list, kept while in use
         for level in sorted(self._kept):
             self._level(level)
+        self._default_queue = self._levels[policy.default_priority]
+        self._default_policy = policy.policy_of(policy.default_priority)
         self._seq = 0
         self._next_expiry_ns: int | None = None
         self.size = 0
@@ -233,6 +237,7 @@ class RequestQueue:
             queue = self._levels[level] = deque()
             self._delayed[level] = deque()
             bisect.insort(self._order, level)
+            self._serving = self._in_order()
         return queue
 
     def _prune(self) -> None:
@@ -246,6 +251,7 @@ class RequestQueue:
         ]:
             del self._levels[level], self._delayed[level]
             self._order.remove(level)
+            self._serving = self._in_order()
 
     def add(
         self,
@@ -255,9 +261,14 @@ class RequestQueue:
         timeout_us: int = 0,
     ) -> None:
         """Queue a request, or raise at once if its level's queue is full."""
-        level = self.policy.level_of(priority)
-        policy = self.policy.policy_of(level)
-        queue = self._level(level)
+        if priority:
+            level = self.policy.level_of(priority)
+            policy = self._policies.get(level, self.policy.default_policy)
+            queue = self._level(level)
+        else:  # the usual request
+            level = self.policy.default_priority
+            policy = self._default_policy
+            queue = self._default_queue
         limit = policy.max_queue_size
         if limit and len(queue) >= limit:
             raise self._full(level, len(queue), limit)
@@ -341,7 +352,8 @@ class RequestQueue:
                             )
                     else:
                         keep.append(request)
-                self._levels[level] = keep
+                queue.clear()  # in place: _serving holds the deques
+                queue.extend(keep)
             if delayed:
                 keep = deque()
                 for request in delayed:
@@ -350,7 +362,8 @@ class RequestQueue:
                         dropped.append(Expired(request, self._timeout_error(request, now_ns, True)))
                     else:
                         keep.append(request)
-                self._delayed[level] = keep
+                delayed.clear()
+                delayed.extend(keep)
         self.size -= len(dropped)
         self.rows -= sum(expired.request.rows for expired in dropped)
         self._next_expiry_ns = self.next_deadline_ns()
@@ -377,9 +390,9 @@ class RequestQueue:
 
     def _ordered(self) -> list[deque[QueuedRequest]]:
         """Each level's queue, then its delayed requests, level by level (Triton's)."""
-        if len(self._order) == 1:
-            level = self._order[0]
-            return [self._levels[level], self._delayed[level]]
+        return self._serving
+
+    def _in_order(self) -> list[deque[QueuedRequest]]:
         ordered: list[deque[QueuedRequest]] = []
         for level in self._order:
             ordered += (self._levels[level], self._delayed[level])
@@ -600,9 +613,11 @@ class RequestQueue:
                 break
         ids = {id(r) for r in chosen}
         for queues in (self._levels, self._delayed):
-            for level, queue in queues.items():
+            for queue in queues.values():
                 if any(id(r) in ids for r in queue):
-                    queues[level] = deque(r for r in queue if id(r) not in ids)
+                    kept = [r for r in queue if id(r) not in ids]
+                    queue.clear()
+                    queue.extend(kept)
         self._prune()
         return chosen
 
