@@ -318,7 +318,6 @@ NO_READY_VERSION = Rule(
     "GET /v2/repository/index shows each version's state and reason",
 )
 NO_VERSIONS = Rule("model-server/no-versions", Code.INVALID_ARGUMENT)
-PRIORITY = Rule("model-server/priority", Code.INVALID_ARGUMENT)
 # a request refused at the queue, before it cost an execution (Triton's REJECTED)
 QUEUE_FULL = Rule("model-server/queue-full", Code.UNAVAILABLE)
 QUEUE_TIMEOUT = Rule("model-server/queue-timeout", Code.UNAVAILABLE)

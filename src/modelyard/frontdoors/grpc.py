@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import functools
+import os
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -69,6 +70,12 @@ SHUTDOWN_GRACE_SECS = 5.0
 # is, and HTTP/2's flow control holds the caller back
 MAX_STREAM_IN_FLIGHT = 4_096
 MAX_STREAM_IN_FLIGHT_BYTES = 256 << 20
+
+# Triton's test hook: each RPC but inference is answered this many seconds after it ran
+# (its QA suite sets it to see clients' deadlines pass; a caller that gives up meanwhile
+# leaves what the call did done)
+RESPONSE_DELAY_ENV = "TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC"
+MAX_RESPONSE_DELAY_SECS = 600
 
 _RETRYABLE = {grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE}
 _SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -151,6 +158,16 @@ async def _abort(
     await context.abort(status_code(error), error.line(), trailing_metadata(error) + extra)
 
 
+def response_delay_secs() -> int:
+    """``TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC`` (whole seconds, as Triton's atoi
+    reads it: what does not parse is 0), within MAX_RESPONSE_DELAY_SECS."""
+    raw = os.environ.get(RESPONSE_DELAY_ENV, "").strip()
+    try:
+        return min(max(int(raw), 0), MAX_RESPONSE_DELAY_SECS)
+    except ValueError:
+        return 0
+
+
 def _rpc(
     method: Callable[[Any, Any, Context], Awaitable[Reply]],
 ) -> Callable[[Any, Any, Context], Awaitable[Reply]]:
@@ -163,19 +180,26 @@ def _rpc(
     async def wrapper(self: Any, request: Any, context: Context) -> Reply:
         governance: Governance | None = self.governance
         call: Call | None = None
+        delay = 0 if name == "ModelInfer" else self.response_delay_secs
         try:
             if self.restrictions is not None:
                 _check_restricted(self.restrictions, category, context)
             if governance is None:
-                return await method(self, request, context)
-            call = governed_call(governance, name, request, context)
-            _CURRENT_CALL.set(call)
-            if name == "ModelInfer":  # governs itself, to answer with a fallback
-                return await method(self, request, context)
-            return await governance.guard(call, lambda: method(self, request, context))
+                reply = await method(self, request, context)
+            else:
+                call = governed_call(governance, name, request, context)
+                _CURRENT_CALL.set(call)
+                if name == "ModelInfer":  # governs itself, to answer with a fallback
+                    return await method(self, request, context)
+                reply = await governance.guard(call, lambda: method(self, request, context))
+            if delay:
+                await asyncio.sleep(delay)
+            return reply
         except grpc.aio.AbortError:
             raise
         except ModelyardError as error:
+            if delay:
+                await asyncio.sleep(delay)
             await _abort(context, name, error, governance_metadata(governance, call, error))
         except Exception as exc:
             log.exception("rpc_crashed", rpc=name)
@@ -183,6 +207,20 @@ def _rpc(
         raise AssertionError("context.abort returned")  # pragma: no cover
 
     return wrapper
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # raised to the caller, or (gone) logged where it failed
+
+
+async def _outlasting_caller(work: Awaitable[Reply]) -> Reply:
+    """``work`` run to its end even where the caller gives up meanwhile (its deadline
+    passes, it cancels): a repository load or unload is done or not done, never left
+    part way, as in Triton."""
+    task = asyncio.ensure_future(work)
+    task.add_done_callback(_retrieve)
+    return await asyncio.shield(task)
 
 
 def _check_restricted(restrictions: Restrictions, category: str, context: Context) -> None:
@@ -510,6 +548,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         self.tracing = tracing or Tracing()
         self.header_forwarding = header_forwarding
         self.restrictions = restrictions  # tritonserver's --grpc-restricted-protocol
+        self.response_delay_secs = response_delay_secs()  # Triton's test hook, 0 unless set
         # of infer responses (tritonserver's --grpc-infer-response-compression-level)
         self.compression: grpc.Compression | None = None
         self.pipeline = InferPipeline(GrpcInferWire(self), dataplane, governance)
@@ -814,7 +853,9 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         authorize = None
         if self.governance is not None:
             authorize = self.governance.authorize_load(_CURRENT_CALL.get())
-        await self.dataplane.manager.load(request.model_name, override, authorize, files)
+        await _outlasting_caller(
+            self.dataplane.manager.load(request.model_name, override, authorize, files)
+        )
         return pb.RepositoryModelLoadResponse()
 
     @_rpc
@@ -822,8 +863,10 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         self, request: pb.RepositoryModelUnloadRequest, context: Context
     ) -> Any:
         params = {key: parameter_value(value) for key, value in request.parameters.items()}
-        await self.dataplane.manager.unload(
-            request.model_name, params.get("unload_dependents") is True
+        await _outlasting_caller(
+            self.dataplane.manager.unload(
+                request.model_name, params.get("unload_dependents") is True
+            )
         )
         return pb.RepositoryModelUnloadResponse()
 

@@ -23,11 +23,15 @@ arrives. It knows Triton's ``dynamic_batching`` settings:
   one up to the delay from its head's arrival, and is sent as it is when the
   delay is out, when it reaches the largest preferred size, or when a request
   of another shape or past ``max_batch_size`` is next;
-* ``priority_levels`` / ``default_priority_level``: level 1 is served first;
+* ``priority_levels`` / ``default_priority_level``: level 1 is served first; a
+  request's priority of 0 or past the levels takes the default level (as Triton). A
+  level's queue exists while it holds requests (or has a policy of its own), so a config
+  may name up to 2^64-1 levels;
 * queue policies (default and per priority): ``max_queue_size`` rejects at
-  once when full; ``default_timeout_microseconds`` (overridable per request
-  when ``allow_timeout_override``) with ``timeout_action`` REJECT (dropped with
-  an error, never computed) or DELAY (served after every request still in time);
+  once when full; ``default_timeout_microseconds`` (shortened per request
+  when ``allow_timeout_override``, never lengthened) with ``timeout_action`` REJECT (dropped with
+  an error, never computed) or DELAY (served after every request of its level still
+  in time, before the next level's);
 * requests whose tensor shapes or dtypes differ never share a batch;
 * an encoder's requests (``max_batch_tokens``: see server/token_batching.py) are
   batched by padded tokens, not rows: each request says its tokens per row, and
@@ -40,6 +44,8 @@ The queue is not thread-safe; the scheduler calls it under its lock.
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import operator
 from collections import deque
 from dataclasses import dataclass, field
@@ -85,7 +91,9 @@ class BatchingPolicy:
     preserve_ordering: bool = False
     priority_levels: int = 1
     default_priority: int = 1
-    policies: tuple[QueuePolicy, ...] = (QueuePolicy(),)  # index: priority level - 1
+    default_policy: QueuePolicy = QueuePolicy()
+    # the levels whose priority_queue_policy is their own (any other has default_policy)
+    level_policies: tuple[tuple[int, QueuePolicy], ...] = ()
     # an encoder's batches: at most this many padded tokens (rows times the longest row); 0: rows
     max_batch_tokens: int = 0
     # ... and padded tokens at most this many times the tokens the rows have
@@ -102,6 +110,17 @@ class BatchingPolicy:
         toward = self.batching and bool(self.preferred) and not self.max_batch_tokens
         object.__setattr__(self, "toward_preferred", toward)
 
+    def policy_of(self, level: int) -> QueuePolicy:
+        for key, policy in self.level_policies:
+            if key == level:
+                return policy
+        return self.default_policy
+
+    def level_of(self, priority: int) -> int:
+        """A request's level: its priority, or the default where it is 0 or past the
+        levels (Triton's ``InferenceRequest::SetPriority``)."""
+        return priority if 0 < priority <= self.priority_levels else self.default_priority
+
     @classmethod
     def from_config(cls, config: mc.ModelConfig, default_max_queue_size: int = 0) -> BatchingPolicy:
         batching = config.HasField("dynamic_batching") and config.max_batch_size > 0
@@ -109,22 +128,19 @@ class BatchingPolicy:
         levels = max(1, int(db.priority_levels))
         default_level = int(db.default_priority_level) or (levels + 1) // 2
         default_level = min(max(default_level, 1), levels)
-        base = QueuePolicy.from_proto(db.default_queue_policy)
-        policies = []
-        for level in range(1, levels + 1):
-            policy = (
-                QueuePolicy.from_proto(db.priority_queue_policy[level])
-                if level in db.priority_queue_policy
-                else base
-            )
+
+        def capped(policy: QueuePolicy) -> QueuePolicy:
             if policy.max_queue_size == 0 and default_max_queue_size:
-                policy = QueuePolicy(
-                    default_max_queue_size,
-                    policy.default_timeout_ns,
-                    policy.allow_timeout_override,
-                    policy.delay_on_timeout,
-                )
-            policies.append(policy)
+                return dataclasses.replace(policy, max_queue_size=default_max_queue_size)
+            return policy
+
+        own = tuple(
+            sorted(
+                (int(level), capped(QueuePolicy.from_proto(policy)))
+                for level, policy in db.priority_queue_policy.items()
+                if 0 < level <= levels
+            )
+        )
         preferred = tuple(
             sorted(p for p in db.preferred_batch_size if 0 < p <= config.max_batch_size)
         )
@@ -136,8 +152,25 @@ class BatchingPolicy:
             preserve_ordering=bool(db.preserve_ordering),
             priority_levels=levels,
             default_priority=default_level,
-            policies=tuple(policies),
+            default_policy=capped(QueuePolicy.from_proto(db.default_queue_policy)),
+            level_policies=own,
         )
+
+
+def priority_problem(config: mc.ModelConfig) -> str | None:
+    """Why Triton refuses the config's priority levels at load (its words), or None."""
+    db = config.dynamic_batching
+    levels = int(db.priority_levels)
+    if not config.HasField("dynamic_batching") or levels == 0:
+        return None
+    if not 1 <= db.default_priority_level <= levels:
+        return f"default priority level must be in range [1, {levels}] for {config.name}"
+    if any(not 1 <= level <= levels for level in db.priority_queue_policy):
+        return (
+            f"priority queue policy must have priority level in range [1, {levels}] for "
+            f"{config.name}"
+        )
+    return None
 
 
 @dataclass(eq=False, slots=True)
@@ -168,8 +201,18 @@ class RequestQueue:
         self.model = model
         self.version = version
         self.policy = policy
-        self._levels: list[deque[QueuedRequest]] = [deque() for _ in policy.policies]
-        self._delayed: deque[QueuedRequest] = deque()
+        # the queue and the delayed queue of each level that holds requests (or has a
+        # policy of its own), served in the order of _order
+        self._levels: dict[int, deque[QueuedRequest]] = {}
+        self._delayed: dict[int, deque[QueuedRequest]] = {}
+        self._order: list[int] = []
+        self._kept = {policy.default_priority, *(level for level, _ in policy.level_policies)}
+        self._policies = dict(policy.level_policies)
+        self._serving: list[deque[QueuedRequest]] = []  # _ordered's list, kept while in use
+        for level in sorted(self._kept):
+            self._level(level)
+        self._default_queue = self._levels[policy.default_priority]
+        self._default_policy = policy.policy_of(policy.default_priority)
         self._seq = 0
         self._next_expiry_ns: int | None = None
         self.size = 0
@@ -188,6 +231,28 @@ class RequestQueue:
     def __len__(self) -> int:
         return self.size
 
+    def _level(self, level: int) -> deque[QueuedRequest]:
+        queue = self._levels.get(level)
+        if queue is None:
+            queue = self._levels[level] = deque()
+            self._delayed[level] = deque()
+            bisect.insort(self._order, level)
+            self._serving = self._in_order()
+        return queue
+
+    def _prune(self) -> None:
+        """Forget the levels left empty (but the default's and those with a policy)."""
+        if len(self._order) == len(self._kept):
+            return
+        for level in [
+            level
+            for level in self._order
+            if level not in self._kept and not self._levels[level] and not self._delayed[level]
+        ]:
+            del self._levels[level], self._delayed[level]
+            self._order.remove(level)
+            self._serving = self._in_order()
+
     def add(
         self,
         request: QueuedRequest,
@@ -196,20 +261,14 @@ class RequestQueue:
         timeout_us: int = 0,
     ) -> None:
         """Queue a request, or raise at once if its level's queue is full."""
-        policies = self.policy.policies
         if priority:
-            if not 1 <= priority <= len(policies):
-                raise ModelServerError.of(
-                    error_rules.PRIORITY,
-                    f"priority {priority} is outside 1..{self.policy.priority_levels} for model "
-                    f"'{self.model}'",
-                    where=f"dynamic_batching.priority_levels in {self.model}/config.pbtxt",
-                )
-            level = priority
-        else:
+            level = self.policy.level_of(priority)
+            policy = self._policies.get(level, self.policy.default_policy)
+            queue = self._level(level)
+        else:  # the usual request
             level = self.policy.default_priority
-        policy = policies[level - 1]
-        queue = self._levels[level - 1]
+            policy = self._default_policy
+            queue = self._default_queue
         limit = policy.max_queue_size
         if limit and len(queue) >= limit:
             raise self._full(level, len(queue), limit)
@@ -225,7 +284,10 @@ class RequestQueue:
         self.size += 1
         self.rows += request.rows
         timeout_ns = policy.default_timeout_ns
-        if timeout_us and policy.allow_timeout_override:
+        # a request may shorten its queue's timeout, never lengthen it (Triton's); where
+        # the queue has none, any timeout is shorter
+        shorter = timeout_us and (not timeout_ns or timeout_us * 1000 < timeout_ns)
+        if shorter and policy.allow_timeout_override:
             timeout_ns = timeout_us * 1000
         if timeout_ns or request.client_deadline_ns is not None:  # the usual request has neither
             request.deadline_ns = now_ns + timeout_ns if timeout_ns else None
@@ -237,12 +299,11 @@ class RequestQueue:
         self, requests: list[QueuedRequest], now_ns: int, priority: int = 0, timeout_us: int = 0
     ) -> None:
         """Queue the parts of one request together, or none of them if they do not fit."""
-        level = priority or self.policy.default_priority
-        if 1 <= level <= len(self._levels):
-            limit = self.policy.policies[level - 1].max_queue_size
-            queued = len(self._levels[level - 1])
-            if limit and queued + len(requests) > limit:
-                raise self._full(level, queued, limit)
+        level = self.policy.level_of(priority)
+        limit = self.policy.policy_of(level).max_queue_size
+        queued = len(self._levels.get(level, ()))
+        if limit and queued + len(requests) > limit:
+            raise self._full(level, queued, limit)
         gap = self._gap_ns
         for index, request in enumerate(requests):
             self.add(request, now_ns, priority, timeout_us)
@@ -258,11 +319,12 @@ class RequestQueue:
         )
         return ModelServerError.of(
             error_rules.QUEUE_FULL,
-            f"queue of model '{self.model}' version {self.version} is full "
-            f"({queued}/{limit} requests at priority {level})",
+            f"Exceeds maximum queue size: queue of model '{self.model}' version "
+            f"{self.version} is full ({queued}/{limit} requests at priority {level})",
             where=f"{setting} in {self.model}/config.pbtxt (or modelyard serve "
             "--max-queue-size), or add instances (instance_group.count)",
             retry_after=0.05,
+            triton=True,
         )
 
     def expire(self, now_ns: int) -> list[Expired]:
@@ -270,36 +332,42 @@ class RequestQueue:
         if self._next_expiry_ns is None or now_ns <= self._next_expiry_ns:
             return []
         dropped: list[Expired] = []
-        for level, queue in enumerate(self._levels, start=1):
-            if not queue:
-                continue
-            delay = self.policy.policies[level - 1].delay_on_timeout
-            keep: deque[QueuedRequest] = deque()
-            for request in queue:
-                if request.client_deadline_ns is not None and now_ns > request.client_deadline_ns:
-                    dropped.append(Expired(request, self._timeout_error(request, now_ns, True)))
-                elif request.deadline_ns is not None and now_ns > request.deadline_ns:
-                    if delay:
-                        request.delayed = True
-                        self._delayed.append(request)
+        for level in self._order:
+            queue = self._levels[level]
+            delayed = self._delayed[level]
+            if queue:
+                delay = self.policy.policy_of(level).delay_on_timeout
+                keep: deque[QueuedRequest] = deque()
+                for request in queue:
+                    client = request.client_deadline_ns
+                    if client is not None and now_ns > client:
+                        dropped.append(Expired(request, self._timeout_error(request, now_ns, True)))
+                    elif request.deadline_ns is not None and now_ns > request.deadline_ns:
+                        if delay:
+                            request.delayed = True
+                            delayed.append(request)
+                        else:
+                            dropped.append(
+                                Expired(request, self._timeout_error(request, now_ns, False))
+                            )
                     else:
-                        dropped.append(
-                            Expired(request, self._timeout_error(request, now_ns, False))
-                        )
-                else:
-                    keep.append(request)
-            self._levels[level - 1] = keep
-        if self._delayed:
-            keep = deque()
-            for request in self._delayed:
-                if request.client_deadline_ns is not None and now_ns > request.client_deadline_ns:
-                    dropped.append(Expired(request, self._timeout_error(request, now_ns, True)))
-                else:
-                    keep.append(request)
-            self._delayed = keep
+                        keep.append(request)
+                queue.clear()  # in place: _serving holds the deques
+                queue.extend(keep)
+            if delayed:
+                keep = deque()
+                for request in delayed:
+                    client = request.client_deadline_ns
+                    if client is not None and now_ns > client:
+                        dropped.append(Expired(request, self._timeout_error(request, now_ns, True)))
+                    else:
+                        keep.append(request)
+                delayed.clear()
+                delayed.extend(keep)
         self.size -= len(dropped)
         self.rows -= sum(expired.request.rows for expired in dropped)
         self._next_expiry_ns = self.next_deadline_ns()
+        self._prune()
         return dropped
 
     def _timeout_error(self, request: QueuedRequest, now_ns: int, client: bool) -> ModelServerError:
@@ -321,7 +389,14 @@ class RequestQueue:
         )
 
     def _ordered(self) -> list[deque[QueuedRequest]]:
-        return [*self._levels, self._delayed]
+        """Each level's queue, then its delayed requests, level by level (Triton's)."""
+        return self._serving
+
+    def _in_order(self) -> list[deque[QueuedRequest]]:
+        ordered: list[deque[QueuedRequest]] = []
+        for level in self._order:
+            ordered += (self._levels[level], self._delayed[level])
+        return ordered
 
     def next_deadline_ns(self) -> int | None:
         """The earliest time at which a queued request times out."""
@@ -532,21 +607,25 @@ class RequestQueue:
                 if count <= len(queue):
                     popped = [queue.popleft() for _ in range(count)]
                     if all(map(operator.is_, popped, chosen)):
+                        self._prune()
                         return chosen
                     queue.extendleft(reversed(popped))  # not a prefix: put them back
                 break
         ids = {id(r) for r in chosen}
-        for index, queue in enumerate(self._levels):
-            if any(id(r) in ids for r in queue):
-                self._levels[index] = deque(r for r in queue if id(r) not in ids)
-        if any(id(r) in ids for r in self._delayed):
-            self._delayed = deque(r for r in self._delayed if id(r) not in ids)
+        for queues in (self._levels, self._delayed):
+            for queue in queues.values():
+                if any(id(r) in ids for r in queue):
+                    kept = [r for r in queue if id(r) not in ids]
+                    queue.clear()
+                    queue.extend(kept)
+        self._prune()
         return chosen
 
     def drain(self) -> list[QueuedRequest]:
         everything = [r for queue in self._ordered() for r in queue]
         for queue in self._ordered():
             queue.clear()
+        self._prune()
         self.size = 0
         self.rows = 0
         return everything

@@ -40,7 +40,7 @@ from modelyard.modelfiles.config import (
     complete_config,
     config_to_json,
 )
-from modelyard.server.batcher import BatchingPolicy
+from modelyard.server.batcher import BatchingPolicy, priority_problem
 from modelyard.server.decoupled import DecoupledScheduler
 from modelyard.server.embedding_cache import EmbeddingCache, parse_size
 from modelyard.server.instance_loading import Loaded, load_instances
@@ -504,6 +504,12 @@ def _dynamic_scheduler(
 ) -> Scheduler:
     """The scheduler of a model that answers each request once: dynamic batching (by tokens,
     for an encoder), or none."""
+    problem = priority_problem(config)
+    if problem is not None:
+        raise load_error(
+            name, version, problem, f"dynamic_batching.default_priority_level and "
+            f"priority_queue_policy in {name}/config.pbtxt: levels 1 to priority_levels",
+        )  # fmt: skip
     policy = BatchingPolicy.from_config(config, default_max_queue_size)
     key = "modelyard_inline_execution"
     inline = config.parameters[key].string_value.lower() if key in config.parameters else ""

@@ -9,7 +9,12 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.errors import Code, ModelServerError
-from modelyard.server.batcher import BatchingPolicy, QueuedRequest, RequestQueue
+from modelyard.server.batcher import (
+    BatchingPolicy,
+    QueuedRequest,
+    RequestQueue,
+    priority_problem,
+)
 from modelyard.server.scheduler import failure_reason
 
 MS = 1_000_000  # ns
@@ -182,10 +187,18 @@ def test_higher_priority_is_served_first() -> None:
     queue.add(req(tag="high"), now_ns=0, priority=1)
     assert tags(queue.take(now_ns=0, executing=0)) == ["high", "default"]
     assert tags(queue.take(now_ns=0, executing=0)) == ["low"]
-    with pytest.raises(ModelServerError) as bad:
-        queue.add(req(), now_ns=0, priority=4)
-    assert bad.value.code is Code.INVALID_ARGUMENT
-    assert "priority 4 is outside 1..3" in bad.value.line()
+
+
+def test_a_priority_past_the_levels_takes_the_default_level_as_in_triton() -> None:
+    queue = RequestQueue(
+        "m", 1, policy("dynamic_batching { priority_levels: 3 default_priority_level: 2 }", 1)
+    )
+    queue.add(req(tag="low"), now_ns=0, priority=3)
+    queue.add(req(tag="past"), now_ns=0, priority=4)
+    queue.add(req(tag="high"), now_ns=0, priority=1)
+    assert [tags(queue.take(now_ns=0, executing=0)) for _ in range(3)] == [
+        ["high"], ["past"], ["low"],
+    ]  # fmt: skip
 
 
 def test_a_full_queue_rejects_at_once_naming_the_setting() -> None:
@@ -198,7 +211,10 @@ def test_a_full_queue_rejects_at_once_naming_the_setting() -> None:
         queue.add(req(), now_ns=0)
     assert full.value.code is Code.UNAVAILABLE
     line = full.value.line()
-    assert "queue of model 'ranker' version 3 is full (2/2 requests at priority 1)" in line
+    assert line.startswith(
+        "Exceeds maximum queue size: queue of model 'ranker' version 3 is full (2/2 requests "
+        "at priority 1)"
+    )  # Triton's words first
     assert "dynamic_batching.default_queue_policy.max_queue_size in ranker/config.pbtxt" in line
     assert failure_reason(full.value) == "REJECTED"  # Triton's reason for a full queue
 
@@ -273,3 +289,83 @@ def test_without_dynamic_batching_each_request_runs_alone() -> None:
     queue.add(req(tag="b"), now_ns=0)
     assert tags(queue.take(now_ns=0, executing=0)) == ["a"]
     assert tags(queue.take(now_ns=0, executing=0)) == ["b"]
+
+
+def test_any_count_of_levels_costs_only_the_levels_in_use() -> None:
+    """Triton's L0_model_queue names 2^64-1 levels with a default of 2^32: a queue per
+    level in use, forgotten once empty."""
+    levels = policy(
+        "dynamic_batching { priority_levels: 18446744073709551615 "
+        "default_priority_level: 4294967296 }",
+        1,
+    )
+    queue = RequestQueue("m", 1, levels)
+    queue.add(req(tag="default"), now_ns=0)
+    queue.add(req(tag="last"), now_ns=0, priority=18446744073709551615)
+    queue.add(req(tag="first"), now_ns=0, priority=1)
+    assert len(queue._order) == 3
+    assert [tags(queue.take(now_ns=0, executing=0)) for _ in range(3)] == [
+        ["first"], ["default"], ["last"],
+    ]  # fmt: skip
+    assert queue._order == [4294967296]  # the default level's queue stays
+
+
+def test_a_delayed_request_is_served_before_the_next_levels() -> None:
+    """Triton keeps a level's timed-out DELAY requests right after that level's queue."""
+    queue = RequestQueue(
+        "m",
+        1,
+        policy(
+            "dynamic_batching { priority_levels: 2 default_priority_level: 2 "
+            "default_queue_policy { timeout_action: DELAY allow_timeout_override: true "
+            "default_timeout_microseconds: 10000 } }",
+            1,
+        ),
+    )
+    queue.add(req(tag="late"), now_ns=0, priority=1, timeout_us=1000)
+    queue.add(req(tag="level2"), now_ns=0, priority=2)
+    queue.add(req(tag="level1"), now_ns=1 * MS, priority=1)
+    assert queue.expire(now_ns=2 * MS) == []
+    assert [tags(queue.take(now_ns=2 * MS, executing=0)) for _ in range(3)] == [
+        ["level1"], ["late"], ["level2"],
+    ]  # fmt: skip
+
+
+def test_a_request_may_shorten_its_timeout_never_lengthen_it() -> None:
+    queue = RequestQueue(
+        "m",
+        1,
+        policy(
+            "dynamic_batching { default_queue_policy { allow_timeout_override: true "
+            "default_timeout_microseconds: 1000 } }"
+        ),
+    )
+    queue.add(req(tag="longer"), now_ns=0, timeout_us=10_000)
+    queue.add(req(tag="shorter"), now_ns=0, timeout_us=500)
+    assert [e.request.payload for e in queue.expire(now_ns=int(0.6 * MS))] == ["shorter"]
+    assert [e.request.payload for e in queue.expire(now_ns=int(1.1 * MS))] == ["longer"]
+
+
+@pytest.mark.parametrize(
+    ("batching", "problem"),
+    [
+        ("priority_levels: 2", "default priority level must be in range [1, 2] for m"),
+        ("priority_levels: 2 default_priority_level: 3", "default priority level must be in"),
+        (
+            "priority_levels: 2 default_priority_level: 1 "
+            "priority_queue_policy { key: 3 value: { max_queue_size: 1 } }",
+            "priority queue policy must have priority level in range [1, 2] for m",
+        ),
+        ("priority_levels: 2 default_priority_level: 2", None),
+        ("", None),
+    ],
+)
+def test_priority_levels_out_of_range_are_refused_at_load_in_tritons_words(
+    batching: str, problem: str | None
+) -> None:
+    config = text_format.Parse(f'name: "m" dynamic_batching {{ {batching} }}', mc.ModelConfig())
+    found = priority_problem(config)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and found.startswith(problem)

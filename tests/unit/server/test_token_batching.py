@@ -11,7 +11,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.engines.base import Signature, TensorSpec
 from modelyard.errors import Code, ModelServerError, ModelyardError
-from modelyard.server.batcher import BatchingPolicy, QueuedRequest, RequestQueue
+from modelyard.server.batcher import BatchingPolicy, QueuedRequest, QueuePolicy, RequestQueue
 from modelyard.server.token_batching import (
     ExecutionCost,
     TokenBatching,
@@ -35,7 +35,6 @@ def queue(
         batching=batching,
         priority_levels=levels,
         default_priority=1,
-        policies=tuple(BatchingPolicy().policies * levels),
         max_batch_tokens=budget,
         max_padding_ratio=ratio,
     )
@@ -119,7 +118,7 @@ def test_without_dynamic_batching_only_a_requests_own_parts_share_a_batch() -> N
 def test_a_requests_parts_queue_together_or_not_at_all() -> None:
     limited = dataclasses.replace(
         BatchingPolicy(max_batch_size=8, batching=True, max_batch_tokens=100),
-        policies=(dataclasses.replace(BatchingPolicy().policies[0], max_queue_size=3),),
+        default_policy=QueuePolicy(max_queue_size=3),
     )
     q = RequestQueue("encoder", 1, limited)
     q.add_all([part(10, "a"), part(10, "b")], now_ns=0)
