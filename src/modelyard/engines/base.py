@@ -53,7 +53,9 @@ class BatchOutcomes(Exception):
 class DecoupledRequest(NamedTuple):
     """One request of a decoupled model's ``execute``: its tensors and parameters, where its
     responses go (``deliver(outputs, error, final)``, from any thread), whether its
-    caller has gone, and a sequence's correlation id and flags (as ``BatchedRequest``'s)."""
+    caller has gone, and a sequence's correlation id and flags (as ``BatchedRequest``'s).
+    ``timed``: ``deliver`` also takes ``made_ns=``, when the model made the response (for
+    the response statistics)."""
 
     inputs: dict[str, NDArray[Any]]
     outputs: list[str]
@@ -62,6 +64,7 @@ class DecoupledRequest(NamedTuple):
     parameters: dict[str, Any] | None = None
     correlation_id: int | str = 0
     flags: int = 0
+    timed: bool = False
 
 
 class ModelParameters(dict[str, Any]):

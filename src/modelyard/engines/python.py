@@ -539,7 +539,7 @@ class PythonEngine(Engine):
         pb_requests, senders = [], []
         for each, described in zip(requests, batch, strict=True):
             request = self._request(each.inputs, each.outputs, described)
-            send = functools.partial(self._send_response, each.deliver)
+            send = functools.partial(self._send_response, each.deliver, each.timed)
             sender = pb_utils.InferenceResponseSender(send, each.is_cancelled)
             request.attach_sender(sender, each.is_cancelled)
             pb_requests.append(request)
@@ -583,12 +583,15 @@ class PythonEngine(Engine):
     def _send_response(
         self,
         deliver: Callable[..., None],
+        timed: bool,
         response: pb_utils.InferenceResponse | None,
         final: bool,
     ) -> None:
         if response is None:
             deliver(None, None, final)
             return
+        if timed and isinstance(response, pb_utils.InferenceResponse):
+            deliver = functools.partial(deliver, made_ns=response._made_ns)
         try:
             tensors = self._response_tensors(response)
         except EngineError as error:

@@ -555,7 +555,7 @@ class SequenceScheduler(InstanceThreads):
                 meta = _row_request(request)
                 described.append(DecoupledRequest(
                     inputs, request.outputs, each.deliver, each.is_cancelled, request.parameters,
-                    meta.correlation_id, meta.flags,
+                    meta.correlation_id, meta.flags, timed=True,
                 ))  # fmt: skip
         except Exception as exc:  # the server's own bug: answered, the thread goes on
             error = failed_around(self.model, self.version, exc)
