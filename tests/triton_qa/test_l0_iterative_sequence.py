@@ -12,8 +12,9 @@ must refuse a request given back). The model's backend is Triton's C++
 directory of the test's, given to ``--backend-directory`` (the one flag added to
 test.sh's command line), and the version folder is empty.
 
-The default run takes ``test_grpc_stream`` (about 2 s with the server's start);
-``TRITON_QA=full`` the six tests on one server, as test.sh runs them.
+The default run takes ``test_grpc_stream`` on one server with L0_model_namespacing's
+selection (``test_l0_model_namespacing.py``); ``TRITON_QA=full`` the six tests on one
+server, as test.sh runs them.
 """
 
 from __future__ import annotations
@@ -32,14 +33,21 @@ FOLDER = "L0_iterative_sequence"
 BACKEND = Path(__file__).with_name("iterative_sequence_backend.py")
 
 
-def server_args(work: Path) -> list[str]:
-    """test.sh's command line, with the backend directory that serves the model."""
+def repository(work: Path) -> tuple[Path, Path]:
+    """The folder's models (with the version folder Triton's QA image makes) and the
+    backend directory that serves them."""
     (work / "models" / "iterative_sequence" / "1").mkdir(exist_ok=True)
-    backends = work / "backends" / "iterative_sequence"
-    backends.mkdir(parents=True, exist_ok=True)
-    shutil.copy(BACKEND, backends / "model.py")
-    return [f"--model-repository={work / 'models'}", "--model-control-mode=EXPLICIT",
-            f"--backend-directory={work / 'backends'}"]  # fmt: skip
+    backend = work / "backends" / "iterative_sequence"
+    backend.mkdir(parents=True, exist_ok=True)
+    shutil.copy(BACKEND, backend / "model.py")
+    return work / "models", work / "backends"
+
+
+def server_args(work: Path) -> list[str]:
+    """test.sh's command line, with the backend directory."""
+    models, backends = repository(work)
+    return [f"--model-repository={models}", "--model-control-mode=EXPLICIT",
+            f"--backend-directory={backends}"]  # fmt: skip
 
 
 def _run(host: LoopbackHost, tmp_path: Path, *selection: str) -> harness.QaRun:
@@ -49,7 +57,8 @@ def _run(host: LoopbackHost, tmp_path: Path, *selection: str) -> harness.QaRun:
         return harness.run_qa_file(host, work, "iterative_sequence_e2e.py", *selection)
 
 
-def test_iterative_sequence_default(host: LoopbackHost, tmp_path: Path) -> None:
+@pytest.mark.triton_qa_full  # the default run takes it beside L0_model_namespacing's test
+def test_iterative_sequence_one(host: LoopbackHost, tmp_path: Path) -> None:
     """A request with no sequence id starts a sequence of its own; its two responses come
     over two executions."""
     _run(host, tmp_path, "IterativeSequenceTest.test_grpc_stream").check(count=1)

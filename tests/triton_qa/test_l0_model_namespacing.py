@@ -11,8 +11,8 @@ model moved out of one repository (and back) changes what the ensembles reach. t
 makes each model's version folder and exports ``PYTHONDONTWRITEBYTECODE=1`` (a
 ``__pycache__`` in a model's folder would count as a change to poll).
 
-The default run takes ``ModelNamespaceExplicit.test_duplication``; ``TRITON_QA=full``
-the eight runs, four at a time.
+The default run takes ``ModelNamespaceExplicit.test_duplication``, on one server with
+L0_iterative_sequence's selection; ``TRITON_QA=full`` the eight runs, four at a time.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.netns import LoopbackHost
-from tests.triton_qa import harness
+from tests.triton_qa import harness, test_l0_iterative_sequence
 
 pytestmark = pytest.mark.slow
 
@@ -46,20 +46,24 @@ def _test_dir(work: Path, test: str) -> Path:
     return target
 
 
-def _run(host: LoopbackHost, work: Path, suite: str, test: str) -> harness.QaRun:
-    test_dir = _test_dir(work, test)
-    qa_root = str(work.parent)
-    args = [
-        "--model-namespacing=true",
-        f"--model-repository={test_dir / 'addsub_repo'}",
-        f"--model-repository={test_dir / 'subadd_repo'}",
-        *SUITES[suite],
-    ]
-    env = {
-        "TRITON_QA_ROOT_DIR": qa_root,
+def _repository_args(test_dir: Path) -> list[str]:
+    return ["--model-namespacing=true", f"--model-repository={test_dir / 'addsub_repo'}",
+            f"--model-repository={test_dir / 'subadd_repo'}"]  # fmt: skip
+
+
+def _env(work: Path) -> dict[str, str]:
+    """What test.sh exports for the server and the test."""
+    return {
+        "TRITON_QA_ROOT_DIR": str(work.parent),
         "TRITON_QA_PYTHON_MODEL_DIR": str(work),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
+
+
+def _run(host: LoopbackHost, work: Path, suite: str, test: str) -> harness.QaRun:
+    test_dir = _test_dir(work, test)
+    args = [*_repository_args(test_dir), *SUITES[suite]]
+    env = _env(work)
     log = work / f"server.{suite}.{test}.log"
     with harness.tritonserver(host, args, log, cwd=work, env=env):
         return harness.run_qa_file(
@@ -68,11 +72,27 @@ def _run(host: LoopbackHost, work: Path, suite: str, test: str) -> harness.QaRun
         )  # fmt: skip
 
 
-def test_model_namespacing_default(host: LoopbackHost, tmp_path: Path) -> None:
-    """An ensemble in each repository over the shared name, each reaching its own; the
-    name alone refused as ambiguous (explicit mode: the ensembles loaded by the test)."""
+def test_namespacing_and_iterative_sequence_default(host: LoopbackHost, tmp_path: Path) -> None:
+    """The default run of this folder and L0_iterative_sequence, on one server (each
+    test.sh's explicit mode; the iterative model's repository a third, whose name is in
+    no other): an ensemble in each repository over the shared name, each reaching its
+    own, the name alone refused as ambiguous; then an iterative sequence's two
+    responses over two executions."""
     work = harness.work_directory(tmp_path, FOLDER)
-    _run(host, work, "ModelNamespaceExplicit", "test_duplication").check(count=1)
+    test_dir = _test_dir(work, "test_duplication")
+    iterative = harness.work_directory(tmp_path, test_l0_iterative_sequence.FOLDER)
+    models, backends = test_l0_iterative_sequence.repository(iterative)
+    args = [*_repository_args(test_dir), f"--model-repository={models}",
+            *SUITES["ModelNamespaceExplicit"], f"--backend-directory={backends}"]  # fmt: skip
+    env = _env(work)
+    with harness.tritonserver(host, args, work / "server.default.log", cwd=work, env=env):
+        harness.run_qa_file(
+            host, work, "test.py", "ModelNamespaceExplicit.test_duplication",
+            env={**env, "NAMESPACE_TESTING_DIRCTORY": str(test_dir)},
+        ).check(count=1)  # fmt: skip
+        harness.run_qa_file(
+            host, iterative, "iterative_sequence_e2e.py", "IterativeSequenceTest.test_grpc_stream"
+        ).check(count=1)
 
 
 @pytest.mark.triton_qa_full  # eight servers; the polling dynamic resolution sleeps 10 s
