@@ -10,7 +10,7 @@ image installs; here it is ``square_backend.py`` as a Python-based backend of th
 in a backend directory of the test's given to ``--backend-directory`` (the one flag added
 to test.sh's command line).
 
-``TRITON_QA=full`` only: the file's two tests take about 15 s (their delays).
+``TRITON_QA=full`` only: the file's two tests take about 27 s (their delays).
 """
 
 from __future__ import annotations
@@ -71,10 +71,18 @@ def server_args(work: Path) -> list[str]:
     return [f"--model-repository={work / 'models'}", f"--backend-directory={work / 'backends'}"]
 
 
-@pytest.mark.triton_qa_full  # about 15 s: the models' delays
+@pytest.mark.triton_qa_full  # about 27 s: the models' delays
 def test_response_statistics(host: LoopbackHost, tmp_path: Path) -> None:
     work = harness.work_directory(tmp_path, FOLDER)
-    log = work / "response_statistics_test.server.log"
-    with harness.tritonserver(host, server_args(work), log, cwd=work):
-        run = harness.run_qa_file(host, work, "response_statistics_test.py")
-    run.check(count=2)
+
+    def run(*selection: str) -> harness.QaRun:
+        log = work / "response_statistics_test.server.log"
+        with harness.tritonserver(host, server_args(work), log, cwd=work):
+            return harness.run_qa_file(host, work, "response_statistics_test.py", *selection)
+
+    whole = run()
+    assert len(whole.outcomes) == 2, whole.output[-4000:]
+    # its bounds are 10 % of the delays (40 ms of a 400 ms cleanup): on two shared cores
+    # a test that fails has a second try, on a server of its own (the statistics add up)
+    for name in whole.not_passed():
+        run(name.replace("::", ".")).check(count=1)

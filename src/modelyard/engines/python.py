@@ -54,6 +54,7 @@ import itertools
 import json
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -72,6 +73,7 @@ from modelyard.engines.base import (
     DecoupledRequest,
     Engine,
     LoadContext,
+    ResponseTiming,
     Signature,
     batch_requests,
     current_batch_requests,
@@ -537,9 +539,11 @@ class PythonEngine(Engine):
             BatchedRequest(1, each.parameters, each.correlation_id, each.flags) for each in requests
         ]
         pb_requests, senders = [], []
+        started_ns = time.monotonic_ns()
         for each, described in zip(requests, batch, strict=True):
             request = self._request(each.inputs, each.outputs, described)
-            send = functools.partial(self._send_response, each.deliver, each.timed)
+            timed = started_ns if each.timed else None
+            send = functools.partial(self._send_response, each.deliver, timed)
             sender = pb_utils.InferenceResponseSender(send, each.is_cancelled)
             request.attach_sender(sender, each.is_cancelled)
             pb_requests.append(request)
@@ -583,15 +587,19 @@ class PythonEngine(Engine):
     def _send_response(
         self,
         deliver: Callable[..., None],
-        timed: bool,
+        started_ns: int | None,
         response: pb_utils.InferenceResponse | None,
         final: bool,
     ) -> None:
+        """``started_ns``: when the request's execute began, where ``deliver`` takes the
+        response's timing (None: it does not)."""
+        if started_ns is not None:
+            made_ns = response._made_ns if isinstance(response, pb_utils.InferenceResponse) else 0
+            timing = ResponseTiming(started_ns, made_ns, time.monotonic_ns())
+            deliver = functools.partial(deliver, timing=tuple(timing))
         if response is None:
             deliver(None, None, final)
             return
-        if timed and isinstance(response, pb_utils.InferenceResponse):
-            deliver = functools.partial(deliver, made_ns=response._made_ns)
         try:
             tensors = self._response_tensors(response)
         except EngineError as error:

@@ -71,6 +71,7 @@ from modelyard.engines.base import (
     BatchOutcomes,
     DecoupledRequest,
     LoadContext,
+    ResponseTiming,
     batch_requests,
 )
 from modelyard.engines.python_metrics import MODEL_METRICS, MetricRefused
@@ -455,11 +456,11 @@ class StubProcess:
             elif kind == "failed":
                 self._settle(call_id, error=_rebuilt(message[2]))
             elif kind == "deliver":
-                outputs, failure, final, made_ns = message[2:]
+                outputs, failure, final, timing = message[2:]
                 handlers = (self._decoupled.pop if final else self._decoupled.get)(call_id, None)
                 if handlers is not None:
                     failure = None if failure is None else _rebuilt(failure)
-                    handlers[0](outputs, failure, final, made_ns=int(made_ns))
+                    handlers[0](outputs, failure, final, timing=_timing(timing))
             elif kind == "is_cancelled":
                 handlers = self._decoupled.get(message[2])
                 self._reply(conn, call_id, handlers is None or handlers[1]())
@@ -761,10 +762,10 @@ class _Child:
             arrays: Any,
             failure: ModelyardError | None,
             final: bool,
-            made_ns: int = 0,
+            timing: tuple[int, int, int] | None = None,
         ) -> None:
             fields = None if failure is None else _error_fields(failure)
-            self._send(("deliver", call_id, arrays, fields, final, made_ns))
+            self._send(("deliver", call_id, arrays, fields, final, timing))
 
         def is_cancelled(call_id: int) -> bool:
             return bool(self._ask("is_cancelled", call_id))
@@ -881,12 +882,19 @@ class _Parts:
 
 
 def _untimed(deliver: Callable[..., None]) -> Callable[..., None]:
-    """A ``deliver`` that does not take ``made_ns=``, as one that does (ignoring it)."""
+    """A ``deliver`` that does not take ``timing=``, as one that does (ignoring it)."""
 
-    def timed(outputs: Any, failure: Any, final: bool, made_ns: int = 0) -> None:
+    def timed(outputs: Any, failure: Any, final: bool, timing: Any = None) -> None:
         deliver(outputs, failure, final)
 
     return timed
+
+
+def _timing(sent: Any) -> ResponseTiming | None:
+    """The child's timing of a response, checked (three ints), or None."""
+    if isinstance(sent, tuple) and len(sent) == 3 and all(type(v) is int for v in sent):
+        return ResponseTiming(*sent)
+    return None
 
 
 def _shut_down(conn: Connection) -> None:

@@ -34,7 +34,7 @@ import numpy as np
 from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.dataplane import MAX_UNREAD, MAX_UNREAD_BYTES, unread_responses
-from modelyard.engines.base import DecoupledRequest
+from modelyard.engines.base import DecoupledRequest, ResponseTiming
 from modelyard.errors import Code, ModelServerError, ModelyardError, RequestRescheduled
 from modelyard.server.scheduler import (
     InstanceThreads,
@@ -282,10 +282,10 @@ class OpenRequest:
         error: ModelyardError | None,
         final: bool,
         *,
-        made_ns: int = 0,
+        timing: ResponseTiming | None = None,
     ) -> None:
-        """One response (``outputs`` or ``error``), or FINAL alone; ``made_ns``: when the
-        model made the response (its compute's end, for the response statistics)."""
+        """One response (``outputs`` or ``error``), or FINAL alone; ``timing``: the model's
+        side's readings of it (for the response statistics; without it, this side's)."""
         if final and isinstance(error, RequestRescheduled) and self.again is not None:
             with self.lock:
                 if self.final_sent:
@@ -303,9 +303,11 @@ class OpenRequest:
                 return
             self.final_sent = final
             self.failed = self.failed or error is not None
-            index, start_ns = self.responses, self.response_start_ns or self.start_ns
+            started_ns, made_ns, sent_ns = timing or (0, 0, 0)
+            index = self.responses
+            start_ns = self.response_start_ns or started_ns or self.start_ns
             self.responses += 1
-            self.response_start_ns = end_ns = self.clock.monotonic_ns()
+            self.response_start_ns = end_ns = sent_ns or self.clock.monotonic_ns()
         self._record_response(index, outputs, error, final, start_ns, made_ns, end_ns)
         if final:
             self._count()
