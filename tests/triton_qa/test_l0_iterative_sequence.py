@@ -50,20 +50,10 @@ def server_args(work: Path) -> list[str]:
             f"--backend-directory={backends}"]  # fmt: skip
 
 
-def _run(host: LoopbackHost, tmp_path: Path, *selection: str) -> harness.QaRun:
+@pytest.mark.triton_qa_full  # about 13 s: the model sleeps 500 ms an execution
+def test_iterative_sequence(host: LoopbackHost, tmp_path: Path) -> None:
     work = harness.work_directory(tmp_path, FOLDER)
     log = work / "inference_server.log"
     with harness.tritonserver(host, server_args(work), log, cwd=work):
-        return harness.run_qa_file(host, work, "iterative_sequence_e2e.py", *selection)
-
-
-@pytest.mark.triton_qa_full  # the default run takes it beside L0_model_namespacing's test
-def test_iterative_sequence_one(host: LoopbackHost, tmp_path: Path) -> None:
-    """A request with no sequence id starts a sequence of its own; its two responses come
-    over two executions."""
-    _run(host, tmp_path, "IterativeSequenceTest.test_grpc_stream").check(count=1)
-
-
-@pytest.mark.triton_qa_full  # about 10 s: the model sleeps 500 ms an execution
-def test_iterative_sequence(host: LoopbackHost, tmp_path: Path) -> None:
-    _run(host, tmp_path).check(count=6)
+        run = harness.run_qa_file(host, work, "iterative_sequence_e2e.py")
+    run.check(count=6)
