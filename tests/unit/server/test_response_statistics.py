@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from modelyard.engines.base import ResponseTiming
+from modelyard.engines.python_stub import _timing
 from modelyard.server.manager import ControlMode
 from modelyard.server.stats import MAX_RESPONSE_INDICES, VersionStats
 from modelyard.types import InferRequest
@@ -106,3 +108,9 @@ def test_response_indices_are_bounded_and_times_kept_in_order() -> None:
     assert entry[0:2] == [2, 0 + 50]  # compute_infer
     assert entry[2:4] == [1, 100]  # compute_output: the success's
     assert entry[4:6] == [1, 100] and entry[6:8] == [1, 50]  # success, fail
+
+
+def test_a_model_process_s_timing_is_taken_only_as_three_integers() -> None:
+    assert _timing((1, 2, 3)) == ResponseTiming(1, 2, 3)
+    for sent in (None, (1, 2), (1, 2, 3, 4), ("1", 2, 3), (1.5, 2, 3), (True, 2, 3), [1, 2, 3]):
+        assert _timing(sent) is None, sent
