@@ -152,7 +152,7 @@ _REJECTED = (error_rules.QUEUE_FULL.id, error_rules.QUEUE_TIMEOUT.id)
 def failure_reason(error: BaseException) -> str:
     """Triton's failure reasons for nv_inference_request_failure."""
     if isinstance(error, ModelyardError):
-        if error.code is Code.DEADLINE_EXCEEDED:
+        if error.code in (Code.DEADLINE_EXCEEDED, Code.CANCELLED):
             return "CANCELED"
         if error.rule in _REJECTED:
             return "REJECTED"
