@@ -152,12 +152,14 @@ _REJECTED = (error_rules.QUEUE_FULL.id, error_rules.QUEUE_TIMEOUT.id)
 def failure_reason(error: BaseException) -> str:
     """Triton's failure reasons for nv_inference_request_failure."""
     if isinstance(error, ModelyardError):
-        if error.code in (Code.DEADLINE_EXCEEDED, Code.CANCELLED):
+        if error.code is Code.DEADLINE_EXCEEDED:
             return "CANCELED"
         if error.rule in _REJECTED:
             return "REJECTED"
-        if error.layer == "engine":
+        if error.layer == "engine":  # a model's own error, whatever its code
             return "BACKEND"
+        if error.code is Code.CANCELLED:
+            return "CANCELED"
     return "OTHER"
 
 
