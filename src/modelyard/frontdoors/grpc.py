@@ -76,9 +76,10 @@ INFER_HANDLERS = 2
 
 def _log_awaiting_call() -> int:
     number = next(_CALL_NUMBERS)
-    log.debug(
-        "grpc_awaiting_call", triton=f"New request handler for ModelInferHandler, {number}"
-    )
+    if SETTINGS.verbose:  # on every call's path: no event built unless it is written
+        log.debug(
+            "grpc_awaiting_call", triton=f"New request handler for ModelInferHandler, {number}"
+        )
     return number
 
 
