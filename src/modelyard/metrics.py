@@ -530,7 +530,10 @@ def serve_metrics(
             error_rules.METRICS_PORT,
             listen_failure("Metrics", address, in_use, exc.strerror or str(exc)),
         ) from None
-    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+    # a short poll: close() waits for serve_forever to see the request (0.5 s by default)
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="metrics", daemon=True
+    ).start()
     return MetricsServer(server)
 
 

@@ -12,6 +12,7 @@ import functools
 import ipaddress
 import math
 import socket
+import time
 from collections.abc import Coroutine
 from dataclasses import replace
 from pathlib import Path
@@ -438,35 +439,49 @@ def _background(parts: contextlib.AsyncExitStack, work: Coroutine[Any, Any, None
     parts.callback(task.cancel)
 
 
+# how often a stop looks again at what it waits for; its log lines count whole seconds
+DRAIN_POLL_SECS = 0.05
+
+
 async def drain_as_triton(manager: ModelManager, http: HttpServer | None, timeout: float) -> None:
     """tritonserver's stop, its log lines included: wait for the HTTP connections to close,
-    then refuse new inferences and wait for those in flight, each wait counting down one
-    shared ``timeout`` a second at a time."""
-    left = math.ceil(timeout)
-    while left > 0 and http is not None and (connections := len(http.server_state.connections)):
-        triton = f"Timeout {left}: Found {connections} HTTP service connections"
-        log.info("http_connections_open", connections=connections, triton=triton)
-        await asyncio.sleep(1)
-        left -= 1
+    then refuse new inferences and wait for those in flight, both within one ``timeout``.
+    Triton looks once a second; here the stop ends as soon as nothing is left, and a line
+    is written as Triton counts down, each second, and when the counts change."""
+    deadline = time.monotonic() + math.ceil(timeout)
+
+    def seconds_left() -> int:
+        return math.ceil(deadline - time.monotonic())
+
+    written: object = None  # what the last line said
+    while http is not None and (connections := len(http.server_state.connections)):
+        if (left := seconds_left()) <= 0:
+            break
+        if (left, connections) != written:
+            written = (left, connections)
+            triton = f"Timeout {left}: Found {connections} HTTP service connections"
+            log.info("http_connections_open", connections=connections, triton=triton)
+        await asyncio.sleep(DRAIN_POLL_SECS)
     manager.stopping = True
     log.info("draining", triton="Waiting for in-flight requests to complete.")
-    while left > 0:
+    while (left := seconds_left()) > 0:
         # a sequence model counts its running sequences, as Triton's sequence batcher
         counts = [
             (mv.name, mv.version, getattr(mv.scheduler, "in_flight", mv.scheduler.pending))
             for mv in manager.all_versions(retiring=True)
         ]
         busy = [(name, version, count) for name, version, count in counts if count]
-        log.info("in_flight", versions=len(busy), triton=f"Timeout {left}: Found {len(busy)} "
-                 "model versions that have in-flight inferences")  # fmt: skip
-        for name, version, count in busy:
-            log.info("in_flight_model", model=name, version=version, requests=count,
-                     triton=f"Model '{name}' (version {version}) has {count} in-flight "
-                     "inferences")  # fmt: skip
+        if (left, busy) != written:
+            written = (left, busy)
+            log.info("in_flight", versions=len(busy), triton=f"Timeout {left}: Found {len(busy)} "
+                     "model versions that have in-flight inferences")  # fmt: skip
+            for name, version, count in busy:
+                log.info("in_flight_model", model=name, version=version, requests=count,
+                         triton=f"Model '{name}' (version {version}) has {count} in-flight "
+                         "inferences")  # fmt: skip
         if not busy:
             return
-        await asyncio.sleep(1)
-        left -= 1
+        await asyncio.sleep(DRAIN_POLL_SECS)
 
 
 def _exit_on_failed_loads(manager: ModelManager) -> None:

@@ -415,8 +415,9 @@ def apply_plan(
         for instance in started:
             launcher.wait_ready(instance)
             wait_listed(state.registry, instance)
-        for instance in [i for i in state.instances if i.name in plan.stop]:
-            launcher.stop(instance, stop_timeout)
+        stopping = [i for i in state.instances if i.name in plan.stop]
+        launcher.stop_all(stopping, stop_timeout)
+        for instance in stopping:
             state.instances.remove(instance)
             done.append(f"stopped {instance.name} pid {instance.pid}")
         state.spec_hash = plan.spec_hash
@@ -462,10 +463,9 @@ def replace_dead(
 def down(state: State) -> list[str]:
     launcher = launcher_for(state)
     done = stop_recorded_gateways(state.directory)
-    for instance in list(state.instances):
-        launcher.stop(instance)
-        state.instances.remove(instance)
-        done.append(f"stopped {instance.name} pid {instance.pid}")
+    launcher.stop_all(state.instances)
+    done += [f"stopped {instance.name} pid {instance.pid}" for instance in state.instances]
+    state.instances.clear()
     state.releases.clear()
     state.spec_hash = ""
     state.save()

@@ -11,6 +11,7 @@ served with ``serve --model-version MODEL=VERSION``, whatever the model's
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,18 +220,30 @@ class LocalLauncher:
 
     def stop(self, instance: LaunchedInstance, timeout: float = 15.0) -> None:
         """SIGTERM (the process deregisters first), then SIGKILL after ``timeout``."""
-        pid = instance.pid
-        if not is_alive(pid, instance.name):
-            return
-        child = _untrack(pid)  # stopped on purpose: no exit for the supervisor to report
-        os.kill(pid, signal.SIGTERM)
+        self.stop_all([instance], timeout)
+
+    def stop_all(self, instances: Sequence[LaunchedInstance], timeout: float = 15.0) -> None:
+        """``stop`` for each at once: all drain together, so stopping N takes one drain."""
+        stopping = []
+        for instance in instances:
+            if not is_alive(instance.pid, instance.name):
+                continue
+            child = _untrack(instance.pid)  # stopped on purpose: no exit for the supervisor
+            os.kill(instance.pid, signal.SIGTERM)
+            stopping.append((instance, child))
+
+        def running(instance: LaunchedInstance, child: subprocess.Popen[bytes] | None) -> bool:
+            if child is not None:
+                return child.poll() is None
+            return is_alive(instance.pid, instance.name)
+
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if child is not None and child.poll() is not None:
-                return
-            if child is None and not is_alive(pid, instance.name):
-                return
+        while (stopping := [(i, c) for i, c in stopping if running(i, c)]) and (
+            time.monotonic() < deadline
+        ):
             time.sleep(0.05)
-        os.kill(pid, signal.SIGKILL)
-        if child is not None:
-            child.wait(5)
+        for instance, child in stopping:
+            with contextlib.suppress(ProcessLookupError):  # it may have exited meanwhile
+                os.kill(instance.pid, signal.SIGKILL)
+            if child is not None:
+                child.wait(5)

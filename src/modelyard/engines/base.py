@@ -38,6 +38,9 @@ class BatchedRequest(NamedTuple):
     flags: int = 0
     # whether its caller has gone (a gRPC call cancelled): the model's is_cancelled()
     is_cancelled: Callable[[], bool] | None = None
+    # a ragged batch's: the request's shape of each ragged input (allow_ragged_batch), which
+    # the batch holds flat, each request's elements after the one's before it
+    ragged_shapes: dict[str, tuple[int, ...]] | None = None
 
 
 class BatchOutcomes(Exception):
@@ -186,6 +189,10 @@ class Engine(ABC):
     #: allow_ragged_batch as every request's elements one after another (one flat tensor),
     #: the config's batch_input tensors beside the inputs, and each batch_output flat
     serves_ragged_batches: ClassVar[bool] = False
+    #: whether execute() takes a batch's ragged inputs (flat, each request's shape in its
+    #: BatchedRequest.ragged_shapes) but no batch_input or batch_output: a model that reads
+    #: requests sees each request's tensor in its own shape, as Triton's python backend does
+    serves_ragged_inputs: ClassVar[bool] = False
     #: outputs execute() itself returns flat over a ragged batch, each request's part shaped
     #: as its part of the named input (output -> input); set by load()
     ragged_outputs: Mapping[str, str] = MappingProxyType({})

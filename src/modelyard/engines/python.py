@@ -52,6 +52,7 @@ import importlib.util
 import inspect
 import itertools
 import json
+import math
 import sys
 import threading
 from collections.abc import Callable
@@ -155,11 +156,47 @@ def _has_rows(tensors: dict[str, Any], rows: int) -> bool:
     return all(np.ndim(array) > 0 and len(array) == rows for array in tensors.values())
 
 
+def _stackable(parts: list[dict[str, Any]], outputs: list[str]) -> bool:
+    """Whether the responses' tensors of each output join by rows: the same shape past the
+    first dimension (a ragged batch's answers may each have a shape of their own)."""
+    for name in outputs:
+        shapes = {np.shape(part[name])[1:] for part in parts if name in part}
+        if len(shapes) > 1:
+            return False
+    return True
+
+
+def _request_parts(
+    inputs: dict[str, np.ndarray], batched: list[BatchedRequest]
+) -> list[dict[str, np.ndarray]]:
+    """Each request's tensors of a batch: its rows of each input, and of a ragged input its
+    elements of the flat run, in its own shape."""
+    parts: list[dict[str, np.ndarray]] = []
+    row = 0
+    offsets: dict[str, int] = {}
+    for each in batched:
+        shapes = each.ragged_shapes or {}
+        part = {}
+        for name, array in inputs.items():
+            shape = shapes.get(name)
+            if shape is None:
+                part[name] = array[row : row + each.rows]
+                continue
+            first = offsets.get(name, 0)
+            offsets[name] = last = first + math.prod(shape)
+            part[name] = array.reshape(-1)[first:last].reshape(shape)
+        parts.append(part)
+        row += each.rows
+    return parts
+
+
 class PythonEngine(Engine):
     name = "python"
     extra = "all"
     default_filenames = ("model.py",)
     describes_signature = False
+    # a Triton-API model sees each request of a ragged batch in its own shape
+    serves_ragged_inputs = True
 
     def __init__(self, in_process: bool = False, alone: bool = False) -> None:
         # False: a Triton python-backend model runs in a process of its own (python_stub.py)
@@ -347,14 +384,12 @@ class PythonEngine(Engine):
         not describe, as one request.
         """
         batched = current_batch_requests()
-        if batched is not None and self._batched and len(batched) > 1:
-            requests = []
-            start = 0
-            for each in batched:
-                end = start + each.rows
-                part = {name: array[start:end] for name, array in inputs.items()}
-                requests.append(self._request(part, outputs, each))
-                start = end
+        ragged = batched is not None and any(each.ragged_shapes for each in batched)
+        if batched is not None and self._batched and (len(batched) > 1 or ragged):
+            requests = [
+                self._request(part, outputs, each)
+                for part, each in zip(_request_parts(inputs, batched), batched, strict=True)
+            ]
         else:
             requests = [self._request(inputs, outputs, batched[0] if batched else None)]
         answers = [_OneAnswer() for _ in requests]
@@ -395,8 +430,13 @@ class PythonEngine(Engine):
             return outcomes[0]
         # stacked where each response has its request's rows; else each answers on its own
         tensors = [outcome for outcome in outcomes if not isinstance(outcome, ModelyardError)]
-        if len(tensors) < len(outcomes) or not all(
-            _has_rows(part, each.rows) for part, each in zip(tensors, batched or (), strict=True)
+        if (
+            len(tensors) < len(outcomes)
+            or not all(
+                _has_rows(part, each.rows)
+                for part, each in zip(tensors, batched or (), strict=True)
+            )
+            or not _stackable(tensors, outputs)
         ):
             raise BatchOutcomes(outcomes)
         return {

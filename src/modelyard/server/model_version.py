@@ -452,20 +452,20 @@ def load_model_version(
     sequence: SequencePolicy | None = None
     scheduler: ModelScheduler
     try:
+        ragged = made.ragged
+        if ragged is not None:  # with the outputs the engine itself returns flat
+            ragged = ragged.scattering(engines[0].ragged_outputs, config)
         if config.HasField("sequence_batching"):
             sequence = _sequence_policy(name, version, model_dir, config, placed, limiter)
             decoupled = config.model_transaction_policy.decoupled
             if decoupled:
                 _check_decoupled_sequences(name, version, backend, engines, sequence)
             scheduler = SequenceScheduler(name, version, engines, sequence, clock=clock,
-                                          decoupled=decoupled)  # fmt: skip
+                                          decoupled=decoupled, ragged=ragged)  # fmt: skip
         elif config.model_transaction_policy.decoupled:
             scheduler = _decoupled_scheduler(name, version, config, backend, engines, placed,
                                              limiter, clock)  # fmt: skip
         else:
-            ragged = made.ragged
-            if ragged is not None:  # with the outputs the engine itself returns flat
-                ragged = ragged.scattering(engines[0].ragged_outputs, config)
             scheduler = _dynamic_scheduler(name, version, config, engines, placed, limiter,
                                            clock, loop_load, default_max_queue_size,
                                            tokens, ragged)  # fmt: skip
@@ -548,23 +548,33 @@ def _ragged_batching(
     tokens: TokenBatching | None,
 ) -> RaggedBatching | None:
     """The config's ragged batching (None: it asks for none), where its engine and its
-    scheduler serve it: the dynamic batcher's, on an engine that takes ragged batches."""
+    scheduler serve it: the dynamic or the sequence batcher's, on an engine that takes
+    ragged batches (a python model: ragged inputs alone, each request in its own shape)."""
     ragged = RaggedBatching.from_config(config, f"{name}/config.pbtxt")
     if ragged is None:
         return None
     change = f"remove allow_ragged_batch, batch_input and batch_output from {name}/config.pbtxt"
     if not engine.serves_ragged_batches:
-        raise load_error(
-            name,
-            version,
-            f"the {backend} backend does not take ragged batches (allow_ragged_batch, "
-            "batch_input, batch_output): onnxruntime and identity models do",
-            change,
-            rule="model-server/ragged-batch",
-        )
-    if config.HasField("sequence_batching"):
-        kind = "a sequence model's"
-    elif config.model_transaction_policy.decoupled:
+        if not engine.serves_ragged_inputs:
+            raise load_error(
+                name,
+                version,
+                f"the {backend} backend does not take ragged batches (allow_ragged_batch, "
+                "batch_input, batch_output): onnxruntime, identity and python models do",
+                change,
+                rule="model-server/ragged-batch",
+            )
+        if ragged.batch_inputs or ragged.scattered:
+            raise load_error(
+                name,
+                version,
+                f"the {backend} backend takes allow_ragged_batch (each request in its own "
+                "shape) but not batch_input or batch_output, which onnxruntime and identity "
+                "models take",
+                f"remove batch_input and batch_output from {name}/config.pbtxt",
+                rule="model-server/ragged-batch",
+            )
+    if config.model_transaction_policy.decoupled:
         kind = "a decoupled model's"
     elif tokens is not None:
         kind = "a text model's (batched by tokens)"
@@ -573,7 +583,7 @@ def _ragged_batching(
     raise load_error(
         name,
         version,
-        f"ragged batching is served by the dynamic batcher, not {kind} scheduler",
+        f"ragged batching is served by the dynamic and sequence batchers, not {kind} scheduler",
         change,
         rule="model-server/ragged-batch",
     )

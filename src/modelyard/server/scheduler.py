@@ -385,10 +385,12 @@ class Scheduler(InstanceThreads):
         self._in_order = InOrder() if policy.preserve_ordering else None
         self._held_until_queued = held_until_queued()
         # a model that waits for its preferred batch holds lone requests: never inline
+        # a model that reads requests gets a ragged batch's shapes from an instance thread
         self._allow_inline = (
             allow_inline
             and not (policy.toward_preferred and policy.max_queue_delay_ns)
             and not self._held_until_queued
+            and not (ragged is not None and self._takes_requests)
         )
         # batching models run inline only while the loop is idle; under load they queue
         self._loop_load = loop_load if policy.batching else None
@@ -769,9 +771,19 @@ class Scheduler(InstanceThreads):
     ) -> dict[str, np.ndarray]:
         if not self._takes_requests:
             return engine.execute(inputs, outputs)
-        # Triton's python backend: each request as it came
-        requests = zip(batch, payloads, strict=True)
-        described = [BatchedRequest(r.rows, p.parameters, 0, 0, p.caller_gone) for r, p in requests]
+        # Triton's python backend: each request as it came (a ragged input in its own shape)
+        ragged = self._ragged.ragged if self._ragged is not None else frozenset()
+        described = [
+            BatchedRequest(
+                r.rows,
+                p.parameters,
+                0,
+                0,
+                p.caller_gone,
+                {n: p.inputs[n].shape for n in ragged if n in p.inputs} if ragged else None,
+            )
+            for r, p in zip(batch, payloads, strict=True)
+        ]
         with batch_requests(described):
             return engine.execute(inputs, outputs)
 

@@ -23,6 +23,13 @@ A sequence's requests never run concurrently and are answered in order. The
 implicit state a sequence's execution returns feeds its next one; START resets it
 to the configured initial state.
 
+With an input that allows ragged batching (``allow_ragged_batch``), sequences whose next
+requests differ in its shape share an execution, as Triton's sequence batcher forms a
+batch without comparing such an input's shapes: the batch is assembled as the dynamic
+batcher's ragged batches are (``RaggedBatching``: the input flat, the batch inputs
+computed), a padding row carrying the first request's shapes (Triton's null request, a
+copy of it), and each request's answer is its part.
+
 A queued request whose caller cancels it (a gRPC call or stream cancelled) cancels its
 sequence, as Triton's: within ``CANCELLED_CHECK_S`` it and the requests queued after it
 are answered CANCELLED (each counted as a CANCELED failure), those before it run, and the
@@ -63,6 +70,7 @@ from modelyard.server.decoupled import (
     decoupled_refusal,
     execute_decoupled,
 )
+from modelyard.server.ragged import RaggedBatching
 from modelyard.server.scheduler import (
     InstanceThreads,
     answers_by_loop,
@@ -192,13 +200,20 @@ def _row_bytes(array: np.ndarray, shape: tuple[int, ...], batched: bool) -> int:
     )
 
 
-def _row_request(request: _Request | None) -> BatchedRequest:
+def _zeros_like(array: np.ndarray) -> np.ndarray:
+    return np.full_like(array, b"") if array.dtype.hasobject else np.zeros_like(array)
+
+
+def _row_request(
+    request: _Request | None, ragged_shapes: dict[str, tuple[int, ...]] | None = None
+) -> BatchedRequest:
     if request is None:
-        return BatchedRequest()
+        return BatchedRequest(ragged_shapes=ragged_shapes)
     flags = request.flags
     return BatchedRequest(
-        1, request.parameters, flags.id, (1 if flags.start else 0) | (2 if flags.end else 0)
-    )
+        1, request.parameters, flags.id, (1 if flags.start else 0) | (2 if flags.end else 0),
+        ragged_shapes=ragged_shapes,
+    )  # fmt: skip
 
 
 class SequenceScheduler(InstanceThreads):
@@ -208,6 +223,9 @@ class SequenceScheduler(InstanceThreads):
     through ``submit_stream``, and each answers through its own response sender, zero, one or
     many times, as ``DecoupledScheduler``'s do; its slot and the sequence's next request wait
     only for its ``execute`` to return, as Triton releases a decoupled model's request then.
+
+    ``ragged``: the model's ragged batching (an input with ``allow_ragged_batch``): sequences
+    whose requests differ in that input's shape run in one execution.
     """
 
     def __init__(
@@ -219,9 +237,11 @@ class SequenceScheduler(InstanceThreads):
         *,
         clock: Clock = SYSTEM_CLOCK,
         decoupled: bool = False,
+        ragged: RaggedBatching | None = None,
     ) -> None:
         super().__init__(model, version, policy.max_batch_size, clock)
         self.policy = policy
+        self._ragged = ragged if policy.batched else None
         self._variable_states = policy.variable_states
         self.decoupled = decoupled  # answers through submit_stream (ModelScheduler)
         self._engines = engines
@@ -307,10 +327,13 @@ class SequenceScheduler(InstanceThreads):
         timeout_us = submitted.timeout_us
         loop = asyncio.get_running_loop()
         now = self._clock.monotonic_ns()
+        if self._ragged is not None:  # a ragged input's shape is left out
+            shape_key = self._ragged.shape_key(inputs)
+        elif shape_key is None:
+            shape_key = shape_key_of(inputs)
         request = _Request(
-            inputs, outputs, flags, future, loop, min(arrived_ns, now) or now,
-            shape_key_of(inputs) if shape_key is None else shape_key, timing, parameters,
-            stream=stream, caller_gone=CALLER_GONE.get(),
+            inputs, outputs, flags, future, loop, min(arrived_ns, now) or now, shape_key,
+            timing, parameters, stream=stream, caller_gone=CALLER_GONE.get(),
         )  # fmt: skip
         # past its timeout or its caller's deadline, a request given back is not run again
         ends = (now + timeout_us * 1000 if timeout_us > 0 else 0,
@@ -767,50 +790,89 @@ class SequenceScheduler(InstanceThreads):
         engine_outputs = outputs + [n for n in self.policy.state_outputs if n not in outputs]
         infer_start = start_ns
         try:  # a state the model returned in a shape of its own fails here, not later
-            inputs = self._batch_inputs(rows, first)
+            parts = self._row_inputs(rows, first)
+            inputs = self._batch_inputs(rows, first, parts)
             infer_start = clock.monotonic_ns()
-            with batch_requests([_row_request(row.request) for row in rows]):
+            with batch_requests(self._described(rows, parts)):
                 results = engine.execute(inputs, engine_outputs)
             self._check(results, engine_outputs, len(rows))
+            each_row = self._each_row(rows, results, parts)
         except RequestRescheduled as again:  # one request, given back (_run_again)
             return [(request, again) for request in real]
         except BatchOutcomes as each:
-            return self._each_failed(engine, rows, real, each)
+            return self._each_failed(engine, rows, real, each, start_ns, infer_start)
         except Exception as exc:
             return self._failed_batch(engine, real, exc)
         infer_end = clock.monotonic_ns()
-        answers = self._answers(rows, results)
+        answers = self._answers(rows, results, each_row)
+        self._record(real, len(rows), start_ns, infer_start, infer_end)
+        return answers
+
+    def _record(
+        self, real: list[_Request], rows: int, start_ns: int, infer_start: int, infer_end: int
+    ) -> None:
+        """An execution's statistics (counted by its slots, padding included) and each
+        traced request's times."""
+        clock = self._clock
         end_ns = clock.monotonic_ns()
         enqueued = [request.enqueued_ns for request in real]
         self.stats.record_execution(
             enqueued, start_ns, len(enqueued), infer_start - start_ns, infer_end - infer_start,
-            end_ns - infer_end, end_ns, int(clock.wall() * 1000), batch_size=len(rows),
+            end_ns - infer_end, end_ns, int(clock.wall() * 1000), batch_size=rows,
         )  # fmt: skip
         for request in real:
             if request.timing is not None:
                 request.timing += (request.enqueued_ns, start_ns, infer_start, infer_end, end_ns)
-        return answers
+
+    def _described(
+        self, rows: list[_Row], parts: list[dict[str, np.ndarray]] | None
+    ) -> list[BatchedRequest]:
+        """Each row as a model that reads requests sees it; in a ragged batch, with its
+        shapes of the ragged inputs."""
+        ragged = self._ragged
+        if ragged is None or parts is None:
+            return [_row_request(row.request) for row in rows]
+        return [
+            _row_request(row.request, {n: part[n].shape for n in ragged.ragged if n in part})
+            for row, part in zip(rows, parts, strict=True)
+        ]
 
     def _each_failed(
-        self, engine: Engine, rows: list[_Row], real: list[_Request], each: BatchOutcomes
+        self,
+        engine: Engine,
+        rows: list[_Row],
+        real: list[_Request],
+        each: BatchOutcomes,
+        start_ns: int,
+        infer_start: int,
     ) -> list[tuple[_Request, dict[str, np.ndarray] | BaseException]]:
-        """A batch whose model answered its requests each on its own, some with an error: a
-        state needs every row, so the batch fails, each request with its own error where it
-        has one, the others with the first."""
+        """A batch whose model answered its requests each on its own (a python model's
+        responses; a ragged batch's, each in its own shape): with no error, each request
+        its answer; with one, a state needs every row, so the batch fails, each request with
+        its own error where it has one, the others with the first."""
         if self.policy.iterative:  # each answered on its own (no state kept), or run again
             return self._each_on_its_own(rows, each)
         errors = [o if isinstance(o, BaseException) else None for o in each.outcomes]
         lead = next((error for error in errors if error is not None), None)
-        if lead is None:  # rows of their own, and no error: the states cannot be kept
-            return self._failed_batch(engine, real, each)
+        if lead is None:
+            if self.policy.states:  # rows of their own: the states cannot be kept
+                return self._failed_batch(engine, real, each)
+            answers: list[tuple[_Request, dict[str, np.ndarray] | BaseException]] = []
+            for row, outcome in zip(rows, each.outcomes, strict=True):
+                if row.request is not None and isinstance(outcome, dict):
+                    asked = {n: outcome[n] for n in row.request.outputs if n in outcome}
+                    answers.append((row.request, asked))
+            infer_end = self._clock.monotonic_ns()
+            self._record(real, len(rows), start_ns, infer_start, infer_end)
+            return answers
         end_ns = self._clock.monotonic_ns()
-        answers: list[tuple[_Request, dict[str, np.ndarray] | BaseException]] = []
+        failed: list[tuple[_Request, dict[str, np.ndarray] | BaseException]] = []
         for row, error in zip(rows, errors, strict=True):
             if row.request is not None:
-                failed = error or lead
-                self.stats.record_failure(failure_reason(failed), end_ns - row.request.enqueued_ns)
-                answers.append((row.request, failed))
-        return answers
+                failure = error or lead
+                self.stats.record_failure(failure_reason(failure), end_ns - row.request.enqueued_ns)
+                failed.append((row.request, failure))
+        return failed
 
     def _each_on_its_own(
         self, rows: list[_Row], each: BatchOutcomes
@@ -834,23 +896,48 @@ class SequenceScheduler(InstanceThreads):
             self.stats.record_failure(failure_reason(error), end_ns - request.enqueued_ns)
         return [(request, error) for request in real]
 
+    def _each_row(
+        self,
+        rows: list[_Row],
+        results: dict[str, np.ndarray],
+        parts: list[dict[str, np.ndarray]] | None,
+    ) -> list[dict[str, np.ndarray] | None]:
+        """Each row's outputs that its request asked for (None: a padding row): its row of
+        each, or, in a ragged batch, its part (a scattered output's in its own shape)."""
+        ragged = self._ragged
+        if ragged is not None and parts is not None:
+            wanted = [[] if row.request is None else row.request.outputs for row in rows]
+            where = f"the model files of {self.model}/{self.version}"
+            split = ragged.split(results, parts, wanted, [1] * len(rows), where)
+            return [None if r.request is None else p for r, p in zip(rows, split, strict=True)]
+        batched = self.policy.batched
+        each_row: list[dict[str, np.ndarray] | None] = []
+        for index, row in enumerate(rows):
+            if row.request is None:
+                each_row.append(None)
+                continue
+            asked = [name for name in row.request.outputs if name in results]  # one left out
+            if batched:
+                each_row.append({name: results[name][index : index + 1] for name in asked})
+            else:
+                each_row.append({name: results[name] for name in asked})
+        return each_row
+
     def _answers(
-        self, rows: list[_Row], results: dict[str, np.ndarray]
+        self,
+        rows: list[_Row],
+        results: dict[str, np.ndarray],
+        each_row: list[dict[str, np.ndarray] | None],
     ) -> list[tuple[_Request, dict[str, np.ndarray] | BaseException]]:
         """Each real row's outputs, and its sequence's state for its next request."""
         answers: list[tuple[_Request, dict[str, np.ndarray] | BaseException]] = []
         policy = self.policy
         batched = policy.batched
-        for index, row in enumerate(rows):
+        for index, (row, outputs) in enumerate(zip(rows, each_row, strict=True)):
             request, sequence = row.request, row.sequence
-            if request is None or sequence is None:
+            if request is None or sequence is None or outputs is None:
                 continue
-            asked = [name for name in request.outputs if name in results]  # one left out: too
-            if batched:
-                part = slice(index, index + 1)
-                answers.append((request, {name: results[name][part] for name in asked}))
-            else:
-                answers.append((request, {name: results[name] for name in asked}))
+            answers.append((request, outputs))
             if policy.states:
                 sequence.state = {
                     state.input_name: _kept(
@@ -863,10 +950,29 @@ class SequenceScheduler(InstanceThreads):
                 }
         return answers
 
-    def _batch_inputs(self, rows: list[_Row], first: _Request) -> dict[str, np.ndarray]:
-        """The client inputs stacked by row (padding rows as zeros), and the filled ones."""
+    def _row_inputs(self, rows: list[_Row], first: _Request) -> list[dict[str, np.ndarray]] | None:
+        """Each row's client inputs in a batch (None: one slot per instance): a padding
+        row's are zeros in the first request's shapes (Triton's null request, a copy of it)."""
+        if not self.policy.batched:
+            return None
+        padding: dict[str, np.ndarray] | None = None
+        parts = []
+        for row in rows:
+            if row.request is not None:
+                parts.append(row.request.inputs)
+                continue
+            if padding is None:
+                padding = {name: _zeros_like(array) for name, array in first.inputs.items()}
+            parts.append(padding)
+        return parts
+
+    def _batch_inputs(
+        self, rows: list[_Row], first: _Request, parts: list[dict[str, np.ndarray]] | None
+    ) -> dict[str, np.ndarray]:
+        """The client inputs stacked by row (padding rows as zeros; a ragged input flat, the
+        batch inputs computed), and the filled ones."""
         policy = self.policy
-        if not policy.batched:  # one slot per instance: the request as it came
+        if parts is None:  # one slot per instance: the request as it came
             request, sequence = rows[0].request, rows[0].sequence
             assert request is not None and sequence is not None
             inputs = dict(request.inputs)
@@ -875,26 +981,24 @@ class SequenceScheduler(InstanceThreads):
             for state in policy.states:
                 inputs[state.input_name] = self._state_of(sequence, request, state)
             return inputs
-        inputs = {}
-        for name, array in first.inputs.items():
-            zeros = np.full_like(array, b"") if array.dtype.hasobject else np.zeros_like(array)
-            inputs[name] = stack_rows(
-                [zeros if row.request is None else row.request.inputs[name] for row in rows]
-            )
+        if self._ragged is not None:
+            inputs = self._ragged.assemble(parts, stack_rows)
+        else:
+            inputs = {name: stack_rows([part[name] for part in parts]) for name in first.inputs}
         for control in policy.controls:
             inputs[control.name] = np.concatenate(
                 [self._control_value(control, row.request, shape=(1, 1)) for row in rows]
             )
         for state in policy.states:
-            parts = [self._state_of(row.sequence, row.request, state) for row in rows]
+            parts_of = [self._state_of(row.sequence, row.request, state) for row in rows]
             if state.variable:  # padding rows: zeros in the shape the real rows share
-                real = (part for row, part in zip(rows, parts, strict=True) if row.request)
+                real = (part for row, part in zip(rows, parts_of, strict=True) if row.request)
                 shape = next(real).shape
-                parts = [
+                parts_of = [
                     state.zeros(shape) if row.request is None else part
-                    for row, part in zip(rows, parts, strict=True)
+                    for row, part in zip(rows, parts_of, strict=True)
                 ]
-            inputs[state.input_name] = np.stack(parts)
+            inputs[state.input_name] = np.stack(parts_of)
         return inputs
 
     @staticmethod
@@ -939,6 +1043,8 @@ class SequenceScheduler(InstanceThreads):
                     f"{STATE_MAX_BYTES} bytes",
                     where=f"the state dims in {self.model}/config.pbtxt, or the model's output",
                 )
+        if self._ragged is not None:  # a scattered output is flat: its parts are checked then
+            outputs = [name for name in outputs if name not in self._ragged.scattered]
         check_outputs(self.model, self.version, results, outputs, rows, self.policy.batched)
 
     def _answer(self, answers: list[tuple[_Request, Any]]) -> None:

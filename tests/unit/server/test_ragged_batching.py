@@ -469,9 +469,13 @@ def test_an_onnx_model_takes_a_ragged_batch_with_its_batch_input(tmp_path: Path)
          "model provides [-1, -1]"),
         ("onnxruntime", ONNX.replace('target_name: "N"', 'target_name: "M"'), [None],
          "batch_input target 'M' is not an input of the model file"),
-        ("python", IDENTITY, None, "the python backend does not take ragged batches"),
-        ("identity", IDENTITY.split("dynamic_batching")[0] + "sequence_batching { }", None,
-         "ragged batching is served by the dynamic batcher, not a sequence model's scheduler"),
+        ("python", ONNX, None,
+         "the python backend takes allow_ragged_batch (each request in its own shape) but not "
+         "batch_input or batch_output"),
+        ("identity", IDENTITY.split("dynamic_batching")[0]
+         + "model_transaction_policy { decoupled: true }", None,
+         "ragged batching is served by the dynamic and sequence batchers, not a decoupled "
+         "model's scheduler"),
         ("identity", IDENTITY.replace("max_batch_size: 8", "max_batch_size: 0"), None,
          "does not batch (max_batch_size 0) and input 'INPUT0' sets allow_ragged_batch"),
     ],
