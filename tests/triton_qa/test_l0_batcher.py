@@ -59,8 +59,6 @@ NO_DELAY_TESTS = [
 # the default run (CI's budget): one of each kind of batch the no-delay tests form
 DEFAULT_NO_DELAY_TESTS = [
     "test_static_batch_preferred",
-    "test_static_batch_gt_max_preferred",
-    "test_multi_batch_not_preferred",
     "test_multi_batch_sum_gt_max_preferred",
     "test_multi_different_outputs",
 ]
@@ -71,6 +69,10 @@ DELAY_TESTS = {
     "test_multi_batch_use_best_preferred": 3,
     "test_multi_batch_delayed_use_max_batch": 3,
 }
+DEFAULT_DELAY_TESTS = [
+    "test_multi_batch_use_biggest_preferred",
+    "test_multi_batch_delayed_use_max_batch",
+]
 DIFFERENT_SHAPE_TESTS = [
     "test_multi_batch_not_preferred_different_shape",
     "test_multi_batch_preferred_different_shape",
@@ -83,14 +85,16 @@ PREFERRED_BATCH_ONLY_TESTS = {
     "test_preferred_batch_only_use_biggest_preferred": 7,
     "test_preferred_batch_only_use_no_preferred_size": 3,
 }
-DEFAULT_PREFERRED_BATCH_ONLY_TESTS = [
-    "test_preferred_batch_only_unaligned",
-    "test_preferred_batch_only_use_no_preferred_size",
+DEFAULT_DIFFERENT_SHAPE_TESTS = [
+    "test_multi_batch_different_shape_allow_ragged",
+    "test_multi_batch_different_shape",
 ]
+DEFAULT_PREFERRED_BATCH_ONLY_TESTS = ["test_preferred_batch_only_unaligned"]
 MAX_QUEUE_DELAY_ONLY_TESTS = [
     "test_max_queue_delay_only_default",
     "test_max_queue_delay_only_non_default",
 ]
+DEFAULT_MAX_QUEUE_DELAY_ONLY_TESTS = ["test_max_queue_delay_only_non_default"]
 
 OUT_OF_REACH: dict[str, str] = {}
 
@@ -220,8 +224,13 @@ def _runs(work: Path) -> list[Run]:
         repository = "models" if batcher_type == "FIXED" else "var_models"
         no_delay = NO_DELAY_TESTS if FULL else DEFAULT_NO_DELAY_TESTS
         runs += [Run(t, repository, batcher_type) for t in no_delay]
-        runs += [Run(t, repository, batcher_type, n) for t, n in DELAY_TESTS.items()]
-    runs += [Run(t, "var_models", "VARIABLE") for t in DIFFERENT_SHAPE_TESTS]
+        runs += [
+            Run(t, repository, batcher_type, n)
+            for t, n in DELAY_TESTS.items()
+            if FULL or t in DEFAULT_DELAY_TESTS
+        ]
+    different_shape = DIFFERENT_SHAPE_TESTS if FULL else DEFAULT_DIFFERENT_SHAPE_TESTS
+    runs += [Run(t, "var_models", "VARIABLE") for t in different_shape]
     runs.append(
         Run("test_multi_batch_delayed_preferred_different_shape", "var_models", "VARIABLE", 4)
     )
@@ -230,7 +239,7 @@ def _runs(work: Path) -> list[Run]:
         for t, n in PREFERRED_BATCH_ONLY_TESTS.items()
         if FULL or t in DEFAULT_PREFERRED_BATCH_ONLY_TESTS
     ]
-    for test in MAX_QUEUE_DELAY_ONLY_TESTS:
+    for test in MAX_QUEUE_DELAY_ONLY_TESTS if FULL else DEFAULT_MAX_QUEUE_DELAY_ONLY_TESTS:
         runs.append(Run(test, _max_queue_delay_models(work, test).name))
     return runs
 

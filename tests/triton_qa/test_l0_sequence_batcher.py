@@ -73,17 +73,18 @@ DELAY_TESTS = [
     "test_ragged_batch",
     "test_backlog",
 ]
-# the default run takes three of them (a backlog's timeout, a half and a ragged batch), to
-# stay within CI's time; TRITON_QA=full takes all ten, on every repository
-# the default run (CI's budget): a sequence, one of length 1, a batch of them, and a
-# sequence that never ends; TRITON_QA=full adds the refusals (no START, no id)
-DEFAULT_NO_DELAY_TESTS = [*NO_DELAY_TESTS[:3], "test_no_sequence_end"]
-DEFAULT_DELAY_TESTS = ["test_backlog_sequence_timeout", "test_half_batch", "test_ragged_batch"]
+# the default run takes two of them (a backlog's timeout and a ragged batch), to stay
+# within CI's time; TRITON_QA=full takes all ten, on every repository
+# the default run (CI's budget): a sequence, a batch of them, and a sequence that never
+# ends; TRITON_QA=full adds one of length 1 and the refusals (no START, no id)
+DEFAULT_NO_DELAY_TESTS = ["test_simple_sequence", "test_batch_size", "test_no_sequence_end"]
+DEFAULT_DELAY_TESTS = ["test_backlog_sequence_timeout", "test_ragged_batch"]
 QUEUE_DELAY_TESTS = [
     "test_queue_delay_no_min_util",
     "test_queue_delay_half_min_util",
     "test_queue_delay_full_min_util",
 ]
+DEFAULT_QUEUE_DELAY_TESTS = ["test_queue_delay_half_min_util"]
 DTYPES = ("int32", "bool")
 
 
@@ -138,14 +139,13 @@ INITIAL_FILE = Variant("initial-file", implicit=True, initial_file=True)
 # its region names are fixed (/ip0, /output_data...): its servers run one at a time, as
 # the namespaces share /dev/shm
 SYSTEM_SHM = Variant("system-shm", system_shm=True)
-# the default run takes a few of the no-delay tests of each variant but the first
+# the default run takes one or two of the no-delay tests of each variant but the first
 DEFAULT_VARIANT_TESTS = {
-    IMPLICIT: NO_DELAY_TESTS[:3],
-    INITIAL_ZERO: NO_DELAY_TESTS[:3],
-    # sequences of each model from the file's state (the STRING one's too), one of a
-    # single request
-    INITIAL_FILE: ["test_simple_sequence", "test_length1_sequence"],
-    SYSTEM_SHM: ["test_simple_sequence", "test_batch_size", "test_no_sequence_end"],
+    IMPLICIT: ["test_simple_sequence", "test_batch_size"],
+    INITIAL_ZERO: ["test_simple_sequence"],
+    # sequences of each model from the file's state (the STRING one's too)
+    INITIAL_FILE: ["test_simple_sequence"],
+    SYSTEM_SHM: ["test_simple_sequence", "test_batch_size"],
 }
 
 
@@ -320,7 +320,8 @@ def _runs(backends: list[str], variant: Variant) -> list[Run]:
         "TRITONSERVER_DELAY_SCHEDULER": "2",
     }
     runs += [
-        Run(f"SequenceBatcherTest.{t}", "queue_delay_models", queue_env) for t in QUEUE_DELAY_TESTS
+        Run(f"SequenceBatcherTest.{t}", "queue_delay_models", queue_env)
+        for t in (QUEUE_DELAY_TESTS if FULL else DEFAULT_QUEUE_DELAY_TESTS)
     ]
     timeout_env = _trial_env("1", names, variant)
     if not variant.system_shm:  # test.sh runs it outside shared memory alone
