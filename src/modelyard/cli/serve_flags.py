@@ -44,6 +44,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     add_listen_arguments(parser)
     parser.add_argument(
         "--model-control-mode",
+        type=str.lower,  # as tritonserver's: EXPLICIT, Poll
         choices=[m.value for m in ControlMode],
         default=ControlMode.NONE.value,
     )

@@ -53,10 +53,21 @@ class BatchOutcomes(Exception):
         self.outcomes = outcomes
 
 
+class ResponseTiming(NamedTuple):
+    """A decoupled model's response as the model's side timed it (monotonic ns, the clock
+    every process of the host shares; 0: not known)."""
+
+    started_ns: int  # its request's execute began
+    made_ns: int  # the response was made (pb_utils.InferenceResponse)
+    sent_ns: int  # it was sent
+
+
 class DecoupledRequest(NamedTuple):
     """One request of a decoupled model's ``execute``: its tensors and parameters, where its
     responses go (``deliver(outputs, error, final)``, from any thread), whether its
-    caller has gone, and a sequence's correlation id and flags (as ``BatchedRequest``'s)."""
+    caller has gone, and a sequence's correlation id and flags (as ``BatchedRequest``'s).
+    ``timed``: ``deliver`` also takes ``timing=``, the model's own clock readings of the
+    response (``ResponseTiming``, for the response statistics)."""
 
     inputs: dict[str, NDArray[Any]]
     outputs: list[str]
@@ -65,6 +76,7 @@ class DecoupledRequest(NamedTuple):
     parameters: dict[str, Any] | None = None
     correlation_id: int | str = 0
     flags: int = 0
+    timed: bool = False
 
 
 class ModelParameters(dict[str, Any]):

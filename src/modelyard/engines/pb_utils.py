@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
@@ -529,6 +530,9 @@ class InferenceResponse:
             _argument("InferenceResponse", "output_tensors[]", tensor, Tensor)
         self._outputs = list(output_tensors)
         self._error = error
+        # when its outputs were made: the end of its compute and the start of its output
+        # in the response statistics (a decoupled model's)
+        self._made_ns = time.monotonic_ns()
 
     def output_tensors(self) -> list[Tensor]:
         return self._outputs

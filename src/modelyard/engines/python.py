@@ -55,6 +55,7 @@ import json
 import math
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -73,6 +74,7 @@ from modelyard.engines.base import (
     DecoupledRequest,
     Engine,
     LoadContext,
+    ResponseTiming,
     Signature,
     batch_requests,
     current_batch_requests,
@@ -577,9 +579,11 @@ class PythonEngine(Engine):
             BatchedRequest(1, each.parameters, each.correlation_id, each.flags) for each in requests
         ]
         pb_requests, senders = [], []
+        started_ns = time.monotonic_ns()
         for each, described in zip(requests, batch, strict=True):
             request = self._request(each.inputs, each.outputs, described)
-            send = functools.partial(self._send_response, each.deliver)
+            timed = started_ns if each.timed else None
+            send = functools.partial(self._send_response, each.deliver, timed)
             sender = pb_utils.InferenceResponseSender(send, each.is_cancelled)
             request.attach_sender(sender, each.is_cancelled)
             pb_requests.append(request)
@@ -623,9 +627,16 @@ class PythonEngine(Engine):
     def _send_response(
         self,
         deliver: Callable[..., None],
+        started_ns: int | None,
         response: pb_utils.InferenceResponse | None,
         final: bool,
     ) -> None:
+        """``started_ns``: when the request's execute began, where ``deliver`` takes the
+        response's timing (None: it does not)."""
+        if started_ns is not None:
+            made_ns = response._made_ns if isinstance(response, pb_utils.InferenceResponse) else 0
+            timing = ResponseTiming(started_ns, made_ns, time.monotonic_ns())
+            deliver = functools.partial(deliver, timing=tuple(timing))
         if response is None:
             deliver(None, None, final)
             return

@@ -71,6 +71,7 @@ from modelyard.engines.base import (
     BatchOutcomes,
     DecoupledRequest,
     LoadContext,
+    ResponseTiming,
     batch_requests,
 )
 from modelyard.engines.python_metrics import MODEL_METRICS, MetricRefused
@@ -361,7 +362,8 @@ class StubProcess:
         sent = []
         for request in requests:
             call_id = next(self._ids)
-            self._decoupled[call_id] = (request.deliver, request.is_cancelled, self._conn)
+            deliver = request.deliver if request.timed else _untimed(request.deliver)
+            self._decoupled[call_id] = (deliver, request.is_cancelled, self._conn)
             sent.append((call_id, request.inputs, request.outputs, request.parameters,
                          request.correlation_id, request.flags))  # fmt: skip
         try:
@@ -454,10 +456,11 @@ class StubProcess:
             elif kind == "failed":
                 self._settle(call_id, error=_rebuilt(message[2]))
             elif kind == "deliver":
-                outputs, failure, final = message[2:]
+                outputs, failure, final, timing = message[2:]
                 handlers = (self._decoupled.pop if final else self._decoupled.get)(call_id, None)
                 if handlers is not None:
-                    handlers[0](outputs, None if failure is None else _rebuilt(failure), final)
+                    failure = None if failure is None else _rebuilt(failure)
+                    handlers[0](outputs, failure, final, timing=_timing(timing))
             elif kind == "is_cancelled":
                 handlers = self._decoupled.get(message[2])
                 self._reply(conn, call_id, handlers is None or handlers[1]())
@@ -754,9 +757,15 @@ class _Child:
         return ("done", call_id, result)
 
     def _run_decoupled(self, batch_id: int, sent: list[tuple[Any, ...]]) -> None:
-        def deliver(call_id: int, arrays: Any, failure: ModelyardError | None, final: bool) -> None:
+        def deliver(
+            call_id: int,
+            arrays: Any,
+            failure: ModelyardError | None,
+            final: bool,
+            timing: tuple[int, int, int] | None = None,
+        ) -> None:
             fields = None if failure is None else _error_fields(failure)
-            self._send(("deliver", call_id, arrays, fields, final))
+            self._send(("deliver", call_id, arrays, fields, final, timing))
 
         def is_cancelled(call_id: int) -> bool:
             return bool(self._ask("is_cancelled", call_id))
@@ -770,6 +779,7 @@ class _Child:
                 parameters,
                 correlation_id,
                 flags,
+                timed=True,
             )
             for call_id, inputs, outputs, parameters, correlation_id, flags in sent
         ]
@@ -869,6 +879,22 @@ class _Parts:
 
     def result(self) -> Any:
         return self._items.get()
+
+
+def _untimed(deliver: Callable[..., None]) -> Callable[..., None]:
+    """A ``deliver`` that does not take ``timing=``, as one that does (ignoring it)."""
+
+    def timed(outputs: Any, failure: Any, final: bool, timing: Any = None) -> None:
+        deliver(outputs, failure, final)
+
+    return timed
+
+
+def _timing(sent: Any) -> ResponseTiming | None:
+    """The child's timing of a response, checked (three ints), or None."""
+    if isinstance(sent, tuple) and len(sent) == 3 and all(type(v) is int for v in sent):
+        return ResponseTiming(*sent)
+    return None
 
 
 def _shut_down(conn: Connection) -> None:

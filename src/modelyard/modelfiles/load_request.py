@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pyjson5
 import structlog
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -33,6 +34,11 @@ MAX_DEPTH = 6  # the version directory and at most five below it
 _VERSION = re.compile(r"[0-9]{1,18}")
 _COMPONENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")  # no leading dot: no '..'
 OVERRIDE_PREFIX = "modelyard-load-"
+# Triton parses a config override with protobuf's JSON parser, whose legacy syntax also
+# takes unquoted keys, single-quoted strings and trailing commas (its QA files send
+# such configs); what strict JSON refuses is read so, up to this size (model configs
+# are kilobytes)
+MAX_LEGACY_CONFIG_CHARS = 1 << 20
 
 
 def _bad(detail: str, rule: str, where: str) -> ProtocolError:
@@ -59,7 +65,7 @@ def load_override(model: str, params: dict[str, Any]) -> mc.ModelConfig | None:
             "the load request's parameters.config",
         )
     try:
-        document = orjson.loads(text)
+        document = _config_document(text)
         if not isinstance(document, dict):
             raise ValueError(f"the config is a JSON {type(document).__name__}, not an object")
         return parse_json_config(document, f"load request for '{model}'")
@@ -72,6 +78,19 @@ def load_override(model: str, params: dict[str, Any]) -> mc.ModelConfig | None:
         )
         log.warning("model_load_failed", model=shown(model), **error.fields())
         raise error from None
+
+
+def _config_document(text: str) -> Any:
+    """The override's JSON; in protobuf's legacy syntax where strict JSON refuses it."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as strict:
+        if len(text) > MAX_LEGACY_CONFIG_CHARS:
+            raise
+        try:  # JSON5 is a superset of that syntax; its nesting is bounded (32)
+            return pyjson5.loads(text)
+        except pyjson5.Json5Exception:
+            raise strict from None
 
 
 def load_files(model: str, params: dict[str, Any]) -> dict[tuple[str, ...], bytes]:

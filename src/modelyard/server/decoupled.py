@@ -34,8 +34,8 @@ import numpy as np
 from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.dataplane import MAX_UNREAD, MAX_UNREAD_BYTES, unread_responses
-from modelyard.engines.base import DecoupledRequest
-from modelyard.errors import ModelServerError, ModelyardError, RequestRescheduled
+from modelyard.engines.base import DecoupledRequest, ResponseTiming
+from modelyard.errors import Code, ModelServerError, ModelyardError, RequestRescheduled
 from modelyard.server.scheduler import (
     InstanceThreads,
     failed_around,
@@ -198,7 +198,7 @@ class DecoupledScheduler(InstanceThreads):
                 ]  # fmt: skip
                 described = [
                     DecoupledRequest(r.inputs, r.outputs, each.deliver, each.is_cancelled,
-                                     r.parameters)
+                                     r.parameters, timed=True)
                     for r, each in zip(taken, opened, strict=True)
                 ]  # fmt: skip
                 execute_decoupled(engine, self.model, self.version, opened, described)
@@ -270,13 +270,22 @@ class OpenRequest:
         self.final_sent = False
         self.failed = False
         self.start_ns = 0
+        self.responses = 0  # sent so far (its next response's index in the statistics)
+        self.response_start_ns = 0  # when the last was sent (0: none yet)
 
     def is_cancelled(self) -> bool:
         return self.stream.cancelled
 
     def deliver(
-        self, outputs: dict[str, np.ndarray] | None, error: ModelyardError | None, final: bool
+        self,
+        outputs: dict[str, np.ndarray] | None,
+        error: ModelyardError | None,
+        final: bool,
+        *,
+        timing: ResponseTiming | None = None,
     ) -> None:
+        """One response (``outputs`` or ``error``), or FINAL alone; ``timing``: the model's
+        side's readings of it (for the response statistics; without it, this side's)."""
         if final and isinstance(error, RequestRescheduled) and self.again is not None:
             with self.lock:
                 if self.final_sent:
@@ -294,6 +303,12 @@ class OpenRequest:
                 return
             self.final_sent = final
             self.failed = self.failed or error is not None
+            started_ns, made_ns, sent_ns = timing or (0, 0, 0)
+            index = self.responses
+            start_ns = self.response_start_ns or started_ns or self.start_ns
+            self.responses += 1
+            self.response_start_ns = end_ns = sent_ns or self.clock.monotonic_ns()
+        self._record_response(index, outputs, error, final, start_ns, made_ns, end_ns)
         if final:
             self._count()
         item = StreamItem(outputs, error, final)
@@ -301,6 +316,28 @@ class OpenRequest:
             self._put(item)
         else:
             self.in_turn(functools.partial(self._put, item), final)
+
+    def _record_response(
+        self,
+        index: int,
+        outputs: dict[str, np.ndarray] | None,
+        error: ModelyardError | None,
+        final: bool,
+        start_ns: int,
+        made_ns: int,
+        end_ns: int,
+    ) -> None:
+        """The response statistics of one response: success, fail, cancel (an error coded
+        CANCELLED), or empty (FINAL alone)."""
+        if error is not None:
+            outcome = "cancel" if error.code is Code.CANCELLED else "fail"
+        elif outputs is not None:
+            outcome = "success"
+        elif final:
+            outcome = "empty"
+        else:
+            return
+        self.stats.record_response(index, outcome, start_ns, made_ns, end_ns)
 
     def _put(self, item: StreamItem) -> None:
         if self.stream.cancelled:

@@ -35,6 +35,7 @@ from modelyard.server.residency import Residency
 from modelyard.server.scheduler import shape_key_of
 from modelyard.server.scheduling import Submission
 from modelyard.server.sequence_policy import SequenceFlags, one_row_per_request, sequence_flags
+from modelyard.server.stats import RESPONSE_STATS
 from modelyard.types import (
     PROTOCOL_PARAMETERS,
     InferRequest,
@@ -722,6 +723,8 @@ class LocalDataPlane:
             return {"count": count, "ns": ns}
 
         computed = s.success_count - s.cache_hit_count  # Triton: compute counts leave hits out
+        with s.lock:  # an instance thread may add an index meanwhile
+            responses = sorted((i, list(v)) for i, v in s.response_stats.items())
 
         return {
             "name": mv.name,
@@ -751,4 +754,10 @@ class LocalDataPlane:
                 }
                 for size, v in sorted(s.batch_stats.items())
             ],
+            "response_stats": {
+                str(index): {
+                    name: dur(v[2 * at], v[2 * at + 1]) for at, name in enumerate(RESPONSE_STATS)
+                }
+                for index, v in responses
+            },
         }

@@ -594,9 +594,15 @@ class SequenceScheduler(InstanceThreads):
                 where="the request's timeout parameter, or its caller's deadline",
                 triton=True,
             )
+        if now - sequence.last_ns > self.policy.idle_ns:
+            # as Triton's reaper, which counts a sequence idle from its last request queued,
+            # executing or not: released meanwhile, its request without START is refused
+            self._release(sequence)
+            return _not_started(self.model, request.flags.id)
         request.flags = SequenceFlags(request.flags.id, False, False)
         request.opened, request.ticket = None, -1
         sequence.queue.appendleft(request)
+        sequence.last_ns = now
         self._queued += 1
         return None
 
@@ -641,7 +647,7 @@ class SequenceScheduler(InstanceThreads):
                 meta = _row_request(request)
                 described.append(DecoupledRequest(
                     inputs, request.outputs, each.deliver, each.is_cancelled, request.parameters,
-                    meta.correlation_id, meta.flags,
+                    meta.correlation_id, meta.flags, timed=True,
                 ))  # fmt: skip
         except Exception as exc:  # the server's own bug: answered, the thread goes on
             error = failed_around(self.model, self.version, exc)

@@ -123,6 +123,14 @@ class LatencySummaries:
         series["compute_output"].observe(end_ns, output_ns / 1000, n)
 
 
+# Triton's response statistics, by a response's index within its request (a decoupled
+# model's): a count and nanoseconds each
+RESPONSE_STATS = ("compute_infer", "compute_output", "success", "fail", "empty_response",
+                  "cancel")  # fmt: skip
+# the most response indices kept (a model may send without end): later ones are not counted
+MAX_RESPONSE_INDICES = 4096
+
+
 @dataclass(slots=True)
 class VersionStats:
     success_count: int = 0
@@ -155,6 +163,8 @@ class VersionStats:
     text_cache_misses: int = 0
     # batch size -> [count, compute_input ns, compute_infer ns, compute_output ns]
     batch_stats: dict[int, list[int]] = field(default_factory=dict)
+    # response index -> [count, ns] of each RESPONSE_STATS, in that order (flat)
+    response_stats: dict[int, list[int]] = field(default_factory=dict)
     # each successful request, enqueued to results ready (what success_ns adds up)
     request_seconds: Histogram = field(default_factory=lambda: Histogram(TIME_BUCKETS))
     queue_seconds: Histogram = field(default_factory=lambda: Histogram(TIME_BUCKETS))
@@ -171,6 +181,7 @@ class VersionStats:
                 self,
                 fail_by_reason=dict(self.fail_by_reason),
                 batch_stats={size: list(entry) for size, entry in self.batch_stats.items()},
+                response_stats={i: list(entry) for i, entry in self.response_stats.items()},
                 request_seconds=self.request_seconds.copy(),
                 queue_seconds=self.queue_seconds.copy(),
                 compute_seconds=self.compute_seconds.copy(),
@@ -222,6 +233,39 @@ class VersionStats:
                 self.success_ns += answered_ns
                 self.request_seconds.observe(answered_ns / 1e9)
                 self.queue_seconds.observe(0.0)
+
+    def record_response(
+        self, index: int, outcome: str, start_ns: int, output_ns: int, end_ns: int
+    ) -> None:
+        """A decoupled model's response ``index`` of its request, as Triton's backends report
+        one: computed from ``start_ns`` (its request's execution, or the previous response),
+        its outputs made at ``output_ns`` (0: none), sent at ``end_ns``; ``outcome``:
+        success, fail, empty (no response: a FINAL alone) or cancel."""
+        if index >= MAX_RESPONSE_INDICES:
+            return
+        end_ns = max(end_ns, start_ns)
+        made = min(max(output_ns, start_ns), end_ns) if output_ns else end_ns
+        infer_ns, output_part_ns, total_ns = made - start_ns, end_ns - made, end_ns - start_ns
+        with self.lock:
+            entry = self.response_stats.get(index)
+            if entry is None:
+                entry = self.response_stats[index] = [0] * (2 * len(RESPONSE_STATS))
+
+            def add(name: str, ns: int) -> None:
+                at = 2 * RESPONSE_STATS.index(name)
+                entry[at] += 1
+                entry[at + 1] += ns
+
+            if outcome == "cancel":
+                add("cancel", total_ns)
+                return
+            add("compute_infer", infer_ns)
+            if outcome == "empty":
+                add("empty_response", total_ns)
+                return
+            if outcome == "success" or output_ns:  # a failure counts output made, as Triton
+                add("compute_output", output_part_ns)
+            add("success" if outcome == "success" else "fail", total_ns)
 
     def record_cache_miss(self, elapsed_ns: int) -> None:
         with self.lock:

@@ -173,6 +173,14 @@ def test_model_load_retry_count_is_read_and_checked(tmp_path: Path) -> None:
         parsed("--model-repository", str(tmp_path), "--model-load-retry-count=-1")
 
 
+def test_the_control_mode_is_read_in_any_case(tmp_path: Path) -> None:
+    for flag, expected in (("EXPLICIT", "explicit"), ("Poll", "poll"), ("none", "none")):
+        args, _ = parsed("--model-repository", str(tmp_path), f"--model-control-mode={flag}")
+        assert args.model_control_mode == expected  # type: ignore[attr-defined]
+    with pytest.raises(SystemExit):
+        parsed("--model-repository", str(tmp_path), "--model-control-mode=sometimes")
+
+
 def test_auto_completion_is_on_unless_a_flag_turns_it_off(tmp_path: Path) -> None:
     for flags, expected in (
         ((), True),
