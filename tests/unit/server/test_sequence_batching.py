@@ -19,7 +19,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from modelyard.cli.serve import drain_as_triton
-from modelyard.dataplane import StreamResponse
+from modelyard.dataplane import CALLER_GONE, StreamResponse
 from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.modelfiles.config import parse_model_config
 from modelyard.server import sequence_batcher
@@ -820,7 +820,7 @@ async def test_a_cancelled_queued_request_cancels_its_sequence(
 
         async def send(sid: int, delay: int, start: bool, cancelled: bool = False) -> Any:
             if cancelled:
-                sequence_batcher.CALLER_GONE.set(gone.is_set)
+                CALLER_GONE.set(gone.is_set)
             request = InferRequest(
                 "sleeping", None, {"DELAY": np.array([[delay]], dtype=np.int32)},
                 {"DELAY": "INT32"}, parameters={"sequence_id": sid, "sequence_start": start},
