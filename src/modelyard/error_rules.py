@@ -323,6 +323,12 @@ QUEUE_FULL = Rule("model-server/queue-full", Code.UNAVAILABLE)
 QUEUE_TIMEOUT = Rule("model-server/queue-timeout", Code.UNAVAILABLE)
 # an iterative sequence's request the model gave back, whose caller has gone meanwhile
 RESCHEDULED_CALLER_GONE = Rule("model-server/reschedule", Code.CANCELLED)
+# a sequence whose queued request's caller cancelled it: its queued requests are cancelled
+SEQUENCE_CANCELLED = Rule(
+    "model-server/sequence-cancelled",
+    Code.CANCELLED,
+    "the sequence's caller cancelled one of its requests; start it again with sequence_start",
+)
 SEQUENCE = Rule("model-server/sequence", Code.INVALID_ARGUMENT)
 SEQUENCE_ONE_ROW = Rule(
     "model-server/sequence",

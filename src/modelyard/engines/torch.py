@@ -2,10 +2,15 @@
 
 Conventions, as in Triton's PyTorch backend:
 
-* inputs are passed to ``forward`` positionally, in the order of ``input`` in
-  config.pbtxt (``INPUT__0``, ``INPUT__1`` ... or the argument names);
-* ``forward`` returns a tensor or a tuple/list of tensors, mapped in order to
-  ``output`` in config.pbtxt (``OUTPUT__0`` ...), or a dict mapped by name;
+* inputs are passed to ``forward`` positionally: the config's ``input``, and a
+  sequence model's control inputs and implicit states (``sequence_batching``'s
+  ``control_input`` and ``state`` ``input_name``), each at the index its name ends
+  with where every name does (``INPUT__0``, ``SEQ_START__1`` ...), else at its
+  argument of ``forward`` where ``forward`` names them all, else in that order;
+* ``forward`` returns a tensor or a tuple/list of tensors, mapped to the config's
+  ``output`` and the states' ``output_name`` by the index each name ends with
+  (``OUTPUT__0`` ...) where every name does, else in that order; or a dict mapped by
+  name;
 * a BYTES tensor is a ``List[str]`` (its elements in order, UTF-8: a Python ``str``
   holds no other bytes), as Triton's libtorch backend passes strings; BF16 travels as
   float32 in the server and is cast at the model's edge.
@@ -20,6 +25,7 @@ freezes the module and optimises it for inference at load.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -45,6 +51,23 @@ _V2_TO_TORCH: dict[str, torch.dtype] = {
 }
 
 
+# Triton's libtorch naming convention: a tensor's position is the index its name ends with
+_INDEXED = re.compile(r"__(\d+)$")
+
+
+def positions(names: list[str], arguments: list[str] | None = None) -> list[str]:
+    """``names`` in the order ``forward`` takes (or returns) them: by the index each ends
+    with where every name has a distinct one, by ``arguments`` (forward's argument names)
+    where they name every one, else as given."""
+    matches = [_INDEXED.search(name) for name in names]
+    indexes = {int(m.group(1)): name for m, name in zip(matches, names, strict=True) if m}
+    if len(indexes) == len(names):
+        return [indexes[index] for index in sorted(indexes)]
+    if arguments is not None and set(names) <= set(arguments):
+        return sorted(names, key=arguments.index)
+    return list(names)
+
+
 class TorchScriptEngine(Engine):
     name = "pytorch"
     extra = "torch"
@@ -54,8 +77,10 @@ class TorchScriptEngine(Engine):
     def __init__(self) -> None:
         self._module: torch.jit.ScriptModule | None = None
         self._device = torch.device("cpu")
-        self._inputs: list[tuple[str, str]] = []  # (name, V2 datatype), config order
-        self._outputs: list[tuple[str, str]] = []  # (name, V2 datatype), config order
+        # (name, V2 datatype: "" for a sequence's control or state, taken as it comes),
+        # in forward's order
+        self._inputs: list[tuple[str, str]] = []
+        self._outputs: list[tuple[str, str]] = []  # (name, V2 datatype), forward's order
         self._threads: int | None = None
 
     def load(self, ctx: LoadContext) -> Signature | None:
@@ -87,11 +112,33 @@ class TorchScriptEngine(Engine):
                 where=f"the file {ctx.artifact.name} of model '{ctx.config.name}'",
             ) from exc
         module.eval()
+        self._order(ctx.config, module)
         if (ctx.parameter("torchscript_freeze", "false") or "").lower() in ("true", "1", "yes"):
             # folds parameters into the graph and fuses ops for inference
             module = torch.jit.optimize_for_inference(torch.jit.freeze(module))
         self._module = module
         return None
+
+    def _order(self, config: mc.ModelConfig, module: torch.jit.ScriptModule) -> None:
+        """A sequence model's control inputs and states join the config's tensors, and
+        all take forward's order (the module docstring)."""
+        sequence = config.sequence_batching
+        extra_in = [c.name for c in sequence.control_input]
+        extra_in += [state.input_name for state in sequence.state]
+        where = f"config.pbtxt of model '{config.name}'"
+        extra_out = {
+            state.output_name: self._datatype(state.output_name, state.data_type, where)
+            for state in sequence.state
+        }
+        types = dict(self._inputs) | dict.fromkeys(extra_in, "")
+        try:
+            schema = module.forward.schema  # type: ignore[attr-defined]  # a ScriptMethod's
+            arguments = [a.name for a in schema.arguments[1:]]
+        except (AttributeError, RuntimeError):  # no scripted forward to read
+            arguments = None
+        self._inputs = [(n, types[n]) for n in positions(list(types), arguments)]
+        out_types = dict(self._outputs) | extra_out
+        self._outputs = [(n, out_types[n]) for n in positions(list(out_types))]
 
     @staticmethod
     def _datatype(name: str, data_type: int, where: str) -> str:
@@ -109,12 +156,13 @@ class TorchScriptEngine(Engine):
         assert self._module is not None
         args: list[Any] = []
         for name, datatype in self._inputs:
-            if datatype == "BYTES":
+            if datatype == "BYTES" or (not datatype and inputs[name].dtype.hasobject):
                 args.append([_text(name, value) for value in inputs[name].ravel()])
                 continue
             # torch.from_numpy warns on read-only buffers (decoded from the wire)
             array = np.require(inputs[name], requirements=["C", "W"])
-            args.append(torch.from_numpy(array).to(self._device, _V2_TO_TORCH[datatype]))
+            tensor = torch.from_numpy(array)
+            args.append(tensor.to(self._device, _V2_TO_TORCH.get(datatype, tensor.dtype)))
         with torch.inference_mode():
             result = self._module(*args)
         by_name = self._by_name(result)
@@ -153,7 +201,7 @@ class TorchScriptEngine(Engine):
             tensor = tensor.detach().cpu()
             if datatype == "BF16":
                 tensor = tensor.float()
-            elif tensor.dtype != _V2_TO_TORCH[datatype]:
+            elif datatype and tensor.dtype != _V2_TO_TORCH[datatype]:
                 raise self._output_error(
                     f"output '{name}' is {tensor.dtype} and the config says {datatype}"
                 )

@@ -9,8 +9,10 @@ names, with the error line HTTP returns as its details. The standard
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import functools
+import itertools
 import os
 import socket
 import time
@@ -64,6 +66,37 @@ from modelyard.types import InferRequest, InferResponse
 
 log = structlog.get_logger("modelyard.grpc")
 
+# Triton's verbose lines of its gRPC infer handlers, which its QA suite counts: each
+# ModelInfer call gets a number when it comes; Triton's two ModelInfer handlers each await
+# a call from the start ("New request handler"), and take up awaiting the next once one
+# is read
+_CALL_NUMBERS = itertools.count(1)
+INFER_HANDLERS = 2
+
+
+def _log_awaiting_call() -> int:
+    number = next(_CALL_NUMBERS)
+    if SETTINGS.verbose:  # on every call's path: no event built unless it is written
+        log.debug(
+            "grpc_awaiting_call", triton=f"New request handler for ModelInferHandler, {number}"
+        )
+    return number
+
+
+_STREAM_CALL_NUMBERS = itertools.count(1)
+
+
+def _log_cancelled(handler: str, number: int | None = None, step: str = "ISSUED") -> None:
+    """A call its client cancelled while it was in the server (``step``: ISSUED, its
+    request handed on; START, not yet read), in the words of Triton's verbose line."""
+    number = next(_STREAM_CALL_NUMBERS) if number is None else number
+    log.debug(
+        "grpc_call_cancelled",
+        triton=f"Cancellation notification received for {handler}, rpc_ok=1, "
+        f"context {number}, {number} step {step}",
+    )
+
+
 HEALTH_SYNC_SECS = 1.0
 SHUTDOWN_GRACE_SECS = 5.0
 # a stream's requests read and not yet answered: past these it reads no more until one
@@ -76,6 +109,9 @@ MAX_STREAM_IN_FLIGHT_BYTES = 256 << 20
 # leaves what the call did done)
 RESPONSE_DELAY_ENV = "TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC"
 MAX_RESPONSE_DELAY_SECS = 600
+# Triton's test hook: a ModelInfer call is read this many milliseconds after it came (its
+# QA suite cancels calls meanwhile, before their requests reach a model)
+PROCESS_DELAY_ENV = "TRITONSERVER_DELAY_GRPC_PROCESS"
 
 _RETRYABLE = {grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE}
 _SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -166,6 +202,16 @@ def response_delay_secs() -> int:
         return min(max(int(raw), 0), MAX_RESPONSE_DELAY_SECS)
     except ValueError:
         return 0
+
+
+def process_delay_secs() -> float:
+    """``TRITONSERVER_DELAY_GRPC_PROCESS`` in seconds (milliseconds in the variable, as
+    Triton's atoi reads them: what does not parse is 0), within MAX_RESPONSE_DELAY_SECS."""
+    raw = os.environ.get(PROCESS_DELAY_ENV, "").strip()
+    try:
+        return min(max(int(raw), 0) / 1000, MAX_RESPONSE_DELAY_SECS)
+    except ValueError:
+        return 0.0
 
 
 def _rpc(
@@ -549,6 +595,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         self.header_forwarding = header_forwarding
         self.restrictions = restrictions  # tritonserver's --grpc-restricted-protocol
         self.response_delay_secs = response_delay_secs()  # Triton's test hook, 0 unless set
+        self.process_delay_secs = process_delay_secs()  # Triton's test hook, 0 unless set
         # of infer responses (tritonserver's --grpc-infer-response-compression-level)
         self.compression: grpc.Compression | None = None
         self.pipeline = InferPipeline(GrpcInferWire(self), dataplane, governance)
@@ -623,6 +670,9 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     @_rpc
     async def ModelInfer(self, request: pb.ModelInferRequest, context: Context) -> Any:
         arrived_ns = time.monotonic_ns()
+        number = _log_awaiting_call() - INFER_HANDLERS  # this call's; a handler awaits the next
+        if self.process_delay_secs:
+            await self._read_later(number)
         trace = None
         context_headers = (
             _trace_context(context)
@@ -642,7 +692,11 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         # a call the client cancels cancels this task, and the future it awaits
         CALLER_GONE.set(answered.cancelled)
         self.pipeline.start(sent)
-        answer = await answered
+        try:
+            answer = await answered
+        except asyncio.CancelledError:
+            _log_cancelled("ModelInferHandler", number)
+            raise
         if isinstance(answer, ModelyardError):
             if trace is not None:
                 self.tracing.finish(trace, request.model_version, time.monotonic_ns())
@@ -652,6 +706,19 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         if trace is not None:
             self.tracing.finish(trace, answer.model_version, time.monotonic_ns())
         return answer
+
+    async def _read_later(self, number: int) -> None:
+        """Triton's TRITONSERVER_DELAY_GRPC_PROCESS: the call is read once the delay has
+        passed. A call cancelled meanwhile is dropped unread; as in Triton, the log says so
+        when the cancellation comes and again when the delayed read finds it (step START)."""
+        try:
+            await asyncio.sleep(self.process_delay_secs)
+        except asyncio.CancelledError:
+            _log_cancelled("ModelInferHandler", number, "START")
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(self.process_delay_secs)
+            _log_cancelled("ModelInferHandler", number, "START")
+            raise
 
     async def ModelStreamInfer(
         self, request_iterator: AsyncIterator[pb.ModelInferRequest], context: Context
@@ -755,6 +822,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                                       error_mode)  # fmt: skip
         except asyncio.CancelledError:
             gone.set()
+            _log_cancelled("ModelStreamInferHandler")
             raise
 
     async def _stream_answer(
@@ -1114,6 +1182,8 @@ async def start_grpc_server(
             error_rules.GRPC_PORT, listen_failure("GRPC", address, _in_use(host, port), why)
         ) from None
     await server.start()
+    for _ in range(INFER_HANDLERS):
+        _log_awaiting_call()
     await health.sync()
     task = asyncio.create_task(health.sync_forever())
     return GrpcServer(server, bound, health, task)

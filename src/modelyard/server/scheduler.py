@@ -156,8 +156,10 @@ def failure_reason(error: BaseException) -> str:
             return "CANCELED"
         if error.rule in _REJECTED:
             return "REJECTED"
-        if error.layer == "engine":
+        if error.layer == "engine":  # a model's own error, whatever its code
             return "BACKEND"
+        if error.code is Code.CANCELLED:
+            return "CANCELED"
     return "OTHER"
 
 

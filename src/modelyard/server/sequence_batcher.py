@@ -29,6 +29,12 @@ batch without comparing such an input's shapes: the batch is assembled as the dy
 batcher's ragged batches are (``RaggedBatching``: the input flat, the batch inputs
 computed), a padding row carrying the first request's shapes (Triton's null request, a
 copy of it), and each request's answer is its part.
+
+A queued request whose caller cancels it (a gRPC call or stream cancelled) cancels its
+sequence, as Triton's: within ``CANCELLED_CHECK_S`` it and the requests queued after it
+are answered CANCELLED (each counted as a CANCELED failure), those before it run, and the
+sequence then gives its slot back; a sequence in the backlog is cancelled whole. Its id
+is forgotten, so its next request must START another.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import functools
 import math
 import os
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +53,7 @@ import numpy as np
 
 from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
+from modelyard.dataplane import CALLER_GONE
 from modelyard.engines.base import (
     BatchedRequest,
     BatchOutcomes,
@@ -96,6 +104,8 @@ from modelyard.server.sequence_policy import (
 # with its queued requests), and requests queued behind one sequence's
 MAX_BACKLOG = 4096
 MAX_QUEUED_PER_SEQUENCE = 64
+# how often queued requests whose callers can go are looked at (Triton's reaper's role)
+CANCELLED_CHECK_S = 0.5
 
 
 @dataclass(slots=True, eq=False)
@@ -116,6 +126,7 @@ class _Request:
     deadline_ns: int = 0  # its timeout or caller's deadline: not run again after (0: none)
     # an iterative sequence's START: its sequence ends once it is answered (not given back)
     closes: bool = False
+    caller_gone: Callable[[], bool] | None = None  # whether its caller cancelled it
 
 
 @dataclass(slots=True, eq=False)
@@ -129,6 +140,7 @@ class _Sequence:
     executing: bool = False
     ending: bool = False  # its last request queued so far has END
     expires_ns: int = 0  # in the backlog: when its requests' earliest timeout passes (0: none)
+    cancelled: bool = False  # a caller cancelled it: its slot is given back once idle
 
 
 @dataclass(slots=True)
@@ -241,6 +253,7 @@ class SequenceScheduler(InstanceThreads):
         # oldest's preserve_ordering: answers leave in the order their requests were taken
         self._in_order = InOrder() if policy.preserve_ordering else None
         self._last_auto_id = 0  # iterative_sequence: the ids of the sequences it starts
+        self._watching_callers = False  # a check of cancelled callers is due
         # tritonserver's stop has begun: a START is refused, the sequences running go on
         # (Triton's sequence batcher), and each counts as in flight until it ends or is
         # released idle
@@ -320,7 +333,7 @@ class SequenceScheduler(InstanceThreads):
             shape_key = shape_key_of(inputs)
         request = _Request(
             inputs, outputs, flags, future, loop, min(arrived_ns, now) or now, shape_key,
-            timing, parameters, stream=stream,
+            timing, parameters, stream=stream, caller_gone=CALLER_GONE.get(),
         )  # fmt: skip
         # past its timeout or its caller's deadline, a request given back is not run again
         ends = (now + timeout_us * 1000 if timeout_us > 0 else 0,
@@ -361,6 +374,9 @@ class SequenceScheduler(InstanceThreads):
                 if not sequence.expires_ns or expires_ns < sequence.expires_ns:
                     sequence.expires_ns = expires_ns
                     loop.call_later(timeout_us / 1e6 + 1e-3, self._expire_backlog)
+            if request.caller_gone is not None and not self._watching_callers:
+                self._watching_callers = True
+                loop.call_later(CANCELLED_CHECK_S, self._cancel_sequences)
             self._cond.notify_all()
 
     def _auto_id(self) -> int:
@@ -396,6 +412,58 @@ class SequenceScheduler(InstanceThreads):
         for request in expired:
             self.stats.record_failure(failure_reason(error), now - request.enqueued_ns)
         self._answer([(request, error) for request in expired])
+
+    def _cancel_sequences(self) -> None:
+        """Cancel each sequence a queued request of which its caller cancelled (the
+        module docstring); look again later while requests whose callers can go wait."""
+        cancelled: list[_Request] = []
+        with self._lock:
+            held = [s for slots in self._slots for s in slots if s is not None]
+            for sequence in [*held, *self._backlog]:
+                cancelled += self._cut_cancelled(sequence)
+            self._watching_callers = any(
+                request.caller_gone is not None
+                for sequence in [*held, *self._backlog]
+                for request in sequence.queue
+            )
+            if self._watching_callers:
+                asyncio.get_running_loop().call_later(CANCELLED_CHECK_S, self._cancel_sequences)
+            if cancelled:
+                self._cond.notify_all()
+        if not cancelled:
+            return
+        now = self._clock.monotonic_ns()
+        error = ModelServerError.of(
+            error_rules.SEQUENCE_CANCELLED,
+            f"a request of sequence {cancelled[0].flags.id} of model '{self.model}' was "
+            "cancelled by its caller, which cancels the sequence",
+        )
+        for request in cancelled:
+            self.stats.record_failure(failure_reason(error), now - request.enqueued_ns)
+        self._answer([(request, error) for request in cancelled])
+
+    def _cut_cancelled(self, sequence: _Sequence) -> list[_Request]:
+        """Under the lock: ``sequence``'s queued requests from the first whose caller
+        cancelled it (all of them in the backlog), taken out; the sequence ended."""
+        queue = sequence.queue
+        first = next(
+            (i for i, r in enumerate(queue) if r.caller_gone is not None and r.caller_gone()),
+            None,
+        )
+        if first is None:
+            return []
+        if sequence.instance < 0:
+            first = 0
+        cut = [queue.pop() for _ in range(len(queue) - first)][::-1]
+        self._queued -= len(cut)
+        sequence.ending = sequence.cancelled = True
+        if self._sequences.get(sequence.id) is sequence:
+            del self._sequences[sequence.id]
+        if sequence.instance < 0:
+            self._backlog.remove(sequence)
+        elif not queue and not sequence.executing:
+            self._release(sequence)
+        return cut
 
     def _full(self, detail: str) -> ModelServerError:
         return ModelServerError.of(
@@ -473,8 +541,9 @@ class SequenceScheduler(InstanceThreads):
                             continue
                         sequence.executing = False
                         sequence.last_ns = self._clock.monotonic_ns()
-                        ends = row.request is not None and (
-                            row.request.flags.end or row.request.closes
+                        ends = sequence.cancelled or (
+                            row.request is not None
+                            and (row.request.flags.end or row.request.closes)
                         )
                         if ends and not sequence.queue:
                             self._release(sequence)

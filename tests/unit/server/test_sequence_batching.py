@@ -19,7 +19,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from modelyard.cli.serve import drain_as_triton
-from modelyard.dataplane import StreamResponse
+from modelyard.dataplane import CALLER_GONE, StreamResponse
 from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.modelfiles.config import parse_model_config
 from modelyard.server import sequence_batcher
@@ -792,3 +792,61 @@ async def test_a_decoupled_sequence_model_s_responses_keep_their_turn_with_prese
         assert seen[:4] == [(1, False)] * 3 + [(1, True)]
     else:
         assert seen.index((2, True)) < seen.index((1, True))  # sent while 1 was sending
+
+
+def _sleeping_direct(repository: Path) -> None:
+    write_python_model(repository, "sleeping", SLEEPING, """
+        backend: "python"
+        max_batch_size: 1
+        instance_group [{ kind: KIND_CPU count: 1 }]
+        input [{ name: "DELAY" data_type: TYPE_INT32 dims: [ 1 ] }]
+        output [{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }]
+        sequence_batching { direct { } }
+        """)  # fmt: skip
+
+
+@_in_a_loop
+async def test_a_cancelled_queued_request_cancels_its_sequence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Triton (qa/L0_request_cancellation): a queued request whose caller cancels it
+    cancels its sequence: it and the requests after it are answered CANCELLED, each a
+    CANCELED failure, the sequence's id is forgotten and its slot given back; a sequence in
+    the backlog is cancelled whole. The request executing is answered."""
+    monkeypatch.setattr(sequence_batcher, "CANCELLED_CHECK_S", 0.05)
+    _sleeping_direct(tmp_path)
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        gone = asyncio.Event()
+
+        async def send(sid: int, delay: int, start: bool, cancelled: bool = False) -> Any:
+            if cancelled:
+                CALLER_GONE.set(gone.is_set)
+            request = InferRequest(
+                "sleeping", None, {"DELAY": np.array([[delay]], dtype=np.int32)},
+                {"DELAY": "INT32"}, parameters={"sequence_id": sid, "sequence_start": start},
+            )  # fmt: skip
+            return await dp.infer(request)
+
+        running = asyncio.ensure_future(send(1, 400, True))
+        await asyncio.sleep(0.1)
+        queued = [
+            asyncio.ensure_future(send(1, 1, False, cancelled=True)),
+            asyncio.ensure_future(send(1, 1, False)),
+            asyncio.ensure_future(send(2, 1, True)),  # the backlog: the only slot is held
+            asyncio.ensure_future(send(2, 1, False, cancelled=True)),
+        ]
+        await asyncio.sleep(0.1)
+        assert not any(task.done() for task in queued)
+        gone.set()
+        for task in queued:
+            with pytest.raises(ModelyardError) as caught:
+                await asyncio.wait_for(task, 2)
+            assert caught.value.code is Code.CANCELLED
+            assert "rule=model-server/sequence-cancelled" in caught.value.line()
+        assert not running.done()  # the executing request is answered after them
+        await asyncio.wait_for(running, 2)
+        with pytest.raises(ModelyardError, match="START flag"):
+            await send(1, 1, False)  # its id is forgotten
+        assert await send(3, 1, True) is not None  # the slot was given back
+        scheduler = dp.manager.resolve("sleeping", None).scheduler
+        assert scheduler.stats.fail_by_reason["CANCELED"] == 4
