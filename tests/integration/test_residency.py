@@ -142,8 +142,11 @@ def test_models_load_when_asked_and_the_least_recently_used_makes_room(tables: P
         assert residency(server)["models"]["a"]["loads"] == 2
         for _ in range(3):  # the same request again: the front door's fast lane
             assert look_up(server, "a").status_code == 200
+        time.sleep(1.0)
+        assert look_up(server, "a").status_code == 200  # on the lane, which names no model
+        assert residency(server)["models"]["a"]["idle_s"] < 0.5  # it is the last used
         # every request counts, across its unload (the control plane's rates read this)
-        assert residency(server)["models"]["a"]["requests"] == 5
+        assert residency(server)["models"]["a"]["requests"] == 6
         index = httpx.post(f"http://{server.http_url}/v2/repository/index").json()
         states = {row["name"]: row.get("state") for row in index}
         assert states["a"] == "READY" and "UNAVAILABLE" in states.values()  # as Triton shows
@@ -182,7 +185,8 @@ def test_a_model_with_a_request_in_flight_is_never_unloaded(tmp_path: Path) -> N
         slow: list[httpx.Response] = []
         caller = threading.Thread(target=lambda: slow.append(hold(server, "busy", 2.0)))
         caller.start()
-        time.sleep(0.5)  # the busy model is executing
+        # its request is queued (a loaded machine may take a while to send it)
+        wait_until(lambda: residency(server)["models"]["busy"]["requests"] == 2, timeout=30)
         refused = look_up(server, "other")
         caller.join()
         assert slow[0].status_code == 200

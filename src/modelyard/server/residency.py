@@ -146,18 +146,22 @@ class Residency:
         return found
 
     def touch(self, name: str) -> None:
-        """A request named the model: it is the most recently used, and its rate goes up."""
+        """A request named the model (its metadata, its readiness, an infer call routed to
+        it): it is the most recently used."""
+        self.of(name).last_used = self.now()
+
+    def count_request(self, name: str) -> None:
+        """A request for the model was queued (every path, a front door's fast lane too,
+        which names no model to the manager): it is the most recently used, and its rate
+        goes up."""
         state = self.of(name)
+        state.asked += 1
         now = state.last_used = self.now()
         if self.policy == COST:
             state.requests = _decayed(state.requests, now - state.requests_at) + 1.0
             state.requests_at = now
             if state.first_asked is None:
                 state.first_asked = now
-
-    def count_request(self, name: str) -> None:
-        """A request for the model was queued (every path, a front door's fast lane too)."""
-        self.of(name).asked += 1
 
     @staticmethod
     def rate(state: ModelResidency, now: float) -> float:

@@ -33,7 +33,7 @@ def loaded(residency: Residency, clock: Clock, name: str, load_s: float) -> None
 
 def asked(residency: Residency, clock: Clock, name: str, times: int) -> None:
     for _ in range(times):
-        residency.touch(name)
+        residency.count_request(name)
         clock.now += 0.01
 
 
@@ -123,11 +123,11 @@ def test_cost_reads_a_model_that_just_turned_hot_as_hot() -> None:
     for name in ("was_hot", "now_hot"):
         loaded(residency, clock, name, load_s=0.5)
     for _ in range(600):  # ten a second for a minute
-        residency.touch("was_hot")
+        residency.count_request("was_hot")
         clock.now += 0.1
     clock.now += 2 * RATE_HALF_LIFE_S  # then none for two half-lives
     for _ in range(40):  # while the other is asked for twenty a second for two seconds
-        residency.touch("now_hot")
+        residency.count_request("now_hot")
         clock.now += 0.05
     was = residency.rate(residency.of("was_hot"), clock.now)
     now = residency.rate(residency.of("now_hot"), clock.now)
