@@ -1,19 +1,25 @@
 """Triton's qa/L0_infer: every data type through models and ensembles, raw and class outputs.
 
-As its test.sh runs ``infer_test.py`` with ``BACKENDS="onnx python"`` on a CPU-only
-machine (``TRITON_SERVER_CPU_ONLY=1``: the one ``cpu`` target): one repository, one
-server, with ``gen_qa_models.py --onnx``'s models (``qa_model_repository``), its
-``--ensemble`` ensembles over them (``simple_``, ``sequence_``, ``fan_``, with their
-``nop_*`` identity-backend steps) and test.sh's python models (each ONNX model's config
-with ``backend: "python"``, ``qa/python_models/add_sub``, or ``sub_add`` for the types
-test.sh swaps), ``instance_group [ { kind: KIND_CPU }]`` appended to each, and
-``custom_zero_1_float32`` with its no-batch copy (the identity backend). The same file
-runs again with ``TEST_SYSTEM_SHARED_MEMORY=1`` (33 tests: no class outputs), its
-regions in a ``/dev/shm`` of the server's and the client's own.
+As its test.sh runs ``infer_test.py`` on a CPU-only machine (``TRITON_SERVER_CPU_ONLY=1``:
+the one ``cpu`` target), one repository and one server for the backends of its default
+BACKENDS that run here: ``gen_qa_models.py --onnx``'s models and ``--libtorch``'s
+TorchScript ones (``qa_model_repository``), its ``--ensemble`` ensembles over them
+(``simple_``, ``sequence_``, ``fan_``, with their ``nop_*`` identity-backend steps),
+test.sh's python models (each ONNX model's config with ``backend: "python"``,
+``qa/python_models/add_sub``, or ``sub_add`` for the types test.sh swaps),
+``instance_group [ { kind: KIND_CPU }]`` appended to each, ``custom_zero_1_float32`` with
+its no-batch copy (the identity backend) and test.sh's ``qa/ensemble_models``. Triton's
+``graphdef_*`` and ``savedmodel_*`` (TensorFlow) models are the generated ONNX models
+renamed, with the same tensors, versions and version policies: the file defines its
+version-policy and mixed-ensemble tests only where BACKENDS names them, and what those
+test is the server's. The same file runs again with ``TEST_SYSTEM_SHARED_MEMORY=1``
+(no class outputs), its regions in a ``/dev/shm`` of the server's and the client's own,
+and with ``BACKENDS=python_dlpack`` (which the file runs in place of ``python`` where
+BACKENDS names both).
 
 The default run, within CI's budget, is one server on a part of that repository (the
-INT32 models and their ensembles) and two of the file's tests on it; ``TRITON_QA=full``
-runs the file as test.sh does.
+INT32 ONNX models and their ensembles) and two of the file's tests on it;
+``TRITON_QA=full`` runs the file as test.sh does.
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ SWAP_TYPES = ("float32", "int32", "int16", "int8")
 # the backends of test.sh's default BACKENDS that run here (graphdef and savedmodel as
 # the generated ONNX models renamed); python_dlpack, which the file runs in place of
 # python where BACKENDS names both, runs on its own
-BACKENDS = "graphdef savedmodel onnx python"
+BACKENDS = "graphdef savedmodel onnx libtorch python"
 # test.sh's EXPECTED_NUM_TESTS; without graphdef in BACKENDS the file leaves out its four
 # mix_* ensemble tests
 TESTS = 46
@@ -133,18 +139,31 @@ def _custom_zero(work: Path, models: Path) -> None:
     config.write_text(text.replace("dims: [ 1 ]", "dims: [ -1, -1 ]"))
 
 
+def _generated(work: Path, store: Path, backends: list[str]) -> None:
+    """Triton's qa_model_repository and its qa_ensemble_model_repository, in ``store``
+    (made once for the module's runs): ``onnx``, ``ensembles``, and ``libtorch`` where
+    BACKENDS names it."""
+    wanted = {"onnx": ["--onnx"], "ensembles": ["--ensemble"]}
+    if "libtorch" in backends:
+        wanted["libtorch"] = ["--libtorch"]
+    for folder, args in wanted.items():
+        if not (store / folder).exists():
+            target = f"--models_dir={store / folder}"
+            repositories.generated(work, "gen_qa_models.py", *args, target)
+
+
 def model_repository(
-    work: Path, backends: list[str], only: str | None = None, ensembles: bool = True
+    work: Path,
+    store: Path,
+    backends: list[str],
+    only: str | None = None,
+    ensembles: bool = True,
 ) -> Path:
-    """test.sh's generate_model_repository for the ``cpu`` target; ``only``: the models
-    (and ensembles) whose name holds it, all otherwise."""
-    generated = work.parent / "generated"
-    ensemble_models = work.parent / "generated_ensembles"
-    if not generated.exists():
-        repositories.generated(work, "gen_qa_models.py", "--onnx", f"--models_dir={generated}")
-        repositories.generated(
-            work, "gen_qa_models.py", "--ensemble", f"--models_dir={ensemble_models}"
-        )
+    """test.sh's generate_model_repository for the ``cpu`` target, from the generated
+    models in ``store``; ``only``: the models (and ensembles) whose name holds it, all
+    otherwise."""
+    _generated(work, store, backends)
+    generated, ensemble_models, torchscript = (store / f for f in ("onnx", "ensembles", "libtorch"))
     models = work / "models"
     shutil.rmtree(models, ignore_errors=True)
     models.mkdir()
@@ -155,8 +174,12 @@ def model_repository(
                 _python_model(onnx_model, models, backend)
             elif backend == "onnx":
                 shutil.copytree(onnx_model, models / onnx_model.name)
-            else:
+            elif backend != "libtorch":
                 _renamed(onnx_model, models, backend)
+    if "libtorch" in backends:
+        for model in torchscript.glob("libtorch_*"):
+            if only is None or only in model.name:
+                shutil.copytree(model, models / model.name)
     if ensembles:
         steps: set[str] = set()
         for backend in backends:
@@ -209,36 +232,42 @@ def _run(
         )
 
 
-def test_infer_default(host: LoopbackHost, tmp_path: Path) -> None:
-    """The default run: the INT32 models of both backends and their ensembles, two
-    tests (raw and class outputs)."""
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the generators' models are made, once for the module's runs."""
+    return tmp_path_factory.mktemp("generated")
+
+
+def test_infer_default(host: LoopbackHost, store: Path, tmp_path: Path) -> None:
+    """The default run: the INT32 ONNX models and their ensembles, two tests (raw and
+    class outputs)."""
     work = harness.work_directory(tmp_path, "L0_infer")
-    model_repository(work, ["onnx"], only="int32_int32_int32")
+    model_repository(work, store, ["onnx"], only="int32_int32_int32")
     run = _run(host, tmp_path, work, "onnx", *DEFAULT_TESTS)
     run.check(count=len(DEFAULT_TESTS))
 
 
 @pytest.mark.triton_qa_full
-def test_infer(host: LoopbackHost, tmp_path: Path) -> None:
+def test_infer(host: LoopbackHost, store: Path, tmp_path: Path) -> None:
     work = harness.work_directory(tmp_path, "L0_infer")
-    model_repository(work, BACKENDS.split())
+    model_repository(work, store, BACKENDS.split())
     run = _run(host, tmp_path, work, BACKENDS)
     run.check(count=TESTS)
 
 
 @pytest.mark.triton_qa_full
-def test_infer_system_shared_memory(host: LoopbackHost, tmp_path: Path) -> None:
+def test_infer_system_shared_memory(host: LoopbackHost, store: Path, tmp_path: Path) -> None:
     work = harness.work_directory(tmp_path, "L0_infer")
-    model_repository(work, BACKENDS.split())
+    model_repository(work, store, BACKENDS.split())
     run = _run(host, tmp_path, work, BACKENDS, system_shared_memory=True)
     run.check(count=TESTS_SHARED_MEMORY)
 
 
 @pytest.mark.triton_qa_full
-def test_infer_python_dlpack(host: LoopbackHost, tmp_path: Path) -> None:
+def test_infer_python_dlpack(host: LoopbackHost, store: Path, tmp_path: Path) -> None:
     """The python_dlpack trial (the file runs it in place of python where BACKENDS names
     both): DLPack tensors between pb_utils and torch."""
     work = harness.work_directory(tmp_path, "L0_infer")
-    model_repository(work, ["python_dlpack"])
+    model_repository(work, store, ["python_dlpack"])
     run = _run(host, tmp_path, work, "python_dlpack")
     run.check(count=TESTS_NO_GRAPHDEF)
