@@ -214,20 +214,23 @@ def _run(
     backends: str,
     *selection: str,
     system_shared_memory: bool = False,
+    repository: str = "models",
+    env: dict[str, str] | None = None,
 ) -> harness.QaRun:
-    args = [f"--model-repository={work / 'models'}", *SERVER_ARGS_EXTRA]
+    args = [f"--model-repository={work / repository}", *SERVER_ARGS_EXTRA]
     if system_shared_memory:
         args.append("--allow-client-shm=true")
+    log = tmp_path / f"inference_server.cpu.{repository}.log"
     with (
         host.own_shm(tmp_path / "shm"),
-        harness.tritonserver(host, args, tmp_path / "inference_server.cpu.log", timeout=300),
+        harness.tritonserver(host, args, log, timeout=300),
     ):
         return harness.run_qa_file(
             host,
             work,
             "infer_test.py",
             *selection,
-            env=_client_env(backends, system_shared_memory),
+            env={**_client_env(backends, system_shared_memory), **(env or {})},
             timeout=900,
         )
 
@@ -271,3 +274,35 @@ def test_infer_python_dlpack(host: LoopbackHost, store: Path, tmp_path: Path) ->
     model_repository(work, store, ["python_dlpack"])
     run = _run(host, tmp_path, work, "python_dlpack")
     run.check(count=TESTS_NO_GRAPHDEF)
+
+
+@pytest.mark.triton_qa_full
+@pytest.mark.parametrize("backend", ["onnx", "python", "python_dlpack"])
+def test_infer_valgrind_layout(
+    host: LoopbackHost, store: Path, tmp_path: Path, backend: str
+) -> None:
+    """test.sh's TEST_VALGRIND runs, without valgrind (below): each backend alone (the
+    ONNX models with one instance each), its non-batching models (and ensembles, with
+    the ``nop_*`` steps) moved to ``nobatch_models``, a server on each repository, the
+    file with ``BATCH=1 NOBATCH=0`` on the first and ``BATCH=0 NOBATCH=1`` on the other.
+    valgrind's leak check is of Triton's C++ process; under it, modelyard's Python
+    process would take hours and report CPython's allocator."""
+    work = harness.work_directory(tmp_path, "L0_infer")
+    models = model_repository(work, store, [backend])
+    if backend == "onnx":
+        for config in models.glob("onnx*/config.pbtxt"):
+            text = config.read_text().replace(
+                "instance_group [ { kind: KIND_CPU }]",
+                "instance_group [ { kind: KIND_CPU count: 1 }]",
+            )
+            config.write_text(text)
+    nobatch = work / "nobatch_models"
+    nobatch.mkdir()
+    for model in models.glob("*nobatch_*"):
+        shutil.move(model, nobatch / model.name)
+    for nop in models.glob("nop_*"):
+        shutil.copytree(nop, nobatch / nop.name)
+    for repository, batch in (("models", True), ("nobatch_models", False)):
+        flags = {"BATCH": str(int(batch)), "NOBATCH": str(int(not batch))}
+        run = _run(host, tmp_path, work, backend, repository=repository, env=flags)
+        run.check(count=TESTS_NO_GRAPHDEF)
