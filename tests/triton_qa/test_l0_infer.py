@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -146,10 +147,16 @@ def _generated(work: Path, store: Path, backends: list[str]) -> None:
     wanted = {"onnx": ["--onnx"], "ensembles": ["--ensemble"]}
     if "libtorch" in backends:
         wanted["libtorch"] = ["--libtorch"]
-    for folder, args in wanted.items():
-        if not (store / folder).exists():
-            target = f"--models_dir={store / folder}"
-            repositories.generated(work, "gen_qa_models.py", *args, target)
+    missing = [(folder, args) for folder, args in wanted.items() if not (store / folder).exists()]
+    with ThreadPoolExecutor(len(missing) or 1) as pool:  # the generators are independent
+        made = [
+            pool.submit(
+                repositories.generated, work, "gen_qa_models.py", *args, f"--models_dir={store / f}"
+            )
+            for f, args in missing
+        ]
+        for done in made:
+            done.result()
 
 
 def model_repository(
