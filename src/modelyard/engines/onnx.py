@@ -67,6 +67,7 @@ class OnnxRuntimeEngine(Engine):
         self._threads = (1, 1)
         self._providers: list[str] = ["CPUExecutionProvider"]
         self._string_inputs: set[str] = set()
+        self._string_outputs: set[str] = set()
         # the model file's tensors of no dimensions: inputs fed as scalars, outputs given the
         # config's dims (Triton's onnxruntime backend)
         self._scalar_inputs: set[str] = set()
@@ -100,6 +101,7 @@ class OnnxRuntimeEngine(Engine):
         inputs = [self._spec(i) for i in self._session.get_inputs()]
         outputs = [self._spec(o) for o in self._session.get_outputs()]
         self._string_inputs = {s.name for s in inputs if s.datatype == "BYTES"}
+        self._string_outputs = {s.name for s in outputs if s.datatype == "BYTES"}
         self._scalar_inputs = {s.name for s in inputs if s.dims == ()}
         configured = {entry.name: entry for entry in ctx.config.output}
         self._scalar_outputs = {
@@ -132,6 +134,10 @@ class OnnxRuntimeEngine(Engine):
                 feed = {**feed, name: feed[name].reshape(())}
         results = self._session.run(outputs, feed)
         answer = dict(zip(outputs, results, strict=True))
+        # onnxruntime answers strings as str; a BYTES tensor is bytes in the server, as
+        # the next step of an ensemble (or a python model) is given it in Triton
+        for name in self._string_outputs & answer.keys():
+            answer[name] = _ENCODE(answer[name])
         for name in self._scalar_outputs.keys() & answer.keys():
             if answer[name].ndim == 0:
                 answer[name] = answer[name].reshape(self._scalar_outputs[name])
@@ -164,6 +170,8 @@ def _scalar_dims(entry: Any, batched: bool) -> tuple[int, ...]:
         dims = tuple(entry.reshape.shape if entry.HasField("reshape") else entry.dims)
     return (1, *dims) if batched else dims
 
+
+_ENCODE = np.vectorize(lambda s: s.encode("utf-8") if isinstance(s, str) else s, otypes=[object])
 
 _GPU_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
 _InvalidArgument = ort_errors.InvalidArgument

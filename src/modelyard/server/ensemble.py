@@ -139,7 +139,9 @@ class EnsembleGraph:
             step = _step(name, index, raw)
             mv = _resolve_step(name, step, resolve)
             _check_step_names(name, step, mv.spec)
-            if spec.batched and not (0 < spec.max_batch_size <= mv.spec.max_batch_size):
+            # a batching ensemble may hold a non-batching step (Triton's: the tensors'
+            # shapes with the batch dimension must agree, checked below)
+            if spec.batched and mv.spec.batched and mv.spec.max_batch_size < spec.max_batch_size:
                 raise ensemble_error(
                     name,
                     f"max_batch_size {spec.max_batch_size} is over the max_batch_size "
@@ -529,10 +531,26 @@ def load_ensemble_version(
         backend=ENSEMBLE,
         scheduler=EnsembleScheduler(graph, version, resolve, clock=clock),
         engines=[],
-        labels=_read_labels(model_dir, config, None),
+        labels=_labels(config, _read_labels(model_dir, config, None), graph, resolve),
     )
     version_loaded.takes_requests = True  # its requests' parameters go on to its steps
     return version_loaded
+
+
+def _labels(
+    config: mc.ModelConfig, own: dict[str, list[str]], graph: EnsembleGraph, resolve: Resolve
+) -> dict[str, list[str]]:
+    """An output's labels: the ensemble's own label file, or, as Triton completes them at
+    load, those of the step output that produces it (a nested ensemble's, in turn)."""
+    labels = dict(own)
+    outputs = {output.name for output in config.output} - set(labels)
+    for step in graph.steps:
+        for model_output, tensor in step.outputs.items():
+            if tensor in outputs:
+                found = resolve(step.model, step.version).labels.get(model_output)
+                if found:
+                    labels[tensor] = found
+    return labels
 
 
 def reached_models(config: mc.ModelConfig) -> list[str]:

@@ -299,13 +299,21 @@ def _requested(mv: ModelVersion, request: InferRequest) -> list[RequestedOutput]
 def classify(array: np.ndarray, top_k: int, labels: list[str] | None, batched: bool) -> np.ndarray:
     """Triton's classification extension: BYTES "value:index[:label]", top k per row."""
     rows = array.reshape(array.shape[0], -1) if batched else array.reshape(1, -1)
-    k = min(top_k, rows.shape[1])
-    order = np.argsort(-rows, axis=1, kind="stable")[:, :k]
+    width = rows.shape[1]
+    k = min(top_k, width)
+    integer = rows.dtype.kind in "iu"
+    if integer:  # largest first, ties by index, without negating (a signed minimum
+        # overflows, an unsigned type wraps): sorted from the right end and read back
+        order = (width - 1 - np.argsort(rows[:, ::-1], axis=1, kind="stable"))[:, ::-1][:, :k]
+    else:
+        order = np.argsort(-rows, axis=1, kind="stable")[:, :k]
+    # Triton writes the value with std::to_string: an integer as one, a float as %f
     out = np.empty((rows.shape[0], k), dtype=object)
     for r in range(rows.shape[0]):
         for j, index in enumerate(order[r]):
             value = rows[r, index]
-            text = f"{float(value):f}:{int(index)}"
+            shown = str(int(value)) if integer else f"{float(value):f}"
+            text = f"{shown}:{int(index)}"
             if labels and index < len(labels):
                 text += f":{labels[index]}"
             out[r, j] = text.encode("utf-8")

@@ -16,7 +16,7 @@ from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.ensemble import _batch_converted, load_order
 from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode
-from modelyard.types import InferRequest
+from modelyard.types import InferRequest, RequestedOutput
 from tests.support.dataplane import run_on_dataplane as run
 from tests.support.models import failing, sequence_accumulator, write_python_model
 
@@ -613,3 +613,62 @@ def test_an_optional_ensemble_input_the_request_leaves_out_is_left_out_of_its_st
         "'B'), which the request left out (an optional input of the ensemble)"
     ), line
     assert "rule=model-server/ensemble" in line
+
+
+LABELLED = """
+backend: "python"
+max_batch_size: 8
+input [{ name: "x" data_type: TYPE_FP32 dims: [ 2 ] }]
+output [{ name: "y" data_type: TYPE_FP32 dims: [ 2 ] label_filename: "labels.txt" }]
+"""
+
+
+def test_an_ensemble_output_without_labels_takes_those_of_the_step_that_produces_it(
+    tmp_path: Path,
+) -> None:
+    """As Triton completes an ensemble's labels at load: an output with no label file of
+    its own gets the producing step output's labels, through a nested ensemble too; an
+    ensemble's own label file wins."""
+    write_python_model(tmp_path, "double", DOUBLE, LABELLED)
+    (tmp_path / "double" / "labels.txt").write_text("step0\nstep1\n")
+    ensemble(tmp_path, "inherits", [step("double", {"x": "IN"}, {"y": "OUT"})])
+    ensemble(tmp_path, "nested", [step("inherits", {"IN": "IN"}, {"OUT": "OUT"})])
+    own = ensemble(
+        tmp_path,
+        "own",
+        [step("double", {"x": "IN"}, {"y": "OUT"})],
+        outputs='{ name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] label_filename: "l.txt" }',
+    )
+    (own / "l.txt").write_text("mine0\nmine1\n")
+
+    async def scenario(dp: LocalDataPlane) -> None:
+        for model, label in (("inherits", "step1"), ("nested", "step1"), ("own", "mine1")):
+            classify = request(model, [[1.0, 2.0]])
+            classify.outputs = [RequestedOutput("OUT", classification=1)]
+            response = await dp.infer(classify)
+            assert response.outputs[0].data.tolist() == [[f"4.000000:1:{label}".encode()]]
+
+    run(scenario, tmp_path)
+
+
+NOBATCH_DOUBLE = """
+backend: "python"
+max_batch_size: 0
+input [{ name: "x" data_type: TYPE_FP32 dims: [ -1, -1 ] }]
+output [{ name: "y" data_type: TYPE_FP32 dims: [ -1, -1 ] }]
+"""
+
+
+def test_a_batching_ensemble_may_hold_a_non_batching_step(tmp_path: Path) -> None:
+    """As Triton's ensemble check: a step's max_batch_size under the ensemble's is refused
+    only where the step batches; a non-batching step whose dims take the batch gets the
+    whole batch (Triton's qa/ensemble_models ``batch_to_nobatch``)."""
+    write_python_model(tmp_path, "nobatch_double", DOUBLE, NOBATCH_DOUBLE)
+    ensemble(tmp_path, "wired", [step("nobatch_double", {"x": "IN"}, {"y": "OUT"})])
+
+    async def scenario(dp: LocalDataPlane) -> None:
+        for rows in ([[1.0, 2.0]], [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]):
+            response = await dp.infer(request("wired", rows))
+            assert response.outputs[0].data.tolist() == (2 * np.array(rows)).tolist()
+
+    run(scenario, tmp_path)
