@@ -6,7 +6,10 @@ Triton's JSON trace files (``trace_file.py``); with ``mode=opentelemetry`` (and
 exported as spans. ``rate=N`` traces one request in N while ``count`` lasts (-1: no
 end). ``GET/POST /v2[/models/X]/trace/setting`` and gRPC ``TraceSetting`` read and
 change the level, rate, count and log frequency live, for all models or one, as in
-Triton; the file is the command line's alone.
+Triton; the file is the command line's alone. A model's own setting cleared (``null``)
+falls back to the global one, a global one cleared to the command line's; a model's
+settings are asked and changed only while it is ready (Triton's ``Request for unknown
+model : X`` otherwise), so they are as many as the repository's models.
 
 Times are taken on the monotonic clock where they happen: arrival (the request read
 in whole), admission by governance, queueing, execution start, compute start and
@@ -53,25 +56,28 @@ _SETTINGS = (  # Triton's names
     "trace_mode",
 )
 
-# settings a request may only repeat: what it says instead, and the status
-_SET_AT_START = {
-    "trace_file": (
+# settings a request may only repeat: what it says instead, the status, whether in Triton's words
+_SET_AT_START: dict[str, tuple[str, Code, bool]] = {
+    "trace_file": (  # Triton's words
         "trace file location can not be updated through network protocol",
         Code.UNIMPLEMENTED,
+        True,
     ),
     "trace_mode": (
         "trace_mode is set when the server starts (--trace-config)",
         Code.INVALID_ARGUMENT,
+        False,
     ),
 }
 
 
-def _bad(detail: str, code: Code = Code.INVALID_ARGUMENT) -> ProtocolError:
+def _bad(detail: str, code: Code = Code.INVALID_ARGUMENT, triton: bool = False) -> ProtocolError:
     return ProtocolError(
         detail,
         code=code,
         rule="protocol/trace-setting",
         where="the trace setting request (trace_level, trace_rate, trace_count, log_frequency)",
+        triton=triton,
     )
 
 
@@ -82,6 +88,10 @@ class ModelTraceSettings:
     level: list[str] | None = None
     rate: int | None = None
     count: int | None = None
+    log_frequency: int | None = None  # its traces then go to the file in files of their own
+
+    def empty(self) -> bool:
+        return (self.level, self.rate, self.count, self.log_frequency) == (None,) * 4
 
 
 @dataclass
@@ -97,6 +107,7 @@ class RequestTrace:
     trace_id: int = 0  # Triton's: one more per traced request
     context: dict[str, str] | None = None  # the W3C trace context it came with
     last: bool = False  # the count ran out with it
+    file_owner: str | None = None  # the model whose own log frequency its record follows
     admitted_ns: int = 0
     # enqueued, execution start, compute start, compute end, execution end (the scheduler's)
     timing: list[int] = field(default_factory=list)
@@ -147,6 +158,8 @@ class Tracing:
         self.level = level or ["OFF"]
         self.rate = rate
         self.count = count
+        # what a global setting cleared goes back to: the command line's
+        self._defaults = {"level": self.level, "rate": rate, "count": count}
         self.models: dict[str, ModelTraceSettings] = {}
         self._seen: dict[str | None, int] = {}  # per owner of settings: None, the global
         self._url = url
@@ -177,11 +190,12 @@ class Tracing:
         level = own.level if own and own.level is not None else self.level
         rate = own.rate if own and own.rate is not None else self.rate
         count = own.count if own and own.count is not None else self.count
+        frequency = self._file.frequency(model if own else None) if self._file else 0
         return {
             "trace_level": list(level),
             "trace_rate": str(rate),
             "trace_count": str(count),
-            "log_frequency": str(self._file.log_frequency if self._file else 0),
+            "log_frequency": str(frequency),
             "trace_file": str(self._file.path) if self._file else "",
             "trace_mode": self.mode,
         }
@@ -189,6 +203,7 @@ class Tracing:
     def update(self, changes: dict[str, Any], model: str | None = None) -> dict[str, Any]:
         """Apply a trace setting request (all checked before any applies); the settings."""
         parsed = self._parsed_changes(changes, model)
+        frequency_given = "log_frequency" in parsed
         frequency = parsed.pop("log_frequency", None)
         self._check_applicable(parsed.get("trace_level"), frequency, model)
         target = self.models.setdefault(model, ModelTraceSettings()) if model else None
@@ -196,10 +211,14 @@ class Tracing:
             key = {"trace_level": "level", "trace_rate": "rate", "trace_count": "count"}[name]
             if target is not None:
                 setattr(target, key, value)
-            elif value is not None:
-                setattr(self, key, value)
-        if frequency is not None and self._file is not None:
-            self._file.set_log_frequency(frequency)
+            else:
+                setattr(self, key, self._defaults[key] if value is None else value)
+        if frequency_given and self._file is not None:
+            self._file.set_log_frequency(frequency, model)
+        if target is not None:
+            target.log_frequency = frequency if frequency_given else target.log_frequency
+            if target.empty():  # nothing of its own: the global settings, as Triton
+                del self.models[model or ""]
         self._refresh()
         return self.settings(model)
 
@@ -227,12 +246,8 @@ class Tracing:
                 f"trace_level {level} in Triton's mode needs a trace file, and none was given "
                 "at start",
             )
-        if frequency is not None and (model or not self._file):
-            raise _bad(
-                "log_frequency is the trace file's, set for every model"
-                if model
-                else "log_frequency needs a trace file, and none was given at start"
-            )
+        if frequency is not None and not self._file:
+            raise _bad("log_frequency needs a trace file, and none was given at start")
 
     # ---- sampling and spans ---------------------------------------------
 
@@ -269,6 +284,8 @@ class Tracing:
         if self.mode == "triton":
             trace = RequestTrace(model, version, request_id, protocol, None, arrived_ns)
             trace.trace_id = self._last_id
+            if settings is not None and settings.log_frequency is not None:
+                trace.file_owner = model
             trace.context = headers or None
             trace.last = count == 1
             trace.tensors = "TENSORS" in level
@@ -302,7 +319,7 @@ class Tracing:
         if trace.root is None:
             if self._file is not None:
                 records = functools.partial(_triton_records, trace, model_version, sent_ns)
-                self._file.add(records, trace.last)
+                self._file.add(records, trace.last, trace.file_owner)
             return
         from opentelemetry.trace import Status, StatusCode, set_span_in_context
 
@@ -406,6 +423,18 @@ def _triton_records(trace: RequestTrace, model_version: str, sent_ns: int) -> li
                           output.data)
         )  # fmt: skip
     return records
+
+
+def unknown_model(model: str) -> ProtocolError:
+    """A trace setting asked for a model that is not ready, in Triton's words."""
+    return ProtocolError(
+        f"Request for unknown model : {shown(model, 80)}",
+        code=Code.INVALID_ARGUMENT,
+        rule="protocol/trace-setting",
+        where="GET /v2/repository/index lists the models; a model's trace settings are "
+        "asked while it is ready",
+        triton=True,
+    )
 
 
 def _parse(name: str, value: Any) -> Any:

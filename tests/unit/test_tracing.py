@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from modelyard.frontdoors.grpc import start_grpc_server
 from modelyard.frontdoors.http import HttpFrontend
 from modelyard.protocol.v2_grpc import encode_infer_request
 from modelyard.server.manager import ControlMode
-from modelyard.tracing import Tracing
+from modelyard.tracing import Tracing, unknown_model
 from modelyard.types import InferRequest
 from tests.support.dataplane import running_dataplane
 from tests.support.models import slow_double
@@ -91,9 +92,8 @@ def test_the_trace_file_is_not_changed_by_a_request_but_its_log_frequency_is(
         tracing.update({"trace_file": str(tmp_path / "elsewhere.json")})
     assert "trace file location can not be updated through network protocol" in str(refused.value)
     assert refused.value.code.name == "UNIMPLEMENTED"
+    assert refused.value.line().startswith("trace file location can not be updated")
     assert tracing.update({"log_frequency": "5"})["log_frequency"] == "5"
-    with pytest.raises(ProtocolError):
-        tracing.update({"log_frequency": "5"}, "slow_double")  # the file's, not a model's
     with pytest.raises(ProtocolError):
         tracing.update({"log_frequency": "-1"})
     assert tracing.settings()["trace_file"] == str(tmp_path / "trace.json")
@@ -273,6 +273,14 @@ def test_a_traced_grpc_request_and_a_refused_one(tmp_path: Path) -> None:
                         await stub.ModelInfer(encode_infer_request(bad))
                     settings = await stub.TraceSetting(service_pb2.TraceSettingRequest())
                     assert list(settings.settings["trace_level"].value) == ["TIMESTAMPS"]
+                    with pytest.raises(grpc.aio.AioRpcError) as unknown:
+                        await stub.TraceSetting(
+                            service_pb2.TraceSettingRequest(model_name="does-not-exist")
+                        )
+                    assert unknown.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+                    assert (unknown.value.details() or "").startswith(
+                        "Request for unknown model : does-not-exist"
+                    )
             finally:
                 await server.stop(0)
 
@@ -284,3 +292,45 @@ def test_a_traced_grpc_request_and_a_refused_one(tmp_path: Path) -> None:
     assert traced.attributes is not None and traced.attributes["modelyard.protocol"] == "grpc"
     assert refused.status.status_code.name == "ERROR"
     assert "Expected [-1,2], got [1,3]" in (refused.status.description or "")
+
+
+def test_cleared_settings_fall_back_as_tritons_model_to_global_global_to_start(
+    tmp_path: Path,
+) -> None:
+    tracing = Tracing(level=["TIMESTAMPS"], rate=1, file=tmp_path / "t.json")
+    tracing.update({"trace_rate": "12", "log_frequency": "34"}, "simple")
+    tracing.update({"trace_rate": "56", "trace_count": "78", "trace_level": ["OFF"]})
+    cleared = tracing.update({"trace_rate": None, "trace_count": None})
+    assert (cleared["trace_level"], cleared["trace_rate"], cleared["trace_count"]) == (
+        ["OFF"], "1", "-1"
+    )  # fmt: skip
+    model = tracing.settings("simple")
+    assert (model["trace_rate"], model["log_frequency"]) == ("12", "34")
+    assert tracing.settings()["log_frequency"] == "0"  # the model's is its own
+    model = tracing.update({"trace_rate": None, "trace_level": None}, "simple")
+    assert (model["trace_rate"], model["log_frequency"], model["trace_level"]) == (
+        "1", "34", ["OFF"]
+    )  # fmt: skip
+    tracing.update({"log_frequency": None}, "simple")
+    assert tracing.models == {}  # nothing of its own is left: it follows the global ones
+
+
+def test_a_models_own_log_frequency_writes_its_traces_apart(tmp_path: Path) -> None:
+    tracing = Tracing(level=["TIMESTAMPS"], rate=1, file=tmp_path / "t.json")
+    tracing.update({"log_frequency": "2"}, "simple")
+    for model in ("simple", "other", "simple"):
+        trace = tracing.begin(model, "1", None, "http", {}, time.monotonic_ns())
+        assert trace is not None
+        tracing.finish(trace, "1", time.monotonic_ns())
+    tracing.flush()
+    written = json.loads((tmp_path / "t.json.0").read_text())
+    assert {r["model_name"] for r in written if "model_name" in r} == {"simple"}
+    tracing.shutdown()
+    rest = json.loads((tmp_path / "t.json").read_text())
+    assert [r["model_name"] for r in rest if "model_name" in r] == ["other"]
+
+
+def test_a_model_that_is_not_ready_is_refused_in_tritons_words() -> None:
+    line = unknown_model("does-not-exist").line()
+    assert line.startswith("Request for unknown model : does-not-exist")
+    assert "rule=protocol/trace-setting" in line

@@ -59,7 +59,7 @@ from modelyard.protocol.shared_memory import SystemSharedMemory, place_outputs
 from modelyard.protocol.status import grpc_status_name
 from modelyard.protocol.v2_grpc import decode_infer_request, encode_infer_response, parameter_value
 from modelyard.tasks import cancel_and_wait
-from modelyard.tracing import RequestTrace, Tracing
+from modelyard.tracing import RequestTrace, Tracing, unknown_model
 from modelyard.types import InferRequest, InferResponse
 
 log = structlog.get_logger("modelyard.grpc")
@@ -925,6 +925,8 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     async def TraceSetting(self, request: pb.TraceSettingRequest, context: Context) -> Any:
         changes = {name: (list(value.value) or None) for name, value in request.settings.items()}
         model = request.model_name or None
+        if model and not self.dataplane.model_ready(model, None):
+            raise unknown_model(model)
         settings = self.tracing.update(changes, model) if changes else self.tracing.settings(model)
         response = pb.TraceSettingResponse()
         for name, value in settings.items():

@@ -20,7 +20,8 @@ that step's own error, unchanged. An output a step's model left out of its respo
 is left out of the ensemble's answer, and a later step runs without it where the
 input it feeds is optional (Triton's placeholder tensor); one it needs fails the
 request, naming the step that left it out. An optional ensemble input the request leaves
-out is left out of the steps it feeds alike (Triton's null tensor).
+out is left out of the steps it feeds alike (Triton's null tensor). A request that asks
+for some of the outputs runs only the steps they need (Triton prunes the rest so).
 """
 
 from __future__ import annotations
@@ -169,6 +170,23 @@ class EnsembleGraph:
         _check_acyclic(name, steps, set(spec.inputs))
         dims = {output.name: output.dims for output in spec.outputs.values()}
         return cls(name, tuple(steps), spec.batched, dims, tuple(spec.inputs))
+
+    def steps_for(self, outputs: Iterable[str]) -> list[EnsembleStep]:
+        """The steps that make ``outputs`` (ensemble outputs), in order: each step one of
+        whose outputs is wanted, by the ensemble or by a step that is run."""
+        wanted = set(outputs)
+        if wanted >= self.output_dims.keys():
+            return list(self.steps)
+        chosen: set[int] = set()
+        grew = True
+        while grew:  # at most one pass a step: each pass takes one more or ends
+            grew = False
+            for step in self.steps:
+                if step.index not in chosen and wanted.intersection(step.outputs.values()):
+                    chosen.add(step.index)
+                    wanted.update(step.inputs.values())
+                    grew = True
+        return [step for step in self.steps if step.index in chosen]
 
 
 def _step(name: str, index: int, raw: Any) -> EnsembleStep:
@@ -386,7 +404,7 @@ class EnsembleScheduler:
             for name in self.graph.inputs
             if name not in inputs
         }
-        waiting = list(self.graph.steps)
+        waiting = self.graph.steps_for(outputs)
         running: dict[asyncio.Future[dict[str, np.ndarray]], tuple[EnsembleStep, ModelSpec, int]]
         running = {}
         try:

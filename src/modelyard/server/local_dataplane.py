@@ -27,6 +27,7 @@ from modelyard.dataplane import INSTANCE_EXTENSIONS, FixedOutput, StreamResponse
 from modelyard.engines.base import ModelParameters
 from modelyard.errors import Code, ModelServerError, ModelyardError, NotResident, shown
 from modelyard.modelfiles.config import ModelSpec
+from modelyard.server.ensemble import ENSEMBLE
 from modelyard.server.live_stats import live_stats
 from modelyard.server.manager import ModelManager
 from modelyard.server.model_control import ModelControl
@@ -410,7 +411,21 @@ class VersionLane:
             model_version=self.model_version,
             outputs=outputs,
             id=request.id,
+            parameters=_ensemble_sequence(mv, self.sequence) if outputs else {},
         )
+
+
+def _ensemble_sequence(mv: ModelVersion, sequence: SequenceFlags | None) -> dict[str, Any]:
+    """What an ensemble's response of a sequence's request says of its place in it, as
+    Triton's ensembles answer (its steps' outputs carry the request's sequence id and
+    flags; Triton writes them for a request of no sequence too, as id 0, here left out)."""
+    if sequence is None or mv.backend != ENSEMBLE:
+        return {}
+    return {
+        "sequence_id": sequence.id,
+        "sequence_start": sequence.start,
+        "sequence_end": sequence.end,
+    }
 
 
 def _fixed_outputs(
@@ -682,7 +697,8 @@ class LocalDataPlane:
             [o.name for o in requested],
             shape_key_of(prepared),
             reshapes,
-            _fixed_outputs(mv, request, requested, rows),
+            # a reply with parameters of its own (an ensemble's sequence) is encoded each time
+            None if _ensemble_sequence(mv, flags) else _fixed_outputs(mv, request, requested, rows),
             flags,
             model_parameters(request.parameters, request.principals) if mv.takes_requests else None,
         )
