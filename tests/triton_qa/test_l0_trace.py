@@ -1,0 +1,78 @@
+"""Triton's qa/L0_trace: the trace extension (``/v2/trace/setting``,
+``/v2/models/<model>/trace/setting``, gRPC ``TraceSetting``).
+
+As its test.sh's "Python client library" server: ``--trace-config
+triton,file=global_unittest.log --trace-config level=TIMESTAMPS --trace-config rate=1``,
+``trace_endpoint_test.py`` (six tests) against ``simple`` (``onnx_int32_int32_int32``
+of Triton's generator, version 1; here the example model ``simple`` of the same
+tensors, made without running the generator: the file asks only its settings), under
+``TRITON_QA=full``.
+
+The default run starts one server for three folders (most of a run is the server's
+start): this one's, with the repository of L0_simple_ensemble (whose ``simple`` the
+trace file asks for), answering ``trace_endpoint_test.py``, L0_logging's
+``logging_endpoint_test.py`` (its server's flags are test.sh's defaults; the trace
+flags change nothing it asks) and L0_simple_ensemble's ``test_ensemble_add_sub``
+(first: it counts the inferences of each of ``simple``'s versions).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.models import simple_add_sub
+from tests.support.netns import LoopbackHost
+from tests.triton_qa import harness, test_l0_logging, test_l0_simple_ensemble
+
+pytestmark = pytest.mark.slow
+
+QA_FILE = "trace_endpoint_test.py"
+COUNT = 6  # test.sh's EXPECTED_NUM_TESTS
+TRACE_ARGS = [
+    "--trace-config", "triton,file=global_unittest.log",
+    "--trace-config", "level=TIMESTAMPS",
+    "--trace-config", "rate=1",
+]  # fmt: skip
+
+
+def repository(work: Path) -> Path:
+    """test.sh's ``trace_models``, as far as the file asks: ``simple``."""
+    models = work / "trace_models"
+    models.mkdir(exist_ok=True)
+    simple_add_sub(models)
+    return models
+
+
+@pytest.mark.triton_qa_full
+def test_trace_endpoint(host: LoopbackHost, tmp_path: Path) -> None:
+    work = harness.work_directory(tmp_path, "L0_trace")
+    args = [*TRACE_ARGS, f"--model-repository={repository(work)}"]
+    with harness.tritonserver(host, args, tmp_path / "server.log", cwd=work):
+        run = harness.run_qa_file(host, work, QA_FILE)
+    run.check(count=COUNT)
+
+
+def test_logging_trace_and_simple_ensemble_on_one_server(
+    host: LoopbackHost, tmp_path: Path
+) -> None:
+    trace = harness.work_directory(tmp_path, "L0_trace")
+    logging = harness.work_directory(tmp_path, "L0_logging")
+    ensemble = harness.work_directory(tmp_path, "L0_simple_ensemble")
+    models = test_l0_simple_ensemble.repository(ensemble)
+    args = [*TRACE_ARGS, f"--model-repository={models}"]
+    runs = [
+        (ensemble, test_l0_simple_ensemble.QA_FILE, [test_l0_simple_ensemble.TESTS[0]], 1),
+        (trace, QA_FILE, [], COUNT),
+        (logging, test_l0_logging.QA_FILE, [], test_l0_logging.COUNT),
+    ]
+    failures = []
+    with harness.tritonserver(host, args, tmp_path / "server.log", cwd=trace):
+        for work, qa_file, selection, count in runs:
+            run = harness.run_qa_file(host, work, qa_file, *selection)
+            try:
+                run.check(count=count)
+            except AssertionError as error:
+                failures.append(f"{work.name}: {error}")
+    assert not failures, "\n".join(failures)
