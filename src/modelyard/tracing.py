@@ -28,7 +28,11 @@ without an execution here (a cache hit, a forward) has no queue or compute stamp
 As spans, a traced request is ``InferRequest``, carrying the model, version and
 request id, with a child for each stretch of its life: ``governance`` (arrival to
 admission), ``decode`` (to its queueing), ``queue``, ``compute`` and ``response``
-(results to the reply sent). A request that arrives with a W3C ``traceparent``
+(results to the reply sent). ``tritonserver`` lays them out as Triton does
+(``spans="triton"``): ``InferRequest`` with the receive, response and send events, its
+child named after the model (``REQUEST_START``, ``QUEUE_START``, ``REQUEST_END``) and
+that one's child ``compute`` (the four ``COMPUTE_*`` events), for the dashboards and
+queries Triton's users keep. A request that arrives with a W3C ``traceparent``
 continues that trace; a gateway passes its own on to the instance. The OpenTelemetry
 SDK is imported only when spans are exported.
 """
@@ -153,8 +157,10 @@ class Tracing:
         exporter: Any = None,
         file: Path | None = None,
         log_frequency: int = 0,
+        spans: str = "modelyard",
     ) -> None:
         self.mode = mode
+        self.spans = spans  # the layout of a request's spans: modelyard's, or Triton's
         self.level = level or ["OFF"]
         self.rate = rate
         self.count = count
@@ -299,7 +305,9 @@ class Tracing:
             start_time=arrived_ns + self._offset_ns,
             attributes=attributes,
         )
-        return RequestTrace(model, version, request_id, protocol, root, arrived_ns)
+        trace = RequestTrace(model, version, request_id, protocol, root, arrived_ns)
+        trace.trace_id = self._last_id
+        return trace
 
     @staticmethod
     def propagation_headers(trace: RequestTrace) -> dict[str, str]:
@@ -321,15 +329,26 @@ class Tracing:
                 records = functools.partial(_triton_records, trace, model_version, sent_ns)
                 self._file.add(records, trace.last, trace.file_owner)
             return
-        from opentelemetry.trace import Status, StatusCode, set_span_in_context
+        from opentelemetry.trace import Status, StatusCode
 
-        tracer = self._tracer
         wall = self._offset_ns
         root = trace.root
         root.set_attribute("triton.model_version", model_version)
         if trace.request_id:  # over HTTP, known once the body was decoded
             root.set_attribute("triton.request_id", trace.request_id)
-        inside = set_span_in_context(root)
+        if self.spans == "triton":
+            self._triton_spans(trace, model_version, sent_ns)
+        else:
+            self._modelyard_spans(trace, sent_ns)
+        if trace.error is not None:
+            root.set_status(Status(StatusCode.ERROR, trace.error))
+        root.end(end_time=max(sent_ns, trace.arrived_ns) + wall)
+
+    def _modelyard_spans(self, trace: RequestTrace, sent_ns: int) -> None:
+        from opentelemetry.trace import set_span_in_context
+
+        tracer, wall = self._tracer, self._offset_ns
+        inside = set_span_in_context(trace.root)
         admitted = trace.admitted_ns or trace.arrived_ns
         stretches = [("governance", trace.arrived_ns, admitted)]
         timing = trace.timing
@@ -349,9 +368,51 @@ class Tracing:
                 span.add_event("COMPUTE_INPUT_END", timestamp=timing[2] + wall)
                 span.add_event("COMPUTE_OUTPUT_START", timestamp=timing[3] + wall)
             span.end(end_time=max(start, end) + wall)
-        if trace.error is not None:
-            root.set_status(Status(StatusCode.ERROR, trace.error))
-        root.end(end_time=max(sent_ns, trace.arrived_ns) + wall)
+
+    def _triton_spans(self, trace: RequestTrace, model_version: str, sent_ns: int) -> None:
+        """Triton's layout: the root's events, the model's span, its ``compute`` span."""
+        from opentelemetry.trace import set_span_in_context
+
+        tracer, wall, root = self._tracer, self._offset_ns, trace.root
+        arrived = trace.arrived_ns
+        results = max(trace.results_ns, trace.admitted_ns, arrived)
+        timing = trace.timing
+        executed = len(timing) >= 5
+        if executed:
+            results = max(results, timing[4])
+        sent = max(sent_ns, results)
+        wire = "GRPC_WAITREAD" if trace.protocol == "grpc" else "HTTP_RECV"
+        send = "GRPC_SEND" if trace.protocol == "grpc" else "HTTP_SEND"
+        for name, at in (
+            (f"{wire}_START", arrived), (f"{wire}_END", arrived),
+            ("INFER_RESPONSE_COMPLETE", results), (f"{send}_START", results), (f"{send}_END", sent),
+        ):  # fmt: skip
+            root.add_event(name, timestamp=at + wall)
+        model = tracer.start_span(
+            trace.model,
+            context=set_span_in_context(root),
+            start_time=arrived + wall,
+            attributes={
+                "triton.model_name": trace.model,
+                "triton.model_version": int(model_version) if model_version.isdigit() else -1,
+                "triton.trace_id": trace.trace_id,
+            },
+        )
+        model.add_event("REQUEST_START", timestamp=arrived + wall)
+        if executed:
+            enqueued, started, input_end, output_start, done = timing[:5]
+            model.add_event("QUEUE_START", timestamp=enqueued + wall)
+            compute = tracer.start_span(
+                "compute", context=set_span_in_context(model), start_time=started + wall
+            )
+            for name, at in (
+                ("COMPUTE_START", started), ("COMPUTE_INPUT_END", input_end),
+                ("COMPUTE_OUTPUT_START", output_start), ("COMPUTE_END", done),
+            ):  # fmt: skip
+                compute.add_event(name, timestamp=at + wall)
+            compute.end(end_time=max(started, done) + wall)
+        model.add_event("REQUEST_END", timestamp=results + wall)
+        model.end(end_time=results + wall)
 
     def flush(self) -> None:
         """Wait until the file has every trace finished so far (tests read it then)."""

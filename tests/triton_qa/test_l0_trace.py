@@ -18,6 +18,7 @@ flags change nothing it asks) and L0_simple_ensemble's ``test_ensemble_add_sub``
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,25 @@ TRACE_ARGS = [
 ]  # fmt: skip
 
 
+# test.sh's OpenTelemetry server, as far as the tests chosen below ask
+OTEL_ARGS = [
+    "--model-control-mode=explicit", "--load-model=simple",
+    "--trace-config=level=TIMESTAMPS", "--trace-config=rate=1", "--trace-config=count=-1",
+    "--trace-config=mode=opentelemetry",
+    "--trace-config=opentelemetry,resource=test.key=test.value",
+    "--trace-config=opentelemetry,resource=service.name=test_triton",
+    "--trace-config=opentelemetry,url=localhost:10000/v1/traces",
+]  # fmt: skip
+# the tests of opentelemetry_unittest.py whose spans modelyard makes as Triton's (one
+# request to `simple`, over each protocol, with and without the caller's trace context);
+# docs/triton-qa.md says what stands in the way of the others
+OTEL_TESTS = [
+    f"OpenTelemetryTest.test_{protocol}_trace_simple_model{context}"
+    for protocol in ("http", "grpc", "streaming_grpc")
+    for context in ("", "_context_propagation")
+]
+
+
 def repository(work: Path) -> Path:
     """test.sh's ``trace_models``, as far as the file asks: ``simple``."""
     models = work / "trace_models"
@@ -52,6 +72,25 @@ def test_trace_endpoint(host: LoopbackHost, tmp_path: Path) -> None:
     with harness.tritonserver(host, args, tmp_path / "server.log", cwd=work):
         run = harness.run_qa_file(host, work, QA_FILE)
     run.check(count=COUNT)
+
+
+def stand_in_collector(work: Path) -> None:
+    """``./otelcol``, as test.sh downloads it: the stand-in (otel_collector.py)."""
+    otelcol = work / "otelcol"
+    otelcol.write_text(
+        f'#!/bin/sh\nexec "{sys.executable}" -m tests.triton_qa.otel_collector "$@"\n'
+    )
+    otelcol.chmod(0o755)
+
+
+@pytest.mark.triton_qa_full
+def test_opentelemetry(host: LoopbackHost, tmp_path: Path) -> None:
+    work = harness.work_directory(tmp_path, "L0_trace")
+    stand_in_collector(work)
+    args = [*OTEL_ARGS, f"--model-repository={repository(work)}"]
+    with harness.tritonserver(host, args, tmp_path / "server.log", cwd=work):
+        run = harness.run_qa_file(host, work, "opentelemetry_unittest.py", *OTEL_TESTS)
+    run.check(count=len(OTEL_TESTS))
 
 
 def test_logging_trace_and_simple_ensemble_on_one_server(

@@ -334,3 +334,56 @@ def test_a_model_that_is_not_ready_is_refused_in_tritons_words() -> None:
     line = unknown_model("does-not-exist").line()
     assert line.startswith("Request for unknown model : does-not-exist")
     assert "rule=protocol/trace-setting" in line
+
+
+def test_tritonserver_lays_out_a_requests_spans_as_triton() -> None:
+    tracing, exporter = _tracing(spans="triton")
+    arrived = time.monotonic_ns()
+    trace = tracing.begin("simple", None, "r-1", "grpc", {"traceparent": TRACEPARENT}, arrived)
+    assert trace is not None
+    trace.timing = [arrived + 10, arrived + 20, arrived + 30, arrived + 40, arrived + 50]
+    trace.results_ns = arrived + 60
+    tracing.finish(trace, "1", arrived + 70)
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    assert set(spans) == {"InferRequest", "simple", "compute"}
+    root, model, compute = spans["InferRequest"], spans["simple"], spans["compute"]
+    assert format(root.context.trace_id, "032x") == PARENT_TRACE  # the caller's trace
+    assert model.parent is not None and model.parent.span_id == root.context.span_id
+    assert compute.parent is not None and compute.parent.span_id == model.context.span_id
+    assert [e.name for e in root.events] == [
+        "GRPC_WAITREAD_START", "GRPC_WAITREAD_END", "INFER_RESPONSE_COMPLETE",
+        "GRPC_SEND_START", "GRPC_SEND_END",
+    ]  # fmt: skip
+    assert [e.name for e in model.events] == ["REQUEST_START", "QUEUE_START", "REQUEST_END"]
+    assert [e.name for e in compute.events] == [
+        "COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END",
+    ]  # fmt: skip
+    assert compute.end_time - compute.start_time == 30  # execution start to end
+
+
+def test_a_request_on_a_grpc_stream_is_traced_with_the_streams_context(tmp_path: Path) -> None:
+    slow_double(tmp_path)
+    tracing, exporter = _tracing()
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            server = await start_grpc_server(dp, "127.0.0.1", 0, tracing=tracing)
+            try:
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+                    stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+                    request = InferRequest(
+                        "slow_double", None, {"x": np.ones((1, 2), np.float32)}, {}, id="s-1"
+                    )
+                    call = stub.ModelStreamInfer(metadata=(("traceparent", TRACEPARENT),))
+                    await call.write(encode_infer_request(request))
+                    reply = await call.read()
+                    assert reply.infer_response.id == "s-1"
+                    await call.done_writing()
+            finally:
+                await server.stop(0)
+
+    asyncio.run(scenario())
+    roots = [s for s in exporter.get_finished_spans() if s.name == "InferRequest"]
+    assert len(roots) == 1
+    assert format(roots[0].context.trace_id, "032x") == PARENT_TRACE
+    assert roots[0].attributes is not None and roots[0].attributes["triton.request_id"] == "s-1"
