@@ -40,7 +40,7 @@ TRACE_ARGS = [
 
 # test.sh's OpenTelemetry server, as far as the tests chosen below ask
 OTEL_ARGS = [
-    "--model-control-mode=explicit", "--load-model=simple",
+    "--model-control-mode=explicit", "--load-model=simple", "--load-model=repeat_int32",
     "--trace-config=level=TIMESTAMPS", "--trace-config=rate=1", "--trace-config=count=-1",
     "--trace-config=mode=opentelemetry",
     "--trace-config=opentelemetry,resource=test.key=test.value",
@@ -48,13 +48,13 @@ OTEL_ARGS = [
     "--trace-config=opentelemetry,url=localhost:10000/v1/traces",
 ]  # fmt: skip
 # the tests of opentelemetry_unittest.py whose spans modelyard makes as Triton's (one
-# request to `simple`, over each protocol, with and without the caller's trace context);
-# docs/triton-qa.md says what stands in the way of the others
+# request to `simple`, over each protocol, with and without the caller's trace context;
+# one to `repeat_int32`); docs/triton-qa.md says what stands in the way of the others
 OTEL_TESTS = [
     f"OpenTelemetryTest.test_{protocol}_trace_simple_model{context}"
     for protocol in ("http", "grpc", "streaming_grpc")
     for context in ("", "_context_propagation")
-]
+] + ["OpenTelemetryTest.test_non_decoupled"]
 
 
 def repository(work: Path) -> Path:
@@ -83,11 +83,58 @@ def stand_in_collector(work: Path) -> None:
     otelcol.chmod(0o755)
 
 
+# Triton's src/test/models/repeat_int32 (its C++ `repeat` backend) as test.sh makes it
+# not decoupled: one response a request, OUT the one element of IN, IDX 0
+REPEAT_CONFIG = """name: "repeat_int32"
+backend: "python"
+max_batch_size: 0
+model_transaction_policy { decoupled: False }
+input [
+  { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] },
+  { name: "DELAY" data_type: TYPE_UINT32 dims: [ -1 ] },
+  { name: "WAIT" data_type: TYPE_UINT32 dims: [ 1 ] }
+]
+output [
+  { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] },
+  { name: "IDX" data_type: TYPE_UINT32 dims: [ 1 ] }
+]
+"""
+REPEAT_MODEL = """import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            values = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            if values.size != 1:
+                responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError(
+                    "a model that is not decoupled sends one response: IN has one element")))
+                continue
+            responses.append(pb_utils.InferenceResponse([
+                pb_utils.Tensor("OUT", values.astype(np.int32)),
+                pb_utils.Tensor("IDX", np.zeros(1, np.uint32)),
+            ]))
+        return responses
+"""
+
+
+def otel_repository(work: Path) -> Path:
+    """test.sh's repository for its OpenTelemetry server, as far as the chosen tests ask:
+    ``simple`` and ``repeat_int32`` (a python model in the place of Triton's C++ one)."""
+    models = repository(work)
+    (models / "repeat_int32" / "1").mkdir(parents=True)
+    (models / "repeat_int32" / "config.pbtxt").write_text(REPEAT_CONFIG)
+    (models / "repeat_int32" / "1" / "model.py").write_text(REPEAT_MODEL)
+    return models
+
+
 @pytest.mark.triton_qa_full
 def test_opentelemetry(host: LoopbackHost, tmp_path: Path) -> None:
     work = harness.work_directory(tmp_path, "L0_trace")
     stand_in_collector(work)
-    args = [*OTEL_ARGS, f"--model-repository={repository(work)}"]
+    args = [*OTEL_ARGS, f"--model-repository={otel_repository(work)}"]
     with harness.tritonserver(host, args, tmp_path / "server.log", cwd=work):
         run = harness.run_qa_file(host, work, "opentelemetry_unittest.py", *OTEL_TESTS)
     run.check(count=len(OTEL_TESTS))
