@@ -273,15 +273,19 @@ class Tracing:
             return None
         owner = model if settings and settings.count is not None else None
         count = self.models[model].count if owner else self.count
-        if count == 0:
+        # as Triton's, a request that continues a caller's trace is always traced (its
+        # spans belong to that trace), whatever the rate and count say
+        forced = self.mode == "opentelemetry" and _continues_a_trace(headers)
+        if count == 0 and not forced:
             return None
         rate = settings.rate if settings and settings.rate is not None else self.rate
         counter = model if settings is not None else None  # no key per name a caller sends
         seen = self._seen.get(counter, 0) + 1
         self._seen[counter] = seen
-        if rate > 1 and seen % rate != 1:
+        hit = rate == 1 or (rate > 1 and seen % rate == 1)  # 0: only the forced ones
+        if not hit and not forced:
             return None
-        if count is not None and count > 0:
+        if hit and count is not None and count > 0:
             if owner:
                 self.models[model].count = count - 1
             else:
@@ -484,6 +488,18 @@ def _triton_records(trace: RequestTrace, model_version: str, sent_ns: int) -> li
                           output.data)
         )  # fmt: skip
     return records
+
+
+def _continues_a_trace(headers: dict[str, str]) -> bool:
+    """Whether a request came with a W3C trace context that names a trace and a span."""
+    parts = headers.get("traceparent", "").split("-") if headers else []
+    return (
+        len(parts) == 4
+        and len(parts[1]) == 32
+        and len(parts[2]) == 16
+        and parts[1].strip("0") != ""
+        and parts[2].strip("0") != ""
+    )
 
 
 def unknown_model(model: str) -> ProtocolError:

@@ -41,6 +41,7 @@ TRACE_ARGS = [
 # test.sh's OpenTelemetry server, as far as the tests chosen below ask
 OTEL_ARGS = [
     "--model-control-mode=explicit", "--load-model=simple", "--load-model=repeat_int32",
+    "--load-model=ensemble_add_sub_int32_int32_int32",
     "--trace-config=level=TIMESTAMPS", "--trace-config=rate=1", "--trace-config=count=-1",
     "--trace-config=mode=opentelemetry",
     "--trace-config=opentelemetry,resource=test.key=test.value",
@@ -49,12 +50,13 @@ OTEL_ARGS = [
 ]  # fmt: skip
 # the tests of opentelemetry_unittest.py whose spans modelyard makes as Triton's (one
 # request to `simple`, over each protocol, with and without the caller's trace context;
-# one to `repeat_int32`); docs/triton-qa.md says what stands in the way of the others
+# one to `repeat_int32`; at a rate of 5, requests to the ensemble with and without the
+# caller's context); docs/triton-qa.md says what stands in the way of the others
 OTEL_TESTS = [
     f"OpenTelemetryTest.test_{protocol}_trace_simple_model{context}"
     for protocol in ("http", "grpc", "streaming_grpc")
     for context in ("", "_context_propagation")
-] + ["OpenTelemetryTest.test_non_decoupled"]
+] + ["OpenTelemetryTest.test_non_decoupled", "OpenTelemetryTest.test_http_trace_triggered"]
 
 
 def repository(work: Path) -> Path:
@@ -120,10 +122,35 @@ class TritonPythonModel:
 """
 
 
+# qa_ensemble_model_repository's simple_onnx_int32_int32_int32 as test.sh makes it: one
+# step, the model renamed `simple`
+ENSEMBLE_CONFIG = """name: "ensemble_add_sub_int32_int32_int32"
+platform: "ensemble"
+max_batch_size: 8
+input [
+  { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
+  { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
+]
+output [
+  { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
+  { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
+]
+ensemble_scheduling { step [ {
+  model_name: "simple" model_version: -1
+  input_map { key: "INPUT0" value: "INPUT0" } input_map { key: "INPUT1" value: "INPUT1" }
+  output_map { key: "OUTPUT0" value: "OUTPUT0" } output_map { key: "OUTPUT1" value: "OUTPUT1" }
+} ] }
+"""
+
+
 def otel_repository(work: Path) -> Path:
     """test.sh's repository for its OpenTelemetry server, as far as the chosen tests ask:
-    ``simple`` and ``repeat_int32`` (a python model in the place of Triton's C++ one)."""
+    ``simple``, ``repeat_int32`` (a python model in the place of Triton's C++ one) and
+    the one-step ensemble over ``simple``."""
     models = repository(work)
+    ensemble = models / "ensemble_add_sub_int32_int32_int32"
+    (ensemble / "1").mkdir(parents=True)
+    (ensemble / "config.pbtxt").write_text(ENSEMBLE_CONFIG)
     (models / "repeat_int32" / "1").mkdir(parents=True)
     (models / "repeat_int32" / "config.pbtxt").write_text(REPEAT_CONFIG)
     (models / "repeat_int32" / "1" / "model.py").write_text(REPEAT_MODEL)

@@ -387,3 +387,17 @@ def test_a_request_on_a_grpc_stream_is_traced_with_the_streams_context(tmp_path:
     assert len(roots) == 1
     assert format(roots[0].context.trace_id, "032x") == PARENT_TRACE
     assert roots[0].attributes is not None and roots[0].attributes["triton.request_id"] == "s-1"
+
+
+def test_a_request_that_continues_a_callers_trace_is_traced_whatever_the_rate() -> None:
+    tracing, _ = _tracing(rate=0, count=1)  # rate 0: only those (Triton's way to ask)
+    context = {"traceparent": TRACEPARENT}
+    now = time.monotonic_ns()
+    assert tracing.begin("simple", None, None, "http", {}, now) is None
+    assert tracing.begin("simple", None, None, "http", context, now) is not None
+    tracing.update({"trace_rate": "1"})
+    assert tracing.begin("simple", None, None, "http", {}, now) is not None  # the count's one
+    assert tracing.begin("simple", None, None, "http", {}, now) is None  # the count ran out
+    assert tracing.begin("simple", None, None, "http", context, now) is not None
+    bad = {"traceparent": "00-" + "0" * 32 + "-" + "1" * 16 + "-01"}  # names no trace
+    assert tracing.begin("simple", None, None, "http", bad, now) is None
