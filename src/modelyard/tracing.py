@@ -6,12 +6,13 @@ Triton's JSON trace files (``trace_file.py``); with ``mode=opentelemetry`` (and
 exported as spans. ``rate=N`` traces one request in N while ``count`` lasts (-1: no
 end); with spans, a request that continues a caller's trace (a valid ``traceparent``) is
 traced whatever they say, as Triton's (``rate=0``: those alone). Each request of a gRPC
-stream is traced as a ModelInfer call. ``GET/POST /v2[/models/X]/trace/setting`` and gRPC ``TraceSetting`` read and
-change the level, rate, count and log frequency live, for all models or one, as in
-Triton; the file is the command line's alone. A model's own setting cleared (``null``)
-falls back to the global one, a global one cleared to the command line's; a model's
-settings are asked and changed only while it is ready (Triton's ``Request for unknown
-model : X`` otherwise), so they are as many as the repository's models.
+stream is traced as a ModelInfer call. ``GET/POST /v2[/models/X]/trace/setting`` and
+gRPC ``TraceSetting`` read and change the level, rate, count and log frequency live, for
+all models or one, as in Triton; the file is the command line's alone. A model's own
+setting cleared (``null``) falls back to the global one, a global one cleared to the
+command line's; a model's settings are asked and changed only while it is ready
+(Triton's ``Request for unknown model : X`` otherwise), so they are as many as the
+repository's models.
 
 Times are taken on the monotonic clock where they happen: arrival (the request read
 in whole), admission by governance, queueing, execution start, compute start and
