@@ -124,6 +124,8 @@ class RequestTrace:
     tensors: bool = False
     inputs: dict[str, tuple[str, Any]] | None = None
     outputs: list[Any] | None = None
+    # an ensemble's: each step's model, version, sent and answered (ns), execution times
+    steps: list[tuple[str, str, int, int, list[int]]] = field(default_factory=list)
 
     def decoded(self, request: Any) -> None:
         """The request as decoded (an ``InferRequest``): its id, and its inputs if kept."""
@@ -378,9 +380,7 @@ class Tracing:
 
     def _triton_spans(self, trace: RequestTrace, model_version: str, sent_ns: int) -> None:
         """Triton's layout: the root's events, the model's span, its ``compute`` span."""
-        from opentelemetry.trace import set_span_in_context
-
-        tracer, wall, root = self._tracer, self._offset_ns, trace.root
+        wall, root = self._offset_ns, trace.root
         arrived = trace.arrived_ns
         results = max(trace.results_ns, trace.admitted_ns, arrived)
         timing = trace.timing
@@ -395,31 +395,58 @@ class Tracing:
             ("INFER_RESPONSE_COMPLETE", results), (f"{send}_START", results), (f"{send}_END", sent),
         ):  # fmt: skip
             root.add_event(name, timestamp=at + wall)
+        queued = trace.admitted_ns or arrived
+        model = self._model_span(
+            root, trace.model, model_version, arrived, queued, results, timing, trace.trace_id
+        )
+        for step, version, step_sent, answered, step_timing in trace.steps:
+            self._model_span(
+                model, step, version, step_sent, step_sent, answered, step_timing, trace.trace_id
+            )
+
+    def _model_span(
+        self,
+        parent: Any,
+        name: str,
+        version: str,
+        start: int,
+        queued: int,
+        end: int,
+        timing: list[int],
+        trace_id: int,
+    ) -> Any:
+        """Triton's span of one model's request, and its ``compute`` if it executed."""
+        from opentelemetry.trace import set_span_in_context
+
+        tracer, wall = self._tracer, self._offset_ns
         model = tracer.start_span(
-            trace.model,
-            context=set_span_in_context(root),
-            start_time=arrived + wall,
+            name,
+            context=set_span_in_context(parent),
+            start_time=start + wall,
             attributes={
-                "triton.model_name": trace.model,
-                "triton.model_version": int(model_version) if model_version.isdigit() else -1,
-                "triton.trace_id": trace.trace_id,
+                "triton.model_name": name,
+                "triton.model_version": int(version) if version.isdigit() else -1,
+                "triton.trace_id": trace_id,
             },
         )
-        model.add_event("REQUEST_START", timestamp=arrived + wall)
+        model.add_event("REQUEST_START", timestamp=start + wall)
+        executed = len(timing) >= 5
+        model.add_event("QUEUE_START", timestamp=(timing[0] if executed else queued) + wall)
         if executed:
-            enqueued, started, input_end, output_start, done = timing[:5]
-            model.add_event("QUEUE_START", timestamp=enqueued + wall)
+            _, started, input_end, output_start, done = timing[:5]
             compute = tracer.start_span(
                 "compute", context=set_span_in_context(model), start_time=started + wall
             )
-            for name, at in (
+            for event, at in (
                 ("COMPUTE_START", started), ("COMPUTE_INPUT_END", input_end),
                 ("COMPUTE_OUTPUT_START", output_start), ("COMPUTE_END", done),
             ):  # fmt: skip
-                compute.add_event(name, timestamp=at + wall)
+                compute.add_event(event, timestamp=at + wall)
             compute.end(end_time=max(started, done) + wall)
-        model.add_event("REQUEST_END", timestamp=results + wall)
-        model.end(end_time=results + wall)
+            end = max(end, done)
+        model.add_event("REQUEST_END", timestamp=end + wall)
+        model.end(end_time=end + wall)
+        return model
 
     def flush(self) -> None:
         """Wait until the file has every trace finished so far (tests read it then)."""

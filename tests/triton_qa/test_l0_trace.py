@@ -51,12 +51,18 @@ OTEL_ARGS = [
 # the tests of opentelemetry_unittest.py whose spans modelyard makes as Triton's (one
 # request to `simple`, over each protocol, with and without the caller's trace context;
 # one to `repeat_int32`; at a rate of 5, requests to the ensemble with and without the
-# caller's context); docs/triton-qa.md says what stands in the way of the others
+# caller's context; one to the ensemble, its step's span under its own); docs/triton-qa.md
+# says what stands in the way of the others
 OTEL_TESTS = [
     f"OpenTelemetryTest.test_{protocol}_trace_simple_model{context}"
     for protocol in ("http", "grpc", "streaming_grpc")
     for context in ("", "_context_propagation")
-] + ["OpenTelemetryTest.test_non_decoupled", "OpenTelemetryTest.test_http_trace_triggered"]
+] + [
+    "OpenTelemetryTest.test_non_decoupled",
+    "OpenTelemetryTest.test_http_trace_triggered",
+    "OpenTelemetryTest.test_http_trace_ensemble_model",
+    "OpenTelemetryTest.test_http_trace_ensemble_model_context_propagation",
+]
 
 
 def repository(work: Path) -> Path:

@@ -401,3 +401,22 @@ def test_a_request_that_continues_a_callers_trace_is_traced_whatever_the_rate() 
     assert tracing.begin("simple", None, None, "http", context, now) is not None
     bad = {"traceparent": "00-" + "0" * 32 + "-" + "1" * 16 + "-01"}  # names no trace
     assert tracing.begin("simple", None, None, "http", bad, now) is None
+
+
+def test_an_ensembles_steps_are_spans_under_its_own_as_tritons() -> None:
+    tracing, exporter = _tracing(spans="triton")
+    arrived = time.monotonic_ns()
+    trace = tracing.begin("ens", None, None, "http", {}, arrived)
+    assert trace is not None
+    step_timing = [arrived + 20, arrived + 30, arrived + 40, arrived + 50, arrived + 60]
+    trace.steps.append(("simple", "1", arrived + 10, arrived + 70, step_timing))
+    trace.results_ns = arrived + 80
+    tracing.finish(trace, "1", arrived + 90)
+    spans = exporter.get_finished_spans()
+    by_id = {span.context.span_id: span.name for span in spans}
+    nesting = sorted((by_id.get(s.parent.span_id, "") if s.parent else "", s.name) for s in spans)
+    assert nesting == [
+        ("", "InferRequest"), ("InferRequest", "ens"), ("ens", "simple"), ("simple", "compute")
+    ]  # fmt: skip
+    ensemble = next(s for s in spans if s.name == "ens")
+    assert [e.name for e in ensemble.events] == ["REQUEST_START", "QUEUE_START", "REQUEST_END"]

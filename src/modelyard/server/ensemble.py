@@ -407,6 +407,8 @@ class EnsembleScheduler:
         waiting = self.graph.steps_for(outputs)
         running: dict[asyncio.Future[dict[str, np.ndarray]], tuple[EnsembleStep, ModelSpec, int]]
         running = {}
+        traced = request.steps  # a traced request: each step's times, as it is answered
+        sent: dict[asyncio.Future[dict[str, np.ndarray]], tuple[str, int, list[int]]] = {}
         try:
             while waiting or running:
                 for step in [
@@ -414,10 +416,13 @@ class EnsembleScheduler:
                     if all(t in tensors or t in left_out for t in s.inputs.values())
                 ]:  # fmt: skip
                     waiting.remove(step)
-                    future, spec, step_rows = self._submit_step(
-                        step, tensors, batches, request, left_out
+                    step_timing: list[int] | None = None if traced is None else []
+                    future, spec, step_rows, version = self._submit_step(
+                        step, tensors, batches, request, left_out, step_timing
                     )
                     running[future] = (step, spec, step_rows)
+                    if step_timing is not None:
+                        sent[future] = (version, clock.monotonic_ns(), step_timing)
                 if not running:  # a graph checked at load never comes here
                     missing = {t for s in waiting for t in s.inputs.values() if t not in tensors}
                     raise ensemble_error(self.model, f"no step makes {', '.join(sorted(missing))}")
@@ -425,6 +430,11 @@ class EnsembleScheduler:
                 for future in done:
                     step, spec, step_rows = running.pop(future)
                     results = dict(future.result())  # a step's error: below
+                    if traced is not None:
+                        version, sent_ns, step_timing = sent.pop(future)
+                        traced.append(
+                            (step.model, version, sent_ns, clock.monotonic_ns(), step_timing)
+                        )
                     _finish_outputs(spec, results)
                     for model_output, tensor in step.outputs.items():
                         if model_output not in results:
@@ -472,7 +482,8 @@ class EnsembleScheduler:
         batches: dict[str, int],
         request: Submission,
         left_out: dict[str, str],
-    ) -> tuple[asyncio.Future[dict[str, np.ndarray]], ModelSpec, int]:
+        timing: list[int] | None = None,
+    ) -> tuple[asyncio.Future[dict[str, np.ndarray]], ModelSpec, int, str]:
         # resolve and submit back to back on the loop: a swap cannot fall between them
         mv = self._resolve(step.model, step.version)
         given = {i: t for i, t in step.inputs.items() if t in tensors}
@@ -494,10 +505,10 @@ class EnsembleScheduler:
         step_request = Submission(
             inputs, list(step.outputs), rows, request.deadline, request.priority,
             request.timeout_us, parameters=request.parameters if mv.takes_requests else None,
-            sequence=sequence,
+            sequence=sequence, timing=timing,
         )  # fmt: skip
         future = mv.scheduler.submit(step_request)
-        return future, mv.spec, rows
+        return future, mv.spec, rows, str(mv.version)
 
     def _done(self, task: asyncio.Task[dict[str, np.ndarray]]) -> None:
         with self._idle:

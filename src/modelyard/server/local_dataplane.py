@@ -373,6 +373,7 @@ class VersionLane:
         deadline: float | None = None,
         timing: list[int] | None = None,
         arrived_ns: int = 0,
+        steps: list[tuple[str, str, int, int, list[int]]] | None = None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         if self.reshapes:
             inputs = self.reshaped(inputs)
@@ -381,7 +382,7 @@ class VersionLane:
             residency.count_request(self.model_name)
         submitted = Submission(  # by position: the fields in their order
             inputs, self.output_names, self.rows, deadline, priority, timeout_us,
-            self.shape_key, timing, arrived_ns, self.parameters, self.sequence,
+            self.shape_key, timing, arrived_ns, self.parameters, self.sequence, steps,
         )  # fmt: skip
         return self.version.scheduler.submit(submitted)
 
@@ -539,6 +540,7 @@ class LocalDataPlane:
             request.deadline,
             None if trace is None else trace.timing,
             request.arrived_ns,
+            None if trace is None else trace.steps,
         )
         if request.queued is not None:
             request.queued()
