@@ -88,9 +88,11 @@ class LogSettings:
                     )
             elif name == "log_file":
                 if value != self.as_triton()["log_file"]:
-                    raise ProtocolError.of(
+                    raise ProtocolError.of(  # Triton's words lead: its clients match them
                         error_rules.LOG_FILE,
-                        "log_file cannot be changed by a request: a request never names a path",
+                        "log file location can not be updated through network protocol "
+                        "(a request never names a path)",
+                        triton=True,
                     )
             else:
                 raise _bad_setting(f"unknown log setting {name!r:.60}")

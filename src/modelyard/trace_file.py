@@ -10,6 +10,8 @@ and whatever reads Triton's files read these.
 When it is written follows Triton: with ``log-frequency`` N, every N traces go to
 ``PATH.0``, ``PATH.1``, ...; with 0, the traces go to ``PATH`` when the server
 stops; when ``count`` runs out, what was collected goes to the next indexed file.
+A model with a log frequency of its own collects its traces apart and writes them by
+it, to the same numbering; cleared, what it collected joins the others'.
 Records are made and files written on a thread of their own, never the event loop's;
 what waits for a file is bounded (``MAX_BUFFERED_BYTES``: past it, the traces go to
 the next indexed file, whatever the log frequency).
@@ -61,30 +63,51 @@ class TraceFile:
 
     def __init__(self, path: Path, log_frequency: int = 0) -> None:
         self.path = path
-        self.log_frequency = log_frequency
-        self._traces: list[bytes] = []  # each: one trace's records, encoded, without brackets
+        # by owner: None the global setting's, else a model's own (the settings read them)
+        self._frequencies: dict[str | None, int] = {None: log_frequency}
+        self._default_frequency = log_frequency  # the command line's: a cleared one's
+        # each: one trace's records, encoded, without brackets; by owner as the frequencies
+        self._traces: dict[str | None, list[bytes]] = {None: []}
         self._buffered = 0
         self._index = 0
         self._lock = threading.Lock()
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="trace-file")
 
-    def add(self, records: Callable[[], list[Any]], last: bool = False) -> None:
-        """One trace, as ``records()`` makes them (on the writer's thread); ``last``: the
-        count ran out with it, so what there is is written."""
-        self._writer.submit(self._add, records, last)
+    @property
+    def log_frequency(self) -> int:
+        return self._frequencies[None]
 
-    def _add(self, records: Callable[[], list[Any]], last: bool) -> None:
+    def frequency(self, owner: str | None) -> int:
+        """The log frequency ``owner``'s traces are written by (a model's own, else the
+        global one)."""
+        return self._frequencies.get(owner, self._frequencies[None])
+
+    def add(
+        self, records: Callable[[], list[Any]], last: bool = False, owner: str | None = None
+    ) -> None:
+        """One trace, as ``records()`` makes them (on the writer's thread); ``last``: the
+        count ran out with it, so what there is is written; ``owner``: the model whose
+        own log frequency it follows."""
+        self._writer.submit(self._add, records, last, owner)
+
+    def _add(self, records: Callable[[], list[Any]], last: bool, owner: str | None) -> None:
         try:
             encoded = orjson.dumps(records())[1:-1]
         except Exception:  # a trace that cannot be written is lost, never a request
             log.exception("trace_not_recorded")
             return
         with self._lock:
-            self._traces.append(encoded)
+            if owner not in self._frequencies:  # its own frequency was cleared meanwhile
+                owner = None
+            traces = self._traces.setdefault(owner, [])
+            traces.append(encoded)
             self._buffered += len(encoded)
-            full = self.log_frequency and len(self._traces) >= self.log_frequency
-            if full or last or self._buffered > MAX_BUFFERED_BYTES:
-                self._write_indexed()
+            frequency = self._frequencies[owner]
+            if (frequency and len(traces) >= frequency) or last:
+                self._write_indexed(owner)
+            if self._buffered > MAX_BUFFERED_BYTES:  # bounded, whatever the frequencies
+                for held in [o for o, t in self._traces.items() if t]:
+                    self._write_indexed(held)
 
     def flush(self) -> None:
         """Wait until the traces added so far are made (and written, where their turn came)."""
@@ -94,31 +117,52 @@ class TraceFile:
         """Write what is left: to the next indexed file with a log frequency, else to PATH."""
         self._writer.shutdown(wait=True)
         with self._lock:
-            if not self._traces:
+            for owner in [o for o in self._traces if o is not None]:
+                if self._traces[owner] and self._frequencies.get(owner):
+                    self._write_indexed(owner)
+                else:  # no frequency of its own: with the others, into PATH
+                    self._traces[None] += self._traces.pop(owner)
+            if not self._traces[None]:
                 return
-            if self.log_frequency:
-                self._write_indexed()
+            if self._frequencies[None]:
+                self._write_indexed(None)
             else:
-                self._write(self.path)
+                self._write(self.path, None)
 
-    def set_log_frequency(self, log_frequency: int) -> None:
-        self.log_frequency = log_frequency  # read by the settings at once
-        self._writer.submit(self._apply_log_frequency, log_frequency)
+    def set_log_frequency(self, log_frequency: int | None, owner: str | None = None) -> None:
+        """The global log frequency (``owner`` None; None: back to ``default``), or a
+        model's own (None: it follows the global one again)."""
+        with self._lock:  # read by the settings at once
+            if owner is None:
+                self._frequencies[None] = (
+                    self._default_frequency if log_frequency is None else log_frequency
+                )
+            elif log_frequency is None:
+                self._frequencies.pop(owner, None)
+            else:
+                self._frequencies[owner] = log_frequency
+        self._writer.submit(self._apply_log_frequency, owner)
 
-    def _apply_log_frequency(self, log_frequency: int) -> None:
+    def _apply_log_frequency(self, owner: str | None) -> None:
         with self._lock:
-            self.log_frequency = log_frequency
-            if log_frequency and len(self._traces) >= log_frequency:
-                self._write_indexed()
+            if owner is not None and owner not in self._frequencies:
+                self._traces[None] += self._traces.pop(owner, [])
+                owner = None
+            traces = self._traces.setdefault(owner, [])
+            frequency = self._frequencies[owner]
+            if frequency and len(traces) >= frequency:
+                self._write_indexed(owner)
 
-    def _write_indexed(self) -> None:
+    def _write_indexed(self, owner: str | None) -> None:
         target = self.path.with_name(f"{self.path.name}.{self._index}")
         self._index += 1
-        self._write(target)
+        self._write(target, owner)
 
-    def _write(self, target: Path) -> None:
-        data = b"[" + b",".join(self._traces) + b"]"
-        self._traces, self._buffered = [], 0
+    def _write(self, target: Path, owner: str | None) -> None:
+        traces = self._traces[owner]
+        data = b"[" + b",".join(traces) + b"]"
+        self._buffered -= sum(len(t) for t in traces)
+        self._traces[owner] = []
         try:
             target.write_bytes(data)
         except OSError as exc:  # a full disk loses traces, never a request

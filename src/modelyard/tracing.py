@@ -4,9 +4,15 @@
 Triton's JSON trace files (``trace_file.py``); with ``mode=opentelemetry`` (and
 ``opentelemetry,url=...``, ``opentelemetry,resource=k=v``) each traced request is
 exported as spans. ``rate=N`` traces one request in N while ``count`` lasts (-1: no
-end). ``GET/POST /v2[/models/X]/trace/setting`` and gRPC ``TraceSetting`` read and
-change the level, rate, count and log frequency live, for all models or one, as in
-Triton; the file is the command line's alone.
+end); with spans, a request that continues a caller's trace (a valid ``traceparent``) is
+traced whatever they say, as Triton's (``rate=0``: those alone). Each request of a gRPC
+stream is traced as a ModelInfer call. ``GET/POST /v2[/models/X]/trace/setting`` and
+gRPC ``TraceSetting`` read and change the level, rate, count and log frequency live, for
+all models or one, as in Triton; the file is the command line's alone. A model's own
+setting cleared (``null``) falls back to the global one, a global one cleared to the
+command line's; a model's settings are asked and changed only while it is ready
+(Triton's ``Request for unknown model : X`` otherwise), so they are as many as the
+repository's models.
 
 Times are taken on the monotonic clock where they happen: arrival (the request read
 in whole), admission by governance, queueing, execution start, compute start and
@@ -25,7 +31,11 @@ without an execution here (a cache hit, a forward) has no queue or compute stamp
 As spans, a traced request is ``InferRequest``, carrying the model, version and
 request id, with a child for each stretch of its life: ``governance`` (arrival to
 admission), ``decode`` (to its queueing), ``queue``, ``compute`` and ``response``
-(results to the reply sent). A request that arrives with a W3C ``traceparent``
+(results to the reply sent). ``tritonserver`` lays them out as Triton does
+(``spans="triton"``): ``InferRequest`` with the receive, response and send events, its
+child named after the model (``REQUEST_START``, ``QUEUE_START``, ``REQUEST_END``) and
+that one's child ``compute`` (the four ``COMPUTE_*`` events), for the dashboards and
+queries Triton's users keep. A request that arrives with a W3C ``traceparent``
 continues that trace; a gateway passes its own on to the instance. The OpenTelemetry
 SDK is imported only when spans are exported.
 """
@@ -53,25 +63,28 @@ _SETTINGS = (  # Triton's names
     "trace_mode",
 )
 
-# settings a request may only repeat: what it says instead, and the status
-_SET_AT_START = {
-    "trace_file": (
+# settings a request may only repeat: what it says instead, the status, whether in Triton's words
+_SET_AT_START: dict[str, tuple[str, Code, bool]] = {
+    "trace_file": (  # Triton's words
         "trace file location can not be updated through network protocol",
         Code.UNIMPLEMENTED,
+        True,
     ),
     "trace_mode": (
         "trace_mode is set when the server starts (--trace-config)",
         Code.INVALID_ARGUMENT,
+        False,
     ),
 }
 
 
-def _bad(detail: str, code: Code = Code.INVALID_ARGUMENT) -> ProtocolError:
+def _bad(detail: str, code: Code = Code.INVALID_ARGUMENT, triton: bool = False) -> ProtocolError:
     return ProtocolError(
         detail,
         code=code,
         rule="protocol/trace-setting",
         where="the trace setting request (trace_level, trace_rate, trace_count, log_frequency)",
+        triton=triton,
     )
 
 
@@ -82,6 +95,10 @@ class ModelTraceSettings:
     level: list[str] | None = None
     rate: int | None = None
     count: int | None = None
+    log_frequency: int | None = None  # its traces then go to the file in files of their own
+
+    def empty(self) -> bool:
+        return (self.level, self.rate, self.count, self.log_frequency) == (None,) * 4
 
 
 @dataclass
@@ -97,6 +114,7 @@ class RequestTrace:
     trace_id: int = 0  # Triton's: one more per traced request
     context: dict[str, str] | None = None  # the W3C trace context it came with
     last: bool = False  # the count ran out with it
+    file_owner: str | None = None  # the model whose own log frequency its record follows
     admitted_ns: int = 0
     # enqueued, execution start, compute start, compute end, execution end (the scheduler's)
     timing: list[int] = field(default_factory=list)
@@ -106,6 +124,8 @@ class RequestTrace:
     tensors: bool = False
     inputs: dict[str, tuple[str, Any]] | None = None
     outputs: list[Any] | None = None
+    # an ensemble's: each step's model, version, sent and answered (ns), execution times
+    steps: list[tuple[str, str, int, int, list[int]]] = field(default_factory=list)
 
     def decoded(self, request: Any) -> None:
         """The request as decoded (an ``InferRequest``): its id, and its inputs if kept."""
@@ -142,11 +162,15 @@ class Tracing:
         exporter: Any = None,
         file: Path | None = None,
         log_frequency: int = 0,
+        spans: str = "modelyard",
     ) -> None:
         self.mode = mode
+        self.spans = spans  # the layout of a request's spans: modelyard's, or Triton's
         self.level = level or ["OFF"]
         self.rate = rate
         self.count = count
+        # what a global setting cleared goes back to: the command line's
+        self._defaults = {"level": self.level, "rate": rate, "count": count}
         self.models: dict[str, ModelTraceSettings] = {}
         self._seen: dict[str | None, int] = {}  # per owner of settings: None, the global
         self._url = url
@@ -177,11 +201,12 @@ class Tracing:
         level = own.level if own and own.level is not None else self.level
         rate = own.rate if own and own.rate is not None else self.rate
         count = own.count if own and own.count is not None else self.count
+        frequency = self._file.frequency(model if own else None) if self._file else 0
         return {
             "trace_level": list(level),
             "trace_rate": str(rate),
             "trace_count": str(count),
-            "log_frequency": str(self._file.log_frequency if self._file else 0),
+            "log_frequency": str(frequency),
             "trace_file": str(self._file.path) if self._file else "",
             "trace_mode": self.mode,
         }
@@ -189,6 +214,7 @@ class Tracing:
     def update(self, changes: dict[str, Any], model: str | None = None) -> dict[str, Any]:
         """Apply a trace setting request (all checked before any applies); the settings."""
         parsed = self._parsed_changes(changes, model)
+        frequency_given = "log_frequency" in parsed
         frequency = parsed.pop("log_frequency", None)
         self._check_applicable(parsed.get("trace_level"), frequency, model)
         target = self.models.setdefault(model, ModelTraceSettings()) if model else None
@@ -196,10 +222,14 @@ class Tracing:
             key = {"trace_level": "level", "trace_rate": "rate", "trace_count": "count"}[name]
             if target is not None:
                 setattr(target, key, value)
-            elif value is not None:
-                setattr(self, key, value)
-        if frequency is not None and self._file is not None:
-            self._file.set_log_frequency(frequency)
+            else:
+                setattr(self, key, self._defaults[key] if value is None else value)
+        if frequency_given and self._file is not None:
+            self._file.set_log_frequency(frequency, model)
+        if target is not None:
+            target.log_frequency = frequency if frequency_given else target.log_frequency
+            if target.empty():  # nothing of its own: the global settings, as Triton
+                del self.models[model or ""]
         self._refresh()
         return self.settings(model)
 
@@ -227,12 +257,8 @@ class Tracing:
                 f"trace_level {level} in Triton's mode needs a trace file, and none was given "
                 "at start",
             )
-        if frequency is not None and (model or not self._file):
-            raise _bad(
-                "log_frequency is the trace file's, set for every model"
-                if model
-                else "log_frequency needs a trace file, and none was given at start"
-            )
+        if frequency is not None and not self._file:
+            raise _bad("log_frequency needs a trace file, and none was given at start")
 
     # ---- sampling and spans ---------------------------------------------
 
@@ -252,15 +278,19 @@ class Tracing:
             return None
         owner = model if settings and settings.count is not None else None
         count = self.models[model].count if owner else self.count
-        if count == 0:
+        # as Triton's, a request that continues a caller's trace is always traced (its
+        # spans belong to that trace), whatever the rate and count say
+        forced = self.mode == "opentelemetry" and _continues_a_trace(headers)
+        if count == 0 and not forced:
             return None
         rate = settings.rate if settings and settings.rate is not None else self.rate
         counter = model if settings is not None else None  # no key per name a caller sends
         seen = self._seen.get(counter, 0) + 1
         self._seen[counter] = seen
-        if rate > 1 and seen % rate != 1:
+        hit = rate == 1 or (rate > 1 and seen % rate == 1)  # 0: only the forced ones
+        if not hit and not forced:
             return None
-        if count is not None and count > 0:
+        if hit and count is not None and count > 0:
             if owner:
                 self.models[model].count = count - 1
             else:
@@ -269,6 +299,8 @@ class Tracing:
         if self.mode == "triton":
             trace = RequestTrace(model, version, request_id, protocol, None, arrived_ns)
             trace.trace_id = self._last_id
+            if settings is not None and settings.log_frequency is not None:
+                trace.file_owner = model
             trace.context = headers or None
             trace.last = count == 1
             trace.tensors = "TENSORS" in level
@@ -282,7 +314,9 @@ class Tracing:
             start_time=arrived_ns + self._offset_ns,
             attributes=attributes,
         )
-        return RequestTrace(model, version, request_id, protocol, root, arrived_ns)
+        trace = RequestTrace(model, version, request_id, protocol, root, arrived_ns)
+        trace.trace_id = self._last_id
+        return trace
 
     @staticmethod
     def propagation_headers(trace: RequestTrace) -> dict[str, str]:
@@ -302,17 +336,28 @@ class Tracing:
         if trace.root is None:
             if self._file is not None:
                 records = functools.partial(_triton_records, trace, model_version, sent_ns)
-                self._file.add(records, trace.last)
+                self._file.add(records, trace.last, trace.file_owner)
             return
-        from opentelemetry.trace import Status, StatusCode, set_span_in_context
+        from opentelemetry.trace import Status, StatusCode
 
-        tracer = self._tracer
         wall = self._offset_ns
         root = trace.root
         root.set_attribute("triton.model_version", model_version)
         if trace.request_id:  # over HTTP, known once the body was decoded
             root.set_attribute("triton.request_id", trace.request_id)
-        inside = set_span_in_context(root)
+        if self.spans == "triton":
+            self._triton_spans(trace, model_version, sent_ns)
+        else:
+            self._modelyard_spans(trace, sent_ns)
+        if trace.error is not None:
+            root.set_status(Status(StatusCode.ERROR, trace.error))
+        root.end(end_time=max(sent_ns, trace.arrived_ns) + wall)
+
+    def _modelyard_spans(self, trace: RequestTrace, sent_ns: int) -> None:
+        from opentelemetry.trace import set_span_in_context
+
+        tracer, wall = self._tracer, self._offset_ns
+        inside = set_span_in_context(trace.root)
         admitted = trace.admitted_ns or trace.arrived_ns
         stretches = [("governance", trace.arrived_ns, admitted)]
         timing = trace.timing
@@ -332,9 +377,76 @@ class Tracing:
                 span.add_event("COMPUTE_INPUT_END", timestamp=timing[2] + wall)
                 span.add_event("COMPUTE_OUTPUT_START", timestamp=timing[3] + wall)
             span.end(end_time=max(start, end) + wall)
-        if trace.error is not None:
-            root.set_status(Status(StatusCode.ERROR, trace.error))
-        root.end(end_time=max(sent_ns, trace.arrived_ns) + wall)
+
+    def _triton_spans(self, trace: RequestTrace, model_version: str, sent_ns: int) -> None:
+        """Triton's layout: the root's events, the model's span, its ``compute`` span."""
+        wall, root = self._offset_ns, trace.root
+        arrived = trace.arrived_ns
+        results = max(trace.results_ns, trace.admitted_ns, arrived)
+        timing = trace.timing
+        executed = len(timing) >= 5
+        if executed:
+            results = max(results, timing[4])
+        sent = max(sent_ns, results)
+        wire = "GRPC_WAITREAD" if trace.protocol == "grpc" else "HTTP_RECV"
+        send = "GRPC_SEND" if trace.protocol == "grpc" else "HTTP_SEND"
+        for name, at in (
+            (f"{wire}_START", arrived), (f"{wire}_END", arrived),
+            ("INFER_RESPONSE_COMPLETE", results), (f"{send}_START", results), (f"{send}_END", sent),
+        ):  # fmt: skip
+            root.add_event(name, timestamp=at + wall)
+        queued = trace.admitted_ns or arrived
+        model = self._model_span(
+            root, trace.model, model_version, arrived, queued, results, timing, trace.trace_id
+        )
+        for step, version, step_sent, answered, step_timing in trace.steps:
+            self._model_span(
+                model, step, version, step_sent, step_sent, answered, step_timing, trace.trace_id
+            )
+
+    def _model_span(
+        self,
+        parent: Any,
+        name: str,
+        version: str,
+        start: int,
+        queued: int,
+        end: int,
+        timing: list[int],
+        trace_id: int,
+    ) -> Any:
+        """Triton's span of one model's request, and its ``compute`` if it executed."""
+        from opentelemetry.trace import set_span_in_context
+
+        tracer, wall = self._tracer, self._offset_ns
+        model = tracer.start_span(
+            name,
+            context=set_span_in_context(parent),
+            start_time=start + wall,
+            attributes={
+                "triton.model_name": name,
+                "triton.model_version": int(version) if version.isdigit() else -1,
+                "triton.trace_id": trace_id,
+            },
+        )
+        model.add_event("REQUEST_START", timestamp=start + wall)
+        executed = len(timing) >= 5
+        model.add_event("QUEUE_START", timestamp=(timing[0] if executed else queued) + wall)
+        if executed:
+            _, started, input_end, output_start, done = timing[:5]
+            compute = tracer.start_span(
+                "compute", context=set_span_in_context(model), start_time=started + wall
+            )
+            for event, at in (
+                ("COMPUTE_START", started), ("COMPUTE_INPUT_END", input_end),
+                ("COMPUTE_OUTPUT_START", output_start), ("COMPUTE_END", done),
+            ):  # fmt: skip
+                compute.add_event(event, timestamp=at + wall)
+            compute.end(end_time=max(started, done) + wall)
+            end = max(end, done)
+        model.add_event("REQUEST_END", timestamp=end + wall)
+        model.end(end_time=end + wall)
+        return model
 
     def flush(self) -> None:
         """Wait until the file has every trace finished so far (tests read it then)."""
@@ -406,6 +518,30 @@ def _triton_records(trace: RequestTrace, model_version: str, sent_ns: int) -> li
                           output.data)
         )  # fmt: skip
     return records
+
+
+def _continues_a_trace(headers: dict[str, str]) -> bool:
+    """Whether a request came with a W3C trace context that names a trace and a span."""
+    parts = headers.get("traceparent", "").split("-") if headers else []
+    return (
+        len(parts) == 4
+        and len(parts[1]) == 32
+        and len(parts[2]) == 16
+        and parts[1].strip("0") != ""
+        and parts[2].strip("0") != ""
+    )
+
+
+def unknown_model(model: str) -> ProtocolError:
+    """A trace setting asked for a model that is not ready, in Triton's words."""
+    return ProtocolError(
+        f"Request for unknown model : {shown(model, 80)}",
+        code=Code.INVALID_ARGUMENT,
+        rule="protocol/trace-setting",
+        where="GET /v2/repository/index lists the models; a model's trace settings are "
+        "asked while it is ready",
+        triton=True,
+    )
 
 
 def _parse(name: str, value: Any) -> Any:

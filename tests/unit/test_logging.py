@@ -82,3 +82,11 @@ def test_the_log_file_given_at_start_is_reported_and_kept(tmp_path: Path) -> Non
     assert settings.update({"log_file": str(tmp_path / "server.log")})["log_file"] == str(
         tmp_path / "server.log"
     )
+
+
+def test_a_log_file_from_a_request_is_refused_in_tritons_words_first() -> None:
+    with pytest.raises(ProtocolError) as refused:
+        LogSettings().update({"log_file": "other_log.log"})
+    line = refused.value.line()
+    assert line.startswith("log file location can not be updated through network protocol")
+    assert "rule=protocol/log-settings" in line and "change: " in line

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from modelyard.frontdoors.grpc import start_grpc_server
 from modelyard.frontdoors.http import HttpFrontend
 from modelyard.protocol.v2_grpc import encode_infer_request
 from modelyard.server.manager import ControlMode
-from modelyard.tracing import Tracing
+from modelyard.tracing import Tracing, unknown_model
 from modelyard.types import InferRequest
 from tests.support.dataplane import running_dataplane
 from tests.support.models import slow_double
@@ -91,9 +92,8 @@ def test_the_trace_file_is_not_changed_by_a_request_but_its_log_frequency_is(
         tracing.update({"trace_file": str(tmp_path / "elsewhere.json")})
     assert "trace file location can not be updated through network protocol" in str(refused.value)
     assert refused.value.code.name == "UNIMPLEMENTED"
+    assert refused.value.line().startswith("trace file location can not be updated")
     assert tracing.update({"log_frequency": "5"})["log_frequency"] == "5"
-    with pytest.raises(ProtocolError):
-        tracing.update({"log_frequency": "5"}, "slow_double")  # the file's, not a model's
     with pytest.raises(ProtocolError):
         tracing.update({"log_frequency": "-1"})
     assert tracing.settings()["trace_file"] == str(tmp_path / "trace.json")
@@ -273,6 +273,14 @@ def test_a_traced_grpc_request_and_a_refused_one(tmp_path: Path) -> None:
                         await stub.ModelInfer(encode_infer_request(bad))
                     settings = await stub.TraceSetting(service_pb2.TraceSettingRequest())
                     assert list(settings.settings["trace_level"].value) == ["TIMESTAMPS"]
+                    with pytest.raises(grpc.aio.AioRpcError) as unknown:
+                        await stub.TraceSetting(
+                            service_pb2.TraceSettingRequest(model_name="does-not-exist")
+                        )
+                    assert unknown.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+                    assert (unknown.value.details() or "").startswith(
+                        "Request for unknown model : does-not-exist"
+                    )
             finally:
                 await server.stop(0)
 
@@ -284,3 +292,131 @@ def test_a_traced_grpc_request_and_a_refused_one(tmp_path: Path) -> None:
     assert traced.attributes is not None and traced.attributes["modelyard.protocol"] == "grpc"
     assert refused.status.status_code.name == "ERROR"
     assert "Expected [-1,2], got [1,3]" in (refused.status.description or "")
+
+
+def test_cleared_settings_fall_back_as_tritons_model_to_global_global_to_start(
+    tmp_path: Path,
+) -> None:
+    tracing = Tracing(level=["TIMESTAMPS"], rate=1, file=tmp_path / "t.json")
+    tracing.update({"trace_rate": "12", "log_frequency": "34"}, "simple")
+    tracing.update({"trace_rate": "56", "trace_count": "78", "trace_level": ["OFF"]})
+    cleared = tracing.update({"trace_rate": None, "trace_count": None})
+    assert (cleared["trace_level"], cleared["trace_rate"], cleared["trace_count"]) == (
+        ["OFF"], "1", "-1"
+    )  # fmt: skip
+    model = tracing.settings("simple")
+    assert (model["trace_rate"], model["log_frequency"]) == ("12", "34")
+    assert tracing.settings()["log_frequency"] == "0"  # the model's is its own
+    model = tracing.update({"trace_rate": None, "trace_level": None}, "simple")
+    assert (model["trace_rate"], model["log_frequency"], model["trace_level"]) == (
+        "1", "34", ["OFF"]
+    )  # fmt: skip
+    tracing.update({"log_frequency": None}, "simple")
+    assert tracing.models == {}  # nothing of its own is left: it follows the global ones
+
+
+def test_a_models_own_log_frequency_writes_its_traces_apart(tmp_path: Path) -> None:
+    tracing = Tracing(level=["TIMESTAMPS"], rate=1, file=tmp_path / "t.json")
+    tracing.update({"log_frequency": "2"}, "simple")
+    for model in ("simple", "other", "simple"):
+        trace = tracing.begin(model, "1", None, "http", {}, time.monotonic_ns())
+        assert trace is not None
+        tracing.finish(trace, "1", time.monotonic_ns())
+    tracing.flush()
+    written = json.loads((tmp_path / "t.json.0").read_text())
+    assert {r["model_name"] for r in written if "model_name" in r} == {"simple"}
+    tracing.shutdown()
+    rest = json.loads((tmp_path / "t.json").read_text())
+    assert [r["model_name"] for r in rest if "model_name" in r] == ["other"]
+
+
+def test_a_model_that_is_not_ready_is_refused_in_tritons_words() -> None:
+    line = unknown_model("does-not-exist").line()
+    assert line.startswith("Request for unknown model : does-not-exist")
+    assert "rule=protocol/trace-setting" in line
+
+
+def test_tritonserver_lays_out_a_requests_spans_as_triton() -> None:
+    tracing, exporter = _tracing(spans="triton")
+    arrived = time.monotonic_ns()
+    trace = tracing.begin("simple", None, "r-1", "grpc", {"traceparent": TRACEPARENT}, arrived)
+    assert trace is not None
+    trace.timing = [arrived + 10, arrived + 20, arrived + 30, arrived + 40, arrived + 50]
+    trace.results_ns = arrived + 60
+    tracing.finish(trace, "1", arrived + 70)
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    assert set(spans) == {"InferRequest", "simple", "compute"}
+    root, model, compute = spans["InferRequest"], spans["simple"], spans["compute"]
+    assert format(root.context.trace_id, "032x") == PARENT_TRACE  # the caller's trace
+    assert model.parent is not None and model.parent.span_id == root.context.span_id
+    assert compute.parent is not None and compute.parent.span_id == model.context.span_id
+    assert [e.name for e in root.events] == [
+        "GRPC_WAITREAD_START", "GRPC_WAITREAD_END", "INFER_RESPONSE_COMPLETE",
+        "GRPC_SEND_START", "GRPC_SEND_END",
+    ]  # fmt: skip
+    assert [e.name for e in model.events] == ["REQUEST_START", "QUEUE_START", "REQUEST_END"]
+    assert [e.name for e in compute.events] == [
+        "COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END",
+    ]  # fmt: skip
+    assert compute.end_time - compute.start_time == 30  # execution start to end
+
+
+def test_a_request_on_a_grpc_stream_is_traced_with_the_streams_context(tmp_path: Path) -> None:
+    slow_double(tmp_path)
+    tracing, exporter = _tracing()
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            server = await start_grpc_server(dp, "127.0.0.1", 0, tracing=tracing)
+            try:
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+                    stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+                    request = InferRequest(
+                        "slow_double", None, {"x": np.ones((1, 2), np.float32)}, {}, id="s-1"
+                    )
+                    call = stub.ModelStreamInfer(metadata=(("traceparent", TRACEPARENT),))
+                    await call.write(encode_infer_request(request))
+                    reply = await call.read()
+                    assert reply.infer_response.id == "s-1"
+                    await call.done_writing()
+            finally:
+                await server.stop(0)
+
+    asyncio.run(scenario())
+    roots = [s for s in exporter.get_finished_spans() if s.name == "InferRequest"]
+    assert len(roots) == 1
+    assert format(roots[0].context.trace_id, "032x") == PARENT_TRACE
+    assert roots[0].attributes is not None and roots[0].attributes["triton.request_id"] == "s-1"
+
+
+def test_a_request_that_continues_a_callers_trace_is_traced_whatever_the_rate() -> None:
+    tracing, _ = _tracing(rate=0, count=1)  # rate 0: only those (Triton's way to ask)
+    context = {"traceparent": TRACEPARENT}
+    now = time.monotonic_ns()
+    assert tracing.begin("simple", None, None, "http", {}, now) is None
+    assert tracing.begin("simple", None, None, "http", context, now) is not None
+    tracing.update({"trace_rate": "1"})
+    assert tracing.begin("simple", None, None, "http", {}, now) is not None  # the count's one
+    assert tracing.begin("simple", None, None, "http", {}, now) is None  # the count ran out
+    assert tracing.begin("simple", None, None, "http", context, now) is not None
+    bad = {"traceparent": "00-" + "0" * 32 + "-" + "1" * 16 + "-01"}  # names no trace
+    assert tracing.begin("simple", None, None, "http", bad, now) is None
+
+
+def test_an_ensembles_steps_are_spans_under_its_own_as_tritons() -> None:
+    tracing, exporter = _tracing(spans="triton")
+    arrived = time.monotonic_ns()
+    trace = tracing.begin("ens", None, None, "http", {}, arrived)
+    assert trace is not None
+    step_timing = [arrived + 20, arrived + 30, arrived + 40, arrived + 50, arrived + 60]
+    trace.steps.append(("simple", "1", arrived + 10, arrived + 70, step_timing))
+    trace.results_ns = arrived + 80
+    tracing.finish(trace, "1", arrived + 90)
+    spans = exporter.get_finished_spans()
+    by_id = {span.context.span_id: span.name for span in spans}
+    nesting = sorted((by_id.get(s.parent.span_id, "") if s.parent else "", s.name) for s in spans)
+    assert nesting == [
+        ("", "InferRequest"), ("InferRequest", "ens"), ("ens", "simple"), ("simple", "compute")
+    ]  # fmt: skip
+    ensemble = next(s for s in spans if s.name == "ens")
+    assert [e.name for e in ensemble.events] == ["REQUEST_START", "QUEUE_START", "REQUEST_END"]

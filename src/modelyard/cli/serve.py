@@ -262,7 +262,9 @@ class InstanceServer(InProcessServer):
             allowed=settings.allow_client_shm, max_request_bytes=http.max_body_bytes
         )
         parts.callback(shared_memory.close)
-        tracing = Tracing(**settings.trace)
+        # tritonserver's spans as Triton lays them out; modelyard serve's its own
+        layout = "triton" if settings.models.as_tritonserver else "modelyard"
+        tracing = Tracing(**settings.trace, spans=layout)
         parts.callback(tracing.shutdown)  # exports what the last requests left
         return HttpFrontend(
             dataplane,

@@ -146,7 +146,8 @@ _TRACE_SETTINGS: dict[tuple[str, str], Callable[[dict[str, Any], str], None]] = 
     ("opentelemetry", "resource"): _trace_resource,
     ("", "mode"): _trace_mode,
     ("", "level"): _trace_level,
-    ("", "rate"): _trace_number("rate", 1),
+    # 0: only the requests that continue a caller's trace (Triton's way to ask for those)
+    ("", "rate"): _trace_number("rate", 0),
     ("", "count"): _trace_number("count", -1),
 }
 

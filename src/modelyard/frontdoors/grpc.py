@@ -61,7 +61,7 @@ from modelyard.protocol.shared_memory import SystemSharedMemory, place_outputs
 from modelyard.protocol.status import grpc_status_name
 from modelyard.protocol.v2_grpc import decode_infer_request, encode_infer_response, parameter_value
 from modelyard.tasks import cancel_and_wait
-from modelyard.tracing import RequestTrace, Tracing
+from modelyard.tracing import RequestTrace, Tracing, unknown_model
 from modelyard.types import InferRequest, InferResponse
 
 log = structlog.get_logger("modelyard.grpc")
@@ -839,12 +839,22 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             await before.wait()
         decoded: list[InferRequest] = []
         empty_final = _wants_empty_final(message)
+        trace = None
+        if self.tracing.on:  # each request of a stream traced as a ModelInfer call
+            trace = self.tracing.begin(
+                message.model_name, message.model_version or None, message.id or None, "grpc",
+                _trace_context(context), time.monotonic_ns(),
+            )  # fmt: skip
 
         def decode() -> InferRequest:
             request = self._decode(message, context)
             request.deadline = deadline
             if queued is not None:
                 request.queued = queued.set
+            if trace is not None:
+                trace.admitted()
+                request.trace = trace
+                trace.decoded(request)
             decoded.append(request)
             return request
 
@@ -868,6 +878,8 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                 return
             if decoded:
                 place_outputs(decoded[0], item.response)
+            if trace is not None and item.final:
+                trace.answered(item.response)
             send(_stream_reply(encode_infer_response(item.response), item.final), item.final)
 
         try:
@@ -877,6 +889,9 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             else:
                 call = governed_call(self.governance, "ModelInfer", message, context)
                 await self.governance.stream(call, decode, self.dataplane, put)
+            if trace is not None:
+                version = trace.version or message.model_version
+                self.tracing.finish(trace, version, time.monotonic_ns())
             return
         except ModelyardError as error:
             failed = error
@@ -884,6 +899,9 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             log.exception("rpc_crashed", rpc="ModelStreamInfer")
             failed = internal_error(exc)
         log.warning("rpc_failed", rpc="ModelStreamInfer", **failed.fields())
+        if trace is not None:
+            trace.error = failed.line()
+            self.tracing.finish(trace, message.model_version, time.monotonic_ns())
         send(failed if error_mode else _stream_error(message, failed.line(), True), True)
 
     @_rpc
@@ -993,6 +1011,8 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     async def TraceSetting(self, request: pb.TraceSettingRequest, context: Context) -> Any:
         changes = {name: (list(value.value) or None) for name, value in request.settings.items()}
         model = request.model_name or None
+        if model and not self.dataplane.model_ready(model, None):
+            raise unknown_model(model)
         settings = self.tracing.update(changes, model) if changes else self.tracing.settings(model)
         response = pb.TraceSettingResponse()
         for name, value in settings.items():

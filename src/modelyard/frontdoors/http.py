@@ -69,7 +69,7 @@ from modelyard.protocol.v2_http import (
     decode_with_layout,
     encode_infer_response,
 )
-from modelyard.tracing import RequestTrace, Tracing
+from modelyard.tracing import RequestTrace, Tracing, unknown_model
 from modelyard.types import InferRequest, InferResponse
 
 log = structlog.get_logger("modelyard.http")
@@ -760,6 +760,8 @@ class HttpFrontend:
 
     async def _trace_setting(self, asked: _Asked) -> _Response:
         model = asked.match["model"]
+        if model and not self.dataplane.model_ready(model, None):
+            raise unknown_model(model)
         if asked.method == "POST":
             body = await self._read_body(asked.scope, asked.receive)
             return _json(self.tracing.update(self._json_body(body), model))

@@ -20,7 +20,8 @@ that step's own error, unchanged. An output a step's model left out of its respo
 is left out of the ensemble's answer, and a later step runs without it where the
 input it feeds is optional (Triton's placeholder tensor); one it needs fails the
 request, naming the step that left it out. An optional ensemble input the request leaves
-out is left out of the steps it feeds alike (Triton's null tensor).
+out is left out of the steps it feeds alike (Triton's null tensor). A request that asks
+for some of the outputs runs only the steps they need (Triton prunes the rest so).
 """
 
 from __future__ import annotations
@@ -171,6 +172,23 @@ class EnsembleGraph:
         _check_acyclic(name, steps, set(spec.inputs))
         dims = {output.name: output.dims for output in spec.outputs.values()}
         return cls(name, tuple(steps), spec.batched, dims, tuple(spec.inputs))
+
+    def steps_for(self, outputs: Iterable[str]) -> list[EnsembleStep]:
+        """The steps that make ``outputs`` (ensemble outputs), in order: each step one of
+        whose outputs is wanted, by the ensemble or by a step that is run."""
+        wanted = set(outputs)
+        if wanted >= self.output_dims.keys():
+            return list(self.steps)
+        chosen: set[int] = set()
+        grew = True
+        while grew:  # at most one pass a step: each pass takes one more or ends
+            grew = False
+            for step in self.steps:
+                if step.index not in chosen and wanted.intersection(step.outputs.values()):
+                    chosen.add(step.index)
+                    wanted.update(step.inputs.values())
+                    grew = True
+        return [step for step in self.steps if step.index in chosen]
 
 
 def _step(name: str, index: int, raw: Any) -> EnsembleStep:
@@ -388,9 +406,11 @@ class EnsembleScheduler:
             for name in self.graph.inputs
             if name not in inputs
         }
-        waiting = list(self.graph.steps)
+        waiting = self.graph.steps_for(outputs)
         running: dict[asyncio.Future[dict[str, np.ndarray]], tuple[EnsembleStep, ModelSpec, int]]
         running = {}
+        traced = request.steps  # a traced request: each step's times, as it is answered
+        sent: dict[asyncio.Future[dict[str, np.ndarray]], tuple[str, int, list[int]]] = {}
         try:
             while waiting or running:
                 for step in [
@@ -398,10 +418,13 @@ class EnsembleScheduler:
                     if all(t in tensors or t in left_out for t in s.inputs.values())
                 ]:  # fmt: skip
                     waiting.remove(step)
-                    future, spec, step_rows = self._submit_step(
-                        step, tensors, batches, request, left_out
+                    step_timing: list[int] | None = None if traced is None else []
+                    future, spec, step_rows, version = self._submit_step(
+                        step, tensors, batches, request, left_out, step_timing
                     )
                     running[future] = (step, spec, step_rows)
+                    if step_timing is not None:
+                        sent[future] = (version, clock.monotonic_ns(), step_timing)
                 if not running:  # a graph checked at load never comes here
                     missing = {t for s in waiting for t in s.inputs.values() if t not in tensors}
                     raise ensemble_error(self.model, f"no step makes {', '.join(sorted(missing))}")
@@ -409,6 +432,11 @@ class EnsembleScheduler:
                 for future in done:
                     step, spec, step_rows = running.pop(future)
                     results = dict(future.result())  # a step's error: below
+                    if traced is not None:
+                        version, sent_ns, step_timing = sent.pop(future)
+                        traced.append(
+                            (step.model, version, sent_ns, clock.monotonic_ns(), step_timing)
+                        )
                     _finish_outputs(spec, results)
                     for model_output, tensor in step.outputs.items():
                         if model_output not in results:
@@ -456,7 +484,8 @@ class EnsembleScheduler:
         batches: dict[str, int],
         request: Submission,
         left_out: dict[str, str],
-    ) -> tuple[asyncio.Future[dict[str, np.ndarray]], ModelSpec, int]:
+        timing: list[int] | None = None,
+    ) -> tuple[asyncio.Future[dict[str, np.ndarray]], ModelSpec, int, str]:
         # resolve and submit back to back on the loop: a swap cannot fall between them
         mv = self._resolve(step.model, step.version)
         given = {i: t for i, t in step.inputs.items() if t in tensors}
@@ -478,10 +507,10 @@ class EnsembleScheduler:
         step_request = Submission(
             inputs, list(step.outputs), rows, request.deadline, request.priority,
             request.timeout_us, parameters=request.parameters if mv.takes_requests else None,
-            sequence=sequence,
+            sequence=sequence, timing=timing,
         )  # fmt: skip
         future = mv.scheduler.submit(step_request)
-        return future, mv.spec, rows
+        return future, mv.spec, rows, str(mv.version)
 
     def _done(self, task: asyncio.Task[dict[str, np.ndarray]]) -> None:
         with self._idle:

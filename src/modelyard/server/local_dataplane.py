@@ -27,6 +27,7 @@ from modelyard.dataplane import INSTANCE_EXTENSIONS, FixedOutput, StreamResponse
 from modelyard.engines.base import ModelParameters
 from modelyard.errors import Code, ModelServerError, ModelyardError, NotResident, shown
 from modelyard.modelfiles.config import ModelSpec
+from modelyard.server.ensemble import ENSEMBLE
 from modelyard.server.live_stats import live_stats
 from modelyard.server.manager import ModelManager
 from modelyard.server.model_control import ModelControl
@@ -381,6 +382,7 @@ class VersionLane:
         deadline: float | None = None,
         timing: list[int] | None = None,
         arrived_ns: int = 0,
+        steps: list[tuple[str, str, int, int, list[int]]] | None = None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         if self.reshapes:
             inputs = self.reshaped(inputs)
@@ -389,7 +391,7 @@ class VersionLane:
             residency.count_request(self.model_name)
         submitted = Submission(  # by position: the fields in their order
             inputs, self.output_names, self.rows, deadline, priority, timeout_us,
-            self.shape_key, timing, arrived_ns, self.parameters, self.sequence,
+            self.shape_key, timing, arrived_ns, self.parameters, self.sequence, steps,
         )  # fmt: skip
         return self.version.scheduler.submit(submitted)
 
@@ -419,7 +421,21 @@ class VersionLane:
             model_version=self.model_version,
             outputs=outputs,
             id=request.id,
+            parameters=_ensemble_sequence(mv, self.sequence) if outputs else {},
         )
+
+
+def _ensemble_sequence(mv: ModelVersion, sequence: SequenceFlags | None) -> dict[str, Any]:
+    """What an ensemble's response of a sequence's request says of its place in it, as
+    Triton's ensembles answer (its steps' outputs carry the request's sequence id and
+    flags; Triton writes them for a request of no sequence too, as id 0, here left out)."""
+    if sequence is None or mv.backend != ENSEMBLE:
+        return {}
+    return {
+        "sequence_id": sequence.id,
+        "sequence_start": sequence.start,
+        "sequence_end": sequence.end,
+    }
 
 
 def _fixed_outputs(
@@ -533,6 +549,7 @@ class LocalDataPlane:
             request.deadline,
             None if trace is None else trace.timing,
             request.arrived_ns,
+            None if trace is None else trace.steps,
         )
         if request.queued is not None:
             request.queued()
@@ -691,7 +708,8 @@ class LocalDataPlane:
             [o.name for o in requested],
             shape_key_of(prepared),
             reshapes,
-            _fixed_outputs(mv, request, requested, rows),
+            # a reply with parameters of its own (an ensemble's sequence) is encoded each time
+            None if _ensemble_sequence(mv, flags) else _fixed_outputs(mv, request, requested, rows),
             flags,
             model_parameters(request.parameters, request.principals) if mv.takes_requests else None,
         )

@@ -52,6 +52,9 @@ class Submission:
     arrived_ns: int = 0
     parameters: dict[str, Any] | None = None  # what a model that reads requests sees
     sequence: SequenceFlags | None = None  # its place in a sequence (sequence models)
+    # a traced ensemble request's: each step's model, version, when it was sent and
+    # answered (monotonic ns) and its execution's times, as its steps are answered
+    steps: list[tuple[str, str, int, int, list[int]]] | None = None
 
 
 def answers_once(model: str) -> ModelServerError:

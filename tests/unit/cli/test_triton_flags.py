@@ -115,7 +115,7 @@ def test_trace_config_sets_up_opentelemetry_tracing(tmp_path: Path) -> None:
         ["triton,log-frequency=-1"],
         ["mode=zipkin"],
         ["mode=opentelemetry", "level=LOUD"],
-        ["rate=0"],
+        ["rate=-1"],
         ["opentelemetry,colour=blue"],
         ["opentelemetry,resource=nothing"],
     ):

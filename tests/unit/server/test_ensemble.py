@@ -446,6 +446,12 @@ def test_an_ensemble_passes_its_requests_sequence_to_a_sequence_step(tmp_path: P
         for value, flags in ((5, {"sequence_start": True}), (2, {}), (1, {"sequence_end": True})):
             response = await dp.infer(call(value, sequence_id=11, **flags))
             sums.append(int(response.outputs[0].data.ravel()[0]))
+            # its place in the sequence, as Triton's ensembles answer it
+            assert response.parameters == {
+                "sequence_id": 11,
+                "sequence_start": flags.get("sequence_start", False),
+                "sequence_end": flags.get("sequence_end", False),
+            }
         lines = []
         for refused in (call(1), call(1, 2, sequence_id=12, sequence_start=True)):
             with pytest.raises(ModelyardError) as caught:
@@ -672,3 +678,37 @@ def test_a_batching_ensemble_may_hold_a_non_batching_step(tmp_path: Path) -> Non
             assert response.outputs[0].data.tolist() == (2 * np.array(rows)).tolist()
 
     run(scenario, tmp_path)
+
+
+def test_a_request_for_some_outputs_runs_only_the_steps_they_need(tmp_path: Path) -> None:
+    step_models(tmp_path)
+    ensemble(
+        tmp_path,
+        "fork",
+        [
+            step("add_version", {"x": "IN"}, {"y": "plus"}),
+            step("double", {"x": "plus"}, {"y": "OUT_TWICE"}),
+            step("add_version", {"x": "IN"}, {"y": "OUT_PLUS"}),
+        ],
+        outputs='{ name: "OUT_TWICE" data_type: TYPE_FP32 dims: [ 2 ] },'
+        '{ name: "OUT_PLUS" data_type: TYPE_FP32 dims: [ 2 ] }',
+    )
+
+    async def scenario(dp: LocalDataPlane) -> tuple[list[str], dict[str, int], dict[str, Any]]:
+        asked = request("fork", [[1.0, 2.0]])
+        asked.outputs = [RequestedOutput("OUT_PLUS")]
+        response = await dp.infer(asked)
+        for _ in range(200):  # a step's record lands just after its answer
+            counts = {
+                s["name"]: s["inference_count"] for s in dp.statistics(None, None)["model_stats"]
+            }
+            if counts["add_version"] == 1:
+                break
+            await asyncio.sleep(0.01)
+        return [o.name for o in response.outputs], counts, response.parameters
+
+    names, counts, parameters = run(scenario, tmp_path)
+    assert names == ["OUT_PLUS"]
+    # the first two steps make only OUT_TWICE: left out, as Triton prunes them
+    assert counts["add_version"] == 1 and counts["double"] == 0
+    assert parameters == {}  # a request of no sequence
