@@ -229,7 +229,8 @@ class LocalLauncher:
             if not is_alive(instance.pid, instance.name):
                 continue
             child = _untrack(instance.pid)  # stopped on purpose: no exit for the supervisor
-            os.kill(instance.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):  # it may have exited meanwhile
+                os.kill(instance.pid, signal.SIGTERM)
             stopping.append((instance, child))
 
         def running(instance: LaunchedInstance, child: subprocess.Popen[bytes] | None) -> bool:

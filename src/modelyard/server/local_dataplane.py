@@ -566,6 +566,8 @@ class LocalDataPlane:
             yield StreamResponse(await self.infer(request), None, True)
             return
         inputs = lane.reshaped(request.inputs)
+        if lane.residency is not None:  # queued as InferLane.submit counts it
+            lane.residency.count_request(lane.model_name)
         submitted = Submission(
             inputs, lane.output_names, lane.rows, timeout_us=request.timeout_us,
             arrived_ns=request.arrived_ns, parameters=lane.parameters, sequence=lane.sequence,

@@ -562,18 +562,35 @@ class SequenceScheduler(InstanceThreads):
         for request, outcome in answers:
             sequence = sequences.get(id(request))
             if isinstance(outcome, RequestRescheduled) and sequence is not None:
-                refusal = self._requeue(sequence, request)
+                refusal, stranded = self._requeue(sequence, request)
+                left += [(later, refusal) for later in stranded]
                 if refusal is None:
                     continue
                 outcome = refusal
             left.append((request, outcome))
         return left
 
-    def _requeue(self, sequence: _Sequence, request: _Request) -> ModelyardError | None:
+    def _requeue(
+        self, sequence: _Sequence, request: _Request
+    ) -> tuple[ModelyardError | None, list[_Request]]:
         """Under the lock: ``request`` queued again as its sequence's next, with no START or
         END flag, as Triton's iterative sequencer does; or why it is not (its caller gone,
         its timeout passed, the version unloading: a model that gives a request back forever
-        holds its caller no longer than that)."""
+        holds its caller no longer than that). Second: the sequence's requests queued
+        behind it that a release took out, each to be answered with the first."""
+        return self._requeued(sequence, request), self._stranded(sequence)
+
+    def _stranded(self, sequence: _Sequence) -> list[_Request]:
+        """Under the lock: a released sequence's queued requests, taken out (no slot reads
+        its queue again)."""
+        if sequence.instance >= 0 or sequence in self._backlog or not sequence.queue:
+            return []
+        stranded = list(sequence.queue)
+        sequence.queue.clear()
+        self._queued -= len(stranded)
+        return stranded
+
+    def _requeued(self, sequence: _Sequence, request: _Request) -> ModelyardError | None:
         if self._closed:
             return unloading(self.model, self.version)
         gone = request.future.cancelled() if request.future is not None else (
@@ -610,10 +627,12 @@ class SequenceScheduler(InstanceThreads):
         """A decoupled model gave ``request`` back (its execute's end): queued again, or why
         not (then its FINAL carries that)."""
         with self._lock:
-            refusal = self._requeue(sequence, request)
+            refusal, stranded = self._requeue(sequence, request)
             if refusal is None:
                 self._executing -= 1  # this opening of it is over
                 self._cond.notify_all()
+        if stranded:
+            self._answer([(later, refusal) for later in stranded])
         return refusal
 
     def _execute_decoupled(self, engine: Engine, rows: list[_Row]) -> None:

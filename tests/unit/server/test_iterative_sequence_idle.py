@@ -96,3 +96,31 @@ def test_a_sequence_idle_past_its_limit_while_executing_is_released(tmp_path: Pa
             assert int(response.outputs[0].data[0]) == 3
 
     asyncio.run(scenario())
+
+
+def test_requests_queued_behind_a_released_sequence_are_answered(tmp_path: Path) -> None:
+    """A caller's own sequence: its second request waits behind the first, which runs past
+    the idle limit; once released, the one queued behind is refused too, not left waiting."""
+    repository = tmp_path / "models"
+    write_python_model(repository, "slow", MODEL, CONFIG)
+
+    def own(x: int, sleep_s: float, start: bool, sequence_id: int = 7) -> InferRequest:
+        request = _request("slow", x, sleep_s)
+        flags = {"sequence_start": True} if start else {}
+        request.parameters = {"sequence_id": sequence_id, **flags}
+        return request
+
+    async def scenario() -> None:
+        async with running_dataplane(repository, ControlMode.NONE) as dp:
+            first = asyncio.ensure_future(dp.infer(own(2, 0.3, start=True)))
+            await asyncio.sleep(0.1)  # executing
+            second = asyncio.ensure_future(dp.infer(own(1, 0.0, start=False)))
+            done = await asyncio.wait_for(asyncio.gather(first, second, return_exceptions=True), 10)
+            for outcome in done:
+                assert isinstance(outcome, ModelyardError), outcome
+                assert "must specify the START flag" in outcome.detail
+            assert dp.manager.resolve("slow", None).scheduler.pending == 0
+            response = await dp.infer(own(1, 0.0, start=True, sequence_id=8))  # and serves on
+            assert int(response.outputs[0].data[0]) == 1
+
+    asyncio.run(scenario())
