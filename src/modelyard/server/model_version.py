@@ -574,6 +574,16 @@ def _ragged_batching(
                 f"remove batch_input and batch_output from {name}/config.pbtxt",
                 rule="model-server/ragged-batch",
             )
+        if config.sequence_batching.state:  # each request's state would be its own shape
+            raise load_error(
+                name,
+                version,
+                f"the {backend} backend takes allow_ragged_batch on a sequence model without "
+                "implicit state (sequence_batching.state): onnxruntime and identity models "
+                "take both",
+                change,
+                rule="model-server/ragged-batch",
+            )
     if config.model_transaction_policy.decoupled:
         kind = "a decoupled model's"
     elif tokens is not None:

@@ -221,6 +221,18 @@ def test_a_ragged_sequence_model_the_server_cannot_serve_is_refused_at_load(
     assert words in line and "rule=model-server/ragged-batch" in line, line
 
 
+def test_a_ragged_python_sequence_model_with_implicit_state_is_refused_at_load(
+    tmp_path: Path,
+) -> None:
+    state = (
+        'state [{ input_name: "S_IN" output_name: "S_OUT" data_type: TYPE_INT32 dims: [ 1 ] }]'
+    )
+    config = ACCUMULATOR_CONFIG.replace("sequence_batching {", f"sequence_batching {{\n{state}")
+    line = _load_refused(tmp_path, ACCUMULATOR, config)
+    assert "allow_ragged_batch on a sequence model without implicit state" in line, line
+    assert "rule=model-server/ragged-batch" in line, line
+
+
 # a python model of the dynamic batcher: each request's INPUT doubled, in its own shape
 DOUBLER = """
 import triton_python_backend_utils as pb_utils
