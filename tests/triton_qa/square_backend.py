@@ -103,7 +103,7 @@ class TritonPythonModel:
             response = pb_utils.InferenceResponse([out], error=error)
             time.sleep(p["CUSTOM_OUTPUT_DELAY_NS"] / 1e9)
             sender.send(response, flags=last)
-        if count == 0:
+        if count <= 0:
             sender.send(flags=final)
 
     def finalize(self):

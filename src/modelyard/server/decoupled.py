@@ -303,7 +303,12 @@ class OpenRequest:
                 return
             self.final_sent = final
             self.failed = self.failed or error is not None
-            started_ns, made_ns, sent_ns = timing or (0, 0, 0)
+            # the model process's readings, held within this request's time here
+            now_ns = self.clock.monotonic_ns()
+            started_ns, made_ns, sent_ns = (
+                min(max(reading, self.start_ns), now_ns) if reading else 0
+                for reading in timing or (0, 0, 0)
+            )
             index = self.responses
             start_ns = self.response_start_ns or started_ns or self.start_ns
             self.responses += 1
