@@ -521,6 +521,13 @@ def load_ensemble_version(
         )  # fmt: skip
     spec = compile_spec(config, f"{name}/config.pbtxt")
     graph = EnsembleGraph.build(config, spec, resolve)
+    labels = _read_labels(model_dir, config, None)
+    for step in graph.steps:  # Triton's: an output without labels takes its step model's
+        for model_output, tensor in step.outputs.items():
+            if tensor in spec.outputs and tensor not in labels:
+                step_labels = resolve(step.model, step.version).labels.get(model_output)
+                if step_labels:
+                    labels[tensor] = step_labels
     version_loaded = ModelVersion(
         name=name,
         version=version,
@@ -529,7 +536,7 @@ def load_ensemble_version(
         backend=ENSEMBLE,
         scheduler=EnsembleScheduler(graph, version, resolve, clock=clock),
         engines=[],
-        labels=_read_labels(model_dir, config, None),
+        labels=labels,
     )
     version_loaded.takes_requests = True  # its requests' parameters go on to its steps
     return version_loaded

@@ -16,7 +16,7 @@ from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.ensemble import _batch_converted, load_order
 from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode
-from modelyard.types import InferRequest
+from modelyard.types import InferRequest, RequestedOutput
 from tests.support.dataplane import run_on_dataplane as run
 from tests.support.models import failing, sequence_accumulator, write_python_model
 
@@ -613,3 +613,29 @@ def test_an_optional_ensemble_input_the_request_leaves_out_is_left_out_of_its_st
         "'B'), which the request left out (an optional input of the ensemble)"
     ), line
     assert "rule=model-server/ensemble" in line
+
+
+def test_an_ensemble_output_without_labels_takes_its_step_models_labels(tmp_path: Path) -> None:
+    """As Triton's: classification of an ensemble output whose config names no
+    label_filename reads the labels of the step model output that makes it."""
+    write_python_model(
+        tmp_path,
+        "double",
+        DOUBLE,
+        """
+        backend: "python"
+        max_batch_size: 8
+        input [{ name: "x" data_type: TYPE_FP32 dims: [ 2 ] }]
+        output [{ name: "y" data_type: TYPE_FP32 dims: [ 2 ] label_filename: "y.txt" }]
+        """,
+    )
+    (tmp_path / "double" / "y.txt").write_text("small\nlarge\n")
+    ensemble(tmp_path, "labelled", [step("double", {"x": "IN"}, {"y": "OUT"})])
+
+    async def scenario(dp: LocalDataPlane) -> None:
+        asked = request("labelled", [[1.0, 3.0]])
+        asked.outputs = [RequestedOutput("OUT", classification=1)]
+        response = await dp.infer(asked)
+        assert response.outputs[0].data.tolist() == [[b"6.000000:1:large"]]
+
+    run(scenario, tmp_path)
