@@ -335,7 +335,9 @@ class _Flow:
     left_out: ChainMap[str, str]
     started: set[int]  # the indices of the steps this flow has run or runs
     running: int = 0  # its plain steps not yet answered
+    open: int = 0  # its decoupled steps whose responses have not ended
     answered: bool = False
+    parent: _Flow | None = None
     children: list[_Flow] = field(default_factory=list)
 
     @classmethod
@@ -354,10 +356,22 @@ class _Flow:
         own: dict[str, np.ndarray] = {}
         child = _Flow(
             own, self.tensors.new_child(own), self.batches.new_child(),
-            self.left_out.new_child(), set(self.started),
+            self.left_out.new_child(), set(self.started), parent=self,
         )  # fmt: skip
         self.children.append(child)
         return child
+
+    def prune(self, steps: int) -> None:
+        """Let go of this flow, and of the flows it came from, once nothing more can come
+        of them (every step started, none running, no flow after them): a decoupled step's
+        responses are held only while they can still go on."""
+        flow: _Flow | None = self
+        while (
+            flow is not None and flow.parent is not None and flow.running == 0
+            and flow.open == 0 and not flow.children and len(flow.started) == steps
+        ):  # fmt: skip
+            flow.parent.children.remove(flow)
+            flow = flow.parent
 
     def record(
         self, step: EnsembleStep, spec: ModelSpec, rows: int, results: dict[str, np.ndarray]
@@ -439,7 +453,7 @@ class EnsembleScheduler:
         start_ns = clock.monotonic_ns()
         events: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
         tasks: set[asyncio.Task[None]] = set()
-        streams: list[ResponseStream] = []
+        streams: set[ResponseStream] = set()  # the steps' streams not yet ended
         active = 0  # steps running, in every flow: plain ones and open streams
 
         async def answered(flow: _Flow, step: EnsembleStep, spec: ModelSpec, rows: int,
@@ -459,7 +473,8 @@ class EnsembleScheduler:
                 if item.outputs is not None:
                     events.put_nowait(("response", flow, step, spec, rows, dict(item.outputs)))
                 if item.final:
-                    events.put_nowait(("closed",))
+                    streams.discard(step_stream)
+                    events.put_nowait(("closed", flow))
                     return
 
         def launch(flow: _Flow) -> None:
@@ -475,7 +490,8 @@ class EnsembleScheduler:
                 )
                 if mv.scheduler.decoupled:
                     step_stream = mv.scheduler.submit_stream(step_request)
-                    streams.append(step_stream)
+                    streams.add(step_stream)
+                    flow.open += 1
                     work = responses(flow, step, mv.spec, rows, step_stream)
                 else:
                     flow.running += 1
@@ -497,8 +513,9 @@ class EnsembleScheduler:
                                            flow.batches[name], flow.tensors[name])
                     for name in request.outputs if name in flow.tensors
                 }, None, False))  # fmt: skip
-            for child in flow.children:
+            for child in list(flow.children):
                 settle(child)
+            flow.prune(len(self.graph.steps))
 
         try:
             root = _Flow.first(request.inputs, self.graph, request.rows)
@@ -509,6 +526,8 @@ class EnsembleScheduler:
                     raise event[1]
                 active -= 1 if event[0] in ("done", "closed") else 0
                 if event[0] == "closed":
+                    event[1].open -= 1
+                    event[1].prune(len(self.graph.steps))
                     continue
                 _, flow, step, spec, rows, results = event
                 _finish_outputs(spec, results)
