@@ -727,6 +727,9 @@ def load_ensemble_version(
         )  # fmt: skip
     spec = compile_spec(config, f"{name}/config.pbtxt")
     graph = EnsembleGraph.build(config, spec, resolve)
+    # as Triton's ValidateEnsembleConfig: decoupled where a step is (its config says so, and
+    # a stream writes its responses as they come)
+    config.model_transaction_policy.decoupled = graph.decoupled
     labels = _read_labels(model_dir, config, None)
     for step in graph.steps:  # Triton's: an output without labels takes its step model's
         for model_output, tensor in step.outputs.items():

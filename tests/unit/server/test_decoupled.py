@@ -426,6 +426,8 @@ def test_an_ensemble_over_a_decoupled_model_answers_each_of_its_responses(
                     "HTTP end point doesn't support models with decoupled transaction policy"
                 )
             )
+            config = dp.model_config("repeat_twice", None)
+            assert config["model_transaction_policy"] == {"decoupled": True}  # as Triton's
             scheduler = dp.manager.resolve("repeat_twice", None).scheduler
             for _ in range(100):  # its task ends just after it puts the FINAL
                 if scheduler.pending == 0:
