@@ -212,6 +212,31 @@ class NotResident(ModelServerError):
         self.resident = resident
 
 
+class DecoupledRefusal(ModelServerError):
+    """A call that takes one answer, made to a decoupled model (many responses a request).
+    A front door names itself with ``at``, so the line leads with Triton's words for it
+    (``ModelInfer RPC doesn't support models with decoupled transaction policy``)."""
+
+    def __init__(self, model: str, detail: str | None = None, *, code: Code, rule: str,
+                 where: str | None) -> None:  # fmt: skip
+        super().__init__(
+            detail or f"model '{model}' is decoupled (many responses per request): a call "
+            "that takes one answer cannot reach it",
+            code=code, rule=rule, where=where, triton=detail is not None,
+        )  # fmt: skip
+        self.model = model
+
+    def at(self, endpoint: str) -> DecoupledRefusal:
+        """The same refusal, led by Triton's words for ``endpoint`` (``HTTP end point``)."""
+        detail = (
+            f"{endpoint} doesn't support models with decoupled transaction policy (model "
+            f"'{self.model}' sends many responses per request)"
+        )
+        return DecoupledRefusal(
+            self.model, detail, code=self.code, rule=self.rule or "", where=self.where
+        )
+
+
 # an exception no layer described: a bug, reported as one
 INTERNAL = Rule("model-server/internal", Code.INTERNAL, "report this as a bug with the server log")
 

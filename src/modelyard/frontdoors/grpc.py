@@ -41,6 +41,7 @@ from modelyard.dataplane import (
 )
 from modelyard.errors import (
     ConfigError,
+    DecoupledRefusal,
     GovernanceError,
     ModelyardError,
     internal_error,
@@ -573,6 +574,8 @@ class GrpcInferWire:
 
     @staticmethod
     def error_answer(error: ModelyardError, sent: _GrpcSent, call: Call | None) -> Any:
+        if isinstance(error, DecoupledRefusal):
+            error = error.at("ModelInfer RPC")
         if sent.trace is not None:
             sent.trace.error = error.line()
         return error

@@ -23,6 +23,7 @@ from modelyard.errors import (
     LOAD_TIME_RULE,
     MEMORY_BUDGET_RULE,
     Code,
+    DecoupledRefusal,
     GovernanceError,
     ModelyardError,
     ProtocolError,
@@ -524,6 +525,8 @@ class HttpInferWire:
         )
 
     def error_answer(self, error: ModelyardError, sent: _Sent, call: Call | None) -> _Response:
+        if isinstance(error, DecoupledRefusal):
+            error = error.at("HTTP end point")
         if sent.trace is not None:
             sent.trace.error = error.line()
         governance = self.governance

@@ -35,7 +35,13 @@ from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.dataplane import MAX_UNREAD, MAX_UNREAD_BYTES, unread_responses
 from modelyard.engines.base import DecoupledRequest, ResponseTiming
-from modelyard.errors import Code, ModelServerError, ModelyardError, RequestRescheduled
+from modelyard.errors import (
+    Code,
+    DecoupledRefusal,
+    ModelServerError,
+    ModelyardError,
+    RequestRescheduled,
+)
 from modelyard.server.scheduler import (
     InstanceThreads,
     failed_around,
@@ -110,12 +116,9 @@ class _Request(NamedTuple):
 MAX_QUEUED = 4096  # requests waiting for an instance: each holds its inputs
 
 
-def decoupled_refusal(model: str) -> ModelServerError:
-    return ModelServerError.of(
-        error_rules.DECOUPLED,
-        f"model '{model}' is decoupled (many responses per request): a call that takes one "
-        "answer cannot reach it",
-    )
+def decoupled_refusal(model: str) -> DecoupledRefusal:
+    rule = error_rules.DECOUPLED
+    return DecoupledRefusal(model, code=rule.code, rule=rule.id, where=rule.where)
 
 
 class DecoupledScheduler(InstanceThreads):

@@ -30,10 +30,11 @@ import asyncio
 import copy
 import itertools
 import threading
-from collections.abc import Callable, Iterable
+from collections import ChainMap
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
@@ -42,15 +43,13 @@ from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.errors import ModelServerError, ModelyardError
 from modelyard.modelfiles.config import ModelSpec, TensorConfig, compile_spec, read_model_config
+from modelyard.server.decoupled import ResponseStream, StreamItem, decoupled_refusal
 from modelyard.server.model_version import ModelVersion, _read_labels
 from modelyard.server.response_cache import ResponseCache, through_cache
 from modelyard.server.scheduler import unloading
 from modelyard.server.scheduling import Submission, answers_once
 from modelyard.server.sequence_policy import check_sequence, one_row_per_request
 from modelyard.server.stats import VersionStats
-
-if TYPE_CHECKING:
-    from modelyard.server.decoupled import ResponseStream
 
 ENSEMBLE = "ensemble"
 
@@ -123,6 +122,7 @@ class EnsembleGraph:
     batched: bool = False
     output_dims: dict[str, tuple[int, ...]] = field(default_factory=dict)
     inputs: tuple[str, ...] = ()  # the ensemble's own inputs
+    decoupled: bool = False  # a step's model is decoupled: so is the ensemble (Triton's)
 
     @classmethod
     def build(cls, config: mc.ModelConfig, spec: ModelSpec, resolve: Resolve) -> EnsembleGraph:
@@ -136,9 +136,11 @@ class EnsembleGraph:
         }
         consumers: list[tuple[str, _Tensor]] = []
         steps = []
+        decoupled = False
         for index, raw in enumerate(raw_steps, start=1):
             step = _step(name, index, raw)
             mv = _resolve_step(name, step, resolve)
+            decoupled = decoupled or mv.scheduler.decoupled
             _check_step_names(name, step, mv.spec)
             # a batching ensemble may hold a non-batching step (Triton's: the tensors'
             # shapes with the batch dimension must agree, checked below)
@@ -171,7 +173,7 @@ class EnsembleGraph:
                 raise ensemble_error(name, f"ensemble input '{input_name}' is used by no step")
         _check_acyclic(name, steps, set(spec.inputs))
         dims = {output.name: output.dims for output in spec.outputs.values()}
-        return cls(name, tuple(steps), spec.batched, dims, tuple(spec.inputs))
+        return cls(name, tuple(steps), spec.batched, dims, tuple(spec.inputs), decoupled)
 
     def steps_for(self, outputs: Iterable[str]) -> list[EnsembleStep]:
         """The steps that make ``outputs`` (ensemble outputs), in order: each step one of
@@ -341,6 +343,69 @@ def _finish_outputs(spec: ModelSpec, results: dict[str, np.ndarray]) -> None:
         results[output_name] = array
 
 
+@dataclass(eq=False)
+class _Flow:
+    """The tensors of one path through an ensemble over a decoupled step: the request's
+    (the first flow), or one response of a decoupled step and what came of it (a flow of
+    its own, whose lookups reach the flow it came from)."""
+
+    own: dict[str, np.ndarray]
+    tensors: ChainMap[str, np.ndarray]
+    batches: ChainMap[str, int]
+    left_out: ChainMap[str, str]
+    started: set[int]  # the indices of the steps this flow has run or runs
+    running: int = 0  # its plain steps not yet answered
+    open: int = 0  # its decoupled steps whose responses have not ended
+    answered: bool = False
+    parent: _Flow | None = None
+    children: list[_Flow] = field(default_factory=list)
+
+    @classmethod
+    def first(cls, inputs: dict[str, np.ndarray], graph: EnsembleGraph, rows: int) -> _Flow:
+        own = dict(inputs)
+        left_out = {
+            name: "the request left out (an optional input of the ensemble)"
+            for name in graph.inputs
+            if name not in inputs
+        }
+        batches = dict.fromkeys(inputs, rows if graph.batched else 0)
+        return cls(own, ChainMap(own), ChainMap(batches), ChainMap(left_out), set())
+
+    def fork(self, step: EnsembleStep) -> _Flow:
+        """A flow for one response of ``step``."""
+        own: dict[str, np.ndarray] = {}
+        child = _Flow(
+            own, self.tensors.new_child(own), self.batches.new_child(),
+            self.left_out.new_child(), set(self.started), parent=self,
+        )  # fmt: skip
+        self.children.append(child)
+        return child
+
+    def prune(self, steps: int) -> None:
+        """Let go of this flow, and of the flows it came from, once nothing more can come
+        of them (every step started, none running, no flow after them): a decoupled step's
+        responses are held only while they can still go on."""
+        flow: _Flow | None = self
+        while (
+            flow is not None and flow.parent is not None and flow.running == 0
+            and flow.open == 0 and not flow.children and len(flow.started) == steps
+        ):  # fmt: skip
+            flow.parent.children.remove(flow)
+            flow = flow.parent
+
+    def record(
+        self, step: EnsembleStep, spec: ModelSpec, rows: int, results: dict[str, np.ndarray]
+    ) -> None:
+        for model_output, tensor in step.outputs.items():
+            if model_output not in results:
+                self.left_out[tensor] = (
+                    f"output '{model_output}' of {step.describe()} left out of its response"
+                )
+                continue
+            self.own[tensor] = results[model_output]
+            self.batches[tensor] = rows if spec.batched else 0
+
+
 class EnsembleScheduler:
     """Runs ensemble requests; same ``submit``, ``close``, ``join``, ``pending``, ``stats``."""
 
@@ -350,6 +415,8 @@ class EnsembleScheduler:
         self.model = graph.name
         self.version = version
         self.graph = graph
+        # answers through submit_stream where a step's model is decoupled (Triton's)
+        self.decoupled = graph.decoupled
         self.stats = VersionStats()
         self._resolve = resolve
         self._clock = clock
@@ -366,8 +433,6 @@ class EnsembleScheduler:
     def pending(self) -> int:
         return self._in_flight
 
-    decoupled = False  # answers each request once (ModelScheduler)
-
     def submit(self, request: Submission) -> asyncio.Future[dict[str, np.ndarray]]:
         """Start one request; must be called from the event loop thread. Its deadline,
         priority and timeout go to each step, its parameters to each step whose model reads
@@ -375,6 +440,8 @@ class EnsembleScheduler:
         ensembles pass them on."""
         if self._closed:
             raise unloading(self.model, self.version)
+        if self.decoupled:
+            raise decoupled_refusal(self.model)
         if self.cache is not None and request.sequence is None:  # answered from it, or run
             return through_cache(
                 self.cache, request, self._generation, self.stats, self._clock,
@@ -383,7 +450,133 @@ class EnsembleScheduler:
         return self._started(request)
 
     def submit_stream(self, request: Submission) -> ResponseStream:
-        raise answers_once(self.model)
+        """Start one request of an ensemble over a decoupled model; its responses arrive
+        on the returned stream (event loop thread)."""
+        if not self.decoupled:
+            raise answers_once(self.model)
+        if self._closed:
+            raise unloading(self.model, self.version)
+        stream = ResponseStream(self.model)
+        with self._idle:
+            self._in_flight += 1
+        task = asyncio.get_running_loop().create_task(self._run_stream(request, stream))
+        task.add_done_callback(self._done)
+        return stream
+
+    async def _run_stream(self, request: Submission, stream: ResponseStream) -> None:
+        """As Triton's ensembles run a decoupled step: each of its responses goes on
+        through the steps after it with that response's tensors (a flow of its own, which
+        sees the tensors of the flow it came from), and a flow that has made ensemble
+        outputs and has no step left running is one response of the ensemble. The last
+        response is FINAL alone, once every step's responses have ended."""
+        clock = self._clock
+        start_ns = clock.monotonic_ns()
+        events: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+        tasks: set[asyncio.Task[None]] = set()
+        streams: set[ResponseStream] = set()  # the steps' streams not yet ended
+        active = 0  # steps running, in every flow: plain ones and open streams
+
+        async def answered(flow: _Flow, step: EnsembleStep, spec: ModelSpec, rows: int,
+                           future: asyncio.Future[dict[str, np.ndarray]]) -> None:  # fmt: skip
+            try:
+                events.put_nowait(("done", flow, step, spec, rows, await future))
+            except Exception as exc:
+                events.put_nowait(("error", exc))
+
+        async def responses(flow: _Flow, step: EnsembleStep, spec: ModelSpec, rows: int,
+                            step_stream: ResponseStream) -> None:  # fmt: skip
+            while True:
+                item = await step_stream.get()
+                if item.error is not None:
+                    events.put_nowait(("error", item.error))
+                    return
+                if item.outputs is not None:
+                    events.put_nowait(("response", flow, step, spec, rows, dict(item.outputs)))
+                if item.final:
+                    streams.discard(step_stream)
+                    events.put_nowait(("closed", flow))
+                    return
+
+        def launch(flow: _Flow) -> None:
+            nonlocal active
+            for step in self.graph.steps:
+                if step.index in flow.started or not all(
+                    t in flow.tensors or t in flow.left_out for t in step.inputs.values()
+                ):
+                    continue
+                flow.started.add(step.index)
+                mv, step_request, rows = self._step_request(
+                    step, flow.tensors, flow.batches, request, flow.left_out
+                )
+                if mv.scheduler.decoupled:
+                    step_stream = mv.scheduler.submit_stream(step_request)
+                    streams.add(step_stream)
+                    flow.open += 1
+                    work = responses(flow, step, mv.spec, rows, step_stream)
+                else:
+                    flow.running += 1
+                    work = answered(flow, step, mv.spec, rows, mv.scheduler.submit(step_request))
+                active += 1
+                task = asyncio.get_running_loop().create_task(work)
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+
+        def settle(flow: _Flow) -> None:
+            """Start what the flow (and the flows it led to) can run; answer it when done."""
+            launch(flow)
+            made = [name for name in request.outputs if name in flow.own]
+            if flow.running == 0 and made and not flow.answered:
+                flow.answered = True
+                graph = self.graph
+                stream.put(StreamItem({
+                    name: _batch_converted(graph.output_dims[name], graph.batched,
+                                           flow.batches[name], flow.tensors[name])
+                    for name in request.outputs if name in flow.tensors
+                }, None, False))  # fmt: skip
+            for child in list(flow.children):
+                settle(child)
+            flow.prune(len(self.graph.steps))
+
+        try:
+            root = _Flow.first(request.inputs, self.graph, request.rows)
+            settle(root)
+            while active and not stream.cancelled:
+                event = await events.get()
+                if event[0] == "error":
+                    raise event[1]
+                active -= 1 if event[0] in ("done", "closed") else 0
+                if event[0] == "closed":
+                    event[1].open -= 1
+                    event[1].prune(len(self.graph.steps))
+                    continue
+                _, flow, step, spec, rows, results = event
+                _finish_outputs(spec, results)
+                if event[0] == "done":
+                    flow.running -= 1
+                else:
+                    flow = flow.fork(step)
+                flow.record(step, spec, rows, results)
+                settle(flow)
+        except Exception as exc:
+            elapsed_ns = clock.monotonic_ns() - start_ns
+            self.stats.record_failure("OTHER", elapsed_ns)
+            self.stats.record_failure("OTHER", elapsed_ns)
+            error = in_ensemble(self.model, exc) if isinstance(exc, ModelyardError) else exc
+            if not isinstance(error, ModelyardError):
+                error = ensemble_error(self.model, f"{type(exc).__name__}: {exc}")
+            stream.put(StreamItem(None, error, True))
+            return
+        finally:
+            for step_stream in streams:
+                step_stream.cancel()
+            for task in list(tasks):
+                task.cancel()
+        end_ns = clock.monotonic_ns()
+        self.stats.record_execution(
+            [start_ns], start_ns, request.rows, 0, end_ns - start_ns, 0, end_ns,
+            int(clock.wall() * 1000),
+        )  # fmt: skip
+        stream.put(StreamItem(None, None, True))
 
     def _started(self, request: Submission) -> asyncio.Future[dict[str, np.ndarray]]:
         with self._idle:
@@ -487,6 +680,23 @@ class EnsembleScheduler:
         timing: list[int] | None = None,
     ) -> tuple[asyncio.Future[dict[str, np.ndarray]], ModelSpec, int, str]:
         # resolve and submit back to back on the loop: a swap cannot fall between them
+        mv, step_request, rows = self._step_request(
+            step, tensors, batches, request, left_out, timing
+        )
+        if mv.scheduler.decoupled:
+            raise decoupled_refusal(mv.name)
+        return mv.scheduler.submit(step_request), mv.spec, rows, str(mv.version)
+
+    def _step_request(
+        self,
+        step: EnsembleStep,
+        tensors: Mapping[str, np.ndarray],
+        batches: Mapping[str, int],
+        request: Submission,
+        left_out: Mapping[str, str],
+        timing: list[int] | None = None,
+    ) -> tuple[ModelVersion, Submission, int]:
+        """The step's model and its request, its inputs checked and converted."""
         mv = self._resolve(step.model, step.version)
         given = {i: t for i, t in step.inputs.items() if t in tensors}
         for model_input, tensor in step.inputs.items():
@@ -509,10 +719,9 @@ class EnsembleScheduler:
             request.timeout_us, parameters=request.parameters if mv.takes_requests else None,
             sequence=sequence, timing=timing,
         )  # fmt: skip
-        future = mv.scheduler.submit(step_request)
-        return future, mv.spec, rows, str(mv.version)
+        return mv, step_request, rows
 
-    def _done(self, task: asyncio.Task[dict[str, np.ndarray]]) -> None:
+    def _done(self, task: asyncio.Task[Any]) -> None:
         with self._idle:
             self._in_flight -= 1
             self._idle.notify_all()
@@ -552,6 +761,9 @@ def load_ensemble_version(
         )  # fmt: skip
     spec = compile_spec(config, f"{name}/config.pbtxt")
     graph = EnsembleGraph.build(config, spec, resolve)
+    # as Triton's ValidateEnsembleConfig: decoupled where a step is (its config says so, and
+    # a stream writes its responses as they come)
+    config.model_transaction_policy.decoupled = graph.decoupled
     version_loaded = ModelVersion(
         name=name,
         version=version,

@@ -368,3 +368,71 @@ def test_a_decoupled_model_s_async_execute_runs_beside_the_next_ones(tmp_path: P
     answers = asyncio.run(main())
     assert [value for value, _ in answers] == [0, 1, 2]
     assert max(most for _, most in answers) == 3
+
+
+def test_an_ensemble_over_a_decoupled_model_answers_each_of_its_responses(
+    tmp_path: Path,
+) -> None:
+    """As Triton's: each response of the decoupled step goes on through the steps after it
+    and is one response of the ensemble (outputs of both steps), then FINAL alone; the
+    ensemble is decoupled, so a plain call is refused in Triton's words."""
+    repeat_int32(tmp_path)
+    write_python_model(
+        tmp_path,
+        "identity",
+        "class Model:\n    def execute(self, inputs):\n        return {'y': inputs['x'] * 2}\n",
+        """
+        backend: "python"
+        input [{ name: "x" data_type: TYPE_INT32 dims: [ -1 ] }]
+        output [{ name: "y" data_type: TYPE_INT32 dims: [ -1 ] }]
+        """,
+    )
+    ensemble = tmp_path / "repeat_twice"
+    (ensemble / "1").mkdir(parents=True)
+    (ensemble / "config.pbtxt").write_text(
+        """
+        platform: "ensemble"
+        input [{ name: "IN" data_type: TYPE_INT32 dims: [ -1 ] },
+               { name: "DELAY" data_type: TYPE_UINT32 dims: [ -1 ] },
+               { name: "WAIT" data_type: TYPE_UINT32 dims: [ 1 ] }]
+        output [{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] },
+                { name: "IDX" data_type: TYPE_UINT32 dims: [ 1 ] }]
+        ensemble_scheduling { step [
+          { model_name: "repeat_int32" model_version: -1
+            input_map { key: "IN" value: "IN" } input_map { key: "DELAY" value: "DELAY" }
+            input_map { key: "WAIT" value: "WAIT" }
+            output_map { key: "OUT" value: "repeated" } output_map { key: "IDX" value: "IDX" } },
+          { model_name: "identity" model_version: -1
+            input_map { key: "x" value: "repeated" } output_map { key: "y" value: "OUT" } }
+        ] }
+        """
+    )
+
+    async def main() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            items = await _collect(dp, _request("repeat_twice", [5, 6, 7]))
+            answers = [{o.name: int(o.data[0]) for o in i.response.outputs} for i in items[:3]]
+            assert answers == [{"OUT": 10, "IDX": 0}, {"OUT": 12, "IDX": 1}, {"OUT": 14, "IDX": 2}]
+            assert [i.final for i in items] == [False, False, False, True]
+            assert items[-1].response is None and items[-1].error is None
+            nothing = await _collect(dp, _request("repeat_twice", []))
+            assert [(i.response, i.error, i.final) for i in nothing] == [(None, None, True)]
+            with pytest.raises(decoupled.DecoupledRefusal) as refused:
+                await dp.infer(_request("repeat_twice", [1]))
+            assert (
+                refused.value.at("HTTP end point")
+                .line()
+                .startswith(
+                    "HTTP end point doesn't support models with decoupled transaction policy"
+                )
+            )
+            config = dp.model_config("repeat_twice", None)
+            assert config["model_transaction_policy"] == {"decoupled": True}  # as Triton's
+            scheduler = dp.manager.resolve("repeat_twice", None).scheduler
+            for _ in range(100):  # its task ends just after it puts the FINAL
+                if scheduler.pending == 0:
+                    break
+                await asyncio.sleep(0.01)
+            assert scheduler.pending == 0
+
+    asyncio.run(main())

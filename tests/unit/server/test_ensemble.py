@@ -712,3 +712,29 @@ def test_a_request_for_some_outputs_runs_only_the_steps_they_need(tmp_path: Path
     # the first two steps make only OUT_TWICE: left out, as Triton prunes them
     assert counts["add_version"] == 1 and counts["double"] == 0
     assert parameters == {}  # a request of no sequence
+
+
+def test_an_ensemble_output_without_labels_takes_its_step_models_labels(tmp_path: Path) -> None:
+    """As Triton's: classification of an ensemble output whose config names no
+    label_filename reads the labels of the step model output that makes it."""
+    write_python_model(
+        tmp_path,
+        "double",
+        DOUBLE,
+        """
+        backend: "python"
+        max_batch_size: 8
+        input [{ name: "x" data_type: TYPE_FP32 dims: [ 2 ] }]
+        output [{ name: "y" data_type: TYPE_FP32 dims: [ 2 ] label_filename: "y.txt" }]
+        """,
+    )
+    (tmp_path / "double" / "y.txt").write_text("small\nlarge\n")
+    ensemble(tmp_path, "labelled", [step("double", {"x": "IN"}, {"y": "OUT"})])
+
+    async def scenario(dp: LocalDataPlane) -> None:
+        asked = request("labelled", [[1.0, 3.0]])
+        asked.outputs = [RequestedOutput("OUT", classification=1)]
+        response = await dp.infer(asked)
+        assert response.outputs[0].data.tolist() == [[b"6.000000:1:large"]]
+
+    run(scenario, tmp_path)
