@@ -353,7 +353,8 @@ class ModelServerCollector(Collector):
         yield from _residency_metrics(self.manager)
         memory = Metric(
             "modelyard_model_memory_bytes",
-            "Host memory each loaded model version took at load (RSS delta)",
+            "Host memory each loaded model version took at load (the process' anonymous and "
+            "shared-memory pages' growth)",
             "gauge",
         )
         for mv in versions:

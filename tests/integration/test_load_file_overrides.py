@@ -178,11 +178,12 @@ def test_files_that_do_not_make_a_model_fail_to_load_and_serve_nothing(
 
 
 def test_a_name_that_is_both_a_file_and_a_directory_leaves_nothing_behind(
-    explicit_server: Served,
+    explicit_server: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import tempfile
 
-    before = set(Path(tempfile.gettempdir()).glob("modelyard-load-*"))
+    # the server is in this process: its load folders go here, where no other test's do
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     response = httpx.post(
         f"http://{explicit_server.http_url}/v2/repository/models/clash/load",
         json={
@@ -191,7 +192,7 @@ def test_a_name_that_is_both_a_file_and_a_directory_leaves_nothing_behind(
     )
     assert response.status_code == 400
     assert "both a file and a directory" in response.json()["error"]
-    assert set(Path(tempfile.gettempdir()).glob("modelyard-load-*")) == before
+    assert not list(tmp_path.glob("modelyard-load-*"))
 
 
 def test_model_files_that_are_code_are_refused_from_a_request(

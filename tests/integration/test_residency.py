@@ -24,7 +24,14 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from modelyard.processes import serve_command
-from tests.support.servers import Served, free_ports, scrape, server_in_process, wait_until
+from tests.support.servers import (
+    Served,
+    free_ports,
+    running_server,
+    scrape,
+    server_in_process,
+    wait_until,
+)
 
 MB = 1 << 20
 
@@ -180,7 +187,10 @@ def test_a_model_with_a_request_in_flight_is_never_unloaded(tmp_path: Path) -> N
     # exactly, and a load measured a little low let the other in beside the busy one)
     holder(repository, "busy", mb=28)
     embedding_table(repository, "other", mb=8)
-    with serving(repository, "32M") as server:
+    # a process of its own: in the test's process the garbage of the tests before it, freed
+    # while "busy" loaded, made its measure 0 and let the other in
+    flags = ("--model-residency", "lru", "--memory-budget", "32M")
+    with running_server(repository, tmp_path, *flags) as server:
         assert hold(server, "busy", 0.0).status_code == 200  # loaded
         slow: list[httpx.Response] = []
         caller = threading.Thread(target=lambda: slow.append(hold(server, "busy", 2.0)))

@@ -94,7 +94,10 @@ MAX_QUEUE_DELAY_ONLY_TESTS = [
     "test_max_queue_delay_only_default",
     "test_max_queue_delay_only_non_default",
 ]
-DEFAULT_MAX_QUEUE_DELAY_ONLY_TESTS = ["test_max_queue_delay_only_non_default"]
+# none by default: the 12 requests its 12 threads send must all arrive within the first
+# batch's 100 ms to make the 1 or 2 batches it asks for, which a CI machine running four
+# servers at once did not always do (4 batches once); TRITON_QA=full runs both
+DEFAULT_MAX_QUEUE_DELAY_ONLY_TESTS: list[str] = []
 
 OUT_OF_REACH: dict[str, str] = {}
 

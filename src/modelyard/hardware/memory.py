@@ -1,7 +1,7 @@
 """Host memory accounting per model version, and the instance's memory budget.
 
-A version's footprint is the growth of the process' resident set while its
-engines load (the host RSS delta at load). A load is checked twice against
+A version's footprint is the growth of the process' own resident memory (anonymous
+and shared-memory pages, not mapped files) while its engines load. A load is checked twice against
 ``--memory-budget``: before, with an estimate (its files times instances), and
 after, with the measured footprint; a load that does not fit is refused with
 what it needs, what is free and which models hold the rest, instead of
@@ -18,7 +18,6 @@ import asyncio
 import ctypes
 import gc
 import math
-import os
 import re
 import resource
 from collections.abc import Callable
@@ -57,20 +56,26 @@ _MALLOC_TRIM = _trim()
 
 
 def settled_rss_bytes() -> int:
-    """The resident set after the allocator gave back the memory freed but kept (glibc's
-    malloc_trim): what live objects hold. A load reads its file, parses it and builds its
-    tensors; the copies it let go of would otherwise count as its footprint (an ONNX table
-    of 16 MB measured 27 to 44 MB without this, 17 with it)."""
+    """The memory the process itself holds (``private_resident_bytes``) after the allocator
+    gave back the memory freed but kept (glibc's malloc_trim): what live objects hold. A
+    load reads its file, parses it and builds its tensors; the copies it let go of would
+    otherwise count as its footprint (an ONNX table of 16 MB measured 27 to 44 MB without
+    this, 17 with it)."""
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
-    return process_rss_bytes()
+    return private_resident_bytes()
 
 
-def process_rss_bytes() -> int:
+def private_resident_bytes() -> int:
+    """The resident anonymous and shared-memory pages (``RssAnon`` + ``RssShmem``), not the
+    pages of files mapped (the libraries' code): the kernel drops those under memory
+    pressure at any time and read them back when used, so a load's measure would count
+    their coming and going beside what the load holds."""
     try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):  # not Linux: the peak is the best we have
+        with open("/proc/self/status", encoding="ascii") as status:
+            fields = dict(line.split(":", 1) for line in status if line.startswith("Rss"))
+        return sum(int(fields[key].split()[0]) * 1024 for key in ("RssAnon", "RssShmem"))
+    except (OSError, ValueError, KeyError):  # not Linux: the peak is the best we have
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import mmap
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.examples.build import build_mlp_onnx, build_tiny_onnx, example_inputs
-from modelyard.hardware.memory import parse_size
+from modelyard.hardware.memory import parse_size, settled_rss_bytes
 from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
@@ -27,6 +28,23 @@ def test_sizes_parse_with_units() -> None:
     with pytest.raises(ConfigError) as bad:
         parse_size("lots")
     assert "--memory-budget" in bad.value.line()
+
+
+def test_the_measure_counts_what_the_process_holds_not_the_files_it_maps(tmp_path: Path) -> None:
+    mapped_file = tmp_path / "weights.bin"
+    mapped_file.write_bytes(b"\1" * (24 << 20))
+    before = settled_rss_bytes()
+    with (
+        mapped_file.open("rb") as source,
+        mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as pages,
+    ):
+        assert sum(pages[offset] for offset in range(0, len(pages), 4096)) == len(pages) // 4096
+        mapped = settled_rss_bytes() - before  # file pages the kernel may drop at any time
+    held = np.ones(24 << 20, dtype=np.uint8)
+    grown = settled_rss_bytes() - before
+    assert mapped < 4 << 20, mapped
+    assert 23 << 20 <= grown <= 30 << 20, grown
+    del held
 
 
 def test_a_load_over_the_budget_is_refused_and_the_others_keep_serving(tmp_path: Path) -> None:
