@@ -155,7 +155,15 @@ def test_a_killed_instance_a_cut_link_and_a_lost_redis_cost_no_call(tmp_path: Pa
         blocked_at = time.monotonic()
         (control / "surge").write_text("")
         wait_until(lambda: progress()["view"].get("local") == [ids[4]], timeout=10)
-        time.sleep(1.5)  # the buckets' burst is spent
+
+        def refused() -> int:
+            counts = progress()["counts"]
+            return int(counts.get("gateway:refused", 0) + counts.get("sdk:refused", 0))
+
+        # the buckets' burst is spent: one refuses, and the other has had its second since
+        # (a machine busy with other tests may take a while to reach the surge's rate)
+        wait_until(lambda: refused() > 0, timeout=20)
+        time.sleep(1.5)
         window = (time.monotonic(), time.monotonic() + 4.0)
         time.sleep(4.0)
         (control / "surge").unlink()
