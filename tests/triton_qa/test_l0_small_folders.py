@@ -14,7 +14,8 @@ folder's tests in turn, about 1-2 s a folder:
 - L0_output_name: ``OutputNameValidationTest``;
 - L0_infer_reshape: ``test_ii1`` and ``test_ii3`` (variable sizes), on the INT32 models
   they ask for (the file asks no PyTorch model, ensemble or TensorRT one for INT32, so
-  none is made: torch's tracing alone takes about 7 s).
+  none is made: torch's tracing alone takes about 7 s);
+- L0_client_nobatch: ``client_test.py``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import pytest
 from tests.support.netns import LoopbackHost
 from tests.triton_qa import (
     harness,
+    test_l0_client_nobatch,
     test_l0_infer_reshape,
     test_l0_nan_inf,
     test_l0_nullchar_string,
@@ -58,8 +60,15 @@ FOLDERS: dict[str, tuple[Callable[[Path], Path], str, list[str]]] = {
         "infer_reshape_test.py",
         ["InferReshapeTest.test_ii1", "InferReshapeTest.test_ii3"],
     ),
+    "L0_client_nobatch": (test_l0_client_nobatch.repository, "client_test.py", []),
 }
-COUNTS = {"L0_optional_input": 1, "L0_scalar_io": 1, "L0_nan_inf": 3, "L0_output_name": 1}
+COUNTS = {
+    "L0_optional_input": 1,
+    "L0_scalar_io": 1,
+    "L0_nan_inf": 3,
+    "L0_output_name": 1,
+    "L0_client_nobatch": 4,
+}
 # the models a folder's selection asks for, where that is not all of them: the INT32 ones
 # of L0_infer_reshape's hundred (its float and string models load for nothing here)
 ASKED: dict[str, Callable[[str], bool]] = {"L0_infer_reshape": lambda name: "int32" in name}
