@@ -2,9 +2,11 @@
 
 Conventions, as in Triton's PyTorch backend:
 
-* inputs are passed to ``forward`` positionally: the config's ``input``, and a
-  sequence model's control inputs and implicit states (``sequence_batching``'s
-  ``control_input`` and ``state`` ``input_name``), each at the index its name ends
+* inputs are passed to ``forward`` positionally: the config's ``input``, its
+  ``batch_input`` tensors (a ragged batch's: server/ragged.py computes them, and an
+  ``allow_ragged_batch`` input comes flat), and a sequence model's control inputs and
+  implicit states (``sequence_batching``'s ``control_input`` and ``state``
+  ``input_name``), each at the index its name ends
   with where every name does (``INPUT__0``, ``SEQ_START__1`` ...), else at its
   argument of ``forward`` where ``forward`` names them all, else in that order;
 * ``forward`` returns a tensor or a tuple/list of tensors, mapped to the config's
@@ -73,6 +75,7 @@ class TorchScriptEngine(Engine):
     extra = "torch"
     default_filenames = ("model.pt",)
     describes_signature = False
+    serves_ragged_batches = True
 
     def __init__(self) -> None:
         self._module: torch.jit.ScriptModule | None = None
@@ -120,10 +123,11 @@ class TorchScriptEngine(Engine):
         return None
 
     def _order(self, config: mc.ModelConfig, module: torch.jit.ScriptModule) -> None:
-        """A sequence model's control inputs and states join the config's tensors, and
-        all take forward's order (the module docstring)."""
+        """The batch inputs, a sequence model's control inputs and states join the
+        config's tensors, and all take forward's order (the module docstring)."""
         sequence = config.sequence_batching
-        extra_in = [c.name for c in sequence.control_input]
+        extra_in = [name for entry in config.batch_input for name in entry.target_name]
+        extra_in += [c.name for c in sequence.control_input]
         extra_in += [state.input_name for state in sequence.state]
         where = f"config.pbtxt of model '{config.name}'"
         extra_out = {

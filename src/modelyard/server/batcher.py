@@ -16,7 +16,9 @@ arrives. It knows Triton's ``dynamic_batching`` settings:
   the pace its partners came at. A lone request after a lone answer, or after
   a quiet spell longer than the delay, runs at once, so batching costs nothing
   at low load. A config that names preferred sizes asks for batches of those
-  sizes: there batches form as Triton forms them, whatever the load. Requests
+  sizes: there batches form as Triton forms them, whatever the load; so do every
+  model's under the ``tritonserver`` command, a Triton user's (``triton_batches``:
+  without preferred sizes, up to the delay for ``max_batch_size`` rows). Requests
   join in order while their shape is the head's and the rows fit; the longest
   run whose rows are a preferred size is sent at once (or, once the next
   request would pass the largest, the run before it); else the batch waits for
@@ -98,16 +100,20 @@ class BatchingPolicy:
     max_batch_tokens: int = 0
     # ... and padded tokens at most this many times the tokens the rows have
     max_padding_ratio: float = 1.0
+    # every batch formed as Triton's dynamic batcher forms it (the tritonserver command):
+    # without preferred sizes, one waits up to the delay for max_batch_size rows at any load
+    triton_batches: bool = False
     # the rows a batch aims at: the largest preferred size, else max_batch_size
     target: int = field(init=False)
-    # batches form as Triton's (the config names preferred sizes; an encoder's batch by
-    # tokens, never)
+    # batches form as Triton's (the config names preferred sizes, or triton_batches; an
+    # encoder's batch by tokens, never)
     toward_preferred: bool = field(init=False)
 
     def __post_init__(self) -> None:
         target = self.preferred[-1] if self.preferred else self.max_batch_size
         object.__setattr__(self, "target", target)
-        toward = self.batching and bool(self.preferred) and not self.max_batch_tokens
+        triton = bool(self.preferred) or self.triton_batches
+        toward = self.batching and triton and not self.max_batch_tokens
         object.__setattr__(self, "toward_preferred", toward)
 
     def policy_of(self, level: int) -> QueuePolicy:
@@ -122,7 +128,9 @@ class BatchingPolicy:
         return priority if 0 < priority <= self.priority_levels else self.default_priority
 
     @classmethod
-    def from_config(cls, config: mc.ModelConfig, default_max_queue_size: int = 0) -> BatchingPolicy:
+    def from_config(
+        cls, config: mc.ModelConfig, default_max_queue_size: int = 0, triton_batches: bool = False
+    ) -> BatchingPolicy:
         batching = config.HasField("dynamic_batching") and config.max_batch_size > 0
         db = config.dynamic_batching
         levels = max(1, int(db.priority_levels))
@@ -154,6 +162,7 @@ class BatchingPolicy:
             default_priority=default_level,
             default_policy=capped(QueuePolicy.from_proto(db.default_queue_policy)),
             level_policies=own,
+            triton_batches=triton_batches,
         )
 
 
@@ -494,12 +503,13 @@ class RequestQueue:
         return self._remove(chosen)
 
     def _toward_preferred(self, head: QueuedRequest, now_ns: int) -> list[QueuedRequest] | int:
-        """Triton's dynamic batch where the config names preferred sizes: a batch to run
-        now, else when to look again (the delay from the head's arrival)."""
+        """Triton's dynamic batch (where the config names preferred sizes, or as Triton's
+        server): a batch to run now, else when to look again (the delay from the head's
+        arrival). Without preferred sizes Triton aims at ``max_batch_size``."""
         policy = self.policy
-        preferred = policy.preferred
-        largest = preferred[-1]
         limit = policy.max_batch_size
+        preferred = policy.preferred or (limit,)
+        largest = preferred[-1]
         chosen: list[QueuedRequest] = []
         rows = 0
         best = 0  # requests in the batch to send at once: a preferred size, or saturated

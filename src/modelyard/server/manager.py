@@ -149,6 +149,7 @@ class ModelManager:
         trusted_repository: bool = False,
         trusted_models: Iterable[str] = (),
         default_max_queue_size: int = 0,
+        triton_batches: bool = False,
         memory_budget: int | None = None,
         clock: Clock = SYSTEM_CLOCK,
         strict_readiness: bool = True,
@@ -208,6 +209,7 @@ class ModelManager:
         self._trusted_repository = trusted_repository
         self._trusted_models = set(trusted_models)
         self._default_max_queue_size = default_max_queue_size
+        self._triton_batches = triton_batches
         self.memory_budget = memory_budget
         self._clock = clock
         self._models: dict[str, ModelRecord] = {}
@@ -1041,6 +1043,7 @@ class ModelManager:
             # files a request wrote are never the operator's trusted files
             trusted=self._trusted(name) and override_dir is None,
             default_max_queue_size=self._default_max_queue_size,
+            triton_batches=self._triton_batches,
             clock=self._clock,
             loop_load=self.loop_load,
             limiter=self.rate_limiter,

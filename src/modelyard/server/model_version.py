@@ -349,6 +349,7 @@ def load_model_version(
     *,
     trusted: bool = False,
     default_max_queue_size: int = 0,
+    triton_batches: bool = False,
     clock: Clock = SYSTEM_CLOCK,
     loop_load: LoopLoad | None = None,
     limiter: ResourceLimiter | None = None,
@@ -468,7 +469,7 @@ def load_model_version(
         else:
             scheduler = _dynamic_scheduler(name, version, config, engines, placed, limiter,
                                            clock, loop_load, default_max_queue_size,
-                                           tokens, ragged)  # fmt: skip
+                                           triton_batches, tokens, ragged)  # fmt: skip
     except BaseException:  # a refusal, or a bug: the engines loaded go either way
         _release(engines)
         raise
@@ -499,6 +500,7 @@ def _dynamic_scheduler(
     clock: Clock,
     loop_load: LoopLoad | None,
     default_max_queue_size: int,
+    triton_batches: bool,
     tokens: TokenBatching | None = None,
     ragged: RaggedBatching | None = None,
 ) -> Scheduler:
@@ -510,7 +512,7 @@ def _dynamic_scheduler(
             name, version, problem, f"dynamic_batching.default_priority_level and "
             f"priority_queue_policy in {name}/config.pbtxt: levels 1 to priority_levels",
         )  # fmt: skip
-    policy = BatchingPolicy.from_config(config, default_max_queue_size)
+    policy = BatchingPolicy.from_config(config, default_max_queue_size, triton_batches)
     key = "modelyard_inline_execution"
     inline = config.parameters[key].string_value.lower() if key in config.parameters else ""
     needs = instance_needs(placed) if limiter is not None else []
@@ -560,7 +562,7 @@ def _ragged_batching(
                 name,
                 version,
                 f"the {backend} backend does not take ragged batches (allow_ragged_batch, "
-                "batch_input, batch_output): onnxruntime, identity and python models do",
+                "batch_input, batch_output): onnxruntime, pytorch, identity and python models do",
                 change,
                 rule="model-server/ragged-batch",
             )
@@ -569,8 +571,8 @@ def _ragged_batching(
                 name,
                 version,
                 f"the {backend} backend takes allow_ragged_batch (each request in its own "
-                "shape) but not batch_input or batch_output, which onnxruntime and identity "
-                "models take",
+                "shape) but not batch_input or batch_output, which onnxruntime, pytorch and "
+                "identity models take",
                 f"remove batch_input and batch_output from {name}/config.pbtxt",
                 rule="model-server/ragged-batch",
             )

@@ -42,6 +42,22 @@ def test_an_idle_model_runs_a_lone_request_at_once_despite_the_delay() -> None:
     assert tags(queue.take(now_ns=0, executing=0)) == ["a"]
 
 
+def test_as_tritonserver_a_batch_waits_the_delay_for_max_batch_size_at_any_load() -> None:
+    config = text_format.Parse(
+        "dynamic_batching { max_queue_delay_microseconds: 5000 }", mc.ModelConfig(max_batch_size=4)
+    )
+    queue = RequestQueue("m", 1, BatchingPolicy.from_config(config, triton_batches=True))
+    queue.add(req(tag="a"), now_ns=0)
+    queue.add(req(tag="b"), now_ns=1 * MS)
+    assert queue.take(now_ns=1 * MS, executing=0) == 5 * MS  # an idle model waits too
+    queue.add(req(tag="c"), now_ns=2 * MS)
+    queue.add(req(tag="d"), now_ns=3 * MS)
+    queue.add(req(tag="e"), now_ns=3 * MS)
+    assert tags(queue.take(now_ns=3 * MS, executing=0)) == ["a", "b", "c", "d"]  # full
+    assert queue.take(now_ns=4 * MS, executing=0) == 8 * MS
+    assert tags(queue.take(now_ns=8 * MS, executing=0)) == ["e"]  # the delay is out
+
+
 def test_the_delay_is_honoured_while_another_instance_executes() -> None:
     queue = RequestQueue("m", 1, policy("dynamic_batching { max_queue_delay_microseconds: 5000 }"))
     queue.add(req(tag="a"), now_ns=0)
