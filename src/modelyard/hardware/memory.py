@@ -1,10 +1,10 @@
 """Host memory accounting per model version, and the instance's memory budget.
 
 A version's footprint is the growth of the process' own resident memory (anonymous
-and shared-memory pages, not mapped files) while its engines load. A load is checked twice against
-``--memory-budget``: before, with an estimate (its files times instances), and
-after, with the measured footprint; a load that does not fit is refused with
-what it needs, what is free and which models hold the rest, instead of
+and shared-memory pages, not mapped files) while its engines load. A load is checked
+twice against ``--memory-budget``: before, with an estimate (its files times
+instances), and after, with the measured footprint; a load that does not fit is
+refused with what it needs, what is free and which models hold the rest, instead of
 letting the process grow until the kernel kills it.
 
 Start-up objects (modules, engines, models) are frozen out of the garbage
@@ -55,7 +55,7 @@ def _trim() -> Callable[[int], object] | None:
 _MALLOC_TRIM = _trim()
 
 
-def settled_rss_bytes() -> int:
+def settled_resident_bytes() -> int:
     """The memory the process itself holds (``private_resident_bytes``) after the allocator
     gave back the memory freed but kept (glibc's malloc_trim): what live objects hold. A
     load reads its file, parses it and builds its tensors; the copies it let go of would
@@ -69,7 +69,7 @@ def settled_rss_bytes() -> int:
 def private_resident_bytes() -> int:
     """The resident anonymous and shared-memory pages (``RssAnon`` + ``RssShmem``), not the
     pages of files mapped (the libraries' code): the kernel drops those under memory
-    pressure at any time and read them back when used, so a load's measure would count
+    pressure at any time and reads them back when used, so a load's measure would count
     their coming and going beside what the load holds."""
     try:
         with open("/proc/self/status", encoding="ascii") as status:

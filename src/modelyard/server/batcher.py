@@ -16,9 +16,9 @@ arrives. It knows Triton's ``dynamic_batching`` settings:
   the pace its partners came at. A lone request after a lone answer, or after
   a quiet spell longer than the delay, runs at once, so batching costs nothing
   at low load. A config that names preferred sizes asks for batches of those
-  sizes: there batches form as Triton forms them, whatever the load; so do every
-  model's under the ``tritonserver`` command, a Triton user's (``triton_batches``:
-  without preferred sizes, up to the delay for ``max_batch_size`` rows). Requests
+  sizes: there batches form as Triton forms them, whatever the load; so does every
+  batch under the ``tritonserver`` command, a Triton user's (``triton_batches``:
+  without preferred sizes, one waits up to the delay for ``max_batch_size`` rows). Requests
   join in order while their shape is the head's and the rows fit; the longest
   run whose rows are a preferred size is sent at once (or, once the next
   request would pass the largest, the run before it); else the batch waits for

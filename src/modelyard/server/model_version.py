@@ -26,7 +26,7 @@ from modelyard.engines import (
     python_based_backend,
 )
 from modelyard.errors import Code, ConfigError, ModelServerError, ModelyardError, load_error
-from modelyard.hardware.memory import settled_rss_bytes
+from modelyard.hardware.memory import settled_resident_bytes
 from modelyard.hardware.placement import (
     asks_for_gpus,
     device_memory_used,
@@ -387,7 +387,7 @@ def load_model_version(
         )
     placed = instance_placements(name, version, config)
     devices = [device for device, _ in placed]
-    rss_before = settled_rss_bytes()
+    held_before = settled_resident_bytes()
     device_before = device_memory_used(devices)
     first_config = config  # the first instance's, which its load may complete
     made = _Completed()
@@ -482,7 +482,7 @@ def load_model_version(
         scheduler=scheduler,
         engines=engines,
         labels=_read_labels(model_dir, config, signature),
-        memory_bytes=max(0, settled_rss_bytes() - rss_before),
+        memory_bytes=max(0, settled_resident_bytes() - held_before),
         device_memory_bytes=max(0, device_memory_used(devices) - device_before),
         devices=devices,
         sequence=sequence,

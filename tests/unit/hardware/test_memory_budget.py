@@ -12,7 +12,7 @@ import pytest
 
 from modelyard.errors import Code, ConfigError, ModelyardError
 from modelyard.examples.build import build_mlp_onnx, build_tiny_onnx, example_inputs
-from modelyard.hardware.memory import parse_size, settled_rss_bytes
+from modelyard.hardware.memory import parse_size, settled_resident_bytes
 from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
@@ -33,15 +33,15 @@ def test_sizes_parse_with_units() -> None:
 def test_the_measure_counts_what_the_process_holds_not_the_files_it_maps(tmp_path: Path) -> None:
     mapped_file = tmp_path / "weights.bin"
     mapped_file.write_bytes(b"\1" * (24 << 20))
-    before = settled_rss_bytes()
+    before = settled_resident_bytes()
     with (
         mapped_file.open("rb") as source,
         mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as pages,
     ):
         assert sum(pages[offset] for offset in range(0, len(pages), 4096)) == len(pages) // 4096
-        mapped = settled_rss_bytes() - before  # file pages the kernel may drop at any time
+        mapped = settled_resident_bytes() - before  # file pages the kernel may drop at any time
     held = np.ones(24 << 20, dtype=np.uint8)
-    grown = settled_rss_bytes() - before
+    grown = settled_resident_bytes() - before
     assert mapped < 4 << 20, mapped
     assert 23 << 20 <= grown <= 30 << 20, grown
     del held
