@@ -103,15 +103,19 @@ class BatchingPolicy:
     # every batch formed as Triton's dynamic batcher forms it (the tritonserver command):
     # without preferred sizes, one waits up to the delay for max_batch_size rows at any load
     triton_batches: bool = False
-    # the rows a batch aims at: the largest preferred size, else max_batch_size
+    # the sizes a batch is sent at once at: the preferred ones, else max_batch_size
+    # (Triton's aim without preferred sizes)
+    aimed_sizes: tuple[int, ...] = field(init=False)
+    # the rows a batch aims at: the largest of them
     target: int = field(init=False)
     # batches form as Triton's (the config names preferred sizes, or triton_batches; an
     # encoder's batch by tokens, never)
     toward_preferred: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        target = self.preferred[-1] if self.preferred else self.max_batch_size
-        object.__setattr__(self, "target", target)
+        aimed = self.preferred or (self.max_batch_size,)
+        object.__setattr__(self, "aimed_sizes", aimed)
+        object.__setattr__(self, "target", aimed[-1])
         triton = bool(self.preferred) or self.triton_batches
         toward = self.batching and triton and not self.max_batch_tokens
         object.__setattr__(self, "toward_preferred", toward)
@@ -508,8 +512,8 @@ class RequestQueue:
         arrival). Without preferred sizes Triton aims at ``max_batch_size``."""
         policy = self.policy
         limit = policy.max_batch_size
-        preferred = policy.preferred or (limit,)
-        largest = preferred[-1]
+        preferred = policy.aimed_sizes
+        largest = policy.target
         chosen: list[QueuedRequest] = []
         rows = 0
         best = 0  # requests in the batch to send at once: a preferred size, or saturated
