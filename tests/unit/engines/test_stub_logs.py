@@ -33,11 +33,11 @@ import triton_python_backend_utils as pb_utils
 
 def log_each(when):
     logger = pb_utils.Logger
+    logger.log_verbose(f"{when}-Verbose Msg!")
     logger.log(f"{when}-Specific Msg!", logger.INFO)
     logger.log_info(f"{when}-Info Msg!")
     logger.log_warn(f"{when}-Warning Msg!")
     logger.log_error(f"{when}-Error Msg!")
-    logger.log_verbose(f"{when}-Verbose Msg!")
 
 
 class TritonPythonModel:
@@ -124,10 +124,12 @@ def test_the_server_s_settings_decide_which_records_of_the_model_are_written(
         ]  # fmt: skip
         (_, first), *_ = (line for line in lines if line[1]["event"] == "python_model_log")
         assert first["model"] == "chatty" and first["instance"] == "chatty_0_0"
-        assert first["source"] == "model.py:7"  # the model's line, as Triton's log names it
+        assert first["source"] == "model.py:8"  # the model's line, as Triton's log names it
 
         engine.execute({"X": np.array([[-1.0, 0.0]], dtype=np.float32)}, ["Y"])
-        _written(lines, "Execute", 4)  # an execute's are written as the server takes them
+        # an execute's are written as the server takes them; the verbose one, sent first, has
+        # been taken (and dropped) once the other four are written
+        _written(lines, "Execute", 4)
         settings.update({"log_verbose_level": 1, "log_info": False})
         engine.execute({"X": X}, ["Y"])
         _written(lines, "Execute", 7)
@@ -138,8 +140,8 @@ def test_the_server_s_settings_decide_which_records_of_the_model_are_written(
     assert _messages(lines, "Execute") == [
         ("info", "Execute-Specific Msg!"), ("info", "Execute-Info Msg!"),
         ("warning", "Execute-Warning Msg!"), ("error", "Execute-Error Msg!"),
-        ("warning", "Execute-Warning Msg!"), ("error", "Execute-Error Msg!"),
         ("debug", "Execute-Verbose Msg!"),
+        ("warning", "Execute-Warning Msg!"), ("error", "Execute-Error Msg!"),
     ]  # fmt: skip
     assert _messages(lines, "Finalize") == [("debug", "Finalize-Verbose Msg!")]
     # a long message is cut, saying how much more it had
