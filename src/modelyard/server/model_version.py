@@ -46,7 +46,7 @@ from modelyard.server.embedding_cache import EmbeddingCache, parse_size
 from modelyard.server.instance_loading import Loaded, load_instances
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.ragged import RaggedBatching
-from modelyard.server.resource_limiter import ResourceLimiter, instance_needs
+from modelyard.server.resource_limiter import InstanceNeeds, ResourceLimiter, instance_needs
 from modelyard.server.scheduler import Scheduler
 from modelyard.server.sequence_batcher import SequenceScheduler
 from modelyard.server.sequence_policy import SequencePolicy
@@ -457,12 +457,16 @@ def load_model_version(
         if ragged is not None:  # with the outputs the engine itself returns flat
             ragged = ragged.scattering(engines[0].ragged_outputs, config)
         if config.HasField("sequence_batching"):
-            sequence = _sequence_policy(name, version, model_dir, config, placed, limiter)
+            sequence = SequencePolicy.from_config(config, model_dir, f"{name}/config.pbtxt")
             decoupled = config.model_transaction_policy.decoupled
             if decoupled:
+                _refuse_rate_limiter(name, version, "decoupled", placed, limiter)
                 _check_decoupled_sequences(name, version, backend, engines, sequence)
+            needs = _rate_limited(name, placed, limiter)
             scheduler = SequenceScheduler(name, version, engines, sequence, clock=clock,
-                                          decoupled=decoupled, ragged=ragged)  # fmt: skip
+                                          decoupled=decoupled, ragged=ragged,
+                                          limiter=limiter if any(needs) else None,
+                                          needs=needs)  # fmt: skip
         elif config.model_transaction_policy.decoupled:
             scheduler = _decoupled_scheduler(name, version, config, backend, engines, placed,
                                              limiter, clock)  # fmt: skip
@@ -515,10 +519,7 @@ def _dynamic_scheduler(
     policy = BatchingPolicy.from_config(config, default_max_queue_size, triton_batches)
     key = "modelyard_inline_execution"
     inline = config.parameters[key].string_value.lower() if key in config.parameters else ""
-    needs = instance_needs(placed) if limiter is not None else []
-    if any(needs):
-        assert limiter is not None
-        limiter.add(needs, name)
+    needs = _rate_limited(name, placed, limiter)
     if tokens is not None:
         return TokenScheduler(
             name, version, engines, policy, tokens, clock=clock, loop_load=loop_load,
@@ -636,18 +637,17 @@ def _embedding_cache(
     return EmbeddingCache(size)
 
 
-def _sequence_policy(
-    name: str,
-    version: int,
-    model_dir: Path,
-    config: mc.ModelConfig,
-    placed: list[tuple[str, mc.ModelInstanceGroup]],
-    limiter: ResourceLimiter | None,
-) -> SequencePolicy:
-    """What a config with ``sequence_batching`` asks of its sequence scheduler."""
-    origin = f"{name}/config.pbtxt"
-    _refuse_rate_limiter(name, version, "sequence", placed, limiter)
-    return SequencePolicy.from_config(config, model_dir, origin)
+def _rate_limited(
+    name: str, placed: list[tuple[str, mc.ModelInstanceGroup]], limiter: ResourceLimiter | None
+) -> list[InstanceNeeds | None]:
+    """What each instance holds while it executes, made room for in the server's rate
+    limiter (refused when it could never execute); empty when nothing is limited."""
+    needs = instance_needs(placed) if limiter is not None else []
+    if not any(needs):
+        return []
+    assert limiter is not None
+    limiter.add(needs, name)
+    return needs
 
 
 def _refuse_rate_limiter(
@@ -657,7 +657,7 @@ def _refuse_rate_limiter(
     placed: list[tuple[str, mc.ModelInstanceGroup]],
     limiter: ResourceLimiter | None,
 ) -> None:
-    """Only the dynamic batcher's instances wait for rate_limiter resources."""
+    """A decoupled model's instances do not wait for rate_limiter resources."""
     if limiter is not None and any(instance_needs(placed)):
         raise load_error(
             name,

@@ -6,21 +6,26 @@ Named for what it limits: resources, not request rates (those are governance's,
 An instance group's ``rate_limiter { resources [...] priority: N }`` names what each of
 its instances holds while it executes a batch; ``--rate-limit-resource NAME:COUNT``
 (or ``NAME:COUNT:DEVICE``) says how many of a resource there are. A resource is per
-device unless the config marks it ``global``; one the flags do not size gets the
-largest count any instance asks for, so every instance can run (Triton's rule).
+device unless the config marks it ``global``. Without any such flag a resource holds the
+largest count any instance asks for, so every instance can run; once one flag is given,
+a resource no flag names holds none (Triton's rules, and its words when a model then
+could never execute). A name is global everywhere or per device everywhere.
 
-An instance with a batch waits until it can take all it needs at once. While
-several wait, the one whose group has the lowest ``priority`` value goes first,
-then the one that waited longest. Instances without a ``rate_limiter`` never wait.
-A model that names resources executes on its instance threads only: the event loop
-never waits for resources.
+An instance with a batch waits until it can take all it needs at once. While several
+wait, the one with the fewest executions weighted by its group's ``priority`` (Triton's
+scaled priority: executions x priority, a priority of 0 counting as 1) goes first, then
+the one of the lower priority value, then the one that waited longest: an instance of
+priority 2 runs half as often as one of priority 1 while both have work. Instances without a ``rate_limiter`` never wait. A
+model that names resources executes on its instance threads only: the event loop never
+waits for resources.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -33,12 +38,39 @@ from modelyard.errors import ConfigError
 ResourceKey = tuple[str, str]
 
 
-@dataclass(frozen=True)
+@dataclass
 class InstanceNeeds:
-    """What one instance takes to execute, and its group's priority (lower goes first)."""
+    """What one instance takes to execute, its group's priority, and how many executions
+    it has finished (the weight of its next turn)."""
 
     resources: tuple[tuple[ResourceKey, int], ...]
     priority: int
+    executions: int = 0
+
+    def scaled_priority(self) -> int:
+        """Triton's: executions times priority (0 counts as 1); the lowest goes first."""
+        return self.executions * max(self.priority, 1)
+
+
+@dataclass(eq=False)
+class _Turn:
+    """An instance waiting for its resources, or (``kept_until``) one that has just
+    executed and has more to do, whose turn is kept until its thread asks again."""
+
+    needs: InstanceNeeds
+    seq: int  # the order turns were asked for: the first goes first among equals
+    kept_until: float | None = None
+
+
+# how long an instance with more work keeps its turn after an execution, for its thread
+# to form its next batch and ask again
+KEPT_TURN_S = 0.1
+
+
+def _turn_order(turn: _Turn) -> tuple[int, int, int]:
+    """The fewest executions weighted by priority first; among equals the higher priority
+    (the lower value), then the turn asked for first."""
+    return turn.needs.scaled_priority(), max(turn.needs.priority, 1), turn.seq
 
 
 def instance_needs(placed: list[tuple[str, mc.ModelInstanceGroup]]) -> list[InstanceNeeds | None]:
@@ -83,37 +115,59 @@ class ResourceLimiter:
         self._capacity: dict[ResourceKey, int] = {}  # how many there are
         self._free: dict[ResourceKey, int] = {}  # how many no execution holds now
         self._cond = threading.Condition()
-        self._waiting: list[tuple[int, int, InstanceNeeds]] = []  # (priority, seq, needs)
+        self._waiting: list[_Turn] = []
         self._seq = itertools.count()
 
     def _given(self, key: ResourceKey) -> int | None:
+        """What the flags give of a resource (the most any flag that names it gives), 0
+        when flags are given and none names it, None without flags."""
+        if not self._sized:
+            return None
         name, device = key
-        for sized_name, count, sized_device in self._sized:
-            if sized_name == name and sized_device in (None, device):
-                return count
-        return None
+        return max(
+            (count for sized_name, count, sized_device in self._sized
+             if sized_name == name and (device == "global" or sized_device in (None, device))),
+            default=0,
+        )  # fmt: skip
+
+    def _refuse_mixed(self, needs: list[InstanceNeeds | None], model: str) -> None:
+        """Triton's rule: a resource's name is global in every config or in none."""
+        keys = set(self._capacity) | {key for need in needs if need for key, _ in need.resources}
+        global_names = {name for name, device in keys if device == "global"}
+        for name in sorted(global_names & {name for name, device in keys if device != "global"}):
+            raise ConfigError.of(
+                error_rules.RATE_LIMITER,
+                f'Resource "{name}" is present as both global and device-specific resource '
+                "in the model configuration.",
+                where=f"instance_group rate_limiter in {model}/config.pbtxt (and the other "
+                f"models that name {name}): global in all or in none",
+            )
 
     def add(self, needs: list[InstanceNeeds | None], model: str = "") -> None:
         """Make room for a model's instances: a resource no flag sized holds at least the
-        largest count any of them asks for; one a flag sized too small for an instance is
-        refused (it could never execute)."""
+        largest count any of them asks for; one the flags give too few of for an instance
+        is refused (it could never execute)."""
+        asked = [(key, count) for need in needs if need for key, count in need.resources]
         with self._cond:
-            for need in needs:
-                for key, count in need.resources if need else ():
-                    given = self._given(key)
-                    if given is not None and given < count:
-                        raise ConfigError.of(
-                            error_rules.RATE_LIMITER,
-                            f"model '{model}': an instance needs {count} of resource "
-                            f"'{key[0]}' and --rate-limit-resource gives {given}",
-                            where=f"instance_group rate_limiter in {model}/config.pbtxt, or "
-                            "modelyard serve --rate-limit-resource",
-                        )
-                    capacity = self._capacity.get(key, 0)
-                    wanted = given if given is not None else max(capacity, count)
-                    if wanted != capacity:  # what is held stays held: add the difference
-                        self._capacity[key] = wanted
-                        self._free[key] = self._free.get(key, 0) + wanted - capacity
+            self._refuse_mixed(needs, model)
+            for key, count in asked:  # all checked before any is added: a refusal adds none
+                given = self._given(key)
+                if given is not None and given < count:
+                    raise ConfigError.of(
+                        error_rules.RATE_LIMITER,
+                        f'Resource count for "{key[0]}" is limited to {given} which will '
+                        "prevent scheduling of one or more model instances, the minimum "
+                        f"required count is {count} (model '{model}')",
+                        where=f"instance_group rate_limiter in {model}/config.pbtxt, or "
+                        "modelyard serve --rate-limit-resource",
+                    )
+            for key, count in asked:
+                given = self._given(key)
+                capacity = self._capacity.get(key, 0)
+                wanted = given if given is not None else max(capacity, count)
+                if wanted != capacity:  # what is held stays held: add the difference
+                    self._capacity[key] = wanted
+                    self._free[key] = self._free.get(key, 0) + wanted - capacity
             self._cond.notify_all()
 
     def available(self) -> dict[ResourceKey, int]:
@@ -124,30 +178,49 @@ class ResourceLimiter:
         return all(self._free.get(key, 0) >= count for key, count in needs.resources)
 
     @contextmanager
-    def held(self, needs: InstanceNeeds | None) -> Iterator[None]:
-        """Hold ``needs`` for the block; waits until they can all be taken at once."""
+    def held(
+        self, needs: InstanceNeeds | None, more: Callable[[], bool] | None = None
+    ) -> Iterator[None]:
+        """Hold ``needs`` for the block; waits until they can all be taken at once.
+        ``more``: whether the instance has another batch waiting once this one is done;
+        then it keeps its turn for a moment (Triton stages an instance again as it
+        releases, so a waiter cannot take a turn its priority has not earned)."""
         if needs is None:
             yield
             return
         with self._cond:
-            entry = (needs.priority, next(self._seq), needs)
-            self._waiting.append(entry)
+            turn = next((t for t in self._waiting if t.needs is needs), None)  # one it kept
+            if turn is None:
+                turn = _Turn(needs, next(self._seq))
+                self._waiting.append(turn)
+            turn.kept_until = None
             try:
-                while not (self._fits(needs) and self._first_that_fits() is entry):
-                    self._cond.wait()
+                while not (self._fits(needs) and self._first_that_fits() is turn):
+                    self._cond.wait(self._until_a_kept_turn_lapses())
             finally:
-                self._waiting.remove(entry)
+                self._waiting.remove(turn)
             for key, count in needs.resources:
                 self._free[key] -= count
             self._cond.notify_all()  # another waiter may fit in what is left
         try:
             yield
         finally:
+            again = more is not None and more()
             with self._cond:
                 for key, count in needs.resources:
                     self._free[key] += count
+                needs.executions += 1
+                if again:
+                    kept = time.monotonic() + KEPT_TURN_S
+                    self._waiting.append(_Turn(needs, next(self._seq), kept))
                 self._cond.notify_all()
 
-    def _first_that_fits(self) -> tuple[int, int, InstanceNeeds] | None:
-        fitting = [entry for entry in self._waiting if self._fits(entry[2])]
-        return min(fitting, key=lambda entry: (entry[0], entry[1])) if fitting else None
+    def _first_that_fits(self) -> _Turn | None:
+        now = time.monotonic()
+        self._waiting = [t for t in self._waiting if t.kept_until is None or t.kept_until > now]
+        fitting = [turn for turn in self._waiting if self._fits(turn.needs)]
+        return min(fitting, key=_turn_order) if fitting else None
+
+    def _until_a_kept_turn_lapses(self) -> float | None:
+        kept = [t.kept_until for t in self._waiting if t.kept_until is not None]
+        return max(0.0, min(kept) - time.monotonic()) + 1e-4 if kept else None

@@ -628,7 +628,8 @@ class Scheduler(InstanceThreads):
             answers: list[_Answer] = []
             try:
                 if limiter is not None and needs is not None:
-                    with limiter.held(needs):  # the batch waits for its resources here
+                    # the batch waits for its resources here
+                    with limiter.held(needs, more=lambda: len(self._queue) > 0):
                         answers = self._execute(engine, batch, on_loop=False)
                 else:
                     answers = self._execute(engine, batch, on_loop=False)

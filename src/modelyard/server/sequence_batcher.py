@@ -71,6 +71,7 @@ from modelyard.server.decoupled import (
     execute_decoupled,
 )
 from modelyard.server.ragged import RaggedBatching
+from modelyard.server.resource_limiter import InstanceNeeds, ResourceLimiter
 from modelyard.server.scheduler import (
     InstanceThreads,
     answers_by_loop,
@@ -226,6 +227,9 @@ class SequenceScheduler(InstanceThreads):
 
     ``ragged``: the model's ragged batching (an input with ``allow_ragged_batch``): sequences
     whose requests differ in that input's shape run in one execution.
+
+    ``limiter``, ``needs``: Triton's rate limiter and what each instance holds while it
+    executes (a sequence's requests still go to its slot's instance, however busy).
     """
 
     def __init__(
@@ -238,9 +242,13 @@ class SequenceScheduler(InstanceThreads):
         clock: Clock = SYSTEM_CLOCK,
         decoupled: bool = False,
         ragged: RaggedBatching | None = None,
+        limiter: ResourceLimiter | None = None,
+        needs: list[InstanceNeeds | None] | None = None,
     ) -> None:
         super().__init__(model, version, policy.max_batch_size, clock)
         self.policy = policy
+        self._limiter = limiter
+        self._needs = needs if limiter is not None and needs else [None] * len(engines)
         self._ragged = ragged if policy.batched else None
         self._variable_states = policy.variable_states
         self.decoupled = decoupled  # answers through submit_stream (ModelScheduler)
@@ -525,6 +533,9 @@ class SequenceScheduler(InstanceThreads):
             try:
                 if self.decoupled:  # each request answers through its sender
                     self._execute_decoupled(engine, rows)
+                elif self._limiter is not None:  # waits for its resources
+                    with self._limiter.held(self._needs[instance], more=lambda: self._queued > 0):
+                        answers = self._execute(engine, rows)
                 else:
                     answers = self._execute(engine, rows)
             except Exception as exc:  # outside the engine call: answer, and keep the thread
