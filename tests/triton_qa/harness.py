@@ -222,10 +222,12 @@ def run_qa_file(
     env: dict[str, str] | None = None,
     timeout: float = 600,
     pytest_style: bool = False,
+    runner: str = "tests.triton_qa.unittest_report",
 ) -> QaRun:
     """``test_file`` (in ``work``) in ``host`` as its test.sh runs it: ``python FILE``
     (unittest), or pytest where test.sh uses pytest; ``selection``: ``Class.test`` names
-    (unittest) or pytest node ids relative to the file."""
+    (unittest) or pytest node ids relative to the file. ``runner``: the module that runs
+    a unittest file and writes its report (unittest_report's arguments)."""
     stem = Path(test_file).stem
     if pytest_style:
         report = work / f"{stem}.junit.xml"
@@ -236,7 +238,7 @@ def run_qa_file(
         ]  # fmt: skip
     else:
         report = work / f"{stem}.outcomes.json"
-        argv = [sys.executable, "-m", "tests.triton_qa.unittest_report", str(report), test_file]
+        argv = [sys.executable, "-m", runner, str(report), test_file]
         argv += list(selection)
     report.unlink(missing_ok=True)
     done = subprocess.run(
