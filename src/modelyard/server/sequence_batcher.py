@@ -739,9 +739,9 @@ class SequenceScheduler(InstanceThreads):
         oldest = min(sequence.queue[0].enqueued_ns for _, sequence in ready)
         if oldest + delay <= now:
             return None
-        if policy.oldest:
+        if policy.oldest:  # Triton's dynamic batcher over the candidate sequences
             target = policy.preferred[-1] if policy.preferred else max(1, policy.max_batch_size)
-            wanted = min(target, sum(1 for s in slots if s is not None))
+            wanted = min(target, len(slots))
             return None if len(ready) >= wanted else oldest + delay
         # Triton's test: the share of all slots ready, however many hold a sequence
         if len(ready) / len(slots) >= policy.minimum_slot_utilization:

@@ -112,6 +112,24 @@ async def test_many_interleaved_sequences_each_get_their_own_running_sum(
 
 
 @_in_a_loop
+async def test_oldest_waits_its_queue_delay_for_sequences_not_yet_started(tmp_path: Path) -> None:
+    """Triton's dynamic batcher over the candidate sequences: the first START waits for a
+    preferred batch of four though it is alone in the slots when it comes."""
+    oldest = "oldest { max_candidate_sequences: 4 preferred_batch_size: [ 4 ] "
+    oldest += "max_queue_delay_microseconds: 5000000 }"
+    sequence_accumulator(tmp_path, "acc", oldest, 4)
+    async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+        first = asyncio.ensure_future(_sum(dp, "acc", 1, 1, start=True))
+        await asyncio.sleep(0.2)  # the first START alone, for longer than an execution
+        assert not first.done()
+        others = [_sum(dp, "acc", 10 * sid, sid, start=True) for sid in (2, 3, 4)]
+        assert await asyncio.gather(first, *others) == [1, 20, 30, 40]
+        stats = dp.statistics("acc", None)["model_stats"][0]
+        batches = [(b["batch_size"], b["compute_infer"]["count"]) for b in stats["batch_stats"]]
+        assert batches == [(4, 1)]
+
+
+@_in_a_loop
 async def test_string_ids_and_a_start_on_a_running_sequence_restarts_its_state(
     tmp_path: Path,
 ) -> None:
