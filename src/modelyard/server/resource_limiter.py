@@ -15,9 +15,9 @@ An instance with a batch waits until it can take all it needs at once. While sev
 wait, the one with the fewest executions weighted by its group's ``priority`` (Triton's
 scaled priority: executions x priority, a priority of 0 counting as 1) goes first, then
 the one of the lower priority value, then the one that waited longest: an instance of
-priority 2 runs half as often as one of priority 1 while both have work. Instances without a ``rate_limiter`` never wait. A
-model that names resources executes on its instance threads only: the event loop never
-waits for resources.
+priority 2 runs half as often as one of priority 1 while both have work. Instances
+without a ``rate_limiter`` never wait. A model that names resources executes on its
+instance threads only: the event loop never waits for resources.
 """
 
 from __future__ import annotations
