@@ -46,7 +46,7 @@ Loaded = tuple[Engine, Signature | None]
 # (instance index, its config_complete or None) -> it, loaded
 LoadOne = Callable[[int, Callable[[], None] | None], Loaded]
 # the first instance's description -> how to warm up an instance (raises: the load fails)
-Complete = Callable[[Signature | None], Callable[[Engine], None]]
+Complete = Callable[[Signature | None], Callable[[Engine, int], None]]
 # an instance's engine, or why it has none
 Outcome = tuple[Engine | None, BaseException | None]
 
@@ -87,24 +87,24 @@ def load_instances(
     raise failures[-1][1]
 
 
-def _ready(load: LoadOne, warm_up: Callable[[Engine], None], index: int) -> Loaded:
+def _ready(load: LoadOne, warm_up: Callable[[Engine, int], None], index: int) -> Loaded:
     """One instance other than the first: loaded, then warmed up (unloaded if that fails)."""
     engine, described = load(index, None)
     try:
-        warm_up(engine)
+        warm_up(engine, index)
     except BaseException:
         _unload_quietly([engine])
         raise
     return engine, described
 
 
-def _first_ready(first: Future[Loaded], warm_up: Callable[[Engine], None]) -> Outcome:
+def _first_ready(first: Future[Loaded], warm_up: Callable[[Engine, int], None]) -> Outcome:
     """The first instance, warmed up once it has loaded (on the calling thread)."""
     engine, error = _outcome(first)
     if engine is None:
         return None, error
     try:
-        warm_up(engine)
+        warm_up(engine, 0)
     except Exception as exc:
         _unload_quietly([engine])
         return None, exc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import structlog
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard import error_rules
@@ -25,6 +27,8 @@ from modelyard.engines import (
     engine_class,
     python_based_backend,
 )
+from modelyard.engines.base import DecoupledRequest
+from modelyard.engines.python_stub import triton_instance_name
 from modelyard.errors import Code, ConfigError, ModelServerError, ModelyardError, load_error
 from modelyard.hardware.memory import settled_resident_bytes
 from modelyard.hardware.placement import (
@@ -57,6 +61,8 @@ from modelyard.types import CONFIG_TO_V2, numpy_dtype
 
 if TYPE_CHECKING:
     from modelyard.server.scheduling import ModelScheduler
+
+log = structlog.get_logger("modelyard.server")
 
 _PLATFORM_OF = {backend: platform for platform, backend in PLATFORMS.items()}
 
@@ -266,29 +272,92 @@ def _check_scalars(model: str, version: int, config: mc.ModelConfig, signature: 
             )
 
 
+# a warm-up sample: its name, inputs, the outputs asked, how many times it runs
+WarmupSample = tuple[str, dict[str, np.ndarray], list[str], int]
+
+
 def run_warmup(
     engine: Engine,
-    samples: list[tuple[dict[str, np.ndarray], list[str], int]],
+    samples: list[WarmupSample],
     tokens: TokenBatching | None = None,
     ragged: RaggedBatching | None = None,
+    *,
+    model: str = "",
+    version: int = 0,
+    instance: str = "",
+    decoupled: bool = False,
 ) -> None:
     """Execute warm-up samples on one engine before its version takes traffic (an encoder's
-    as its scheduler would: tokenized, padded, pooled; a ragged batch's assembled)."""
-    for inputs, outputs, count in samples:
-        for _ in range(max(1, count)):
-            if ragged is not None:
-                engine.execute(ragged.assemble([inputs], np.concatenate), outputs)
-            elif tokens is None:
-                engine.execute(inputs, outputs)
-            else:
-                rows = len(next(iter(inputs.values()))) if inputs else 1
-                tokens.execute_unqueued(engine, inputs, outputs, rows)
+    as its scheduler would: tokenized, padded, pooled; a ragged batch's assembled; a
+    decoupled model's until its final response), each run logged and a failure refused in
+    Triton's words."""
+    for sample, inputs, outputs, count in samples:
+        for iteration in range(1, max(1, count) + 1):
+            log.debug(
+                "warmup_sample", model=model, instance=instance, sample=sample,
+                iteration=iteration, triton=f"model '{model}' instance {instance} is running "
+                f"warmup sample '{sample}' for iteration {iteration}",
+            )  # fmt: skip
+            try:
+                if decoupled:
+                    _execute_until_final(engine, inputs, outputs)
+                elif ragged is not None:
+                    engine.execute(ragged.assemble([inputs], np.concatenate), outputs)
+                elif tokens is None:
+                    engine.execute(inputs, outputs)
+                else:
+                    rows = len(next(iter(inputs.values()))) if inputs else 1
+                    tokens.execute_unqueued(engine, inputs, outputs, rows)
+            except Exception as exc:
+                said = exc.detail if isinstance(exc, ModelyardError) else str(exc)
+                raise load_error(
+                    model, version, f"failed to run warmup sample '{sample}': {said}",
+                    f"model_warmup '{sample}' in {model}/config.pbtxt, or the model's execute",
+                ) from exc  # fmt: skip
 
 
-def warmup_samples(
-    config: mc.ModelConfig, spec: ModelSpec, model_dir: Path
-) -> list[tuple[dict[str, np.ndarray], list[str], int]]:
-    samples = []
+# how long a decoupled model's warm-up sample may take to send its final response
+WARMUP_FINAL_S = 60.0
+
+
+def _execute_until_final(engine: Any, inputs: dict[str, np.ndarray], outputs: list[str]) -> None:
+    """One warm-up request of a decoupled model, its responses dropped; raises the first
+    error it sends, or if no final response comes."""
+    final = threading.Event()
+    errors: list[Any] = []
+
+    def deliver(answer: Any, error: Any = None, last: bool = False, **_: Any) -> None:
+        if error is not None:
+            errors.append(error)
+        if last:
+            final.set()
+
+    engine.execute_decoupled([DecoupledRequest(inputs, outputs, deliver, lambda: False)])
+    if not final.wait(WARMUP_FINAL_S):
+        raise TimeoutError(f"no final response within {WARMUP_FINAL_S:.0f}s")
+    if errors:
+        raise errors[0] if isinstance(errors[0], BaseException) else RuntimeError(errors[0])
+
+
+def _serialized_strings(raw: bytes, count: int) -> np.ndarray:
+    """Triton's serialized BYTES (each element a 4-byte little-endian length, then its
+    bytes), as a warm-up file holds them; the elements repeat to fill ``count`` (a file
+    holds one sample, the same in every row of the batch)."""
+    elements: list[bytes] = []
+    at = 0
+    while at + 4 <= len(raw):
+        size = int.from_bytes(raw[at : at + 4], "little")
+        if at + 4 + size > len(raw):
+            raise ValueError("a string element runs past the end of the warm-up file")
+        elements.append(raw[at + 4 : at + 4 + size])
+        at += 4 + size
+    if at != len(raw) or not elements:
+        raise ValueError("the warm-up file is not serialized BYTES (length, bytes, ...)")
+    return np.array([elements[i % len(elements)] for i in range(count)], dtype=object)
+
+
+def warmup_samples(config: mc.ModelConfig, spec: ModelSpec, model_dir: Path) -> list[WarmupSample]:
+    samples: list[WarmupSample] = []
     rng = np.random.default_rng(0)
     outputs = list(spec.outputs)
     for warmup in config.model_warmup:
@@ -301,20 +370,31 @@ def warmup_samples(
             if spec.batched:
                 shape = (batch, *shape)
             kind = item.WhichOneof("input_data_type")
-            if datatype == "BYTES":
-                array = np.full(shape, b"", dtype=object)
-            elif kind == "random_data":
-                array = rng.random(shape).astype(dtype)
-            elif kind == "input_data_file":
+            raw = b""
+            if kind == "input_data_file":
                 filename = item.input_data_file
                 if "/" in filename or filename.startswith("."):
                     raise ValueError(f"warm-up file name '{filename}' must be a plain name")
                 raw = (model_dir / "warmup" / filename).read_bytes()
-                array = np.frombuffer(raw, dtype=dtype).reshape(shape)
+            if datatype == "BYTES" and raw:
+                array = _serialized_strings(raw, int(np.prod(shape)))
+            elif datatype == "BYTES":
+                array = np.full(shape, b"", dtype=object)
+            elif kind == "random_data":
+                array = rng.random(shape).astype(dtype)
+            elif raw:  # one sample's worth, as Triton reads it, the same in every row
+                sample = int(np.prod(item.dims))
+                if len(raw) < sample * dtype.itemsize:
+                    raise ValueError(
+                        f"warm-up file '{item.input_data_file}' holds {len(raw)} bytes, "
+                        f"less than the {sample * dtype.itemsize} of one '{name}'"
+                    )
+                one = np.frombuffer(raw, dtype=dtype, count=sample)
+                array = np.resize(one, int(np.prod(shape)))
             else:
                 array = np.zeros(shape, dtype=dtype)
-            inputs[name] = array
-        samples.append((inputs, outputs, warmup.count))
+            inputs[name] = array.reshape(shape)
+        samples.append((warmup.name, inputs, outputs, warmup.count))
     return samples
 
 
@@ -411,7 +491,7 @@ def load_model_version(
         )
         return engine, described
 
-    def complete(graph: Signature | None) -> Callable[[Engine], None]:
+    def complete(graph: Signature | None) -> Callable[[Engine, int], None]:
         """The version's config, completed from the first instance's (as it completed it)
         and what its file says; each instance's copy of it; how each warms up."""
         completed = made.config = copy.deepcopy(first_config)
@@ -435,7 +515,11 @@ def load_model_version(
         made.ragged = _ragged_batching(name, version, completed, backend, cls, made.tokens)
         made.instance_configs = [copy.deepcopy(completed) for _ in devices]
         samples = warmup_samples(completed, made.spec, model_dir)
-        return lambda engine: run_warmup(engine, samples, made.tokens, made.ragged)
+        return lambda engine, index: run_warmup(
+            engine, samples, made.tokens, made.ragged, model=name, version=version,
+            instance=triton_instance_name(completed, index),
+            decoupled=completed.model_transaction_policy.decoupled,
+        )  # fmt: skip
 
     try:
         engines = load_instances(

@@ -73,8 +73,8 @@ def indexes(engines: list[Engine]) -> list[int]:
     return [engine.index for engine in engines if isinstance(engine, FakeEngine)]
 
 
-def no_warm_up(signature: Signature | None) -> Callable[[Engine], None]:
-    return lambda engine: None
+def no_warm_up(signature: Signature | None) -> Callable[[Engine, int], None]:
+    return lambda engine, index: None
 
 
 def test_the_others_load_beside_the_first_once_its_config_is_complete() -> None:
@@ -98,9 +98,9 @@ def test_an_engine_that_describes_its_file_completes_the_config_when_its_load_en
     signature = Signature(inputs=[], outputs=[])
     seen: list[Signature | None] = []
 
-    def complete(described: Signature | None) -> Callable[[Engine], None]:
+    def complete(described: Signature | None) -> Callable[[Engine, int], None]:
         seen.append(described)
-        return lambda engine: None
+        return lambda engine, index: None
 
     def load(index: int, config_complete: Callable[[], None] | None) -> Loaded:
         assert config_complete is None  # an engine that describes its file is never offered it
@@ -158,7 +158,7 @@ def test_a_failed_instance_fails_the_load_with_the_last_failure_and_the_others_a
 def test_a_config_that_cannot_complete_fails_the_load_before_any_other_instance_starts() -> (
     None
 ):
-    def complete(described: Signature | None) -> Callable[[Engine], None]:
+    def complete(described: Signature | None) -> Callable[[Engine, int], None]:
         raise ValueError("the config cannot be completed")
 
     def step(index: int, config_complete: Callable[[], None] | None) -> None:
@@ -186,8 +186,9 @@ def test_a_first_instance_that_fails_before_completing_starts_no_other() -> None
 def test_each_instance_warms_up_once_loaded_and_one_that_fails_to_is_unloaded() -> None:
     warmed: list[int] = []
 
-    def complete(described: Signature | None) -> Callable[[Engine], None]:
-        def warm_up(engine: Any) -> None:
+    def complete(described: Signature | None) -> Callable[[Engine, int], None]:
+        def warm_up(engine: Any, index: int) -> None:
+            assert index == engine.index  # each warms up as the instance it is
             if engine.index == 2:
                 raise RuntimeError("warm-up of instance 2 failed")
             warmed.append(engine.index)
