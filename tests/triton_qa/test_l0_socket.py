@@ -88,13 +88,14 @@ class Socket:
         """The server exits by itself, not zero, before it is ready."""
         process, line = self._start(list(args))
         try:
-            ready = self._until(process)
-            process.process.wait(30)
-            code = process.process.returncode
-            if ready or code in (0, None):
-                self.failures.append(f"not refused ({code}): {line}\n{process.log()[-2000:]}")
+            if self._until(process):
+                self.failures.append(f"started: {line}")
+                return
+            code = process.process.wait(30)
+            if code == 0:
+                self.failures.append(f"exited 0: {line}\n{process.log()[-2000:]}")
         except subprocess.TimeoutExpired:
-            self.failures.append(f"still running: {line}")
+            self.failures.append(f"neither ready nor ended: {line}")
         finally:
             process.stop()
 
