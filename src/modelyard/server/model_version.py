@@ -339,21 +339,30 @@ def _execute_until_final(engine: Any, inputs: dict[str, np.ndarray], outputs: li
         raise errors[0] if isinstance(errors[0], BaseException) else RuntimeError(errors[0])
 
 
-def _serialized_strings(raw: bytes, count: int) -> np.ndarray:
+def _serialized_strings(raw: bytes, count: int) -> np.ndarray | None:
     """Triton's serialized BYTES (each element a 4-byte little-endian length, then its
     bytes), as a warm-up file holds them; the elements repeat to fill ``count`` (a file
-    holds one sample, the same in every row of the batch)."""
+    holds one sample, the same in every row of the batch). None: not that format."""
     elements: list[bytes] = []
     at = 0
     while at + 4 <= len(raw):
         size = int.from_bytes(raw[at : at + 4], "little")
         if at + 4 + size > len(raw):
-            raise ValueError("a string element runs past the end of the warm-up file")
+            return None
         elements.append(raw[at + 4 : at + 4 + size])
         at += 4 + size
     if at != len(raw) or not elements:
-        raise ValueError("the warm-up file is not serialized BYTES (length, bytes, ...)")
+        return None
     return np.array([elements[i % len(elements)] for i in range(count)], dtype=object)
+
+
+def _warmup_file_error(model: str, sample: str, name: str, file: str, problem: str) -> ConfigError:
+    return ConfigError.of(
+        error_rules.MODEL_CONFIG,
+        f"model '{model}' warm-up sample '{sample}', input '{name}': {problem}",
+        where=f"model_warmup '{sample}' input_data_file in {model}/config.pbtxt, or the file "
+        f"{model}/warmup/{file}",
+    )
 
 
 def warmup_samples(config: mc.ModelConfig, spec: ModelSpec, model_dir: Path) -> list[WarmupSample]:
@@ -371,13 +380,19 @@ def warmup_samples(config: mc.ModelConfig, spec: ModelSpec, model_dir: Path) -> 
                 shape = (batch, *shape)
             kind = item.WhichOneof("input_data_type")
             raw = b""
+            filename = item.input_data_file
             if kind == "input_data_file":
-                filename = item.input_data_file
                 if "/" in filename or filename.startswith("."):
-                    raise ValueError(f"warm-up file name '{filename}' must be a plain name")
+                    problem = f"the file name '{filename}' must be a plain name"
+                    raise _warmup_file_error(config.name, warmup.name, name, filename, problem)
                 raw = (model_dir / "warmup" / filename).read_bytes()
             if datatype == "BYTES" and raw:
-                array = _serialized_strings(raw, int(np.prod(shape)))
+                strings = _serialized_strings(raw, int(np.prod(shape)))
+                if strings is None:
+                    problem = "the file is not serialized BYTES (each element a 4-byte "
+                    problem += "little-endian length, then its bytes)"
+                    raise _warmup_file_error(config.name, warmup.name, name, filename, problem)
+                array = strings
             elif datatype == "BYTES":
                 array = np.full(shape, b"", dtype=object)
             elif kind == "random_data":
@@ -385,10 +400,9 @@ def warmup_samples(config: mc.ModelConfig, spec: ModelSpec, model_dir: Path) -> 
             elif raw:  # one sample's worth, as Triton reads it, the same in every row
                 sample = int(np.prod(item.dims))
                 if len(raw) < sample * dtype.itemsize:
-                    raise ValueError(
-                        f"warm-up file '{item.input_data_file}' holds {len(raw)} bytes, "
-                        f"less than the {sample * dtype.itemsize} of one '{name}'"
-                    )
+                    problem = f"the file holds {len(raw)} bytes, less than the "
+                    problem += f"{sample * dtype.itemsize} of one sample"
+                    raise _warmup_file_error(config.name, warmup.name, name, filename, problem)
                 one = np.frombuffer(raw, dtype=dtype, count=sample)
                 array = np.resize(one, int(np.prod(shape)))
             else:

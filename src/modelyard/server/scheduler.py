@@ -619,6 +619,10 @@ class Scheduler(InstanceThreads):
                 wait_s = None if wake is None else min(max(0.0, (wake - now) / 1e9), 3600.0)
                 self._cond.wait(None if wait_s is None else wait_s + 1e-4)
 
+    def _has_queued(self) -> bool:
+        """Whether requests wait (an instance keeps its rate-limiter turn then)."""
+        return len(self._queue) > 0
+
     def _run(self, engine: Engine, needs: InstanceNeeds | None = None) -> None:
         limiter = self._limiter
         while True:
@@ -628,8 +632,7 @@ class Scheduler(InstanceThreads):
             answers: list[_Answer] = []
             try:
                 if limiter is not None and needs is not None:
-                    # the batch waits for its resources here
-                    with limiter.held(needs, more=lambda: len(self._queue) > 0):
+                    with limiter.held(needs, more=self._has_queued):  # waits for resources
                         answers = self._execute(engine, batch, on_loop=False)
                 else:
                     answers = self._execute(engine, batch, on_loop=False)

@@ -534,7 +534,7 @@ class SequenceScheduler(InstanceThreads):
                 if self.decoupled:  # each request answers through its sender
                     self._execute_decoupled(engine, rows)
                 elif self._limiter is not None:  # waits for its resources
-                    with self._limiter.held(self._needs[instance], more=lambda: self._queued > 0):
+                    with self._limiter.held(self._needs[instance], more=self._has_queued):
                         answers = self._execute(engine, rows)
                 else:
                     answers = self._execute(engine, rows)
@@ -691,6 +691,10 @@ class SequenceScheduler(InstanceThreads):
         with self._lock:
             self._executing -= 1
 
+    def _has_queued(self) -> bool:
+        """Whether requests wait in slots (an instance keeps its rate-limiter turn then)."""
+        return self._queued > 0
+
     def _next_rows(self, instance: int) -> list[_Row] | None:
         clock = self._clock
         with self._cond:
@@ -740,9 +744,7 @@ class SequenceScheduler(InstanceThreads):
         if oldest + delay <= now:
             return None
         if policy.oldest:  # Triton's dynamic batcher over the candidate sequences
-            target = policy.preferred[-1] if policy.preferred else max(1, policy.max_batch_size)
-            wanted = min(target, len(slots))
-            return None if len(ready) >= wanted else oldest + delay
+            return None if len(ready) >= policy.oldest_aim else oldest + delay
         # Triton's test: the share of all slots ready, however many hold a sequence
         if len(ready) / len(slots) >= policy.minimum_slot_utilization:
             return None

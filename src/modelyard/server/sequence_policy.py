@@ -102,6 +102,10 @@ class SequencePolicy:
     # Triton's iterative_sequence: a request without a correlation id starts a sequence of
     # its own, which ends with it; a python model may give a request back to run again
     iterative: bool = False
+    # oldest only: the requests a batch waits for, up to the queue delay (Triton's dynamic
+    # batcher over the candidates: the largest preferred size, else max_batch_size, at
+    # most the candidates)
+    oldest_aim: int = 1
 
     @property
     def batched(self) -> bool:
@@ -147,19 +151,22 @@ class SequencePolicy:
         batch = int(config.max_batch_size)
         if sb.WhichOneof("strategy_choice") == "oldest":
             oldest = sb.oldest
+            slots = int(oldest.max_candidate_sequences) or max(1, batch)
+            preferred = tuple(sorted(p for p in oldest.preferred_batch_size if 0 < p <= batch))
             return cls(
                 oldest=True,
                 idle_ns=_idle_ns(sb),
                 controls=controls,
                 states=states,
-                slots=int(oldest.max_candidate_sequences) or max(1, batch),
+                slots=slots,
                 max_batch_size=batch,
                 max_queue_delay_ns=int(oldest.max_queue_delay_microseconds) * 1000,
                 minimum_slot_utilization=0.0,
-                preferred=tuple(sorted(p for p in oldest.preferred_batch_size if 0 < p <= batch)),
+                preferred=preferred,
                 corrid=corrid_type,
                 preserve_ordering=bool(oldest.preserve_ordering),
                 iterative=bool(sb.iterative_sequence),
+                oldest_aim=min(preferred[-1] if preferred else max(1, batch), slots),
             )
         direct = sb.direct
         return cls(

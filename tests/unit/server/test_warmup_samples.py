@@ -10,6 +10,7 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelyard.errors import ConfigError
 from modelyard.modelfiles.config import compile_spec
 from modelyard.server.model_version import WarmupSample, warmup_samples
 
@@ -47,13 +48,26 @@ def test_a_file_holds_one_sample_and_every_row_of_the_batch_gets_it(tmp_path: Pa
 @pytest.mark.parametrize(
     ("strings", "floats", "words"),
     [
-        (b"\x09\x00\x00\x00233", b"\x00" * 12, "runs past the end"),
-        (b"\x01\x00", b"\x00" * 12, "not serialized BYTES"),
-        (b"\x01\x00\x00\x00a", b"\x00" * 8, "less than the 12"),
+        (b"\x09\x00\x00\x00233", b"\x00" * 12, "input 'S': the file is not serialized BYTES"),
+        (b"\x01\x00", b"\x00" * 12, "input 'S': the file is not serialized BYTES"),
+        (b"\x01\x00\x00\x00a", b"\x00" * 8, "input 'F': the file holds 8 bytes, less than the 12"),
     ],
 )
 def test_a_file_that_cannot_be_one_sample_is_refused(
     tmp_path: Path, strings: bytes, floats: bytes, words: str
 ) -> None:
-    with pytest.raises(ValueError, match=words):
+    with pytest.raises(ConfigError, match=words) as refused:
         _samples(tmp_path, strings, floats)
+    line = refused.value.line()  # the layer, the rule, and the file and config to change
+    assert "rule=config/model-config" in line and "m/warmup/" in line
+    assert "model_warmup 'files' input_data_file in m/config.pbtxt" in line
+
+
+def test_a_file_name_that_leaves_the_warmup_folder_is_refused(tmp_path: Path) -> None:
+    """No path from a config reaches outside the model's own ``warmup/`` folder."""
+    (tmp_path / "secret").write_bytes(b"\x00" * 12)
+    (tmp_path / "model" / "warmup").mkdir(parents=True)
+    (tmp_path / "model" / "warmup" / "s").write_bytes(b"\x01\x00\x00\x00a")
+    config = text_format.Parse(CONFIG.replace('"f"', '"../secret"'), mc.ModelConfig())
+    with pytest.raises(ConfigError, match=r"input 'F': the file name '\.\./secret' must be"):
+        warmup_samples(config, compile_spec(config, "m/config.pbtxt"), tmp_path / "model")
