@@ -74,7 +74,26 @@ def load_instances(
     rest = [_LOADERS.submit(_ready, load, warm_up, index) for index in range(1, count)]
     # every load waited for, in order (each future's outcome waits until it is done)
     outcomes = [_first_ready(first, warm_up), *(_outcome(future) for future in rest)]
-    failures = [(index, error) for index, (_, error) in enumerate(outcomes) if error is not None]
+    return _all_or_none(outcomes, list(range(count)), model)
+
+
+def load_more(indices: list[int], make: Callable[[int], Engine], *, model: str) -> list[Engine]:
+    """Instances ``indices`` of a version that serves, each ``make(index)`` (loaded and
+    warmed up) on a thread of its own, as Triton adds instances in an instance update; or
+    the last failure raised, once every one that loaded is unloaded again."""
+    futures = [_LOADERS.submit(_made, make, index) for index in indices]
+    return _all_or_none([_outcome(future) for future in futures], indices, model)
+
+
+def _made(make: Callable[[int], Engine], index: int) -> Loaded:
+    return make(index), None
+
+
+def _all_or_none(outcomes: list[Outcome], indices: list[int], model: str) -> list[Engine]:
+    """The engines, when every instance loaded; else each failure logged in Triton's words,
+    the loaded ones unloaded, and the last failure raised."""
+    failures = [(index, error) for index, (_, error) in zip(indices, outcomes, strict=True)
+                if error is not None]  # fmt: skip
     if not failures:
         return [engine for engine, _ in outcomes if engine is not None]
     for index, error in failures:

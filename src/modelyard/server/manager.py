@@ -60,6 +60,12 @@ from modelyard.server.ensemble import (
     reached_models,
     step_models,
 )
+from modelyard.server.instance_update import (
+    only_instances_differ,
+    updatable,
+    update_instances,
+    updated_config,
+)
 from modelyard.server.loop_load import LoopLoad
 from modelyard.server.model_version import (
     ModelVersion,
@@ -896,11 +902,15 @@ class ModelManager:
             self._failed(name, record, fingerprint, error)
             raise error
         to_load = _versions_to_load(record, wanted, fingerprint, base)
+        updates = self._updated_in_place(record, to_load, fingerprint, base, model_dir)
+        to_load = [v for v in to_load if v not in updates]
         record.override = override
         record.failures.pop(0, None)
         loaded, errors = await self._load_versions(
             name, record, to_load, model_dir, base, backend, override_dir
         )
+        if not errors:  # as Triton: the versions that load first, then those updated
+            errors = await self._update_versions(name, record, updates)
         if errors:  # as Triton: none of this load serves; what served before serves on
             for mv in loaded.values():
                 await loop.run_in_executor(None, mv.drain_and_unload)
@@ -916,6 +926,69 @@ class ModelManager:
         if self.residency is not None and loaded:
             self._count_load(name, record, loop_started)
         log.info("model_loaded", model=name, triton=f"successfully loaded '{name}'")
+
+    def _updated_in_place(
+        self,
+        record: ModelRecord,
+        versions: list[int],
+        fingerprint: ModelFingerprint,
+        config: mc.ModelConfig,
+        model_dir: Path,
+    ) -> dict[int, mc.ModelConfig]:
+        """The serving versions of ``versions`` that an instance update serves
+        (``instance_update.py``: their files as they were, the config changed in its
+        instance groups alone), each with the config it serves then."""
+        previous = record.fingerprint
+        if (
+            self.residency is not None  # a residency's footprints follow whole loads
+            or previous is None
+            or record.config is None
+            or record.model_dir != model_dir
+            or _other_files(previous) != _other_files(fingerprint)
+        ):
+            return {}
+        updates: dict[int, mc.ModelConfig] = {}
+        for v in versions:
+            mv = record.versions.get(v)
+            if (
+                mv is None
+                or not updatable(mv)
+                or previous.versions.get(v) != fingerprint.versions.get(v)
+            ):
+                continue
+            # the config file's, or the config the version serves (a load API's config)
+            if only_instances_differ(record.config, config) or only_instances_differ(
+                mv.config, config
+            ):
+                updates[v] = updated_config(mv.config, config)
+        return updates
+
+    async def _update_versions(
+        self, name: str, record: ModelRecord, updates: dict[int, mc.ModelConfig]
+    ) -> list[tuple[int, ModelyardError]]:
+        """Each version's instance update; the errors of those that failed (each serves on
+        as it did)."""
+        errors: list[tuple[int, ModelyardError]] = []
+        loop = asyncio.get_running_loop()
+        for v, config in updates.items():
+            mv = record.versions[v]
+            check = functools.partial(self._check_updated_memory, name, v)
+            update = functools.partial(update_instances, mv, config, self.rate_limiter, check)
+            try:
+                await loop.run_in_executor(self._executor(), update)
+            except ModelyardError as exc:
+                self._version_failed(name, v, record, errors, exc)
+            else:
+                record.failures.pop(v, None)
+        if updates:
+            self.generation.bump()
+        return errors
+
+    def _check_updated_memory(self, name: str, version: int, needed: int) -> None:
+        """The memory budget against what a version would hold after an instance update."""
+        if self.memory_budget is not None:
+            held = [h for h in self.held_memory() if h[:2] != (name, version)]
+            check_budget(name, version, needed, held, self.memory_budget, measured=True)
 
     def _config_to_load(
         self,
@@ -1053,14 +1126,18 @@ class ModelManager:
             name=name,
             auto_complete=self.auto_complete,
         )
-        executor = self._load_executor
-        if ASKED_BY.get() is not None:
-            if self._asked_executor is None:
-                self._asked_executor = ThreadPoolExecutor(
-                    ASKED_LOAD_THREADS, thread_name_prefix="model-load-asked"
-                )
-            executor = self._asked_executor
-        return await asyncio.get_running_loop().run_in_executor(executor, load)
+        return await asyncio.get_running_loop().run_in_executor(self._executor(), load)
+
+    def _executor(self) -> ThreadPoolExecutor | None:
+        """Where a load runs: the load threads, or, for a model's own call, threads of
+        their own (a load it waits for never waits behind it)."""
+        if ASKED_BY.get() is None:
+            return self._load_executor
+        if self._asked_executor is None:
+            self._asked_executor = ThreadPoolExecutor(
+                ASKED_LOAD_THREADS, thread_name_prefix="model-load-asked"
+            )
+        return self._asked_executor
 
     async def _room_once_loaded(
         self, name: str, version: int, model_dir: Path, config: mc.ModelConfig, mv: ModelVersion

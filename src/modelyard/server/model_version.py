@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -86,6 +87,40 @@ class _Completed:
     tokens: TokenBatching | None = None
     ragged: RaggedBatching | None = None  # Triton's ragged batching, where the config asks
     instance_configs: list[mc.ModelConfig] = field(default_factory=list)
+    samples: list[WarmupSample] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class InstanceMaker:
+    """How one more instance of a loaded version loads and warms up, as its first ones did
+    (Triton's instance update adds instances to a model that serves)."""
+
+    model: str
+    version: int
+    engine_class: type[Engine]
+    context: LoadContext  # the first instance's, less its config, device and index
+    samples: list[WarmupSample]
+    tokens: TokenBatching | None = None
+    ragged: RaggedBatching | None = None
+
+    def make(self, index: int, device: str, config: mc.ModelConfig) -> Engine:
+        """Instance ``index`` of ``config`` loaded on ``device`` and warmed up (raises,
+        having released it, if either fails)."""
+        engine = self.engine_class()
+        engine.load(dataclasses.replace(
+            self.context, config=copy.deepcopy(config), device=device, instance_index=index,
+            config_complete=None,
+        ))  # fmt: skip
+        try:
+            run_warmup(
+                engine, self.samples, self.tokens, self.ragged, model=self.model,
+                version=self.version, instance=triton_instance_name(config, index),
+                decoupled=config.model_transaction_policy.decoupled,
+            )  # fmt: skip
+        except BaseException:
+            _release([engine])
+            raise
+        return engine
 
 
 @dataclass(eq=False)
@@ -105,6 +140,12 @@ class ModelVersion:
     reason: str = ""
     sequence: SequencePolicy | None = None  # a sequence model's policy (sequence_batching)
     tokens: TokenBatching | None = None  # an encoder's token batching (and its text cache)
+    # each instance's device and instance group (the Nth engine's is the Nth)
+    placed: list[tuple[str, mc.ModelInstanceGroup]] = field(default_factory=list)
+    # Triton's rate limiter, where an instance names resources, and each instance's needs
+    limiter: ResourceLimiter | None = None
+    needs: list[InstanceNeeds | None] = field(default_factory=list)
+    maker: InstanceMaker | None = None  # how more instances load (None: an ensemble's)
 
     @property
     def decoupled(self) -> bool:
@@ -125,6 +166,13 @@ class ModelVersion:
             unload_all(self.engines)
         finally:  # an engine that failed to unload (finalize raised) is released all the same
             self.state = VersionState.UNAVAILABLE
+            if self.limiter is not None:
+                self.limiter.remove(self.needs)
+
+    def reconfigured(self, config: mc.ModelConfig) -> None:
+        """Serve ``config`` from now (an instance update changed its instance groups)."""
+        self.config = config
+        self._config_document = None
 
     def config_document(self) -> dict[str, Any]:
         """The completed config as Triton's JSON (made once: the version's config is fixed
@@ -486,23 +534,23 @@ def load_model_version(
     first_config = config  # the first instance's, which its load may complete
     made = _Completed()
 
+    context = LoadContext(
+        artifact=artifact,
+        version_dir=version_dir,
+        config=first_config,
+        trusted=trusted,
+        infer=infer,
+        control=control,
+        backend_dir=backend_dir,
+        auto_complete=auto_complete,
+    )
+
     def load_one(index: int, config_complete: Callable[[], None] | None) -> Loaded:
         engine = cls()
-        described = engine.load(
-            LoadContext(
-                artifact=artifact,
-                version_dir=version_dir,
-                config=first_config if index == 0 else made.instance_configs[index],
-                device=devices[index],
-                trusted=trusted,
-                instance_index=index,
-                infer=infer,
-                control=control,
-                backend_dir=backend_dir,
-                auto_complete=auto_complete,
-                config_complete=config_complete,
-            )
-        )
+        described = engine.load(dataclasses.replace(
+            context, config=first_config if index == 0 else made.instance_configs[index],
+            device=devices[index], instance_index=index, config_complete=config_complete,
+        ))  # fmt: skip
         return engine, described
 
     def complete(graph: Signature | None) -> Callable[[Engine, int], None]:
@@ -528,7 +576,7 @@ def load_model_version(
         made.tokens = token_batching_for(name, version, completed, graph, made.text, cache)
         made.ragged = _ragged_batching(name, version, completed, backend, cls, made.tokens)
         made.instance_configs = [copy.deepcopy(completed) for _ in devices]
-        samples = warmup_samples(completed, made.spec, model_dir)
+        samples = made.samples = warmup_samples(completed, made.spec, model_dir)
         return lambda engine, index: run_warmup(
             engine, samples, made.tokens, made.ragged, model=name, version=version,
             instance=triton_instance_name(completed, index),
@@ -589,6 +637,10 @@ def load_model_version(
         devices=devices,
         sequence=sequence,
         tokens=tokens,
+        placed=placed,
+        limiter=limiter if any(scheduler.needs) else None,
+        needs=scheduler.needs,
+        maker=InstanceMaker(name, version, cls, context, made.samples, tokens, made.ragged),
     )
 
 

@@ -29,10 +29,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import structlog
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard import error_rules
 from modelyard.errors import ConfigError
+
+log = structlog.get_logger("modelyard.server")
 
 # a resource's key: its name, and its device ("global" for a global resource)
 ResourceKey = tuple[str, str]
@@ -116,6 +119,7 @@ class ResourceLimiter:
         self._free: dict[ResourceKey, int] = {}  # how many no execution holds now
         self._cond = threading.Condition()
         self._waiting: list[_Turn] = []
+        self._instances: list[InstanceNeeds] = []  # registered: their needs size resources
         self._seq = itertools.count()
 
     def _given(self, key: ResourceKey) -> int | None:
@@ -144,31 +148,69 @@ class ResourceLimiter:
             )
 
     def add(self, needs: list[InstanceNeeds | None], model: str = "") -> None:
-        """Make room for a model's instances: a resource no flag sized holds at least the
-        largest count any of them asks for; one the flags give too few of for an instance
-        is refused (it could never execute)."""
-        asked = [(key, count) for need in needs if need for key, count in need.resources]
+        """Make room for a model's instances: a resource no flag sized holds the largest
+        count any instance added asks for; one the flags give too few of for an instance
+        is refused (it could never execute), and then none of ``needs`` is added."""
+        self.check(needs, model)
+        with self._cond:
+            self._instances += [need for need in needs if need]
+            self._resize({key for need in needs if need for key, _ in need.resources})
+
+    def check(self, needs: list[InstanceNeeds | None], model: str = "") -> None:
+        """Raise as ``add`` would refuse ``needs``; adds nothing."""
         with self._cond:
             self._refuse_mixed(needs, model)
-            for key, count in asked:  # all checked before any is added: a refusal adds none
-                given = self._given(key)
-                if given is not None and given < count:
-                    raise ConfigError.of(
-                        error_rules.RATE_LIMITER,
-                        f'Resource count for "{key[0]}" is limited to {given} which will '
-                        "prevent scheduling of one or more model instances, the minimum "
-                        f"required count is {count} (model '{model}')",
-                        where=f"instance_group rate_limiter in {model}/config.pbtxt, or "
-                        "modelyard serve --rate-limit-resource",
-                    )
-            for key, count in asked:
-                given = self._given(key)
-                capacity = self._capacity.get(key, 0)
-                wanted = given if given is not None else max(capacity, count)
-                if wanted != capacity:  # what is held stays held: add the difference
-                    self._capacity[key] = wanted
-                    self._free[key] = self._free.get(key, 0) + wanted - capacity
-            self._cond.notify_all()
+            for need in needs:
+                for key, count in need.resources if need else ():
+                    given = self._given(key)
+                    if given is not None and given < count:
+                        raise ConfigError.of(
+                            error_rules.RATE_LIMITER,
+                            f'Resource count for "{key[0]}" is limited to {given} which will '
+                            "prevent scheduling of one or more model instances, the minimum "
+                            f"required count is {count} (model '{model}')",
+                            where=f"instance_group rate_limiter in {model}/config.pbtxt, or "
+                            "modelyard serve --rate-limit-resource",
+                        )
+
+    def remove(self, needs: list[InstanceNeeds | None]) -> None:
+        """Instances gone (unloaded, or removed by an instance update): a resource no flag
+        sized holds the largest count the instances left ask for, as Triton's does."""
+        gone = {id(need) for need in needs if need}
+        with self._cond:
+            self._instances = [need for need in self._instances if id(need) not in gone]
+            self._resize({key for need in needs if need for key, _ in need.resources})
+
+    def _resize(self, keys: set[ResourceKey]) -> None:
+        """Each of ``keys`` sized again from the flags or the instances registered; what
+        executions hold stays held (its free count may go below 0 until released)."""
+        for key in sorted(keys):
+            given = self._given(key)
+            wanted = given if given is not None else max(
+                (count for need in self._instances for k, count in need.resources if k == key),
+                default=0,
+            )  # fmt: skip
+            capacity = self._capacity.get(key, 0)
+            self._free[key] = self._free.get(key, 0) + wanted - capacity
+            if wanted or any(k == key for need in self._instances for k, _ in need.resources):
+                self._capacity[key] = wanted
+            else:
+                self._capacity.pop(key, None)
+        if keys:
+            self._log_capacity()
+        self._cond.notify_all()
+
+    def _log_capacity(self) -> None:
+        """Triton's verbose account of the resources (its "Max Resource Map"; the log
+        writes its line breaks and tabs escaped, as Triton's does)."""
+        lines = ["\nMax Resource Map===>\n"]
+        for device in sorted({device for _, device in self._capacity}):
+            lines.append(f"\tDevice: {'GLOBAL' if device == 'global' else device}\n")
+            for (name, where), count in sorted(self._capacity.items()):
+                if where == device:
+                    lines.append(f"\t\tResource: {name}\t Count: {count}\n")
+        log.debug("rate_limiter_resources", resources={f"{n}@{d}": c for (n, d), c in
+                  sorted(self._capacity.items())}, triton="".join(lines))  # fmt: skip
 
     def available(self) -> dict[ResourceKey, int]:
         with self._cond:

@@ -42,6 +42,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -185,12 +186,13 @@ def settle_on_loops(by_loop: AnswersByLoop, settler: Callable[..., None], *args:
 
 
 def start_instance_threads(
-    prefix: str, run: Callable[..., None], args: list[tuple[Any, ...]]
+    prefix: str, run: Callable[..., None], args: list[tuple[Any, ...]], first: int = 0
 ) -> list[threading.Thread]:
-    """One daemon thread per instance, running ``run(*args[i])``, named ``prefix`` + i."""
+    """One daemon thread per instance, running ``run(*args[i])``, named ``prefix`` + i
+    (counted from ``first``)."""
     threads = [
         threading.Thread(target=run, args=each, name=f"{prefix}{index}", daemon=True)
-        for index, each in enumerate(args)
+        for index, each in enumerate(args, start=first)
     ]
     for thread in threads:
         thread.start()
@@ -206,12 +208,29 @@ def failed_around(model: str, version: int, exc: BaseException) -> ModelServerEr
     )
 
 
+@dataclass(eq=False)
+class Retiring:
+    """An instance an instance update removed: its thread ends once it has nothing more to
+    do (at once, or as the sequences it holds end), then its engine is unloaded."""
+
+    thread: threading.Thread
+    engine: Engine
+    needs: InstanceNeeds | None
+    busy: bool  # it holds sequences, and ends when they do
+
+
 class InstanceThreads:
     """What a scheduler whose instances are threads has: the version it serves and its
     statistics, the lock and condition the instances wait on, closing (they finish what is
-    queued, then stop) and joining them."""
+    queued, then stop) and joining them.
+
+    ``updates_instances``: whether ``update_instances`` serves Triton's instance update
+    (instances added and removed while the version serves); a scheduler that does not is
+    reloaded whole for a change of its instance groups."""
 
     _threads: list[threading.Thread]
+    updates_instances = False
+
 
     def __init__(self, model: str, version: int, max_batch_size: int, clock: Clock) -> None:
         self.model = model
@@ -226,6 +245,24 @@ class InstanceThreads:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._closed = False
+        # what each instance holds while it executes (Triton's rate limiter; None: nothing)
+        self.needs: list[InstanceNeeds | None] = []
+        self._instances_started = 0  # thread names count on across instance updates
+
+    def update_instances(
+        self, engines: list[Engine], needs: list[InstanceNeeds | None],
+        limiter: ResourceLimiter | None,
+    ) -> list[Retiring]:  # fmt: skip
+        """Serve on ``engines`` from now (Triton's instance update): an engine not served yet
+        gets a thread, one no longer listed finishes what it executes and stops; those
+        removed. ``needs``: each engine's, the kept ones' as they were."""
+        raise NotImplementedError(f"{type(self).__name__} reloads for an instance update")
+
+    def _start_instances(self, prefix: str, run: Callable[..., None],
+                         args: list[tuple[Any, ...]]) -> list[threading.Thread]:  # fmt: skip
+        threads = start_instance_threads(prefix, run, args, self._instances_started)
+        self._instances_started += len(args)
+        return threads
 
     def close(self) -> None:
         """Stop taking requests; instances finish what is queued, then stop."""
@@ -403,10 +440,41 @@ class Scheduler(InstanceThreads):
         self._samples: deque[int] = deque(maxlen=_WINDOW)  # execution times, ns
         # Triton's rate limiter: what each instance holds while it executes (None: nothing)
         self._limiter = limiter
-        instance_needs = needs if limiter is not None and needs else [None] * len(engines)
-        self._threads = start_instance_threads(
-            f"{model}-v{version}-", self._run, list(zip(engines, instance_needs, strict=True))
+        self.needs = needs if limiter is not None and needs else [None] * len(engines)
+        # the threads of instances an instance update removed: each stops at its next look
+        self._retired: set[threading.Thread] = set()
+        self._threads = self._start_instances(
+            f"{model}-v{version}-", self._run, list(zip(engines, self.needs, strict=True))
         )
+
+    updates_instances = True
+
+    def update_instances(
+        self, engines: list[Engine], needs: list[InstanceNeeds | None],
+        limiter: ResourceLimiter | None,
+    ) -> list[Retiring]:  # fmt: skip
+        limited = limiter is not None and any(needs)
+        needs = needs if limited else [None] * len(engines)
+        threads = dict(zip(map(id, self._engines), self._threads, strict=True))
+        kept = {id(engine) for engine in engines}
+        added = [(engine, need) for engine, need in zip(engines, needs, strict=True)
+                 if id(engine) not in threads]  # fmt: skip
+        started = iter(self._start_instances(f"{self.model}-v{self.version}-", self._run, added))
+        with self._lock:
+            retiring = [
+                Retiring(thread, engine, need, busy=False)
+                for engine, thread, need in zip(self._engines, self._threads, self.needs,
+                                                strict=True)
+                if id(engine) not in kept
+            ]  # fmt: skip
+            self._retired.update(r.thread for r in retiring)
+            self._threads = [threads.get(id(engine)) or next(started) for engine in engines]
+            self._engines, self.needs = engines, needs
+            self._limiter = limiter if limited else None
+            if limited:  # the event loop never waits for resources
+                self._allow_inline = self._inline_ok = False
+            self._cond.notify_all()
+        return retiring
 
     @property
     def execution(self) -> Execution:
@@ -596,6 +664,9 @@ class Scheduler(InstanceThreads):
         clock = self._clock
         with self._lock:
             while True:
+                if self._retired and threading.current_thread() in self._retired:
+                    self._retired.discard(threading.current_thread())
+                    return None
                 now = clock.monotonic_ns()
                 for expired in self._queue.expire(now):
                     self._finish(expired.request, expired.error, now)

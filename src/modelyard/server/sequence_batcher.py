@@ -74,6 +74,7 @@ from modelyard.server.ragged import RaggedBatching
 from modelyard.server.resource_limiter import InstanceNeeds, ResourceLimiter
 from modelyard.server.scheduler import (
     InstanceThreads,
+    Retiring,
     answers_by_loop,
     engine_error,
     failed_around,
@@ -84,7 +85,6 @@ from modelyard.server.scheduler import (
     settle_soon,
     shape_key_of,
     stack_rows,
-    start_instance_threads,
     unloading,
 )
 from modelyard.server.scheduling import Submission, answers_once, check_outputs
@@ -248,11 +248,11 @@ class SequenceScheduler(InstanceThreads):
         super().__init__(model, version, policy.max_batch_size, clock)
         self.policy = policy
         self._limiter = limiter
-        self._needs = needs if limiter is not None and needs else [None] * len(engines)
+        self.needs = needs if limiter is not None and needs else [None] * len(engines)
         self._ragged = ragged if policy.batched else None
         self._variable_states = policy.variable_states
         self.decoupled = decoupled  # answers through submit_stream (ModelScheduler)
-        self._engines = engines
+        self._engines = list(engines)  # grows with instance updates (indices stay)
         self._queued = 0
         self._executing = 0
         self._sequences: dict[SequenceId, _Sequence] = {}
@@ -270,9 +270,57 @@ class SequenceScheduler(InstanceThreads):
         # and this many in the backlog (TRITONSERVER_DELAY_SCHEDULER, _BACKLOG_DELAY_...)
         self._held_until_queued = held_until_queued()
         self._held_until_backlogged = _backlog_delay() if self._held_until_queued else 0
-        self._threads = start_instance_threads(
+        # instances an instance update removed: no sequence starts on them, and each stops
+        # once the sequences it holds have ended
+        self._retired: set[int] = set()
+        self._threads = self._start_instances(
             f"{model}-v{version}-seq", self._run, list(enumerate(engines))
         )
+
+    updates_instances = True
+
+    def update_instances(
+        self, engines: list[Engine], needs: list[InstanceNeeds | None],
+        limiter: ResourceLimiter | None,
+    ) -> list[Retiring]:  # fmt: skip
+        """As ``InstanceThreads.update_instances``; a removed instance that holds sequences
+        serves them until they end (Triton's), and a new one's slots take the backlog."""
+        limited = limiter is not None and any(needs)
+        needs = needs if limited else [None] * len(engines)
+        kept = {id(engine) for engine in engines}
+        with self._lock:
+            known = {id(engine) for engine in self._engines}
+            added = [(engine, need) for engine, need in zip(engines, needs, strict=True)
+                     if id(engine) not in known]  # fmt: skip
+            removed = [index for index, engine in enumerate(self._engines)
+                       if id(engine) not in kept and index not in self._retired]  # fmt: skip
+            self._retired.update(removed)
+            retiring = [
+                Retiring(self._threads[index], self._engines[index], self.needs[index],
+                         busy=any(s is not None for s in self._slots[index]))
+                for index in removed
+            ]  # fmt: skip
+            first = len(self._engines)
+            self._engines += [engine for engine, _ in added]
+            self.needs += [need for _, need in added]
+            self._slots += [[None] * self.policy.slots for _ in added]
+            self._limiter = limiter if limited else None
+            while self._backlog and self._free_slot() is not None:
+                self._place(self._backlog.popleft())
+            self._threads += self._start_instances(
+                f"{self.model}-v{self.version}-seq", self._run,
+                [(first + n, engine) for n, (engine, _) in enumerate(added)],
+            )  # fmt: skip
+            self._cond.notify_all()
+        return retiring
+
+    def _free_slot(self) -> tuple[int, int] | None:
+        """The lowest free slot of an instance that takes sequences: (instance, slot)."""
+        for slot in range(self.policy.slots):
+            for instance, slots in enumerate(self._slots):
+                if slots[slot] is None and instance not in self._retired:
+                    return instance, slot
+        return None
 
     @property
     def pending(self) -> int:
@@ -483,13 +531,13 @@ class SequenceScheduler(InstanceThreads):
 
     def _place(self, sequence: _Sequence) -> None:
         """Give ``sequence`` the lowest free slot of any instance, or a place in the backlog."""
-        for slot in range(self.policy.slots):
-            for instance, slots in enumerate(self._slots):
-                if slots[slot] is None:
-                    slots[slot] = sequence
-                    sequence.instance, sequence.slot = instance, slot
-                    return
-        self._backlog.append(sequence)
+        free = self._free_slot()
+        if free is None:
+            self._backlog.append(sequence)
+            return
+        instance, slot = free
+        self._slots[instance][slot] = sequence
+        sequence.instance, sequence.slot = instance, slot
 
     def _release(self, sequence: _Sequence) -> None:
         """Free ``sequence``'s slot for the backlog's first sequence."""
@@ -499,7 +547,7 @@ class SequenceScheduler(InstanceThreads):
             return
         slots = self._slots[sequence.instance]
         slots[sequence.slot] = None
-        if self._backlog:
+        if self._backlog and sequence.instance not in self._retired:
             waiting = self._backlog.popleft()
             slots[sequence.slot] = waiting
             waiting.instance, waiting.slot = sequence.instance, sequence.slot
@@ -534,7 +582,7 @@ class SequenceScheduler(InstanceThreads):
                 if self.decoupled:  # each request answers through its sender
                     self._execute_decoupled(engine, rows)
                 elif self._limiter is not None:  # waits for its resources
-                    with self._limiter.held(self._needs[instance], more=self._has_queued):
+                    with self._limiter.held(self.needs[instance], more=self._has_queued):
                         answers = self._execute(engine, rows)
                 else:
                     answers = self._execute(engine, rows)
@@ -719,6 +767,8 @@ class SequenceScheduler(InstanceThreads):
                     s is not None and (s.queue or s.executing) for s in slots
                 ):
                     return None
+                elif instance in self._retired and not any(s is not None for s in slots):
+                    return None  # removed by an instance update, its sequences all ended
                 wait_s = None if wake is None else min(max(0.0, (wake - now) / 1e9), 3600.0)
                 self._cond.wait(None if wait_s is None else wait_s + 1e-4)
 
