@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import math
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -413,6 +415,30 @@ def _warmup_file_error(model: str, sample: str, name: str, file: str, problem: s
     )
 
 
+# the most one warm-up input may hold, or its file may be (a config's dims and a file of the
+# model's folder are bounded as a caller's bytes are: before they cost memory)
+WARMUP_INPUT_MAX_BYTES = 256 * 2**20
+
+
+def _warmup_input_error(model: str, sample: str, name: str, problem: str) -> ConfigError:
+    return ConfigError.of(
+        error_rules.MODEL_CONFIG,
+        f"model '{model}' warm-up sample '{sample}', input '{name}': {problem}",
+        where=f"model_warmup '{sample}' in {model}/config.pbtxt",
+    )
+
+
+def _read_warmup_file(path: Path, model: str, sample: str, name: str) -> bytes:
+    """A sample's ``input_data_file``, refused past ``WARMUP_INPUT_MAX_BYTES``."""
+    with path.open("rb") as file:  # its size asked first: a file past the bound is not read
+        too_big = os.fstat(file.fileno()).st_size > WARMUP_INPUT_MAX_BYTES
+        raw = b"" if too_big else file.read(WARMUP_INPUT_MAX_BYTES + 1)
+    if too_big or len(raw) > WARMUP_INPUT_MAX_BYTES:
+        problem = f"the file is larger than the {WARMUP_INPUT_MAX_BYTES} bytes a sample may hold"
+        raise _warmup_file_error(model, sample, name, path.name, problem)
+    return raw
+
+
 def warmup_samples(config: mc.ModelConfig, spec: ModelSpec, model_dir: Path) -> list[WarmupSample]:
     samples: list[WarmupSample] = []
     rng = np.random.default_rng(0)
@@ -426,6 +452,13 @@ def warmup_samples(config: mc.ModelConfig, spec: ModelSpec, model_dir: Path) -> 
             shape = tuple(item.dims)
             if spec.batched:
                 shape = (batch, *shape)
+            size = math.prod(shape) * (8 if datatype == "BYTES" else dtype.itemsize)
+            if size > WARMUP_INPUT_MAX_BYTES or any(d < 0 for d in shape):
+                problem = f"shape {list(shape)} " + (
+                    "has a negative dimension" if any(d < 0 for d in shape)
+                    else f"holds more than the {WARMUP_INPUT_MAX_BYTES} bytes a sample may"
+                )  # fmt: skip
+                raise _warmup_input_error(config.name, warmup.name, name, problem)
             kind = item.WhichOneof("input_data_type")
             raw = b""
             filename = item.input_data_file
@@ -433,7 +466,8 @@ def warmup_samples(config: mc.ModelConfig, spec: ModelSpec, model_dir: Path) -> 
                 if "/" in filename or filename.startswith("."):
                     problem = f"the file name '{filename}' must be a plain name"
                     raise _warmup_file_error(config.name, warmup.name, name, filename, problem)
-                raw = (model_dir / "warmup" / filename).read_bytes()
+                raw = _read_warmup_file(model_dir / "warmup" / filename, config.name,
+                                        warmup.name, name)  # fmt: skip
             if datatype == "BYTES" and raw:
                 strings = _serialized_strings(raw, int(np.prod(shape)))
                 if strings is None:

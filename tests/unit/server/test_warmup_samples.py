@@ -12,7 +12,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.errors import ConfigError
 from modelyard.modelfiles.config import compile_spec
-from modelyard.server.model_version import WarmupSample, warmup_samples
+from modelyard.server.model_version import WARMUP_INPUT_MAX_BYTES, WarmupSample, warmup_samples
 
 CONFIG = """
 name: "m"
@@ -71,3 +71,18 @@ def test_a_file_name_that_leaves_the_warmup_folder_is_refused(tmp_path: Path) ->
     config = text_format.Parse(CONFIG.replace('"f"', '"../secret"'), mc.ModelConfig())
     with pytest.raises(ConfigError, match=r"input 'F': the file name '\.\./secret' must be"):
         warmup_samples(config, compile_spec(config, "m/config.pbtxt"), tmp_path / "model")
+
+
+def test_a_sample_larger_than_the_bound_is_refused_before_it_is_made(tmp_path: Path) -> None:
+    """A config's dims, or a file of the model's folder, cost no memory past the bound."""
+    huge = CONFIG.replace("dims: [ 3 ] input_data_file", "dims: [ 100000000 ] input_data_file")
+    config = text_format.Parse(huge, mc.ModelConfig())
+    with pytest.raises(ConfigError, match=r"input 'F': shape \[4, 100000000\] holds more than"):
+        warmup_samples(config, compile_spec(config, "m/config.pbtxt"), tmp_path)
+    (tmp_path / "warmup").mkdir()
+    (tmp_path / "warmup" / "s").write_bytes(b"\x01\x00\x00\x00a")
+    with (tmp_path / "warmup" / "f").open("wb") as sparse:  # no disk: a hole
+        sparse.truncate(WARMUP_INPUT_MAX_BYTES + 1)
+    config = text_format.Parse(CONFIG, mc.ModelConfig())
+    with pytest.raises(ConfigError, match="input 'F': the file is larger than the 268435456"):
+        warmup_samples(config, compile_spec(config, "m/config.pbtxt"), tmp_path)
