@@ -34,6 +34,7 @@ from tritonclient.grpc import service_pb2_grpc
 
 from modelyard.examples.build import build_iris_sklearn, build_tiny_onnx
 from modelyard.examples.text import build_minilm_models
+from modelyard.refusal_log import PER_SECOND
 from tests.support.servers import ServerProcess, running_server
 
 pytestmark = pytest.mark.slow
@@ -670,11 +671,28 @@ def test_no_malformed_request_gets_a_5xx(server: ServerProcess) -> None:
     assert sum(n for c, n in counts.items() if c != "valid") >= HTTP_REQUESTS
     assert server.process.poll() is None
     assert httpx.get(f"{base}/v2/health/live").status_code == 200
+    _check_refusal_lines_bounded(server.log())
 
     grpc_counts, grpc_codes, grpc_seconds = _fuzz_grpc(server, models, rng)
     _print_table(counts, statuses, http_seconds, grpc_counts, grpc_codes, grpc_seconds)
     assert server.process.poll() is None
     assert httpx.get(f"{base}/v2/health/ready").status_code == 200
+
+
+_REFUSAL_LINE = re.compile(
+    r"^\S+T(\d\d:\d\d:\d\d)\.\d+Z \[warning\s*\] (request_failed|rpc_failed) .*\brule=(\S+)",
+    re.MULTILINE,
+)
+
+
+def _check_refusal_lines_bounded(log: str) -> None:
+    """A flood of malformed requests writes the first lines of each rule's second and says
+    how many it left out (modelyard/refusal_log.py): a rule's second spans two on the
+    clock, so at most twice PER_SECOND lines of a rule in a clock second."""
+    lines = Counter((m.group(1), m.group(3)) for m in _REFUSAL_LINE.finditer(log))
+    assert lines, log[-2000:]
+    assert max(lines.values()) <= 2 * PER_SECOND, lines.most_common(3)
+    assert "refusals_left_out" in log
 
 
 _GRPC_ALLOWED = {

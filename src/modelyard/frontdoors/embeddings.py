@@ -42,6 +42,7 @@ from modelyard.protocol.embeddings import (
     shaped,
     tei_body,
 )
+from modelyard.refusal_log import REFUSALS
 from modelyard.types import InferRequest, InferResponse, RequestedOutput
 
 log = structlog.get_logger("modelyard.http")
@@ -169,7 +170,7 @@ class EmbeddingRoutes:
     def _refusal(
         api: str, path: str, error: ModelyardError, extra: list[tuple[bytes, bytes]]
     ) -> Reply:
-        log.warning("request_failed", path=path, **error.fields())
+        REFUSALS.warning(log, "request_failed", path=path, **error.fields())
         headers = list(_JSON)
         if error.retry_after is not None and not any(k == b"retry-after" for k, _ in extra):
             headers.append((b"retry-after", retry_after_header(error.retry_after).encode()))

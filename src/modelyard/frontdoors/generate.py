@@ -52,6 +52,7 @@ from modelyard.protocol.generate import (
     response_body,
 )
 from modelyard.protocol.status import http_status
+from modelyard.refusal_log import REFUSALS
 from modelyard.tasks import cancel_and_wait
 from modelyard.types import InferRequest
 
@@ -306,7 +307,7 @@ class GenerateRoutes:
         """``exc`` as the error its caller reads, logged as the infer pipeline logs one."""
         if isinstance(exc, ModelyardError):
             if call is None or not isinstance(exc, GovernanceError):  # the chain logs its own
-                log.warning("request_failed", path=path, **exc.fields())
+                REFUSALS.warning(log, "request_failed", path=path, **exc.fields())
             return exc
         log.exception("request_crashed", path=path, exc_info=exc)
         return internal_error(exc)

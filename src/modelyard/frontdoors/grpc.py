@@ -61,6 +61,7 @@ from modelyard.modelfiles.load_request import load_files, load_override
 from modelyard.protocol.shared_memory import SystemSharedMemory, place_outputs
 from modelyard.protocol.status import grpc_status_name
 from modelyard.protocol.v2_grpc import decode_infer_request, encode_infer_response, parameter_value
+from modelyard.refusal_log import REFUSALS
 from modelyard.tasks import cancel_and_wait
 from modelyard.tracing import RequestTrace, Tracing, unknown_model
 from modelyard.types import InferRequest, InferResponse
@@ -191,7 +192,7 @@ async def _abort(
     context: Context, rpc: str, error: ModelyardError, extra: tuple[tuple[str, str], ...] = ()
 ) -> None:
     if not isinstance(error, GovernanceError):  # the chain logs its own rejections
-        log.warning("rpc_failed", rpc=rpc, **error.fields())
+        REFUSALS.warning(log, "rpc_failed", rpc=rpc, **error.fields())
     await context.abort(status_code(error), error.line(), trailing_metadata(error) + extra)
 
 
@@ -866,7 +867,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                 error = item.error
                 if not isinstance(error, ModelyardError):
                     error = internal_error(error)
-                log.warning("rpc_failed", rpc="ModelStreamInfer", **error.fields())
+                REFUSALS.warning(log, "rpc_failed", rpc="ModelStreamInfer", **error.fields())
                 if error_mode:
                     send(error, True)
                     return
@@ -901,7 +902,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         except Exception as exc:
             log.exception("rpc_crashed", rpc="ModelStreamInfer")
             failed = internal_error(exc)
-        log.warning("rpc_failed", rpc="ModelStreamInfer", **failed.fields())
+        REFUSALS.warning(log, "rpc_failed", rpc="ModelStreamInfer", **failed.fields())
         if trace is not None:
             trace.error = failed.line()
             self.tracing.finish(trace, message.model_version, time.monotonic_ns())

@@ -70,6 +70,7 @@ from modelyard.protocol.v2_http import (
     decode_with_layout,
     encode_infer_response,
 )
+from modelyard.refusal_log import REFUSALS
 from modelyard.tracing import RequestTrace, Tracing, unknown_model
 from modelyard.types import InferRequest, InferResponse
 
@@ -366,7 +367,7 @@ class HttpInferWire:
             doc = read_infer_json(body) if header_length is None and trace is None else None
             key, request_id = lane_key(path, body, header_length, api_key, authorization, doc)
         except ModelyardError as error:
-            log.warning("request_failed", path=path, **error.fields())
+            REFUSALS.warning(log, "request_failed", path=path, **error.fields())
             _send(reply, _error_response(error))
             return None
         except Exception as exc:
@@ -610,7 +611,7 @@ class HttpFrontend:
                 response = await self._dispatch(scope, receive)
         except ModelyardError as error:
             response = _error_response(error)
-            log.warning("request_failed", path=scope["path"], **error.fields())
+            REFUSALS.warning(log, "request_failed", path=scope["path"], **error.fields())
             if error.rule in EXPLAINED_REFUSALS and self.governance is not None:
                 call = _call_from_headers(self.governance, scope)
                 _explained(response, self.governance, call, error)
@@ -640,7 +641,7 @@ class HttpFrontend:
             try:
                 _check_restricted(self.restrictions, {"path": path, "headers": headers})
             except ModelyardError as error:
-                log.warning("request_failed", path=path, **error.fields())
+                REFUSALS.warning(log, "request_failed", path=path, **error.fields())
                 _send(reply, _error_response(error))
                 return True
         sent = self.infer_wire.parse(path, route, headers, body, received_ns, reply)

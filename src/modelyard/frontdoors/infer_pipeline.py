@@ -36,6 +36,7 @@ from modelyard.generation import Generation
 from modelyard.governance.chain import Ticket
 from modelyard.governance.guard import Call
 from modelyard.governance.runtime import Governance
+from modelyard.refusal_log import REFUSALS
 from modelyard.tracing import RequestTrace
 from modelyard.types import InferRequest, InferResponse
 
@@ -312,7 +313,7 @@ class InferPipeline(Generic[Sent, Answer]):
         path = wire.path(sent)
         if isinstance(exc, ModelyardError):
             if call is None or not isinstance(exc, GovernanceError):  # the chain logs its own
-                log.warning("request_failed", path=path, **exc.fields())
+                REFUSALS.warning(log, "request_failed", path=path, **exc.fields())
             wire.reply(sent, wire.error_answer(exc, sent, call))
             return
         if isinstance(exc, asyncio.CancelledError):  # its future: the caller still answered

@@ -34,6 +34,7 @@ from modelyard.generation import Generation
 from modelyard.governance.guard import Call, Degraded, Guard, Quick, QuickGuard
 from modelyard.governance.ratelimit import RATE_LIMIT_RULES
 from modelyard.protocol.status import http_status
+from modelyard.refusal_log import REFUSALS
 
 log = structlog.get_logger("modelyard.governance")
 
@@ -288,7 +289,7 @@ class GuardChain:
             _MESSAGES.get(family, "the request was refused"),
             fallback=isinstance(error, Degraded),
         )
-        log.warning("Request is Degraded", **event)
+        REFUSALS.warning(log, "Request is Degraded", **event)
         if self.on_rejected is not None:
             self.on_rejected({**event, "time": self.clock.wall()})
 
