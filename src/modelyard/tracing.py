@@ -43,6 +43,7 @@ SDK is imported only when spans are exported.
 from __future__ import annotations
 
 import functools
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,6 +127,23 @@ class RequestTrace:
     outputs: list[Any] | None = None
     # an ensemble's: each step's model, version, sent and answered (ns), execution times
     steps: list[tuple[str, str, int, int, list[int]]] = field(default_factory=list)
+    # Triton's span of the model's request, open while it executes (its context is what
+    # the model sees: pb_utils' request.trace().get_context(), and what its BLS calls join)
+    model_span: Any = None
+
+    def model_context(self) -> str | None:
+        """The W3C trace context a model sees of this request, as Triton's python backend
+        gives it (JSON: ``{"traceparent": ...}``); None when its spans are not OpenTelemetry
+        spans (traces to a file)."""
+        span = self.model_span or self.root
+        if span is None:
+            return None
+        from opentelemetry.propagate import inject
+        from opentelemetry.trace import set_span_in_context
+
+        carrier: dict[str, str] = {}
+        inject(carrier, context=set_span_in_context(span))
+        return json.dumps(carrier)
 
     def decoded(self, request: Any) -> None:
         """The request as decoded (an ``InferRequest``): its id, and its inputs if kept."""
@@ -316,7 +334,42 @@ class Tracing:
         )
         trace = RequestTrace(model, version, request_id, protocol, root, arrived_ns)
         trace.trace_id = self._last_id
+        if self.spans == "triton":
+            trace.model_span = self._start_model_span(root, model, arrived_ns)
         return trace
+
+    def begin_child(self, model: str, context: str, arrived_ns: int) -> RequestTrace | None:
+        """A model's own call (Triton's BLS) made with its request's trace context
+        (``RequestTrace.model_context``): the called model's span under the caller's, in the
+        caller's trace; None when the context is not one (or spans are not exported)."""
+        if self._tracer is None or self.spans != "triton":
+            return None
+        from opentelemetry.propagate import extract
+        from opentelemetry.trace import get_current_span
+
+        try:
+            carrier = json.loads(context)
+        except ValueError:
+            return None
+        if not isinstance(carrier, dict):
+            return None
+        parent = extract({str(k): str(v) for k, v in carrier.items()})
+        if not get_current_span(parent).get_span_context().is_valid:
+            return None
+        trace = RequestTrace(model, None, None, "bls", None, arrived_ns)
+        self._last_id += 1
+        trace.trace_id = self._last_id
+        trace.model_span = self._start_model_span(parent, model, arrived_ns, context=True)
+        return trace
+
+    def finish_child(self, trace: RequestTrace, model_version: str, answered_ns: int) -> None:
+        """End a model's own call's spans (``begin_child``) from the times it gathered."""
+        results = max(answered_ns, trace.arrived_ns)
+        self._end_model_span(trace.model_span, model_version, trace.arrived_ns, results,
+                             trace.timing, trace.trace_id)  # fmt: skip
+        for step, version, step_sent, answered, step_timing in trace.steps:
+            self._model_span(trace.model_span, step, version, step_sent, step_sent, answered,
+                             step_timing, trace.trace_id)  # fmt: skip
 
     @staticmethod
     def propagation_headers(trace: RequestTrace) -> dict[str, str]:
@@ -396,9 +449,8 @@ class Tracing:
         ):  # fmt: skip
             root.add_event(name, timestamp=at + wall)
         queued = trace.admitted_ns or arrived
-        model = self._model_span(
-            root, trace.model, model_version, arrived, queued, results, timing, trace.trace_id
-        )
+        model = trace.model_span or self._start_model_span(root, trace.model, arrived)
+        self._end_model_span(model, model_version, queued, results, timing, trace.trace_id)
         for step, version, step_sent, answered, step_timing in trace.steps:
             self._model_span(
                 model, step, version, step_sent, step_sent, answered, step_timing, trace.trace_id
@@ -416,20 +468,33 @@ class Tracing:
         trace_id: int,
     ) -> Any:
         """Triton's span of one model's request, and its ``compute`` if it executed."""
+        model = self._start_model_span(parent, name, start)
+        self._end_model_span(model, version, queued, end, timing, trace_id)
+        return model
+
+    def _start_model_span(self, parent: Any, name: str, start: int, context: bool = False) -> Any:
+        """A model's span, open from ``start`` (monotonic ns), under the span ``parent`` (or,
+        ``context``: under the context ``parent``)."""
+        from opentelemetry.trace import set_span_in_context
+
+        model = self._tracer.start_span(
+            name,
+            context=parent if context else set_span_in_context(parent),
+            start_time=start + self._offset_ns,
+            attributes={"triton.model_name": name},
+        )
+        model.add_event("REQUEST_START", timestamp=start + self._offset_ns)
+        return model
+
+    def _end_model_span(
+        self, model: Any, version: str, queued: int, end: int, timing: list[int], trace_id: int
+    ) -> None:
+        """A model's span's version, queue and end, with its ``compute`` if it executed."""
         from opentelemetry.trace import set_span_in_context
 
         tracer, wall = self._tracer, self._offset_ns
-        model = tracer.start_span(
-            name,
-            context=set_span_in_context(parent),
-            start_time=start + wall,
-            attributes={
-                "triton.model_name": name,
-                "triton.model_version": int(version) if version.isdigit() else -1,
-                "triton.trace_id": trace_id,
-            },
-        )
-        model.add_event("REQUEST_START", timestamp=start + wall)
+        model.set_attribute("triton.model_version", int(version) if version.isdigit() else -1)
+        model.set_attribute("triton.trace_id", trace_id)
         executed = len(timing) >= 5
         model.add_event("QUEUE_START", timestamp=(timing[0] if executed else queued) + wall)
         if executed:
@@ -446,7 +511,6 @@ class Tracing:
             end = max(end, done)
         model.add_event("REQUEST_END", timestamp=end + wall)
         model.end(end_time=end + wall)
-        return model
 
     def flush(self) -> None:
         """Wait until the file has every trace finished so far (tests read it then)."""

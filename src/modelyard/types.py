@@ -91,6 +91,9 @@ class InferRequest:
     timeout_us: int = 0
     deadline: float | None = None  # clock seconds after which the result is useless
     trace: Any = None  # tracing.RequestTrace of a sampled request
+    # a model's own call (Triton's BLS) made with its request's trace: that trace context
+    # (RequestTrace.model_context), which the call's spans join
+    trace_parent: str | None = None
     arrived_ns: int = 0  # monotonic ns the front door first saw it (0: unknown)
     # headers a forwarded request carries on (the W3C trace context), as name -> value
     forward_headers: dict[str, str] | None = None

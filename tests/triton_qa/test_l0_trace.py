@@ -18,6 +18,7 @@ flags change nothing it asks) and L0_simple_ensemble's ``test_ensemble_add_sub``
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -41,7 +42,8 @@ TRACE_ARGS = [
 # test.sh's OpenTelemetry server, as far as the tests chosen below ask
 OTEL_ARGS = [
     "--model-control-mode=explicit", "--load-model=simple", "--load-model=repeat_int32",
-    "--load-model=ensemble_add_sub_int32_int32_int32",
+    "--load-model=ensemble_add_sub_int32_int32_int32", "--load-model=bls_simple",
+    "--load-model=trace_context",
     "--trace-config=level=TIMESTAMPS", "--trace-config=rate=1", "--trace-config=count=-1",
     "--trace-config=mode=opentelemetry",
     "--trace-config=opentelemetry,resource=test.key=test.value",
@@ -51,8 +53,9 @@ OTEL_ARGS = [
 # the tests of opentelemetry_unittest.py whose spans modelyard makes as Triton's (one
 # request to `simple`, over each protocol, with and without the caller's trace context;
 # one to `repeat_int32`; at a rate of 5, requests to the ensemble with and without the
-# caller's context; one to the ensemble, its step's span under its own); docs/triton-qa.md
-# says what stands in the way of the others
+# caller's context; one to the ensemble, its step's span under its own; `bls_simple`'s
+# call to the ensemble, its spans under the calling model's; the trace context a python
+# model reads); docs/triton-qa.md says what stands in the way of the others
 OTEL_TESTS = [
     f"OpenTelemetryTest.test_{protocol}_trace_simple_model{context}"
     for protocol in ("http", "grpc", "streaming_grpc")
@@ -62,6 +65,9 @@ OTEL_TESTS = [
     "OpenTelemetryTest.test_http_trace_triggered",
     "OpenTelemetryTest.test_http_trace_ensemble_model",
     "OpenTelemetryTest.test_http_trace_ensemble_model_context_propagation",
+    "OpenTelemetryTest.test_http_trace_bls_model",
+    "OpenTelemetryTest.test_http_trace_bls_model_context_propagation",
+    "OpenTelemetryTest.test_trace_context_exposed_to_pbe",
 ]
 
 
@@ -151,8 +157,8 @@ ensemble_scheduling { step [ {
 
 def otel_repository(work: Path) -> Path:
     """test.sh's repository for its OpenTelemetry server, as far as the chosen tests ask:
-    ``simple``, ``repeat_int32`` (a python model in the place of Triton's C++ one) and
-    the one-step ensemble over ``simple``."""
+    ``simple``, ``repeat_int32`` (a python model in the place of Triton's C++ one), the
+    one-step ensemble over ``simple``, ``bls_simple`` and ``trace_context``."""
     models = repository(work)
     ensemble = models / "ensemble_add_sub_int32_int32_int32"
     (ensemble / "1").mkdir(parents=True)
@@ -160,10 +166,18 @@ def otel_repository(work: Path) -> Path:
     (models / "repeat_int32" / "1").mkdir(parents=True)
     (models / "repeat_int32" / "config.pbtxt").write_text(REPEAT_CONFIG)
     (models / "repeat_int32" / "1" / "model.py").write_text(REPEAT_MODEL)
+    # test.sh's python models: bls_simple (qa/python_models) and the folder's trace_context
+    for name, source in (
+        ("bls_simple", work.parent / "python_models" / "bls_simple" / "bls_simple.py"),
+        ("trace_context", work / "trace_context.py"),
+    ):
+        (models / name / "1").mkdir(parents=True)
+        shutil.copy(source, models / name / "1" / "model.py")
     return models
 
 
 @pytest.mark.triton_qa_full
+@pytest.mark.timeout(900)  # about six minutes: each test waits 25 s for its collector
 def test_opentelemetry(host: LoopbackHost, tmp_path: Path) -> None:
     work = harness.work_directory(tmp_path, "L0_trace")
     stand_in_collector(work)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,12 @@ from modelyard.errors import ProtocolError
 from modelyard.frontdoors.grpc import start_grpc_server
 from modelyard.frontdoors.http import HttpFrontend
 from modelyard.protocol.v2_grpc import encode_infer_request
+from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode
 from modelyard.tracing import Tracing, unknown_model
 from modelyard.types import InferRequest
 from tests.support.dataplane import running_dataplane
-from tests.support.models import slow_double
+from tests.support.models import slow_double, write_python_model
 from tests.unit.frontdoors.test_http_lane import binary_request, post
 
 PARENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -420,3 +422,82 @@ def test_an_ensembles_steps_are_spans_under_its_own_as_tritons() -> None:
     ]  # fmt: skip
     ensemble = next(s for s in spans if s.name == "ens")
     assert [e.name for e in ensemble.events] == ["REQUEST_START", "QUEUE_START", "REQUEST_END"]
+
+
+def test_a_model_sees_its_span_s_context_and_its_own_calls_nest_under_it() -> None:
+    """Triton's python backend: ``request.trace().get_context()`` is the W3C context of the
+    model's span, and a BLS request made with ``trace=request.trace()`` is a span under it,
+    in the same trace (an ensemble called so has its steps under its own)."""
+    tracing, exporter = _tracing(spans="triton")
+    arrived = time.monotonic_ns()
+    trace = tracing.begin("bls", None, None, "http", {"traceparent": TRACEPARENT}, arrived)
+    assert trace is not None
+    context = json.loads(trace.model_context() or "")
+    version, trace_hex, span_hex, flags = context["traceparent"].split("-")
+    assert (version, trace_hex, flags) == ("00", PARENT_TRACE, "01")
+    child = tracing.begin_child("ens", json.dumps(context), arrived + 5)
+    assert child is not None
+    step_timing = [arrived + 20, arrived + 30, arrived + 40, arrived + 50, arrived + 60]
+    child.steps.append(("simple", "1", arrived + 10, arrived + 70, step_timing))
+    tracing.finish_child(child, "1", arrived + 75)
+    trace.timing = [arrived + 1, arrived + 2, arrived + 3, arrived + 80, arrived + 85]
+    trace.results_ns = arrived + 90
+    tracing.finish(trace, "1", arrived + 95)
+    spans = exporter.get_finished_spans()
+    by_id = {span.context.span_id: span.name for span in spans}
+    nesting = sorted((by_id.get(s.parent.span_id, "") if s.parent else "", s.name) for s in spans)
+    assert nesting == [
+        ("", "InferRequest"), ("InferRequest", "bls"), ("bls", "compute"), ("bls", "ens"),
+        ("ens", "simple"), ("simple", "compute"),
+    ]  # fmt: skip
+    model = next(s for s in spans if s.name == "bls")
+    assert format(model.context.span_id, "016x") == span_hex  # the context is its span's
+    assert {format(s.context.trace_id, "032x") for s in spans} == {PARENT_TRACE}
+    assert tracing.begin_child("ens", "not json", arrived) is None  # no trace to join
+    assert tracing.begin_child("ens", '{"traceparent": "00-0-0-00"}', arrived) is None
+
+
+def test_a_python_model_reads_its_request_s_trace_context(tmp_path: Path) -> None:
+    write_python_model(tmp_path, "context", CONTEXT_MODEL, CONTEXT_CONFIG)
+
+    async def scenario(dp: LocalDataPlane) -> None:
+        tracing, _ = _tracing(spans="triton")
+        request = InferRequest("context", None, {"IN": np.array([1], np.int32)}, {"IN": "INT32"})
+        untraced = await dp.infer(request)
+        assert untraced.outputs[0].data.tolist() == [b"none"]
+        request.trace = trace = tracing.begin("context", None, None, "http", {}, 0)
+        assert trace is not None
+        traced = await dp.infer(request)
+        (said,) = traced.outputs[0].data.tolist()
+        assert said.decode() == trace.model_context()
+
+    asyncio.run(_on_dataplane(tmp_path, scenario))
+
+
+async def _on_dataplane(
+    repository: Path, scenario: Callable[[LocalDataPlane], Awaitable[None]]
+) -> None:
+    async with running_dataplane(repository, ControlMode.NONE) as dp:
+        await scenario(dp)
+
+
+CONTEXT_CONFIG = """
+backend: "python"
+max_batch_size: 0
+input [{ name: "IN" data_type: TYPE_INT32 dims: [ 1 ] }]
+output [{ name: "OUT" data_type: TYPE_STRING dims: [ 1 ] }]
+"""
+CONTEXT_MODEL = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            context = request.trace().get_context()
+            said = np.array([(context or "none").encode()], dtype=np.object_)
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", said)]))
+        return responses
+"""

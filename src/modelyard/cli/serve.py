@@ -267,6 +267,7 @@ class InstanceServer(InProcessServer):
         layout = "triton" if settings.models.as_tritonserver else "modelyard"
         tracing = Tracing(**settings.trace, spans=layout)
         parts.callback(tracing.shutdown)  # exports what the last requests left
+        dataplane.tracing = tracing  # a model's own calls join their caller's trace
         return HttpFrontend(
             dataplane,
             max_body_bytes=http.max_body_bytes,

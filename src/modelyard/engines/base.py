@@ -41,6 +41,8 @@ class BatchedRequest(NamedTuple):
     # a ragged batch's: the request's shape of each ragged input (allow_ragged_batch), which
     # the batch holds flat, each request's elements after the one's before it
     ragged_shapes: dict[str, tuple[int, ...]] | None = None
+    # a traced request's W3C trace context (JSON), which its model's calls carry on
+    trace_context: str | None = None
 
 
 class BatchOutcomes(Exception):

@@ -113,6 +113,7 @@ _ENUM_TO_NUMPY: dict[int, Any] = {
 
 
 _REQUIRED: Any = object()  # an argument Triton's binding has no default for
+_UNTRACED: Any = object()  # InferenceRequest's default trace: none (None is refused)
 
 
 class TritonError:
@@ -241,6 +242,18 @@ class Tensor:
         return "BYTES" if self._array.dtype == np.object_ else str(self._array.dtype)
 
 
+class InferenceTrace:
+    """A request's trace, as Triton's python backend gives it (``request.trace()``)."""
+
+    def __init__(self, context: str | None = None) -> None:
+        self._context = context or None
+
+    def get_context(self) -> str | None:
+        """The request's W3C trace context as JSON (``{"traceparent": ...}``) when the
+        server traces it with OpenTelemetry, else None."""
+        return self._context
+
+
 class InferenceRequest:
     """The request a model's ``execute`` gets (its inputs, the outputs asked for)."""
 
@@ -255,7 +268,7 @@ class InferenceRequest:
         flags: int = 0,
         timeout: int = 0,
         preferred_memory: Any = None,
-        trace: Any = None,
+        trace: InferenceTrace = _UNTRACED,
         parameters: dict[str, Any] | None = None,
     ) -> None:
         """Triton's arguments, checked as its binding checks them: a None where a value is
@@ -281,6 +294,9 @@ class InferenceRequest:
             if tensor is None:
                 raise TritonModelException("Input tensor of an InferenceRequest is None.")
             _argument("InferenceRequest", "inputs[]", tensor, Tensor)
+        if trace is _UNTRACED:
+            trace = InferenceTrace()
+        _argument("InferenceRequest", "trace", trace, InferenceTrace)
         if correlation_id is None:
             raise TypeError("InferenceRequest(): incompatible argument correlation_id=None")
         if not isinstance(correlation_id, int | str):
@@ -296,6 +312,7 @@ class InferenceRequest:
                 )
         self._set(request_id, correlation_id, inputs, requested_output_names, model_name,
                   model_version, flags, timeout, parameters)  # fmt: skip
+        self._trace = trace
 
     @classmethod
     def received(
@@ -306,12 +323,14 @@ class InferenceRequest:
         correlation_id: int | str = 0,
         parameters: dict[str, Any] | None = None,
         flags: int = 0,
+        trace_context: str | None = None,
     ) -> InferenceRequest:
         """A request the server hands the model's ``execute``: taken as the server checked
         it (a caller's parameters may be of any type the protocol carries, doubles too)."""
         request = cls.__new__(cls)
         request._set("", correlation_id, inputs, requested_output_names, model_name, -1, flags,
                      0, parameters)  # fmt: skip
+        request._trace = InferenceTrace(trace_context)
         return request
 
     def _set(
@@ -351,6 +370,10 @@ class InferenceRequest:
 
     def correlation_id(self) -> int | str:
         return self._correlation_id
+
+    def trace(self) -> InferenceTrace:
+        """Its trace: a BLS request made with ``trace=request.trace()`` joins it."""
+        return self._trace
 
     def parameters(self) -> str:
         return json.dumps(self._parameters)
@@ -413,6 +436,7 @@ class InferenceRequest:
             id=self._id or None,
             parameters=self._call_parameters(),
             principals=principals,  # whom it is for
+            trace_parent=self._trace.get_context(),
         )
         if decoupled:  # its responses as they come: an iterator
             return _responses(infer, request)

@@ -505,6 +505,7 @@ class PythonEngine(Engine):
             correlation_id=each.correlation_id if each else 0,
             parameters=each.parameters if each else None,
             flags=each.flags if each else 0,
+            trace_context=each.trace_context if each else None,
         )
         if each is not None and each.is_cancelled is not None:
             request.watch_cancellation(each.is_cancelled)

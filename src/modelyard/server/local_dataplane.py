@@ -15,9 +15,10 @@ import asyncio
 import copy
 import math
 import queue
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +45,9 @@ from modelyard.types import (
     OutputTensor,
     RequestedOutput,
 )
+
+if TYPE_CHECKING:
+    from modelyard.tracing import Tracing
 
 BLS_TIMEOUT_S = 60.0  # the longest a model's call to another model waits
 
@@ -383,6 +387,7 @@ class VersionLane:
         timing: list[int] | None = None,
         arrived_ns: int = 0,
         steps: list[tuple[str, str, int, int, list[int]]] | None = None,
+        trace_context: str | None = None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         if self.reshapes:
             inputs = self.reshaped(inputs)
@@ -392,6 +397,7 @@ class VersionLane:
         submitted = Submission(  # by position: the fields in their order
             inputs, self.output_names, self.rows, deadline, priority, timeout_us,
             self.shape_key, timing, arrived_ns, self.parameters, self.sequence, steps,
+            trace_context,
         )  # fmt: skip
         return self.version.scheduler.submit(submitted)
 
@@ -489,6 +495,8 @@ class LocalDataPlane:
         manager.control_from_thread = self.model_control
         self.server_id = server_id  # the name server metadata gives (tritonserver's --id)
         self.server_version = server_version  # Triton's, when started as tritonserver
+        # the front doors' tracing, where a model's own calls join their caller's trace
+        self.tracing: Tracing | None = None
         # where auth is on: (principals, model) raises unless each may infer on the model;
         # a model's own calls (BLS) pass through it (governance sets it)
         self.authorize_call: Callable[[tuple[str, ...], str], None] | None = None
@@ -550,6 +558,8 @@ class LocalDataPlane:
             None if trace is None else trace.timing,
             request.arrived_ns,
             None if trace is None else trace.steps,
+            # only a model that reads requests sees it
+            None if trace is None or lane.parameters is None else trace.model_context(),
         )
         if request.queued is not None:
             request.queued()
@@ -635,7 +645,21 @@ class LocalDataPlane:
 
     async def _called(self, request: InferRequest) -> InferResponse:
         self._check_called(request)
-        return await self.infer(request)
+        tracing = self.tracing
+        if request.trace_parent is None or tracing is None or request.trace is not None:
+            return await self.infer(request)
+        # made with its caller's trace: its spans join the caller's (Triton's BLS tracing)
+        request.trace = trace = tracing.begin_child(
+            request.model_name, request.trace_parent, time.monotonic_ns()
+        )
+        version = ""
+        try:
+            response = await self.infer(request)
+            version = response.model_version
+            return response
+        finally:
+            if trace is not None:
+                tracing.finish_child(trace, version, time.monotonic_ns())
 
     def _check_called(self, request: InferRequest) -> None:
         """Triton's stub asks whether the model called is ready before it sends the

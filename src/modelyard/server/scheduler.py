@@ -100,6 +100,8 @@ class Pending(NamedTuple):
     parameters: dict[str, Any] | None = None
     # for a model that reads requests: whether its caller has gone (None: never known)
     caller_gone: Callable[[], bool] | None = None
+    # for a model that reads requests: a traced request's trace context (Submission's)
+    trace_context: str | None = None
 
 
 def settle(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:
@@ -487,8 +489,12 @@ class Scheduler(InstanceThreads):
 
     @property
     def pending(self) -> int:
-        """Requests queued or executing (nv_inference_pending_request_count)."""
+        """Requests queued or executing."""
         return len(self._queue) + self._executing
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
 
     decoupled = False  # answers each request once (ModelScheduler)
 
@@ -534,7 +540,8 @@ class Scheduler(InstanceThreads):
             1,  # level: set by the queue
             0,  # seq: set by the queue
             Pending(inputs, outputs, future, loop, timing, arrived_ns, submitted.parameters,
-                    None if submitted.parameters is None else CALLER_GONE.get()),
+                    None if submitted.parameters is None else CALLER_GONE.get(),
+                    submitted.trace_context),
         )  # fmt: skip
         with self._lock:
             if self._closed:
@@ -856,6 +863,7 @@ class Scheduler(InstanceThreads):
                 0,
                 p.caller_gone,
                 {n: p.inputs[n].shape for n in ragged if n in p.inputs} if ragged else None,
+                p.trace_context,
             )
             for r, p in zip(batch, payloads, strict=True)
         ]

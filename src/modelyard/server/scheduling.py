@@ -55,6 +55,9 @@ class Submission:
     # a traced ensemble request's: each step's model, version, when it was sent and
     # answered (monotonic ns) and its execution's times, as its steps are answered
     steps: list[tuple[str, str, int, int, list[int]]] | None = None
+    # a traced request's W3C trace context, as a model that reads requests sees it
+    # (pb_utils' request.trace().get_context(); tracing.RequestTrace.model_context)
+    trace_context: str | None = None
 
 
 def answers_once(model: str) -> ModelServerError:
@@ -105,7 +108,12 @@ class ModelScheduler(Protocol):
 
     @property
     def pending(self) -> int:
-        """Requests queued or executing (nv_inference_pending_request_count)."""
+        """Requests queued or executing (what an unload or a stop waits for)."""
+        ...
+
+    @property
+    def queued(self) -> int:
+        """Requests waiting to execute (Triton's nv_inference_pending_request_count)."""
         ...
 
     def submit(self, request: Submission) -> asyncio.Future[dict[str, np.ndarray]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from modelyard.engines import pb_utils
+from modelyard.types import InferRequest, InferResponse
 
 
 def test_a_bls_call_carries_the_request_s_own_parameters_and_its_sequence() -> None:
@@ -23,6 +24,30 @@ def test_a_bls_call_carries_the_request_s_own_parameters_and_its_sequence() -> N
         model_name="target", inputs=[], requested_output_names=[], parameters={"a": 1}
     )
     assert plain._call_parameters() == {"a": 1}
+
+
+def test_a_bls_call_made_with_the_request_s_trace_carries_its_context() -> None:
+    context = '{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}'
+    received = pb_utils.InferenceRequest.received("m", [], [], trace_context=context)
+    assert received.trace().get_context() == context
+    assert pb_utils.InferenceRequest.received("m", [], []).trace().get_context() is None
+    sent: list[InferRequest] = []
+
+    def infer(request: InferRequest) -> InferResponse:
+        sent.append(request)
+        return InferResponse("target", "1", [])
+
+    pb_utils.calling_through(infer)
+    try:
+        call = pb_utils.InferenceRequest(
+            model_name="target", inputs=[], requested_output_names=[], trace=received.trace()
+        )
+        assert not call.exec().has_error()
+    finally:
+        pb_utils.calling_through(None)
+    assert [request.trace_parent for request in sent] == [context]
+    with pytest.raises(TypeError, match="trace=NoneType"):  # as Triton's binding refuses it
+        pb_utils.InferenceRequest(model_name="t", inputs=[], requested_output_names=[], trace=None)
 
 
 def test_the_sender_refuses_what_triton_s_refuses_and_sends_final_once() -> None:
