@@ -122,7 +122,13 @@ _TRITON_SUMMARIES = {
         "nv_inference_compute_output_summary_us",
         "Summary of inference compute output duration",
     ),
+    "cache_hit": ("nv_cache_hit_summary_per_model", "Summary of cache hit durations per model"),
+    "cache_miss": (
+        "nv_cache_miss_summary_per_model",
+        "Summary of cache miss (lookup and insert) durations per model",
+    ),
 }
+_CACHE_SUMMARIES = frozenset({"cache_hit", "cache_miss"})
 _LATENCY_COUNTERS = frozenset(
     name for name, _, _ in _TRITON_COUNTERS if name.endswith("_duration_us")
 )
@@ -160,12 +166,13 @@ def triton_metrics(manager: ModelManager, counter_latencies: bool = True) -> Ite
         "Instantaneous number of pending requests awaiting execution per-model",
         "gauge",
     )
-    for mv in versions:
+    for mv in versions:  # Triton's: the requests still queued, not those executing
         pending.add_sample(
-            "nv_inference_pending_request_count", _labels(mv), float(mv.scheduler.pending)
+            "nv_inference_pending_request_count", _labels(mv), float(mv.scheduler.queued)
         )
     yield pending
-    yield from _cache_metrics(versions)
+    if counter_latencies:  # as Triton: the cache's counters are latency counters
+        yield from _cache_metrics(versions)
 
 
 _CACHE_METRICS = (
@@ -183,7 +190,7 @@ _CACHE_METRICS = (
 
 def _cache_metrics(versions: list[ModelVersion]) -> Iterator[Metric]:
     """Triton's response cache series, for the versions that use the cache."""
-    cached = [mv for mv in versions if getattr(mv.scheduler, "cache", None) is not None]
+    cached = [mv for mv in versions if _cached(mv)]
     if not cached:
         return
     for name, doc, kind, read in _CACHE_METRICS:
@@ -194,7 +201,9 @@ def _cache_metrics(versions: list[ModelVersion]) -> Iterator[Metric]:
 
 
 def _summaries(versions: list[ModelVersion]) -> Iterator[Metric]:
-    """Triton's latency summaries of the versions that keep them (summary_latencies=true)."""
+    """Triton's latency summaries of the versions that keep them (summary_latencies=true):
+    a version with the response cache has the cache's two, and (as Triton's, DLIS-4762)
+    not the request duration's."""
     kept = [mv for mv in versions if mv.scheduler.stats.summaries is not None]
     if not kept:
         return
@@ -202,6 +211,8 @@ def _summaries(versions: list[ModelVersion]) -> Iterator[Metric]:
     for key, (name, doc) in _TRITON_SUMMARIES.items():
         metric = Metric(name, f"{doc} in microseconds", "summary")
         for mv in kept:
+            if not _summarised(mv, key):
+                continue
             stats = mv.scheduler.stats
             summaries = stats.summaries
             assert summaries is not None
@@ -214,7 +225,20 @@ def _summaries(versions: list[ModelVersion]) -> Iterator[Metric]:
                 metric.add_sample(name, {**labels, "quantile": repr(quantile)}, value)
             metric.add_sample(f"{name}_count", labels, float(count))
             metric.add_sample(f"{name}_sum", labels, total)
-        yield metric
+        if metric.samples:  # a family no version keeps is not written, as Triton's
+            yield metric
+
+
+def _cached(mv: ModelVersion) -> bool:
+    return getattr(mv.scheduler, "cache", None) is not None
+
+
+def _summarised(mv: ModelVersion, key: str) -> bool:
+    """Whether a version keeps ``key``'s summary: the cache's with the response cache, the
+    request duration's without it (Triton's, DLIS-4762), the others always."""
+    if key in _CACHE_SUMMARIES:
+        return _cached(mv)
+    return key != "request" or not _cached(mv)
 
 
 def _escape(value: str) -> str:
@@ -223,14 +247,21 @@ def _escape(value: str) -> str:
 
 def triton_text(manager: ModelManager, counter_latencies: bool = True) -> str:
     """The nv_inference_* block in Prometheus text format, names exactly as Triton's."""
+    return _as_triton(triton_metrics(manager, counter_latencies))
+
+
+def _as_triton(metrics: Iterable[Metric]) -> str:
+    """Series as Triton writes them: its numbers plain (prometheus_client writes
+    1.7e+09 for a memory gauge, which Triton's QA reads digit by digit)."""
     lines: list[str] = []
-    for metric in triton_metrics(manager, counter_latencies):
+    for metric in metrics:
         lines.append(f"# HELP {metric.name} {metric.documentation}")
         lines.append(f"# TYPE {metric.name} {metric.type}")
         for sample in metric.samples:
             labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(sample.labels.items()))
-            lines.append(f"{sample.name}{{{labels}}} {sample.value!r}")
-    return "\n".join(lines) + "\n"
+            lines.append(f"{sample.name}{{{labels}}} {sample.value!r}" if labels
+                         else f"{sample.name} {sample.value!r}")  # fmt: skip
+    return "".join(f"{line}\n" for line in lines)
 
 
 def _token_metrics(versions: list[ModelVersion]) -> Iterator[Metric]:
@@ -487,12 +518,26 @@ def make_registry(
     return registry
 
 
+class _Families:
+    """Metric families already collected, as ``generate_latest`` reads a registry."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self._families)
+
+
 def metrics_text(
     manager: ModelManager, registry: CollectorRegistry, counter_latencies: bool = True
 ) -> bytes:
-    return (
-        triton_text(manager, counter_latencies) + MODEL_METRICS.text()
-    ).encode() + generate_latest(registry)
+    """The whole page: Triton's series (its own ``nv_*``, the host's and the GPUs') as
+    Triton writes them, then the models' own and modelyard's."""
+    families = list(registry.collect())
+    tritons = [family for family in families if family.name.startswith("nv_")]
+    others = [family for family in families if not family.name.startswith("nv_")]
+    text = triton_text(manager, counter_latencies) + _as_triton(tritons) + MODEL_METRICS.text()
+    return text.encode() + generate_latest(_Families(others))
 
 
 def serve_metrics(

@@ -24,7 +24,7 @@ def test_a_rule_writes_its_first_lines_of_a_second_and_then_how_many_it_left_out
     assert [f["n"] for _, f in logger.lines] == [0, 1, 2, 99]
     now[0] += 1.5
     refusals.warning(logger, "request_failed", rule="protocol/json", n=10)
-    events = [(event, f.get("rule"), f.get("left_out"), f.get("n")) for event, f in logger.lines[4:]]
+    events = [(e, f.get("rule"), f.get("left_out"), f.get("n")) for e, f in logger.lines[4:]]
     assert events == [
         ("refusals_left_out", "protocol/json", 7, None),
         ("request_failed", "protocol/json", None, 10),

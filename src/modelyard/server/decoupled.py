@@ -150,6 +150,10 @@ class DecoupledScheduler(InstanceThreads):
     def pending(self) -> int:
         return len(self._queue) + self._open
 
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
     decoupled = True  # answers through submit_stream (ModelScheduler)
 
     def submit(self, request: Submission) -> asyncio.Future[dict[str, np.ndarray]]:

@@ -433,6 +433,8 @@ class EnsembleScheduler:
     def pending(self) -> int:
         return self._in_flight
 
+    queued = 0  # its requests wait in its steps' queues (Triton's count for an ensemble)
+
     def submit(self, request: Submission) -> asyncio.Future[dict[str, np.ndarray]]:
         """Start one request; must be called from the event loop thread. Its deadline,
         priority and timeout go to each step, its parameters to each step whose model reads

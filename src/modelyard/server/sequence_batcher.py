@@ -327,6 +327,10 @@ class SequenceScheduler(InstanceThreads):
         return self._queued + self._executing
 
     @property
+    def queued(self) -> int:
+        return self._queued
+
+    @property
     def active_sequences(self) -> int:
         return len(self._sequences)
 

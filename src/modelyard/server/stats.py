@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 
@@ -98,7 +99,8 @@ class SlidingSummary:
 class LatencySummaries:
     """Triton's latency summaries (``nv_inference_*_summary_us``), in microseconds."""
 
-    SERIES = ("request", "queue", "compute_input", "compute_infer", "compute_output")
+    SERIES = ("request", "queue", "compute_input", "compute_infer", "compute_output",
+              "cache_hit", "cache_miss")  # fmt: skip
 
     def __init__(self, quantiles: tuple[float, ...] = DEFAULT_QUANTILES) -> None:
         self.quantiles = quantiles
@@ -121,6 +123,10 @@ class LatencySummaries:
         series["compute_input"].observe(end_ns, input_ns / 1000, n)
         series["compute_infer"].observe(end_ns, infer_ns / 1000, n)
         series["compute_output"].observe(end_ns, output_ns / 1000, n)
+
+    def observe(self, key: str, elapsed_ns: int) -> None:
+        """One duration of ``key``'s summary (a cache hit's or miss's), ending now."""
+        self.series[key].observe(time.monotonic_ns(), elapsed_ns / 1000)
 
 
 # Triton's response statistics, by a response's index within its request (a decoupled
@@ -197,6 +203,8 @@ class VersionStats:
             self.success_ns += elapsed_ns
             self.cache_hit_count += 1
             self.cache_hit_ns += elapsed_ns
+            if self.summaries is not None:
+                self.summaries.observe("cache_hit", elapsed_ns)
             self.request_seconds.observe(elapsed_ns / 1e9)
             self.queue_seconds.observe(0.0)
 
@@ -271,6 +279,8 @@ class VersionStats:
         with self.lock:
             self.cache_miss_count += 1
             self.cache_miss_ns += elapsed_ns
+            if self.summaries is not None:
+                self.summaries.observe("cache_miss", elapsed_ns)
 
     def record_bad_request(self) -> None:
         with self.lock:
