@@ -38,6 +38,7 @@ from modelyard.governance.cluster import ClusterQpsGuard
 from modelyard.governance.runtime import Governance
 from modelyard.hardware.gpu_metrics import gpu_collector
 from modelyard.hardware.host_metrics import HostCollector
+from modelyard.modelfiles.repository import NAMESPACE_MARK
 from modelyard.server.manager import ModelManager
 from modelyard.server.model_version import ModelVersion
 from modelyard.server.stats import Histogram
@@ -139,16 +140,42 @@ def _counter_value(mv: ModelVersion, field: str) -> float:
     return value / 1000 if field.endswith("_ns") else float(value)
 
 
+Labels = Callable[[ModelVersion], dict[str, str]]
+
+
+def _triton_labels(manager: ModelManager) -> Labels:
+    """Triton's labels of a version's series: its model and version, and with namespacing
+    the repository it is from (``namespace``, as given on the command line) beside the
+    model's bare name."""
+    repository = manager.repository
+    if not repository.namespacing:
+        return _labels
+    known: dict[str, dict[str, str]] = {}
+
+    def labels(mv: ModelVersion) -> dict[str, str]:
+        model = known.get(mv.name)
+        if model is None:
+            root = repository.root_of(mv.name)
+            model = {"model": mv.name.partition(NAMESPACE_MARK)[0]}
+            if root is not None:
+                model["namespace"] = str(root)
+            known[mv.name] = model
+        return {**model, "version": str(mv.version)}
+
+    return labels
+
+
 def triton_metrics(manager: ModelManager, counter_latencies: bool = True) -> Iterator[Metric]:
     versions = manager.all_versions()
+    labels = _triton_labels(manager)
     for name, doc, field in _TRITON_COUNTERS:
         if not counter_latencies and name in _LATENCY_COUNTERS:
             continue
         metric = Metric(name, doc, "counter")
         for mv in versions:
-            metric.add_sample(name, _labels(mv), _counter_value(mv, field))
+            metric.add_sample(name, labels(mv), _counter_value(mv, field))
         yield metric
-    yield from _summaries(versions)
+    yield from _summaries(versions, labels)
     failures = Metric(
         "nv_inference_request_failure", "Number of failed inference requests", "counter"
     )
@@ -157,7 +184,7 @@ def triton_metrics(manager: ModelManager, counter_latencies: bool = True) -> Ite
         for reason in _FAILURE_REASONS:
             failures.add_sample(
                 "nv_inference_request_failure",
-                {**_labels(mv), "reason": reason},
+                {**labels(mv), "reason": reason},
                 float(by_reason.get(reason, 0)),
             )
     yield failures
@@ -168,11 +195,11 @@ def triton_metrics(manager: ModelManager, counter_latencies: bool = True) -> Ite
     )
     for mv in versions:  # Triton's: the requests still queued, not those executing
         pending.add_sample(
-            "nv_inference_pending_request_count", _labels(mv), float(mv.scheduler.queued)
+            "nv_inference_pending_request_count", labels(mv), float(mv.scheduler.queued)
         )
     yield pending
     if counter_latencies:  # as Triton: the cache's counters are latency counters
-        yield from _cache_metrics(versions)
+        yield from _cache_metrics(versions, labels)
 
 
 _CACHE_METRICS = (
@@ -188,7 +215,7 @@ _CACHE_METRICS = (
 )  # fmt: skip
 
 
-def _cache_metrics(versions: list[ModelVersion]) -> Iterator[Metric]:
+def _cache_metrics(versions: list[ModelVersion], labels: Labels) -> Iterator[Metric]:
     """Triton's response cache series, for the versions that use the cache."""
     cached = [mv for mv in versions if _cached(mv)]
     if not cached:
@@ -196,11 +223,11 @@ def _cache_metrics(versions: list[ModelVersion]) -> Iterator[Metric]:
     for name, doc, kind, read in _CACHE_METRICS:
         metric = Metric(name, doc, kind)
         for mv in cached:
-            metric.add_sample(name, _labels(mv), float(read(mv.scheduler.stats)))
+            metric.add_sample(name, labels(mv), float(read(mv.scheduler.stats)))
         yield metric
 
 
-def _summaries(versions: list[ModelVersion]) -> Iterator[Metric]:
+def _summaries(versions: list[ModelVersion], labels_of: Labels) -> Iterator[Metric]:
     """Triton's latency summaries of the versions that keep them (summary_latencies=true):
     a version with the response cache has the cache's two, and (as Triton's, DLIS-4762)
     not the request duration's."""
@@ -216,7 +243,7 @@ def _summaries(versions: list[ModelVersion]) -> Iterator[Metric]:
             stats = mv.scheduler.stats
             summaries = stats.summaries
             assert summaries is not None
-            labels = _labels(mv)
+            labels = labels_of(mv)
             with stats.lock:
                 series = summaries.series[key]
                 values = series.quantiles(now_ns, summaries.quantiles)

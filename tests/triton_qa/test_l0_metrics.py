@@ -7,7 +7,8 @@ Each step on a server of its own, as test.sh starts it:
    ``--metrics-config counter_latencies`` and ``summary_latencies`` say, the cache's
    counters and summaries only for the model that uses the cache (and, as Triton's, no
    request-duration summary for it), custom ``summary_quantiles``, and the model label
-   with namespacing off.
+   with namespacing off and on (``namespace="<repository>"``: the test names Triton's
+   install path, which a link stands for during the test).
 2. ``metrics_queue_size_test.py`` (``TRITON_QA=full``) on test.sh's
    ``queue_size_models`` (the folder's identity model that sleeps 2 s an execution,
    without batching, with the dynamic batcher, with a queue of 4, with the direct and
@@ -19,14 +20,15 @@ Each step on a server of its own, as test.sh starts it:
    numbers, move during inference and stay in range.
 
 Not run here (docs/triton-qa.md): the C++ ``metrics_api_test``, the pinned-memory
-tests (a CUDA pinned host-memory pool), test.sh's GPU checks, and the namespace label
-with namespacing on (its test names Triton's install path).
+tests (a CUDA pinned host-memory pool) and test.sh's GPU checks.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -37,6 +39,8 @@ from tests.triton_qa import harness, repositories
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 CONFIG = "metrics_config_test.py"
+# where test.sh runs (its namespace test names the repositories under it)
+TRITON_QA_DIR = Path("/opt/tritonserver/qa")
 QUANTILES = "0.1:0.0.1,0.7:0.01,0.75:0.01"
 MC = "--metrics-config"
 MISSING = ["test_cache_counters_missing", "test_cache_summaries_missing"]
@@ -88,17 +92,40 @@ def test_metrics_config(host: LoopbackHost, tmp_path: Path) -> None:
                     failures.append(f"{name}: {error}")
     repos = work / "model_namespacing_repos"
     (repos / "addsub_repo" / "addsub_ensemble" / "1").mkdir(parents=True, exist_ok=True)
-    args = [f"--model-repository={repos}/addsub_repo", "--model-namespacing=false",
-            "--allow-metrics=true"]  # fmt: skip
-    with harness.tritonserver(host, args, work / "namespace_off.server.log", cwd=work):
-        run = harness.run_qa_file(
-            host, work, CONFIG, "MetricsConfigTest.test_model_namespacing_label_with_namespace_off"
-        )
-        try:
-            run.check(count=1)
-        except AssertionError as error:
-            failures.append(f"namespace off: {error}")
+    (repos / "subadd_repo" / "subadd_ensemble" / "1").mkdir(parents=True, exist_ok=True)
+    with _at_tritons_path(work) as installed:  # the namespaces the test names
+        namespaced = installed / "model_namespacing_repos"
+        servers = {
+            "on": [f"--model-repository={namespaced}/addsub_repo",
+                   f"--model-repository={namespaced}/subadd_repo", "--model-namespacing=true"],
+            "off": [f"--model-repository={repos}/addsub_repo", "--model-namespacing=false"],
+        }  # fmt: skip
+        for name, args in servers.items():
+            log = work / f"namespace_{name}.server.log"
+            with harness.tritonserver(host, [*args, "--allow-metrics=true"], log, cwd=work):
+                test = f"MetricsConfigTest.test_model_namespacing_label_with_namespace_{name}"
+                run = harness.run_qa_file(host, work, CONFIG, test)
+            try:
+                run.check(count=1)
+            except AssertionError as error:
+                failures.append(f"namespace {name}: {error}")
     assert not failures, "\n".join(failures)
+
+
+@contextmanager
+def _at_tritons_path(work: Path) -> Iterator[Path]:
+    """``work`` as ``/opt/tritonserver/qa/L0_metrics``, where test.sh runs and the
+    namespace test's expected labels point: a link made for the test and removed after,
+    on a machine without a Triton installed there (else the test is skipped)."""
+    installed = TRITON_QA_DIR / "L0_metrics"
+    if TRITON_QA_DIR.parent.exists():
+        pytest.skip(f"{TRITON_QA_DIR.parent} exists: the link is not made over it")
+    TRITON_QA_DIR.mkdir(parents=True)
+    try:
+        installed.symlink_to(work)
+        yield installed
+    finally:
+        shutil.rmtree(TRITON_QA_DIR.parent)
 
 
 def _queue_size_models(work: Path) -> Path:

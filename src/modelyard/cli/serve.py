@@ -11,6 +11,7 @@ import contextlib
 import functools
 import ipaddress
 import math
+import os
 import socket
 import time
 from collections.abc import Coroutine
@@ -182,7 +183,8 @@ class InstanceServer(InProcessServer):
             # the settings ask for a budget with a policy
             residency = Residency(models.memory_budget_bytes, policy=models.residency)
         initialize_error = None
-        roots = [path.resolve() for path in models.repositories]
+        # absolute, links kept: Triton names a repository as given (its metrics' namespace)
+        roots = [Path(os.path.abspath(path)) for path in models.repositories]
         try:
             repository = ModelRepository(roots, models.config_name, namespacing=models.namespacing)
         except ConfigError as exc:

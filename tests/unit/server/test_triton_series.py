@@ -1,5 +1,5 @@
-"""Triton's ``nv_inference_pending_request_count``: the requests still queued, not those
-executing (its QA's metrics_queue_size_test reads it so)."""
+"""Triton's series as its QA (L0_metrics) reads them: the pending count is the requests
+still queued, not those executing; a namespaced model is labelled with its repository."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from modelyard.metrics import make_registry, metrics_text
-from modelyard.server.manager import ControlMode
+from modelyard.metrics import make_registry, metrics_text, triton_text
+from modelyard.modelfiles.repository import ModelRepository
+from modelyard.server.manager import ControlMode, ModelManager
 from modelyard.types import InferRequest
 from tests.support.dataplane import running_dataplane
 from tests.support.models import write_python_model
@@ -49,5 +50,34 @@ def test_requests_executing_are_not_pending(tmp_path: Path) -> None:
             assert 'nv_inference_pending_request_count{model="slow",version="1"} 2.0' in text
             # the host's gauges as Triton writes them: plain numbers, no exponent
             assert re.search(r"(?m)^nv_cpu_memory_total_bytes \d+(\.0)?$", text), text[-800:]
+
+    asyncio.run(main())
+
+
+def test_a_namespaced_model_is_labelled_with_its_repository_and_its_bare_name(
+    tmp_path: Path,
+) -> None:
+    roots = [tmp_path / "a", tmp_path / "b"]
+    for root in roots:
+        write_python_model(root, "shared", SLOW, CONFIG)  # one name in both
+    write_python_model(roots[0], "alone", SLOW, CONFIG)
+
+    async def main() -> None:
+        manager = ModelManager(ModelRepository(roots, namespacing=True), ControlMode.NONE)
+        await manager.start()
+        try:
+            text = triton_text(manager)
+        finally:
+            await manager.stop()
+        for model, root in (("shared", roots[0]), ("shared", roots[1]), ("alone", roots[0])):
+            labels = f'model="{model}",namespace="{root}",version="1"'
+            assert f"nv_inference_count{{{labels}}} 0.0" in text
+        assert "::" not in text  # the key modelyard serves it under is not Triton's label
+        plain = ModelManager(ModelRepository([roots[0]]), ControlMode.NONE)
+        await plain.start()
+        try:
+            assert 'namespace="' not in triton_text(plain)
+        finally:
+            await plain.stop()
 
     asyncio.run(main())
