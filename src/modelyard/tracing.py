@@ -384,8 +384,12 @@ class Tracing:
         inject(carrier, context=set_span_in_context(trace.root))
         return carrier
 
-    def finish(self, trace: RequestTrace, model_version: str, sent_ns: int) -> None:
-        """Record the request from the times it gathered: in the file, or as its spans."""
+    def finish(
+        self, trace: RequestTrace, model_version: str, sent_ns: int, cancelled: bool = False
+    ) -> None:
+        """Record the request from the times it gathered: in the file, or as its spans.
+        ``cancelled``: its caller cancelled it, and it was never answered (Triton's spans
+        then have no response or send events)."""
         if trace.root is None:
             if self._file is not None:
                 records = functools.partial(_triton_records, trace, model_version, sent_ns)
@@ -399,7 +403,7 @@ class Tracing:
         if trace.request_id:  # over HTTP, known once the body was decoded
             root.set_attribute("triton.request_id", trace.request_id)
         if self.spans == "triton":
-            self._triton_spans(trace, model_version, sent_ns)
+            self._triton_spans(trace, model_version, sent_ns, cancelled)
         else:
             self._modelyard_spans(trace, sent_ns)
         if trace.error is not None:
@@ -431,7 +435,9 @@ class Tracing:
                 span.add_event("COMPUTE_OUTPUT_START", timestamp=timing[3] + wall)
             span.end(end_time=max(start, end) + wall)
 
-    def _triton_spans(self, trace: RequestTrace, model_version: str, sent_ns: int) -> None:
+    def _triton_spans(
+        self, trace: RequestTrace, model_version: str, sent_ns: int, cancelled: bool = False
+    ) -> None:
         """Triton's layout: the root's events, the model's span, its ``compute`` span."""
         wall, root = self._offset_ns, trace.root
         arrived = trace.arrived_ns
@@ -443,10 +449,11 @@ class Tracing:
         sent = max(sent_ns, results)
         wire = "GRPC_WAITREAD" if trace.protocol == "grpc" else "HTTP_RECV"
         send = "GRPC_SEND" if trace.protocol == "grpc" else "HTTP_SEND"
-        for name, at in (
-            (f"{wire}_START", arrived), (f"{wire}_END", arrived),
-            ("INFER_RESPONSE_COMPLETE", results), (f"{send}_START", results), (f"{send}_END", sent),
-        ):  # fmt: skip
+        events = [(f"{wire}_START", arrived), (f"{wire}_END", arrived)]
+        if not cancelled:
+            events += [("INFER_RESPONSE_COMPLETE", results), (f"{send}_START", results),
+                       (f"{send}_END", sent)]  # fmt: skip
+        for name, at in events:
             root.add_event(name, timestamp=at + wall)
         queued = trace.admitted_ns or arrived
         model = trace.model_span or self._start_model_span(root, trace.model, arrived)

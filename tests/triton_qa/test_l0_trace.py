@@ -43,7 +43,8 @@ TRACE_ARGS = [
 OTEL_ARGS = [
     "--model-control-mode=explicit", "--load-model=simple", "--load-model=repeat_int32",
     "--load-model=ensemble_add_sub_int32_int32_int32", "--load-model=bls_simple",
-    "--load-model=trace_context",
+    "--load-model=trace_context", "--load-model=input_all_required",
+    "--load-model=dynamic_batch",
     "--trace-config=level=TIMESTAMPS", "--trace-config=rate=1", "--trace-config=count=-1",
     "--trace-config=mode=opentelemetry",
     "--trace-config=opentelemetry,resource=test.key=test.value",
@@ -55,7 +56,8 @@ OTEL_ARGS = [
 # one to `repeat_int32`; at a rate of 5, requests to the ensemble with and without the
 # caller's context; one to the ensemble, its step's span under its own; `bls_simple`'s
 # call to the ensemble, its spans under the calling model's; the trace context a python
-# model reads); docs/triton-qa.md says what stands in the way of the others
+# model reads; a gRPC call cancelled while it executes, and one cancelled in its queue);
+# docs/triton-qa.md says what stands in the way of the others
 OTEL_TESTS = [
     f"OpenTelemetryTest.test_{protocol}_trace_simple_model{context}"
     for protocol in ("http", "grpc", "streaming_grpc")
@@ -68,6 +70,8 @@ OTEL_TESTS = [
     "OpenTelemetryTest.test_http_trace_bls_model",
     "OpenTelemetryTest.test_http_trace_bls_model_context_propagation",
     "OpenTelemetryTest.test_trace_context_exposed_to_pbe",
+    "OpenTelemetryTest.test_grpc_trace_all_input_required_model_cancel",
+    "OpenTelemetryTest.test_grpc_trace_model_cancel_in_queue",
 ]
 
 
@@ -173,11 +177,30 @@ def otel_repository(work: Path) -> Path:
     ):
         (models / name / "1").mkdir(parents=True)
         shutil.copy(source, models / name / "1" / "model.py")
+    # the cancelled calls' models: the folder's input_all_required (2 s an execution) and
+    # test.sh's dynamic_batch (the identity backend, 8 s an execution, queued 1 s at most)
+    shutil.copytree(work / "models" / "input_all_required", models / "input_all_required")
+    (models / "dynamic_batch" / "1").mkdir(parents=True)
+    (models / "dynamic_batch" / "config.pbtxt").write_text(DYNAMIC_BATCH_CONFIG)
     return models
 
 
+DYNAMIC_BATCH_CONFIG = """backend: "identity"
+max_batch_size: 1
+input [{ name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }]
+output [{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }]
+instance_group [{ count: 1 kind: KIND_CPU }]
+dynamic_batching {
+  preferred_batch_size: [ 1 ]
+  default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 1000000
+                         max_queue_size: 8 }
+}
+parameters [{ key: "execute_delay_ms" value: { string_value: "8000" } }]
+"""
+
+
 @pytest.mark.triton_qa_full
-@pytest.mark.timeout(900)  # about six minutes: each test waits 25 s for its collector
+@pytest.mark.timeout(900)  # about eight minutes: each test waits 25 s or more for its collector
 def test_opentelemetry(host: LoopbackHost, tmp_path: Path) -> None:
     work = harness.work_directory(tmp_path, "L0_trace")
     stand_in_collector(work)

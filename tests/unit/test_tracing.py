@@ -457,17 +457,26 @@ def test_a_model_sees_its_span_s_context_and_its_own_calls_nest_under_it() -> No
     assert tracing.begin_child("ens", '{"traceparent": "00-0-0-00"}', arrived) is None
 
 
-def test_a_python_model_reads_its_request_s_trace_context(tmp_path: Path) -> None:
-    write_python_model(tmp_path, "context", CONTEXT_MODEL, CONTEXT_CONFIG)
+@pytest.mark.parametrize("batching", ["", "sequence_batching { direct { } }"])
+def test_a_python_model_reads_its_request_s_trace_context(tmp_path: Path, batching: str) -> None:
+    write_python_model(tmp_path, "context", CONTEXT_MODEL, CONTEXT_CONFIG + batching)
+    sequence = {"sequence_id": 7, "sequence_start": True, "sequence_end": True}
 
     async def scenario(dp: LocalDataPlane) -> None:
         tracing, _ = _tracing(spans="triton")
-        request = InferRequest("context", None, {"IN": np.array([1], np.int32)}, {"IN": "INT32"})
-        untraced = await dp.infer(request)
+
+        def request() -> InferRequest:
+            return InferRequest(
+                "context", None, {"IN": np.array([1], np.int32)}, {"IN": "INT32"},
+                parameters=dict(sequence) if batching else {},
+            )  # fmt: skip
+
+        untraced = await dp.infer(request())
         assert untraced.outputs[0].data.tolist() == [b"none"]
-        request.trace = trace = tracing.begin("context", None, None, "http", {}, 0)
+        traced_request = request()
+        traced_request.trace = trace = tracing.begin("context", None, None, "http", {}, 0)
         assert trace is not None
-        traced = await dp.infer(request)
+        traced = await dp.infer(traced_request)
         (said,) = traced.outputs[0].data.tolist()
         assert said.decode() == trace.model_context()
 
@@ -501,3 +510,39 @@ class TritonPythonModel:
             responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", said)]))
         return responses
 """
+
+
+def test_a_grpc_call_the_caller_cancels_ends_its_spans_unanswered(tmp_path: Path) -> None:
+    """As Triton's: the request's spans end once what ran of it has (its compute, here),
+    the root with only the call's read events (no response or send)."""
+    slow_double(tmp_path, delay=0.3)
+    tracing, exporter = _tracing(spans="triton")
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
+            server = await start_grpc_server(dp, "127.0.0.1", 0, tracing=tracing)
+            try:
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+                    stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+                    request = InferRequest(
+                        "slow_double", None, {"x": np.ones((1, 2), np.float32)}, {}
+                    )
+                    call = stub.ModelInfer(encode_infer_request(request))
+                    await asyncio.sleep(0.1)  # executing
+                    call.cancel()
+                    for _ in range(100):  # its spans end once its execution has
+                        if exporter.get_finished_spans():
+                            break
+                        await asyncio.sleep(0.01)
+            finally:
+                await server.stop(0)
+
+    asyncio.run(scenario())
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    assert set(spans) == {"InferRequest", "slow_double", "compute"}
+    assert [e.name for e in spans["InferRequest"].events] == [
+        "GRPC_WAITREAD_START", "GRPC_WAITREAD_END"
+    ]  # fmt: skip
+    assert [e.name for e in spans["slow_double"].events] == [
+        "REQUEST_START", "QUEUE_START", "REQUEST_END"
+    ]  # fmt: skip

@@ -509,10 +509,14 @@ class GrpcInferWire:
     def path(sent: _GrpcSent) -> str:
         return "ModelInfer"
 
-    @staticmethod
-    def reply(sent: _GrpcSent, answer: Any) -> None:
-        if not sent.answered.done():  # else the RPC is gone
+    def reply(self, sent: _GrpcSent, answer: Any) -> None:
+        if not sent.answered.done():
             sent.answered.set_result(answer)
+        elif sent.trace is not None and sent.answered.cancelled():
+            # the caller cancelled the call: its trace ends with what ran, unanswered
+            version = getattr(answer, "model_version", "") or sent.message.model_version
+            self.service.tracing.finish(sent.trace, version, time.monotonic_ns(),
+                                        cancelled=True)  # fmt: skip
 
     @staticmethod
     def lane(sent: _GrpcSent, stamp: int) -> None:

@@ -128,6 +128,7 @@ class _Request:
     # an iterative sequence's START: its sequence ends once it is answered (not given back)
     closes: bool = False
     caller_gone: Callable[[], bool] | None = None  # whether its caller cancelled it
+    trace_context: str | None = None  # a traced request's, for a model that reads requests
 
 
 @dataclass(slots=True, eq=False)
@@ -213,7 +214,7 @@ def _row_request(
     flags = request.flags
     return BatchedRequest(
         1, request.parameters, flags.id, (1 if flags.start else 0) | (2 if flags.end else 0),
-        ragged_shapes=ragged_shapes,
+        ragged_shapes=ragged_shapes, trace_context=request.trace_context,
     )  # fmt: skip
 
 
@@ -394,6 +395,7 @@ class SequenceScheduler(InstanceThreads):
         request = _Request(
             inputs, outputs, flags, future, loop, min(arrived_ns, now) or now, shape_key,
             timing, parameters, stream=stream, caller_gone=CALLER_GONE.get(),
+            trace_context=submitted.trace_context,
         )  # fmt: skip
         # past its timeout or its caller's deadline, a request given back is not run again
         ends = (now + timeout_us * 1000 if timeout_us > 0 else 0,
