@@ -19,6 +19,7 @@ unloaded then. A failure anywhere before the switch leaves the version as it was
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
 from collections import defaultdict, deque
@@ -27,9 +28,10 @@ from collections.abc import Callable
 import structlog
 from tritonclient.grpc import model_config_pb2 as mc
 
+from modelyard.errors import ModelyardError, load_error
 from modelyard.hardware.memory import settled_resident_bytes
 from modelyard.server.instance_loading import load_more
-from modelyard.server.model_version import ModelVersion, instance_placements
+from modelyard.server.model_version import ModelVersion, instance_placements, unload_all
 from modelyard.server.resource_limiter import ResourceLimiter, instance_needs
 from modelyard.server.scheduler import InstanceThreads, Retiring
 
@@ -113,9 +115,17 @@ def update_instances(
     if limiter is not None:
         limiter.check([needs[i] for i in added], mv.name)
     held_before = settled_resident_bytes()
-    loaded = iter(
-        load_more(added, lambda i: maker.make(i, placed[i][0], config), model=mv.name)
-    )
+    try:
+        loaded = iter(
+            load_more(added, lambda i: maker.make(i, placed[i][0], config), model=mv.name)
+        )
+    except ModelyardError:
+        raise
+    except Exception as exc:  # an engine's own error, as a load's
+        raise load_error(
+            mv.name, mv.version, f"{type(exc).__name__}: {exc}",
+            f"the files of {mv.name}/{mv.version}",
+        ) from exc  # fmt: skip
     grown = max(0, settled_resident_bytes() - held_before)
     engines = [mv.engines[old] if old is not None else next(loaded) for old in kept]
     new_ones = [engines[i] for i in added]
@@ -125,9 +135,9 @@ def update_instances(
         check_memory(memory)
         if limiter is not None:
             limiter.add([needs[i] for i in added], mv.name)
-    except BaseException:
-        for engine in new_ones:
-            engine.unload()
+    except BaseException:  # the refusal is the answer: what loaded goes quietly
+        with contextlib.suppress(Exception):
+            unload_all(new_ones)
         raise
     retiring = scheduler.update_instances(engines, needs, limiter)
     mv.engines, mv.needs, mv.placed = engines, needs, placed

@@ -233,7 +233,6 @@ class InstanceThreads:
     _threads: list[threading.Thread]
     updates_instances = False
 
-
     def __init__(self, model: str, version: int, max_batch_size: int, clock: Clock) -> None:
         self.model = model
         self.version = version
