@@ -24,7 +24,7 @@ from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.instance_update import kept_instances, only_instances_differ
 from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
-from modelyard.server.model_version import ModelVersion
+from modelyard.server.model_version import InstanceMaker, ModelVersion
 from modelyard.server.resource_limiter import InstanceNeeds, ResourceLimiter
 from modelyard.types import InferRequest
 from tests.support.models import sequence_accumulator, slow_double
@@ -258,3 +258,26 @@ def test_instances_removed_under_traffic_finish_their_batch_and_none_fails(
             await manager.stop()
 
     asyncio.run(main())
+
+
+def test_an_instance_that_fails_to_load_fails_the_update_and_nothing_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An engine's own error (not one of modelyard's) is the load's answer, in its words,
+    and the version serves on with what it had."""
+
+    def broken(self: InstanceMaker, index: int, device: str, config: mc.ModelConfig) -> None:
+        raise OSError("the device is gone")
+
+    async def scenario(dp: LocalDataPlane, model_dir: Path) -> None:
+        mv = _serving(dp)
+        engines = list(mv.engines)
+        monkeypatch.setattr(InstanceMaker, "make", broken)
+        _groups(model_dir, "{ kind: KIND_CPU count: 3 }")
+        with pytest.raises(ModelyardError, match="OSError: the device is gone") as failed:
+            await dp.manager.load(MODEL)
+        assert "rule=model-server/load" in failed.value.line()
+        assert _serving(dp) is mv and mv.engines == engines
+        assert await _sum(dp, 4, 1, start=True, end=True) == 4
+
+    _run(tmp_path, scenario)
