@@ -4,9 +4,10 @@ through OpenTelemetry's in-memory exporter from an in-process HTTP and gRPC fron
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,19 @@ from tests.unit.frontdoors.test_http_lane import binary_request, post
 
 PARENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{PARENT_TRACE}-00f067aa0ba902b7-01"
+
+
+@contextlib.asynccontextmanager
+async def _grpc_stub(
+    dp: LocalDataPlane, tracing: Tracing
+) -> AsyncIterator[service_pb2_grpc.GRPCInferenceServiceStub]:
+    """A gRPC front door on ``dp`` with ``tracing``, and a client's stub of it."""
+    server = await start_grpc_server(dp, "127.0.0.1", 0, tracing=tracing)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            yield service_pb2_grpc.GRPCInferenceServiceStub(channel)
+    finally:
+        await server.stop(0)
 
 
 def _tracing(**settings: Any) -> tuple[Tracing, InMemorySpanExporter]:
@@ -136,16 +150,11 @@ def test_a_triton_trace_file_holds_each_request_s_timestamps_and_tensors(tmp_pat
                 body, header_length = binary_request(np.full((1, 2), 1.5, np.float32), f"r{index}")
                 status, _ = await post(app, body, header_length)
                 assert status == 200
-            server = await start_grpc_server(dp, "127.0.0.1", 0, tracing=tracing)
-            try:
-                async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-                    stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
-                    request = InferRequest(
-                        "slow_double", None, {"x": np.ones((1, 2), np.float32)}, {}, id="g-1"
-                    )
-                    await stub.ModelInfer(encode_infer_request(request))
-            finally:
-                await server.stop(0)
+            async with _grpc_stub(dp, tracing) as stub:
+                request = InferRequest(
+                    "slow_double", None, {"x": np.ones((1, 2), np.float32)}, {}, id="g-1"
+                )
+                await stub.ModelInfer(encode_infer_request(request))
 
     asyncio.run(scenario())
     assert not path.exists()  # log frequency 0: written when the server stops
@@ -258,33 +267,30 @@ def test_a_traced_grpc_request_and_a_refused_one(tmp_path: Path) -> None:
     tracing, exporter = _tracing()
 
     async def scenario() -> None:
-        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
-            server = await start_grpc_server(dp, "127.0.0.1", 0, tracing=tracing)
-            try:
-                async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-                    stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
-                    request = InferRequest(
-                        "slow_double", None, {"x": np.ones((1, 2), np.float32)}, {}, id="g-1"
-                    )
-                    reply = await stub.ModelInfer(
-                        encode_infer_request(request), metadata=(("traceparent", TRACEPARENT),)
-                    )
-                    assert reply.id == "g-1"
-                    bad = InferRequest("slow_double", None, {"x": np.ones((1, 3), np.float32)}, {})
-                    with pytest.raises(grpc.aio.AioRpcError):
-                        await stub.ModelInfer(encode_infer_request(bad))
-                    settings = await stub.TraceSetting(service_pb2.TraceSettingRequest())
-                    assert list(settings.settings["trace_level"].value) == ["TIMESTAMPS"]
-                    with pytest.raises(grpc.aio.AioRpcError) as unknown:
-                        await stub.TraceSetting(
-                            service_pb2.TraceSettingRequest(model_name="does-not-exist")
-                        )
-                    assert unknown.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-                    assert (unknown.value.details() or "").startswith(
-                        "Request for unknown model : does-not-exist"
-                    )
-            finally:
-                await server.stop(0)
+        async with (
+            running_dataplane(tmp_path, ControlMode.NONE) as dp,
+            _grpc_stub(dp, tracing) as stub,
+        ):
+            request = InferRequest(
+                "slow_double", None, {"x": np.ones((1, 2), np.float32)}, {}, id="g-1"
+            )
+            reply = await stub.ModelInfer(
+                encode_infer_request(request), metadata=(("traceparent", TRACEPARENT),)
+            )
+            assert reply.id == "g-1"
+            bad = InferRequest("slow_double", None, {"x": np.ones((1, 3), np.float32)}, {})
+            with pytest.raises(grpc.aio.AioRpcError):
+                await stub.ModelInfer(encode_infer_request(bad))
+            settings = await stub.TraceSetting(service_pb2.TraceSettingRequest())
+            assert list(settings.settings["trace_level"].value) == ["TIMESTAMPS"]
+            with pytest.raises(grpc.aio.AioRpcError) as unknown:
+                await stub.TraceSetting(
+                    service_pb2.TraceSettingRequest(model_name="does-not-exist")
+                )
+            assert unknown.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert (unknown.value.details() or "").startswith(
+                "Request for unknown model : does-not-exist"
+            )
 
     asyncio.run(scenario())
     roots = [s for s in exporter.get_finished_spans() if s.name == "InferRequest"]
@@ -368,21 +374,18 @@ def test_a_request_on_a_grpc_stream_is_traced_with_the_streams_context(tmp_path:
     tracing, exporter = _tracing()
 
     async def scenario() -> None:
-        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
-            server = await start_grpc_server(dp, "127.0.0.1", 0, tracing=tracing)
-            try:
-                async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-                    stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
-                    request = InferRequest(
-                        "slow_double", None, {"x": np.ones((1, 2), np.float32)}, {}, id="s-1"
-                    )
-                    call = stub.ModelStreamInfer(metadata=(("traceparent", TRACEPARENT),))
-                    await call.write(encode_infer_request(request))
-                    reply = await call.read()
-                    assert reply.infer_response.id == "s-1"
-                    await call.done_writing()
-            finally:
-                await server.stop(0)
+        async with (
+            running_dataplane(tmp_path, ControlMode.NONE) as dp,
+            _grpc_stub(dp, tracing) as stub,
+        ):
+            request = InferRequest(
+                "slow_double", None, {"x": np.ones((1, 2), np.float32)}, {}, id="s-1"
+            )
+            call = stub.ModelStreamInfer(metadata=(("traceparent", TRACEPARENT),))
+            await call.write(encode_infer_request(request))
+            reply = await call.read()
+            assert reply.infer_response.id == "s-1"
+            await call.done_writing()
 
     asyncio.run(scenario())
     roots = [s for s in exporter.get_finished_spans() if s.name == "InferRequest"]
@@ -519,23 +522,20 @@ def test_a_grpc_call_the_caller_cancels_ends_its_spans_unanswered(tmp_path: Path
     tracing, exporter = _tracing(spans="triton")
 
     async def scenario() -> None:
-        async with running_dataplane(tmp_path, ControlMode.NONE) as dp:
-            server = await start_grpc_server(dp, "127.0.0.1", 0, tracing=tracing)
-            try:
-                async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-                    stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
-                    request = InferRequest(
-                        "slow_double", None, {"x": np.ones((1, 2), np.float32)}, {}
-                    )
-                    call = stub.ModelInfer(encode_infer_request(request))
-                    await asyncio.sleep(0.1)  # executing
-                    call.cancel()
-                    for _ in range(100):  # its spans end once its execution has
-                        if exporter.get_finished_spans():
-                            break
-                        await asyncio.sleep(0.01)
-            finally:
-                await server.stop(0)
+        async with (
+            running_dataplane(tmp_path, ControlMode.NONE) as dp,
+            _grpc_stub(dp, tracing) as stub,
+        ):
+            request = InferRequest(
+                "slow_double", None, {"x": np.ones((1, 2), np.float32)}, {}
+            )
+            call = stub.ModelInfer(encode_infer_request(request))
+            await asyncio.sleep(0.1)  # executing
+            call.cancel()
+            for _ in range(100):  # its spans end once its execution has
+                if exporter.get_finished_spans():
+                    break
+                await asyncio.sleep(0.01)
 
     asyncio.run(scenario())
     spans = {span.name: span for span in exporter.get_finished_spans()}
