@@ -546,3 +546,39 @@ def test_a_grpc_call_the_caller_cancels_ends_its_spans_unanswered(tmp_path: Path
     assert [e.name for e in spans["slow_double"].events] == [
         "REQUEST_START", "QUEUE_START", "REQUEST_END"
     ]  # fmt: skip
+
+
+def test_a_decoupled_python_model_reads_its_request_s_trace_context(tmp_path: Path) -> None:
+    config = CONTEXT_CONFIG + "model_transaction_policy { decoupled: true }\n"
+    write_python_model(tmp_path, "context", DECOUPLED_CONTEXT_MODEL, config)
+
+    async def scenario(dp: LocalDataPlane) -> None:
+        tracing, _ = _tracing(spans="triton")
+        request = InferRequest("context", None, {"IN": np.array([1], np.int32)}, {"IN": "INT32"})
+        request.trace = trace = tracing.begin("context", None, None, "grpc", {}, 0)
+        assert trace is not None
+        said = [
+            item.response.outputs[0].data.tolist()
+            async for item in dp.infer_stream(request)
+            if item.response is not None
+        ]
+        assert said == [[(trace.model_context() or "").encode()]]
+
+    asyncio.run(_on_dataplane(tmp_path, scenario))
+
+
+DECOUPLED_CONTEXT_MODEL = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            context = request.trace().get_context()
+            said = np.array([(context or "none").encode()], dtype=np.object_)
+            sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", said)]))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+"""

@@ -79,6 +79,7 @@ class DecoupledRequest(NamedTuple):
     correlation_id: int | str = 0
     flags: int = 0
     timed: bool = False
+    trace_context: str | None = None  # a traced request's W3C trace context (JSON)
 
 
 class ModelParameters(dict[str, Any]):

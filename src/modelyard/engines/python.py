@@ -577,8 +577,10 @@ class PythonEngine(Engine):
             self._stub.execute_decoupled(requests)
             return
         batch = [
-            BatchedRequest(1, each.parameters, each.correlation_id, each.flags) for each in requests
-        ]
+            BatchedRequest(1, each.parameters, each.correlation_id, each.flags,
+                           trace_context=each.trace_context)
+            for each in requests
+        ]  # fmt: skip
         pb_requests, senders = [], []
         started_ns = time.monotonic_ns()
         for each, described in zip(requests, batch, strict=True):

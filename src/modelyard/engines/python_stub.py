@@ -365,7 +365,7 @@ class StubProcess:
             deliver = request.deliver if request.timed else _untimed(request.deliver)
             self._decoupled[call_id] = (deliver, request.is_cancelled, self._conn)
             sent.append((call_id, request.inputs, request.outputs, request.parameters,
-                         request.correlation_id, request.flags))  # fmt: skip
+                         request.correlation_id, request.flags, request.trace_context))  # fmt: skip
         try:
             self._call("execute_decoupled", sent)
         except ModelyardError as error:
@@ -780,8 +780,9 @@ class _Child:
                 correlation_id,
                 flags,
                 timed=True,
+                trace_context=trace_context,
             )
-            for call_id, inputs, outputs, parameters, correlation_id, flags in sent
+            for call_id, inputs, outputs, parameters, correlation_id, flags, trace_context in sent
         ]
         self._answer(batch_id, self._engine.execute_decoupled, requests)  # it returns None
 

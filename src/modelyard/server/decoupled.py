@@ -111,6 +111,7 @@ class _Request(NamedTuple):
     loop: asyncio.AbstractEventLoop
     enqueued_ns: int
     parameters: dict[str, Any] | None
+    trace_context: str | None = None
 
 
 MAX_QUEUED = 4096  # requests waiting for an instance: each holds its inputs
@@ -177,7 +178,8 @@ class DecoupledScheduler(InstanceThreads):
             arrived_ns = min(request.arrived_ns, now) or now
             self._queue.append(
                 _Request(
-                    request.inputs, request.outputs, stream, loop, arrived_ns, request.parameters
+                    request.inputs, request.outputs, stream, loop, arrived_ns, request.parameters,
+                    request.trace_context,
                 )
             )
             self._cond.notify()
@@ -205,7 +207,7 @@ class DecoupledScheduler(InstanceThreads):
                 ]  # fmt: skip
                 described = [
                     DecoupledRequest(r.inputs, r.outputs, each.deliver, each.is_cancelled,
-                                     r.parameters, timed=True)
+                                     r.parameters, timed=True, trace_context=r.trace_context)
                     for r, each in zip(taken, opened, strict=True)
                 ]  # fmt: skip
                 execute_decoupled(engine, self.model, self.version, opened, described)

@@ -578,9 +578,12 @@ class LocalDataPlane:
         inputs = lane.reshaped(request.inputs)
         if lane.residency is not None:  # queued as InferLane.submit counts it
             lane.residency.count_request(lane.model_name)
+        trace = request.trace
         submitted = Submission(
             inputs, lane.output_names, lane.rows, timeout_us=request.timeout_us,
             arrived_ns=request.arrived_ns, parameters=lane.parameters, sequence=lane.sequence,
+            trace_context=None if trace is None or lane.parameters is None
+            else trace.model_context(),
         )  # fmt: skip
         stream = scheduler.submit_stream(submitted)
         if request.queued is not None:
