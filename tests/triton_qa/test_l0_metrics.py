@@ -90,26 +90,40 @@ def test_metrics_config(host: LoopbackHost, tmp_path: Path) -> None:
                     run.check(count=1)
                 except AssertionError as error:
                     failures.append(f"{name}: {error}")
+    repos = _namespacing_repos(work)
+    args = [f"--model-repository={repos}/addsub_repo", "--model-namespacing=false",
+            "--allow-metrics=true"]  # fmt: skip
+    with harness.tritonserver(host, args, work / "namespace_off.server.log", cwd=work):
+        test = "MetricsConfigTest.test_model_namespacing_label_with_namespace_off"
+        run = harness.run_qa_file(host, work, CONFIG, test)
+    try:
+        run.check(count=1)
+    except AssertionError as error:
+        failures.append(f"namespace off: {error}")
+    assert not failures, "\n".join(failures)
+
+
+def test_namespace_label(host: LoopbackHost, tmp_path: Path) -> None:
+    """test.sh's namespacing-on server: each model labelled with its repository."""
+    work = harness.work_directory(tmp_path, "L0_metrics")
+    _namespacing_repos(work)
+    with _at_tritons_path(work) as installed:  # the namespaces the test names
+        repos = installed / "model_namespacing_repos"
+        args = [f"--model-repository={repos}/addsub_repo",
+                f"--model-repository={repos}/subadd_repo", "--model-namespacing=true",
+                "--allow-metrics=true"]  # fmt: skip
+        with harness.tritonserver(host, args, work / "namespace_on.server.log", cwd=work):
+            test = "MetricsConfigTest.test_model_namespacing_label_with_namespace_on"
+            run = harness.run_qa_file(host, work, CONFIG, test)
+    run.check(count=1)
+
+
+def _namespacing_repos(work: Path) -> Path:
+    """test.sh's model_namespacing_repos, the ensembles' version folders made."""
     repos = work / "model_namespacing_repos"
     (repos / "addsub_repo" / "addsub_ensemble" / "1").mkdir(parents=True, exist_ok=True)
     (repos / "subadd_repo" / "subadd_ensemble" / "1").mkdir(parents=True, exist_ok=True)
-    with _at_tritons_path(work) as installed:  # the namespaces the test names
-        namespaced = installed / "model_namespacing_repos"
-        servers = {
-            "on": [f"--model-repository={namespaced}/addsub_repo",
-                   f"--model-repository={namespaced}/subadd_repo", "--model-namespacing=true"],
-            "off": [f"--model-repository={repos}/addsub_repo", "--model-namespacing=false"],
-        }  # fmt: skip
-        for name, args in servers.items():
-            log = work / f"namespace_{name}.server.log"
-            with harness.tritonserver(host, [*args, "--allow-metrics=true"], log, cwd=work):
-                test = f"MetricsConfigTest.test_model_namespacing_label_with_namespace_{name}"
-                run = harness.run_qa_file(host, work, CONFIG, test)
-            try:
-                run.check(count=1)
-            except AssertionError as error:
-                failures.append(f"namespace {name}: {error}")
-    assert not failures, "\n".join(failures)
+    return repos
 
 
 @contextmanager
