@@ -147,15 +147,14 @@ def _triton_labels(manager: ModelManager) -> Labels:
     """Triton's labels of a version's series: its model and version, and with namespacing
     the repository it is from (``namespace``, as given on the command line) beside the
     model's bare name."""
-    repository = manager.repository
-    if not repository.namespacing:
+    if not manager.repository.namespacing:
         return _labels
     known: dict[str, dict[str, str]] = {}
 
     def labels(mv: ModelVersion) -> dict[str, str]:
         model = known.get(mv.name)
         if model is None:
-            root = repository.root_of(mv.name)
+            root = manager.repository_of(mv.name)
             model = {"model": mv.name.partition(NAMESPACE_MARK)[0]}
             if root is not None:
                 model["namespace"] = str(root)

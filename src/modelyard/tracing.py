@@ -341,7 +341,8 @@ class Tracing:
     def begin_child(self, model: str, context: str, arrived_ns: int) -> RequestTrace | None:
         """A model's own call (Triton's BLS) made with its request's trace context
         (``RequestTrace.model_context``): the called model's span under the caller's, in the
-        caller's trace; None when the context is not one (or spans are not exported)."""
+        caller's trace; None when the context is not one, spans are not exported, or they
+        are laid out as modelyard serve's own (which has no model span to nest under)."""
         if self._tracer is None or self.spans != "triton":
             return None
         from opentelemetry.propagate import extract

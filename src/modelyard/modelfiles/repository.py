@@ -133,11 +133,6 @@ class ModelRepository:
         found = [root / listed for root in roots for listed in _listed(root) if listed == name]
         return found[0] if len(found) == 1 else None  # in two roots: neither serves
 
-    def root_of(self, key: str) -> Path | None:
-        """The repository (as given) whose model ``key`` is, if one lists it."""
-        model_dir = self.model_dir(key)
-        return None if model_dir is None else model_dir.parent
-
     def keys_of(self, name: str) -> list[str]:
         """The keys a name loads: its own, or each namespaced model's of that name."""
         return sorted(self._shared[name].values()) if name in self._shared else [name]

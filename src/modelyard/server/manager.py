@@ -667,6 +667,14 @@ class ModelManager:
             rows.extend(entries)
         return rows
 
+    def repository_of(self, name: str) -> Path | None:
+        """The repository (as given) a loaded model was read from; None for one loaded from
+        a load request's files. Read from its record: no listing of the repositories."""
+        record = self._models.get(name)
+        if record is None or record.model_dir is None or record.override_dir is not None:
+            return None
+        return record.model_dir.parent
+
     def _refuse_unless_explicit(self, action: str) -> None:
         if self.mode is not ControlMode.EXPLICIT:
             raise ModelServerError.of(  # Triton's words (it says so in 'none' mode too)
