@@ -45,11 +45,13 @@ from __future__ import annotations
 import functools
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from modelyard import error_rules
+from modelyard.engines.base import TraceTimes
 from modelyard.errors import Code, ProtocolError, shown
 from modelyard.trace_file import TraceFile, tensor_record
 
@@ -117,8 +119,9 @@ class RequestTrace:
     last: bool = False  # the count ran out with it
     file_owner: str | None = None  # the model whose own log frequency its record follows
     admitted_ns: int = 0
-    # enqueued, execution start, compute start, compute end, execution end (the scheduler's)
-    timing: list[int] = field(default_factory=list)
+    # enqueued, execution start, compute start, compute end, execution end (the scheduler's),
+    # and the activities its model reported
+    timing: TraceTimes = field(default_factory=TraceTimes)
     results_ns: int = 0
     error: str | None = None
     # at the TENSORS level: its inputs (name -> (datatype, array)) and its response's outputs
@@ -517,8 +520,30 @@ class Tracing:
                 compute.add_event(event, timestamp=at + wall)
             compute.end(end_time=max(started, done) + wall)
             end = max(end, done)
+        self._activity_spans(model, getattr(timing, "activities", ()))
         model.add_event("REQUEST_END", timestamp=end + wall)
         model.end(end_time=end + wall)
+
+    def _activity_spans(self, model: Any, activities: Sequence[tuple[str, int]]) -> None:
+        """A model's custom activities as Triton's tracer lays them out: a name ending
+        ``_START`` opens a span (its name the rest) inside the innermost open one, ``_END``
+        closes the innermost, and each is an event of the span open at it; a span left open
+        ends with the last activity."""
+        from opentelemetry.trace import set_span_in_context
+
+        wall, opened = self._offset_ns, [model]
+        for name, at in activities:
+            if name.endswith("_START") and len(name) > len("_START"):
+                opened.append(self._tracer.start_span(
+                    name[: -len("_START")], context=set_span_in_context(opened[-1]),
+                    start_time=at + wall,
+                ))  # fmt: skip
+            opened[-1].add_event(name, timestamp=at + wall)
+            if name.endswith("_END") and len(name) > len("_END") and len(opened) > 1:
+                opened.pop().end(end_time=at + wall)
+        last = activities[-1][1] if activities else 0
+        for span in reversed(opened[1:]):
+            span.end(end_time=last + wall)
 
     def flush(self) -> None:
         """Wait until the file has every trace finished so far (tests read it then)."""
@@ -570,6 +595,7 @@ def _triton_records(trace: RequestTrace, model_version: str, sent_ns: int) -> li
             ("QUEUE_START", enqueued),
             ("COMPUTE_START", started),
             ("COMPUTE_INPUT_END", input_end),
+            *getattr(trace.timing, "activities", ()),  # reported while the model computed
             ("COMPUTE_OUTPUT_START", output_start),
             ("COMPUTE_END", executed),
         ]

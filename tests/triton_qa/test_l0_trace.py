@@ -44,7 +44,7 @@ OTEL_ARGS = [
     "--model-control-mode=explicit", "--load-model=simple", "--load-model=repeat_int32",
     "--load-model=ensemble_add_sub_int32_int32_int32", "--load-model=bls_simple",
     "--load-model=trace_context", "--load-model=input_all_required",
-    "--load-model=dynamic_batch",
+    "--load-model=dynamic_batch", "--load-model=custom_identity_int32",
     "--trace-config=level=TIMESTAMPS", "--trace-config=rate=1", "--trace-config=count=-1",
     "--trace-config=mode=opentelemetry",
     "--trace-config=opentelemetry,resource=test.key=test.value",
@@ -56,7 +56,8 @@ OTEL_ARGS = [
 # one to `repeat_int32`; at a rate of 5, requests to the ensemble with and without the
 # caller's context; one to the ensemble, its step's span under its own; `bls_simple`'s
 # call to the ensemble, its spans under the calling model's; the trace context a python
-# model reads; a gRPC call cancelled while it executes, and one cancelled in its queue);
+# model reads; a gRPC call cancelled while it executes, and one cancelled in its queue;
+# the identity backend's custom activities, with and without the caller's context);
 # docs/triton-qa.md says what stands in the way of the others
 OTEL_TESTS = [
     f"OpenTelemetryTest.test_{protocol}_trace_simple_model{context}"
@@ -72,6 +73,8 @@ OTEL_TESTS = [
     "OpenTelemetryTest.test_trace_context_exposed_to_pbe",
     "OpenTelemetryTest.test_grpc_trace_all_input_required_model_cancel",
     "OpenTelemetryTest.test_grpc_trace_model_cancel_in_queue",
+    "OpenTelemetryTest.test_custom_backend_tracing",
+    "OpenTelemetryTest.test_custom_backend_tracing_context_propagation",
 ]
 
 
@@ -162,7 +165,8 @@ ensemble_scheduling { step [ {
 def otel_repository(work: Path) -> Path:
     """test.sh's repository for its OpenTelemetry server, as far as the chosen tests ask:
     ``simple``, ``repeat_int32`` (a python model in the place of Triton's C++ one), the
-    one-step ensemble over ``simple``, ``bls_simple`` and ``trace_context``."""
+    one-step ensemble over ``simple``, ``bls_simple``, ``trace_context``, the cancelled
+    calls' models and ``custom_identity_int32``."""
     models = repository(work)
     ensemble = models / "ensemble_add_sub_int32_int32_int32"
     (ensemble / "1").mkdir(parents=True)
@@ -182,6 +186,8 @@ def otel_repository(work: Path) -> Path:
     shutil.copytree(work / "models" / "input_all_required", models / "input_all_required")
     (models / "dynamic_batch" / "1").mkdir(parents=True)
     (models / "dynamic_batch" / "config.pbtxt").write_text(DYNAMIC_BATCH_CONFIG)
+    (models / "custom_identity_int32" / "1").mkdir(parents=True)
+    (models / "custom_identity_int32" / "config.pbtxt").write_text(CUSTOM_IDENTITY_CONFIG)
     return models
 
 
@@ -196,6 +202,26 @@ dynamic_batching {
                          max_queue_size: 8 }
 }
 parameters [{ key: "execute_delay_ms" value: { string_value: "8000" } }]
+"""
+
+
+# test.sh's second custom_identity_int32 (the identity backend, 500 ms an execution, its
+# custom activities: six nested spans, the single activity in every third)
+CUSTOM_IDENTITY_CONFIG = """name: "custom_identity_int32"
+backend: "identity"
+max_batch_size: 1024
+input [{ name: "INPUT0"
+ data_type: TYPE_INT32
+ dims: [ -1 ] }]
+output [{ name: "OUTPUT0"
+ data_type: TYPE_INT32
+ dims: [ -1 ] }]
+instance_group [{ kind: KIND_CPU }]
+parameters [{ key: "execute_delay_ms"
+ value: { string_value: "500" } }, { key: "enable_custom_tracing"
+ value: { string_value: "true" } }, { key: "nested_span_count"
+ value: { string_value: "6" } }, { key: "single_activity_frequency"
+ value: { string_value: "3" } }]
 """
 
 

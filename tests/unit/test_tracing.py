@@ -486,6 +486,81 @@ def test_a_python_model_reads_its_request_s_trace_context(tmp_path: Path, batchi
     asyncio.run(_on_dataplane(tmp_path, scenario))
 
 
+CUSTOM_TRACING_CONFIG = """
+backend: "identity"
+max_batch_size: 8
+input [{ name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }]
+output [{ name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }]
+parameters [
+  { key: "enable_custom_tracing" value: { string_value: "true" } },
+  { key: "nested_span_count" value: { string_value: "2" } },
+  { key: "single_activity_frequency" value: { string_value: "2" } }
+]
+"""
+
+
+def test_the_identity_backend_s_custom_activities_are_spans_and_stamps_as_tritons(
+    tmp_path: Path,
+) -> None:
+    """Triton's identity backend with ``enable_custom_tracing``: each traced request's
+    ``CUSTOM_ACTIVITY`` span and nested ``CUSTOM_ACTIVITY<n>`` spans under its model's span,
+    ``CUSTOM_SINGLE_ACTIVITY`` an event of the span open at it; in a trace file, stamps.
+    An untraced request reports nothing and waits for nothing."""
+    model = tmp_path / "custom_identity" / "1"
+    model.mkdir(parents=True)
+    (model.parent / "config.pbtxt").write_text(CUSTOM_TRACING_CONFIG)
+    tracing, exporter = _tracing(spans="triton")
+    file_tracing = Tracing(level=["TIMESTAMPS"], rate=1, file=tmp_path / "trace.json")
+
+    def request() -> InferRequest:
+        return InferRequest(
+            "custom_identity", None, {"INPUT0": np.array([[4]], np.int32)}, {"INPUT0": "INT32"}
+        )
+
+    async def scenario(dp: LocalDataPlane) -> None:
+        started = time.monotonic()
+        await dp.infer(request())
+        assert time.monotonic() - started < 0.1  # no activity, no sleep
+        for each in (tracing, file_tracing):
+            traced = request()
+            traced.trace = trace = each.begin("custom_identity", None, None, "http", {}, 0)
+            assert trace is not None
+            answer = await dp.infer(traced)
+            assert answer.outputs[0].data.tolist() == [[4]]
+            trace.answered(answer)
+            each.finish(trace, "1", time.monotonic_ns())
+
+    asyncio.run(_on_dataplane(tmp_path, scenario))
+    spans = exporter.get_finished_spans()
+    by_id = {span.context.span_id: span.name for span in spans}
+    nesting = sorted((by_id.get(s.parent.span_id, "") if s.parent else "", s.name) for s in spans)
+    assert nesting == [
+        ("", "InferRequest"), ("CUSTOM_ACTIVITY0", "CUSTOM_ACTIVITY1"),
+        ("InferRequest", "custom_identity"), ("custom_identity", "CUSTOM_ACTIVITY"),
+        ("custom_identity", "CUSTOM_ACTIVITY0"), ("custom_identity", "compute"),
+    ]  # fmt: skip
+    events = {span.name: [e.name for e in span.events] for span in spans}
+    assert events["CUSTOM_ACTIVITY"] == ["CUSTOM_ACTIVITY_START", "CUSTOM_ACTIVITY_END"]
+    assert events["CUSTOM_ACTIVITY0"] == [
+        "CUSTOM_ACTIVITY0_START", "CUSTOM_SINGLE_ACTIVITY", "CUSTOM_ACTIVITY0_END",
+    ]  # fmt: skip
+    assert events["CUSTOM_ACTIVITY1"] == ["CUSTOM_ACTIVITY1_START", "CUSTOM_ACTIVITY1_END"]
+    assert sorted(events["custom_identity"]) == [
+        "CUSTOM_SINGLE_ACTIVITY", "QUEUE_START", "REQUEST_END", "REQUEST_START",
+    ]  # fmt: skip
+    named = {span.name: span for span in spans}
+    outer, inner = named["CUSTOM_ACTIVITY0"], named["CUSTOM_ACTIVITY1"]
+    assert outer.start_time < inner.start_time < inner.end_time <= outer.end_time
+    assert named["CUSTOM_ACTIVITY"].end_time - named["CUSTOM_ACTIVITY"].start_time >= 90e6
+    file_tracing.shutdown()
+    names = [name for name, _ in _stamps(_read(tmp_path / "trace.json"), 1)]
+    assert names[names.index("COMPUTE_INPUT_END") + 1 : names.index("COMPUTE_OUTPUT_START")] == [
+        "CUSTOM_ACTIVITY_START", "CUSTOM_ACTIVITY_END", "CUSTOM_SINGLE_ACTIVITY",
+        "CUSTOM_ACTIVITY0_START", "CUSTOM_SINGLE_ACTIVITY", "CUSTOM_ACTIVITY1_START",
+        "CUSTOM_ACTIVITY1_END", "CUSTOM_ACTIVITY0_END",
+    ]  # fmt: skip
+
+
 async def _on_dataplane(
     repository: Path, scenario: Callable[[LocalDataPlane], Awaitable[None]]
 ) -> None:

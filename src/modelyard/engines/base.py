@@ -80,6 +80,9 @@ class DecoupledRequest(NamedTuple):
     flags: int = 0
     timed: bool = False
     trace_context: str | None = None  # a traced request's W3C trace context (JSON)
+    # ``on_cancel(tell)``: ``tell()`` is called once the caller has gone (None: ask
+    # ``is_cancelled``)
+    on_cancel: Callable[[Callable[[], None]], None] | None = None
 
 
 class ModelParameters(dict[str, Any]):
@@ -117,6 +120,35 @@ def batch_requests(requests: list[BatchedRequest]) -> Iterator[None]:
 def current_batch_requests() -> list[BatchedRequest] | None:
     """The requests of the batch executing on this thread, where the scheduler gave them."""
     return getattr(_execution, "requests", None)
+
+
+class TraceTimes(list[int]):
+    """A traced request's execution times (the scheduler's: enqueued, execution start,
+    compute start, compute end, execution end), and the activities its model reported
+    meanwhile: ``(name, monotonic ns)``, Triton's ``TRITONSERVER_InferenceTraceReportActivity``
+    (a name ending ``_START`` opens a span, ``_END`` closes it, any other is an event)."""
+
+    __slots__ = ("activities",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.activities: list[tuple[str, int]] = []
+
+
+@contextlib.contextmanager
+def traced_activities(traced: list[list[tuple[str, int]]]) -> Iterator[None]:
+    """Around the execute of an engine that reports activities: where each traced request
+    of the batch keeps them (one list each; untraced requests have none)."""
+    _execution.activities = traced
+    try:
+        yield
+    finally:
+        _execution.activities = None
+
+
+def current_traced_activities() -> list[list[tuple[str, int]]]:
+    """The activity lists of the traced requests of the batch executing on this thread."""
+    return getattr(_execution, "activities", None) or []
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +240,9 @@ class Engine(ABC):
     #: BatchedRequest.ragged_shapes) but no batch_input or batch_output: a model that reads
     #: requests sees each request's tensor in its own shape, as Triton's python backend does
     serves_ragged_inputs: ClassVar[bool] = False
+    #: whether execute() reports trace activities of its batch's traced requests
+    #: (``current_traced_activities``); set by load()
+    reports_activities: bool = False
     #: outputs execute() itself returns flat over a ragged batch, each request's part shaped
     #: as its part of the named input (output -> input); set by load()
     ragged_outputs: Mapping[str, str] = MappingProxyType({})

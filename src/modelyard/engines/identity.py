@@ -6,7 +6,11 @@ has no model file. As Triton's: inputs and outputs pair up by index (``INPUT<n>`
 ``OUTPUT<n>`` with the same datatype and shape, checked at load); an optional input a
 request leaves out gives zeros of its shape (-1 taken as 1); the ``execute_delay_ms``
 parameter sleeps before each execution (``instance_wise_delay_multiplier``: times the
-instance's index), ``creation_delay_sec`` before the load finishes. Triton's backend
+instance's index), ``creation_delay_sec`` before the load finishes. With
+``enable_custom_tracing: "true"`` it reports, as Triton's does, custom trace activities of
+each traced request (a ``CUSTOM_ACTIVITY`` span of 100 ms, a ``CUSTOM_SINGLE_ACTIVITY``
+event, then ``nested_span_count`` spans ``CUSTOM_ACTIVITY<n>`` each inside the one before,
+100 ms apart, the event in every ``single_activity_frequency``-th). Triton's backend
 answers each request of a batch with its own inputs, so an input with
 ``allow_ragged_batch`` comes back in each request's own shape: here the batch's flat run of
 it is its output's (``ragged_outputs``), which the server takes apart per request.
@@ -21,13 +25,15 @@ import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard import error_rules
-from modelyard.engines.base import Engine, LoadContext, Signature
+from modelyard.engines.base import Engine, LoadContext, Signature, current_traced_activities
 from modelyard.errors import EngineError
 from modelyard.types import CONFIG_TO_V2, numpy_dtype
 
 # the largest delays a config may ask for: a test model's, never a stall
 _MAX_DELAY_MS = 600_000
 _MAX_CREATION_DELAY_S = 600
+_MAX_NESTED_SPANS = 100  # each 100 ms of a traced request's execution
+_ACTIVITY_S = 0.1
 
 
 def _refuse(ctx: LoadContext, detail: str) -> EngineError:
@@ -65,6 +71,8 @@ class IdentityEngine(Engine):
         self._batched = False
         self._stacked: tuple[str, ...] = ()  # the inputs batched by rows
         self._delay_s = 0.0
+        self._nested_spans = 0
+        self._single_every = 1
 
     def load(self, ctx: LoadContext) -> Signature | None:
         config = ctx.config
@@ -126,6 +134,20 @@ class IdentityEngine(Engine):
             delay_ms *= max(multiplier * ctx.instance_index, 1)
         self._delay_s = min(delay_ms, _MAX_DELAY_MS) / 1000
         creation_delay = _int_parameter(ctx, "creation_delay_sec", _MAX_CREATION_DELAY_S)
+        if ctx.parameter("enable_custom_tracing", "") == "true":
+            self.reports_activities = True
+            self.runs_on_loop = False  # a traced request's activities take their time
+            self._nested_spans = _int_parameter(ctx, "nested_span_count", _MAX_NESTED_SPANS)
+            frequency = 1  # Triton's default
+            if ctx.parameter("single_activity_frequency", ""):
+                frequency = _int_parameter(ctx, "single_activity_frequency", 1_000)
+            if frequency < 1:
+                raise EngineError.of(
+                    error_rules.IDENTITY,
+                    "parameter 'single_activity_frequency' must be 1 or more",
+                    where=f"parameters in {ctx.config.name}/config.pbtxt",
+                )
+            self._single_every = frequency
         if creation_delay:
             time.sleep(creation_delay)
         return None
@@ -133,6 +155,9 @@ class IdentityEngine(Engine):
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
         if self._delay_s:
             time.sleep(self._delay_s)
+        if self.reports_activities:
+            for activities in current_traced_activities():
+                self._report_activities(activities)
         rows = 0
         if self._batched:
             stacked = (inputs.get(name) for name in self._stacked)
@@ -148,3 +173,21 @@ class IdentityEngine(Engine):
                 fill = b"" if dtype == np.object_ else 0
                 results[output] = np.full(full, fill, dtype=dtype)
         return results
+
+    def _report_activities(self, activities: list[tuple[str, int]]) -> None:
+        """Triton's identity backend's custom activities of one traced request."""
+
+        def report(name: str) -> None:
+            activities.append((name, time.monotonic_ns()))
+
+        report("CUSTOM_ACTIVITY_START")
+        time.sleep(_ACTIVITY_S)
+        report("CUSTOM_ACTIVITY_END")
+        report("CUSTOM_SINGLE_ACTIVITY")
+        for count in range(self._nested_spans):
+            report(f"CUSTOM_ACTIVITY{count}_START")
+            time.sleep(_ACTIVITY_S)
+            if count % self._single_every == 0:
+                report("CUSTOM_SINGLE_ACTIVITY")
+        for count in reversed(range(self._nested_spans)):
+            report(f"CUSTOM_ACTIVITY{count}_END")

@@ -41,6 +41,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
+from modelyard.engines.base import TraceTimes
 from modelyard.errors import ModelServerError, ModelyardError
 from modelyard.modelfiles.config import ModelSpec, TensorConfig, compile_spec, read_model_config
 from modelyard.server.decoupled import ResponseStream, StreamItem, decoupled_refusal
@@ -613,7 +614,7 @@ class EnsembleScheduler:
                     if all(t in tensors or t in left_out for t in s.inputs.values())
                 ]:  # fmt: skip
                     waiting.remove(step)
-                    step_timing: list[int] | None = None if traced is None else []
+                    step_timing: list[int] | None = None if traced is None else TraceTimes()
                     future, spec, step_rows, version = self._submit_step(
                         step, tensors, batches, request, left_out, step_timing
                     )

@@ -55,7 +55,9 @@ from modelyard.engines.base import (
     BatchedRequest,
     BatchOutcomes,
     Engine,
+    TraceTimes,
     batch_requests,
+    traced_activities,
 )
 from modelyard.errors import (
     INTERNAL,
@@ -851,6 +853,12 @@ class Scheduler(InstanceThreads):
         outputs: list[str],
     ) -> dict[str, np.ndarray]:
         if not self._takes_requests:
+            if engine.reports_activities:
+                traced = [
+                    p.timing.activities for p in payloads if isinstance(p.timing, TraceTimes)
+                ]
+                with traced_activities(traced):
+                    return engine.execute(inputs, outputs)
             return engine.execute(inputs, outputs)
         # Triton's python backend: each request as it came (a ragged input in its own shape)
         ragged = self._ragged.ragged if self._ragged is not None else frozenset()

@@ -58,6 +58,12 @@ def test_each_output_is_its_input_and_a_missing_optional_one_is_zeros(tmp_path: 
          "model configuration must have equal input/output pairs"),
         (PAIR + 'parameters { key: "execute_delay_ms" value { string_value: "soon" } }',
          "parameter 'execute_delay_ms' must be an integer"),
+        (PAIR + 'parameters { key: "enable_custom_tracing" value { string_value: "true" } } '
+         'parameters { key: "single_activity_frequency" value { string_value: "0" } }',
+         "parameter 'single_activity_frequency' must be 1 or more"),
+        (PAIR + 'parameters { key: "enable_custom_tracing" value { string_value: "true" } } '
+         'parameters { key: "nested_span_count" value { string_value: "many" } }',
+         "parameter 'nested_span_count' must be an integer"),
     ],
 )  # fmt: skip
 def test_a_config_the_backend_cannot_serve_is_refused_in_its_words(
