@@ -24,7 +24,9 @@ model's responses, and the child's own calls into the server (a BLS request, "is
 this request cancelled?"), each answered by id. For a model that is not decoupled
 the threads that wait read for themselves (the instance thread its result, the
 model's thread its BLS reply), so a call crosses no reader thread; a decoupled
-model's responses come at any time, so a reader thread on each side takes them. A model's
+model's responses come at any time, so a reader thread on each side takes them. A decoupled
+request's cancellation is sent to the child as it happens (``cancelled``), so the model's
+``is_cancelled()``, which a streaming model calls before each response, asks nothing. A model's
 calls to the repository API (``pb_utils.load_model``, ``unload_model``,
 ``is_model_ready``) come the same way, from ``initialize`` too (the parent answers them
 while it waits for the load). The model's own metrics (``pb_utils.MetricFamily``) have a
@@ -364,15 +366,33 @@ class StubProcess:
             call_id = next(self._ids)
             deliver = request.deliver if request.timed else _untimed(request.deliver)
             self._decoupled[call_id] = (deliver, request.is_cancelled, self._conn)
+            # told its cancellation (and whether it has come already), or None: it asks
+            told = None if request.on_cancel is None else request.is_cancelled()
             sent.append((call_id, request.inputs, request.outputs, request.parameters,
-                         request.correlation_id, request.flags, request.trace_context))  # fmt: skip
+                         request.correlation_id, request.flags, request.trace_context,
+                         told))  # fmt: skip
+        conn = self._conn
+
+        def watch() -> None:  # once the child has the requests: what it is told follows
+            for request, (call_id, *_) in zip(requests, sent, strict=True):
+                if request.on_cancel is not None:
+                    request.on_cancel(functools.partial(self._tell_cancelled, conn, call_id))
+
         try:
-            self._call("execute_decoupled", sent)
+            self._call("execute_decoupled", sent, then=watch)
         except ModelyardError as error:
             for call_id, *_ in sent:
                 handlers = self._decoupled.pop(call_id, None)
                 if handlers is not None:
                     handlers[0](None, error, True)
+
+    def _tell_cancelled(self, conn: Connection | None, call_id: int) -> None:
+        """A decoupled request's caller has gone: the child keeps it for ``is_cancelled``
+        (while the request is open, and only the child that has it)."""
+        if call_id not in self._decoupled or conn is None or conn is not self._conn:
+            return
+        with contextlib.suppress(OSError, ValueError), self._send_lock:
+            conn.send(("cancelled", call_id))
 
     def _call(
         self,
@@ -381,7 +401,10 @@ class StubProcess:
         timeout: float | None = None,
         call_id: int = 0,
         cancel_checks: list[Callable[[], bool] | None] | None = None,
+        then: Callable[[], None] | None = None,
     ) -> Any:
+        """``then``: called once the call is sent (a decoupled model's, whose child reads
+        on while it executes)."""
         if self._sync:
             return self._call_reading(kind, args, timeout, cancel_checks or [])
         call_id = call_id or next(self._ids)
@@ -389,6 +412,8 @@ class StubProcess:
         self._calls[call_id] = (future, self._conn)
         try:
             self._send((kind, call_id, *args))
+            if then is not None:
+                then()
             return future.result(timeout)
         except (OSError, ValueError):  # the child is gone: its reader fails the future too
             raise self._ended("executing") from None
@@ -637,6 +662,10 @@ class _Child:
         # that waits for a reply reads it itself
         self._busy = False
         self._unloading = False  # unload asked: nobody reads replies any more
+        # open decoupled requests whose cancellation the parent sends (``cancelled``), and
+        # those of them cancelled
+        self._told: set[int] = set()
+        self._cancelled: set[int] = set()
 
     def serve(self) -> None:
         while True:
@@ -661,7 +690,14 @@ class _Child:
             elif kind == "execute":
                 self._work.submit(self._answer, message[1], self._execute, *message[2:])
             elif kind == "execute_decoupled":
+                for call_id, *_, told in message[2]:
+                    if told is not None:
+                        self._told.add(call_id)
+                    if told:
+                        self._cancelled.add(call_id)
                 self._work.submit(self._run_decoupled, *message[1:])
+            elif kind == "cancelled":
+                self._note_cancelled(message[1])
 
     def _load(self, payload: dict[str, Any]) -> None:
         from tritonclient.grpc import model_config_pb2 as mc
@@ -766,8 +802,13 @@ class _Child:
         ) -> None:
             fields = None if failure is None else _error_fields(failure)
             self._send(("deliver", call_id, arrays, fields, final, timing))
+            if final:
+                self._told.discard(call_id)
+                self._cancelled.discard(call_id)
 
         def is_cancelled(call_id: int) -> bool:
+            if call_id in self._told:
+                return self._unloading or call_id in self._cancelled
             return bool(self._ask("is_cancelled", call_id))
 
         requests = [
@@ -782,8 +823,9 @@ class _Child:
                 timed=True,
                 trace_context=trace_context,
             )
-            for call_id, inputs, outputs, parameters, correlation_id, flags, trace_context in sent
-        ]
+            for (call_id, inputs, outputs, parameters, correlation_id, flags, trace_context,
+                 _told) in sent
+        ]  # fmt: skip
         self._answer(batch_id, self._engine.execute_decoupled, requests)  # it returns None
 
     def _unload(self) -> None:
@@ -792,6 +834,10 @@ class _Child:
         pb_utils.serving_through(None)  # finalize calls no other model (Triton refuses it)
         if self._engine is not None:
             self._engine.unload()
+
+    def _note_cancelled(self, call_id: int) -> None:
+        if call_id in self._told:  # not one that has ended meanwhile
+            self._cancelled.add(call_id)
 
     def _replied(self, query_id: int, value: Any) -> None:
         """A reply from the parent, to the query waiting for it (a stream's stays open
@@ -855,7 +901,10 @@ class _Child:
                     break
                 while not waiting.done():
                     reply = self._conn.recv()
-                    self._replied(reply[1], reply[2])
+                    if reply[0] == "cancelled":
+                        self._note_cancelled(reply[1])
+                    else:
+                        self._replied(reply[1], reply[2])
             finally:
                 self._read_lock.release()
         return waiting.result()

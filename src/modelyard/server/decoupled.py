@@ -72,6 +72,7 @@ class ResponseStream:
         self.cancelled = False
         self.model = model
         self.unread_bytes = 0
+        self._on_cancel: list[Callable[[], None]] = []
 
     async def get(self) -> StreamItem:
         item = await self.items.get()
@@ -79,7 +80,20 @@ class ResponseStream:
         return item
 
     def cancel(self) -> None:
+        if self.cancelled:
+            return
         self.cancelled = True
+        waiting, self._on_cancel = self._on_cancel, []
+        for tell in waiting:
+            tell()
+
+    def on_cancel(self, tell: Callable[[], None]) -> None:
+        """``tell()`` once the caller has gone (at once if it has; it may be told twice):
+        what a model in a process of its own keeps, so that its ``is_cancelled()`` asks
+        nobody. Any thread: the loop may cancel meanwhile (the check after sees it)."""
+        self._on_cancel.append(tell)
+        if self.cancelled:
+            tell()
 
     def put(self, item: StreamItem) -> None:
         """A response, on the loop; past MAX_UNREAD unread ones the request is cancelled
@@ -90,7 +104,7 @@ class ResponseStream:
         if not item.final and (
             self.items.qsize() >= MAX_UNREAD or self.unread_bytes + size > MAX_UNREAD_BYTES
         ):
-            self.cancelled = True
+            self.cancel()
             item, size = StreamItem(None, unread_responses(self.model), True), 0
         self.unread_bytes += size
         self.items.put_nowait(item)
@@ -207,7 +221,8 @@ class DecoupledScheduler(InstanceThreads):
                 ]  # fmt: skip
                 described = [
                     DecoupledRequest(r.inputs, r.outputs, each.deliver, each.is_cancelled,
-                                     r.parameters, timed=True, trace_context=r.trace_context)
+                                     r.parameters, timed=True, trace_context=r.trace_context,
+                                     on_cancel=each.on_cancel)
                     for r, each in zip(taken, opened, strict=True)
                 ]  # fmt: skip
                 execute_decoupled(engine, self.model, self.version, opened, described)
@@ -284,6 +299,9 @@ class OpenRequest:
 
     def is_cancelled(self) -> bool:
         return self.stream.cancelled
+
+    def on_cancel(self, tell: Callable[[], None]) -> None:
+        self.stream.on_cancel(tell)
 
     def deliver(
         self,

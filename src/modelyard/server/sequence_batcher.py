@@ -732,7 +732,7 @@ class SequenceScheduler(InstanceThreads):
                 described.append(DecoupledRequest(
                     inputs, request.outputs, each.deliver, each.is_cancelled, request.parameters,
                     meta.correlation_id, meta.flags, timed=True,
-                    trace_context=request.trace_context,
+                    trace_context=request.trace_context, on_cancel=each.on_cancel,
                 ))  # fmt: skip
         except Exception as exc:  # the server's own bug: answered, the thread goes on
             error = failed_around(self.model, self.version, exc)

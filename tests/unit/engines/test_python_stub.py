@@ -25,6 +25,7 @@ from modelyard.engines.base import (
 )
 from modelyard.engines.python import PythonEngine
 from modelyard.errors import Code, EngineError, ModelServerError
+from modelyard.server.decoupled import ResponseStream
 from modelyard.types import InferResponse, OutputTensor
 
 MODEL = """
@@ -156,6 +157,93 @@ def test_a_decoupled_model_s_responses_come_after_execute_returns(tmp_path: Path
         assert done.wait(10)
         assert got == [([[1, 2]], None, False), ([[2, 3]], None, False), ([[3, 4]], None, False),
                        (None, None, True)]  # fmt: skip
+    finally:
+        engine.unload()
+
+
+STREAMS_UNTIL_CANCELLED = """
+import threading
+import time
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            threading.Thread(target=self.stream, args=(request.get_response_sender(),)).start()
+
+    def stream(self, sender):
+        sent = 0
+        zeros = pb_utils.Tensor("Y", np.zeros((1, 2), np.float32))
+        while not sender.is_cancelled() and sent < 5000:
+            sender.send(pb_utils.InferenceResponse([zeros]))
+            sent += 1
+            time.sleep(0.002)
+        final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        counted = np.full((1, 2), sent, np.float32)
+        sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("Y", counted)]), flags=final)
+"""
+
+
+def test_a_decoupled_request_s_cancellation_reaches_its_model_without_a_question(
+    tmp_path: Path,
+) -> None:
+    """A streaming model calls ``is_cancelled()`` before each response: the parent sends
+    the child the cancellation as it happens (and one that came before the request
+    reached the child with it), so the check costs no round trip; a request whose
+    cancellation nobody tells (no ``on_cancel``) is asked about, as before."""
+    version_dir = tmp_path / "streams" / "1"
+    version_dir.mkdir(parents=True)
+    (version_dir / "model.py").write_text(STREAMS_UNTIL_CANCELLED)
+    config = text_format.Parse(
+        CONFIG.replace('"stubbed"', '"streams"') + "model_transaction_policy { decoupled: true }",
+        mc.ModelConfig(),
+    )
+    engine = PythonEngine()
+    engine.load(LoadContext(version_dir / "model.py", version_dir, config))
+
+    def request(on_cancel: Any, is_cancelled: Any) -> tuple[DecoupledRequest, list[Any], Any]:
+        got: list[Any] = []
+        done = threading.Event()
+
+        def deliver(outputs: Any, error: Any, final: bool) -> None:
+            got.append(outputs["Y"][0, 0] if final else error)
+            if final:
+                done.set()
+
+        sent = DecoupledRequest({"X": X}, ["Y"], deliver, is_cancelled, on_cancel=on_cancel)
+        return sent, got, done
+
+    try:
+        asked: list[str] = []
+        told = ResponseStream("streams")
+        streaming, got, done = request(
+            told.on_cancel, lambda: asked.append("told") or told.cancelled
+        )
+        engine.execute_decoupled([streaming])
+        deadline = time.monotonic() + 10
+        while len(got) < 3 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        told.cancel()
+        assert done.wait(10)
+        assert 3 <= got[-1] < 5000 and got[:-1] == [None] * (len(got) - 1)
+        assert asked == ["told"]  # read once, as the request was sent; never asked after
+
+        before = ResponseStream("streams")
+        before.cancel()
+        streaming, got, done = request(before.on_cancel, lambda: before.cancelled)
+        engine.execute_decoupled([streaming])
+        assert done.wait(10) and got == [0]  # its first check said yes
+
+        flag = threading.Event()
+        streaming, got, done = request(None, lambda: asked.append("asked") or flag.is_set())
+        engine.execute_decoupled([streaming])
+        time.sleep(0.05)
+        flag.set()
+        assert done.wait(10) and got[-1] < 5000
+        assert asked.count("asked") == got[-1] + 1  # one question a check
     finally:
         engine.unload()
 
