@@ -19,7 +19,6 @@ unloaded then. A failure anywhere before the switch leaves the version as it was
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import threading
 from collections import defaultdict, deque
@@ -31,7 +30,11 @@ from tritonclient.grpc import model_config_pb2 as mc
 from modelyard.errors import ModelyardError, load_error
 from modelyard.hardware.memory import settled_resident_bytes
 from modelyard.server.instance_loading import load_more
-from modelyard.server.model_version import ModelVersion, instance_placements, unload_all
+from modelyard.server.model_version import (
+    ModelVersion,
+    instance_placements,
+    release_quietly,
+)
 from modelyard.server.resource_limiter import ResourceLimiter, instance_needs
 from modelyard.server.scheduler import InstanceThreads, Retiring
 
@@ -136,8 +139,7 @@ def update_instances(
         if limiter is not None:
             limiter.add([needs[i] for i in added], mv.name)
     except BaseException:  # the refusal is the answer: what loaded goes quietly
-        with contextlib.suppress(Exception):
-            unload_all(new_ones)
+        release_quietly(new_ones)
         raise
     retiring = scheduler.update_instances(engines, needs, limiter)
     mv.engines, mv.needs, mv.placed = engines, needs, placed

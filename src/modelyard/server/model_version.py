@@ -120,7 +120,7 @@ class InstanceMaker:
                 decoupled=config.model_transaction_policy.decoupled,
             )  # fmt: skip
         except BaseException:
-            _release([engine])
+            release_quietly([engine])
             raise
         return engine
 
@@ -507,7 +507,7 @@ def unload_all(engines: list[Engine]) -> None:
         raise first
 
 
-def _release(engines: list[Engine]) -> None:
+def release_quietly(engines: list[Engine]) -> None:
     """Unload what a failed load had loaded; the load's own error is the one to report."""
     with contextlib.suppress(Exception):
         unload_all(engines)
@@ -655,7 +655,7 @@ def load_model_version(
                                            clock, loop_load, default_max_queue_size,
                                            triton_batches, tokens, ragged)  # fmt: skip
     except BaseException:  # a refusal, or a bug: the engines loaded go either way
-        _release(engines)
+        release_quietly(engines)
         raise
     return ModelVersion(
         name=name,
