@@ -45,3 +45,23 @@ def test_a_second_that_passed_is_said_even_when_its_rule_does_not_come_again() -
         ("refusals_left_out", "protocol/a", 4),
         ("rpc_failed", "protocol/b", None),
     ]
+
+
+def test_a_flood_that_stops_is_said_by_the_timer_its_first_left_out_line_started() -> None:
+    now = [50.0]
+    timers: list[tuple[float, Any]] = []
+    refusals = RefusalLog(
+        per_second=2, clock=lambda: now[0], later=lambda delay, run: timers.append((delay, run))
+    )
+    logger = _Lines()
+    for _ in range(6):
+        refusals.warning(logger, "request_failed", rule="protocol/json")
+        now[0] += 0.1
+    assert len(timers) == 1 and 0.4 < timers[0][0] <= 1.01  # to the end of the second
+    timers[0][1]()  # too early (a timer may be): nothing ended yet
+    assert [event for event, _ in logger.lines] == ["request_failed"] * 2
+    now[0] = 51.02
+    timers[0][1]()
+    assert logger.lines[-1][0] == "refusals_left_out" and logger.lines[-1][1]["left_out"] == 4
+    refusals.warning(logger, "request_failed", rule="protocol/json")  # a new second
+    assert [event for event, _ in logger.lines].count("refusals_left_out") == 1  # said once
