@@ -199,8 +199,10 @@ def read_model_config(
 
 def config_to_json(config: mc.ModelConfig) -> dict[str, Any]:
     """The config as Triton's model config endpoint shows it: fields at their default value
-    too (``max_batch_size: 0``, enum defaults, empty lists), which clients read, and 64-bit
-    integers (dims, reshapes, delays, versions) as numbers."""
+    too (``max_batch_size: 0``, enum defaults, empty lists), which clients read, each
+    message's fields in the order the proto declares them (protobuf's Python writer puts
+    those at their default last), and 64-bit integers (dims, reshapes, delays, versions)
+    as numbers."""
     out: dict[str, Any] = json_format.MessageToDict(
         config, preserving_proto_field_name=True, including_default_value_fields=True
     )
@@ -221,7 +223,14 @@ _INT64_TYPES = frozenset(
 
 def _numbers_as_numbers(message: Any, doc: dict[str, Any]) -> None:
     """64-bit integers as JSON numbers, as Triton prints them (protobuf's JSON writes them
-    as strings: ``"dims": ["3", "224"]``), through every nested message and map."""
+    as strings: ``"dims": ["3", "224"]``), and the fields in the proto's order, through
+    every nested message and map."""
+    declared = [field.name for field in message.DESCRIPTOR.fields if field.name in doc]
+    if list(doc) != declared:
+        ordered = {name: doc.pop(name) for name in declared}
+        ordered.update(doc)
+        doc.clear()
+        doc.update(ordered)
     for field in message.DESCRIPTOR.fields:
         value = doc.get(field.name)
         if value is None:

@@ -24,6 +24,23 @@ def test_the_config_json_shows_fields_at_their_default_value() -> None:
     assert doc["name"] == "m" and doc["input"][0]["dims"] == [4]  # a number, as Triton prints it
 
 
+def test_the_config_json_writes_each_message_s_fields_in_the_proto_s_order() -> None:
+    """As Triton (L0_config_json): a queue policy's ``timeout_action`` at its default
+    (REJECT) comes first, where protobuf's Python writer puts defaults last."""
+    config = text_format.Parse(
+        'name: "m" backend: "identity" max_batch_size: 1 dynamic_batching { '
+        "priority_levels: 2 priority_queue_policy { key: 2 value { "
+        "default_timeout_microseconds: 5 allow_timeout_override: true max_queue_size: 10 } } }",
+        mc.ModelConfig(),
+    )
+    doc = config_to_json(config)
+    assert list(doc["dynamic_batching"]["priority_queue_policy"]["2"]) == [
+        "timeout_action", "default_timeout_microseconds", "allow_timeout_override",
+        "max_queue_size",
+    ]  # fmt: skip
+    assert list(doc)[:5] == ["name", "platform", "backend", "runtime", "max_batch_size"]
+
+
 @pytest.mark.parametrize(
     ("field", "text"),
     [
