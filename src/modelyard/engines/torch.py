@@ -87,13 +87,13 @@ class TorchScriptEngine(Engine):
         self._threads: int | None = None
 
     def load(self, ctx: LoadContext) -> Signature | None:
-        where = f"config.pbtxt of model '{ctx.config.name}'"
-        self._inputs = [
-            (i.name, self._datatype(i.name, i.data_type, where)) for i in ctx.config.input
-        ]
-        self._outputs = [
-            (o.name, self._datatype(o.name, o.data_type, where)) for o in ctx.config.output
-        ]
+        config = ctx.config
+        self._inputs = [(i.name, self._datatype(i.name, i.data_type, "input", config))
+                        for i in config.input]  # fmt: skip
+        self._outputs = [(o.name, self._datatype(o.name, o.data_type, "output", config))
+                         for o in config.output]  # fmt: skip
+        _check_control_types(config)
+        where = f"config.pbtxt of model '{config.name}'"
         if not self._inputs or not self._outputs:
             raise EngineError.of(
                 error_rules.PYTORCH,
@@ -129,9 +129,8 @@ class TorchScriptEngine(Engine):
         extra_in = [name for entry in config.batch_input for name in entry.target_name]
         extra_in += [c.name for c in sequence.control_input]
         extra_in += [state.input_name for state in sequence.state]
-        where = f"config.pbtxt of model '{config.name}'"
         extra_out = {
-            state.output_name: self._datatype(state.output_name, state.data_type, where)
+            state.output_name: self._datatype(state.output_name, state.data_type, "output", config)
             for state in sequence.state
         }
         types = dict(self._inputs) | dict.fromkeys(extra_in, "")
@@ -145,14 +144,16 @@ class TorchScriptEngine(Engine):
         self._outputs = [(n, out_types[n]) for n in positions(list(out_types))]
 
     @staticmethod
-    def _datatype(name: str, data_type: int, where: str) -> str:
+    def _datatype(name: str, data_type: int, direction: str, config: mc.ModelConfig) -> str:
+        """A tensor's V2 datatype; one PyTorch has no tensor of is refused in the words of
+        Triton's libtorch backend."""
         datatype = CONFIG_TO_V2.get(mc.DataType.Name(data_type), "")
         if datatype not in _V2_TO_TORCH and datatype != "BYTES":
             raise EngineError.of(
                 error_rules.PYTORCH,
-                f"tensor '{name}' has datatype {mc.DataType.Name(data_type)}, which "
-                "TorchScript models cannot take or return here",
-                where=where,
+                f"unsupported datatype {mc.DataType.Name(data_type)} for {direction} '{name}' "
+                f"for model '{config.name}' (PyTorch has no tensor of it)",
+                where=f"config.pbtxt of model '{config.name}'",
             )
         return datatype
 
@@ -246,3 +247,20 @@ def _text(name: str, value: Any) -> str:
 
 def _strings(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _check_control_types(config: mc.ModelConfig) -> None:
+    """A sequence control whose config names its datatype (a CORRID control) must name one
+    PyTorch has a tensor of (Triton's libtorch backend's words)."""
+    for entry in config.sequence_batching.control_input:
+        for control in entry.control:
+            if control.data_type == mc.TYPE_INVALID:
+                continue
+            datatype = CONFIG_TO_V2.get(mc.DataType.Name(control.data_type), "")
+            if datatype not in _V2_TO_TORCH:
+                raise EngineError.of(
+                    error_rules.PYTORCH,
+                    f"input '{entry.name}' type '{mc.DataType.Name(control.data_type)}' is "
+                    "not supported by PyTorch.",
+                    where=f"sequence_batching.control_input in {config.name}/config.pbtxt",
+                )
