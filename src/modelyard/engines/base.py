@@ -122,6 +122,18 @@ def current_batch_requests() -> list[BatchedRequest] | None:
     return getattr(_execution, "requests", None)
 
 
+def triton_instance_name(config: Any, index: int) -> str:
+    """The name Triton gives a model's ``index``-th instance: its group's name (``<model>_<n>``
+    for the n-th group unless named) and its place in the group (``add_sub_0_0``)."""
+    start = 0
+    for number, group in enumerate(config.instance_group):
+        count = max(group.count, 1) * max(len(group.gpus), 1)
+        if index < start + count:
+            return f"{group.name or f'{config.name}_{number}'}_{index - start}"
+        start += count
+    return f"{config.name}_0_{index}"
+
+
 class TraceTimes(list[int]):
     """A traced request's execution times (the scheduler's: enqueued, execution start,
     compute start, compute end, execution end), and the activities its model reported

@@ -78,8 +78,9 @@ from modelyard.engines.base import (
     Signature,
     batch_requests,
     current_batch_requests,
+    triton_instance_name,
 )
-from modelyard.engines.python_stub import StubProcess, runs_in_a_stub, triton_instance_name
+from modelyard.engines.python_stub import StubProcess, runs_in_a_stub
 from modelyard.errors import (
     Code,
     EngineError,

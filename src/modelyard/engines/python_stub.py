@@ -75,6 +75,7 @@ from modelyard.engines.base import (
     LoadContext,
     ResponseTiming,
     batch_requests,
+    triton_instance_name,
 )
 from modelyard.engines.python_metrics import MODEL_METRICS, MetricRefused
 from modelyard.errors import Code, EngineError, ModelyardError
@@ -91,18 +92,6 @@ MAX_METRIC_CALL_BYTES = 2**20
 UNLOAD_TIMEOUT_S = 30.0
 # the thread every child is started from: it lives as long as the server (see above)
 _SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="python-stub-spawn")
-
-
-def triton_instance_name(config: Any, index: int) -> str:
-    """The name Triton gives a model's ``index``-th instance: its group's name (``<model>_<n>``
-    for the n-th group unless named) and its place in the group (``add_sub_0_0``)."""
-    start = 0
-    for number, group in enumerate(config.instance_group):
-        count = max(group.count, 1) * max(len(group.gpus), 1)
-        if index < start + count:
-            return f"{group.name or f'{config.name}_{number}'}_{index - start}"
-        start += count
-    return f"{config.name}_0_{index}"
 
 
 def runs_in_a_stub(artifact: Path) -> bool:

@@ -23,21 +23,37 @@ outputs. Thread count: the parameter ``torch_num_threads`` calls
 in the server, and the last model loaded wins. Without the parameter, torch's
 current setting is left alone. The parameter ``torchscript_freeze: "true"``
 freezes the module and optimises it for inference at load.
+
+Triton's libtorch backend's switches, read from the config's parameters (``"true"`` or
+``"false"``; its words in the log, once a version, where the config has parameters):
+``INFERENCE_MODE`` (default true: ``torch.inference_mode``; false: ``torch.no_grad``),
+``DISABLE_OPTIMIZED_EXECUTION`` (``torch.jit.optimized_execution(False)``),
+``DISABLE_CUDNN`` (``torch.backends.cudnn.flags(enabled=False)``),
+``ENABLE_CACHE_CLEANING`` (``torch.cuda.empty_cache()`` after each execution on a GPU) and
+``ENABLE_WEIGHT_SHARING`` (a version's instances on one device share one loaded module).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+import threading
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import structlog
 import torch
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard import error_rules
-from modelyard.engines.base import Engine, LoadContext, Signature
+from modelyard.engines.base import Engine, LoadContext, Signature, triton_instance_name
 from modelyard.errors import EngineError
 from modelyard.types import CONFIG_TO_V2
+
+log = structlog.get_logger("modelyard.engines")
 
 _V2_TO_TORCH: dict[str, torch.dtype] = {
     "BOOL": torch.bool,
@@ -70,6 +86,69 @@ def positions(names: list[str], arguments: list[str] | None = None) -> list[str]
     return list(names)
 
 
+@dataclass(frozen=True)
+class Switches:
+    """Triton's libtorch backend's model parameters, as it defaults them."""
+
+    inference_mode: bool = True
+    optimized_execution: bool = True
+    cudnn: bool = True
+    cache_cleaning: bool = False
+    weight_sharing: bool = False
+
+    @classmethod
+    def of(cls, ctx: LoadContext) -> Switches:
+        def flag(key: str, default: bool) -> bool:
+            raw = ctx.parameter(key, "")
+            if not raw:
+                return default
+            text = raw.strip().lower()
+            if text in ("true", "1", "on", "yes"):
+                return True
+            if text in ("false", "0", "off", "no"):
+                return False
+            raise EngineError.of(
+                error_rules.PYTORCH,
+                f"failed to convert '{raw[:40]}' to boolean value for parameter '{key}'",
+                where=f"parameters in {ctx.config.name}/config.pbtxt",
+            )
+
+        return cls(
+            inference_mode=flag("INFERENCE_MODE", True),
+            optimized_execution=not flag("DISABLE_OPTIMIZED_EXECUTION", False),
+            cudnn=not flag("DISABLE_CUDNN", False),
+            cache_cleaning=flag("ENABLE_CACHE_CLEANING", False),
+            weight_sharing=flag("ENABLE_WEIGHT_SHARING", False),
+        )
+
+    def log_lines(self, ctx: LoadContext) -> None:
+        """The libtorch backend's lines of its model's switches (where the config has
+        parameters, as it writes them), once a version: with its first instance."""
+        if not ctx.config.parameters or ctx.instance_index != 0:
+            return
+        said = {
+            "Optimized execution": self.optimized_execution,
+            "Cache Cleaning": self.cache_cleaning,
+            "Inference Mode": self.inference_mode,
+            "cuDNN": self.cudnn,
+        }
+        if ctx.parameter("ENABLE_WEIGHT_SHARING", ""):
+            said["Weight sharing"] = self.weight_sharing
+        name = ctx.config.name
+        for what, enabled in said.items():
+            state = "enabled" if enabled else "disabled"
+            log.info("libtorch_parameter", model=name,
+                     triton=f"{what} is {state} for model instance '{name}'")  # fmt: skip
+
+
+# ENABLE_WEIGHT_SHARING: the module each (file as it is, device, switches) loaded, while an
+# instance holds it
+_SHARED: weakref.WeakValueDictionary[tuple[Any, ...], torch.jit.ScriptModule] = (
+    weakref.WeakValueDictionary()
+)
+_SHARING = threading.Lock()
+
+
 class TorchScriptEngine(Engine):
     name = "pytorch"
     extra = "torch"
@@ -85,6 +164,7 @@ class TorchScriptEngine(Engine):
         self._inputs: list[tuple[str, str]] = []
         self._outputs: list[tuple[str, str]] = []  # (name, V2 datatype), forward's order
         self._threads: int | None = None
+        self._switches = Switches()
 
     def load(self, ctx: LoadContext) -> Signature | None:
         config = ctx.config
@@ -105,9 +185,32 @@ class TorchScriptEngine(Engine):
         if threads:
             self._threads = int(threads)
             torch.set_num_threads(self._threads)
+        self._switches = switches = Switches.of(ctx)
+        switches.log_lines(ctx)
         self._device = torch.device(ctx.device)
+        freeze = (ctx.parameter("torchscript_freeze", "") or "").lower() in ("true", "1", "yes")
+        if not switches.weight_sharing:
+            self._module = self._loaded(ctx, freeze)
+            return None
+        stat = ctx.artifact.stat()
+        key = (str(ctx.artifact.resolve()), stat.st_mtime_ns, stat.st_size, str(self._device),
+               freeze, switches)  # fmt: skip
+        with _SHARING:  # a version's instances load at once: one loads, the others reuse
+            module = _SHARED.get(key)
+            if module is None:
+                module = _SHARED[key] = self._loaded(ctx, freeze)
+            else:
+                self._order(ctx.config, module)
+                instance = triton_instance_name(ctx.config, ctx.instance_index)
+                log.info("libtorch_weights_shared", model=ctx.config.name,
+                         triton=f"Reusing TorchScript model for instance '{instance}'")  # fmt: skip
+        self._module = module
+        return None
+
+    def _loaded(self, ctx: LoadContext, freeze: bool) -> torch.jit.ScriptModule:
         try:
-            module = torch.jit.load(str(ctx.artifact), map_location=self._device)
+            with self._mode():  # as Triton's: the load under the mode the model runs in
+                module = torch.jit.load(str(ctx.artifact), map_location=self._device)
         except Exception as exc:  # torch raises RuntimeError and friends for bad files
             raise EngineError.of(
                 error_rules.PYTORCH,
@@ -116,11 +219,22 @@ class TorchScriptEngine(Engine):
             ) from exc
         module.eval()
         self._order(ctx.config, module)
-        if (ctx.parameter("torchscript_freeze", "false") or "").lower() in ("true", "1", "yes"):
-            # folds parameters into the graph and fuses ops for inference
+        if freeze:  # folds parameters into the graph and fuses ops for inference
             module = torch.jit.optimize_for_inference(torch.jit.freeze(module))
-        self._module = module
-        return None
+        return module
+
+    @contextlib.contextmanager
+    def _mode(self) -> Iterator[None]:
+        """What the switches ask of an execution (or a load)."""
+        switches = self._switches
+        with contextlib.ExitStack() as stack:
+            grad = torch.inference_mode() if switches.inference_mode else torch.no_grad()
+            stack.enter_context(grad)
+            if not switches.optimized_execution:
+                stack.enter_context(torch.jit.optimized_execution(False))
+            if not switches.cudnn:
+                stack.enter_context(torch.backends.cudnn.flags(enabled=False))
+            yield
 
     def _order(self, config: mc.ModelConfig, module: torch.jit.ScriptModule) -> None:
         """The batch inputs, a sequence model's control inputs and states join the
@@ -168,9 +282,11 @@ class TorchScriptEngine(Engine):
             array = np.require(inputs[name], requirements=["C", "W"])
             tensor = torch.from_numpy(array)
             args.append(tensor.to(self._device, _V2_TO_TORCH.get(datatype, tensor.dtype)))
-        with torch.inference_mode():
+        with self._mode():
             result = self._module(*args)
         by_name = self._by_name(result)
+        if self._switches.cache_cleaning and self._device.type == "cuda":
+            torch.cuda.empty_cache()
         return {name: by_name[name] for name in outputs}
 
     def _by_name(self, result: Any) -> dict[str, np.ndarray]:

@@ -30,8 +30,7 @@ from modelyard.engines import (
     engine_class,
     python_based_backend,
 )
-from modelyard.engines.base import DecoupledRequest
-from modelyard.engines.python_stub import triton_instance_name
+from modelyard.engines.base import DecoupledRequest, triton_instance_name
 from modelyard.errors import Code, ConfigError, ModelServerError, ModelyardError, load_error
 from modelyard.hardware.memory import settled_resident_bytes
 from modelyard.hardware.placement import (
