@@ -58,6 +58,7 @@ MODEL_RESIDENCY = Rule("config/model-residency", Code.INVALID_ARGUMENT)
 PARAMETER = Rule("config/parameter", Code.INVALID_ARGUMENT)
 RAGGED_BATCH = Rule("config/ragged-batch", Code.INVALID_ARGUMENT)
 RATE_LIMITER = Rule("config/rate-limiter", Code.INVALID_ARGUMENT)
+REPOSITORY_AGENT = Rule("config/repository-agent", Code.INVALID_ARGUMENT)
 RULES_SOURCE = Rule(
     "config/rules-source",
     Code.INVALID_ARGUMENT,

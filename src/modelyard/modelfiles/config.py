@@ -63,8 +63,9 @@ _UNSERVED: dict[str, tuple[Any, str]] = {
         "enable: false",
     ),
     "model_repository_agents": (
-        lambda c: len(c.model_repository_agents.agents) > 0,
-        "repository agents are not run; remove model_repository_agents",
+        lambda c: any(a.name != "checksum" for a in c.model_repository_agents.agents),
+        "of Triton's repository agents, only 'checksum' is run; remove the others from "
+        "model_repository_agents",
     ),
     "model_operations": (
         lambda c: len(c.model_operations.op_library_filename) > 0,

@@ -52,6 +52,7 @@ from modelyard.modelfiles.config import read_model_config, select_versions, vali
 from modelyard.modelfiles.control_mode import ControlMode
 from modelyard.modelfiles.load_request import OVERRIDE_PREFIX, write_override
 from modelyard.modelfiles.repository import NAMESPACE_MARK, ModelFingerprint, ModelRepository
+from modelyard.modelfiles.repository_agents import run_checksum_agent
 from modelyard.server.ensemble import (
     ENSEMBLE,
     EnsembleScheduler,
@@ -1016,6 +1017,7 @@ class ModelManager:
             base.version_policy.Clear()
             base.version_policy.specific.versions[:] = [self.pinned_versions[name]]
         validate_version_policy(base, f"{name}/config.pbtxt")
+        run_checksum_agent(base, override_dir or model_dir)
         available = self.repository.versions(model_dir)
         for reason in self.repository.ignored_versions(model_dir):
             log.warning("version_directory_ignored", model=name, triton=reason)
