@@ -375,13 +375,21 @@ class StubProcess:
                 if handlers is not None:
                     handlers[0](None, error, True)
 
-    def _tell_cancelled(self, conn: Connection | None, call_id: int) -> None:
+    def _tell_cancelled(self, conn: Connection | None, call_id: int, wait: bool = False) -> None:
         """A decoupled request's caller has gone: the child keeps it for ``is_cancelled``
-        (while the request is open, and only the child that has it)."""
+        (while the request is open, and only the child that has it). Called on the event
+        loop, which never waits for another thread's send: that case is sent from the pool."""
         if call_id not in self._decoupled or conn is None or conn is not self._conn:
             return
-        with contextlib.suppress(OSError, ValueError), self._send_lock:
-            conn.send(("cancelled", call_id))
+        if not self._send_lock.acquire(blocking=wait):
+            with contextlib.suppress(RuntimeError):  # the pool is shut: the child is gone
+                self._bls.submit(self._tell_cancelled, conn, call_id, True)
+            return
+        try:
+            with contextlib.suppress(OSError, ValueError):
+                conn.send(("cancelled", call_id))
+        finally:
+            self._send_lock.release()
 
     def _call(
         self,
