@@ -396,7 +396,11 @@ class Tracing:
         then have no response or send events)."""
         if trace.root is None:
             if self._file is not None:
-                records = functools.partial(_triton_records, trace, model_version, sent_ns)
+                first_step_id = self._last_id + 1  # as Triton's: each step a trace of its own
+                self._last_id += len(trace.steps)
+                records = functools.partial(
+                    _triton_records, trace, model_version, sent_ns, first_step_id
+                )
                 self._file.add(records, trace.last, trace.file_owner)
             return
         from opentelemetry.trace import Status, StatusCode
@@ -574,8 +578,12 @@ class Tracing:
         return provider.get_tracer("modelyard")
 
 
-def _triton_records(trace: RequestTrace, model_version: str, sent_ns: int) -> list[Any]:
-    """A request's records in a Triton trace file: what it is, its timestamps, its tensors."""
+def _triton_records(
+    trace: RequestTrace, model_version: str, sent_ns: int, first_step_id: int = 0
+) -> list[Any]:
+    """A request's records in a Triton trace file: what it is, its timestamps, its tensors;
+    an ensemble's steps after, each a trace of its own (ids from ``first_step_id``) whose
+    ``parent_id`` is the ensemble's."""
     trace_id = trace.trace_id
     head: dict[str, Any] = {
         "id": trace_id,
@@ -589,17 +597,9 @@ def _triton_records(trace: RequestTrace, model_version: str, sent_ns: int) -> li
     arrived = trace.arrived_ns
     results = max(trace.results_ns, trace.admitted_ns, arrived)
     stamps = [(f"{wire}_START", arrived), (f"{wire}_END", arrived), ("REQUEST_START", arrived)]
+    stamps += _execution_stamps(trace.timing)
     if len(trace.timing) >= 5:
-        enqueued, started, input_end, output_start, executed = trace.timing[:5]
-        stamps += [
-            ("QUEUE_START", enqueued),
-            ("COMPUTE_START", started),
-            ("COMPUTE_INPUT_END", input_end),
-            *getattr(trace.timing, "activities", ()),  # reported while the model computed
-            ("COMPUTE_OUTPUT_START", output_start),
-            ("COMPUTE_END", executed),
-        ]
-        results = max(results, executed)
+        results = max(results, trace.timing[4])
     stamps += [
         ("REQUEST_END", results),
         ("INFER_RESPONSE_COMPLETE", results),
@@ -615,7 +615,31 @@ def _triton_records(trace: RequestTrace, model_version: str, sent_ns: int) -> li
             tensor_record(trace_id, "TENSOR_BACKEND_OUTPUT", output.name, output.datatype,
                           output.data)
         )  # fmt: skip
+    for step_id, (model, version, sent, answered, timing) in enumerate(trace.steps, first_step_id):
+        records.append({
+            "id": step_id, "model_name": model,
+            "model_version": int(version) if version.isdigit() else -1, "parent_id": trace_id,
+        })  # fmt: skip
+        ended = max(answered, timing[4]) if len(timing) >= 5 else answered
+        step_stamps = [("REQUEST_START", sent), *_execution_stamps(timing), ("REQUEST_END", ended)]
+        records += [{"id": step_id, "timestamps": [{"name": n, "ns": ns}]} for n, ns in step_stamps]
     return records
+
+
+def _execution_stamps(timing: list[int]) -> list[tuple[str, int]]:
+    """The queue and compute stamps of an execution's times (none when it did not execute
+    here), with the activities its model reported while it computed."""
+    if len(timing) < 5:
+        return []
+    enqueued, started, input_end, output_start, executed = timing[:5]
+    return [
+        ("QUEUE_START", enqueued),
+        ("COMPUTE_START", started),
+        ("COMPUTE_INPUT_END", input_end),
+        *getattr(timing, "activities", ()),
+        ("COMPUTE_OUTPUT_START", output_start),
+        ("COMPUTE_END", executed),
+    ]
 
 
 def _continues_a_trace(headers: dict[str, str]) -> bool:

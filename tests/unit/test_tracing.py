@@ -183,6 +183,41 @@ def test_a_triton_trace_file_holds_each_request_s_timestamps_and_tensors(tmp_pat
     ]  # fmt: skip
 
 
+def test_an_ensembles_steps_are_traces_of_their_own_in_the_file_with_its_parent_id(
+    tmp_path: Path,
+) -> None:
+    """As Triton's trace file: each step a record of its own model and version, whose
+    ``parent_id`` is the ensemble's trace, with its queue and compute stamps; the next
+    request's id comes after the steps'."""
+    path = tmp_path / "trace.json"
+    tracing = Tracing(level=["TIMESTAMPS"], rate=1, file=path)
+    arrived = time.monotonic_ns()
+    trace = tracing.begin("ens", None, "r-1", "http", {}, arrived)
+    assert trace is not None
+    executed = [arrived + 20, arrived + 30, arrived + 40, arrived + 50, arrived + 60]
+    trace.steps.append(("simple", "1", arrived + 10, arrived + 70, executed))
+    trace.steps.append(("cached", "2", arrived + 71, arrived + 72, []))  # not executed
+    trace.results_ns = arrived + 80
+    tracing.finish(trace, "1", arrived + 90)
+    following = tracing.begin("ens", None, "r-2", "http", {}, arrived + 100)
+    assert following is not None and following.trace_id == 4
+    tracing.shutdown()
+    records = _read(path)
+    heads = [r for r in records if "model_name" in r]
+    assert heads == [
+        {"id": 1, "model_name": "ens", "model_version": 1, "request_id": "r-1"},
+        {"id": 2, "model_name": "simple", "model_version": 1, "parent_id": 1},
+        {"id": 3, "model_name": "cached", "model_version": 2, "parent_id": 1},
+    ]
+    assert _stamps(records, 2) == [
+        ("REQUEST_START", arrived + 10), ("QUEUE_START", arrived + 20),
+        ("COMPUTE_START", arrived + 30), ("COMPUTE_INPUT_END", arrived + 40),
+        ("COMPUTE_OUTPUT_START", arrived + 50), ("COMPUTE_END", arrived + 60),
+        ("REQUEST_END", arrived + 70),
+    ]  # fmt: skip
+    assert _stamps(records, 3) == [("REQUEST_START", arrived + 71), ("REQUEST_END", arrived + 72)]
+
+
 def test_a_log_frequency_writes_indexed_files_and_a_count_that_runs_out_writes_at_once(
     tmp_path: Path,
 ) -> None:
