@@ -50,7 +50,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard import error_rules
 from modelyard.engines.base import Engine, LoadContext, Signature, triton_instance_name
-from modelyard.errors import EngineError
+from modelyard.errors import EngineError, shown
 from modelyard.types import CONFIG_TO_V2
 
 log = structlog.get_logger("modelyard.engines")
@@ -109,7 +109,7 @@ class Switches:
                 return False
             raise EngineError.of(
                 error_rules.PYTORCH,
-                f"failed to convert '{raw[:40]}' to boolean value for parameter '{key}'",
+                f"failed to convert '{shown(raw, 40)}' to boolean value for parameter '{key}'",
                 where=f"parameters in {ctx.config.name}/config.pbtxt",
             )
 
