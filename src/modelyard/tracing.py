@@ -308,7 +308,8 @@ class Tracing:
         counter = model if settings is not None else None  # no key per name a caller sends
         seen = self._seen.get(counter, 0) + 1
         self._seen[counter] = seen
-        hit = rate == 1 or (rate > 1 and seen % rate == 1)  # 0: only the forced ones
+        # as Triton's: the rate-th request is the first traced (0: only the forced ones)
+        hit = rate >= 1 and seen % rate == 0
         if not hit and not forced:
             return None
         if hit and count is not None and count > 0:
