@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -68,13 +69,14 @@ GRPC_CONNECTION_FLAGS = {
 _BOOLEAN_CONNECTION_FLAGS = ("--grpc-keepalive-permit-without-calls", "--reuse-grpc-port")
 # --grpc-infer-response-compression-level: the compression of infer responses
 COMPRESSION_LEVELS = {"none": None, "low": "deflate", "medium": "gzip", "high": "gzip"}
-# tritonserver's older trace flags, each one --trace-config setting
+# tritonserver's older trace flags, each one --trace-config setting (and the value its
+# deprecation warning names)
 _OLDER_TRACE_FLAGS = {
-    "--trace-file": "triton,file",
-    "--trace-log-frequency": "triton,log-frequency",
-    "--trace-level": "level",
-    "--trace-rate": "rate",
-    "--trace-count": "count",
+    "--trace-file": ("triton,file", "<filepath>"),
+    "--trace-log-frequency": ("triton,log-frequency", "<log frequency value>"),
+    "--trace-level": ("level", "<OFF|TIMESTAMPS|TENSORS>"),
+    "--trace-rate": ("rate", "<rate value>"),
+    "--trace-count": ("count", "<count value>"),
 }
 
 Flag = tuple[str, dict[str, Any]]
@@ -88,8 +90,15 @@ def _bool(flag: str, default: bool | None, text: str | None = None) -> Flag:
     return _flag(flag, type=triton_bool, default=default, metavar="BOOL", help=text)
 
 
-def _setting(setting: str, value: str) -> str:
-    """An older trace flag's value as its --trace-config entry."""
+def _setting(flag: str, value: str) -> str:
+    """An older trace flag's value as its --trace-config entry, with tritonserver's warning
+    on stderr, once each time the flag is given."""
+    setting, shape = _OLDER_TRACE_FLAGS[flag]
+    print(
+        f"Warning: '{flag}' has been deprecated and will be removed in future releases. "
+        f"Please use '--trace-config {setting}={shape} instead.",
+        file=sys.stderr,
+    )
     return f"{setting}={value}"
 
 
@@ -156,9 +165,9 @@ TRITON_FLAGS: list[Flag] = [
           "opentelemetry,resource=KEY=VALUE; repeatable"),
     *(
         _flag(flag, dest="trace_config", action="append",
-              type=functools.partial(_setting, setting), metavar="VALUE",
+              type=functools.partial(_setting, flag), metavar="VALUE",
               help=f"tritonserver's older form of --trace-config {setting}=VALUE")
-        for flag, setting in _OLDER_TRACE_FLAGS.items()
+        for flag, (setting, _) in _OLDER_TRACE_FLAGS.items()
     ),
     _flag("--response-cache-byte-size", type=int, default=None, metavar="BYTES",
           help="tritonserver's older form of --cache-config local,size=BYTES"),

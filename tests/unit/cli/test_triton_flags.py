@@ -125,7 +125,9 @@ def test_trace_config_sets_up_opentelemetry_tracing(tmp_path: Path) -> None:
         assert "rule=serve/triton-flag" in refused.value.line()
 
 
-def test_triton_mode_trace_files_from_trace_config_or_the_older_flags(tmp_path: Path) -> None:
+def test_triton_mode_trace_files_from_trace_config_or_the_older_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "trace.json"
     args, _ = parsed(
         "--model-repository", str(tmp_path), f"--trace-config=triton,file={path}",
@@ -142,6 +144,13 @@ def test_triton_mode_trace_files_from_trace_config_or_the_older_flags(tmp_path: 
         "--trace-level=TIMESTAMPS", "--trace-level=TENSORS", "--trace-rate=100",
     )  # fmt: skip
     assert args.trace == expected  # type: ignore[attr-defined]
+    warned = capsys.readouterr().err.splitlines()  # tritonserver's, once a flag given
+    assert warned.count(
+        "Warning: '--trace-file' has been deprecated and will be removed in future releases. "
+        "Please use '--trace-config triton,file=<filepath> instead."
+    ) == 1
+    assert sum("'--trace-level' has been deprecated" in line for line in warned) == 2
+    assert sum("'--trace-rate' has been deprecated" in line for line in warned) == 1
 
 
 def test_tritons_older_trace_level_names_are_taken(tmp_path: Path) -> None:
