@@ -184,6 +184,7 @@ class Tracing:
         file: Path | None = None,
         log_frequency: int = 0,
         spans: str = "modelyard",
+        bsp: dict[str, int] | None = None,
     ) -> None:
         self.mode = mode
         self.spans = spans  # the layout of a request's spans: modelyard's, or Triton's
@@ -197,6 +198,7 @@ class Tracing:
         self._url = url
         self._resource = resource or {}
         self._exporter = exporter
+        self._bsp = bsp or {}  # the batch span processor's settings Triton names bsp_*
         self._tracer: Any = None
         self._file = None if file is None else TraceFile(file, log_frequency)
         self._last_id = 0
@@ -574,7 +576,12 @@ class Tracing:
         else:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-            provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=self._url)))
+            names = {"bsp_max_queue_size": "max_queue_size",
+                     "bsp_schedule_delay": "schedule_delay_millis",
+                     "bsp_max_export_batch_size": "max_export_batch_size"}  # fmt: skip
+            settings = {names[key]: value for key, value in self._bsp.items()}
+            exporter = OTLPSpanExporter(endpoint=self._url)
+            provider.add_span_processor(BatchSpanProcessor(exporter, **settings))
         self._provider = provider
         return provider.get_tracer("modelyard")
 

@@ -693,3 +693,15 @@ class TritonPythonModel:
             sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         return None
 """
+
+
+def test_the_batch_span_processor_takes_tritons_bsp_settings() -> None:
+    tracing = Tracing(
+        mode="opentelemetry", level=["TIMESTAMPS"], rate=1,
+        bsp={"bsp_max_queue_size": 64, "bsp_schedule_delay": 250, "bsp_max_export_batch_size": 32},
+    )  # fmt: skip
+    tracing._make_tracer()
+    (processor,) = tracing._provider._active_span_processor._span_processors
+    assert (processor.max_queue_size, processor.schedule_delay_millis,
+            processor.max_export_batch_size) == (64, 250, 32)  # fmt: skip
+    tracing.shutdown()

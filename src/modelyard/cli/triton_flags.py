@@ -15,6 +15,7 @@ flag is one of two kinds:
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -138,12 +139,44 @@ def _trace_number(key: str, least: int) -> Callable[[dict[str, Any], str], None]
     return setting
 
 
+# OpenTelemetry's batch span processor: Triton's setting (and the environment variable
+# that sets it when the command line does not), and the least it may be
+BSP_SETTINGS = {
+    "bsp_max_queue_size": ("OTEL_BSP_MAX_QUEUE_SIZE", 1),
+    "bsp_schedule_delay": ("OTEL_BSP_SCHEDULE_DELAY", 0),
+    "bsp_max_export_batch_size": ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 1),
+}
+
+
+class _BadOption(ValueError):
+    """Triton's refusal of a batch span processor setting, in its words."""
+
+
+def _bsp_value(text: str, least: int, option: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise _BadOption(f'Bad option: "{option}".') from None
+    if value < least:
+        raise _BadOption(f'Bad option: "{option}" (at least {least}).')
+    return value
+
+
+def _trace_bsp(key: str) -> Callable[[dict[str, Any], str], None]:
+    def setting(trace: dict[str, Any], value: str) -> None:
+        option = f"--trace-config opentelemetry,{key}"
+        trace["bsp"][key] = _bsp_value(value, BSP_SETTINGS[key][1], option)
+
+    return setting
+
+
 # --trace-config's settings: (section, key) -> what it sets ("": a global setting)
 _TRACE_SETTINGS: dict[tuple[str, str], Callable[[dict[str, Any], str], None]] = {
     ("triton", "file"): _trace_file,
     ("triton", "log-frequency"): _trace_log_frequency,
     ("opentelemetry", "url"): _trace_url,
     ("opentelemetry", "resource"): _trace_resource,
+    **{("opentelemetry", key): _trace_bsp(key) for key in BSP_SETTINGS},
     ("", "mode"): _trace_mode,
     ("", "level"): _trace_level,
     # 0: only the requests that continue a caller's trace (Triton's way to ask for those)
@@ -154,7 +187,7 @@ _TRACE_SETTINGS: dict[tuple[str, str], Callable[[dict[str, Any], str], None]] = 
 
 def _apply_trace_config(args: argparse.Namespace) -> None:
     """``args.trace``: the keyword arguments of ``tracing.Tracing``."""
-    trace: dict[str, Any] = {"resource": {}}
+    trace: dict[str, Any] = {"resource": {}, "bsp": {}}
     for entry in args.trace_config:
         section, _, setting = entry.partition(",")
         if "=" in section:  # no section: a global setting
@@ -166,8 +199,12 @@ def _apply_trace_config(args: argparse.Namespace) -> None:
                 unknown = f"section or key '{section},{key}'" if section else f"key '{key}'"
                 raise ValueError(f"unknown {unknown}")
             apply(trace, value)
+        except _BadOption as exc:
+            raise _flag_error(str(exc), f"--trace-config {section},{key}=N") from None
         except ValueError as exc:
             raise _trace_error(entry, str(exc)) from None
+    if trace.get("mode") == "opentelemetry":
+        _bsp_from_environment(trace["bsp"])
     traced = trace.get("level", ["OFF"]) != ["OFF"]
     if traced and trace.get("mode", "triton") == "triton" and "file" not in trace:
         raise _flag_error(
@@ -177,6 +214,25 @@ def _apply_trace_config(args: argparse.Namespace) -> None:
             "mode=opentelemetry to export spans)",
         )
     args.trace = trace
+
+
+def _bsp_from_environment(bsp: dict[str, int]) -> None:
+    """The batch span processor's settings the command line left to the environment
+    (OpenTelemetry's ``OTEL_BSP_*``), refused in Triton's words when they do not parse."""
+    for key, (variable, least) in BSP_SETTINGS.items():
+        text = os.environ.get(variable)
+        if key in bsp or text is None:
+            continue
+        try:
+            bsp[key] = _bsp_value(text, least, variable)
+        except _BadOption as exc:
+            raise _flag_error(str(exc), f"the environment variable {variable}") from None
+    queue = bsp.get("bsp_max_queue_size", 2048)  # OpenTelemetry's defaults
+    if bsp.get("bsp_max_export_batch_size", min(512, queue)) > queue:
+        raise _flag_error(
+            'Bad option: "bsp_max_export_batch_size" (more than bsp_max_queue_size).',
+            "--trace-config opentelemetry,bsp_max_export_batch_size=N (at most the queue's)",
+        )
 
 
 def _grpc_compression(algorithm: str) -> grpc.Compression:

@@ -93,13 +93,14 @@ def test_the_cache_flags_size_the_local_response_cache(tmp_path: Path) -> None:
 
 def test_trace_config_sets_up_opentelemetry_tracing(tmp_path: Path) -> None:
     args, _ = parsed("--model-repository", str(tmp_path))
-    assert args.trace == {"resource": {}}  # type: ignore[attr-defined]
+    assert args.trace == {"resource": {}, "bsp": {}}  # type: ignore[attr-defined]
     args, _ = parsed(
         "--model-repository", str(tmp_path), "--trace-config", "mode=opentelemetry",
         "--trace-config=level=TIMESTAMPS", "--trace-config", "rate=10",
         "--trace-config", "count=-1",
         "--trace-config", "opentelemetry,url=collector:4318/v1/traces",
         "--trace-config", "opentelemetry,resource=deployment=canary",
+        "--trace-config", "opentelemetry,bsp_max_queue_size=64",
     )  # fmt: skip
     assert args.trace == {  # type: ignore[attr-defined]
         "mode": "opentelemetry",
@@ -108,6 +109,7 @@ def test_trace_config_sets_up_opentelemetry_tracing(tmp_path: Path) -> None:
         "count": -1,
         "url": "http://collector:4318/v1/traces",
         "resource": {"deployment": "canary"},
+        "bsp": {"bsp_max_queue_size": 64},
     }
     for entries in (
         ["level=TIMESTAMPS"],  # Triton's mode: no file to write
@@ -125,6 +127,46 @@ def test_trace_config_sets_up_opentelemetry_tracing(tmp_path: Path) -> None:
         assert "rule=serve/triton-flag" in refused.value.line()
 
 
+@pytest.mark.parametrize(
+    ("flags", "environment", "words"),
+    [
+        ([], {"OTEL_BSP_MAX_QUEUE_SIZE": "bad_value"}, 'Bad option: "OTEL_BSP_MAX_QUEUE_SIZE".'),
+        ([], {"OTEL_BSP_SCHEDULE_DELAY": "bad_value"}, 'Bad option: "OTEL_BSP_SCHEDULE_DELAY".'),
+        (["opentelemetry,bsp_max_export_batch_size=bad_value"], {},
+         'Bad option: "--trace-config opentelemetry,bsp_max_export_batch_size".'),
+        (["opentelemetry,bsp_max_queue_size=8", "opentelemetry,bsp_max_export_batch_size=9"],
+         {}, 'Bad option: "bsp_max_export_batch_size" (more than bsp_max_queue_size).'),
+    ],
+)  # fmt: skip
+def test_a_bad_batch_span_processor_setting_stops_the_server_in_tritons_words(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    flags: list[str],
+    environment: dict[str, str],
+    words: str,
+) -> None:
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    entries = [f"--trace-config={entry}" for entry in ["mode=opentelemetry", *flags]]
+    with pytest.raises(ConfigError) as refused:
+        parsed("--model-repository", str(tmp_path), *entries)
+    assert refused.value.line().startswith(f"[config] {words}"), refused.value.line()
+
+
+def test_the_environment_sets_the_batch_span_processor_where_the_flags_do_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "250")
+    monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "100")
+    args, _ = parsed(
+        "--model-repository", str(tmp_path), "--trace-config=mode=opentelemetry",
+        "--trace-config=opentelemetry,bsp_max_queue_size=64",
+    )  # fmt: skip
+    assert args.trace["bsp"] == {  # type: ignore[attr-defined]
+        "bsp_max_queue_size": 64, "bsp_schedule_delay": 250,
+    }  # fmt: skip
+
+
 def test_triton_mode_trace_files_from_trace_config_or_the_older_flags(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -136,7 +178,7 @@ def test_triton_mode_trace_files_from_trace_config_or_the_older_flags(
     )  # fmt: skip
     expected = {
         "file": path, "log_frequency": 50, "level": ["TIMESTAMPS", "TENSORS"], "rate": 100,
-        "resource": {},
+        "resource": {}, "bsp": {},
     }  # fmt: skip
     assert args.trace == expected  # type: ignore[attr-defined]
     args, _ = parsed(
