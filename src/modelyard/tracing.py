@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from modelyard import error_rules
-from modelyard.engines.base import TraceTimes
+from modelyard.engines.base import StepTimes, TraceTimes
 from modelyard.errors import Code, ProtocolError, shown
 from modelyard.trace_file import TraceFile, tensor_record
 
@@ -129,7 +129,8 @@ class RequestTrace:
     inputs: dict[str, tuple[str, Any]] | None = None
     outputs: list[Any] | None = None
     # an ensemble's: each step's model, version, sent and answered (ns), execution times
-    steps: list[tuple[str, str, int, int, list[int]]] = field(default_factory=list)
+    # and a nested ensemble's own steps
+    steps: list[StepTimes] = field(default_factory=list)
     # Triton's span of the model's request, open while it executes (its context is what
     # the model sees: pb_utils' request.trace().get_context(), and what its BLS calls join)
     model_span: Any = None
@@ -374,9 +375,7 @@ class Tracing:
         results = max(answered_ns, trace.arrived_ns)
         self._end_model_span(trace.model_span, model_version, trace.arrived_ns, results,
                              trace.timing, trace.trace_id)  # fmt: skip
-        for step, version, step_sent, answered, step_timing in trace.steps:
-            self._model_span(trace.model_span, step, version, step_sent, step_sent, answered,
-                             step_timing, trace.trace_id)  # fmt: skip
+        self._step_spans(trace.model_span, trace.steps, trace.trace_id)
 
     @staticmethod
     def propagation_headers(trace: RequestTrace) -> dict[str, str]:
@@ -400,7 +399,7 @@ class Tracing:
         if trace.root is None:
             if self._file is not None:
                 first_step_id = self._last_id + 1  # as Triton's: each step a trace of its own
-                self._last_id += len(trace.steps)
+                self._last_id += len(_steps_in_start_order(trace.steps))
                 records = functools.partial(
                     _triton_records, trace, model_version, sent_ns, first_step_id
                 )
@@ -469,10 +468,13 @@ class Tracing:
         queued = trace.admitted_ns or arrived
         model = trace.model_span or self._start_model_span(root, trace.model, arrived)
         self._end_model_span(model, model_version, queued, results, timing, trace.trace_id)
-        for step, version, step_sent, answered, step_timing in trace.steps:
-            self._model_span(
-                model, step, version, step_sent, step_sent, answered, step_timing, trace.trace_id
-            )
+        self._step_spans(model, trace.steps, trace.trace_id)
+
+    def _step_spans(self, parent: Any, steps: list[StepTimes], trace_id: int) -> None:
+        """An ensemble's steps' spans under its own (a nested ensemble's under its)."""
+        for step, version, sent, answered, timing, inner in steps:
+            span = self._model_span(parent, step, version, sent, sent, answered, timing, trace_id)
+            self._step_spans(span, inner, trace_id)
 
     def _model_span(
         self,
@@ -623,15 +625,33 @@ def _triton_records(
             tensor_record(trace_id, "TENSOR_BACKEND_OUTPUT", output.name, output.datatype,
                           output.data)
         )  # fmt: skip
-    for step_id, (model, version, sent, answered, timing) in enumerate(trace.steps, first_step_id):
-        records.append({
-            "id": step_id, "model_name": model,
-            "model_version": int(version) if version.isdigit() else -1, "parent_id": trace_id,
-        })  # fmt: skip
+    ordered = _steps_in_start_order(trace.steps)
+    ids = {id(step): number for number, (step, _) in enumerate(ordered, first_step_id)}
+    for step, parent in ordered:
+        model, version, sent, answered, timing, _ = step
+        step_id = ids[id(step)]
+        head = {"id": step_id, "model_name": model,
+                "model_version": int(version) if version.isdigit() else -1}  # fmt: skip
+        if trace.request_id:  # as Triton's: a step's request carries the ensemble's id
+            head["request_id"] = trace.request_id
+        head["parent_id"] = trace_id if parent is None else ids[id(parent)]
+        records.append(head)
         ended = max(answered, timing[4]) if len(timing) >= 5 else answered
         step_stamps = [("REQUEST_START", sent), *_execution_stamps(timing), ("REQUEST_END", ended)]
         records += [{"id": step_id, "timestamps": [{"name": n, "ns": ns}]} for n, ns in step_stamps]
     return records
+
+
+def _steps_in_start_order(
+    steps: list[StepTimes], parent: StepTimes | None = None
+) -> list[tuple[StepTimes, StepTimes | None]]:
+    """Every step, a nested ensemble's too, with the step it is part of (None: the
+    request's own), in the order they were sent: the order Triton numbers their traces."""
+    flat: list[tuple[StepTimes, StepTimes | None]] = []
+    for step in steps:
+        flat.append((step, parent))
+        flat += _steps_in_start_order(step[5], step)
+    return sorted(flat, key=lambda pair: pair[0][2])
 
 
 def _execution_stamps(timing: list[int]) -> list[tuple[str, int]]:

@@ -186,28 +186,34 @@ def test_a_triton_trace_file_holds_each_request_s_timestamps_and_tensors(tmp_pat
 def test_an_ensembles_steps_are_traces_of_their_own_in_the_file_with_its_parent_id(
     tmp_path: Path,
 ) -> None:
-    """As Triton's trace file: each step a record of its own model and version, whose
-    ``parent_id`` is the ensemble's trace, with its queue and compute stamps; the next
-    request's id comes after the steps'."""
+    """As Triton's trace file: each step a record of its own model and version, numbered
+    in the order the steps were sent, its ``parent_id`` the ensemble's trace (a nested
+    ensemble's steps: the nested one's), with the request's id and its queue and compute
+    stamps; the next request's id comes after the steps'."""
     path = tmp_path / "trace.json"
     tracing = Tracing(level=["TIMESTAMPS"], rate=1, file=path)
     arrived = time.monotonic_ns()
     trace = tracing.begin("ens", None, "r-1", "http", {}, arrived)
     assert trace is not None
     executed = [arrived + 20, arrived + 30, arrived + 40, arrived + 50, arrived + 60]
-    trace.steps.append(("simple", "1", arrived + 10, arrived + 70, executed))
-    trace.steps.append(("cached", "2", arrived + 71, arrived + 72, []))  # not executed
+    # answered in another order than sent; the nested ensemble's step is numbered as sent
+    nested = ("simple", "1", arrived + 12, arrived + 14, [], [])
+    trace.steps.append(("cached", "2", arrived + 71, arrived + 72, [], []))  # not executed
+    trace.steps.append(("inner", "1", arrived + 11, arrived + 75, [], [nested]))
+    trace.steps.append(("simple", "1", arrived + 10, arrived + 70, executed, []))
     trace.results_ns = arrived + 80
     tracing.finish(trace, "1", arrived + 90)
     following = tracing.begin("ens", None, "r-2", "http", {}, arrived + 100)
-    assert following is not None and following.trace_id == 4
+    assert following is not None and following.trace_id == 6
     tracing.shutdown()
     records = _read(path)
     heads = [r for r in records if "model_name" in r]
     assert heads == [
         {"id": 1, "model_name": "ens", "model_version": 1, "request_id": "r-1"},
-        {"id": 2, "model_name": "simple", "model_version": 1, "parent_id": 1},
-        {"id": 3, "model_name": "cached", "model_version": 2, "parent_id": 1},
+        {"id": 2, "model_name": "simple", "model_version": 1, "request_id": "r-1", "parent_id": 1},
+        {"id": 3, "model_name": "inner", "model_version": 1, "request_id": "r-1", "parent_id": 1},
+        {"id": 4, "model_name": "simple", "model_version": 1, "request_id": "r-1", "parent_id": 3},
+        {"id": 5, "model_name": "cached", "model_version": 2, "request_id": "r-1", "parent_id": 1},
     ]
     assert _stamps(records, 2) == [
         ("REQUEST_START", arrived + 10), ("QUEUE_START", arrived + 20),
@@ -215,7 +221,7 @@ def test_an_ensembles_steps_are_traces_of_their_own_in_the_file_with_its_parent_
         ("COMPUTE_OUTPUT_START", arrived + 50), ("COMPUTE_END", arrived + 60),
         ("REQUEST_END", arrived + 70),
     ]  # fmt: skip
-    assert _stamps(records, 3) == [("REQUEST_START", arrived + 71), ("REQUEST_END", arrived + 72)]
+    assert _stamps(records, 5) == [("REQUEST_START", arrived + 71), ("REQUEST_END", arrived + 72)]
 
 
 def test_a_log_frequency_writes_indexed_files_and_a_count_that_runs_out_writes_at_once(
@@ -450,14 +456,17 @@ def test_an_ensembles_steps_are_spans_under_its_own_as_tritons() -> None:
     trace = tracing.begin("ens", None, None, "http", {}, arrived)
     assert trace is not None
     step_timing = [arrived + 20, arrived + 30, arrived + 40, arrived + 50, arrived + 60]
-    trace.steps.append(("simple", "1", arrived + 10, arrived + 70, step_timing))
+    trace.steps.append(("simple", "1", arrived + 10, arrived + 70, step_timing, []))
+    nested = ("nop", "1", arrived + 72, arrived + 73, [], [])
+    trace.steps.append(("inner", "1", arrived + 71, arrived + 74, [], [nested]))
     trace.results_ns = arrived + 80
     tracing.finish(trace, "1", arrived + 90)
     spans = exporter.get_finished_spans()
     by_id = {span.context.span_id: span.name for span in spans}
     nesting = sorted((by_id.get(s.parent.span_id, "") if s.parent else "", s.name) for s in spans)
     assert nesting == [
-        ("", "InferRequest"), ("InferRequest", "ens"), ("ens", "simple"), ("simple", "compute")
+        ("", "InferRequest"), ("InferRequest", "ens"), ("ens", "inner"), ("ens", "simple"),
+        ("inner", "nop"), ("simple", "compute"),
     ]  # fmt: skip
     ensemble = next(s for s in spans if s.name == "ens")
     assert [e.name for e in ensemble.events] == ["REQUEST_START", "QUEUE_START", "REQUEST_END"]
@@ -477,7 +486,7 @@ def test_a_model_sees_its_span_s_context_and_its_own_calls_nest_under_it() -> No
     child = tracing.begin_child("ens", json.dumps(context), arrived + 5)
     assert child is not None
     step_timing = [arrived + 20, arrived + 30, arrived + 40, arrived + 50, arrived + 60]
-    child.steps.append(("simple", "1", arrived + 10, arrived + 70, step_timing))
+    child.steps.append(("simple", "1", arrived + 10, arrived + 70, step_timing, []))
     tracing.finish_child(child, "1", arrived + 75)
     trace.timing = [arrived + 1, arrived + 2, arrived + 3, arrived + 80, arrived + 85]
     trace.results_ns = arrived + 90

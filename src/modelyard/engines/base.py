@@ -147,6 +147,11 @@ class TraceTimes(list[int]):
         self.activities: list[tuple[str, int]] = []
 
 
+# a traced ensemble request's step: its model, version, when it was sent and answered
+# (monotonic ns), its execution's times, and (a nested ensemble's) its own steps
+StepTimes = tuple[str, str, int, int, list[int], list[Any]]
+
+
 @contextlib.contextmanager
 def traced_activities(traced: list[list[tuple[str, int]]]) -> Iterator[None]:
     """Around the execute of an engine that reports activities: where each traced request

@@ -606,7 +606,8 @@ class EnsembleScheduler:
         running: dict[asyncio.Future[dict[str, np.ndarray]], tuple[EnsembleStep, ModelSpec, int]]
         running = {}
         traced = request.steps  # a traced request: each step's times, as it is answered
-        sent: dict[asyncio.Future[dict[str, np.ndarray]], tuple[str, int, list[int]]] = {}
+        sent: dict[asyncio.Future[dict[str, np.ndarray]], tuple[str, int, list[int], list[Any]]]
+        sent = {}
         try:
             while waiting or running:
                 for step in [
@@ -615,12 +616,14 @@ class EnsembleScheduler:
                 ]:  # fmt: skip
                     waiting.remove(step)
                     step_timing: list[int] | None = None if traced is None else TraceTimes()
+                    inner: list[Any] | None = None if traced is None else []  # a nested one's
+                    sent_ns = clock.monotonic_ns()  # before: a step may execute as it is sent
                     future, spec, step_rows, version = self._submit_step(
-                        step, tensors, batches, request, left_out, step_timing
+                        step, tensors, batches, request, left_out, step_timing, inner
                     )
                     running[future] = (step, spec, step_rows)
-                    if step_timing is not None:
-                        sent[future] = (version, clock.monotonic_ns(), step_timing)
+                    if step_timing is not None and inner is not None:
+                        sent[future] = (version, sent_ns, step_timing, inner)
                 if not running:  # a graph checked at load never comes here
                     missing = {t for s in waiting for t in s.inputs.values() if t not in tensors}
                     raise ensemble_error(self.model, f"no step makes {', '.join(sorted(missing))}")
@@ -629,9 +632,10 @@ class EnsembleScheduler:
                     step, spec, step_rows = running.pop(future)
                     results = dict(future.result())  # a step's error: below
                     if traced is not None:
-                        version, sent_ns, step_timing = sent.pop(future)
+                        version, sent_ns, step_timing, inner = sent.pop(future)
+                        answered_ns = clock.monotonic_ns()
                         traced.append(
-                            (step.model, version, sent_ns, clock.monotonic_ns(), step_timing)
+                            (step.model, version, sent_ns, answered_ns, step_timing, inner)
                         )
                     _finish_outputs(spec, results)
                     for model_output, tensor in step.outputs.items():
@@ -681,10 +685,11 @@ class EnsembleScheduler:
         request: Submission,
         left_out: dict[str, str],
         timing: list[int] | None = None,
+        steps: list[Any] | None = None,
     ) -> tuple[asyncio.Future[dict[str, np.ndarray]], ModelSpec, int, str]:
         # resolve and submit back to back on the loop: a swap cannot fall between them
         mv, step_request, rows = self._step_request(
-            step, tensors, batches, request, left_out, timing
+            step, tensors, batches, request, left_out, timing, steps
         )
         if mv.scheduler.decoupled:
             raise decoupled_refusal(mv.name)
@@ -698,6 +703,7 @@ class EnsembleScheduler:
         request: Submission,
         left_out: Mapping[str, str],
         timing: list[int] | None = None,
+        steps: list[Any] | None = None,
     ) -> tuple[ModelVersion, Submission, int]:
         """The step's model and its request, its inputs checked and converted."""
         mv = self._resolve(step.model, step.version)
@@ -720,7 +726,7 @@ class EnsembleScheduler:
         step_request = Submission(
             inputs, list(step.outputs), rows, request.deadline, request.priority,
             request.timeout_us, parameters=request.parameters if mv.takes_requests else None,
-            sequence=sequence, timing=timing,
+            sequence=sequence, timing=timing, steps=steps,
         )  # fmt: skip
         return mv, step_request, rows
 

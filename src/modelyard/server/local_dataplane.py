@@ -25,7 +25,7 @@ import numpy as np
 from modelyard import __version__, error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.dataplane import INSTANCE_EXTENSIONS, FixedOutput, StreamResponse
-from modelyard.engines.base import ModelParameters
+from modelyard.engines.base import ModelParameters, StepTimes
 from modelyard.errors import Code, ModelServerError, ModelyardError, NotResident, shown
 from modelyard.modelfiles.config import ModelSpec
 from modelyard.server.ensemble import ENSEMBLE
@@ -386,7 +386,7 @@ class VersionLane:
         deadline: float | None = None,
         timing: list[int] | None = None,
         arrived_ns: int = 0,
-        steps: list[tuple[str, str, int, int, list[int]]] | None = None,
+        steps: list[StepTimes] | None = None,
         trace_context: str | None = None,
     ) -> asyncio.Future[dict[str, np.ndarray]]:
         if self.reshapes:

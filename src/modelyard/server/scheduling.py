@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from modelyard import error_rules
+from modelyard.engines.base import StepTimes
 from modelyard.errors import EngineError, ModelServerError
 from modelyard.server.sequence_policy import SequenceFlags
 from modelyard.server.stats import VersionStats
@@ -53,8 +54,9 @@ class Submission:
     parameters: dict[str, Any] | None = None  # what a model that reads requests sees
     sequence: SequenceFlags | None = None  # its place in a sequence (sequence models)
     # a traced ensemble request's: each step's model, version, when it was sent and
-    # answered (monotonic ns) and its execution's times, as its steps are answered
-    steps: list[tuple[str, str, int, int, list[int]]] | None = None
+    # answered (monotonic ns), its execution's times and (a nested ensemble's) its own
+    # steps, as its steps are answered (tracing.StepTimes)
+    steps: list[StepTimes] | None = None
     # a traced request's W3C trace context, as a model that reads requests sees it
     # (pb_utils' request.trace().get_context(); tracing.RequestTrace.model_context)
     trace_context: str | None = None

@@ -16,6 +16,7 @@ from modelyard.modelfiles.repository import ModelRepository
 from modelyard.server.ensemble import _batch_converted, load_order
 from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode
+from modelyard.tracing import Tracing
 from modelyard.types import InferRequest, RequestedOutput
 from tests.support.dataplane import run_on_dataplane as run
 from tests.support.models import failing, sequence_accumulator, write_python_model
@@ -736,5 +737,31 @@ def test_an_ensemble_output_without_labels_takes_its_step_models_labels(tmp_path
         asked.outputs = [RequestedOutput("OUT", classification=1)]
         response = await dp.infer(asked)
         assert response.outputs[0].data.tolist() == [[b"6.000000:1:large"]]
+
+    run(scenario, tmp_path)
+
+
+def test_a_traced_nested_ensemble_records_its_own_steps_under_it(tmp_path: Path) -> None:
+    """A traced request's steps, as Triton traces them: each step's times, and a nested
+    ensemble's steps under that step (tracing.StepTimes), each sent before it executes."""
+    diamond(tmp_path, "inner")
+    ensemble(tmp_path, "outer", [step("double", {"x": "IN"}, {"y": "twice"}),
+                                 step("inner", {"IN": "twice"}, {"OUT": "OUT"})])  # fmt: skip
+
+    async def scenario(dp: LocalDataPlane) -> None:
+        traced = request("outer", [[1.0, 2.0]])
+        traced.trace = trace = Tracing(level=["TIMESTAMPS"], rate=1, file=tmp_path / "t.json") \
+            .begin("outer", None, None, "http", {}, 0)  # fmt: skip
+        assert trace is not None
+        response = await dp.infer(traced)
+        assert response.outputs[0].data.tolist() == [[7.0, 13.0]]  # (2x + 1) + 2(2x)
+        outer = {s[0]: s for s in trace.steps}
+        assert set(outer) == {"double", "inner"} and outer["double"][5] == []
+        inner = {s[0]: s for s in outer["inner"][5]}
+        assert set(inner) == {"add_version", "double", "combine"}
+        for model, _, sent_ns, answered_ns, timing, _ in [*outer.values(), *inner.values()]:
+            assert len(timing) == 5 or model == "inner", model
+            assert sent_ns <= (timing[1] if timing else answered_ns) <= answered_ns, model
+        assert outer["inner"][2] <= min(s[2] for s in inner.values())
 
     run(scenario, tmp_path)
