@@ -51,9 +51,10 @@ from pathlib import Path
 from typing import Any
 
 from modelyard import error_rules
-from modelyard.engines.base import StepTimes, TraceTimes
+from modelyard.engines.base import StepTimes, TracedSteps, TraceTimes
 from modelyard.errors import Code, ProtocolError, shown
 from modelyard.trace_file import TraceFile, tensor_record
+from modelyard.types import v2_datatype
 
 LEVELS = ("OFF", "TIMESTAMPS", "TENSORS")
 DEFAULT_URL = "http://localhost:4318/v1/traces"  # Triton's default collector address
@@ -130,7 +131,7 @@ class RequestTrace:
     outputs: list[Any] | None = None
     # an ensemble's: each step's model, version, sent and answered (ns), execution times
     # and a nested ensemble's own steps
-    steps: list[StepTimes] = field(default_factory=list)
+    steps: TracedSteps = field(default_factory=TracedSteps)
     # Triton's span of the model's request, open while it executes (its context is what
     # the model sees: pb_utils' request.trace().get_context(), and what its BLS calls join)
     model_span: Any = None
@@ -328,7 +329,7 @@ class Tracing:
                 trace.file_owner = model
             trace.context = headers or None
             trace.last = count == 1
-            trace.tensors = "TENSORS" in level
+            trace.tensors = trace.steps.tensors = "TENSORS" in level
             return trace
         from opentelemetry.propagate import extract
 
@@ -472,7 +473,7 @@ class Tracing:
 
     def _step_spans(self, parent: Any, steps: list[StepTimes], trace_id: int) -> None:
         """An ensemble's steps' spans under its own (a nested ensemble's under its)."""
-        for step, version, sent, answered, timing, inner in steps:
+        for step, version, sent, answered, timing, inner, _ in steps:
             span = self._model_span(parent, step, version, sent, sent, answered, timing, trace_id)
             self._step_spans(span, inner, trace_id)
 
@@ -628,7 +629,7 @@ def _triton_records(
     ordered = _steps_in_start_order(trace.steps)
     ids = {id(step): number for number, (step, _) in enumerate(ordered, first_step_id)}
     for step, parent in ordered:
-        model, version, sent, answered, timing, _ = step
+        model, version, sent, answered, timing, _, tensors = step
         step_id = ids[id(step)]
         head = {"id": step_id, "model_name": model,
                 "model_version": int(version) if version.isdigit() else -1}  # fmt: skip
@@ -639,6 +640,11 @@ def _triton_records(
         ended = max(answered, timing[4]) if len(timing) >= 5 else answered
         step_stamps = [("REQUEST_START", sent), *_execution_stamps(timing), ("REQUEST_END", ended)]
         records += [{"id": step_id, "timestamps": [{"name": n, "ns": ns}]} for n, ns in step_stamps]
+        if tensors is not None:  # the step's request's inputs, its answer's outputs
+            for activity, arrays in zip(("TENSOR_QUEUE_INPUT", "TENSOR_BACKEND_OUTPUT"), tensors,
+                                        strict=True):  # fmt: skip
+                records += [tensor_record(step_id, activity, name, v2_datatype(array), array)
+                            for name, array in arrays.items()]  # fmt: skip
     return records
 
 

@@ -162,10 +162,15 @@ def tritonserver(
 
 
 def start_fails(
-    host: LoopbackHost, args: Sequence[str], log_path: Path, timeout: float = 60
+    host: LoopbackHost,
+    args: Sequence[str],
+    log_path: Path,
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
 ) -> str:
-    """Start ``tritonserver ARGS`` expecting it to end by itself; its log."""
-    process = host.start([*TRITONSERVER, *args], log_path, env=_environment())
+    """Start ``tritonserver ARGS`` expecting it to end by itself; its log. ``env``: what
+    test.sh exports for it."""
+    process = host.start([*TRITONSERVER, *args], log_path, env=_environment(env))
     try:
         process.process.wait(timeout)
     finally:

@@ -197,10 +197,11 @@ def test_an_ensembles_steps_are_traces_of_their_own_in_the_file_with_its_parent_
     assert trace is not None
     executed = [arrived + 20, arrived + 30, arrived + 40, arrived + 50, arrived + 60]
     # answered in another order than sent; the nested ensemble's step is numbered as sent
-    nested = ("simple", "1", arrived + 12, arrived + 14, [], [])
-    trace.steps.append(("cached", "2", arrived + 71, arrived + 72, [], []))  # not executed
-    trace.steps.append(("inner", "1", arrived + 11, arrived + 75, [], [nested]))
-    trace.steps.append(("simple", "1", arrived + 10, arrived + 70, executed, []))
+    nested = ("simple", "1", arrived + 12, arrived + 14, [], [], None)
+    trace.steps.append(("cached", "2", arrived + 71, arrived + 72, [], [], None))  # not executed
+    trace.steps.append(("inner", "1", arrived + 11, arrived + 75, [], [nested], None))
+    kept = ({"x": np.array([1.5], np.float32)}, {"y": np.array([3], np.int32)})  # TENSORS
+    trace.steps.append(("simple", "1", arrived + 10, arrived + 70, executed, [], kept))
     trace.results_ns = arrived + 80
     tracing.finish(trace, "1", arrived + 90)
     following = tracing.begin("ens", None, "r-2", "http", {}, arrived + 100)
@@ -222,6 +223,12 @@ def test_an_ensembles_steps_are_traces_of_their_own_in_the_file_with_its_parent_
         ("REQUEST_END", arrived + 70),
     ]  # fmt: skip
     assert _stamps(records, 5) == [("REQUEST_START", arrived + 71), ("REQUEST_END", arrived + 72)]
+    assert [r for r in records if "activity" in r] == [
+        {"id": 2, "activity": "TENSOR_QUEUE_INPUT",
+         "tensor": {"name": "x", "data": "1.5", "shape": "1", "dtype": "FP32"}},
+        {"id": 2, "activity": "TENSOR_BACKEND_OUTPUT",
+         "tensor": {"name": "y", "data": "3", "shape": "1", "dtype": "INT32"}},
+    ]  # fmt: skip
 
 
 def test_a_log_frequency_writes_indexed_files_and_a_count_that_runs_out_writes_at_once(
@@ -456,9 +463,9 @@ def test_an_ensembles_steps_are_spans_under_its_own_as_tritons() -> None:
     trace = tracing.begin("ens", None, None, "http", {}, arrived)
     assert trace is not None
     step_timing = [arrived + 20, arrived + 30, arrived + 40, arrived + 50, arrived + 60]
-    trace.steps.append(("simple", "1", arrived + 10, arrived + 70, step_timing, []))
-    nested = ("nop", "1", arrived + 72, arrived + 73, [], [])
-    trace.steps.append(("inner", "1", arrived + 71, arrived + 74, [], [nested]))
+    trace.steps.append(("simple", "1", arrived + 10, arrived + 70, step_timing, [], None))
+    nested = ("nop", "1", arrived + 72, arrived + 73, [], [], None)
+    trace.steps.append(("inner", "1", arrived + 71, arrived + 74, [], [nested], None))
     trace.results_ns = arrived + 80
     tracing.finish(trace, "1", arrived + 90)
     spans = exporter.get_finished_spans()
@@ -486,7 +493,7 @@ def test_a_model_sees_its_span_s_context_and_its_own_calls_nest_under_it() -> No
     child = tracing.begin_child("ens", json.dumps(context), arrived + 5)
     assert child is not None
     step_timing = [arrived + 20, arrived + 30, arrived + 40, arrived + 50, arrived + 60]
-    child.steps.append(("simple", "1", arrived + 10, arrived + 70, step_timing, []))
+    child.steps.append(("simple", "1", arrived + 10, arrived + 70, step_timing, [], None))
     tracing.finish_child(child, "1", arrived + 75)
     trace.timing = [arrived + 1, arrived + 2, arrived + 3, arrived + 80, arrived + 85]
     trace.results_ns = arrived + 90

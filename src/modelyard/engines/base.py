@@ -148,8 +148,20 @@ class TraceTimes(list[int]):
 
 
 # a traced ensemble request's step: its model, version, when it was sent and answered
-# (monotonic ns), its execution's times, and (a nested ensemble's) its own steps
-StepTimes = tuple[str, str, int, int, list[int], list[Any]]
+# (monotonic ns), its execution's times, (a nested ensemble's) its own steps, and, where
+# the trace keeps tensors, its request's inputs and its answer's outputs (else None)
+StepTimes = tuple[str, str, int, int, list[int], list[Any], Any]
+
+
+class TracedSteps(list[Any]):
+    """A traced ensemble request's steps (``StepTimes``), as they are answered; ``tensors``:
+    its trace keeps each step's tensors (Triton's TENSORS level)."""
+
+    __slots__ = ("tensors",)
+
+    def __init__(self, tensors: bool = False) -> None:
+        super().__init__()
+        self.tensors = tensors
 
 
 @contextlib.contextmanager

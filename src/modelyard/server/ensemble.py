@@ -41,7 +41,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.engines.base import TraceTimes
+from modelyard.engines.base import TracedSteps, TraceTimes
 from modelyard.errors import ModelServerError, ModelyardError
 from modelyard.modelfiles.config import ModelSpec, TensorConfig, compile_spec, read_model_config
 from modelyard.server.decoupled import ResponseStream, StreamItem, decoupled_refusal
@@ -606,7 +606,8 @@ class EnsembleScheduler:
         running: dict[asyncio.Future[dict[str, np.ndarray]], tuple[EnsembleStep, ModelSpec, int]]
         running = {}
         traced = request.steps  # a traced request: each step's times, as it is answered
-        sent: dict[asyncio.Future[dict[str, np.ndarray]], tuple[str, int, list[int], list[Any]]]
+        keeps_tensors = getattr(traced, "tensors", False)
+        sent: dict[asyncio.Future[dict[str, np.ndarray]], tuple[str, int, list[int], Any, Any]]
         sent = {}
         try:
             while waiting or running:
@@ -616,14 +617,16 @@ class EnsembleScheduler:
                 ]:  # fmt: skip
                     waiting.remove(step)
                     step_timing: list[int] | None = None if traced is None else TraceTimes()
-                    inner: list[Any] | None = None if traced is None else []  # a nested one's
+                    # a nested ensemble's own steps
+                    inner = None if traced is None else TracedSteps(keeps_tensors)
                     sent_ns = clock.monotonic_ns()  # before: a step may execute as it is sent
-                    future, spec, step_rows, version = self._submit_step(
+                    future, spec, step_rows, version, step_inputs = self._submit_step(
                         step, tensors, batches, request, left_out, step_timing, inner
                     )
                     running[future] = (step, spec, step_rows)
                     if step_timing is not None and inner is not None:
-                        sent[future] = (version, sent_ns, step_timing, inner)
+                        kept = step_inputs if keeps_tensors else None
+                        sent[future] = (version, sent_ns, step_timing, inner, kept)
                 if not running:  # a graph checked at load never comes here
                     missing = {t for s in waiting for t in s.inputs.values() if t not in tensors}
                     raise ensemble_error(self.model, f"no step makes {', '.join(sorted(missing))}")
@@ -632,11 +635,11 @@ class EnsembleScheduler:
                     step, spec, step_rows = running.pop(future)
                     results = dict(future.result())  # a step's error: below
                     if traced is not None:
-                        version, sent_ns, step_timing, inner = sent.pop(future)
+                        version, sent_ns, step_timing, inner, kept = sent.pop(future)
                         answered_ns = clock.monotonic_ns()
-                        traced.append(
-                            (step.model, version, sent_ns, answered_ns, step_timing, inner)
-                        )
+                        step_tensors = None if kept is None else (kept, dict(results))
+                        traced.append((step.model, version, sent_ns, answered_ns, step_timing,
+                                       inner, step_tensors))  # fmt: skip
                     _finish_outputs(spec, results)
                     for model_output, tensor in step.outputs.items():
                         if model_output not in results:
@@ -686,14 +689,16 @@ class EnsembleScheduler:
         left_out: dict[str, str],
         timing: list[int] | None = None,
         steps: list[Any] | None = None,
-    ) -> tuple[asyncio.Future[dict[str, np.ndarray]], ModelSpec, int, str]:
+    ) -> tuple[asyncio.Future[dict[str, np.ndarray]], ModelSpec, int, str, dict[str, Any]]:
+        """The step's answer to come, its model's spec, its rows, version and inputs."""
         # resolve and submit back to back on the loop: a swap cannot fall between them
         mv, step_request, rows = self._step_request(
             step, tensors, batches, request, left_out, timing, steps
         )
         if mv.scheduler.decoupled:
             raise decoupled_refusal(mv.name)
-        return mv.scheduler.submit(step_request), mv.spec, rows, str(mv.version)
+        future = mv.scheduler.submit(step_request)
+        return future, mv.spec, rows, str(mv.version), step_request.inputs
 
     def _step_request(
         self,

@@ -759,7 +759,8 @@ def test_a_traced_nested_ensemble_records_its_own_steps_under_it(tmp_path: Path)
         assert set(outer) == {"double", "inner"} and outer["double"][5] == []
         inner = {s[0]: s for s in outer["inner"][5]}
         assert set(inner) == {"add_version", "double", "combine"}
-        for model, _, sent_ns, answered_ns, timing, _ in [*outer.values(), *inner.values()]:
+        for model, _, sent_ns, answered_ns, timing, _, kept in [*outer.values(), *inner.values()]:
+            assert kept is None  # TIMESTAMPS: no tensors kept
             assert len(timing) == 5 or model == "inner", model
             assert sent_ns <= (timing[1] if timing else answered_ns) <= answered_ns, model
         assert outer["inner"][2] <= min(s[2] for s in inner.values())
