@@ -619,7 +619,8 @@ class EnsembleScheduler:
                     step_timing: list[int] | None = None if traced is None else TraceTimes()
                     # a nested ensemble's own steps
                     inner = None if traced is None else TracedSteps(keeps_tensors)
-                    sent_ns = clock.monotonic_ns()  # before: a step may execute as it is sent
+                    # before: a step may execute as it is sent
+                    sent_ns = 0 if traced is None else clock.monotonic_ns()
                     future, spec, step_rows, version, step_inputs = self._submit_step(
                         step, tensors, batches, request, left_out, step_timing, inner
                     )
