@@ -11,7 +11,10 @@ same shape (else one error response, final, ``expected IN and DELAY shape to mat
 [1] and [2]``); a thread of its own then, for each element ``e`` of IN, sleeps DELAY[e]
 ms and sends a response of OUT = IN[e] and IDX = e (flags 0), and after the last sends
 FINAL alone. ``execute`` sleeps WAIT ms before it returns (the instance is busy so long;
-the C++ backend releases the requests then).
+the C++ backend releases the requests then). Where the config is not decoupled, Triton's
+core answers the C++ backend's first response and drops the others (L0_grpc_state_cleanup's
+``test_non_decoupled_streaming_multi_response``); a python model may send only one, so
+here the first is sent FINAL and the others are not sent.
 """
 
 from __future__ import annotations
@@ -81,9 +84,11 @@ def invalid(message: str):
 
 class TritonPythonModel:
     def initialize(self, args):
-        error = config_error(json.loads(args["model_config"]))
+        config = json.loads(args["model_config"])
+        error = config_error(config)
         if error is not None:
             raise pb_utils.TritonModelException(error)
+        self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
         self.threads: list[threading.Thread] = []
 
     def execute(self, requests):
@@ -122,6 +127,10 @@ class TritonPythonModel:
             time.sleep(min(int(delay), MAX_DELAY_MS) / 1000)
             out = pb_utils.Tensor("OUT", np.array([value], dtype=np.int32))
             idx = pb_utils.Tensor("IDX", np.array([index], dtype=np.uint32))
+            if not self.decoupled:  # the core's answer: the first response
+                final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+                sender.send(pb_utils.InferenceResponse([out, idx]), flags=final)
+                return
             sender.send(pb_utils.InferenceResponse([out, idx]), flags=0)
         sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
 

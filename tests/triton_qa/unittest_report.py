@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import runpy
 import sys
 import unittest
 from pathlib import Path
@@ -62,14 +63,34 @@ class _Recording(unittest.TextTestResult):
         self.outcomes[self._name(test)] = {"status": "failed", "message": "unexpected success"}
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], as_main: bool = False) -> int:
+    """``as_main``: run the file as ``__main__``, its ``if __name__ == "__main__":`` block
+    too (some set class attributes from the environment there), whose ``unittest.main()``
+    runs the chosen tests."""
     report, file, *names = argv
     sys.path.insert(0, str(Path.cwd()))
+    if as_main:
+        ran: list[int] = []
+        original = unittest.main
+
+        def run_chosen(*_: Any, **__: Any) -> None:
+            ran.append(_run(sys.modules["__main__"], names, report))
+
+        unittest.main = run_chosen  # type: ignore[assignment,misc]
+        try:
+            runpy.run_path(file, run_name="__main__")
+        finally:
+            unittest.main = original  # type: ignore[misc]
+        return ran[0] if ran else 1
     spec = importlib.util.spec_from_file_location("__qa_main__", file)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
+    return _run(module, names, report)
+
+
+def _run(module: Any, names: list[str], report: str) -> int:
     loader = unittest.TestLoader()
     suite = (
         loader.loadTestsFromNames(names, module) if names else loader.loadTestsFromModule(module)

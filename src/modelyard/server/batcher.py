@@ -387,9 +387,10 @@ class RequestQueue:
         waited_ms = (now_ns - request.enqueued_ns) / 1e6
         if client:
             return ModelServerError.of(
-                error_rules.CLIENT_DEADLINE,
-                f"request to model '{self.model}' version {self.version} passed its deadline "
-                f"after {waited_ms:.1f} ms in queue; it was dropped before execution",
+                error_rules.CLIENT_DEADLINE,  # gRPC's words lead, as a client's own deadline
+                f"Deadline Exceeded: request to model '{self.model}' version {self.version} "
+                f"passed its deadline after {waited_ms:.1f} ms in queue; it was dropped before "
+                "execution",
             )
         return ModelServerError.of(
             error_rules.QUEUE_TIMEOUT,

@@ -297,6 +297,8 @@ def test_a_client_deadline_always_drops_with_deadline_exceeded() -> None:
     expired = queue.expire(now_ns=2 * MS)
     assert expired[0].error.code is Code.DEADLINE_EXCEEDED
     assert expired[0].error.rule == "model-server/client-deadline"
+    # the words a gRPC client reads of its own deadline lead (L0_grpc_state_cleanup)
+    assert expired[0].error.detail.startswith("Deadline Exceeded: request to model 'm'")
 
 
 def test_without_dynamic_batching_each_request_runs_alone() -> None:
