@@ -901,6 +901,11 @@ class ModelManager:
             raise
         if authorize is not None:
             authorize(reached_models(base))  # refused: nothing changes, not even the record
+        try:  # a digest of a model's files: off the loop
+            await loop.run_in_executor(None, run_checksum_agent, base, model_dir)
+        except ModelyardError as exc:
+            self._failed(name, record, fingerprint, exc)
+            raise
         self._models[name] = record
         record.unloaded = False
         record.registered = True
@@ -1017,7 +1022,6 @@ class ModelManager:
             base.version_policy.Clear()
             base.version_policy.specific.versions[:] = [self.pinned_versions[name]]
         validate_version_policy(base, f"{name}/config.pbtxt")
-        run_checksum_agent(base, override_dir or model_dir)
         available = self.repository.versions(model_dir)
         for reason in self.repository.ignored_versions(model_dir):
             log.warning("version_directory_ignored", model=name, triton=reason)
