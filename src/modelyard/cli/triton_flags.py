@@ -228,7 +228,9 @@ def _bsp_from_environment(bsp: dict[str, int]) -> None:
         except _BadOption as exc:
             raise _flag_error(str(exc), f"the environment variable {variable}") from None
     queue = bsp.get("bsp_max_queue_size", 2048)  # OpenTelemetry's defaults
-    if bsp.get("bsp_max_export_batch_size", min(512, queue)) > queue:
+    if "bsp_max_queue_size" in bsp:  # a smaller queue: its batches no bigger than it
+        bsp.setdefault("bsp_max_export_batch_size", min(512, queue))
+    if bsp.get("bsp_max_export_batch_size", 512) > queue:
         raise _flag_error(
             'Bad option: "bsp_max_export_batch_size" (more than bsp_max_queue_size).',
             "--trace-config opentelemetry,bsp_max_export_batch_size=N (at most the queue's)",

@@ -109,7 +109,7 @@ def test_trace_config_sets_up_opentelemetry_tracing(tmp_path: Path) -> None:
         "count": -1,
         "url": "http://collector:4318/v1/traces",
         "resource": {"deployment": "canary"},
-        "bsp": {"bsp_max_queue_size": 64},
+        "bsp": {"bsp_max_queue_size": 64, "bsp_max_export_batch_size": 64},
     }
     for entries in (
         ["level=TIMESTAMPS"],  # Triton's mode: no file to write
@@ -164,6 +164,7 @@ def test_the_environment_sets_the_batch_span_processor_where_the_flags_do_not(
     )  # fmt: skip
     assert args.trace["bsp"] == {  # type: ignore[attr-defined]
         "bsp_max_queue_size": 64, "bsp_schedule_delay": 250,
+        "bsp_max_export_batch_size": 64,  # OpenTelemetry's 512, at most the queue
     }  # fmt: skip
 
 
