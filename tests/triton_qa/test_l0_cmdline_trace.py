@@ -157,7 +157,8 @@ def test_cmdline_trace(host: LoopbackHost, tmp_path: Path) -> None:
             tensors = (written.count("TENSOR_QUEUE_INPUT"), written.count("TENSOR_BACKEND_OUTPUT"))
             if tensors != (18, 14):
                 wrong.append(f"{trial}: tensor records {tensors} != (18, 14)")
-    args = ["--trace-file=/tmp/trace.json", "--trace-rate=100", "--trace-level=TIMESTAMPS",
+    # test.sh's flags, its file (/tmp/trace.json there) in the work directory
+    args = [f"--trace-file={work / 'trace.json'}", "--trace-rate=100", "--trace-level=TIMESTAMPS",
             "--trace-log-frequency=50", "--trace-count=100", f"--model-repository={plain}"]
     with harness.tritonserver(host, args, tmp_path / "flags.log", cwd=work) as server:
         log = server.log()
