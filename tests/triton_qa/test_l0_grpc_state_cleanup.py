@@ -13,7 +13,7 @@ server of its own with test.sh's flags (``--log-verbose=2``; the three error-sta
 with ``--grpc-restricted-protocol=inference:infer-key=infer-value``; the four shutdown
 tests given ``SERVER_PID`` and the server stopping by their signal;
 ``test_decoupled_infer_complete`` with ``TRITONSERVER_DELAY_GRPC_COMPLETE=2000`` and
-``SERVER_LOG``), four at a time. ``TRITON_QA=full`` only (about three minutes).
+``SERVER_LOG``), four at a time. ``TRITON_QA=full`` only (about a minute).
 """
 
 from __future__ import annotations
