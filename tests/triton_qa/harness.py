@@ -278,6 +278,17 @@ def _read_report(report: Path) -> dict[str, Outcome]:
     return outcomes
 
 
+def curl(host: LoopbackHost, path: str) -> tuple[str, str]:
+    """test.sh's ``curl -s -w %{http_code} localhost:8000PATH`` in ``host``: the status
+    code and the body."""
+    done = subprocess.run(
+        host.command(["curl", "-s", "-w", "\n%{http_code}", f"localhost:8000{path}"]),
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    body, _, code = done.stdout.rpartition("\n")
+    return code, body
+
+
 def run_script(
     host: LoopbackHost, script: Path, *args: str, cwd: Path, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -105,17 +104,6 @@ def _models(work: Path, generated: Path, trial: str) -> Path:
     return models
 
 
-def _config(host: LoopbackHost, model: str) -> tuple[str, str]:
-    """test.sh's ``curl -s -w %{http_code} -o ./$TRIAL.out .../config``."""
-    done = subprocess.run(
-        host.command(["curl", "-s", "-w", "\n%{http_code}",
-                      f"localhost:8000/v2/models/{model}/config"]),
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    body, _, code = done.stdout.rpartition("\n")
-    return code, body
-
-
 def test_config_json(host: LoopbackHost, tmp_path: Path) -> None:
     work = harness.work_directory(tmp_path, "L0_config_json")
     generated = work / "generated"
@@ -126,7 +114,7 @@ def test_config_json(host: LoopbackHost, tmp_path: Path) -> None:
         models = _models(work, generated, trial)
         args = [f"--model-repository={models}"]
         with harness.tritonserver(host, args, tmp_path / f"{trial}.log"):
-            code, body = _config(host, model)
+            code, body = harness.curl(host, f"/v2/models/{model}/config")
         counts = {pattern: body.count(pattern) for pattern in patterns}
         if code != "200" or counts != patterns:
             wrong.append(f"{trial}: {code} {counts}\n{body}")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -47,17 +46,6 @@ def repository(work: Path) -> Path:
     return models
 
 
-def _config(host: LoopbackHost) -> tuple[str, str]:
-    """test.sh's ``curl -s -w %{http_code} -o ./curl.out .../config``."""
-    done = subprocess.run(
-        host.command(["curl", "-s", "-w", "\n%{http_code}",
-                      f"localhost:8000/v2/models/{MODEL}/config"]),
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    body, _, code = done.stdout.rpartition("\n")
-    return code, body
-
-
 def test_custom_model_config(host: LoopbackHost, tmp_path: Path) -> None:
     work = harness.work_directory(tmp_path, "L0_custom_model_config")
     models = repository(work)
@@ -65,7 +53,7 @@ def test_custom_model_config(host: LoopbackHost, tmp_path: Path) -> None:
         args = [f"--model-repository={models}"]
         args += [] if name is None else [f"--model-config-name={name}"]
         with harness.tritonserver(host, args, tmp_path / f"{name}.log"):
-            code, body = _config(host)
+            code, body = harness.curl(host, f"/v2/models/{MODEL}/config")
         assert code == "200", body
         policy = f'"version_policy":{{"specific":{{"versions":[{versions}]}}}}'
         assert body.count(policy) == 1, (name, body)
