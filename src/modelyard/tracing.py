@@ -399,10 +399,11 @@ class Tracing:
         then have no response or send events)."""
         if trace.root is None:
             if self._file is not None:
-                first_step_id = self._last_id + 1  # as Triton's: each step a trace of its own
-                self._last_id += len(_steps_in_start_order(trace.steps))
+                steps = _steps_in_start_order(trace.steps)  # as Triton's: each a trace
+                first_step_id = self._last_id + 1
+                self._last_id += len(steps)
                 records = functools.partial(
-                    _triton_records, trace, model_version, sent_ns, first_step_id
+                    _triton_records, trace, model_version, sent_ns, steps, first_step_id
                 )
                 self._file.add(records, trace.last, trace.file_owner)
             return
@@ -590,11 +591,15 @@ class Tracing:
 
 
 def _triton_records(
-    trace: RequestTrace, model_version: str, sent_ns: int, first_step_id: int = 0
+    trace: RequestTrace,
+    model_version: str,
+    sent_ns: int,
+    steps: list[tuple[StepTimes, StepTimes | None]],
+    first_step_id: int,
 ) -> list[Any]:
     """A request's records in a Triton trace file: what it is, its timestamps, its tensors;
-    an ensemble's steps after, each a trace of its own (ids from ``first_step_id``) whose
-    ``parent_id`` is the ensemble's."""
+    an ensemble's ``steps`` after (``_steps_in_start_order``), each a trace of its own (ids
+    from ``first_step_id``) whose ``parent_id`` is its ensemble's."""
     trace_id = trace.trace_id
     head: dict[str, Any] = {
         "id": trace_id,
@@ -626,9 +631,8 @@ def _triton_records(
             tensor_record(trace_id, "TENSOR_BACKEND_OUTPUT", output.name, output.datatype,
                           output.data)
         )  # fmt: skip
-    ordered = _steps_in_start_order(trace.steps)
-    ids = {id(step): number for number, (step, _) in enumerate(ordered, first_step_id)}
-    for step, parent in ordered:
+    ids = {id(step): number for number, (step, _) in enumerate(steps, first_step_id)}
+    for step, parent in steps:
         model, version, sent, answered, timing, _, tensors = step
         step_id = ids[id(step)]
         head = {"id": step_id, "model_name": model,

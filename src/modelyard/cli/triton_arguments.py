@@ -13,18 +13,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-_TRUE = frozenset(("true", "on", "1", "yes"))
-_FALSE = frozenset(("false", "off", "0", "no"))
+from modelyard.booleans import triton_bool_value
 
 
 def triton_bool(text: str) -> bool:
     """A boolean as tritonserver reads one: true/on/1/yes or false/off/0/no."""
-    value = text.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    value = triton_bool_value(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return value
 
 
 # flags that tune what modelyard has no counterpart of: accepted, logged with the reason

@@ -23,7 +23,8 @@ from typing import Any, ClassVar, NamedTuple
 from numpy.typing import NDArray
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.errors import Code, EngineError, ModelyardError
+from modelyard.booleans import triton_bool_value
+from modelyard.errors import Code, EngineError, ModelyardError, Rule, shown
 
 
 class BatchedRequest(NamedTuple):
@@ -235,6 +236,21 @@ class LoadContext:
         if key in self.config.parameters:
             return str(self.config.parameters[key].string_value)
         return default
+
+    def flag(self, key: str, default: bool, rule: Rule) -> bool:
+        """A boolean parameter as Triton's backends read one (``default`` when absent or
+        empty); any other value is refused under ``rule``, in their words."""
+        raw = self.parameter(key, "") or ""
+        if not raw:
+            return default
+        value = triton_bool_value(raw)
+        if value is None:
+            raise EngineError.of(
+                rule,
+                f"failed to convert '{shown(raw, 40)}' to boolean value for parameter '{key}'",
+                where=f"parameters in {self.config.name}/config.pbtxt",
+            )
+        return value
 
 
 def unreadable_artifact(engine: str, ctx: LoadContext, exc: Exception) -> EngineError:

@@ -50,7 +50,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard import error_rules
 from modelyard.engines.base import Engine, LoadContext, Signature, triton_instance_name
-from modelyard.errors import EngineError, shown
+from modelyard.errors import EngineError
 from modelyard.types import CONFIG_TO_V2
 
 log = structlog.get_logger("modelyard.engines")
@@ -99,19 +99,7 @@ class Switches:
     @classmethod
     def of(cls, ctx: LoadContext) -> Switches:
         def flag(key: str, default: bool) -> bool:
-            raw = ctx.parameter(key, "")
-            if not raw:
-                return default
-            text = raw.strip().lower()
-            if text in ("true", "1", "on", "yes"):
-                return True
-            if text in ("false", "0", "off", "no"):
-                return False
-            raise EngineError.of(
-                error_rules.PYTORCH,
-                f"failed to convert '{shown(raw, 40)}' to boolean value for parameter '{key}'",
-                where=f"parameters in {ctx.config.name}/config.pbtxt",
-            )
+            return ctx.flag(key, default, error_rules.PYTORCH)
 
         return cls(
             inference_mode=flag("INFERENCE_MODE", True),

@@ -901,11 +901,12 @@ class ModelManager:
             raise
         if authorize is not None:
             authorize(reached_models(base))  # refused: nothing changes, not even the record
-        try:  # a digest of a model's files: off the loop
-            await loop.run_in_executor(None, run_checksum_agent, base, model_dir)
-        except ModelyardError as exc:
-            self._failed(name, record, fingerprint, exc)
-            raise
+        if base.model_repository_agents.agents:  # a digest of a model's files: off the loop
+            try:
+                await loop.run_in_executor(None, run_checksum_agent, base, model_dir)
+            except ModelyardError as exc:
+                self._failed(name, record, fingerprint, exc)
+                raise
         self._models[name] = record
         record.unloaded = False
         record.registered = True

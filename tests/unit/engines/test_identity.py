@@ -85,3 +85,16 @@ def test_the_delay_grows_with_the_instance_where_the_config_asks(tmp_path: Path)
     )
     assert _loaded(tmp_path, delayed, instance=0)._delay_s == pytest.approx(0.02)
     assert _loaded(tmp_path, delayed, instance=3)._delay_s == pytest.approx(0.12)
+
+
+def test_custom_tracing_s_nested_spans_are_bounded_by_what_the_config_may_ask(
+    tmp_path: Path,
+) -> None:
+    """Each nested span takes 100 ms of a traced request's execution: a config asks for at
+    most 100 (the model file controls it); Triton's defaults otherwise."""
+    tracing = PAIR + 'parameters { key: "enable_custom_tracing" value { string_value: "true" } } '
+    engine = _loaded(tmp_path, tracing + 'parameters { key: "nested_span_count" '
+                                         'value { string_value: "1000000" } }')  # fmt: skip
+    assert engine.reports_activities and not engine.runs_on_loop
+    assert engine._nested_spans == 100 and engine._single_every == 1
+    assert not _loaded(tmp_path, PAIR).reports_activities  # off unless the config asks

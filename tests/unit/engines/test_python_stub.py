@@ -237,6 +237,17 @@ def test_a_decoupled_request_s_cancellation_reaches_its_model_without_a_question
         engine.execute_decoupled([streaming])
         assert done.wait(10) and got == [0]  # its first check said yes
 
+        # a cancellation while another thread holds the stub's send lock: the loop never
+        # waits for it, the notice is sent from the pool once the lock is free
+        held = ResponseStream("streams")
+        streaming, got, done = request(held.on_cancel, lambda: held.cancelled)
+        engine.execute_decoupled([streaming])
+        stub = engine._stub
+        assert stub is not None
+        with stub._send_lock:
+            held.cancel()  # returns at once
+        assert done.wait(10) and got[-1] < 5000
+
         flag = threading.Event()
         streaming, got, done = request(None, lambda: asked.append("asked") or flag.is_set())
         engine.execute_decoupled([streaming])
