@@ -217,6 +217,7 @@ class InstanceServer(InProcessServer):
             if models.resources is not None
             else None,
             auto_complete=models.auto_complete,
+            backend_config=models.backend_config,
             load_retries=models.load_retries,
         )
         manager.initialize_error = initialize_error

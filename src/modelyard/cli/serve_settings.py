@@ -30,6 +30,7 @@ from modelyard.frontdoors.restricted import Restrictions
 from modelyard.governance.rules_source import RulesSource
 from modelyard.hardware.memory import parse_size
 from modelyard.modelfiles.control_mode import ControlMode
+from modelyard.server.backend_config import BackendConfig
 
 # tritonserver's --rate-limit-resource: name, count, device (None: every device)
 Resource = tuple[str, int, str | None]
@@ -55,6 +56,7 @@ class ModelSettings:
     load_threads: int | None
     load_retries: int
     auto_complete: bool
+    backend_config: BackendConfig  # --backend-config, each backend's settings
     exit_on_error: bool  # a model that fails to load at start ends the server
     summary_quantiles: tuple[float, ...] | None  # None: no latency summaries
     response_cache_bytes: int | None  # None: no response cache
@@ -218,6 +220,7 @@ def _model_settings(args: argparse.Namespace) -> ModelSettings:
         backend_directory=Path(args.backend_directory) if args.backend_directory else None,
         load_retries=args.model_load_retry_count,
         auto_complete=args.auto_complete,
+        backend_config=args.backend_settings,
         exit_on_error=args.exit_on_error,
         summary_quantiles=args.summary_quantiles,
         response_cache_bytes=args.response_cache_bytes,

@@ -30,7 +30,6 @@ NOT_APPLICABLE = {
     "--cuda-memory-pool-byte-size": "engines allocate their own device memory",
     "--buffer-manager-thread-count": "inputs are viewed in place, not copied by a pool",
     "--http-thread-count": "one event loop serves HTTP; model instances have their threads",
-    "--backend-config": "engine settings come from each config.pbtxt's parameters",
     "--host-policy": "placement follows each config's instance_group",
     "--min-supported-compute-capability": "TensorRT plans check their GPU when they load",
     "--metrics-interval-ms": "metrics are read from the counters at each scrape",
@@ -127,6 +126,10 @@ TRITON_FLAGS: list[Flag] = [
     _flag("--backend-directory", default=None, metavar="DIR",
           help="Python-based backends: DIR/NAME/model.py serves the models whose config "
           "says backend: \"NAME\" (the engines are modelyard's own)"),
+    _flag("--backend-config", action="append", default=[], metavar="[BACKEND,]SETTING=VALUE",
+          help="a backend's setting (without BACKEND: every backend's); applied: "
+          "default-max-batch-size, the max_batch_size auto-complete gives a batching model "
+          "(4; 0: none); repeatable"),
     _flag("--metrics-config", action="append", default=[], metavar="KEY=VALUE",
           help="summary_latencies=true, counter_latencies=false, "
           "summary_quantiles=0.5:0.05,0.9:0.01,...; repeatable"),

@@ -7,7 +7,8 @@ flag is one of two kinds:
 * applied: it sets what it sets in Triton (several repositories, an address per front
   door, turning a front door off, log levels and file, readiness, start-up errors,
   the shutdown timeout, the threads that load models, the response cache, the rate
-  limiter, tracing, client shared memory, headers forwarded as parameters, namespacing);
+  limiter, tracing, client shared memory, headers forwarded as parameters, namespacing,
+  backend settings);
 * accepted and logged as not applied, with the reason: tuning that has no counterpart
   here (CUDA and pinned memory pools, thread counts of parts modelyard does not have).
 """
@@ -34,6 +35,7 @@ from modelyard.errors import ConfigError
 from modelyard.frontdoors.grpc import GrpcTls
 from modelyard.frontdoors.header_forwarding import HeaderForwarding
 from modelyard.frontdoors.restricted import Restrictions
+from modelyard.server.backend_config import BackendConfig
 from modelyard.server.resource_limiter import parse_resource
 from modelyard.server.stats import DEFAULT_QUANTILES
 from modelyard.tracing import LEVELS
@@ -301,6 +303,20 @@ _LEAST = {
 }
 
 
+def _compute_capability(given: list[str] | None) -> float | None:
+    """--min-supported-compute-capability's last value (None: not given), which the
+    backends' settings carry."""
+    if not given:
+        return None
+    try:
+        return float(given[-1])
+    except ValueError:
+        raise _flag_error(
+            f"--min-supported-compute-capability {given[-1]!r}: a number such as 6.0",
+            "modelyard serve --min-supported-compute-capability",
+        ) from None
+
+
 def _dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
@@ -327,6 +343,12 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
     _apply_grpc_connection(args)
     if args.strict_model_config:
         args.auto_complete = False
+    args.backend_settings = BackendConfig.from_command_line(
+        args.backend_config,
+        args.auto_complete,
+        _compute_capability(args.min_supported_compute_capability),
+        args.backend_directory or "",
+    )
     for front in ("http", "grpc"):
         pattern = getattr(args, f"{front}_header_forward_pattern")
         forwarding = None

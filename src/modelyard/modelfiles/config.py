@@ -25,7 +25,8 @@ from modelyard.errors import ConfigError
 from modelyard.types import CONFIG_TO_V2, V2_TO_CONFIG, numpy_dtype
 
 CONFIG_FILENAME = "config.pbtxt"
-# Triton's auto-complete default for models whose first dimension is variable
+# Triton's auto-complete default for models whose first dimension is variable (its
+# --backend-config default-max-batch-size)
 AUTOCOMPLETE_MAX_BATCH_SIZE = 4
 
 
@@ -267,10 +268,15 @@ TENSORS_OPTIONAL = frozenset({"python", "identity"})
 
 
 def complete_config(
-    config: mc.ModelConfig, signature: Signature | None, origin: str, tensors_required: bool = True
+    config: mc.ModelConfig,
+    signature: Signature | None,
+    origin: str,
+    tensors_required: bool = True,
+    default_max_batch_size: int = AUTOCOMPLETE_MAX_BATCH_SIZE,
 ) -> None:
     """Fill inputs, outputs and max_batch_size from the model file where the config is silent
-    (``tensors_required``: a model that describes none must name them in its config)."""
+    (``tensors_required``: a model that describes none must name them in its config): a file
+    that batches gets ``default_max_batch_size`` and dynamic batching, none if it is 0."""
     if signature is None:
         if tensors_required and (not config.input or not config.output):
             raise _config_error(
@@ -282,8 +288,9 @@ def complete_config(
     batched_file = signature.batched and all(
         spec.dims and spec.dims[0] == -1 for spec in signature.inputs
     )
-    if not config.input and not config.output and config.max_batch_size == 0 and batched_file:
-        config.max_batch_size = AUTOCOMPLETE_MAX_BATCH_SIZE
+    silent = not config.input and not config.output and config.max_batch_size == 0
+    if silent and batched_file and default_max_batch_size > 0:
+        config.max_batch_size = default_max_batch_size
         if not config.HasField("dynamic_batching") and not config.HasField("sequence_batching"):
             config.dynamic_batching.SetInParent()
     skip = 1 if config.max_batch_size > 0 else 0

@@ -53,6 +53,11 @@ from modelyard.modelfiles.control_mode import ControlMode
 from modelyard.modelfiles.load_request import OVERRIDE_PREFIX, write_override
 from modelyard.modelfiles.repository import NAMESPACE_MARK, ModelFingerprint, ModelRepository
 from modelyard.modelfiles.repository_agents import run_checksum_agent
+from modelyard.server.backend_config import (
+    BackendConfig,
+    default_max_batch_size,
+    log_backend_configuration,
+)
 from modelyard.server.ensemble import (
     ENSEMBLE,
     EnsembleScheduler,
@@ -166,6 +171,7 @@ class ModelManager:
         response_cache: ResponseCache | None = None,
         rate_limiter: ResourceLimiter | None = None,
         auto_complete: bool = True,
+        backend_config: BackendConfig | None = None,
         load_retries: int = 0,
         pinned_versions: dict[str, int] | None = None,
         residency: Residency | None = None,
@@ -186,6 +192,11 @@ class ModelManager:
         self.load_retries = load_retries
         # False: configs are taken as written (tritonserver's --disable-auto-complete-config)
         self.auto_complete = auto_complete
+        # tritonserver's --backend-config: each backend's settings (default-max-batch-size)
+        self.backend_config = backend_config or BackendConfig.from_command_line(
+            [], auto_complete
+        )
+        self._backends_started: set[str] = set()
         # Triton's rate limiter (--rate-limit execution_count): None, off
         self.rate_limiter = rate_limiter
         # the server's own infer, blocking, for models that call other models (BLS); the data
@@ -1122,6 +1133,10 @@ class ModelManager:
                 name=name,
             )  # fmt: skip
         await self._room_for(name, version, model_dir, base)
+        settings = self.backend_config.resolved(backend)
+        if backend not in self._backends_started:
+            self._backends_started.add(backend)
+            log_backend_configuration(backend, settings)
         load = functools.partial(
             load_model_version,
             model_dir,
@@ -1140,6 +1155,7 @@ class ModelManager:
             backend_directory=self.backend_directory,
             name=name,
             auto_complete=self.auto_complete,
+            default_max_batch_size=default_max_batch_size(settings),
         )
         return await asyncio.get_running_loop().run_in_executor(self._executor(), load)
 

@@ -40,6 +40,7 @@ from modelyard.hardware.placement import (
     visible_gpus,
 )
 from modelyard.modelfiles.config import (
+    AUTOCOMPLETE_MAX_BATCH_SIZE,
     TENSORS_OPTIONAL,
     ModelSpec,
     compile_spec,
@@ -533,6 +534,7 @@ def load_model_version(
     name: str | None = None,
     auto_complete: bool = True,
     backend_directory: Path | None = None,
+    default_max_batch_size: int = AUTOCOMPLETE_MAX_BATCH_SIZE,
 ) -> ModelVersion:
     """Load, complete, warm up: returns a READY version or raises with the reason.
 
@@ -540,6 +542,8 @@ def load_model_version(
     ``name``: the name it is served under (its directory's unless namespaced).
     ``auto_complete``: False takes the config as written, as tritonserver's
     --disable-auto-complete-config (a model file's tensors are still checked against it).
+    ``default_max_batch_size``: what auto-complete makes a batching model's max_batch_size
+    (--backend-config default-max-batch-size; 0: such a model is completed unbatched).
     ``backend_directory``: where Python-based backends are (``DIR/NAME/model.py`` serves a
     config's ``backend: "NAME"`` that names no engine of modelyard's), or None.
     """
@@ -599,6 +603,7 @@ def load_model_version(
             complete_config(
                 completed, signature, f"{name}/config.pbtxt",
                 tensors_required=kind not in TENSORS_OPTIONAL,
+                default_max_batch_size=default_max_batch_size,
             )  # fmt: skip
         if not completed.backend:
             completed.backend = backend
@@ -700,6 +705,9 @@ def _dynamic_scheduler(
             f"priority_queue_policy in {name}/config.pbtxt: levels 1 to priority_levels",
         )  # fmt: skip
     policy = BatchingPolicy.from_config(config, default_max_queue_size, triton_batches)
+    if policy.batching:
+        said = f"Starting dynamic-batcher thread for {name} at default nice..."
+        log.debug("dynamic_batcher_started", model=name, version=version, triton=said)
     key = "modelyard_inline_execution"
     inline = config.parameters[key].string_value.lower() if key in config.parameters else ""
     needs = _rate_limited(name, placed, limiter)

@@ -65,15 +65,46 @@ def test_tritons_log_flags_set_the_level(
 def test_tuning_without_a_counterpart_is_accepted_and_named(tmp_path: Path) -> None:
     _, not_applied = parsed(
         "--model-repository", str(tmp_path), "--pinned-memory-pool-byte-size=268435456",
-        "--cuda-memory-pool-byte-size", "0:67108864", "--backend-config=onnxruntime,x=1",
+        "--cuda-memory-pool-byte-size", "0:67108864",
     )  # fmt: skip
     flags = dict(not_applied)
-    assert set(flags) == {
-        "--pinned-memory-pool-byte-size",
-        "--cuda-memory-pool-byte-size",
-        "--backend-config",
-    }
+    assert set(flags) == {"--pinned-memory-pool-byte-size", "--cuda-memory-pool-byte-size"}
     assert all(reason for reason in flags.values())
+
+
+def test_backend_config_is_applied_per_backend(tmp_path: Path) -> None:
+    args, not_applied = parsed(
+        "--model-repository", str(tmp_path), "--backend-config=default-max-batch-size=7",
+        "--backend-config=onnxruntime,default-max-batch-size=8",
+        "--backend-config=onnxruntime,min-compute-capability=XX",
+        "--min-supported-compute-capability=7.5", "--strict-model-config=true",
+    )  # fmt: skip
+    assert "--backend-config" not in dict(not_applied)
+    settings = args.backend_settings  # type: ignore[attr-defined]
+    assert settings.resolved("onnxruntime") == {
+        "auto-complete-config": "false", "backend-directory": "",
+        "default-max-batch-size": "8", "min-compute-capability": "XX",
+    }  # fmt: skip
+    assert settings.resolved("pytorch")["default-max-batch-size"] == "7"
+    assert settings.resolved("pytorch")["min-compute-capability"] == "7.500000"
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        (",default-max-batch-size=3", "No backend specified. --backend-config option format is"),
+        ("default-max-batch-size=", "--backend-config option format is '<backend name>"),
+        ("default-max-batch-size", "--backend-config option format is '<backend name>"),
+        ("onnxruntime,=3", "--backend-config option format is '<backend name>"),
+        ("onnxruntime,default-max-batch-size=-1", "default-max-batch-size is a whole number"),
+        ("default-max-batch-size=four", "default-max-batch-size is a whole number"),
+    ],
+)
+def test_malformed_backend_config_stops_the_start(tmp_path: Path, entry: str, said: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        parsed("--model-repository", str(tmp_path), f"--backend-config={entry}")
+    assert said in refused.value.line()
+    assert "rule=serve/triton-flag" in refused.value.line()
 
 
 def test_the_cache_flags_size_the_local_response_cache(tmp_path: Path) -> None:
