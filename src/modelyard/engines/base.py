@@ -288,6 +288,11 @@ class Engine(ABC):
     #: whether execute() reports trace activities of its batch's traced requests
     #: (``current_traced_activities``); set by load()
     reports_activities: bool = False
+    #: whether execute() reads its batch's requests' rows (``current_batch_requests``: each
+    #: request's rows and ragged shapes, no parameters), as a backend that logs each does
+    reads_request_rows: ClassVar[bool] = False
+    #: the parameters every response of the model carries (Triton's identity backend's)
+    response_parameters: ClassVar[Mapping[str, Any]] = MappingProxyType({})
     #: outputs execute() itself returns flat over a ragged batch, each request's part shaped
     #: as its part of the named input (output -> input); set by load()
     ragged_outputs: Mapping[str, str] = MappingProxyType({})

@@ -6,7 +6,12 @@ has no model file. As Triton's: inputs and outputs pair up by index (``INPUT<n>`
 ``OUTPUT<n>`` with the same datatype and shape, checked at load); an optional input a
 request leaves out gives zeros of its shape (-1 taken as 1); the ``execute_delay_ms``
 parameter sleeps before each execution (``instance_wise_delay_multiplier``: times the
-instance's index), ``creation_delay_sec`` before the load finishes. With
+instance's index), ``creation_delay_sec`` before the load finishes. As Triton's, every
+response carries the parameters ``param0`` to ``param3`` (a string, an integer, a boolean
+and a double), the counter ``input_byte_size_counter`` (per model and version) counts the
+bytes of each input a requested output copies, and at the verbose log level each request's
+input is logged with its ``byte_size`` (a BF16 element is 2 bytes, a BYTES element its
+length and 4). With
 ``enable_custom_tracing: "true"`` it reports, as Triton's does, custom trace activities of
 each traced request (a ``CUSTOM_ACTIVITY`` span of 100 ms, a ``CUSTOM_SINGLE_ACTIVITY``
 event, then ``nested_span_count`` spans ``CUSTOM_ACTIVITY<n>`` each inside the one before,
@@ -18,22 +23,41 @@ it is its output's (``ragged_outputs``), which the server takes apart per reques
 
 from __future__ import annotations
 
+import math
 import time
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+import structlog
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard import error_rules
-from modelyard.engines.base import Engine, LoadContext, Signature, current_traced_activities
+from modelyard.engines.base import (
+    Engine,
+    LoadContext,
+    Signature,
+    current_batch_requests,
+    current_traced_activities,
+)
+from modelyard.engines.python_metrics import COUNTER, MODEL_METRICS
 from modelyard.errors import EngineError
+from modelyard.logging import SETTINGS
 from modelyard.types import CONFIG_TO_V2, numpy_dtype
+
+log = structlog.get_logger("modelyard.engines")
 
 # the largest delays a config may ask for: a test model's, never a stall
 _MAX_DELAY_MS = 600_000
 _MAX_CREATION_DELAY_S = 600
 _MAX_NESTED_SPANS = 100  # each 100 ms of a traced request's execution
 _ACTIVITY_S = 0.1
+# what Triton's identity backend attaches to every response
+RESPONSE_PARAMETERS = MappingProxyType(
+    {"param0": "an example string parameter", "param1": 42, "param2": False, "param3": 123.123}
+)
+BYTE_SIZE_COUNTER = "input_byte_size_counter"
+_BYTE_SIZE_HELP = "Cumulative input byte size of all requests received by the model"
 
 
 def _refuse(ctx: LoadContext, detail: str) -> EngineError:
@@ -64,6 +88,8 @@ class IdentityEngine(Engine):
     extra = "all"
     default_filenames = ()
     serves_ragged_batches = True
+    response_parameters = RESPONSE_PARAMETERS
+    reads_request_rows = True  # its verbose log says each request's inputs
 
     def __init__(self) -> None:
         self._pairs: dict[str, str] = {}  # output -> input
@@ -73,6 +99,10 @@ class IdentityEngine(Engine):
         self._delay_s = 0.0
         self._nested_spans = 0
         self._single_every = 1
+        self._model = ""
+        # input -> its datatype and an element's bytes as Triton counts them (0: BYTES)
+        self._elements: dict[str, tuple[str, int]] = {}
+        self._counter: int | None = None  # the input_byte_size_counter series' handle
 
     def load(self, ctx: LoadContext) -> Signature | None:
         config = ctx.config
@@ -94,6 +124,9 @@ class IdentityEngine(Engine):
                 )
             datatype = mc.DataType.Name(entry.data_type)
             inputs[entry.name[5:]] = (datatype, _shape(entry), entry.optional)
+            v2 = CONFIG_TO_V2.get(datatype, "FP32")
+            size = 2 if v2 == "BF16" else 0 if v2 == "BYTES" else numpy_dtype(v2).itemsize
+            self._elements[entry.name] = (v2, size)
             outputs[output.name[6:]] = (mc.DataType.Name(output.data_type), _shape(output))
         for index, (datatype, shape) in outputs.items():
             if index not in inputs:
@@ -150,7 +183,14 @@ class IdentityEngine(Engine):
             self._single_every = frequency
         if creation_delay:
             time.sleep(creation_delay)
+        self._model = config.name
+        family = MODEL_METRICS.call(self, "family", (BYTE_SIZE_COUNTER, _BYTE_SIZE_HELP, COUNTER))
+        labels = {"model": config.name, "version": ctx.version_dir.name}
+        self._counter = MODEL_METRICS.call(self, "metric", (family, labels, None))
         return None
+
+    def unload(self) -> None:
+        MODEL_METRICS.drop_owner(self)
 
     def execute(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
         if self._delay_s:
@@ -163,16 +203,57 @@ class IdentityEngine(Engine):
             stacked = (inputs.get(name) for name in self._stacked)
             rows = next((len(a) for a in stacked if a is not None and a.ndim), 1)
         results: dict[str, np.ndarray] = {}
+        copied = 0
         for output in outputs:
             source = inputs.get(self._pairs.get(output, ""))
             if source is not None:
                 results[output] = source
+                copied += self._byte_size(self._pairs[output], source)
             elif output in self._optional:
                 dtype, shape = self._optional[output]
                 full = (rows, *shape) if self._batched else shape
                 fill = b"" if dtype == np.object_ else 0
                 results[output] = np.full(full, fill, dtype=dtype)
+        if self._counter is not None and copied:
+            MODEL_METRICS.call(self, "increment", (self._counter, copied))
+        if SETTINGS.verbose:
+            self._log_requests(inputs, outputs)
         return results
+
+    def _byte_size(self, name: str, array: np.ndarray) -> int:
+        """An input's bytes as Triton's backend API counts them."""
+        size = self._elements.get(name, ("", array.itemsize))[1]
+        if size:
+            return array.size * size
+        return sum(4 + len(x if isinstance(x, bytes) else str(x).encode()) for x in array.flat)
+
+    def _log_requests(self, inputs: dict[str, np.ndarray], outputs: list[str]) -> None:
+        """Each request's inputs that a requested output copies, as Triton's backend logs
+        them: the request's part of the batch (of a ragged input, its own elements)."""
+        taken = dict.fromkeys(inputs, 0)  # how far into each input the requests before went
+        for index, request in enumerate(current_batch_requests() or ()):
+            shapes = request.ragged_shapes or {}
+            for output in outputs:
+                name = self._pairs.get(output, "")
+                array = inputs.get(name)
+                if array is None:
+                    continue
+                if name in shapes:
+                    count = math.prod(shapes[name])
+                    part = array[taken[name] : taken[name] + count].reshape(shapes[name])
+                elif self._batched:
+                    count = request.rows
+                    part = array[taken[name] : taken[name] + count]
+                else:
+                    count, part = 0, array
+                taken[name] += count
+                datatype = self._elements.get(name, ("", 0))[0]
+                shape = ",".join(str(d) for d in part.shape)
+                said = (
+                    f"input {name}: datatype = {datatype}, shape = [{shape}], "
+                    f"byte_size = {self._byte_size(name, part)}, buffer_count = 1"
+                )
+                log.debug("identity_input", model=self._model, request=index, triton=said)
 
     def _report_activities(self, activities: list[tuple[str, int]]) -> None:
         """Triton's identity backend's custom activities of one traced request."""

@@ -1,4 +1,5 @@
-"""Python models' own metrics (``pb_utils.MetricFamily``), kept by the server for /metrics.
+"""Models' own metrics (a python model's ``pb_utils.MetricFamily``, the identity backend's
+counter), kept by the server for /metrics.
 
 A Triton python-backend model makes counters, gauges and histograms of its own; its
 process (``python_stub.py``) sends each call here and the server's /metrics shows them

@@ -427,8 +427,18 @@ class VersionLane:
             model_version=self.model_version,
             outputs=outputs,
             id=request.id,
-            parameters=_ensemble_sequence(mv, self.sequence) if outputs else {},
+            parameters=_response_parameters(mv, self.sequence, outputs),
         )
+
+
+def _response_parameters(
+    mv: ModelVersion, sequence: SequenceFlags | None, outputs: list[OutputTensor]
+) -> dict[str, Any]:
+    """What a response carries besides its outputs: its model's own parameters (Triton's
+    identity backend's), and an ensemble's sequence."""
+    if not outputs:
+        return dict(mv.response_parameters)
+    return {**mv.response_parameters, **_ensemble_sequence(mv, sequence)}
 
 
 def _ensemble_sequence(mv: ModelVersion, sequence: SequenceFlags | None) -> dict[str, Any]:
@@ -737,8 +747,11 @@ class LocalDataPlane:
             [o.name for o in requested],
             shape_key_of(prepared),
             reshapes,
-            # a reply with parameters of its own (an ensemble's sequence) is encoded each time
-            None if _ensemble_sequence(mv, flags) else _fixed_outputs(mv, request, requested, rows),
+            # a reply with parameters of its own (an ensemble's sequence, a model's own) is
+            # encoded each time
+            None
+            if mv.response_parameters or _ensemble_sequence(mv, flags)
+            else _fixed_outputs(mv, request, requested, rows),
             flags,
             model_parameters(request.parameters, request.principals) if mv.takes_requests else None,
         )

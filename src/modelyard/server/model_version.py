@@ -155,10 +155,14 @@ class ModelVersion:
 
     # whether its engines read each request (Triton's python backend): its parameters
     takes_requests: bool = field(init=False, default=False)
+    # what every response carries (Triton's identity backend's parameters); empty for most
+    response_parameters: dict[str, Any] = field(init=False, default_factory=dict)
     _config_document: dict[str, Any] | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.takes_requests = any(getattr(e, "takes_requests", False) for e in self.engines)
+        if self.engines:
+            self.response_parameters = dict(self.engines[0].response_parameters)
 
     def drain_and_unload(self, timeout: float | None = None) -> None:
         """Finish queued requests, then release the engines (blocking: run off the loop)."""

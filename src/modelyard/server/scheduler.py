@@ -853,29 +853,34 @@ class Scheduler(InstanceThreads):
         outputs: list[str],
     ) -> dict[str, np.ndarray]:
         if not self._takes_requests:
-            if engine.reports_activities:
-                traced = [
-                    p.timing.activities for p in payloads if isinstance(p.timing, TraceTimes)
-                ]
-                with traced_activities(traced):
-                    return engine.execute(inputs, outputs)
-            return engine.execute(inputs, outputs)
+            if not (engine.reports_activities or engine.reads_request_rows):
+                return engine.execute(inputs, outputs)
+            traced = [p.timing.activities for p in payloads if isinstance(p.timing, TraceTimes)]
+            rows = self._described(batch, payloads, parameters=False)
+            with traced_activities(traced), batch_requests(rows):
+                return engine.execute(inputs, outputs)
         # Triton's python backend: each request as it came (a ragged input in its own shape)
+        with batch_requests(self._described(batch, payloads, parameters=True)):
+            return engine.execute(inputs, outputs)
+
+    def _described(
+        self, batch: list[QueuedRequest], payloads: list[Pending], parameters: bool
+    ) -> list[BatchedRequest]:
+        """Each request of a batch as the engine reads it: its rows and a ragged input's
+        shape, and with ``parameters`` its parameters, cancellation and trace context."""
         ragged = self._ragged.ragged if self._ragged is not None else frozenset()
-        described = [
+        return [
             BatchedRequest(
                 r.rows,
-                p.parameters,
+                p.parameters if parameters else None,
                 0,
                 0,
-                p.caller_gone,
+                p.caller_gone if parameters else None,
                 {n: p.inputs[n].shape for n in ragged if n in p.inputs} if ragged else None,
-                p.trace_context,
+                p.trace_context if parameters else None,
             )
             for r, p in zip(batch, payloads, strict=True)
         ]
-        with batch_requests(described):
-            return engine.execute(inputs, outputs)
 
     def _batch_failed(
         self, engine: Engine, batch: list[QueuedRequest], exc: Exception, on_loop: bool
