@@ -436,9 +436,10 @@ def _response_parameters(
 ) -> dict[str, Any]:
     """What a response carries besides its outputs: its model's own parameters (Triton's
     identity backend's), and an ensemble's sequence."""
-    if not outputs:
-        return dict(mv.response_parameters)
-    return {**mv.response_parameters, **_ensemble_sequence(mv, sequence)}
+    sequence_said = _ensemble_sequence(mv, sequence) if outputs else {}
+    if not mv.response_parameters:  # most models: nothing to merge
+        return sequence_said
+    return {**mv.response_parameters, **sequence_said}
 
 
 def _ensemble_sequence(mv: ModelVersion, sequence: SequenceFlags | None) -> dict[str, Any]:
