@@ -28,19 +28,22 @@ from modelyard.types import InferRequest, InferResponse
 # which asks ``is_cancelled()``
 CALLER_GONE: ContextVar[Callable[[], bool] | None] = ContextVar("caller_gone", default=None)
 
-# the KServe V2 extensions an instance names in its server metadata
+# the KServe V2 extensions an instance names in its server metadata, in Triton's order
+# (cuda_shared_memory: its API answers, "GPUs not supported" on a host without one)
 INSTANCE_EXTENSIONS = [
     "classification",
+    "sequence",
     "model_repository",
     "model_repository(unload_dependents)",
     "schedule_policy",
     "model_configuration",
+    "system_shared_memory",
+    "cuda_shared_memory",
     "binary_tensor_data",
     "parameters",
     "statistics",
-    "logging",
     "trace",
-    "system_shared_memory",
+    "logging",
 ]
 
 # an output whose response entry is the same for every request of a lane, but for its data:

@@ -319,6 +319,12 @@ NO_READY_VERSION = Rule(
     "GET /v2/repository/index shows each version's state and reason",
 )
 NO_VERSIONS = Rule("model-server/no-versions", Code.INVALID_ARGUMENT)
+# statistics asked of a model or version that is not ready (Triton's INVALID_ARG)
+NO_STATISTICS = Rule(
+    "model-server/statistics",
+    Code.INVALID_ARGUMENT,
+    "GET /v2/repository/index shows each version's state and reason",
+)
 # a request refused at the queue, before it cost an execution (Triton's REJECTED)
 QUEUE_FULL = Rule("model-server/queue-full", Code.UNAVAILABLE)
 QUEUE_TIMEOUT = Rule("model-server/queue-timeout", Code.UNAVAILABLE)

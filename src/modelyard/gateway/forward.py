@@ -39,11 +39,13 @@ from modelyard.types import InferRequest, InferResponse
 
 log = structlog.get_logger("modelyard.gateway")
 
-# the repository API and shared memory are an instance's own: the gateway forwards inference
+# the repository API and shared memory are an instance's own: the gateway forwards
+# inference; a sequence's requests are not kept on one instance by it
 EXTENSIONS = [
     name
     for name in INSTANCE_EXTENSIONS
-    if not name.startswith(("model_repository", "system_shared_memory"))
+    if not name.startswith(("model_repository", "system_shared_memory", "cuda_shared_memory"))
+    and name != "sequence"
 ]
 REFRESH_SECS = 1.0
 FETCH_TIMEOUT_SECS = 5.0

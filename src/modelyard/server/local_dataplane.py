@@ -771,14 +771,24 @@ class LocalDataPlane:
     # ---- statistics -----------------------------------------------------
 
     def statistics(self, name: str | None, version: str | None) -> dict[str, Any]:
-        if name is not None:
+        if name is not None:  # only ready versions have statistics, as in Triton
+            if self.manager.repository.ambiguity(name):
+                self.manager.resolve(name, version)  # raises: which one is meant
             versions = self.manager.all_versions(name)
             if not versions:
-                self.manager.resolve(name, version)  # raises the right 404 / 503
+                raise ModelServerError.of(
+                    error_rules.NO_STATISTICS,
+                    f"requested model '{shown(name)}' is not available",
+                    triton=True,
+                )
             if version:
                 versions = [mv for mv in versions if str(mv.version) == version]
                 if not versions:
-                    self.manager.resolve(name, version)
+                    raise ModelServerError.of(
+                        error_rules.NO_STATISTICS,
+                        f"requested model version is not available for model '{shown(name)}'",
+                        triton=True,
+                    )
         else:
             versions = self.manager.all_versions()
         versions = sorted(versions, key=_by_name_and_version)  # Triton's order

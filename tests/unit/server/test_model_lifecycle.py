@@ -230,3 +230,33 @@ def test_engine_errors_reach_the_caller_with_the_model_named(tmp_path: Path) -> 
             await dp.manager.stop()
 
     run(scenario)
+
+
+def test_statistics_of_a_model_or_version_not_ready_are_refused_in_tritons_words(
+    tmp_path: Path,
+) -> None:
+    """Triton answers statistics for ready versions only: a model without one, or a version
+    that is not ready, is INVALID_ARG in its words (a 400, not a 404)."""
+    slow_double(tmp_path, versions=(1, 3))  # latest: version 3 loads
+
+    async def scenario() -> None:
+        dp = make(tmp_path)
+        await dp.manager.start()
+        try:
+            assert [s["version"] for s in dp.statistics("slow_double", "3")["model_stats"]] == [
+                "3"
+            ]
+            for name, version, said in (
+                ("nope", None, "requested model 'nope' is not available; "),
+                ("slow_double", "1",
+                 "requested model version is not available for model 'slow_double'; "),
+            ):  # fmt: skip
+                with pytest.raises(ModelyardError) as refused:
+                    dp.statistics(name, version)
+                assert refused.value.code is Code.INVALID_ARGUMENT
+                assert refused.value.line().startswith(said)
+                assert "rule=model-server/statistics" in refused.value.line()
+        finally:
+            await dp.manager.stop()
+
+    run(scenario)
