@@ -72,7 +72,10 @@ def engine_class(backend: str) -> type[Engine]:
     except KeyError:
         raise ConfigError.of(
             error_rules.UNKNOWN_BACKEND,
-            f"unknown backend '{backend}' (known: {', '.join(BACKENDS)})",
+            f"unable to find backend library for backend '{backend}', try specifying runtime "
+            f"on the model configuration. (unknown backend '{backend}': modelyard serves "
+            f"{', '.join(BACKENDS)})",
+            triton=True,
         ) from None
     try:
         module = importlib.import_module(module_name)

@@ -675,10 +675,15 @@ def triton_string_to_numpy(triton_type_string: str) -> Any:
 
 class ModelConfig:
     """What a model's ``auto_complete_config(auto_complete_model_config)`` reads and fills:
-    the config as a dict (proto field names); additions only where the config is silent."""
+    the config as a dict (proto field names). Each setter checks what it is given as
+    Triton's python backend does, in its words (a ValueError the load reports)."""
 
     def __init__(self, config: dict[str, Any]) -> None:
         self._config = config
+
+    @property
+    def _name(self) -> str:
+        return str(self._config.get("name", ""))
 
     def as_dict(self) -> dict[str, Any]:
         return self._config
@@ -688,49 +693,100 @@ class ModelConfig:
 
     def set_max_batch_size(self, max_batch_size: int) -> None:
         current = self.max_batch_size()
-        if current and current != max_batch_size:
-            raise TritonModelException(
+        if current > max_batch_size:
+            raise ValueError(
                 f"configuration specified max_batch_size {current}, but in auto-complete-config "
-                f"function for model '{self._config.get('name', '')}' specified "
-                f"max_batch_size {max_batch_size}"
+                f"function for model '{self._name}' specified max_batch_size {max_batch_size}"
             )
         self._config["max_batch_size"] = max_batch_size
 
     def set_dynamic_batching(self) -> None:
+        for scheduler in ("sequence_batching", "ensemble_scheduling"):
+            if scheduler in self._config:
+                raise ValueError(
+                    f"Configuration specified scheduling_choice as '{scheduler}', but "
+                    f"auto-complete-config function for model '{self._name}' tries to set "
+                    "scheduling_choice as 'dynamic_batching'"
+                )
         self._config.setdefault("dynamic_batching", {})
 
     def set_model_transaction_policy(self, transaction_policy_dict: dict[str, Any]) -> None:
-        """Set ``model_transaction_policy`` (``{"decoupled": bool}``), as python_backend:
-        refused where the config already says otherwise."""
+        """Set ``model_transaction_policy`` (``{"decoupled": bool}``), refused where the
+        config already says otherwise."""
         if not isinstance(transaction_policy_dict, dict) or set(transaction_policy_dict) - {
             "decoupled"
         }:
-            raise TritonModelException(
+            raise ValueError(
                 "model transaction property in auto-complete-config function for model "
-                f"'{self._config.get('name', '')}' contains property other than 'decoupled'"
+                f"'{self._name}' contains property other than 'decoupled'."
             )
-        current = self._config.get("model_transaction_policy") or {}
-        wanted = bool(transaction_policy_dict.get("decoupled", False))
-        if "decoupled" in current and bool(current["decoupled"]) != wanted:
-            raise TritonModelException(
-                "trying to change decoupled property in auto-complete-config for model "
-                f"'{self._config.get('name', '')}', which is already set to "
-                f"'{current['decoupled']}'."
+        policy = self._config.setdefault("model_transaction_policy", {})
+        if "decoupled" in transaction_policy_dict:
+            wanted = transaction_policy_dict["decoupled"]
+            if "decoupled" in policy and policy["decoupled"] != wanted:
+                raise ValueError(
+                    "trying to change decoupled property in auto-complete-config for model "
+                    f"'{self._name}', which is already set to '{policy['decoupled']}'."
+                )
+            policy["decoupled"] = wanted
+
+    def add_input(self, input: dict[str, Any]) -> None:
+        self._add("input", input, ("name", "data_type", "dims", "optional"))
+
+    def add_output(self, output: dict[str, Any]) -> None:
+        self._add("output", output, ("name", "data_type", "dims"))
+
+    def _add(self, kind: str, tensor: dict[str, Any], properties: tuple[str, ...]) -> None:
+        """A tensor added as Triton's python backend adds it: its properties checked, and
+        one the config names already completed where it is silent, or refused where it
+        says otherwise."""
+        if not isinstance(tensor, dict):
+            raise ValueError(f"{kind} in auto-complete-config function for model "
+                             f"'{self._name}' must be a dict")  # fmt: skip
+        said = (
+            f"{kind} '{tensor.get('name')}' in auto-complete-config function for model "
+            f"'{self._name}'"
+        )
+        if any(key not in properties for key in tensor):
+            allowed = ", ".join(f"'{p}'" for p in properties[:-1])
+            raise ValueError(
+                f"{said} contains property other than {allowed} and '{properties[-1]}'."
             )
-        self._config["model_transaction_policy"] = {"decoupled": wanted}
-
-    def add_input(self, tensor: dict[str, Any]) -> None:
-        self._add("input", tensor)
-
-    def add_output(self, tensor: dict[str, Any]) -> None:
-        self._add("output", tensor)
-
-    def _add(self, kind: str, tensor: dict[str, Any]) -> None:
-        if not isinstance(tensor, dict) or not isinstance(tensor.get("name"), str):
-            raise TritonModelException(f"an {kind} to add needs a 'name'")
+        if "name" not in tensor:
+            raise ValueError(f"{kind} in auto-complete-config function for model "
+                             f"'{self._name}' is missing 'name' property.")  # fmt: skip
+        for key in ("data_type", "dims"):
+            if key not in tensor:
+                raise ValueError(f"{said} is missing '{key}' property.")
         entries = self._config.setdefault(kind, [])
-        if any(entry.get("name") == tensor["name"] for entry in entries):
-            return  # the config's own entry stands
+        for entry in entries:
+            if entry.get("name") != tensor["name"]:
+                continue
+            current = entry.get("data_type", "TYPE_INVALID")
+            if current != "TYPE_INVALID" and current != tensor["data_type"]:
+                raise ValueError(
+                    f"unable to load model '{self._name}', configuration expects datatype "
+                    f"{current} for {kind} '{tensor['name']}', model provides "
+                    f"{tensor['data_type']}"
+                )
+            if entry.get("dims") and list(entry["dims"]) != list(tensor["dims"]):
+                raise ValueError(
+                    f"model '{self._name}', tensor '{tensor['name']}': the model expects dims "
+                    f"{tensor['dims']} but the model configuration specifies dims "
+                    f"{list(entry['dims'])}"
+                )
+            if "optional" in entry and "optional" in tensor and (
+                entry["optional"] != tensor["optional"]
+            ):
+                raise ValueError(
+                    f"model '{self._name}', tensor '{tensor['name']}': the model expects "
+                    f"optional {tensor['optional']} but the model configuration specifies "
+                    f"optional {entry['optional']}"
+                )
+            entry["data_type"], entry["dims"] = tensor["data_type"], tensor["dims"]
+            if "optional" in tensor:
+                entry["optional"] = tensor["optional"]
+            return
         entries.append(dict(tensor))
 
 

@@ -301,7 +301,12 @@ class PythonEngine(Engine):
         try:
             # the ignore: the hook is optional on a user's class, which the caller checked
             completed = cls.auto_complete_config(pb_utils.ModelConfig(config))  # type: ignore[attr-defined]
-            filled = completed.as_dict() if completed is not None else config
+            if not isinstance(completed, pb_utils.ModelConfig):
+                raise ValueError(
+                    f"auto_complete_config function in model '{ctx.config.name}' must return "
+                    "a valid pb.ModelConfig object."
+                )
+            filled = completed.as_dict()
             ctx.config.Clear()
             json_format.ParseDict(filled, ctx.config)
         except Exception as exc:

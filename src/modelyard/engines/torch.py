@@ -137,6 +137,36 @@ _SHARED: weakref.WeakValueDictionary[tuple[Any, ...], torch.jit.ScriptModule] = 
 _SHARING = threading.Lock()
 
 
+def _check_arity(config: mc.ModelConfig, module: Any, expected: int) -> None:
+    """Triton's libtorch backend's checks of a loaded module against the config, in its
+    words: as many tensors as ``forward`` takes (unless it takes one dictionary), and at
+    least one input and one output (a TorchScript file does not describe its tensors)."""
+    where = f"input and output in config.pbtxt of model '{config.name}'"
+    try:
+        arguments = list(module.forward.schema.arguments[1:])
+    except (AttributeError, RuntimeError):  # no scripted forward to read
+        arguments = None
+    takes_dict = arguments is not None and len(arguments) == 1 and (
+        arguments[0].type.kind() == "DictType"
+    )  # fmt: skip
+    if arguments is not None and not takes_dict and len(arguments) != expected:
+        raise EngineError.of(
+            error_rules.PYTORCH,
+            f"unable to load model '{config.name}', configuration expects {expected} inputs, "
+            f"model provides {len(arguments)}",
+            where=where,
+            triton=True,
+        )
+    for kind in ("input", "output"):
+        if not getattr(config, kind):
+            raise EngineError.of(
+                error_rules.PYTORCH,
+                f"model configuration must contain at least one {kind}, none were specified.",
+                where=where,
+                triton=True,
+            )
+
+
 class TorchScriptEngine(Engine):
     name = "pytorch"
     extra = "torch"
@@ -161,14 +191,6 @@ class TorchScriptEngine(Engine):
         self._outputs = [(o.name, self._datatype(o.name, o.data_type, "output", config))
                          for o in config.output]  # fmt: skip
         _check_control_types(config)
-        where = f"config.pbtxt of model '{config.name}'"
-        if not self._inputs or not self._outputs:
-            raise EngineError.of(
-                error_rules.PYTORCH,
-                "a TorchScript file does not describe its tensors; the config must list "
-                "its inputs and outputs",
-                where=where,
-            )
         threads = ctx.parameter("torch_num_threads")
         if threads:
             self._threads = int(threads)
@@ -231,6 +253,7 @@ class TorchScriptEngine(Engine):
         extra_in = [name for entry in config.batch_input for name in entry.target_name]
         extra_in += [c.name for c in sequence.control_input]
         extra_in += [state.input_name for state in sequence.state]
+        _check_arity(config, module, len(self._inputs) + len(extra_in))
         extra_out = {
             state.output_name: self._datatype(state.output_name, state.data_type, "output", config)
             for state in sequence.state

@@ -11,14 +11,21 @@ from __future__ import annotations
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+_KIND = mc.ModelInstanceGroup.Kind
+# what Triton says of the GPUs it may use (its minimum compute capability, as it writes it)
+_MIN_CAPABILITY = "6.000000"
+
 
 def asks_for_gpus(config: mc.ModelConfig) -> bool:
-    """Whether any instance group of ``config`` is KIND_GPU.
+    """Whether any instance group of ``config`` is KIND_GPU, or KIND_AUTO naming GPUs.
 
     Only such a config looks for GPUs: that imports torch (about 1.5 s and 150 MB), which
     a repository of CPU models never needs.
     """
-    return any(g.kind == mc.ModelInstanceGroup.Kind.KIND_GPU for g in config.instance_group)
+    return any(
+        g.kind == _KIND.KIND_GPU or (g.kind == _KIND.KIND_AUTO and g.gpus)
+        for g in config.instance_group
+    )
 
 
 def visible_gpus() -> list[int]:
@@ -54,20 +61,33 @@ def placements(config: mc.ModelConfig, gpus: list[int]) -> list[str] | str:
 def placed_groups(
     config: mc.ModelConfig, gpus: list[int]
 ) -> list[tuple[str, mc.ModelInstanceGroup]] | str:
-    """Each instance's device and the instance group it belongs to, or why none fit."""
+    """Each instance's device and the instance group it belongs to, or why none fit, in
+    Triton's words (a group without a name is ``<model>_<index>``; KIND_AUTO is KIND_GPU
+    where every GPU it names, or any, exists, else KIND_CPU)."""
     placed: list[tuple[str, mc.ModelInstanceGroup]] = []
     groups = list(config.instance_group) or [mc.ModelInstanceGroup()]
-    for group in groups:
+    for index, group in enumerate(groups):
+        said = f"instance group {group.name or f'{config.name}_{index}'} of model {config.name}"
         count = group.count if group.count > 0 else 1
-        if group.kind == mc.ModelInstanceGroup.Kind.KIND_GPU:
-            wanted = list(group.gpus) or gpus
-            if not gpus:
-                return "instance_group asks for KIND_GPU but this host has no GPU"
-            missing = [g for g in wanted if g not in gpus]
-            if missing:
-                return f"instance_group asks for GPUs {missing}; this host has {gpus}"
+        kind = group.kind
+        if kind == _KIND.KIND_AUTO:
+            on_gpus = bool(gpus) and all(g in gpus for g in group.gpus)
+            kind = _KIND.KIND_GPU if on_gpus else _KIND.KIND_CPU
+        if kind == _KIND.KIND_GPU:
+            if not group.gpus and not gpus:
+                return f"{said} has kind KIND_GPU but no GPUs are available"
+            for gpu in group.gpus:
+                if gpu not in gpus:
+                    return (
+                        f"{said} specifies invalid or unsupported gpu id {gpu}. GPUs with at "
+                        f"least the minimum required CUDA compute compatibility of "
+                        f"{_MIN_CAPABILITY} are: {', '.join(str(g) for g in gpus)}"
+                    )
             # Triton places `count` instances on each listed GPU
+            wanted = list(group.gpus) or gpus
             placed += [(f"cuda:{g}", group) for g in wanted for _ in range(count)]
+        elif group.gpus:
+            return f"{said} has kind {_KIND.Name(kind)} but specifies one or more GPUs"
         else:
             placed += [("cpu", group)] * count
     return placed

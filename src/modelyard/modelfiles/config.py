@@ -174,10 +174,13 @@ def config_path(model_dir: Path, config_name: str | None = None) -> Path:
 
 
 def read_model_config(
-    model_dir: Path, config_name: str | None = None, required: bool = False
-) -> mc.ModelConfig:
+    model_dir: Path, config_name: str | None = None, required: bool = False,
+    check_name: bool = True,
+) -> mc.ModelConfig:  # fmt: skip
     """The model's config file, read (none: an empty config to complete from its files);
-    ``required``: none is an error, in Triton's words (its --strict-model-config)."""
+    ``required``: none is an error, in Triton's words (its --strict-model-config).
+    ``check_name`` False: a name that is not the directory's is kept, for the caller to
+    refuse once it checked the rest as Triton does (``directory_name_problem``)."""
     path = config_path(model_dir, config_name)
     config = mc.ModelConfig()
     if required and not path.is_file():
@@ -191,12 +194,22 @@ def read_model_config(
         except (OSError, UnicodeDecodeError) as exc:
             raise _config_error(path, f"cannot read: {exc}") from None
         config = parse_model_config(text, str(path))
-    if config.name and config.name != model_dir.name:
+    if check_name and directory_name_problem(config, model_dir.name):
         raise _config_error(
             path, f"name '{config.name}' differs from the model directory '{model_dir.name}'"
         )
-    config.name = model_dir.name
+    config.name = config.name or model_dir.name
     return config
+
+
+def directory_name_problem(config: mc.ModelConfig, directory: str) -> str | None:
+    """Triton's refusal of a config named otherwise than its directory."""
+    if config.name and config.name != directory:
+        return (
+            f"unexpected directory name '{directory}' for model '{config.name}', directory "
+            "name must equal model name"
+        )
+    return None
 
 
 def config_to_json(config: mc.ModelConfig) -> dict[str, Any]:
@@ -275,8 +288,11 @@ def complete_config(
     default_max_batch_size: int = AUTOCOMPLETE_MAX_BATCH_SIZE,
 ) -> None:
     """Fill inputs, outputs and max_batch_size from the model file where the config is silent
-    (``tensors_required``: a model that describes none must name them in its config): a file
-    that batches gets ``default_max_batch_size`` and dynamic batching, none if it is 0."""
+    (``tensors_required``: a model that describes none must name them in its config), as
+    Triton's onnxruntime backend completes a config that lacks inputs or outputs: a file
+    whose tensors all have a variable first dimension batches, to ``max_batch_size`` or
+    ``default_max_batch_size`` (none if 0), dynamically above 1; a file that does not
+    batch refuses a ``max_batch_size``."""
     if signature is None:
         if tensors_required and (not config.input or not config.output):
             raise _config_error(
@@ -285,14 +301,25 @@ def complete_config(
                 "in config.pbtxt",
             )
         return
+    if (config.input or config.batch_input) and config.output:
+        return  # Triton's backends complete nothing of a config that names both
     batched_file = signature.batched and all(
-        spec.dims and spec.dims[0] == -1 for spec in signature.inputs
+        spec.dims and spec.dims[0] == -1 for spec in (*signature.inputs, *signature.outputs)
     )
-    silent = not config.input and not config.output and config.max_batch_size == 0
-    if silent and batched_file and default_max_batch_size > 0:
-        config.max_batch_size = default_max_batch_size
-        if not config.HasField("dynamic_batching") and not config.HasField("sequence_batching"):
+    if batched_file:
+        if config.max_batch_size == 0:
+            config.max_batch_size = max(default_max_batch_size, 0)
+        batcher = config.HasField("dynamic_batching") or config.HasField("sequence_batching")
+        if config.max_batch_size > 1 and not batcher:
             config.dynamic_batching.SetInParent()
+    elif config.max_batch_size != 0:
+        raise ConfigError.of(
+            error_rules.MODEL_CONFIG,
+            f"autofill failed for model '{config.name}': model does not support batching "
+            "while non-zero max_batch_size is specified",
+            where=f"max_batch_size in {origin} (0: the model file has a fixed first dimension)",
+            triton=True,
+        )
     skip = 1 if config.max_batch_size > 0 else 0
     filled = _server_filled(config)  # sequence controls and states: never a client's tensors
     for specs, field in ((signature.inputs, config.input), (signature.outputs, config.output)):

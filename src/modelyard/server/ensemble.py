@@ -42,7 +42,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines.base import TracedSteps, TraceTimes
-from modelyard.errors import ModelServerError, ModelyardError
+from modelyard.errors import Code, ModelServerError, ModelyardError
 from modelyard.modelfiles.config import ModelSpec, TensorConfig, compile_spec, read_model_config
 from modelyard.server.decoupled import ResponseStream, StreamItem, decoupled_refusal
 from modelyard.server.model_version import ModelVersion, _read_labels
@@ -51,6 +51,7 @@ from modelyard.server.scheduler import unloading
 from modelyard.server.scheduling import Submission, answers_once
 from modelyard.server.sequence_policy import check_sequence, one_row_per_request
 from modelyard.server.stats import VersionStats
+from modelyard.types import V2_TO_CONFIG
 
 ENSEMBLE = "ensemble"
 
@@ -79,11 +80,15 @@ def in_ensemble(model: str, error: ModelyardError) -> ModelyardError:
     return named
 
 
-def ensemble_error(model: str, detail: str) -> ModelServerError:
+def ensemble_error(model: str, detail: str, triton: str = "") -> ModelServerError:
+    """An ensemble's wiring error: modelyard's ``detail``, after Triton's text for it where
+    Triton refuses the same wiring."""
+    said = f"ensemble '{model}': {detail}"
     return ModelServerError.of(
         error_rules.ENSEMBLE,
-        f"ensemble '{model}': {detail}",
+        f"{triton} ({said})" if triton else said,
         where=f"ensemble_scheduling in {model}/config.pbtxt",
+        triton=bool(triton),
     )
 
 
@@ -106,6 +111,7 @@ class _Tensor:
     owner: str
     config: TensorConfig
     batched: bool
+    model: str  # the model it is a tensor of (the ensemble's own name for its inputs, outputs)
 
 
 def _compatible(a: _Tensor, b: _Tensor) -> bool:
@@ -133,15 +139,19 @@ class EnsembleGraph:
         if not raw_steps:
             raise ensemble_error(name, "ensemble_scheduling lists no step")
         producers: dict[str, _Tensor] = {
-            t.name: _Tensor("the ensemble input", t, spec.batched) for t in spec.inputs.values()
+            t.name: _Tensor("the ensemble input", t, spec.batched, name)
+            for t in spec.inputs.values()
         }
         consumers: list[tuple[str, _Tensor]] = []
         steps = []
         decoupled = False
+        decoupled_steps: set[int] = set()
         for index, raw in enumerate(raw_steps, start=1):
             step = _step(name, index, raw)
             mv = _resolve_step(name, step, resolve)
             decoupled = decoupled or mv.scheduler.decoupled
+            if mv.scheduler.decoupled:
+                decoupled_steps.add(index)
             _check_step_names(name, step, mv.spec)
             # a batching ensemble may hold a non-batching step (Triton's: the tensors'
             # shapes with the batch dimension must agree, checked below)
@@ -150,9 +160,13 @@ class EnsembleGraph:
                     name,
                     f"max_batch_size {spec.max_batch_size} is over the max_batch_size "
                     f"{mv.spec.max_batch_size} of {step.describe()}",
+                    f"ensemble {name} allows maximum batch size {spec.max_batch_size}, but it "
+                    f"contains model {step.model} which only allows maximum batch size to be "
+                    f"{mv.spec.max_batch_size}",
                 )
             for model_input, tensor in step.inputs.items():
-                end = _Tensor(step.describe(), mv.spec.inputs[model_input], mv.spec.batched)
+                end = _Tensor(step.describe(), mv.spec.inputs[model_input], mv.spec.batched,
+                              step.model)  # fmt: skip
                 consumers.append((tensor, end))
             for model_output, tensor in step.outputs.items():
                 if tensor in producers:
@@ -161,11 +175,13 @@ class EnsembleGraph:
                         f"tensor '{tensor}' is produced twice: by {producers[tensor].owner} "
                         f"and by {step.describe()}",
                     )
-                end = _Tensor(step.describe(), mv.spec.outputs[model_output], mv.spec.batched)
+                end = _Tensor(step.describe(), mv.spec.outputs[model_output], mv.spec.batched,
+                              step.model)  # fmt: skip
                 producers[tensor] = end
             steps.append(step)
         for output in spec.outputs.values():
-            consumers.append((output.name, _Tensor("the ensemble output", output, spec.batched)))
+            end = _Tensor("the ensemble output", output, spec.batched, name)
+            consumers.append((output.name, end))
         for tensor, consumer in consumers:
             _check_edge(name, tensor, producers.get(tensor), consumer, spec)
         used = {tensor for step in steps for tensor in step.inputs.values()}
@@ -173,6 +189,8 @@ class EnsembleGraph:
             if input_name not in used:
                 raise ensemble_error(name, f"ensemble input '{input_name}' is used by no step")
         _check_acyclic(name, steps, set(spec.inputs))
+        if decoupled_steps:
+            _check_decoupled_branches(name, steps, decoupled_steps, spec)
         dims = {output.name: output.dims for output in spec.outputs.values()}
         return cls(name, tuple(steps), spec.batched, dims, tuple(spec.inputs), decoupled)
 
@@ -198,7 +216,11 @@ def _step(name: str, index: int, raw: Any) -> EnsembleStep:
     if not raw.model_name:
         raise ensemble_error(name, f"step {index} names no model_name")
     if raw.model_name == name:
-        raise ensemble_error(name, f"step {index} uses the ensemble itself")
+        raise ensemble_error(
+            name,
+            f"step {index} uses the ensemble itself",
+            f"circular dependency between ensembles: {name} -> ... -> {name} -> {name}",
+        )
     if raw.model_version < -1 or raw.model_version == 0:
         raise ensemble_error(
             name, f"step {index} has model_version {raw.model_version} (use -1 or a version)"
@@ -214,10 +236,18 @@ def _resolve_step(name: str, step: EnsembleStep, resolve: Resolve) -> ModelVersi
         return resolve(step.model, step.version)
     except ModelyardError as exc:
         wanted = f"version {step.version} of model" if step.version else "model"
+        triton = (
+            f"ensemble '{name}' depends on '{step.model}' whose required version "
+            f"{step.version} is not loaded"
+            if step.version and exc.code is Code.NOT_FOUND and "version" in exc.detail
+            else f"ensemble {name} contains models that are not available or ambiguous: "
+            f"{step.model}"
+        )
         raise ensemble_error(
             name,
             f"{step.describe()}: {wanted} '{step.model}' is not loaded ({exc.detail}); "
             "load the step models before the ensemble",
+            triton,
         ) from None
 
 
@@ -226,16 +256,27 @@ def _check_step_names(name: str, step: EnsembleStep, spec: ModelSpec) -> None:
         ("input", step.inputs, spec.inputs),
         ("output", step.outputs, spec.outputs),
     ):
-        for tensor in mapped:
+        for tensor, ensemble_tensor in mapped.items():
             if tensor not in known:
+                triton = (
+                    f"in ensemble {name}, ensemble tensor {ensemble_tensor} is mapping to "
+                    f"non-existing input {tensor} in model {step.model}"
+                    if kind == "input"
+                    else f"in ensemble {name}, ensemble tensor {ensemble_tensor} is mapped from "
+                    f"non-existing output {tensor} in model {step.model}"
+                )
                 raise ensemble_error(
                     name,
                     f"{step.describe()} has no {kind} '{tensor}' (it has {', '.join(known)})",
+                    triton,
                 )
     missing = [t.name for t in spec.inputs.values() if not t.optional and t.name not in step.inputs]
     if missing:
         raise ensemble_error(
-            name, f"{step.describe()} leaves input {', '.join(missing)} unmapped in input_map"
+            name,
+            f"{step.describe()} leaves input {', '.join(missing)} unmapped in input_map",
+            f"in ensemble {name}, input {missing[0]} in model {step.model} is not mapped to any "
+            "ensemble tensors",
         )
 
 
@@ -255,13 +296,29 @@ def _check_edge(
             name,
             f"tensor '{tensor}' is {producer.config.datatype} from {producer.owner} but "
             f"{consumer.config.datatype} for {consumer.owner}",
+            f"in ensemble {name}, ensemble tensor {tensor}: inconsistent data type: "
+            f"{_config_type(producer)} is inferred from model {producer.model} while "
+            f"{_config_type(consumer)} is inferred from model {consumer.model}",
         )
     if not _compatible(producer, consumer):
         raise ensemble_error(
             name,
             f"tensor '{tensor}' has dims {list(producer.config.dims)} from {producer.owner} but "
             f"{list(consumer.config.dims)} for {consumer.owner}",
+            f"in ensemble {name}, ensemble tensor {tensor}: inconsistent shape: "
+            f"{_triton_shape(producer)} is inferred from model {producer.model} while "
+            f"{_triton_shape(consumer)} is inferred from model {consumer.model}",
         )
+
+
+def _config_type(end: _Tensor) -> str:
+    return V2_TO_CONFIG.get(end.config.datatype, "TYPE_STRING")
+
+
+def _triton_shape(end: _Tensor) -> str:
+    """A tensor's shape as Triton writes it, the batch dimension first where it batches."""
+    dims = (-1, *end.config.dims) if end.batched else end.config.dims
+    return "[" + ",".join(str(d) for d in dims) + "]"
 
 
 def _check_acyclic(name: str, steps: list[EnsembleStep], available: set[str]) -> None:
@@ -274,6 +331,35 @@ def _check_acyclic(name: str, steps: list[EnsembleStep], available: set[str]) ->
         for step in ready:
             waiting.remove(step)
             available.update(step.outputs.values())
+
+
+def _check_decoupled_branches(
+    name: str, steps: list[EnsembleStep], decoupled: set[int], spec: ModelSpec
+) -> None:
+    """Triton's refusal of a step (or the ensemble's outputs) fed by tensors that come from
+    different decoupled steps, or from one and not from another: their responses could
+    not be paired. Each tensor carries the decoupled step it descends from (0: none)."""
+    label = dict.fromkeys(spec.inputs, 0)
+    waiting = list(steps)
+    while waiting:
+        step = next(s for s in waiting if set(s.inputs.values()) <= label.keys())
+        waiting.remove(step)
+        origins = {label[tensor] for tensor in step.inputs.values()}
+        if len(origins) > 1:
+            raise _branches(name, step.model, step.describe())
+        given = step.index if step.index in decoupled else next(iter(origins), 0)
+        label.update(dict.fromkeys(step.outputs.values(), given))
+    if len({label.get(output, 0) for output in spec.outputs}) > 1:
+        raise _branches(name, name, "its outputs")
+
+
+def _branches(name: str, model: str, where: str) -> ModelServerError:
+    return ensemble_error(
+        name,
+        f"{where} take tensors from different decoupled steps",
+        f"in ensemble {name}, step of model '{model}' receives inputs originated from "
+        "different decoupled models",
+    )
 
 
 def _batch_converted(

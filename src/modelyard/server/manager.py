@@ -48,11 +48,17 @@ from modelyard.errors import (
 )
 from modelyard.generation import Generation
 from modelyard.hardware.memory import FrozenGarbage, check_budget, estimate_bytes
-from modelyard.modelfiles.config import read_model_config, select_versions, validate_version_policy
+from modelyard.modelfiles.config import (
+    directory_name_problem,
+    read_model_config,
+    select_versions,
+    validate_version_policy,
+)
 from modelyard.modelfiles.control_mode import ControlMode
 from modelyard.modelfiles.load_request import OVERRIDE_PREFIX, write_override
 from modelyard.modelfiles.repository import NAMESPACE_MARK, ModelFingerprint, ModelRepository
 from modelyard.modelfiles.repository_agents import run_checksum_agent
+from modelyard.modelfiles.triton_checks import config_problem, io_problem
 from modelyard.server.backend_config import (
     BackendConfig,
     default_max_batch_size,
@@ -61,6 +67,7 @@ from modelyard.server.backend_config import (
 from modelyard.server.ensemble import (
     ENSEMBLE,
     EnsembleScheduler,
+    ensemble_error,
     load_ensemble_version,
     load_order,
     reached_models,
@@ -1029,7 +1036,8 @@ class ModelManager:
             base = override
             base.name = name
         else:
-            base = read_model_config(model_dir, self.repository.config_name, not self.auto_complete)
+            base = read_model_config(model_dir, self.repository.config_name,
+                                     not self.auto_complete, check_name=False)  # fmt: skip
         if name in self.pinned_versions:
             base.version_policy.Clear()
             base.version_policy.specific.versions[:] = [self.pinned_versions[name]]
@@ -1038,12 +1046,25 @@ class ModelManager:
         for reason in self.repository.ignored_versions(model_dir):
             log.warning("version_directory_ignored", model=name, triton=reason)
         backend = backend_for(base.platform, base.backend, [model_dir / str(v) for v in available])
-        if backend is None:
-            raise ConfigError.of(
-                error_rules.NO_BACKEND,
-                f"model '{name}' names no backend and ships no known model file",
-                where=f"backend or platform in {name}/config.pbtxt",
-            )
+        if backend is None:  # Triton's custom backends: a model named MODEL.BACKEND
+            if "." not in name:
+                raise ConfigError.of(
+                    error_rules.NO_BACKEND,
+                    f"Invalid model name: Could not determine backend for model '{name}' with "
+                    "no backend in model configuration. Expected model name of the form "
+                    "'model.<backend_name>'.",
+                    where=f"backend or platform in {name}/config.pbtxt, or a model file "
+                    "modelyard knows",
+                    triton=True,
+                )
+            backend = name.split(".", 1)[1]
+        self._check_as_triton(name, base, backend)
+        named_otherwise = directory_name_problem(base, model_dir.name)
+        if override is None and named_otherwise:
+            raise ConfigError.of(error_rules.MODEL_CONFIG, named_otherwise,
+                                 where=f"name in {name}/config.pbtxt", triton=True)  # fmt: skip
+        if override is None:
+            base.name = model_dir.name
         if override_dir is not None and backend not in _DATA_BACKENDS:
             raise ConfigError.of(
                 error_rules.LOAD_FILE_OVERRIDE,
@@ -1053,6 +1074,19 @@ class ModelManager:
                 f"overrides take {', '.join(sorted(_DATA_BACKENDS))} models)",
             )
         return base, available, backend
+
+    def _check_as_triton(self, name: str, config: mc.ModelConfig, backend: str) -> None:
+        """The config as tritonserver checks it when it reads the repository; with
+        auto-complete off, its inputs and outputs too (an auto-completed config's are
+        checked once completed)."""
+        named = config.platform or config.backend
+        problem = config_problem(config, "" if named else backend)
+        if problem is None and not self.auto_complete:
+            problem = io_problem(config)
+        if problem is not None:
+            raise ConfigError.of(
+                error_rules.MODEL_CONFIG, problem, where=f"fix {name}/config.pbtxt", triton=True
+            )
 
     def _load_failed(self, name: str, errors: list[tuple[int, ModelyardError]]) -> ModelyardError:
         """A load whose versions did not all load, in Triton's words: each failed version
@@ -1127,6 +1161,13 @@ class ModelManager:
         """One version loaded: an ensemble on the loop, any other model, once there is room
         for it, in the load executor."""
         if backend == ENSEMBLE:
+            last = self._ensemble_cycle(name, model_dir)
+            if last is not None:
+                raise ensemble_error(
+                    name,
+                    f"its steps lead back to it through '{last}'",
+                    f"circular dependency between ensembles: {name} -> ... -> {last} -> {name}",
+                )
             # on the loop: an ensemble checks its wiring against the loaded models
             return load_ensemble_version(
                 model_dir, version, base, self._step_resolver(model_dir), clock=self._clock,
@@ -1303,6 +1344,24 @@ class ModelManager:
             drains.append(task)
         record.refresh()
         return drains
+
+    def _ensemble_cycle(self, name: str, model_dir: Path) -> str | None:
+        """The ensemble among this one's steps, and their steps, whose step is this one
+        again (itself, where it names itself); None where none is."""
+        repository = self.repository
+        seen: set[str] = set()
+        waiting = [(name, model_dir)]
+        while waiting:
+            current, directory = waiting.pop()
+            for step in step_models(directory, repository.config_name):
+                key = repository.step_key(step, directory) if repository.namespacing else step
+                if key == name:
+                    return current
+                path = repository.model_dir(key) if key not in seen else None
+                seen.add(key)
+                if path is not None:
+                    waiting.append((key, path))
+        return None
 
     def _step_resolver(self, ensemble_dir: Path) -> Callable[[str, str | None], ModelVersion]:
         """How an ensemble's steps find their models: by name, or, with namespacing, its own

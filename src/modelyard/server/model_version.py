@@ -47,6 +47,7 @@ from modelyard.modelfiles.config import (
     complete_config,
     config_to_json,
 )
+from modelyard.modelfiles.triton_checks import io_problem, onnx_problem
 from modelyard.server.batcher import BatchingPolicy, priority_problem
 from modelyard.server.decoupled import DecoupledScheduler
 from modelyard.server.embedding_cache import EmbeddingCache, parse_size
@@ -198,10 +199,13 @@ def _engine_class(backend: str, backend_directory: Path | None) -> type[Engine]:
         return engine_class(backend)
     raise ConfigError.of(
         error_rules.UNKNOWN_BACKEND,
-        f"unknown backend '{backend}' (known: {', '.join(BACKENDS)}; nor is there a "
-        f"Python-based backend '{backend}/{PYTHON_BACKEND_FILE}' in the backend directory)",
+        f"unable to find backend library for backend '{backend}', try specifying runtime on "
+        f"the model configuration. (unknown backend '{backend}': modelyard serves "
+        f"{', '.join(BACKENDS)}; nor is there a Python-based backend "
+        f"'{backend}/{PYTHON_BACKEND_FILE}' in the backend directory)",
         where=f"backend in config.pbtxt, or {backend}/{PYTHON_BACKEND_FILE} under "
         "--backend-directory",
+        triton=True,
     )
 
 
@@ -267,8 +271,11 @@ def _read_labels(
 
 
 def _check_signature(
-    model: str, version: int, config: mc.ModelConfig, signature: Signature | None
-) -> None:
+    model: str, version: int, config: mc.ModelConfig, signature: Signature | None,
+    names: bool = True,
+) -> None:  # fmt: skip
+    """The config's tensors against the model file's: with ``names``, each is in the file
+    (the onnxruntime backend's own checks say so in its words, ``onnx_problem``)."""
     if signature is None:
         return
     known_in = {s.name for s in signature.inputs}
@@ -276,7 +283,7 @@ def _check_signature(
     for entry, known, kind in [(e, known_in, "input") for e in config.input] + [
         (e, known_out, "output") for e in config.output
     ]:
-        if entry.name not in known:
+        if names and entry.name not in known:
             raise load_error(
                 model,
                 version,
@@ -602,17 +609,28 @@ def load_model_version(
         if is_text_model(version_dir, completed, graph):
             made.text = _text_encoding(name, version, version_dir, completed, graph)
             signature = made.signature = made.text.signature
-        _check_signature(name, version, completed, signature)
+        # the onnxruntime backend checks the completed config against the file, in its words
+        as_onnxruntime = backend == "onnxruntime" and made.text is None and signature is not None
+        _check_signature(name, version, completed, signature, names=not as_onnxruntime)
         if auto_complete:
             complete_config(
                 completed, signature, f"{name}/config.pbtxt",
                 tensors_required=kind not in TENSORS_OPTIONAL,
                 default_max_batch_size=default_max_batch_size,
             )  # fmt: skip
+        if as_onnxruntime:
+            assert signature is not None
+            problem = onnx_problem(completed, signature.inputs, signature.outputs)
+            if problem is not None:
+                raise load_error(name, version, problem, f"the tensors in {name}/config.pbtxt")
         if not completed.backend:
             completed.backend = backend
         if not completed.platform and backend in _PLATFORM_OF:
             completed.platform = _PLATFORM_OF[backend]
+        problem = io_problem(completed) if auto_complete else None  # as Triton, once complete
+        if problem is not None:
+            raise ConfigError.of(error_rules.MODEL_CONFIG, problem,
+                                 where=f"fix {name}/config.pbtxt", triton=True)  # fmt: skip
         made.spec = compile_spec(completed, f"{name}/config.pbtxt")
         cache = _embedding_cache(name, version, completed, made.text)
         made.tokens = token_batching_for(name, version, completed, graph, made.text, cache)

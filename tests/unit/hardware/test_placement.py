@@ -29,19 +29,33 @@ def test_gpu_instances_go_count_times_on_each_listed_gpu() -> None:
     ]
 
 
-def test_gpu_requests_a_host_cannot_meet_are_explained() -> None:
-    assert placements(config("instance_group [{ kind: KIND_GPU }]"), []) == (
-        "instance_group asks for KIND_GPU but this host has no GPU"
+def test_gpu_requests_a_host_cannot_meet_are_explained_in_tritons_words() -> None:
+    def said(text: str, gpus: list[int]) -> object:
+        return placements(text_format.Parse(text, mc.ModelConfig(name="m")), gpus)
+
+    assert said("instance_group [{ kind: KIND_GPU }]", []) == (
+        "instance group m_0 of model m has kind KIND_GPU but no GPUs are available"
     )
-    assert "asks for GPUs [3]" in str(
-        placements(config("instance_group [{ kind: KIND_GPU gpus: [3] }]"), [0])
+    assert said("instance_group [{ kind: KIND_CPU }, { name: 'g' kind: KIND_GPU gpus: [3] }]",
+                [0]) == (
+        "instance group g of model m specifies invalid or unsupported gpu id 3. GPUs with at "
+        "least the minimum required CUDA compute compatibility of 6.000000 are: 0"
+    )  # fmt: skip
+    assert said("instance_group [{ kind: KIND_CPU gpus: [0] }]", [0]) == (
+        "instance group m_0 of model m has kind KIND_CPU but specifies one or more GPUs"
     )
+    # KIND_AUTO naming a GPU the host lacks is KIND_CPU, which may name none
+    assert said("instance_group [{ gpus: [0] }]", []) == (
+        "instance group m_0 of model m has kind KIND_CPU but specifies one or more GPUs"
+    )
+    assert said("instance_group [{ gpus: [1] count: 2 }]", [0, 1]) == ["cuda:1", "cuda:1"]
 
 
 def test_only_a_config_with_a_gpu_group_looks_for_gpus() -> None:
     assert not asks_for_gpus(config(""))
     assert not asks_for_gpus(config("instance_group [{ count: 2 kind: KIND_CPU }]"))
     assert asks_for_gpus(config("instance_group [{ kind: KIND_CPU }, { kind: KIND_GPU }]"))
+    assert asks_for_gpus(config("instance_group [{ gpus: [0] }]"))  # KIND_AUTO naming one
 
 
 @pytest.mark.gpu

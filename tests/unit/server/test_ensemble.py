@@ -287,26 +287,38 @@ def _wiring(repo: Path, case: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("case", "detail"),
+    ("case", "triton", "detail"),
     [
-        ("missing step model", "step 1 (model 'nowhere'): model 'nowhere' is not loaded"),
-        ("unknown step input", "step 1 (model 'double') has no input 'z' (it has x)"),
-        ("unknown step output", "step 1 (model 'double') has no output 'out' (it has y)"),
-        ("unmapped step input", "step 1 (model 'combine') leaves input b unmapped"),
-        ("never produced", "tensor 'nothing' is consumed by step 1 (model 'combine') but never"),
-        ("datatype mismatch", "tensor 'IN' is FP32 from the ensemble input but INT32 for step 1"),
-        ("output not produced", "ensemble output 'OUT' is produced by no step"),
-        ("input unused", "ensemble input 'EXTRA' is used by no step"),
-        ("produced twice", "tensor 'OUT' is produced twice: by step 1 (model 'double') and by"),
-        ("cycle", "a cycle: step 1 (model 'combine'), step 2 (model 'double'), step 3"),
-        ("batch too big", "max_batch_size 16 is over the max_batch_size 8 of step 1"),
-        ("batch output", "an ensemble batches nothing of its own: its steps' configs name"),
+        ("missing step model",
+         "ensemble wired contains models that are not available or ambiguous: nowhere",
+         "step 1 (model 'nowhere'): model 'nowhere' is not loaded"),
+        ("unknown step input",
+         "in ensemble wired, ensemble tensor IN is mapping to non-existing input z in model "
+         "double", "step 1 (model 'double') has no input 'z' (it has x)"),
+        ("unknown step output",
+         "in ensemble wired, ensemble tensor OUT is mapped from non-existing output out in "
+         "model double", "step 1 (model 'double') has no output 'out' (it has y)"),
+        ("unmapped step input",
+         "in ensemble wired, input b in model combine is not mapped to any ensemble tensors",
+         "step 1 (model 'combine') leaves input b unmapped"),
+        ("datatype mismatch",
+         "in ensemble wired, ensemble tensor IN: inconsistent data type: TYPE_FP32 is "
+         "inferred from model wired while TYPE_INT32 is inferred from model double_int",
+         "tensor 'IN' is FP32 from the ensemble input but INT32 for step 1"),
+        ("batch too big",
+         "ensemble wired allows maximum batch size 16, but it contains model double which "
+         "only allows maximum batch size to be 8",
+         "max_batch_size 16 is over the max_batch_size 8 of step 1"),
+        ("batch output", "",
+         "an ensemble batches nothing of its own: its steps' configs name"),
     ],
-)
+)  # fmt: skip
 def test_wiring_errors_are_rejected_at_load_with_the_error_line(
-    tmp_path: Path, case: str, detail: str
+    tmp_path: Path, case: str, triton: str, detail: str
 ) -> None:
+    """Each wiring error Triton also refuses leads with its words, modelyard's after."""
     _wiring(tmp_path, case)
+    said = f"{triton} (ensemble 'wired': {detail}" if triton else f"ensemble 'wired': {detail}"
 
     async def scenario(dp: LocalDataPlane) -> None:
         with pytest.raises(ModelyardError) as refused:
@@ -315,14 +327,47 @@ def test_wiring_errors_are_rejected_at_load_with_the_error_line(
         # the load API answers in Triton's words; the rule names the layer
         assert line.startswith(
             "load failed for model 'wired': version 1 is at UNAVAILABLE state: Invalid "
-            f"argument: ensemble 'wired': {detail}"
+            f"argument: {said}"
         ), line
         rule = "; rule=model-server/ensemble; change: ensemble_scheduling in wired/config.pbtxt"
         assert rule in line
         row = next(r for r in dp.manager.index() if r["name"] == "wired")
         assert row["state"] == "UNAVAILABLE"
-        assert row["reason"].startswith(f"[model-server] ensemble 'wired': {detail}")
+        assert row["reason"].startswith(said if triton else f"[model-server] {said}")
         assert row["reason"].endswith(line.partition("; rule=")[2])
+        assert not dp.model_ready("wired", None)
+
+    run(scenario, tmp_path, mode=ControlMode.EXPLICIT, startup_models=["*"])
+
+
+@pytest.mark.parametrize(
+    ("case", "detail"),
+    [
+        ("never produced", "output 'OUT' for ensemble 'wired' is not written: at least one of "
+                           "its depending tensors, 'nothing', is not connected"),
+        ("output not produced", "ensemble output 'OUT' for ensemble wired' is not used"),
+        ("input unused", "ensemble input 'EXTRA' for ensemble wired' is not used"),
+        ("produced twice", "ensemble tensor 'OUT' can appear in an output map only once for "
+                           "ensemble 'wired' step 1"),
+        ("cycle", "output 'OUT' for ensemble 'wired' is not written: at least one of its "
+                  "depending tensors, 'loop', is not connected"),
+    ],
+)  # fmt: skip
+def test_a_data_flow_triton_refuses_is_refused_as_it_reads_the_config(
+    tmp_path: Path, case: str, detail: str
+) -> None:
+    """Triton checks an ensemble's data flow from its config alone, before any step is
+    looked up: those refusals are its, in its words (the ones only the steps' configs can
+    tell, above, are modelyard's)."""
+    _wiring(tmp_path, case)
+
+    async def scenario(dp: LocalDataPlane) -> None:
+        with pytest.raises(ModelyardError) as refused:
+            await dp.manager.load("wired")
+        line = refused.value.line()
+        assert line == f"{detail}; rule=config/model-config; change: fix wired/config.pbtxt"
+        row = next(r for r in dp.manager.index() if r["name"] == "wired")
+        assert (row["state"], row["reason"]) == ("UNAVAILABLE", line)
         assert not dp.model_ready("wired", None)
 
     run(scenario, tmp_path, mode=ControlMode.EXPLICIT, startup_models=["*"])
