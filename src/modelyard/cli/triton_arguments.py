@@ -98,6 +98,18 @@ def _setting(flag: str, value: str) -> str:
     return f"{setting}={value}"
 
 
+def _strict_model_config(text: str) -> bool:
+    """tritonserver's older --strict-model-config, with its deprecation warning on stderr
+    each time the flag is given."""
+    value = triton_bool(text)
+    print(
+        "Warning: '--strict-model-config' has been deprecated! Please use "
+        "'--disable-auto-complete-config' instead.",
+        file=sys.stderr,
+    )
+    return value
+
+
 # every tritonserver flag serve reads, in the order its help lists them
 TRITON_FLAGS: list[Flag] = [
     _flag("--model-store", dest="model_repository", action="append", type=Path, metavar="DIR",
@@ -189,8 +201,8 @@ TRITON_FLAGS: list[Flag] = [
     _flag("--disable-auto-complete-config", dest="auto_complete", action="store_false",
           help="configs are taken as written: tensors, max_batch_size and the python models' "
           "auto_complete_config are not filled from the model files"),
-    _bool("--strict-model-config", None,
-          "true: as --disable-auto-complete-config (tritonserver's older flag)"),
+    _flag("--strict-model-config", type=_strict_model_config, default=None, metavar="BOOL",
+          help="true: as --disable-auto-complete-config (tritonserver's older flag)"),
     _bool("--model-namespacing", False,
           "true: a model name may be in several repositories; each is served as NAME::N "
           "(N: its repository's place), a bare name that is ambiguous is refused, and an "

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -341,6 +342,12 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
     args.http_restrictions = Restrictions.parse(args.http_restricted_api, "http")
     args.grpc_restrictions = Restrictions.parse(args.grpc_restricted_protocol, "grpc")
     _apply_grpc_connection(args)
+    if not args.auto_complete and args.strict_model_config is False:
+        print(
+            "Warning: Overriding deprecated '--strict-model-config' from False to True in "
+            "favor of '--disable-auto-complete-config'!",
+            file=sys.stderr,
+        )
     if args.strict_model_config:
         args.auto_complete = False
     args.backend_settings = BackendConfig.from_command_line(

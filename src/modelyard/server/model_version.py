@@ -209,6 +209,45 @@ def _engine_class(backend: str, backend_directory: Path | None) -> type[Engine]:
     )
 
 
+def _check_runtime(model: str, runtime: str, backend: str, version_dir: Path) -> None:
+    """A config's ``runtime`` (the backend library Triton loads) as Triton looks for it:
+    in the version directory, then the model's. modelyard's engines stand in for the
+    backend's own library (``libtriton_<backend>.so``) and a Python-based backend
+    (``model.py``); any other library is refused in Triton's words where it is missing or
+    lies outside the directory it was found from, else as a library modelyard does not
+    load. Nothing is opened."""
+    if not runtime or runtime in (f"libtriton_{backend}.so", PYTHON_BACKEND_FILE):
+        return
+    where = f"runtime in {model}/config.pbtxt"
+    searched = (version_dir, version_dir.parent)
+    for directory in searched:
+        path = directory / runtime
+        if not path.exists():
+            continue
+        root = os.path.realpath(directory)
+        if os.path.commonpath([root, os.path.realpath(path)]) != root:
+            raise ConfigError.of(
+                error_rules.UNKNOWN_BACKEND,
+                f"backend library name '{runtime}' escapes backend directory '{directory}', "
+                f"for model '{model}', check model config runtime field",
+                where=where,
+                triton=True,
+            )
+        raise ConfigError.of(
+            error_rules.UNKNOWN_BACKEND,
+            f"backend library '{runtime}' for model '{model}' is a C++ backend library, which "
+            f"modelyard does not load (its {backend} engine serves backend '{backend}')",
+            where=where,
+        )
+    raise ConfigError.of(
+        error_rules.UNKNOWN_BACKEND,
+        f"unable to find backend library '{runtime}' for model '{model}', searched: "
+        + " ".join(f"'{d}'" for d in searched),
+        where=where,
+        triton=True,
+    )
+
+
 def _find_artifact(
     model: str, version: int, version_dir: Path, config: mc.ModelConfig, cls: type[Engine]
 ) -> Path:
@@ -561,12 +600,12 @@ def load_model_version(
     name = name or model_dir.name
     version_dir = model_dir / str(version)
     config = copy.deepcopy(base_config)
+    _check_runtime(name, config.runtime, backend, version_dir)
     backend_dir = python_based_backend(backend, backend_directory)
     if backend_dir is not None:  # its model.py, for this model's version directory
         cls, artifact, kind = engine_class("python"), backend_dir / PYTHON_BACKEND_FILE, "python"
     else:
         cls, kind = _engine_class(backend, backend_directory), backend
-        artifact = _find_artifact(name, version, version_dir, config, cls)
     if backend in _CPU_ONLY_BACKENDS and asks_for_gpus(config):
         raise ModelServerError(  # the identity backend's own refusal, in its words
             f"failed to load '{name}' version {version}: GPU instances not supported",
@@ -575,7 +614,9 @@ def load_model_version(
             where=f"instance_group kind KIND_CPU in {name}/config.pbtxt (the {backend} "
             "backend runs on CPUs only)",
         )
-    placed = instance_placements(name, version, config)
+    placed = instance_placements(name, version, config)  # as Triton: before the files
+    if backend_dir is None:
+        artifact = _find_artifact(name, version, version_dir, config, cls)
     devices = [device for device, _ in placed]
     held_before = settled_resident_bytes()
     device_before = device_memory_used(devices)

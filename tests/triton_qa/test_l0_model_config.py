@@ -1,0 +1,185 @@
+"""Triton's qa/L0_model_config: configs the server must refuse, each in Triton's words.
+
+As its test.sh: a server per case, on a repository of that case's model (or models),
+which must not start, its log holding one of the case's ``expected*`` texts (test.sh
+greps them, as basic regular expressions, on Triton's ``E`` lines; here ``grep`` runs
+the same patterns on the log, whose lines carry Triton's words in their ``triton=`` or
+``detail=`` field). test.sh's preparation is made as it makes it: version folders,
+``qa/python_models/auto_complete``'s ``model.py``, the generated
+``libtorch_float32_float32_float32`` model for the PyTorch cases.
+
+* ``cli_messages``: the deprecation and override warnings of ``--strict-model-config``;
+* ``special_cases``: an unknown platform, a ``runtime`` library that is missing or
+  escapes its directory;
+* ``noautofill_platform``: 59 configs under each of test.sh's five platforms, with
+  ``--strict-model-config=true`` and with ``--disable-auto-complete-config`` (590 runs;
+  the default run takes each config once, the platforms and flags in turn);
+* ``autofill_noplatform``: the 61 cases of its CPU backends (ONNX, PyTorch, python,
+  ensembles, custom backends, a model without a version).
+
+Out of reach, each named in ``OUT_OF_REACH`` with why: the TensorFlow, TensorRT and
+OpenVINO cases (not vendored), the GPU ones, and the success cases' whole-config
+comparison (``compare_status.py``). The decoupled-branching ensembles' ``repeat_int32``
+is Triton's C++ repeat backend, here its stand-in through ``--backend-directory``.
+About 3 minutes in the default run; ``TRITON_QA=full`` adds the other 531 platform runs,
+about 15 minutes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.netns import LoopbackHost
+from tests.triton_qa import harness, repositories
+from tests.triton_qa.conftest import FULL
+
+pytestmark = pytest.mark.slow
+
+QA_DIR = harness.QA / "L0_model_config"
+REPEAT_BACKEND = Path(__file__).with_name("repeat_backend.py")
+TRIALS = ("tensorflow_savedmodel", "tensorflow_graphdef", "tensorrt_plan", "onnxruntime_onnx",
+          "pytorch_libtorch")  # fmt: skip
+FLAGS = ("--strict-model-config=true", "--disable-auto-complete-config")
+# test.sh's trials whose backend library this host has (the instance group is checked
+# once the backend's library is found)
+WITH_BACKEND = ("onnxruntime_onnx", "pytorch_libtorch")
+OUT_OF_REACH = {
+    "special_cases/noautofill_noconfig": "a TensorFlow GraphDef model (no backend here)",
+    "noautofill_platform/negative_gpu": (
+        "its first instance group names GPU 0 with KIND_AUTO, a GPU group on Triton's "
+        "machine; on a host without one it is KIND_CPU naming a GPU, refused first"
+    ),
+}
+PYTORCH_CASES = ("autofill_noplatform/pytorch/too_few_inputs",
+                 "autofill_noplatform/pytorch/too_few_outputs")  # fmt: skip
+PYTHON_CASES = ("input_mismatch_datatype", "input_mismatch_dims", "output_mismatch_datatype",
+                "output_mismatch_dims")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Case:
+    """One server start of test.sh: the repository it copies, its flags, its platform."""
+
+    source: str  # relative to the QA folder
+    args: tuple[str, ...]
+    platform: str = ""  # noautofill_platform's trial
+    whole_repository: bool = False  # the folder is a repository, not one model
+
+    @property
+    def label(self) -> str:
+        return "/".join(p for p in (self.source, self.platform, *self.args[:1]) if p)
+
+
+def _cases() -> list[Case]:
+    cases = [Case("cli_messages/cli_override",
+                  ("--disable-auto-complete-config", "--strict-model-config=false")),
+             Case("cli_messages/cli_deprecation", ("--strict-model-config=true",))]  # fmt: skip
+    cases += [
+        Case(f"special_cases/{t}", ("--disable-auto-complete-config",) if t == "invalid_platform"
+             else ())
+        for t in ("invalid_platform", "invalid_runtime", "runtime_escape")
+    ]  # fmt: skip
+    targets = sorted(p.name for p in (QA_DIR / "noautofill_platform").iterdir())
+    for index, target in enumerate(targets):
+        if f"noautofill_platform/{target}" in OUT_OF_REACH:
+            continue
+        runs = [(t, f) for f in FLAGS for t in TRIALS]
+        if not FULL:  # each config once, the trials and flags in turn
+            runs = [runs[index % len(runs)]]
+        for trial, flag in runs:
+            gpu_group = target in ("invalid_cpu", "invalid_gpu")
+            if gpu_group and trial not in WITH_BACKEND:
+                continue
+            cases.append(Case(f"noautofill_platform/{target}", (flag,), trial))
+    for kind in sorted((QA_DIR / "autofill_noplatform").iterdir()):
+        for target in sorted(kind.iterdir()):
+            whole = not (target / "config.pbtxt").exists()
+            source = f"autofill_noplatform/{kind.name}/{target.name}"
+            cases.append(Case(source, ("--strict-model-config=false",), whole_repository=whole))
+    return cases
+
+
+def _prepare(work: Path) -> None:
+    """test.sh's preparation of the folder, for the cases run here."""
+    generated = work / "generated"
+    repositories.generated(work, "gen_qa_models.py", "--libtorch", f"--models_dir={generated}")
+    torchscript = generated / "libtorch_float32_float32_float32" / "1" / "model.pt"
+    for case in PYTORCH_CASES:
+        (work / case / "1").mkdir(parents=True, exist_ok=True)
+        shutil.copy(torchscript, work / case / "1")
+    python = work.parent / "python_models" / "auto_complete" / "model.py"
+    for case in PYTHON_CASES:
+        (work / "autofill_noplatform/python" / case / "1").mkdir(parents=True, exist_ok=True)
+        shutil.copy(python, work / "autofill_noplatform/python" / case / "1")
+    for model in (work / "autofill_noplatform/python").iterdir():
+        if (model / "model.py").exists():  # test.sh's models that bring their own model.py
+            (model / "1").mkdir(exist_ok=True)
+            shutil.copy(model / "model.py", model / "1")
+    for path in ("autofill_noplatform/custom/no_delimiter/1",
+                 "autofill_noplatform/custom/unknown_backend.unknown/1",
+                 "noautofill_platform/invalid_cpu/1", "noautofill_platform/invalid_gpu/1",
+                 "noautofill_platform/negative_gpu/1"):  # fmt: skip
+        (work / path).mkdir(parents=True, exist_ok=True)
+    for ensemble in (work / "autofill_noplatform/ensemble").iterdir():  # version folders
+        for model in (p for p in ensemble.iterdir() if p.is_dir()):
+            (model / "1").mkdir(exist_ok=True)
+    escape = work / "special_cases/runtime_escape"
+    (escape / "1").mkdir(exist_ok=True)
+    (escape / "dummy_runtime").mkdir(exist_ok=True)
+    (escape / "dummy_runtime/libtriton_identity.so").touch()
+    (work / "special_cases/invalid_runtime/1").mkdir(exist_ok=True)
+    (work / "special_cases/invalid_platform/1").mkdir(exist_ok=True)
+    backends = work / "backends" / "repeat"
+    backends.mkdir(parents=True)
+    shutil.copy(REPEAT_BACKEND, backends / "model.py")
+
+
+def _repository(work: Path, case: Case, lane: int) -> tuple[Path, list[str]]:
+    """test.sh's ``models`` for a case (its sed of the platform too), and its expected
+    texts."""
+    models = work / f"models{lane}"
+    shutil.rmtree(models, ignore_errors=True)
+    models.mkdir()
+    source = work / case.source
+    if case.whole_repository:
+        for child in source.iterdir():
+            copy = shutil.copytree if child.is_dir() else shutil.copy
+            copy(child, models / child.name)
+        expected = sorted(models.glob("expected*"))
+    else:
+        target = Path(shutil.copytree(source, models / source.name))
+        expected = sorted(target.glob("expected*"))
+        config = target / "config.pbtxt"
+        if case.platform and config.exists():
+            kept = [line for line in config.read_text().splitlines() if "platform:" not in line]
+            config.write_text("\n".join(kept) + f'\nplatform: "{case.platform}"\n')
+    return models, [path.read_text().strip() for path in expected]
+
+
+def _grep(pattern: str, log: str) -> bool:
+    return subprocess.run(["grep", "-e", pattern], input=log, text=True,
+                          capture_output=True).returncode == 0  # fmt: skip
+
+
+def test_model_config(hosts: list[LoopbackHost], tmp_path: Path) -> None:
+    work = harness.work_directory(tmp_path, "L0_model_config")
+    _prepare(work)
+    cases = _cases()
+
+    def one(lane: int, case: Case) -> str | None:
+        models, expected = _repository(work, case, lane)
+        args = [f"--model-repository={models}", *case.args]
+        if "decoupled_branching" in case.source:  # Triton's C++ repeat backend's stand-in
+            args.append(f"--backend-directory={work / 'backends'}")
+        log = harness.start_fails(hosts[lane], args, tmp_path / f"lane{lane}.log")
+        if any(_grep(pattern, log) for pattern in expected):
+            return None
+        return f"{case.label}: none of {expected} in\n{log[-1500:]}"
+
+    failures = [said for _, said in harness.in_lanes(hosts, cases, one) if said]
+    assert not failures, "\n\n".join(failures[:8]) + f"\n({len(failures)} of {len(cases)})"
