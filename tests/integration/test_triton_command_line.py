@@ -66,7 +66,8 @@ def test_two_repositories_addresses_log_flags_and_tuning_flags(tmp_path: Path) -
         logged = log_file.read_text()
     assert "server_ready" in logged
     assert "triton_flag_not_applied" in logged and "--pinned-memory-pool-byte-size" in logged
-    assert "--backend-config" in logged
+    # --backend-config is applied: the python backend starts with the setting given
+    assert "backend configuration" in logged and "shm-default-byte-size" in logged
 
 
 def test_exit_on_error_ends_the_server_with_the_failed_models_line(tmp_path: Path) -> None:
