@@ -333,6 +333,8 @@ def complete_config(
             entry.data_type = mc.DataType.Value(V2_TO_CONFIG[spec.datatype])
             dims = spec.dims[skip:] if len(spec.dims) >= skip else spec.dims
             entry.dims.extend(dims if dims else [1])
+            if not dims and config.max_batch_size > 0:  # Triton's: [1], an empty reshape
+                entry.reshape.SetInParent()
 
 
 def _server_filled(config: mc.ModelConfig) -> set[str]:
