@@ -21,8 +21,9 @@ Out of reach, each named in ``OUT_OF_REACH`` with why: the TensorFlow, TensorRT 
 OpenVINO cases (not vendored), the GPU ones, and the success cases' whole-config
 comparison (``compare_status.py``). The decoupled-branching ensembles' ``repeat_int32``
 is Triton's C++ repeat backend, here its stand-in through ``--backend-directory``.
-The default run takes 122 servers, four at a time (about 80 s); ``TRITON_QA=full`` takes
-all 624 (about 7 minutes).
+The default run takes 122 servers, four at a time, in five tests (about 80 s);
+``TRITON_QA=full`` adds every platform and flag of noautofill_platform (558 servers, about
+6 minutes).
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ import pytest
 
 from tests.support.netns import LoopbackHost
 from tests.triton_qa import harness, repositories
-from tests.triton_qa.conftest import FULL
 
 pytestmark = pytest.mark.slow
 
@@ -75,31 +75,42 @@ class Case:
         return "/".join(p for p in (self.source, self.platform, *self.args[:1]) if p)
 
 
-def _cases() -> list[Case]:
+def _special_cases() -> list[Case]:
+    """test.sh's command-line and special cases (those in reach)."""
     cases = [Case("cli_messages/cli_override",
                   ("--disable-auto-complete-config", "--strict-model-config=false")),
              Case("cli_messages/cli_deprecation", ("--strict-model-config=true",))]  # fmt: skip
-    cases += [
+    return cases + [
         Case(f"special_cases/{t}", ("--disable-auto-complete-config",) if t == "invalid_platform"
              else ())
         for t in ("invalid_platform", "invalid_runtime", "runtime_escape")
     ]  # fmt: skip
+
+
+def _noautofill_cases(every: bool) -> list[Case]:
+    """Each noautofill_platform config under test.sh's platforms and flags (``every``: all
+    ten; else one, the platforms and flags in turn)."""
+    cases = []
     targets = sorted(p.name for p in (QA_DIR / "noautofill_platform").iterdir())
     for index, target in enumerate(targets):
         if f"noautofill_platform/{target}" in OUT_OF_REACH:
             continue
         runs = [(t, f) for f in FLAGS for t in TRIALS]
-        if not FULL:  # each config once, the trials and flags in turn
-            runs = [runs[index % len(runs)]]
-        for trial, flag in runs:
+        for trial, flag in runs if every else [runs[index % len(runs)]]:
             gpu_group = target in ("invalid_cpu", "invalid_gpu")
             if gpu_group and trial not in WITH_BACKEND:
                 continue
             cases.append(Case(f"noautofill_platform/{target}", (flag,), trial))
-    for kind in sorted((QA_DIR / "autofill_noplatform").iterdir()):
-        for target in sorted(kind.iterdir()):
+    return cases
+
+
+def _autofill_cases(kinds: tuple[str, ...]) -> list[Case]:
+    """autofill_noplatform's cases of ``kinds`` (its folders: backends and the like)."""
+    cases = []
+    for kind in kinds:
+        for target in sorted((QA_DIR / "autofill_noplatform" / kind).iterdir()):
             whole = not (target / "config.pbtxt").exists()
-            source = f"autofill_noplatform/{kind.name}/{target.name}"
+            source = f"autofill_noplatform/{kind}/{target.name}"
             cases.append(Case(source, ("--strict-model-config=false",), whole_repository=whole))
     return cases
 
@@ -166,20 +177,52 @@ def _grep(pattern: str, log: str) -> bool:
                           capture_output=True).returncode == 0  # fmt: skip
 
 
-def test_model_config(hosts: list[LoopbackHost], tmp_path: Path) -> None:
-    work = harness.work_directory(tmp_path, "L0_model_config")
-    _prepare(work)
-    cases = _cases()
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The QA folder, prepared as test.sh prepares it."""
+    prepared = harness.work_directory(tmp_path_factory.mktemp("qa"), "L0_model_config")
+    _prepare(prepared)
+    return prepared
+
+
+def _run(hosts: list[LoopbackHost], work: Path, logs: Path, cases: list[Case]) -> None:
+    """Each case's server, four at a time: none may start, each log holds an expected text."""
 
     def one(lane: int, case: Case) -> str | None:
         models, expected = _repository(work, case, lane)
         args = [f"--model-repository={models}", *case.args]
         if "decoupled_branching" in case.source:  # Triton's C++ repeat backend's stand-in
             args.append(f"--backend-directory={work / 'backends'}")
-        log = harness.start_fails(hosts[lane], args, tmp_path / f"lane{lane}.log")
+        log = harness.start_fails(hosts[lane], args, logs / f"lane{lane}.log")
         if any(_grep(pattern, log) for pattern in expected):
             return None
         return f"{case.label}: none of {expected} in\n{log[-1500:]}"
 
     failures = [said for _, said in harness.in_lanes(hosts, cases, one) if said]
     assert not failures, "\n\n".join(failures[:8]) + f"\n({len(failures)} of {len(cases)})"
+
+
+def test_command_line_and_special_cases(
+    hosts: list[LoopbackHost], work: Path, tmp_path: Path
+) -> None:
+    _run(hosts, work, tmp_path, _special_cases())
+
+
+def test_noautofill_platform(hosts: list[LoopbackHost], work: Path, tmp_path: Path) -> None:
+    _run(hosts, work, tmp_path, _noautofill_cases(every=False))
+
+
+@pytest.mark.parametrize("kinds", [("common", "custom", "onnx", "pytorch"), ("python",),
+                                   ("ensemble",)], ids=lambda kinds: "+".join(kinds))  # fmt: skip
+def test_autofill_noplatform(
+    hosts: list[LoopbackHost], work: Path, tmp_path: Path, kinds: tuple[str, ...]
+) -> None:
+    _run(hosts, work, tmp_path, _autofill_cases(kinds))
+
+
+@pytest.mark.triton_qa_full
+@pytest.mark.timeout(1200)
+def test_noautofill_platform_every_trial(
+    hosts: list[LoopbackHost], work: Path, tmp_path: Path
+) -> None:
+    _run(hosts, work, tmp_path, _noautofill_cases(every=True))

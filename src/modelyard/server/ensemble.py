@@ -4,11 +4,14 @@ An ensemble's config names steps; each step maps ensemble tensors onto one
 model's inputs (``input_map {step_input: ensemble_tensor}``) and that model's
 outputs back onto ensemble tensors (``output_map {step_output: ensemble_tensor}``).
 
-``EnsembleGraph.build`` checks the wiring when the ensemble loads, against the
-step models' completed configs: every step model loaded, every name known,
-every consumed tensor produced exactly once with the same datatype, every
-ensemble input used and every ensemble output produced, no cycles. A wiring
-error is a ``[model-server] ... rule=model-server/ensemble`` line.
+The data flow a config alone decides (each tensor written once, every input used,
+every output written, no cycle) is checked with the rest of the config as the
+repository is read (``modelfiles/triton_checks.py``). ``EnsembleGraph.build``
+checks the rest when the ensemble loads, against the step models' completed
+configs: every step model (and version) loaded, every name a step maps known,
+each tensor's datatype and shape the same at both ends, batch sizes, no step fed
+by different decoupled steps. A wiring error leads with Triton's words where Triton
+refuses it too, then says it as ``ensemble 'X': ...; rule=model-server/ensemble``.
 
 ``EnsembleScheduler`` has the same ``submit`` as ``Scheduler``. A request runs
 as one task on the event loop: a step starts as soon as its inputs exist, so
@@ -133,11 +136,10 @@ class EnsembleGraph:
 
     @classmethod
     def build(cls, config: mc.ModelConfig, spec: ModelSpec, resolve: Resolve) -> EnsembleGraph:
-        """The validated graph of an ensemble; raises the first wiring error found."""
+        """The validated graph of an ensemble (whose data flow its config's check took);
+        raises the first wiring error found."""
         name = config.name
         raw_steps = list(config.ensemble_scheduling.step)
-        if not raw_steps:
-            raise ensemble_error(name, "ensemble_scheduling lists no step")
         producers: dict[str, _Tensor] = {
             t.name: _Tensor("the ensemble input", t, spec.batched, name)
             for t in spec.inputs.values()
@@ -169,12 +171,6 @@ class EnsembleGraph:
                               step.model)  # fmt: skip
                 consumers.append((tensor, end))
             for model_output, tensor in step.outputs.items():
-                if tensor in producers:
-                    raise ensemble_error(
-                        name,
-                        f"tensor '{tensor}' is produced twice: by {producers[tensor].owner} "
-                        f"and by {step.describe()}",
-                    )
                 end = _Tensor(step.describe(), mv.spec.outputs[model_output], mv.spec.batched,
                               step.model)  # fmt: skip
                 producers[tensor] = end
@@ -183,12 +179,7 @@ class EnsembleGraph:
             end = _Tensor("the ensemble output", output, spec.batched, name)
             consumers.append((output.name, end))
         for tensor, consumer in consumers:
-            _check_edge(name, tensor, producers.get(tensor), consumer, spec)
-        used = {tensor for step in steps for tensor in step.inputs.values()}
-        for input_name in spec.inputs:
-            if input_name not in used:
-                raise ensemble_error(name, f"ensemble input '{input_name}' is used by no step")
-        _check_acyclic(name, steps, set(spec.inputs))
+            _check_edge(name, tensor, producers[tensor], consumer)
         if decoupled_steps:
             _check_decoupled_branches(name, steps, decoupled_steps, spec)
         dims = {output.name: output.dims for output in spec.outputs.values()}
@@ -213,20 +204,10 @@ class EnsembleGraph:
 
 
 def _step(name: str, index: int, raw: Any) -> EnsembleStep:
-    if not raw.model_name:
-        raise ensemble_error(name, f"step {index} names no model_name")
-    if raw.model_name == name:
-        raise ensemble_error(
-            name,
-            f"step {index} uses the ensemble itself",
-            f"circular dependency between ensembles: {name} -> ... -> {name} -> {name}",
-        )
     if raw.model_version < -1 or raw.model_version == 0:
         raise ensemble_error(
             name, f"step {index} has model_version {raw.model_version} (use -1 or a version)"
         )
-    if not raw.output_map:
-        raise ensemble_error(name, f"step {index} (model '{raw.model_name}') has no output_map")
     version = None if raw.model_version == -1 else str(raw.model_version)
     return EnsembleStep(index, raw.model_name, version, dict(raw.input_map), dict(raw.output_map))
 
@@ -280,17 +261,7 @@ def _check_step_names(name: str, step: EnsembleStep, spec: ModelSpec) -> None:
         )
 
 
-def _check_edge(
-    name: str, tensor: str, producer: _Tensor | None, consumer: _Tensor, spec: ModelSpec
-) -> None:
-    if producer is None:
-        if consumer.owner == "the ensemble output":
-            raise ensemble_error(name, f"ensemble output '{tensor}' is produced by no step")
-        raise ensemble_error(
-            name,
-            f"tensor '{tensor}' is consumed by {consumer.owner} but never produced (ensemble "
-            f"inputs: {', '.join(spec.inputs)}; step outputs map to the rest)",
-        )
+def _check_edge(name: str, tensor: str, producer: _Tensor, consumer: _Tensor) -> None:
     if producer.config.datatype != consumer.config.datatype:
         raise ensemble_error(
             name,
@@ -319,18 +290,6 @@ def _triton_shape(end: _Tensor) -> str:
     """A tensor's shape as Triton writes it, the batch dimension first where it batches."""
     dims = (-1, *end.config.dims) if end.batched else end.config.dims
     return "[" + ",".join(str(d) for d in dims) + "]"
-
-
-def _check_acyclic(name: str, steps: list[EnsembleStep], available: set[str]) -> None:
-    waiting = list(steps)
-    while waiting:
-        ready = [s for s in waiting if set(s.inputs.values()) <= available]
-        if not ready:
-            names = ", ".join(s.describe() for s in waiting)
-            raise ensemble_error(name, f"a cycle: {names} wait on each other's outputs")
-        for step in ready:
-            waiting.remove(step)
-            available.update(step.outputs.values())
 
 
 def _check_decoupled_branches(
