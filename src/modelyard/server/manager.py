@@ -1046,8 +1046,8 @@ class ModelManager:
         for reason in self.repository.ignored_versions(model_dir):
             log.warning("version_directory_ignored", model=name, triton=reason)
         backend = backend_for(base.platform, base.backend, [model_dir / str(v) for v in available])
-        if backend is None:  # Triton's custom backends: a model named MODEL.BACKEND
-            if "." not in name:
+        if backend is None:  # Triton's custom backends: a model's folder named MODEL.BACKEND
+            if "." not in model_dir.name:
                 raise ConfigError.of(
                     error_rules.NO_BACKEND,
                     f"Invalid model name: Could not determine backend for model '{name}' with "
@@ -1057,7 +1057,7 @@ class ModelManager:
                     "modelyard knows",
                     triton=True,
                 )
-            backend = name.split(".", 1)[1]
+            backend = model_dir.name.split(".", 1)[1]
         self._check_as_triton(name, base, backend)
         named_otherwise = directory_name_problem(base, model_dir.name)
         if override is None and named_otherwise:
