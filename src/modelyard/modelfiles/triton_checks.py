@@ -552,15 +552,8 @@ def _onnx_tensor_problem(
         )
     shape = list(entry.reshape.shape) if entry.HasField("reshape") else list(entry.dims)
     model = list(spec.dims)
-    if getattr(entry, "allow_ragged_batch", False):
-        if model != [WILDCARD_DIM]:
-            return (
-                f"unable to load model '{name}', configuration expects model provides input "
-                f"with shape [-1] for ragged input '{entry.name}', model provides "
-                f"{_shape(model)}"
-            )
-        return None
-    if not dims:
+    # a ragged input's shape [-1] is checked with every engine's (_check_signature)
+    if not dims or getattr(entry, "allow_ragged_batch", False):
         return None
     if not model:
         if any(d != 1 for d in shape):

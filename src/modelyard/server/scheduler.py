@@ -420,6 +420,9 @@ class Scheduler(InstanceThreads):
         self._engines = engines
         # engines that read each request of a batch (its rows and parameters)
         self._takes_requests = any(getattr(e, "takes_requests", False) for e in engines)
+        # engines that read their batch's trace activities or requests' rows (the same for
+        # every instance of a version: one class, one config)
+        self._observes = any(e.reports_activities or e.reads_request_rows for e in engines)
         self._queue = RequestQueue(model, version, policy)
         self._executing = 0
         self._in_order = InOrder() if policy.preserve_ordering else None
@@ -853,7 +856,7 @@ class Scheduler(InstanceThreads):
         outputs: list[str],
     ) -> dict[str, np.ndarray]:
         if not self._takes_requests:
-            if not (engine.reports_activities or engine.reads_request_rows):
+            if not self._observes:
                 return engine.execute(inputs, outputs)
             traced = [p.timing.activities for p in payloads if isinstance(p.timing, TraceTimes)]
             rows = self._described(batch, payloads, parameters=False)

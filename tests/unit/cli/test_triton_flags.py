@@ -408,3 +408,12 @@ def test_a_port_in_use_is_said_in_tritonservers_words() -> None:
     assert listen_failure("HTTP", "10.0.0.9:80", False, "Cannot assign requested address") == (
         "cannot listen for HTTP on 10.0.0.9:80: Cannot assign requested address"
     )
+
+
+def test_a_compute_capability_that_is_no_number_stops_the_start(tmp_path: Path) -> None:
+    """The backends' min-compute-capability setting is read from the flag: garbage there is
+    refused at start, not carried into every backend's settings."""
+    with pytest.raises(ConfigError) as refused:
+        parsed("--model-repository", str(tmp_path), "--min-supported-compute-capability=six")
+    assert "--min-supported-compute-capability 'six': a number" in refused.value.line()
+    assert "rule=serve/triton-flag" in refused.value.line()
