@@ -63,9 +63,9 @@ def test_a_model_s_load_is_for_its_caller_who_must_administer_the_model(tmp_path
         line = refused.json()["error"]
         # the model raises load_model's error: Triton's stub words the exception, then
         # python_backend's words for the refused load, then the governance line
-        assert line.startswith("Failed to process the request(s) for model 'loader_0_0', "
+        assert line.startswith("Failed to process the request(s) for model 'loader_0', "
                                "message: TritonModelException: Failed to load model: Failed "
-                               "to process the request for model 'loader_0_0', message: "
+                               "to process the request for model 'loader_0', message: "
                                "[governance] ")  # fmt: skip
         assert "principal 'user' may not call interface admin for model 'slow_double'" in line
         assert "slow_double" not in str(server.manager.index(ready_only=True))

@@ -1,4 +1,5 @@
-"""Triton's qa/L0_model_config: configs the server must refuse, each in Triton's words.
+"""Triton's qa/L0_model_config: configs the server must refuse, each in Triton's words, and
+configs it must serve as Triton normalizes them.
 
 As its test.sh: a server per case, on a repository of that case's model (or models),
 which must not start, its log holding one of the case's ``expected*`` texts (test.sh
@@ -15,13 +16,17 @@ the same patterns on the log, whose lines carry Triton's words in their ``triton
   ``--strict-model-config=true`` and with ``--disable-auto-complete-config`` (the default
   run takes each config once, the platforms and flags in turn);
 * ``autofill_noplatform``: the 61 cases of its CPU backends (ONNX, PyTorch, python,
-  ensembles, custom backends, a model without a version).
+  ensembles, custom backends, a model without a version);
+* ``autofill_noplatform_success``: a server per case, which must start, and
+  ``compare_status.py`` (unchanged) finding the config it serves among the case's
+  ``expected*`` ones, field for field.
 
 Out of reach, each named in ``OUT_OF_REACH`` with why: the TensorFlow, TensorRT and
-OpenVINO cases (not vendored), the GPU ones, and the success cases' whole-config
-comparison (``compare_status.py``). The decoupled-branching ensembles' ``repeat_int32``
-is Triton's C++ repeat backend, here its stand-in through ``--backend-directory``.
-The default run takes 122 servers, four at a time, in five tests (about 80 s);
+OpenVINO cases (not vendored), the GPU ones (among the success cases, those whose every
+expected config places the model on GPU 0, ``ON_A_GPU``). The decoupled-branching
+ensembles' ``repeat_int32`` is Triton's C++ repeat backend, here its stand-in through
+``--backend-directory``. The default run takes 130 servers, four at a time, in six tests
+(about 95 s);
 ``TRITON_QA=full`` adds every platform and flag of noautofill_platform (558 servers, about
 6 minutes).
 """
@@ -148,6 +153,32 @@ def _prepare(work: Path) -> None:
     backends = work / "backends" / "repeat"
     backends.mkdir(parents=True)
     shutil.copy(REPEAT_BACKEND, backends / "model.py")
+    _prepare_success(work, torchscript)
+
+
+def _prepare_success(work: Path, torchscript: Path) -> None:
+    """test.sh's preparation of autofill_noplatform_success (its CPU backends)."""
+    success = work / "autofill_noplatform_success"
+    identity = work / "generated_identity"
+    repositories.generated(work, "gen_qa_identity_models.py", "--onnx", f"--models_dir={identity}")
+    (success / "onnx/cpu_instance/1").mkdir(parents=True, exist_ok=True)
+    shutil.copy(identity / "onnx_zero_1_float16/1/model.onnx", success / "onnx/cpu_instance/1")
+    for case in ("pytorch/no_name_platform", "pytorch/cpu_instance"):
+        (success / case / "1").mkdir(parents=True, exist_ok=True)
+        shutil.copy(torchscript, success / case / "1")
+    python = work.parent / "python_models" / "auto_complete" / "model.py"
+    for case in ("incomplete_output", "unknown_input", "unknown_output", "empty_config"):
+        (success / "python" / case / "1").mkdir(parents=True, exist_ok=True)
+        shutil.copy(python, success / "python" / case / "1")
+    own = [p for p in (success / "python").rglob("model.py") if p.parent.name != "1"]
+    for model in own:  # test.sh's models that bring their own model.py
+        (model.parent / "1").mkdir(exist_ok=True)
+        shutil.copy(model, model.parent / "1")
+    for case in ("empty_config.identity", "no_backend.identity"):
+        (success / "custom" / case / "1").mkdir(parents=True, exist_ok=True)
+    for ensemble in (success / "ensemble").iterdir():  # version folders
+        for model in (p for p in ensemble.iterdir() if p.is_dir()):
+            (model / "1").mkdir(exist_ok=True)
 
 
 def _repository(work: Path, case: Case, lane: int) -> tuple[Path, list[str]]:
@@ -175,6 +206,34 @@ def _repository(work: Path, case: Case, lane: int) -> tuple[Path, list[str]]:
 def _grep(pattern: str, log: str) -> bool:
     return subprocess.run(["grep", "-e", pattern], input=log, text=True,
                           capture_output=True).returncode == 0  # fmt: skip
+
+
+# test.sh's single models without a config file (any other folder without one is a whole
+# repository)
+NO_CONFIG = ("no_config", "no_config_variable", "no_config_shape_tensor",
+             "no_config_non_linear_format_io")  # fmt: skip
+ON_A_GPU = (
+    "every expected config places its instances on GPU 0 (KIND_GPU, gpus: 0), as Triton "
+    "normalizes an instance group that names no kind on a host with a GPU; this host has none"
+)
+
+
+def _success_cases() -> tuple[list[Case], dict[str, str]]:
+    """autofill_noplatform_success's cases of its CPU backends (the vendored ones), and those
+    out of reach with why."""
+    cases, out_of_reach = [], {}
+    for kind in sorted((QA_DIR / "autofill_noplatform_success").iterdir()):
+        for target in sorted(kind.iterdir()):
+            source = f"autofill_noplatform_success/{kind.name}/{target.name}"
+            single = (target / "config.pbtxt").exists() or target.name in NO_CONFIG
+            expected = sorted(target.glob("expected*") if single else target.glob("*/expected*"))
+            assert expected, source
+            if all("KIND_GPU" in path.read_text() for path in expected):
+                out_of_reach[source] = ON_A_GPU
+                continue
+            cases.append(Case(source, ("--strict-model-config=false",),
+                              whole_repository=not single))  # fmt: skip
+    return cases, out_of_reach
 
 
 @pytest.fixture(scope="module")
@@ -218,6 +277,29 @@ def test_autofill_noplatform(
     hosts: list[LoopbackHost], work: Path, tmp_path: Path, kinds: tuple[str, ...]
 ) -> None:
     _run(hosts, work, tmp_path, _autofill_cases(kinds))
+
+
+def test_autofill_noplatform_success(hosts: list[LoopbackHost], work: Path, tmp_path: Path) -> None:
+    """Each case's server starts, and compare_status.py (unchanged) finds the config it
+    serves among the case's expected ones (Triton's normalized config, field for field)."""
+    cases, out_of_reach = _success_cases()
+    assert len(cases) == 8 and len(out_of_reach) == 16, (cases, out_of_reach)
+
+    def one(lane: int, case: Case) -> str | None:
+        models, _ = _repository(work, case, lane)
+        target = Path(case.source).name
+        args = [f"--model-repository={models}", *case.args]
+        with harness.tritonserver(hosts[lane], args, tmp_path / f"lane{lane}.log"):
+            compared = harness.run_script(
+                hosts[lane], work / "compare_status.py", "--expected_dir",
+                str(models / target), "--model", target, cwd=work,
+            )  # fmt: skip
+        if compared.returncode == 0:
+            return None
+        return f"{case.label}:\n{compared.stdout[-2500:]}{compared.stderr[-1000:]}"
+
+    failures = [said for _, said in harness.in_lanes(hosts, cases, one) if said]
+    assert not failures, "\n\n".join(failures)
 
 
 @pytest.mark.triton_qa_full

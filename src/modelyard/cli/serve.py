@@ -202,7 +202,7 @@ class InstanceServer(InProcessServer):
             trusted_repository=models.trusted_repository,
             trusted_models=list(models.trusted_models),
             default_max_queue_size=models.default_max_queue_size,
-            triton_batches=models.as_tritonserver,
+            as_tritonserver=models.as_tritonserver,
             memory_budget=models.memory_budget_bytes,
             residency=residency,
             generation=self.generation,

@@ -9,6 +9,9 @@ memory on its devices while it loads.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
+
 from tritonclient.grpc import model_config_pb2 as mc
 
 _KIND = mc.ModelInstanceGroup.Kind
@@ -58,23 +61,64 @@ def placements(config: mc.ModelConfig, gpus: list[int]) -> list[str] | str:
     return placed if isinstance(placed, str) else [device for device, _ in placed]
 
 
+# the backends whose CPU groups Triton gives two instances where a config names no count
+# (SetDefaultInstanceCount); every other group has one, as has every group under
+# ``modelyard serve``
+TWO_CPU_INSTANCES = frozenset({"onnxruntime", "tensorflow"})
+
+
+def default_count(kind: int, backend: str, as_tritonserver: bool) -> int:
+    """The instances of a group whose config gives no count."""
+    two = as_tritonserver and kind == _KIND.KIND_CPU and backend in TWO_CPU_INSTANCES
+    return 2 if two else 1
+
+
+def normalized_groups(
+    config: mc.ModelConfig, gpus: list[int], count: Callable[[int], int] = lambda kind: 1
+) -> list[mc.ModelInstanceGroup]:
+    """The config's instance groups as Triton normalizes them (NormalizeInstanceGroup): one
+    named after the model where the config has none, an unnamed one ``<model>_<index>``,
+    KIND_AUTO resolved (KIND_GPU where every GPU it names, or any, exists, else KIND_CPU),
+    ``count(kind)`` instances where it names no count, and a KIND_GPU group that names no
+    GPU on each of ``gpus``. Normalizing a normalized config changes nothing."""
+    groups = [copy.deepcopy(group) for group in config.instance_group]
+    if not groups:
+        groups = [mc.ModelInstanceGroup(name=config.name)]
+    for index, group in enumerate(groups):
+        group.name = group.name or f"{config.name}_{index}"
+        if group.kind == _KIND.KIND_AUTO:
+            on_gpus = bool(gpus) and all(g in gpus for g in group.gpus)
+            group.kind = _KIND.KIND_GPU if on_gpus else _KIND.KIND_CPU
+        if group.count < 1:
+            group.count = count(group.kind)
+        if group.kind == _KIND.KIND_GPU and not group.gpus:
+            group.gpus.extend(gpus)
+    return groups
+
+
+def normalize_instance_groups(config: mc.ModelConfig, backend: str, as_tritonserver: bool) -> None:
+    """Replace the config's instance groups with their normalized form (an ensemble has
+    none: Triton leaves its config without)."""
+    if config.HasField("ensemble_scheduling"):
+        return
+    gpus = visible_gpus() if asks_for_gpus(config) else []
+    groups = normalized_groups(
+        config, gpus, lambda kind: default_count(kind, backend, as_tritonserver)
+    )
+    del config.instance_group[:]
+    config.instance_group.extend(groups)
+
+
 def placed_groups(
     config: mc.ModelConfig, gpus: list[int]
 ) -> list[tuple[str, mc.ModelInstanceGroup]] | str:
-    """Each instance's device and the instance group it belongs to, or why none fit, in
-    Triton's words (a group without a name is ``<model>_<index>``; KIND_AUTO is KIND_GPU
-    where every GPU it names, or any, exists, else KIND_CPU)."""
+    """Each instance's device and the instance group it belongs to (normalized), or why
+    none fit, in Triton's words."""
     placed: list[tuple[str, mc.ModelInstanceGroup]] = []
-    groups = list(config.instance_group) or [mc.ModelInstanceGroup()]
-    for index, group in enumerate(groups):
-        said = f"instance group {group.name or f'{config.name}_{index}'} of model {config.name}"
-        count = group.count if group.count > 0 else 1
-        kind = group.kind
-        if kind == _KIND.KIND_AUTO:
-            on_gpus = bool(gpus) and all(g in gpus for g in group.gpus)
-            kind = _KIND.KIND_GPU if on_gpus else _KIND.KIND_CPU
-        if kind == _KIND.KIND_GPU:
-            if not group.gpus and not gpus:
+    for group in normalized_groups(config, gpus):
+        said = f"instance group {group.name} of model {config.name}"
+        if group.kind == _KIND.KIND_GPU:
+            if not group.gpus:
                 return f"{said} has kind KIND_GPU but no GPUs are available"
             for gpu in group.gpus:
                 if gpu not in gpus:
@@ -84,10 +128,9 @@ def placed_groups(
                         f"{_MIN_CAPABILITY} are: {', '.join(str(g) for g in gpus)}"
                     )
             # Triton places `count` instances on each listed GPU
-            wanted = list(group.gpus) or gpus
-            placed += [(f"cuda:{g}", group) for g in wanted for _ in range(count)]
+            placed += [(f"cuda:{g}", group) for g in group.gpus for _ in range(group.count)]
         elif group.gpus:
-            return f"{said} has kind {_KIND.Name(kind)} but specifies one or more GPUs"
+            return f"{said} has kind {_KIND.Name(group.kind)} but specifies one or more GPUs"
         else:
-            placed += [("cpu", group)] * count
+            placed += [("cpu", group)] * group.count
     return placed

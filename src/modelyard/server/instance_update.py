@@ -29,6 +29,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.errors import ModelyardError, load_error
 from modelyard.hardware.memory import settled_resident_bytes
+from modelyard.modelfiles.served_config import served_config
 from modelyard.server.instance_loading import load_more
 from modelyard.server.model_version import (
     ModelVersion,
@@ -54,8 +55,10 @@ def updatable(mv: ModelVersion) -> bool:
 
 
 def only_instances_differ(old: mc.ModelConfig, new: mc.ModelConfig) -> bool:
-    """Whether two configs differ at most in their instance groups and version policy."""
-    old, new = copy.deepcopy(old), copy.deepcopy(new)
+    """Whether two configs differ at most in their instance groups and version policy, once
+    each is as it is served (a config read back from the server, changed and loaded again,
+    carries the fields the served one was given)."""
+    old, new = served_config(old), served_config(new)
     for config in (old, new):
         config.ClearField("instance_group")
         config.ClearField("version_policy")

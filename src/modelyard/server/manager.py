@@ -48,6 +48,7 @@ from modelyard.errors import (
 )
 from modelyard.generation import Generation
 from modelyard.hardware.memory import FrozenGarbage, check_budget, estimate_bytes
+from modelyard.hardware.placement import normalize_instance_groups
 from modelyard.modelfiles.config import (
     directory_name_problem,
     read_model_config,
@@ -168,7 +169,7 @@ class ModelManager:
         trusted_repository: bool = False,
         trusted_models: Iterable[str] = (),
         default_max_queue_size: int = 0,
-        triton_batches: bool = False,
+        as_tritonserver: bool = False,
         memory_budget: int | None = None,
         clock: Clock = SYSTEM_CLOCK,
         strict_readiness: bool = True,
@@ -234,7 +235,8 @@ class ModelManager:
         self._trusted_repository = trusted_repository
         self._trusted_models = set(trusted_models)
         self._default_max_queue_size = default_max_queue_size
-        self._triton_batches = triton_batches
+        # served as tritonserver: Triton's batches and default instance counts
+        self._as_tritonserver = as_tritonserver
         self.memory_budget = memory_budget
         self._clock = clock
         self._models: dict[str, ModelRecord] = {}
@@ -1059,6 +1061,7 @@ class ModelManager:
                 )
             backend = model_dir.name.split(".", 1)[1]
         self._check_as_triton(name, base, backend)
+        normalize_instance_groups(base, backend, self._as_tritonserver)
         named_otherwise = directory_name_problem(base, model_dir.name)
         if override is None and named_otherwise:
             raise ConfigError.of(error_rules.MODEL_CONFIG, named_otherwise,
@@ -1187,7 +1190,7 @@ class ModelManager:
             # files a request wrote are never the operator's trusted files
             trusted=self._trusted(name) and override_dir is None,
             default_max_queue_size=self._default_max_queue_size,
-            triton_batches=self._triton_batches,
+            triton_batches=self._as_tritonserver,
             clock=self._clock,
             loop_load=self.loop_load,
             limiter=self.rate_limiter,

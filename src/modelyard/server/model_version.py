@@ -22,11 +22,11 @@ from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
 from modelyard.engines import (
     BACKENDS,
-    PLATFORMS,
     PYTHON_BACKEND_FILE,
     Engine,
     LoadContext,
     Signature,
+    backend_for,
     engine_class,
     python_based_backend,
 )
@@ -47,6 +47,7 @@ from modelyard.modelfiles.config import (
     complete_config,
     config_to_json,
 )
+from modelyard.modelfiles.served_config import fill_backend_fields, served_config
 from modelyard.modelfiles.triton_checks import io_problem, onnx_problem
 from modelyard.server.batcher import BatchingPolicy, priority_problem
 from modelyard.server.decoupled import DecoupledScheduler
@@ -67,9 +68,6 @@ if TYPE_CHECKING:
     from modelyard.server.scheduling import ModelScheduler
 
 log = structlog.get_logger("modelyard.server")
-
-_PLATFORM_OF = {backend: platform for platform, backend in PLATFORMS.items()}
-
 
 class VersionState(StrEnum):
     LOADING = "LOADING"
@@ -185,7 +183,7 @@ class ModelVersion:
         """The completed config as Triton's JSON (made once: the version's config is fixed
         once it has loaded). Not to be changed by its readers."""
         if self._config_document is None:
-            self._config_document = config_to_json(self.config)
+            self._config_document = config_to_json(served_config(self.config))
         return self._config_document
 
     def engine_info(self) -> dict[str, Any]:
@@ -664,10 +662,10 @@ def load_model_version(
             problem = onnx_problem(completed, signature.inputs, signature.outputs)
             if problem is not None:
                 raise load_error(name, version, problem, f"the tensors in {name}/config.pbtxt")
-        if not completed.backend:
-            completed.backend = backend
-        if not completed.platform and backend in _PLATFORM_OF:
-            completed.platform = _PLATFORM_OF[backend]
+        custom = backend_dir is None and backend_for("", "", [version_dir]) is None
+        fill_backend_fields(completed, backend, custom)
+        if backend_dir is not None and not completed.runtime:  # as Triton names its library
+            completed.runtime = PYTHON_BACKEND_FILE
         problem = io_problem(completed) if auto_complete else None  # as Triton, once complete
         if problem is not None:
             raise ConfigError.of(error_rules.MODEL_CONFIG, problem,

@@ -24,6 +24,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard import error_rules
 from modelyard.errors import ConfigError, ModelServerError, shown
+from modelyard.modelfiles.served_config import SEQUENCE_IDLE_DEFAULT_US
 from modelyard.types import CONFIG_TO_V2, NUMPY_TO_V2, V2_TO_CONFIG, numpy_dtype
 
 START, END, READY, CORRID = "start", "end", "ready", "corrid"
@@ -34,7 +35,6 @@ _KINDS = {
     mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID: CORRID,
 }
 _CORRID_TYPES = ("UINT64", "INT64", "UINT32", "INT32", "BYTES")
-DEFAULT_IDLE_US = 1_000_000  # Triton's max_sequence_idle_microseconds when unset
 # one sequence's state, kept between its requests: its config's first state, its initial
 # state file (its first bytes) and what the model returns for a variable-sized one
 STATE_MAX_BYTES = 64 << 20
@@ -185,7 +185,7 @@ class SequencePolicy:
 
 
 def _idle_ns(sb: mc.ModelSequenceBatching) -> int:
-    return int(sb.max_sequence_idle_microseconds or DEFAULT_IDLE_US) * 1000
+    return int(sb.max_sequence_idle_microseconds or SEQUENCE_IDLE_DEFAULT_US) * 1000
 
 
 def _config_error(origin: str, detail: str) -> ConfigError:

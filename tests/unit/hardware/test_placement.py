@@ -8,7 +8,12 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from modelyard.hardware.placement import asks_for_gpus, placements, visible_gpus
+from modelyard.hardware.placement import (
+    asks_for_gpus,
+    normalize_instance_groups,
+    placements,
+    visible_gpus,
+)
 
 
 def config(text: str) -> mc.ModelConfig:
@@ -49,6 +54,35 @@ def test_gpu_requests_a_host_cannot_meet_are_explained_in_tritons_words() -> Non
         "instance group m_0 of model m has kind KIND_CPU but specifies one or more GPUs"
     )
     assert said("instance_group [{ gpus: [1] count: 2 }]", [0, 1]) == ["cuda:1", "cuda:1"]
+
+
+def test_instance_groups_are_normalized_as_triton_normalizes_them() -> None:
+    def normalized(text: str, backend: str, as_tritonserver: bool = True) -> str:
+        made = text_format.Parse(text, mc.ModelConfig())
+        made.name = "m"
+        normalize_instance_groups(made, backend, as_tritonserver)
+        return text_format.MessageToString(made, as_one_line=True)
+
+    # none: one named after the model; an unnamed one: <model>_<index>; KIND_AUTO resolved
+    assert normalized("", "pytorch") == (
+        'name: "m" instance_group { name: "m" count: 1 kind: KIND_CPU }'
+    )
+    assert normalized("instance_group [{ name: 'a' }, { kind: KIND_CPU count: 3 }]",
+                      "pytorch") == (
+        'name: "m" instance_group { name: "a" count: 1 kind: KIND_CPU } '
+        'instance_group { name: "m_1" count: 3 kind: KIND_CPU }'
+    )  # fmt: skip
+    # Triton gives a CPU group of onnxruntime (and tensorflow) two instances; modelyard
+    # serve gives every group one
+    assert "count: 2 kind: KIND_CPU" in normalized("", "onnxruntime")
+    assert "count: 1 kind: KIND_CPU" in normalized("", "onnxruntime", as_tritonserver=False)
+    assert "count: 4 kind: KIND_CPU" in normalized("instance_group [{ count: 4 }]", "onnxruntime")
+    assert placements(text_format.Parse(normalized("", "onnxruntime"), mc.ModelConfig()),
+                      []) == ["cpu", "cpu"]  # fmt: skip
+    # normalizing twice changes nothing; an ensemble has no instance groups
+    once = normalized("instance_group [{ gpus: [0] }]", "onnxruntime")
+    assert normalized(once, "onnxruntime") == once
+    assert normalized("ensemble_scheduling {}", "ensemble") == 'name: "m" ensemble_scheduling { }'
 
 
 def test_only_a_config_with_a_gpu_group_looks_for_gpus() -> None:

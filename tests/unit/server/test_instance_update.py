@@ -9,6 +9,7 @@ an update shows the version was not loaded again.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,9 @@ from structlog.testing import capture_logs
 from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard.errors import ModelyardError
-from modelyard.modelfiles.config import config_to_json, parse_json_config, parse_model_config
+from modelyard.modelfiles.config import parse_json_config, parse_model_config
 from modelyard.modelfiles.repository import ModelRepository
+from modelyard.modelfiles.served_config import served_config
 from modelyard.server.instance_update import kept_instances, only_instances_differ
 from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ControlMode, ModelManager
@@ -63,6 +65,8 @@ def test_only_instance_groups_and_version_policy_may_differ() -> None:
     batched = parse_model_config('name: "m" max_batch_size: 8 instance_group [{ count: 1 }]')
     assert only_instances_differ(base, more)
     assert not only_instances_differ(base, batched)
+    # the config as served (Triton's defaults filled in), read back and loaded again
+    assert only_instances_differ(base, served_config(more))
 
 
 def _needs(name: str, count: int) -> InstanceNeeds:
@@ -203,7 +207,7 @@ def test_a_refused_update_leaves_the_version_as_it_was(tmp_path: Path) -> None:
 def test_the_load_api_s_config_updates_instances_and_other_changes_reload(tmp_path: Path) -> None:
     async def scenario(dp: LocalDataPlane, model_dir: Path) -> None:
         mv = _serving(dp)
-        document = config_to_json(mv.config)  # what GET .../config answers
+        document = copy.deepcopy(mv.config_document())  # what GET .../config answers
         document["instance_group"][0]["count"] = 2
         await dp.manager.load(MODEL, override=parse_json_config(document))
         assert _serving(dp) is mv and len(mv.engines) == 2
