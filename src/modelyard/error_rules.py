@@ -83,6 +83,12 @@ EXIT_ON_ERROR = Rule(
 GIL_SWITCH_INTERVAL = Rule("serve/gil-switch-interval", Code.INVALID_ARGUMENT)
 HTTP_STOPPED = Rule("serve/http", Code.UNAVAILABLE, "the log's lines before this one say why")
 HTTP_LIMITS = Rule("serve/http-limits", Code.INVALID_ARGUMENT)
+VERTEX_AI = Rule(
+    "serve/vertex-ai",
+    Code.INVALID_ARGUMENT,
+    "the AIP_PREDICT_ROUTE and AIP_HEALTH_ROUTE environment variables, "
+    "tritonserver --vertex-ai-default-model",
+)
 RATE_LIMIT_RESOURCE = Rule(
     "serve/triton-flag",
     Code.INVALID_ARGUMENT,

@@ -133,10 +133,13 @@ def tritonserver(
 ) -> Iterator[Server]:
     """``tritonserver ARGS`` in ``host``, waited for as test.sh's run_server waits (ready),
     or only until live, or until it answers its metadata (``wait="metadata"``: a server
-    that is neither); stopped on exit. ``env``: what test.sh exports for it."""
+    that is neither), or until ``http_port`` answers 200 on ``wait`` where it is a path;
+    stopped on exit. ``env``: what test.sh exports for it."""
     process = host.start([*TRITONSERVER, *args], log_path, cwd=cwd, env=_environment(env))
     server = Server(process)
-    path = {"ready": "/v2/health/ready", "live": "/v2/health/live", "metadata": "/v2"}[wait]
+    path = {"ready": "/v2/health/ready", "live": "/v2/health/live", "metadata": "/v2"}.get(
+        wait, wait
+    )
     try:
         waited = subprocess.run(  # one poller in the namespace (its localhost is the server's)
             host.command(
@@ -167,10 +170,11 @@ def start_fails(
     log_path: Path,
     timeout: float = 60,
     env: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> str:
     """Start ``tritonserver ARGS`` expecting it to end by itself; its log. ``env``: what
     test.sh exports for it."""
-    process = host.start([*TRITONSERVER, *args], log_path, env=_environment(env))
+    process = host.start([*TRITONSERVER, *args], log_path, cwd=cwd, env=_environment(env))
     try:
         process.process.wait(timeout)
     finally:

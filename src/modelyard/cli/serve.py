@@ -33,12 +33,13 @@ from modelyard.discovery.rules_store import RulesStore, open_rules_store
 from modelyard.errors import ConfigError
 from modelyard.frontdoors.grpc import GrpcServer, start_grpc_server
 from modelyard.frontdoors.http import HttpFrontend
+from modelyard.frontdoors.vertex_ai import vertex_ai_frontend
 from modelyard.generation import Generation
 from modelyard.governance.rules_source import RulesSource
 from modelyard.governance.runtime import Governance, open_governance
 from modelyard.hardware.memory import freeze_startup_objects
 from modelyard.logging import configure_logging
-from modelyard.metrics import serve_metrics
+from modelyard.metrics import make_registry, metrics_text, serve_metrics
 from modelyard.modelfiles.repository import ModelRepository
 from modelyard.protocol.shared_memory import SystemSharedMemory
 from modelyard.server.local_dataplane import LocalDataPlane
@@ -128,13 +129,20 @@ class InstanceServer(InProcessServer):
         if live is not None:
             live.start()
         metrics_port = self._start_metrics(parts, manager, governance)
+        await self._start_vertex_ai(parts, app, manager, governance)
         grpc_server = await self._start_grpc(parts, dataplane, governance, app)
         grpc_port = grpc_server.port if grpc_server else None
+        if grpc_port:
+            grpc_at = f"{self.settings.grpc.address}:{grpc_port}"
+            log.info("grpc_started", triton=f"Started GRPCInferenceService at {grpc_at}")
 
         async def announce() -> None:
             """Once HTTP listens: say so, and publish the instance in the registry."""
             await http_server.up.wait()
             port = _listening_port(http_server) or self.settings.http.port
+            if http_sockets:
+                address = self.settings.http.address
+                log.info("http_started", triton=f"Started HTTPService at {address}:{port}")
             self._log_ready(port if http_sockets else None, grpc_port, metrics_port, manager,
                             governance)  # fmt: skip
             if registry is not None:
@@ -344,6 +352,37 @@ class InstanceServer(InProcessServer):
         )
         parts.push_async_callback(asyncio.to_thread, server.close)
         return server.port
+
+    async def _start_vertex_ai(
+        self,
+        parts: contextlib.AsyncExitStack,
+        app: HttpFrontend,
+        manager: ModelManager,
+        governance: Governance | None,
+    ) -> None:
+        """Vertex AI's routes on their own port (tritonserver's --allow-vertex-ai), once the
+        models have loaded (its default model must be ready), with its own uvicorn."""
+        vertex, metrics = self.settings.vertex_ai, self.settings.metrics
+        if vertex is None:
+            return
+        registry = make_registry(manager, governance, asyncio.get_running_loop(),
+                                 metrics.cpu, metrics.gpu)  # fmt: skip
+        ready = sorted({mv.name for mv in manager.ready_versions()})
+        front = vertex_ai_frontend(
+            app, ready, vertex.default_model,
+            lambda: metrics_text(manager, registry, metrics.counter_latencies),
+        )  # fmt: skip
+        address, port = vertex.address, vertex.port
+        server = HttpServer(http_config(front, address, port, self.settings.http.limits))
+        serving = asyncio.create_task(server.serve([self.listen(parts, address, port)]))
+
+        async def stop() -> None:
+            server.should_exit = True
+            await serving
+
+        parts.push_async_callback(stop)
+        await server.up.wait()
+        log.info("vertex_ai_started", triton=f"Started Vertex AI HTTPService at {address}:{port}")
 
     async def _start_grpc(
         self,

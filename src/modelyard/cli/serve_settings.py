@@ -84,6 +84,16 @@ class HttpSettings:
 
 
 @dataclass(frozen=True)
+class VertexAiSettings:
+    """tritonserver's Vertex AI front door (--allow-vertex-ai): its port, on the HTTP
+    address, and the model its prediction route infers on (None: the repository's one)."""
+
+    address: str
+    port: int
+    default_model: str | None
+
+
+@dataclass(frozen=True)
 class GrpcSettings:
     address: str
     port: int  # -1: no gRPC front door
@@ -138,6 +148,7 @@ class InstanceSettings:
     server_version: str
     models: ModelSettings
     http: HttpSettings
+    vertex_ai: VertexAiSettings | None  # None: not served
     grpc: GrpcSettings
     metrics: MetricsSettings
     registration: RegistrationSettings
@@ -171,6 +182,13 @@ def instance_settings(args: argparse.Namespace) -> InstanceSettings:
             restrictions=args.http_restrictions,
             embedding_model=args.embedding_model,
         ),
+        vertex_ai=VertexAiSettings(
+            address=args.http_address or args.host,
+            port=args.vertex_ai_port,
+            default_model=args.vertex_ai_default_model,
+        )
+        if args.allow_vertex_ai
+        else None,
         grpc=GrpcSettings(
             address=args.grpc_address or args.host,
             port=args.grpc_port,

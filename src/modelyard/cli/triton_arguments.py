@@ -43,10 +43,7 @@ NOT_APPLICABLE = {
     "--sagemaker-port": "SageMaker's endpoint is not served",
     "--sagemaker-safe-port-range": "SageMaker's endpoint is not served",
     "--sagemaker-thread-count": "SageMaker's endpoint is not served",
-    "--allow-vertex-ai": "Vertex AI's endpoint is not served (the V2 API is)",
-    "--vertex-ai-port": "Vertex AI's endpoint is not served",
-    "--vertex-ai-thread-count": "Vertex AI's endpoint is not served",
-    "--vertex-ai-default-model": "Vertex AI's endpoint is not served",
+    "--vertex-ai-thread-count": "one event loop serves Vertex AI's routes",
 }
 
 # tritonserver's gRPC connection flags: the server option each sets (ms, counts, booleans)
@@ -118,9 +115,18 @@ TRITON_FLAGS: list[Flag] = [
     _flag("--grpc-address", default=None, help="gRPC address (default: --host)"),
     _flag("--metrics-address", default=None, help="metrics address (default: --host)"),
     _bool("--allow-cpu-metrics", True, "false: no nv_cpu_* series"),
-    _bool("--allow-http", True,
-          "false: no HTTP front door (gRPC serves every call; not with --service)"),
-    _bool("--allow-grpc", True, "false: no grpc front door"),
+    _bool("--allow-http", None,
+          "false: no HTTP front door (gRPC serves every call; not with --service); default "
+          "true, false where AIP_MODE=PREDICTION"),
+    _bool("--allow-grpc", None,
+          "false: no grpc front door; default true, false where AIP_MODE=PREDICTION"),
+    _bool("--allow-vertex-ai", None,
+          "true: Vertex AI's routes (AIP_HEALTH_ROUTE, AIP_PREDICT_ROUTE) on a port of their "
+          "own; default true where AIP_MODE=PREDICTION"),
+    _flag("--vertex-ai-port", type=int, default=None, metavar="PORT",
+          help="Vertex AI's port (default: AIP_HTTP_PORT, else 8080)"),
+    _flag("--vertex-ai-default-model", default=None, metavar="MODEL",
+          help="the model the prediction route infers on (default: the repository's one model)"),
     _bool("--allow-metrics", True, "false: no metrics front door"),
     _bool("--allow-gpu-metrics", True,
           "false: no nv_gpu_* series (exported where NVML sees a GPU)"),

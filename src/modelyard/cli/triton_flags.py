@@ -327,6 +327,7 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
 
     Refuses (ConfigError) a flag that asks for something modelyard does not serve.
     """
+    _apply_vertex_ai_environment(args)
     _check_repository_and_front_doors(args)
     for flag, least in _LEAST.items():
         value = getattr(args, _dest(flag))
@@ -371,6 +372,26 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
         )
     _apply_log_flags(args)
     return [(flag, reason) for flag, reason in NOT_APPLICABLE.items() if getattr(args, _dest(flag))]
+
+
+def _apply_vertex_ai_environment(args: argparse.Namespace) -> None:
+    """Vertex AI's environment as tritonserver reads it: ``AIP_MODE=PREDICTION`` turns its
+    routes on and HTTP and gRPC off unless flags say otherwise, ``AIP_HTTP_PORT`` is its
+    port, and ``AIP_STORAGE_URI`` the repository where none is given."""
+    prediction = os.environ.get("AIP_MODE", "") == "PREDICTION"
+    for flag in ("allow_http", "allow_grpc"):
+        if getattr(args, flag) is None:
+            setattr(args, flag, not prediction)
+    if args.allow_vertex_ai is None:
+        args.allow_vertex_ai = prediction
+    if args.vertex_ai_port is None:
+        port = os.environ.get("AIP_HTTP_PORT") or "8080"
+        if not port.isdigit():
+            raise _flag_error(f"AIP_HTTP_PORT {port!r} is not a port", "AIP_HTTP_PORT")
+        args.vertex_ai_port = int(port)
+    storage = os.environ.get("AIP_STORAGE_URI", "")
+    if not args.model_repository and storage:
+        args.model_repository = [Path(storage)]
 
 
 def _check_repository_and_front_doors(args: argparse.Namespace) -> None:

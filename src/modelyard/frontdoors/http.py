@@ -134,6 +134,12 @@ def _error_response(error: ModelyardError) -> _Response:
     return _Response(http_status(error.code), orjson.dumps({"error": error.line()}), headers)
 
 
+def error_reply(error: ModelyardError) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """A refusal as this front door answers it: its status, headers and error line."""
+    response = _error_response(error)
+    return response.status, response.headers, response.body
+
+
 def _bad_json(detail: str) -> ProtocolError:
     return ProtocolError(
         detail, code=Code.INVALID_ARGUMENT, rule="protocol/json", where="the request body"
@@ -583,7 +589,7 @@ class HttpFrontend:
                 _check_restricted(self.restrictions, scope)
             route = self.route(scope["path"])
             if route is not None and route[2] == "/infer" and scope["method"] == "POST":
-                body = await self._read_body(scope, receive)
+                body = await self.read_body(scope, receive)
                 answered: asyncio.Future[_Answered] = asyncio.get_running_loop().create_future()
                 sent = self.infer_wire.parse(
                     scope["path"], route, scope["headers"], body, scope.get(RECEIVED_NS, 0),
@@ -594,14 +600,14 @@ class HttpFrontend:
                 status, headers, payload = await answered  # its headers hold its length
                 response = _Response(status, payload, headers, sized=True)
             elif route is not None and route[2] in GENERATE_ACTIONS and scope["method"] == "POST":
-                body = await self._read_body(scope, receive)
+                body = await self.read_body(scope, receive)
                 call = None
                 if self.governance is not None:
                     call = _call_from_headers(self.governance, scope)
                 await self.generate.answer(scope, route, body, call, receive, send)
                 return
             elif scope["path"] in EMBEDDING_PATHS and scope["method"] == "POST":
-                body = await self._read_body(scope, receive)
+                body = await self.read_body(scope, receive)
                 response = _Response(
                     *await self.embeddings.answer(scope["path"], scope["headers"], body)
                 )
@@ -672,7 +678,7 @@ class HttpFrontend:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
+    async def read_body(self, scope: Scope, receive: Receive) -> bytes:
         """The whole request body; one over the limit raises (the infer path inlines this)."""
         message = await receive()
         body: bytes = message.get("body", b"")
@@ -757,7 +763,7 @@ class HttpFrontend:
         return _json(stats)
 
     async def _repository_index(self, asked: _Asked) -> _Response:
-        doc = self._json_body(await self._read_body(asked.scope, asked.receive))
+        doc = self._json_body(await self.read_body(asked.scope, asked.receive))
         rows = self.dataplane.manager.index(ready_only=bool(doc.get("ready", False)))
         visible = self._visible(asked.call)
         return _json(rows if visible is None else [r for r in rows if visible(r["name"])])
@@ -767,13 +773,13 @@ class HttpFrontend:
         if model and not self.dataplane.model_ready(model, None):
             raise unknown_model(model)
         if asked.method == "POST":
-            body = await self._read_body(asked.scope, asked.receive)
+            body = await self.read_body(asked.scope, asked.receive)
             return _json(self.tracing.update(self._json_body(body), model))
         return _json(self.tracing.settings(model))
 
     async def _logging(self, asked: _Asked) -> _Response:
         if asked.method == "POST":
-            body = await self._read_body(asked.scope, asked.receive)
+            body = await self.read_body(asked.scope, asked.receive)
             return _json(SETTINGS.update(self._json_body(body)))
         return _json(SETTINGS.as_triton())
 
@@ -797,7 +803,7 @@ class HttpFrontend:
         action = match.groupdict().get("action") or "status"
         if action == "status":
             return _json(regions.status(region, kind))
-        body = await self._read_body(asked.scope, asked.receive)
+        body = await self.read_body(asked.scope, asked.receive)
         if action == "unregister":
             regions.unregister(region, kind)
             return _Response(200)
@@ -819,7 +825,7 @@ class HttpFrontend:
 
     async def _repository_action(self, asked: _Asked) -> _Response:
         model, action = asked.match["model"], asked.match["action"]
-        doc = self._json_body(await self._read_body(asked.scope, asked.receive))
+        doc = self._json_body(await self.read_body(asked.scope, asked.receive))
         params = doc.get("parameters") or {}
         manager = self.dataplane.manager
         if action == "unload":

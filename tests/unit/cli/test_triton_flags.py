@@ -417,3 +417,25 @@ def test_a_compute_capability_that_is_no_number_stops_the_start(tmp_path: Path) 
         parsed("--model-repository", str(tmp_path), "--min-supported-compute-capability=six")
     assert "--min-supported-compute-capability 'six': a number" in refused.value.line()
     assert "rule=serve/triton-flag" in refused.value.line()
+
+
+def test_vertex_ai_s_environment_sets_the_front_doors_where_flags_do_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("AIP_MODE", "AIP_HTTP_PORT", "AIP_STORAGE_URI"):
+        monkeypatch.delenv(name, raising=False)
+    args, _ = parsed("--model-repository", str(tmp_path))
+    assert (args.allow_http, args.allow_grpc, args.allow_vertex_ai) == (True, True, False)  # type: ignore[attr-defined]
+    assert args.vertex_ai_port == 8080  # type: ignore[attr-defined]
+    monkeypatch.setenv("AIP_MODE", "PREDICTION")
+    monkeypatch.setenv("AIP_HTTP_PORT", "5234")
+    monkeypatch.setenv("AIP_STORAGE_URI", str(tmp_path))
+    args, _ = parsed("--allow-grpc=true")  # the repository from AIP_STORAGE_URI
+    assert (args.allow_http, args.allow_grpc, args.allow_vertex_ai) == (False, True, True)  # type: ignore[attr-defined]
+    assert args.vertex_ai_port == 5234 and args.model_repository == [tmp_path]  # type: ignore[attr-defined]
+    args, _ = parsed("--model-repository", "elsewhere", "--vertex-ai-port", "9000")
+    assert args.model_repository == [Path("elsewhere")] and args.vertex_ai_port == 9000  # type: ignore[attr-defined]
+    monkeypatch.setenv("AIP_HTTP_PORT", "http")
+    with pytest.raises(ConfigError) as not_a_port:
+        parsed("--model-repository", str(tmp_path))
+    assert "AIP_HTTP_PORT 'http' is not a port" in not_a_port.value.line()

@@ -1,0 +1,52 @@
+"""Vertex AI's front door: the header size a content type gives, and the redirects it takes."""
+
+from __future__ import annotations
+
+import pytest
+
+from modelyard.errors import ModelyardError
+from modelyard.frontdoors.vertex_ai import BINARY_MIME, header_length, redirected
+
+
+def sized(content_type: str, body_size: int = 100) -> int | None:
+    return header_length([(b"content-type", content_type.encode())], body_size)
+
+
+def test_a_binary_body_says_its_json_header_size_in_its_content_type() -> None:
+    assert sized("application/json") is None
+    assert header_length([], 100) is None
+    assert sized(BINARY_MIME + "42") == 42
+    assert sized(BINARY_MIME + "100") == 100
+    # read as C's atoi: the leading digits, 0 where there are none
+    assert sized(BINARY_MIME + "7abc") == 7
+    assert sized(BINARY_MIME + "additional-string42") == 0
+
+
+@pytest.mark.parametrize(
+    ("content_type", "said"),
+    [
+        ("additional-string/" + BINARY_MIME + "4", "expect MIME type for binary data starts"),
+        (BINARY_MIME + "-123", "inference header size should be in range (0, 100), got: -123"),
+        (BINARY_MIME + "12345", "inference header size should be in range (0, 100), got: 12345"),
+    ],
+)
+def test_a_malformed_size_is_refused_in_tritons_words(content_type: str, said: str) -> None:
+    with pytest.raises(ModelyardError) as refused:
+        sized(content_type)
+    assert refused.value.code.name == "INVALID_ARGUMENT"
+    assert said in refused.value.line() and "rule=protocol/vertex-ai" in refused.value.line()
+
+
+def test_redirects_take_the_method_of_the_call_they_name() -> None:
+    assert redirected("/v2/models/m/infer") == ("POST", "/v2/models/m/infer")
+    assert redirected("/v2/models/m/versions/2/ready") == ("GET", "/v2/models/m/versions/2/ready")
+    assert redirected("/v2/models/m") == ("GET", "/v2/models/m")
+    assert redirected("/metrics") == ("GET", "/metrics")
+    assert redirected("/v2/health/live") == ("GET", "/v2/health/live")
+    assert redirected("/v2/systemsharedmemory/status") == ("GET", "/v2/systemsharedmemory/status")
+    assert redirected("/v2/cudasharedmemory/region/r/unregister")[0] == "POST"  # type: ignore[index]
+    assert redirected("/v2/repository/index") == ("POST", "/v2/repository/index")
+    assert redirected("/v2/repository/models/m/load") == ("POST", "/v2/repository/models/m/load")
+    # what Triton's Vertex AI server does not answer: a 400
+    for endpoint in ("/v2/models/m/generate", "/v2/logging", "/v2/trace/setting", "/"):
+        assert redirected(endpoint) is None
