@@ -187,6 +187,7 @@ class Tracing:
         log_frequency: int = 0,
         spans: str = "modelyard",
         bsp: dict[str, int] | None = None,
+        options: list[tuple[str, str]] | None = None,
     ) -> None:
         self.mode = mode
         self.spans = spans  # the layout of a request's spans: modelyard's, or Triton's
@@ -201,6 +202,9 @@ class Tracing:
         self._resource = resource or {}
         self._exporter = exporter
         self._bsp = bsp or {}  # the batch span processor's settings Triton names bsp_*
+        # the mode's own settings as the trace settings report them (opentelemetry's url,
+        # resources, batch span processor)
+        self._options = options or []
         self._tracer: Any = None
         self._file = None if file is None else TraceFile(file, log_frequency)
         self._last_id = 0
@@ -226,15 +230,22 @@ class Tracing:
         level = own.level if own and own.level is not None else self.level
         rate = own.rate if own and own.rate is not None else self.rate
         count = own.count if own and own.count is not None else self.count
-        frequency = self._file.frequency(model if own else None) if self._file else 0
-        return {
+        said: dict[str, Any] = {
             "trace_level": list(level),
             "trace_rate": str(rate),
             "trace_count": str(count),
-            "log_frequency": str(frequency),
-            "trace_file": str(self._file.path) if self._file else "",
-            "trace_mode": self.mode,
         }
+        if self.mode == "triton":  # the file's settings are Triton's mode's alone
+            frequency = self._file.frequency(model if own else None) if self._file else 0
+            said["log_frequency"] = str(frequency)
+            said["trace_file"] = str(self._file.path) if self._file else ""
+        said["trace_mode"] = self.mode
+        for key, value in self._options:  # a key given twice (resource=...) lists each
+            if key in said:
+                said[key] = [*([said[key]] if isinstance(said[key], str) else said[key]), value]
+            else:
+                said[key] = value
+        return said
 
     def update(self, changes: dict[str, Any], model: str | None = None) -> dict[str, Any]:
         """Apply a trace setting request (all checked before any applies); the settings."""
@@ -268,7 +279,7 @@ class Tracing:
             if name not in _SETTINGS:
                 raise _bad(f"unknown trace setting '{shown(str(name), 40)}'")
             if name in _SET_AT_START:
-                if value is None or value == self.settings(model)[name]:
+                if value is None or value == self.settings(model).get(name):
                     continue
                 raise _bad(*_SET_AT_START[name])
             parsed[name] = None if value is None else _parse(name, value)

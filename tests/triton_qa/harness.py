@@ -48,7 +48,9 @@ def skip_unless_namespaces() -> pytest.MarkDecorator:
     return pytest.mark.skipif(reason is not None, reason=reason or "")
 
 
-def _environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a QA file's processes run in: this checkout importable, ``extra``
+    exported."""
     env = dict(os.environ)
     path = [str(ROOT / "src"), str(ROOT)]
     if env.get("PYTHONPATH"):
@@ -80,7 +82,7 @@ def generate(script: str, *args: str, cwd: Path) -> None:
     subprocess.run(
         [sys.executable, script, *args],
         cwd=cwd,
-        env=_environment(),
+        env=environment(),
         check=True,
         capture_output=True,
         timeout=300,
@@ -135,7 +137,7 @@ def tritonserver(
     or only until live, or until it answers its metadata (``wait="metadata"``: a server
     that is neither), or until ``http_port`` answers 200 on ``wait`` where it is a path;
     stopped on exit. ``env``: what test.sh exports for it."""
-    process = host.start([*TRITONSERVER, *args], log_path, cwd=cwd, env=_environment(env))
+    process = host.start([*TRITONSERVER, *args], log_path, cwd=cwd, env=environment(env))
     server = Server(process)
     path = {"ready": "/v2/health/ready", "live": "/v2/health/live", "metadata": "/v2"}.get(
         wait, wait
@@ -174,7 +176,7 @@ def start_fails(
 ) -> str:
     """Start ``tritonserver ARGS`` expecting it to end by itself; its log. ``env``: what
     test.sh exports for it."""
-    process = host.start([*TRITONSERVER, *args], log_path, cwd=cwd, env=_environment(env))
+    process = host.start([*TRITONSERVER, *args], log_path, cwd=cwd, env=environment(env))
     try:
         process.process.wait(timeout)
     finally:
@@ -253,7 +255,7 @@ def run_qa_file(
     done = subprocess.run(
         host.command(argv),
         cwd=work,
-        env=_environment(env),
+        env=environment(env),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -300,7 +302,7 @@ def run_script(
     return subprocess.run(
         host.command([sys.executable, str(script), *args]),
         cwd=cwd,
-        env=_environment(),
+        env=environment(),
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -18,8 +18,11 @@ flags change nothing it asks) and L0_simple_ensemble's ``test_ensemble_add_sub``
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -258,3 +261,94 @@ def test_logging_trace_and_simple_ensemble_on_one_server(
             except AssertionError as error:
                 failures.append(f"{work.name}: {error}")
     assert not failures, "\n".join(failures)
+
+
+# test.sh's OpenTelemetry servers for "OTel WAR": every request with the caller's trace
+# context traced, others as the rate and count say
+WAR_ARGS = [
+    "--trace-config=level=TIMESTAMPS", "--trace-config=mode=opentelemetry",
+    "--trace-config=opentelemetry,url=localhost:10000/v1/traces",
+]  # fmt: skip
+CALLER = "b7ad6b7169242424"  # the parent span of the traceparent opentelemetry_unittest sends
+SEND_BLS = f"""import sys
+import opentelemetry_unittest
+
+context = {{"traceparent": "00-0af7651916cd43dd8448eb211c12666c-{CALLER}-01"}}
+for _ in range(int(sys.argv[1])):
+    opentelemetry_unittest.send_bls_request(
+        model_name="ensemble_add_sub_int32_int32_int32",
+        headers=context if sys.argv[2] == "1" else None,
+    )
+"""
+
+
+def _read_back(host: LoopbackHost, rate: str, count: str) -> None:
+    """test.sh's checks of ``get_trace_setting "bls_simple"`` on an OpenTelemetry server."""
+    code, body = harness.curl(host, "/v2/models/bls_simple/trace/setting")
+    assert code == "200", body
+    for expected in ('"trace_level":["TIMESTAMPS"]', f'"trace_rate":"{rate}"',
+                     f'"trace_count":"{count}"', '"trace_mode":"opentelemetry"',
+                     '"url":"localhost:10000/v1/traces"', '"bsp_max_export_batch_size":"512"',
+                     '"bsp_schedule_delay":"5000"', '"bsp_max_queue_size":"2048"'):  # fmt: skip
+        assert body.count(expected) == 1, (expected, body)
+    assert '"trace_file":' not in body and '"log_frequency":' not in body, body
+
+
+def _parents(work: Path) -> list[str]:
+    """The parent span id of every span the collector wrote ("" for a root)."""
+    path = work / "collected_traces.json"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [span.get("parentSpanId", "")
+            for line in lines if line.strip()
+            for resource in json.loads(line).get("resourceSpans", [])
+            for scope in resource.get("scopeSpans", [])
+            for span in scope.get("spans", [])]  # fmt: skip
+
+
+def _collected(work: Path, done: Callable[[list[str]], bool], within: float) -> list[str]:
+    """The parents once ``done`` holds of them, or after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while not done(parents := _parents(work)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return parents
+
+
+@pytest.mark.triton_qa_full
+@pytest.mark.timeout(300)
+def test_opentelemetry_settings_and_caller_traces(host: LoopbackHost, tmp_path: Path) -> None:
+    """test.sh's two "OTel WAR" servers: each reads its settings back, and at a rate of 0
+    only the requests that carry the caller's context are traced; with a count of 1, one
+    request of those without it and every one with it."""
+    work = harness.work_directory(tmp_path, "L0_trace")
+    stand_in_collector(work)
+    models = otel_repository(work)
+    send = work / "send_bls.py"
+    send.write_text(SEND_BLS)
+    otelcol = [str(work / "otelcol"), "--config", "./trace-config.yaml"]
+    collector = host.start(otelcol, tmp_path / "collector.log", cwd=work, env=harness.environment())
+    try:
+        time.sleep(2)  # as opentelemetry_unittest waits for its collector
+        args = [*WAR_ARGS, "--trace-config=rate=0", "--trace-config=count=-1",
+                f"--model-repository={models}"]  # fmt: skip
+        with harness.tritonserver(host, args, tmp_path / "rate0.log", cwd=work):
+            _read_back(host, "0", "-1")
+            assert harness.run_script(host, send, "10", "0", cwd=work).returncode == 0
+            assert _collected(work, bool, within=8) == []  # none of them traced
+            assert harness.run_script(host, send, "1", "1", cwd=work).returncode == 0
+            parents = _collected(work, lambda p: CALLER in p, within=30)
+            assert parents.count(CALLER) == 1 and "" not in parents, parents
+        (work / "collected_traces.json").unlink()
+        args = [*WAR_ARGS, "--trace-config=rate=5", "--trace-config=count=1",
+                f"--model-repository={models}"]  # fmt: skip
+        with harness.tritonserver(host, args, tmp_path / "count1.log", cwd=work):
+            _read_back(host, "5", "1")
+            assert harness.run_script(host, send, "20", "0", cwd=work).returncode == 0
+            parents = _collected(work, lambda p: "" in p, within=30)
+            assert parents.count("") == 1, parents  # the count's one trace
+            for _ in range(10):
+                assert harness.run_script(host, send, "1", "1", cwd=work).returncode == 0
+                assert harness.run_script(host, send, "1", "0", cwd=work).returncode == 0
+            parents = _collected(work, lambda p: p.count(CALLER) >= 10, within=30)
+            assert parents.count(CALLER) == 10 and parents.count("") == 1, parents
+    finally:
+        collector.stop()

@@ -55,14 +55,19 @@ def _tracing(**settings: Any) -> tuple[Tracing, InMemorySpanExporter]:
 
 def test_settings_read_and_change_as_tritons_globally_and_per_model() -> None:
     tracing = Tracing(mode="opentelemetry")
-    assert tracing.settings() == {
+    assert tracing.settings() == {  # the file's settings are Triton's mode's alone
         "trace_level": ["OFF"],
         "trace_rate": "1000",
         "trace_count": "-1",
-        "log_frequency": "0",
-        "trace_file": "",
         "trace_mode": "opentelemetry",
     }
+    assert Tracing(mode="triton").settings()["log_frequency"] == "0"
+    # opentelemetry's own settings as the command line gave them, a key given twice each time
+    options = [("url", "localhost:4318/v1/traces"), ("resource", "a=1"), ("resource", "b=2"),
+               ("bsp_max_queue_size", "2048")]  # fmt: skip
+    reported = Tracing(mode="opentelemetry", options=options).settings()
+    assert reported["url"] == "localhost:4318/v1/traces"
+    assert reported["resource"] == ["a=1", "b=2"] and reported["bsp_max_queue_size"] == "2048"
     assert not tracing.on
     changed = tracing.update({"trace_level": ["TIMESTAMPS"], "trace_rate": "1"}, "ranker")
     assert changed["trace_level"] == ["TIMESTAMPS"] and changed["trace_rate"] == "1"

@@ -191,6 +191,7 @@ _TRACE_SETTINGS: dict[tuple[str, str], Callable[[dict[str, Any], str], None]] = 
 def _apply_trace_config(args: argparse.Namespace) -> None:
     """``args.trace``: the keyword arguments of ``tracing.Tracing``."""
     trace: dict[str, Any] = {"resource": {}, "bsp": {}}
+    given: list[tuple[str, str]] = []  # the opentelemetry section's entries, as written
     for entry in args.trace_config:
         section, _, setting = entry.partition(",")
         if "=" in section:  # no section: a global setting
@@ -202,12 +203,15 @@ def _apply_trace_config(args: argparse.Namespace) -> None:
                 unknown = f"section or key '{section},{key}'" if section else f"key '{key}'"
                 raise ValueError(f"unknown {unknown}")
             apply(trace, value)
+            if section == "opentelemetry":
+                given.append((key, value))
         except _BadOption as exc:
             raise _flag_error(str(exc), f"--trace-config {section},{key}=N") from None
         except ValueError as exc:
             raise _trace_error(entry, str(exc)) from None
     if trace.get("mode") == "opentelemetry":
         _bsp_from_environment(trace["bsp"])
+        trace["options"] = _otel_options(given, trace["bsp"])
     traced = trace.get("level", ["OFF"]) != ["OFF"]
     if traced and trace.get("mode", "triton") == "triton" and "file" not in trace:
         raise _flag_error(
@@ -217,6 +221,19 @@ def _apply_trace_config(args: argparse.Namespace) -> None:
             "mode=opentelemetry to export spans)",
         )
     args.trace = trace
+
+
+def _otel_options(given: list[tuple[str, str]], bsp: dict[str, int]) -> list[tuple[str, str]]:
+    """The opentelemetry section as Triton reports it in the trace settings: each entry as
+    given (a batch span processor's as the number it holds), then the batch span
+    processor's settings not given, as they are."""
+    defaults = {"bsp_max_queue_size": 2048, "bsp_schedule_delay": 5000,
+                "bsp_max_export_batch_size": 512}  # fmt: skip  # OpenTelemetry's
+    options = [(key, str(bsp[key]) if key in bsp else value) for key, value in given]
+    named = {key for key, _ in given}
+    return options + [
+        (key, str(bsp.get(key, default))) for key, default in defaults.items() if key not in named
+    ]
 
 
 def _bsp_from_environment(bsp: dict[str, int]) -> None:

@@ -141,6 +141,14 @@ def test_trace_config_sets_up_opentelemetry_tracing(tmp_path: Path) -> None:
         "url": "http://collector:4318/v1/traces",
         "resource": {"deployment": "canary"},
         "bsp": {"bsp_max_queue_size": 64, "bsp_max_export_batch_size": 64},
+        # as the trace settings report them: as given, then the processor's others
+        "options": [
+            ("url", "collector:4318/v1/traces"),
+            ("resource", "deployment=canary"),
+            ("bsp_max_queue_size", "64"),
+            ("bsp_schedule_delay", "5000"),
+            ("bsp_max_export_batch_size", "64"),
+        ],
     }
     for entries in (
         ["level=TIMESTAMPS"],  # Triton's mode: no file to write
