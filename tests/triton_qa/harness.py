@@ -287,8 +287,13 @@ def _read_report(report: Path) -> dict[str, Outcome]:
 def curl(host: LoopbackHost, path: str) -> tuple[str, str]:
     """test.sh's ``curl -s -w %{http_code} localhost:8000PATH`` in ``host``: the status
     code and the body."""
+    return curl_at(host, f"localhost:8000{path}")
+
+
+def curl_at(host: LoopbackHost, url: str, *options: str) -> tuple[str, str]:
+    """``curl -s -w %{http_code} OPTIONS URL`` in ``host``: the status code and the body."""
     done = subprocess.run(
-        host.command(["curl", "-s", "-w", "\n%{http_code}", f"localhost:8000{path}"]),
+        host.command(["curl", "-s", "-w", "\n%{http_code}", *options, url]),
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     body, _, code = done.stdout.rpartition("\n")

@@ -44,7 +44,8 @@ TRACE_ARGS = [
 
 # test.sh's OpenTelemetry server, as far as the tests chosen below ask
 OTEL_ARGS = [
-    "--model-control-mode=explicit", "--load-model=simple", "--load-model=repeat_int32",
+    "--allow-sagemaker=true", "--model-control-mode=explicit", "--load-model=simple",
+    "--load-model=repeat_int32",
     "--load-model=ensemble_add_sub_int32_int32_int32", "--load-model=bls_simple",
     "--load-model=trace_context", "--load-model=input_all_required",
     "--load-model=dynamic_batch", "--load-model=custom_identity_int32",
@@ -60,7 +61,8 @@ OTEL_ARGS = [
 # caller's context; one to the ensemble, its step's span under its own; `bls_simple`'s
 # call to the ensemble, its spans under the calling model's; the trace context a python
 # model reads; a gRPC call cancelled while it executes, and one cancelled in its queue;
-# the identity backend's custom activities, with and without the caller's context);
+# the identity backend's custom activities, with and without the caller's context; a call
+# to SageMaker's /invocations with the caller's context);
 # docs/triton-qa.md says what stands in the way of the others
 OTEL_TESTS = [
     f"OpenTelemetryTest.test_{protocol}_trace_simple_model{context}"
@@ -78,7 +80,10 @@ OTEL_TESTS = [
     "OpenTelemetryTest.test_grpc_trace_model_cancel_in_queue",
     "OpenTelemetryTest.test_custom_backend_tracing",
     "OpenTelemetryTest.test_custom_backend_tracing_context_propagation",
+    "OpenTelemetryTest.test_sagemaker_invocation_trace_simple_model_context_propagation",
 ]
+# what test.sh exports for its OpenTelemetry server: SageMaker's /invocations model
+OTEL_ENV = {"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": "simple"}
 
 
 def repository(work: Path) -> Path:
@@ -234,7 +239,7 @@ def test_opentelemetry(host: LoopbackHost, tmp_path: Path) -> None:
     work = harness.work_directory(tmp_path, "L0_trace")
     stand_in_collector(work)
     args = [*OTEL_ARGS, f"--model-repository={otel_repository(work)}"]
-    with harness.tritonserver(host, args, tmp_path / "server.log", cwd=work):
+    with harness.tritonserver(host, args, tmp_path / "server.log", cwd=work, env=OTEL_ENV):
         run = harness.run_qa_file(host, work, "opentelemetry_unittest.py", *OTEL_TESTS)
     run.check(count=len(OTEL_TESTS))
 

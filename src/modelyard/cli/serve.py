@@ -33,6 +33,7 @@ from modelyard.discovery.rules_store import RulesStore, open_rules_store
 from modelyard.errors import ConfigError
 from modelyard.frontdoors.grpc import GrpcServer, start_grpc_server
 from modelyard.frontdoors.http import HttpFrontend
+from modelyard.frontdoors.sagemaker import SageMakerFrontend
 from modelyard.frontdoors.vertex_ai import vertex_ai_frontend
 from modelyard.generation import Generation
 from modelyard.governance.rules_source import RulesSource
@@ -129,7 +130,7 @@ class InstanceServer(InProcessServer):
         if live is not None:
             live.start()
         metrics_port = self._start_metrics(parts, manager, governance)
-        await self._start_vertex_ai(parts, app, manager, governance)
+        await self._start_cloud_front_doors(parts, app, manager, governance)
         grpc_server = await self._start_grpc(parts, dataplane, governance, app)
         grpc_port = grpc_server.port if grpc_server else None
         if grpc_port:
@@ -353,26 +354,40 @@ class InstanceServer(InProcessServer):
         parts.push_async_callback(asyncio.to_thread, server.close)
         return server.port
 
-    async def _start_vertex_ai(
+    async def _start_cloud_front_doors(
         self,
         parts: contextlib.AsyncExitStack,
         app: HttpFrontend,
         manager: ModelManager,
         governance: Governance | None,
     ) -> None:
-        """Vertex AI's routes on their own port (tritonserver's --allow-vertex-ai), once the
-        models have loaded (its default model must be ready), with its own uvicorn."""
-        vertex, metrics = self.settings.vertex_ai, self.settings.metrics
-        if vertex is None:
-            return
-        registry = make_registry(manager, governance, asyncio.get_running_loop(),
-                                 metrics.cpu, metrics.gpu)  # fmt: skip
-        ready = sorted({mv.name for mv in manager.ready_versions()})
-        front = vertex_ai_frontend(
-            app, ready, vertex.default_model,
-            lambda: metrics_text(manager, registry, metrics.counter_latencies),
-        )  # fmt: skip
-        address, port = vertex.address, vertex.port
+        """Vertex AI's and SageMaker's routes, each on a port of its own (tritonserver's
+        --allow-vertex-ai, --allow-sagemaker), once the models have loaded (Vertex AI's
+        default model must be ready)."""
+        vertex, sagemaker = self.settings.vertex_ai, self.settings.sagemaker
+        if vertex is not None:
+            metrics = self.settings.metrics
+            registry = make_registry(manager, governance, asyncio.get_running_loop(),
+                                     metrics.cpu, metrics.gpu)  # fmt: skip
+            ready = sorted({mv.name for mv in manager.ready_versions()})
+            front = vertex_ai_frontend(
+                app, ready, vertex.default_model,
+                lambda: metrics_text(manager, registry, metrics.counter_latencies),
+            )  # fmt: skip
+            await self._serve_on_own_port(parts, front, vertex.address, vertex.port)
+            at = f"{vertex.address}:{vertex.port}"
+            log.info("vertex_ai_started", triton=f"Started Vertex AI HTTPService at {at}")
+        if sagemaker is not None:
+            await self._serve_on_own_port(
+                parts, SageMakerFrontend(app), sagemaker.address, sagemaker.port
+            )
+            at = f"{sagemaker.address}:{sagemaker.port}"
+            log.info("sagemaker_started", triton=f"Started Sagemaker HTTPService at {at}")
+
+    async def _serve_on_own_port(
+        self, parts: contextlib.AsyncExitStack, front: Any, address: str, port: int
+    ) -> None:
+        """``front`` (an ASGI app) on a uvicorn of its own, stopped with the parts."""
         server = HttpServer(http_config(front, address, port, self.settings.http.limits))
         serving = asyncio.create_task(server.serve([self.listen(parts, address, port)]))
 
@@ -381,8 +396,13 @@ class InstanceServer(InProcessServer):
             await serving
 
         parts.push_async_callback(stop)
-        await server.up.wait()
-        log.info("vertex_ai_started", triton=f"Started Vertex AI HTTPService at {address}:{port}")
+        up = asyncio.ensure_future(server.up.wait())
+        await asyncio.wait({up, serving}, return_when=asyncio.FIRST_COMPLETED)
+        if not up.done():  # uvicorn ended before it listened: its error, or its exit
+            up.cancel()
+            raise ConfigError.of(
+                error_rules.HTTP_STOPPED, f"the server on port {port} stopped before it listened"
+            )
 
     async def _start_grpc(
         self,

@@ -94,6 +94,15 @@ class VertexAiSettings:
 
 
 @dataclass(frozen=True)
+class SageMakerSettings:
+    """tritonserver's SageMaker front door (--allow-sagemaker): its port, on the HTTP
+    address."""
+
+    address: str
+    port: int
+
+
+@dataclass(frozen=True)
 class GrpcSettings:
     address: str
     port: int  # -1: no gRPC front door
@@ -149,6 +158,7 @@ class InstanceSettings:
     models: ModelSettings
     http: HttpSettings
     vertex_ai: VertexAiSettings | None  # None: not served
+    sagemaker: SageMakerSettings | None  # None: not served
     grpc: GrpcSettings
     metrics: MetricsSettings
     registration: RegistrationSettings
@@ -188,6 +198,9 @@ def instance_settings(args: argparse.Namespace) -> InstanceSettings:
             default_model=args.vertex_ai_default_model,
         )
         if args.allow_vertex_ai
+        else None,
+        sagemaker=SageMakerSettings(args.http_address or args.host, args.sagemaker_port)
+        if args.allow_sagemaker
         else None,
         grpc=GrpcSettings(
             address=args.grpc_address or args.host,

@@ -39,10 +39,7 @@ NOT_APPLICABLE = {
     "--model-load-gpu-limit": "--memory-budget bounds what loaded models hold",
     "--cache-directory": "the response cache is modelyard's own (--cache-config local)",
     "--repoagent-directory": "repository agents are not served",
-    "--allow-sagemaker": "SageMaker's endpoint is not served (the V2 API is)",
-    "--sagemaker-port": "SageMaker's endpoint is not served",
-    "--sagemaker-safe-port-range": "SageMaker's endpoint is not served",
-    "--sagemaker-thread-count": "SageMaker's endpoint is not served",
+    "--sagemaker-thread-count": "one event loop serves SageMaker's routes",
     "--vertex-ai-thread-count": "one event loop serves Vertex AI's routes",
 }
 
@@ -95,6 +92,17 @@ def _setting(flag: str, value: str) -> str:
     return f"{setting}={value}"
 
 
+def _int_or_bool(text: str) -> int:
+    """A number tritonserver also takes as true (1) or false (0): its --log-verbose."""
+    named = {"true": 1, "false": 0}.get(text.lower())
+    if named is not None:
+        return named
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, true or false: {text!r}") from None
+
+
 def _strict_model_config(text: str) -> bool:
     """tritonserver's older --strict-model-config, with its deprecation warning on stderr
     each time the flag is given."""
@@ -120,6 +128,11 @@ TRITON_FLAGS: list[Flag] = [
           "true, false where AIP_MODE=PREDICTION"),
     _bool("--allow-grpc", None,
           "false: no grpc front door; default true, false where AIP_MODE=PREDICTION"),
+    _bool("--allow-sagemaker", False,
+          "true: SageMaker's single-model routes (/ping, /invocations) on a port of their own"),
+    _flag("--sagemaker-port", type=int, default=8080, metavar="PORT", help="SageMaker's port"),
+    _flag("--sagemaker-safe-port-range", default=None, metavar="LOW-HIGH",
+          help="the ports the other front doors on SageMaker's address must keep within"),
     _bool("--allow-vertex-ai", None,
           "true: Vertex AI's routes (AIP_HEALTH_ROUTE, AIP_PREDICT_ROUTE) on a port of their "
           "own; default true where AIP_MODE=PREDICTION"),
@@ -195,7 +208,8 @@ TRITON_FLAGS: list[Flag] = [
               "the infer request (case-insensitive unless the pattern starts with (?-i))")
         for front in ("http", "grpc")
     ),
-    _flag("--log-verbose", type=int, default=0, metavar="LEVEL"),
+    _flag("--log-verbose", type=_int_or_bool, default=0, metavar="LEVEL",
+          help="a level, or true (1) and false (0)"),
     _bool("--log-info", True),
     _bool("--log-warning", True),
     _bool("--log-error", True),

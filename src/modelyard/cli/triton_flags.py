@@ -346,6 +346,7 @@ def apply_triton_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
     """
     _apply_vertex_ai_environment(args)
     _check_repository_and_front_doors(args)
+    _check_sagemaker_safe_ports(args)
     for flag, least in _LEAST.items():
         value = getattr(args, _dest(flag))
         if value is not None and value < least:
@@ -409,6 +410,34 @@ def _apply_vertex_ai_environment(args: argparse.Namespace) -> None:
     storage = os.environ.get("AIP_STORAGE_URI", "")
     if not args.model_repository and storage:
         args.model_repository = [Path(storage)]
+
+
+def _check_sagemaker_safe_ports(args: argparse.Namespace) -> None:
+    """With SageMaker's safe port range, every other front door on its address listens in
+    it (Triton's CheckPortCollision; a port of 0, any free one, is not checked)."""
+    text = args.sagemaker_safe_port_range
+    if not args.allow_sagemaker or text is None:
+        return
+    low, _, high = text.partition("-")
+    if not (low.isdigit() and high.isdigit()):
+        raise _flag_error(
+            f"--sagemaker-safe-port-range {text!r}: expected LOW-HIGH",
+            "tritonserver --sagemaker-safe-port-range LOW-HIGH",
+        )
+    address = args.http_address or args.host
+    others = [
+        ("HTTP", args.http_address or args.host, args.http_port if args.allow_http else -1),
+        ("GRPC", args.grpc_address or args.host, args.grpc_port),
+        ("metrics", args.metrics_address or args.host, args.metrics_port),
+        ("Vertex AI", address, args.vertex_ai_port if args.allow_vertex_ai else -1),
+    ]
+    for name, host, port in others:
+        if host == address and port > 0 and not int(low) <= port <= int(high):
+            raise _flag_error(
+                f"The server cannot listen to {name} requests at port {port}, allowed port "
+                f"range is [{int(low)}, {int(high)}]",
+                f"--sagemaker-safe-port-range, or the {name} port",
+            )
 
 
 def _check_repository_and_front_doors(args: argparse.Namespace) -> None:

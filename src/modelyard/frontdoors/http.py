@@ -385,6 +385,14 @@ class HttpInferWire:
             reply, accept, trace, forwarded, doc, key, request_id,
         )  # fmt: skip
 
+    def _unknown_model(self, route: Route) -> ModelyardError | None:
+        """The refusal of a call to a model the data plane does not know, or None."""
+        try:
+            self.dataplane.model_metadata(route[0], route[1])
+        except ModelyardError as error:
+            return error if error.code is Code.NOT_FOUND else None
+        return None
+
     # ---- infer_pipeline.Wire -------------------------------------------------------------
 
     @staticmethod
@@ -464,10 +472,15 @@ class HttpInferWire:
         trace = sent.trace
         if trace is not None:
             trace.admitted()
-        request, layout = decode_with_layout(
-            sent.body, sent.header_length, model, version, self.shared_memory, sent.doc,
-            self.layouts,
-        )  # fmt: skip
+        try:
+            request, layout = decode_with_layout(
+                sent.body, sent.header_length, model, version, self.shared_memory, sent.doc,
+                self.layouts,
+            )  # fmt: skip
+        except ModelyardError as error:
+            if isinstance(error, ProtocolError):  # Triton finds the model before the body
+                raise self._unknown_model(sent.route) or error from None
+            raise
         sent.doc = None
         request.arrived_ns = sent.received_ns
         if sent.forwarded:  # this request's own: no lane is kept for others

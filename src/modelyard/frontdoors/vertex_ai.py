@@ -16,63 +16,29 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from modelyard import error_rules
-from modelyard.errors import Code, ConfigError, ModelyardError, ProtocolError
+from modelyard.errors import ConfigError, ModelyardError
 from modelyard.frontdoors.http import HttpFrontend, error_reply
+from modelyard.frontdoors.rewritten import (
+    Receive,
+    Scope,
+    Send,
+    as_call,
+    replay,
+    reply,
+    with_header_length,
+)
 
 BINARY_MIME = "application/vnd.vertex-ai-triton.binary+json;json-header-size="
+RULE = "protocol/vertex-ai"
 REDIRECT_HEADER = b"x-vertex-ai-triton-redirect"
-_HEADER_LENGTH = b"inference-header-content-length"
 _MODEL = re.compile(r"/v2/models/([^/]+)(?:/versions/([0-9]+))?(?:/(infer|ready|config|stats))?")
 _SERVER_HEALTH = re.compile(r"/v2/health/(?:live|ready)")
 _SHARED_MEMORY = re.compile(
     r"/v2/(?:system|cuda)sharedmemory(?:/region/[^/]+)?/(status|register|unregister)"
 )
 _REPOSITORY = re.compile(r"/v2/repository(?:/[^/]+)?/(?:index|models/[^/]+/(?:load|unload))")
-_LEADING_INTEGER = re.compile(rb"\s*([+-]?\d+)")
-
-Scope = dict[str, Any]
-Receive = Callable[[], Any]
-Send = Callable[[dict[str, Any]], Any]
-
-
-def _bad_request(detail: str) -> ProtocolError:
-    return ProtocolError(
-        detail,
-        code=Code.INVALID_ARGUMENT,
-        rule="protocol/vertex-ai",
-        where=f"the request's Content-Type ({BINARY_MIME}<size of its JSON header>)",
-    )
-
-
-def header_length(headers: list[tuple[bytes, bytes]], body_size: int) -> int | None:
-    """The JSON header's size a Vertex AI request gives in its content type (None: the
-    body is JSON alone), read as Triton reads it (``atoi``: the leading digits, 0 where
-    there are none); refused where the type only holds Vertex AI's or the size is out of
-    the body's range."""
-    for key, value in headers:
-        if key != b"content-type":
-            continue
-        text = value.decode("latin-1")
-        at = text.find(BINARY_MIME)
-        if at < 0:
-            return None
-        if at != 0:
-            raise _bad_request(
-                f"expect MIME type for binary data starts with '{BINARY_MIME}', got: {text}"
-            )
-        rest = value[len(BINARY_MIME) :]
-        number = _LEADING_INTEGER.match(rest)
-        size = int(number.group(1)) if number else 0
-        if size < 0 or size > body_size:
-            raise _bad_request(
-                f"inference header size should be in range (0, {body_size}), got: "
-                f"{rest.decode('latin-1')}"
-            )
-        return size
-    return None
 
 
 def redirected(endpoint: str) -> tuple[str, str] | None:
@@ -147,61 +113,31 @@ class VertexAiFrontend:
             return
         path: str = scope["path"]
         if self.health.fullmatch(path):
-            await self.http(_as(scope, "GET", "/v2/health/ready"), receive, send)
+            await self.http(as_call(scope, "GET", "/v2/health/ready"), receive, send)
             return
         if not self.predict.fullmatch(path):
-            await _reply(send, 400, [], b"")
+            await reply(send, 400, [], b"")
             return
         try:
             body = await self.http.read_body(scope, receive)
-            headers = [(k, v) for k, v in scope["headers"] if k != _HEADER_LENGTH]
-            size = header_length(headers, len(body))
+            headers = with_header_length(scope["headers"], len(body), BINARY_MIME, RULE)
         except ModelyardError as error:
-            await _reply(send, *error_reply(error))
+            await reply(send, *error_reply(error))
             return
-        if size is not None:
-            headers.append((_HEADER_LENGTH, str(size).encode()))
         redirect = next((v for k, v in headers if k == REDIRECT_HEADER), None)
         if redirect is None:
             target: tuple[str, str] | None = (
                 scope["method"], f"/v2/models/{self.default_model}/infer"
             )  # fmt: skip
         elif scope["method"] != "POST":
-            await _reply(send, 405, [], b"")
+            await reply(send, 405, [], b"")
             return
         else:
             target = redirected("/" + redirect.decode("latin-1"))
         if target is None:
-            await _reply(send, 400, [], b"")
+            await reply(send, 400, [], b"")
         elif target[1] == "/metrics":
             text = self.metrics()
-            await _reply(send, 200, [(b"content-type", b"text/plain; charset=utf-8")], text)
+            await reply(send, 200, [(b"content-type", b"text/plain; charset=utf-8")], text)
         else:
-            forwarded = {**_as(scope, *target), "headers": headers}
-            await self.http(forwarded, _replay(body), send)
-
-
-def _as(scope: Scope, method: str, path: str) -> Scope:
-    return {**scope, "method": method, "path": path, "raw_path": path.encode("latin-1")}
-
-
-def _replay(body: bytes) -> Receive:
-    """The request's body, read once already, for the front door to read again."""
-    sent = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return receive
-
-
-async def _reply(
-    send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes
-) -> None:
-    headers = [*headers, (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+            await self.http(as_call(scope, *target, headers=headers), replay(body), send)

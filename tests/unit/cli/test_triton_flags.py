@@ -447,3 +447,24 @@ def test_vertex_ai_s_environment_sets_the_front_doors_where_flags_do_not(
     with pytest.raises(ConfigError) as not_a_port:
         parsed("--model-repository", str(tmp_path))
     assert "AIP_HTTP_PORT 'http' is not a port" in not_a_port.value.line()
+
+
+def test_sagemaker_s_safe_port_range_holds_the_other_front_doors(tmp_path: Path) -> None:
+    base = ("--model-repository", str(tmp_path), "--allow-sagemaker=true",
+            "--sagemaker-safe-port-range=8081-9000")  # fmt: skip
+    with pytest.raises(ConfigError) as refused:
+        parsed(*base, "--http-port=8000", "--grpc-port=8085", "--metrics-port=8086")
+    assert ("The server cannot listen to HTTP requests at port 8000, allowed port range is "
+            "[8081, 9000]") in refused.value.line()  # fmt: skip
+    args, _ = parsed(*base, "--http-port=8084", "--grpc-port=8085", "--metrics-port=8086")
+    assert args.sagemaker_port == 8080  # type: ignore[attr-defined]  # its own is not checked
+    parsed(*base, "--allow-http=false", "--allow-grpc=false", "--allow-metrics=false")
+    with pytest.raises(ConfigError):
+        parsed("--model-repository", str(tmp_path), "--allow-sagemaker=true",
+               "--sagemaker-safe-port-range=high-low")  # fmt: skip
+
+
+def test_log_verbose_takes_tritons_true_and_false(tmp_path: Path) -> None:
+    for given, level in (("true", "debug"), ("false", "info"), ("2", "debug")):
+        args, _ = parsed("--model-repository", str(tmp_path), f"--log-verbose={given}")
+        assert args.log_level == level  # type: ignore[attr-defined]

@@ -5,16 +5,24 @@ from __future__ import annotations
 import pytest
 
 from modelyard.errors import ModelyardError
-from modelyard.frontdoors.vertex_ai import BINARY_MIME, header_length, redirected
+from modelyard.frontdoors.rewritten import header_length, with_header_length
+from modelyard.frontdoors.vertex_ai import BINARY_MIME, RULE, redirected
 
 
 def sized(content_type: str, body_size: int = 100) -> int | None:
-    return header_length([(b"content-type", content_type.encode())], body_size)
+    return header_length([(b"content-type", content_type.encode())], body_size, BINARY_MIME, RULE)
 
 
 def test_a_binary_body_says_its_json_header_size_in_its_content_type() -> None:
     assert sized("application/json") is None
-    assert header_length([], 100) is None
+    assert header_length([], 100, BINARY_MIME, RULE) is None
+    # the V2 header is the front door's to give: a caller's own is left out
+    given = [(b"inference-header-content-length", b"3"), (b"content-type", b"application/json")]
+    assert with_header_length(given, 100, BINARY_MIME, RULE) == [given[1]]
+    binary = [(b"content-type", (BINARY_MIME + "42").encode())]
+    assert with_header_length(binary, 100, BINARY_MIME, RULE)[-1] == (
+        b"inference-header-content-length", b"42",
+    )  # fmt: skip
     assert sized(BINARY_MIME + "42") == 42
     assert sized(BINARY_MIME + "100") == 100
     # read as C's atoi: the leading digits, 0 where there are none
