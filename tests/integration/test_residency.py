@@ -252,11 +252,12 @@ def test_requests_that_come_during_a_load_wait_for_that_one_load(tables: Path) -
 
 
 def test_cost_keeps_the_model_asked_for_often_where_lru_keeps_the_last(tables: Path) -> None:
-    # a asked for forty times, then b, then c: the third table must evict one of the two.
-    # cost weighs rate by load time: a's rate, forty times b's, outweighs the spread of
-    # load times a busy machine measures (a load can take several times another's)
+    # a asked for two hundred times, then b, then c: the third table must evict one of the
+    # two. cost weighs rate by load time per byte: a's rate, two hundred times b's,
+    # outweighs the spread of load times and footprints a busy machine measures (a load can
+    # take ten times another's, a footprint read several times another's)
     with serving(tables, "40M", policy="cost") as server:
-        for _ in range(40):
+        for _ in range(200):
             assert look_up(server, "a").status_code == 200
         for name in ("b", "c"):
             answer = look_up(server, name)
