@@ -156,11 +156,17 @@ class InProcessServer:
 
     @staticmethod
     def listen(
-        parts: contextlib.AsyncExitStack, host: str, port: int, reuse_port: bool = False
+        parts: contextlib.AsyncExitStack,
+        host: str,
+        port: int,
+        reuse_port: bool = False,
+        service: str = "HTTP",
+        where: str | None = None,
     ) -> socket.socket:
-        """The HTTP port bound now (a port in use is an error line at once), closed with the
-        parts: by uvicorn once it served, here if it never did."""
-        sock = listen_http(host, port, reuse_port)
+        """The HTTP port bound now (a port in use is an error line at once, naming
+        ``service``), closed with the parts: by uvicorn once it served, here if it never
+        did."""
+        sock = listen_http(host, port, reuse_port, service, where)
         parts.callback(sock.close)
         return sock
 

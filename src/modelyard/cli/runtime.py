@@ -67,8 +67,11 @@ def raise_open_file_limit(connections: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
-def listen_http(host: str, port: int, reuse_port: bool = False) -> socket.socket:
-    """The HTTP port's socket, bound here so a port in use gets its error line; with
+def listen_http(
+    host: str, port: int, reuse_port: bool = False, service: str = "HTTP", where: str | None = None
+) -> socket.socket:
+    """The HTTP port's socket, bound here so a port in use gets its error line (naming
+    ``service`` and ``where`` its port is set, for a front door other than the V2 one); with
     ``reuse_port``, shared with the other processes that ask the same (SO_REUSEPORT: the
     kernel spreads new connections over them, and one that exits leaves the others; a
     gateway's processes, tritonserver's --reuse-http-port)."""
@@ -84,7 +87,9 @@ def listen_http(host: str, port: int, reuse_port: bool = False) -> socket.socket
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         in_use = exc.errno == errno.EADDRINUSE
         raise ConfigError.of(
-            error_rules.HTTP_PORT, listen_failure("HTTP", address, in_use, exc.strerror or str(exc))
+            error_rules.HTTP_PORT,
+            listen_failure(service, address, in_use, exc.strerror or str(exc)),
+            where=where,
         ) from None
     return sock
 

@@ -374,22 +374,26 @@ class InstanceServer(InProcessServer):
                 app, ready, vertex.default_model,
                 lambda: metrics_text(manager, registry, metrics.counter_latencies),
             )  # fmt: skip
-            await self._serve_on_own_port(parts, front, vertex.address, vertex.port)
+            await self._serve_on_own_port(parts, front, vertex.address, vertex.port,
+                                          "Vertex AI", "tritonserver --vertex-ai-port")  # fmt: skip
             at = f"{vertex.address}:{vertex.port}"
             log.info("vertex_ai_started", triton=f"Started Vertex AI HTTPService at {at}")
         if sagemaker is not None:
-            await self._serve_on_own_port(
-                parts, SageMakerFrontend(app), sagemaker.address, sagemaker.port
-            )
+            await self._serve_on_own_port(parts, SageMakerFrontend(app), sagemaker.address,
+                                          sagemaker.port, "Sagemaker",
+                                          "tritonserver --sagemaker-port")  # fmt: skip
             at = f"{sagemaker.address}:{sagemaker.port}"
             log.info("sagemaker_started", triton=f"Started Sagemaker HTTPService at {at}")
 
     async def _serve_on_own_port(
-        self, parts: contextlib.AsyncExitStack, front: Any, address: str, port: int
-    ) -> None:
-        """``front`` (an ASGI app) on a uvicorn of its own, stopped with the parts."""
+        self, parts: contextlib.AsyncExitStack, front: Any, address: str, port: int,
+        service: str, where: str,
+    ) -> None:  # fmt: skip
+        """``front`` (an ASGI app, ``service``'s, its port set ``where``) on a uvicorn of its
+        own, stopped with the parts."""
+        sock = self.listen(parts, address, port, service=service, where=where)
         server = HttpServer(http_config(front, address, port, self.settings.http.limits))
-        serving = asyncio.create_task(server.serve([self.listen(parts, address, port)]))
+        serving = asyncio.create_task(server.serve([sock]))
 
         async def stop() -> None:
             server.should_exit = True
