@@ -87,7 +87,16 @@ def vertex_ai_frontend(
         default_model = ready_models[0]
     elif default_model not in ready_models:
         raise refused(f"Expect the default model '{default_model}' is loaded")
-    return VertexAiFrontend(http, predict_route, health_route, default_model, metrics)
+    routes = []
+    given = (("AIP_PREDICT_ROUTE", predict_route), ("AIP_HEALTH_ROUTE", health_route))
+    for variable, route in given:
+        try:  # each a pattern the whole path must match, as Triton's
+            routes.append(re.compile(route))
+        except re.error as exc:
+            raise ConfigError.of(
+                error_rules.VERTEX_AI, f"{variable} {route!r} is not a valid route pattern: {exc}"
+            ) from None
+    return VertexAiFrontend(http, routes[0], routes[1], default_model, metrics)
 
 
 class VertexAiFrontend:
@@ -96,14 +105,14 @@ class VertexAiFrontend:
     def __init__(
         self,
         http: HttpFrontend,
-        predict_route: str,
-        health_route: str,
+        predict_route: re.Pattern[str],
+        health_route: re.Pattern[str],
         default_model: str,
         metrics: Callable[[], bytes],
     ) -> None:
         self.http = http
-        self.predict = re.compile(predict_route)
-        self.health = re.compile(health_route)
+        self.predict = predict_route
+        self.health = health_route
         self.default_model = default_model
         self.metrics = metrics
 

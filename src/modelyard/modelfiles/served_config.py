@@ -30,8 +30,8 @@ _TRITON_FILLED = {
 
 def fill_backend_fields(config: mc.ModelConfig, backend: str, custom: bool) -> None:
     """The backend, platform and model file name Triton fills in from what it found of the
-    model's backend (``custom``: from the model's folder name, ``MODEL.BACKEND``). Only a
-    PyTorch model whose config named no platform gets a file name (as in Triton)."""
+    model's backend (``custom``: from the model's folder name, ``MODEL.BACKEND``). A PyTorch
+    model gets a file name only where its config named no platform (as in Triton)."""
     silent = not (config.backend or config.platform or config.default_model_filename)
     config.backend = config.backend or backend
     platform, filename = _TRITON_FILLED.get(backend, ("", ""))

@@ -6,7 +6,7 @@ import pytest
 
 from modelyard.errors import ModelyardError
 from modelyard.frontdoors.rewritten import header_length, with_header_length
-from modelyard.frontdoors.vertex_ai import BINARY_MIME, RULE, redirected
+from modelyard.frontdoors.vertex_ai import BINARY_MIME, RULE, redirected, vertex_ai_frontend
 
 
 def sized(content_type: str, body_size: int = 100) -> int | None:
@@ -58,3 +58,28 @@ def test_redirects_take_the_method_of_the_call_they_name() -> None:
     # what Triton's Vertex AI server does not answer: a 400
     for endpoint in ("/v2/models/m/generate", "/v2/logging", "/v2/trace/setting", "/"):
         assert redirected(endpoint) is None
+
+
+def _start(environ: dict[str, str], ready: list[str], default: str | None = None) -> str:
+    """The refusal vertex_ai_frontend starts with, as its error line ("" where it starts)."""
+    try:
+        vertex_ai_frontend(None, ready, default, lambda: b"", environ)  # type: ignore[arg-type]
+    except ModelyardError as refused:
+        return refused.line()
+    return ""
+
+
+def test_the_start_is_refused_in_tritons_words() -> None:
+    routes = {"AIP_PREDICT_ROUTE": "/predict", "AIP_HEALTH_ROUTE": "/health"}
+    assert _start(routes, ["m"]) == ""
+    assert _start({"AIP_HEALTH_ROUTE": "/health"}, ["m"]).startswith(
+        "API_PREDICT_ROUTE is not defined for Vertex AI endpoint"
+    )
+    assert "AIP_HEALTH_ROUTE is not defined" in _start({"AIP_PREDICT_ROUTE": "/p"}, ["m"])
+    assert "only a single model" in _start(routes, ["a", "b"])
+    assert _start(routes, ["a", "b"], "b") == ""
+    assert "Expect the default model 'c' is loaded" in _start(routes, ["a", "b"], "c")
+    # the routes are patterns: one that does not compile is refused with its line
+    broken = _start({**routes, "AIP_PREDICT_ROUTE": "/predict("}, ["m"])
+    assert "AIP_PREDICT_ROUTE '/predict(' is not a valid route pattern" in broken
+    assert "rule=serve/vertex-ai" in broken
