@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from modelyard.errors import Code, ProtocolError
+from modelyard.errors import Code, ProtocolError, shown
 
 HEADER_LENGTH = b"inference-header-content-length"
 _LEADING_INTEGER = re.compile(rb"\s*([+-]?\d+)")
@@ -34,22 +34,33 @@ def header_length(
         if at < 0:
             return None
 
-        def refused(detail: str) -> ProtocolError:
-            where = f"the request's Content-Type ({mime}<size of its JSON header>)"
-            return ProtocolError(detail, code=Code.INVALID_ARGUMENT, rule=rule, where=where)
-
+        where = f"the request's Content-Type ({mime}<size of its JSON header>)"
         if at != 0:
-            raise refused(f"expect MIME type for binary data starts with '{mime}', got: {text}")
+            detail = f"expect MIME type for binary data starts with '{mime}', got: {text}"
+            raise refused(rule, detail, where)
         rest = value[len(mime) :]
         number = _LEADING_INTEGER.match(rest)
         size = int(number.group(1)) if number else 0
         if size < 0 or size > body_size:
-            raise refused(
+            detail = (
                 f"inference header size should be in range (0, {body_size}), got: "
                 f"{rest.decode('latin-1')}"
             )
+            raise refused(rule, detail, where)
         return size
     return None
+
+
+def refused(
+    rule: str, detail: str, where: str, code: Code = Code.INVALID_ARGUMENT
+) -> ProtocolError:
+    """A call a cloud front door does not answer: Triton's status (400 unless ``code``
+    says otherwise), with the error line."""
+    return ProtocolError(detail, code=code, rule=rule, where=where)
+
+
+def no_route(rule: str, method: str, path: str, where: str) -> ProtocolError:
+    return refused(rule, f"no route for {shown(method, 20)} {shown(path)}", where)
 
 
 def with_header_length(

@@ -8,7 +8,7 @@ body gives its JSON header's size in its content type (``BINARY_MIME`` then the 
 a reply with binary outputs says its own there, where the V2 API has
 ``Inference-Header-Content-Length``. Multi-model endpoints (``/models``) load a model from
 a path the call names on the server's filesystem: not served (501, with the error line);
-any other path is a 400 with no body, as Triton's.
+any other path is Triton's 400, with the error line.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from modelyard.errors import Code, ModelyardError, ProtocolError
+from modelyard.errors import Code, ModelyardError
 from modelyard.frontdoors.http import HttpFrontend, error_reply
 from modelyard.frontdoors.rewritten import (
     HEADER_LENGTH,
@@ -25,6 +25,8 @@ from modelyard.frontdoors.rewritten import (
     Scope,
     Send,
     as_call,
+    no_route,
+    refused,
     replay,
     reply,
     with_header_length,
@@ -57,7 +59,8 @@ class SageMakerFrontend:
         elif _MODELS.fullmatch(path):
             await reply(send, *error_reply(_MULTI_MODEL))
         else:
-            await reply(send, 400, [], b"")
+            where = "SageMaker's routes: /ping, /invocations"
+            await reply(send, *error_reply(no_route(RULE, scope["method"], path, where)))
 
     async def _invoke(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -70,13 +73,13 @@ class SageMakerFrontend:
         await self.http(call, replay(body), _binary_reply_said_in_content_type(send))
 
 
-_MULTI_MODEL = ProtocolError(
+_MULTI_MODEL = refused(
+    RULE,
     "SageMaker's multi-model endpoints are not served: their load names a model path on "
     "the server's filesystem",
-    code=Code.UNIMPLEMENTED,
-    rule=RULE,
-    where="a single-model endpoint (SAGEMAKER_TRITON_DEFAULT_MODEL_NAME, /invocations), "
-    "or the V2 API's repository extension",
+    "a single-model endpoint (SAGEMAKER_TRITON_DEFAULT_MODEL_NAME, /invocations), or the V2 "
+    "API's repository extension",
+    Code.UNIMPLEMENTED,
 )
 
 

@@ -8,7 +8,8 @@ route (``AIP_PREDICT_ROUTE``, POST) infers on the default model or, with the
 shared memory, the repository), with the method that call takes. A binary body says its
 JSON header's size in its content type (``BINARY_MIME`` then the size), the V2 header
 ``Inference-Header-Content-Length`` being Vertex AI's to leave out. Any other path, and a
-redirect to a call Triton's Vertex AI server does not answer, is a 400 with no body.
+redirect to a call Triton's Vertex AI server does not answer, is Triton's 400 (a
+redirect that is no POST its 405), with the error line.
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ import re
 from collections.abc import Callable, Mapping
 
 from modelyard import error_rules
-from modelyard.errors import ConfigError, ModelyardError
+from modelyard.errors import Code, ConfigError, ModelyardError, shown
 from modelyard.frontdoors.http import HttpFrontend, error_reply
+from modelyard.frontdoors.http_routes import model_route, route_of
 from modelyard.frontdoors.rewritten import (
     Receive,
     Scope,
     Send,
     as_call,
+    no_route,
+    refused,
     replay,
     reply,
     with_header_length,
@@ -33,29 +37,33 @@ from modelyard.frontdoors.rewritten import (
 BINARY_MIME = "application/vnd.vertex-ai-triton.binary+json;json-header-size="
 RULE = "protocol/vertex-ai"
 REDIRECT_HEADER = b"x-vertex-ai-triton-redirect"
-_MODEL = re.compile(r"/v2/models/([^/]+)(?:/versions/([0-9]+))?(?:/(infer|ready|config|stats))?")
-_SERVER_HEALTH = re.compile(r"/v2/health/(?:live|ready)")
-_SHARED_MEMORY = re.compile(
-    r"/v2/(?:system|cuda)sharedmemory(?:/region/[^/]+)?/(status|register|unregister)"
+# the V2 calls Triton's Vertex AI server answers through a redirect (their routes'
+# answers, http_routes.ROUTES), besides a model's infer call and the metrics
+_REDIRECTED = frozenset({
+    "_model_ready", "_model_config", "_model_stats", "_model_metadata", "_server_live",
+    "_server_ready", "_server_metadata", "_all_stats", "_repository_index",
+    "_repository_action", "_shared_memory",
+})  # fmt: skip
+_ROUTES = "AIP_PREDICT_ROUTE and AIP_HEALTH_ROUTE"
+_REDIRECTS = (
+    "X-Vertex-Ai-Triton-Redirect naming a call Triton's Vertex AI server answers (v2/..., "
+    "metrics)"
 )
-_REPOSITORY = re.compile(r"/v2/repository(?:/[^/]+)?/(?:index|models/[^/]+/(?:load|unload))")
 
 
 def redirected(endpoint: str) -> tuple[str, str] | None:
     """The method and path of the V2 call a redirect names (``/`` and the header), as
-    Triton's Vertex AI server takes it, or None for one it does not answer."""
-    if endpoint in ("/metrics", "/v2/models/stats", "/v2"):
+    Triton's Vertex AI server takes it (the method its route takes), or None for one it
+    does not answer."""
+    if endpoint == "/metrics":
         return "GET", endpoint
-    model = _MODEL.fullmatch(endpoint)
-    if model is not None:
-        return ("POST" if model.group(3) == "infer" else "GET"), endpoint
-    if _SERVER_HEALTH.fullmatch(endpoint):
-        return "GET", endpoint
-    shared_memory = _SHARED_MEMORY.fullmatch(endpoint)
-    if shared_memory is not None:
-        return ("GET" if shared_memory.group(1) == "status" else "POST"), endpoint
-    if _REPOSITORY.fullmatch(endpoint):
-        return "POST", endpoint
+    found = route_of(endpoint)
+    if found is None:
+        return None
+    route, _ = found
+    infer = route.answer == "" and (model_route(endpoint) or ("", "", ""))[2] == "/infer"
+    if infer or route.answer in _REDIRECTED:
+        return route.methods[0], endpoint
     return None
 
 
@@ -120,33 +128,36 @@ class VertexAiFrontend:
         if scope["type"] != "http":
             await self.http(scope, receive, send)  # lifespan
             return
-        path: str = scope["path"]
-        if self.health.fullmatch(path):
+        if self.health.fullmatch(scope["path"]):
             await self.http(as_call(scope, "GET", "/v2/health/ready"), receive, send)
-            return
-        if not self.predict.fullmatch(path):
-            await reply(send, 400, [], b"")
             return
         try:
             body = await self.http.read_body(scope, receive)
             headers = with_header_length(scope["headers"], len(body), BINARY_MIME, RULE)
+            method, path = self._target(scope, headers)
         except ModelyardError as error:
             await reply(send, *error_reply(error))
             return
-        redirect = next((v for k, v in headers if k == REDIRECT_HEADER), None)
-        if redirect is None:
-            target: tuple[str, str] | None = (
-                scope["method"], f"/v2/models/{self.default_model}/infer"
-            )  # fmt: skip
-        elif scope["method"] != "POST":
-            await reply(send, 405, [], b"")
-            return
-        else:
-            target = redirected("/" + redirect.decode("latin-1"))
-        if target is None:
-            await reply(send, 400, [], b"")
-        elif target[1] == "/metrics":
+        if path == "/metrics":
             text = self.metrics()
             await reply(send, 200, [(b"content-type", b"text/plain; charset=utf-8")], text)
         else:
-            await self.http(as_call(scope, *target, headers=headers), replay(body), send)
+            await self.http(as_call(scope, method, path, headers=headers), replay(body), send)
+
+    def _target(self, scope: Scope, headers: list[tuple[bytes, bytes]]) -> tuple[str, str]:
+        """The call a request of the prediction route makes: the default model's infer, or
+        the one its redirect names; refused otherwise, with the line."""
+        method: str = scope["method"]
+        if not self.predict.fullmatch(scope["path"]):
+            raise no_route(RULE, method, scope["path"], f"the paths {_ROUTES} name")
+        redirect = next((v for k, v in headers if k == REDIRECT_HEADER), None)
+        if redirect is None:
+            return method, f"/v2/models/{self.default_model}/infer"
+        if method != "POST":
+            detail = f"a redirected call is a POST, not {shown(method, 20)}"
+            raise refused(RULE, detail, _REDIRECTS, Code.METHOD_NOT_ALLOWED)
+        endpoint = "/" + redirect.decode("latin-1")
+        target = redirected(endpoint)
+        if target is None:
+            raise no_route(RULE, "POST", endpoint, _REDIRECTS)
+        return target

@@ -24,7 +24,8 @@ def _calls(tmp_path: Path, environ: dict[str, str], *calls: tuple[str, str, byte
     async def run() -> list[Any]:
         manager = ModelManager(ModelRepository([tmp_path]), ControlMode.EXPLICIT)
         await manager.start()
-        front = SageMakerFrontend(HttpFrontend(LocalDataPlane(manager)), environ)
+        http = HttpFrontend(LocalDataPlane(manager), max_body_bytes=1024)
+        front = SageMakerFrontend(http, environ)
         transport = httpx.ASGITransport(app=front)
         async with httpx.AsyncClient(transport=transport, base_url="http://sm") as client:
             return [await client.request(method, path, content=body)
@@ -42,10 +43,13 @@ def test_routes_answer_as_tritons_sagemaker_server(tmp_path: Path) -> None:
     assert unnamed.status_code == 404  # Triton's placeholder name: an unknown model
     assert "'unspecified_SAGEMAKER_TRITON_DEFAULT_MODEL_NAME' is not found" in unnamed.text
     assert listing.status_code == 501 and "rule=protocol/sagemaker" in listing.text
-    assert other.status_code == 400 and other.content == b""  # no V2 route here
+    assert other.status_code == 400  # no V2 route here: Triton's 400, with the line
+    assert "no route for GET /v2/health/ready; rule=protocol/sagemaker" in other.text
     (named,) = _calls(tmp_path, {"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": "m"},
                       ("POST", "/invocations", b"{}"))  # fmt: skip
     assert "Request for unknown model: 'm' is not found" in named.text
+    (oversized,) = _calls(tmp_path, {}, ("POST", "/invocations", b"x" * 2048))
+    assert oversized.status_code == 413 and "rule=protocol/max-body-size" in oversized.text
 
 
 def test_a_binary_reply_says_its_header_size_in_its_content_type() -> None:

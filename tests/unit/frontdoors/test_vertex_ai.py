@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
 import pytest
 
 from modelyard.errors import ModelyardError
+from modelyard.frontdoors.http import HttpFrontend
 from modelyard.frontdoors.rewritten import header_length, with_header_length
 from modelyard.frontdoors.vertex_ai import BINARY_MIME, RULE, redirected, vertex_ai_frontend
+from modelyard.modelfiles.repository import ModelRepository
+from modelyard.server.local_dataplane import LocalDataPlane
+from modelyard.server.manager import ControlMode, ModelManager
 
 
 def sized(content_type: str, body_size: int = 100) -> int | None:
@@ -83,3 +92,43 @@ def test_the_start_is_refused_in_tritons_words() -> None:
     broken = _start({**routes, "AIP_PREDICT_ROUTE": "/predict("}, ["m"])
     assert "AIP_PREDICT_ROUTE '/predict(' is not a valid route pattern" in broken
     assert "rule=serve/vertex-ai" in broken
+
+
+def _vertex_calls(tmp_path: Path, *calls: tuple[str, str, dict[str, str], bytes]) -> list[Any]:
+    """Calls to a Vertex AI front door (routes /predict and /health, default model m)
+    over a server with no model loaded."""
+
+    async def run() -> list[Any]:
+        manager = ModelManager(ModelRepository([tmp_path]), ControlMode.EXPLICIT)
+        await manager.start()
+        http = HttpFrontend(LocalDataPlane(manager), max_body_bytes=1024)
+        routes = {"AIP_PREDICT_ROUTE": "/predict", "AIP_HEALTH_ROUTE": "/health"}
+        front = vertex_ai_frontend(http, ["m"], None, lambda: b"nv_x 1\n", routes)
+        transport = httpx.ASGITransport(app=front)
+        async with httpx.AsyncClient(transport=transport, base_url="http://v") as client:
+            return [await client.request(method, path, headers=headers, content=body)
+                    for method, path, headers, body in calls]  # fmt: skip
+
+    return asyncio.run(run())
+
+
+def test_bad_calls_get_tritons_status_with_the_error_line(tmp_path: Path) -> None:
+    redirect = "X-Vertex-Ai-Triton-Redirect"
+    health, elsewhere, not_post, unanswered, oversized, bad_size, metrics = _vertex_calls(
+        tmp_path,
+        ("GET", "/health", {}, b""),
+        ("POST", "/v2/models/m/infer", {}, b"{}"),  # the V2 paths are not this port's
+        ("GET", "/predict", {redirect: "v2/health/live"}, b""),
+        ("POST", "/predict", {redirect: "v2/logging"}, b""),
+        ("POST", "/predict", {}, b"x" * 2048),
+        ("POST", "/predict", {"Content-Type": BINARY_MIME + "-1"}, b"{}"),
+        ("POST", "/predict", {redirect: "metrics"}, b""),
+    )  # fmt: skip
+    assert health.status_code == 200
+    assert elsewhere.status_code == 400
+    assert "no route for POST /v2/models/m/infer; rule=protocol/vertex-ai" in elsewhere.text
+    assert not_post.status_code == 405 and "a redirected call is a POST" in not_post.text
+    assert unanswered.status_code == 400 and "no route for POST /v2/logging" in unanswered.text
+    assert oversized.status_code == 413 and "rule=protocol/max-body-size" in oversized.text
+    assert bad_size.status_code == 400 and "rule=protocol/vertex-ai" in bad_size.text
+    assert metrics.status_code == 200 and metrics.text == "nv_x 1\n"
