@@ -22,6 +22,7 @@ LONGEST_FIRST = (
     "integration/test_central_rules.py",
     "e2e/test_demo.py",
     "triton_qa/test_l0_lifecycle.py",
+    "triton_qa/test_l0_sagemaker.py",
     "integration/test_platform_apply.py",
     "integration/test_multi_host.py",
     "integration/test_cluster_servers.py",

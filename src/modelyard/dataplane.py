@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -139,6 +140,12 @@ class Repository(Protocol):
     ) -> None: ...
 
     async def unload(self, name: str, unload_dependents: bool = False) -> None: ...
+
+    def register_repository(self, root: Path, mapping: dict[str, str]) -> None:
+        """Serve one more repository (SageMaker's multi-model endpoints)."""
+        ...
+
+    def unregister_repository(self, root: Path) -> None: ...
 
 
 class Infers(Protocol):

@@ -333,6 +333,11 @@ NO_STATISTICS = Rule(
 )
 # a request refused at the queue, before it cost an execution (Triton's REJECTED)
 QUEUE_FULL = Rule("model-server/queue-full", Code.UNAVAILABLE)
+REPOSITORY_REGISTRATION = Rule(
+    "model-server/repository-registration",
+    Code.INVALID_ARGUMENT,
+    "the repository a registration names (SageMaker: the model's url and model_name)",
+)
 QUEUE_TIMEOUT = Rule("model-server/queue-timeout", Code.UNAVAILABLE)
 # an iterative sequence's request the model gave back, whose caller has gone meanwhile
 RESCHEDULED_CALLER_GONE = Rule("model-server/reschedule", Code.CANCELLED)

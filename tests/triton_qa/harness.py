@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shlex
 import shutil
 import subprocess
 import sys
@@ -122,6 +123,17 @@ sys.exit(3)
 """
 
 
+def in_opt_ml(**links: Path) -> list[str]:
+    """The command prefix that runs a command in a mount namespace of its own whose
+    ``/opt`` is an empty tmpfs holding ``/opt/ml/<name>`` links to ``links``' folders, as
+    Triton's SageMaker tests make them (nothing of the host's ``/opt`` changes); the
+    command keeps the prefix's process."""
+    made = " && ".join(f"ln -s {shlex.quote(str(target))} /opt/ml/{name}"
+                       for name, target in links.items())  # fmt: skip
+    script = f'mount -t tmpfs tmpfs /opt && mkdir -p /opt/ml && {made} && exec "$@"'
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
+
+
 @contextmanager
 def tritonserver(
     host: LoopbackHost,
@@ -132,12 +144,15 @@ def tritonserver(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     http_port: int = 8000,
+    prefix: Sequence[str] = (),
 ) -> Iterator[Server]:
     """``tritonserver ARGS`` in ``host``, waited for as test.sh's run_server waits (ready),
     or only until live, or until it answers its metadata (``wait="metadata"``: a server
     that is neither), or until ``http_port`` answers 200 on ``wait`` where it is a path;
-    stopped on exit. ``env``: what test.sh exports for it."""
-    process = host.start([*TRITONSERVER, *args], log_path, cwd=cwd, env=environment(env))
+    stopped on exit. ``env``: what test.sh exports for it; ``prefix``: a command it runs
+    under (``in_opt_ml``)."""
+    argv = [*prefix, *TRITONSERVER, *args]
+    process = host.start(argv, log_path, cwd=cwd, env=environment(env))
     server = Server(process)
     path = {"ready": "/v2/health/ready", "live": "/v2/health/live", "metadata": "/v2"}.get(
         wait, wait

@@ -13,16 +13,19 @@ port range (a server whose HTTP port is outside it refused at start in Triton's 
 given; an invocation of an unnamed model (Triton's placeholder name, an unknown model);
 ``/ping`` not ready when the model failed to load.
 
-Out of reach: the multi-model half (``sagemaker_multi_model_test.py``), whose loads name a
-path on the server's filesystem (``/opt/ml/models/<hash>/model``); modelyard answers
-those routes 501 (docs/triton-qa.md).
+The multi-model half: ``sagemaker_multi_model_test.py`` (unchanged, 7 tests) against
+``serve`` with ``SAGEMAKER_MULTI_MODEL=true``, whose namespace also links
+``/opt/ml/models`` to the test's ``models``, holding test.sh's three model folders:
+``onnx_int32_int32_int32`` and ``gen_qa_identity_models.py``'s ``onnx_zero_1_float32``
+renamed, and the ensemble of Python's ``add_sub`` between ``gen_qa_models.py
+--ensemble``'s ``nop_TYPE_FP32_-1`` identity steps.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shlex
+import re
 import shutil
 import signal
 import sys
@@ -39,6 +42,7 @@ pytestmark = pytest.mark.slow
 FOLDER = "L0_sagemaker"
 BASE = "onnx_int32_int32_int32"
 UNIT_TEST_COUNT = 9  # test.sh's
+MULTI_MODEL_UNIT_TEST_COUNT = 7
 SERVE = harness.VENDOR / "server" / "docker" / "sagemaker" / "serve"
 # the variables serve and the tests read, emptied between runs (serve tests -n)
 SAGEMAKER_VARIABLES = ("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME", "SAGEMAKER_BIND_TO_PORT",
@@ -60,6 +64,47 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return made
 
 
+@pytest.fixture(scope="module")
+def multi_model_work(work: Path) -> Path:
+    """test.sh's MME folders, beside sm_model in ``models``."""
+    generated = work / "generated"
+    model1 = shutil.copytree(generated / BASE, work / "models/123456789abcdefghi/model")
+    for version in ("2", "3"):
+        shutil.rmtree(model1 / version)
+    _sed(model1 / "config.pbtxt", BASE, "sm_mme_model_1")
+    identity = repositories.identity_models(work, work / "identity", ensembles=False)
+    model2 = shutil.copytree(identity / "onnx_zero_1_float32",
+                             work / "models/987654321ihgfedcba/model")  # fmt: skip
+    _sed(model2 / "config.pbtxt", "onnx_zero_1_float32", "sm_mme_model_2")
+    ensemble = work / "models/123456789ensemble/model"
+    name = "python_float32_float32_float32"
+    python_models = work.parent / "python_models"
+    step = ensemble / name
+    (step / "1").mkdir(parents=True)
+    shutil.copy(python_models / "add_sub/model.py", step / "1")
+    config = (python_models / "add_sub/config.pbtxt").read_text()
+    (step / "config.pbtxt").write_text(_without_labels(config) + "max_batch_size: 64\n")
+    fan = ensemble / f"fan_{name}"
+    (fan / "1").mkdir(parents=True)
+    shutil.copy(python_models / "add_sub/model.py", fan / "1")
+    config = _without_labels((python_models / "fan_add_sub/config.pbtxt").read_text())
+    config = config.replace('model_name: "ENSEMBLE_MODEL_NAME"', f'model_name: "{name}"')
+    config = re.sub(r"name:.*", f'name: "fan_{name}"', config, count=1)
+    (fan / "config.pbtxt").write_text(config + "max_batch_size: 64\n")
+    repositories.generated(work, "gen_qa_models.py", "--ensemble", f"--models_dir={generated}")
+    shutil.copytree(generated / "nop_TYPE_FP32_-1", ensemble / "nop_TYPE_FP32_-1")
+    (ensemble / "nop_TYPE_FP32_-1" / "1").mkdir(exist_ok=True)
+    return work
+
+
+def _sed(path: Path, old: str, new: str) -> None:
+    path.write_text(path.read_text().replace(old, new))
+
+
+def _without_labels(config: str) -> str:
+    return re.sub(r"label_filename:.*", "", config)
+
+
 def _environment(**variables: str) -> dict[str, str]:
     """serve's environment: this checkout's tritonserver first on the PATH, the SageMaker
     variables test.sh exports (the others emptied)."""
@@ -68,14 +113,10 @@ def _environment(**variables: str) -> dict[str, str]:
 
 
 def _serve(host: LoopbackHost, work: Path, log: Path, **variables: str) -> HostProcess:
-    """``serve``, as test.sh runs it, in a mount namespace whose /opt/ml/model is the
-    test's models."""
-    script = (
-        "mount -t tmpfs tmpfs /opt && mkdir -p /opt/ml && "
-        f"ln -s {shlex.quote(str(work / 'models'))} /opt/ml/model && "
-        f"exec bash {shlex.quote(str(SERVE))}"
-    )
-    argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
+    """``serve``, as test.sh runs it, its /opt/ml/model (and /opt/ml/models) the test's
+    models."""
+    models = work / "models"
+    argv = [*harness.in_opt_ml(model=models, models=models), "bash", str(SERVE)]
     return host.start(argv, log, cwd=work, env=harness.environment(_environment(**variables)))
 
 
@@ -198,3 +239,22 @@ def test_ping_is_not_ready_when_the_model_failed(
         assert _ping(host) not in ("200", "000"), server.log()[-3000:]
     finally:
         server.stop()
+
+
+def test_multi_model_endpoint(host: LoopbackHost, multi_model_work: Path, tmp_path: Path) -> None:
+    """test.sh's MME run: load, list, get, invoke, unload, and an ensemble's load, invoke
+    and unload."""
+    work = multi_model_work
+    variables = {"SAGEMAKER_MULTI_MODEL": "true", "SAGEMAKER_TRITON_LOG_VERBOSE": "true"}
+    served = _serve(host, work, tmp_path / "mme.log", **variables)
+    try:
+        _ready(host, served)
+        run = harness.run_qa_file(host, work, "sagemaker_multi_model_test.py",
+                                  "SageMakerMultiModelTest", env=variables)  # fmt: skip
+        run.check(count=MULTI_MODEL_UNIT_TEST_COUNT)
+    finally:
+        _stop(served)
+    log = served.log()
+    assert "Triton is running in SageMaker MME mode" in log
+    assert "Model repository registered: /opt/ml/models/123456789abcdefghi" in log
+    assert "Model repository unregistered: /opt/ml/models/123456789ensemble/model" in log

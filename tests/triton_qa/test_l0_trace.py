@@ -29,11 +29,12 @@ import pytest
 
 from tests.support.models import simple_add_sub
 from tests.support.netns import LoopbackHost
-from tests.triton_qa import harness, test_l0_logging, test_l0_simple_ensemble
+from tests.triton_qa import harness, repositories, test_l0_logging, test_l0_simple_ensemble
 
 pytestmark = pytest.mark.slow
 
 QA_FILE = "trace_endpoint_test.py"
+BASE = "onnx_int32_int32_int32"  # test.sh's MODELBASE
 COUNT = 6  # test.sh's EXPECTED_NUM_TESTS
 TRACE_ARGS = [
     "--trace-config", "triton,file=global_unittest.log",
@@ -62,7 +63,8 @@ OTEL_ARGS = [
 # call to the ensemble, its spans under the calling model's; the trace context a python
 # model reads; a gRPC call cancelled while it executes, and one cancelled in its queue;
 # the identity backend's custom activities, with and without the caller's context; a call
-# to SageMaker's /invocations with the caller's context);
+# to SageMaker's /invocations with the caller's context, and one to a model loaded through
+# its multi-model endpoint);
 # docs/triton-qa.md says what stands in the way of the others
 OTEL_TESTS = [
     f"OpenTelemetryTest.test_{protocol}_trace_simple_model{context}"
@@ -81,6 +83,7 @@ OTEL_TESTS = [
     "OpenTelemetryTest.test_custom_backend_tracing",
     "OpenTelemetryTest.test_custom_backend_tracing_context_propagation",
     "OpenTelemetryTest.test_sagemaker_invocation_trace_simple_model_context_propagation",
+    "OpenTelemetryTest.test_sagemaker_invoke_trace_simple_model_context_propagation",
 ]
 # what test.sh exports for its OpenTelemetry server: SageMaker's /invocations model
 OTEL_ENV = {"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": "simple"}
@@ -170,6 +173,21 @@ ensemble_scheduling { step [ {
 """
 
 
+def sagemaker_models(work: Path) -> Path:
+    """What test.sh puts in ``/opt/ml/models`` for SageMaker's multi-model load:
+    ``123456789abcdefghi/model``, ``gen_qa_models.py --onnx``'s ``onnx_int32_int32_int32``
+    (version 1) renamed ``simple``."""
+    generated = work / "generated"
+    repositories.generated(work, "gen_qa_models.py", "--onnx", f"--models_dir={generated}")
+    models = work / "sagemaker_models"
+    model = shutil.copytree(generated / BASE, models / "123456789abcdefghi" / "model")
+    for version in ("2", "3"):
+        shutil.rmtree(model / version)
+    config = model / "config.pbtxt"
+    config.write_text(config.read_text().replace(BASE, "simple"))
+    return models
+
+
 def otel_repository(work: Path) -> Path:
     """test.sh's repository for its OpenTelemetry server, as far as the chosen tests ask:
     ``simple``, ``repeat_int32`` (a python model in the place of Triton's C++ one), the
@@ -239,7 +257,9 @@ def test_opentelemetry(host: LoopbackHost, tmp_path: Path) -> None:
     work = harness.work_directory(tmp_path, "L0_trace")
     stand_in_collector(work)
     args = [*OTEL_ARGS, f"--model-repository={otel_repository(work)}"]
-    with harness.tritonserver(host, args, tmp_path / "server.log", cwd=work, env=OTEL_ENV):
+    models = sagemaker_models(work)
+    with harness.tritonserver(host, args, tmp_path / "server.log", cwd=work, env=OTEL_ENV,
+                              prefix=harness.in_opt_ml(models=models)):  # fmt: skip
         run = harness.run_qa_file(host, work, "opentelemetry_unittest.py", *OTEL_TESTS)
     run.check(count=len(OTEL_TESTS))
 

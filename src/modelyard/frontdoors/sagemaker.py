@@ -6,9 +6,8 @@ unless set); ``/invocations`` infers on ``SAGEMAKER_TRITON_DEFAULT_MODEL_NAME`` 
 placeholder name where it is unset, so such a call is an unknown model's 404). A binary
 body gives its JSON header's size in its content type (``BINARY_MIME`` then the size), and
 a reply with binary outputs says its own there, where the V2 API has
-``Inference-Header-Content-Length``. Multi-model endpoints (``/models``) load a model from
-a path the call names on the server's filesystem: not served (501, with the error line);
-any other path is Triton's 400, with the error line.
+``Inference-Header-Content-Length``. Multi-model endpoints (``/models``) are
+``sagemaker_models``'s; any other path is Triton's 400, with the error line.
 """
 
 from __future__ import annotations
@@ -16,8 +15,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
-from modelyard.errors import Code, ModelyardError
+from modelyard.errors import ModelyardError
 from modelyard.frontdoors.http import HttpFrontend, error_reply
 from modelyard.frontdoors.rewritten import (
     HEADER_LENGTH,
@@ -26,11 +26,11 @@ from modelyard.frontdoors.rewritten import (
     Send,
     as_call,
     no_route,
-    refused,
     replay,
     reply,
     with_header_length,
 )
+from modelyard.frontdoors.sagemaker_models import MODELS_ROOT, MultiModelEndpoints
 
 BINARY_MIME = "application/vnd.sagemaker-triton.binary+json;json-header-size="
 RULE = "protocol/sagemaker"
@@ -42,10 +42,16 @@ _MODELS = re.compile(r"/models(?:/)?([^/]+)?(/invoke)?")
 class SageMakerFrontend:
     """The ASGI app of the SageMaker port, in front of ``http`` (the V2 front door)."""
 
-    def __init__(self, http: HttpFrontend, environ: Mapping[str, str] = os.environ) -> None:
+    def __init__(
+        self,
+        http: HttpFrontend,
+        environ: Mapping[str, str] = os.environ,
+        models_root: Path = MODELS_ROOT,
+    ) -> None:
         self.http = http
         self.ping_mode = environ.get("SAGEMAKER_TRITON_PING_MODE") or "ready"
         self.model = environ.get("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME") or UNSPECIFIED_MODEL
+        self.models = MultiModelEndpoints(http, self._invoke, models_root)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -55,32 +61,22 @@ class SageMakerFrontend:
         if path == "/ping":
             await self.http(as_call(scope, "GET", f"/v2/health/{self.ping_mode}"), receive, send)
         elif path == "/invocations":
-            await self._invoke(scope, receive, send)
-        elif _MODELS.fullmatch(path):
-            await reply(send, *error_reply(_MULTI_MODEL))
+            await self._invoke(scope, receive, send, self.model)
+        elif (models := _MODELS.fullmatch(path)) is not None:
+            await self.models(scope, receive, send, models[1] or "", models[2] or "")
         else:
-            where = "SageMaker's routes: /ping, /invocations"
+            where = "SageMaker's routes: /ping, /invocations, /models"
             await reply(send, *error_reply(no_route(RULE, scope["method"], path, where)))
 
-    async def _invoke(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _invoke(self, scope: Scope, receive: Receive, send: Send, model: str) -> None:
         try:
             body = await self.http.read_body(scope, receive)
             headers = with_header_length(scope["headers"], len(body), BINARY_MIME, RULE)
         except ModelyardError as error:
             await reply(send, *error_reply(error))
             return
-        call = as_call(scope, scope["method"], f"/v2/models/{self.model}/infer", headers=headers)
+        call = as_call(scope, scope["method"], f"/v2/models/{model}/infer", headers=headers)
         await self.http(call, replay(body), _binary_reply_said_in_content_type(send))
-
-
-_MULTI_MODEL = refused(
-    RULE,
-    "SageMaker's multi-model endpoints are not served: their load names a model path on "
-    "the server's filesystem",
-    "a single-model endpoint (SAGEMAKER_TRITON_DEFAULT_MODEL_NAME, /invocations), or the V2 "
-    "API's repository extension",
-    Code.UNIMPLEMENTED,
-)
 
 
 def _binary_reply_said_in_content_type(send: Send) -> Send:

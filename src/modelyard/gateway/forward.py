@@ -24,6 +24,7 @@ import contextlib
 import os
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -90,6 +91,12 @@ class ServiceIndex:
 
     async def unload(self, name: str, unload_dependents: bool = False) -> None:
         raise _use_an_instance("unload")
+
+    def register_repository(self, root: Path, mapping: dict[str, str]) -> None:
+        raise _use_an_instance("register a repository")
+
+    def unregister_repository(self, root: Path) -> None:
+        raise _use_an_instance("unregister a repository")
 
 
 def _version_key(version: str) -> tuple[int, str]:

@@ -16,6 +16,13 @@ for the bare name is ambiguous and refused, as Triton refuses it; an ensemble's 
 names the model of its own root first (Triton's rule), else the one model of that
 name. A name in one root only keeps its bare name.
 
+Roots can be registered while the server runs (Triton's repository registration, which
+SageMaker's multi-model endpoints use), with a mapping that serves a folder of the root
+under another name (``{folder: name}``): the folder is listed under that name only, its
+config's name is not checked against the folder's (the served config takes the mapped
+name), and, as Triton looks a mapping up first, a folder of that name in another root is
+passed over. Roots given at start cannot be unregistered.
+
 Names that come from requests are only ever compared against the names read
 from the directory listings; they are never joined into a path.
 """
@@ -28,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from modelyard import error_rules
-from modelyard.errors import ConfigError
+from modelyard.errors import Code, ConfigError, ModelServerError
 
 # Triton serves any folder that is not hidden (its generators name some
 # ``nop_TYPE_FP16_-1,-1``); left out here: whitespace and control characters, which a
@@ -68,6 +75,11 @@ def _listed(root: Path) -> list[str]:
 NAMESPACE_MARK = "::"  # in a namespaced key; never in a model name (_MODEL_NAME)
 
 
+def is_model_name(name: str) -> bool:
+    """Whether a repository could serve a model of this name (a folder it lists)."""
+    return _MODEL_NAME.match(name) is not None
+
+
 class ModelRepository:
     def __init__(
         self,
@@ -87,7 +99,59 @@ class ModelRepository:
                     error_rules.MODEL_REPOSITORY_DIR, f"model repository {path} is not a directory"
                 )
         self.roots = list(dict.fromkeys(roots))  # as tritonserver: a root given twice is one
+        # roots registered at run time -> their mapping {folder: served name}
+        self._registered: dict[Path, dict[str, str]] = {}
         self.model_names()
+
+    def register(self, root: Path, mapping: dict[str, str]) -> None:
+        """Serve ``root`` too, its folders named in ``mapping`` under the mapped names;
+        refused in Triton's words where the root is no directory, is served already, or a
+        mapped name is another registered root's."""
+        if not root.is_dir():
+            raise _registration_error(
+                Code.INVALID_ARGUMENT, f"failed to register '{root}', repository not found"
+            )
+        if root in self.roots:
+            raise _registration_error(
+                Code.ALREADY_EXISTS, f"model repository '{root}' has already been registered"
+            )
+        taken = {name for names in self._registered.values() for name in names.values()}
+        for name in mapping.values():
+            if name in taken:
+                raise _registration_error(
+                    Code.ALREADY_EXISTS,
+                    f"failed to register '{name}', there is a conflicting mapping for '{name}'",
+                )
+            if not is_model_name(name):
+                raise _registration_error(
+                    Code.INVALID_ARGUMENT, f"failed to register '{name}': not a model name"
+                )
+        self.roots.append(root)
+        self._registered[root] = dict(mapping)
+
+    def unregister(self, root: Path) -> None:
+        """Stop serving a root ``register`` added (its loaded models stay loaded)."""
+        if root not in self._registered:
+            raise _registration_error(
+                Code.INVALID_ARGUMENT, f"failed to unregister '{root}', repository not found"
+            )
+        del self._registered[root]
+        self.roots.remove(root)
+
+    def mapped(self, key: str) -> bool:
+        """Whether a registered root's mapping gives this name (its config's name is then
+        not its folder's)."""
+        return any(key in names.values() for names in self._registered.values())
+
+    def _mapping_root(self, name: str) -> list[Path]:
+        """The registered root whose mapping gives ``name`` and lists it, if one does."""
+        return [root for root, mapping in self._registered.items()
+                if name in mapping.values() and name in self._entries(root)]  # fmt: skip
+
+    def _entries(self, root: Path) -> dict[str, str]:
+        """The models a root lists: served name -> folder."""
+        mapping = self._registered.get(root, {})
+        return {mapping.get(folder, folder): folder for folder in _listed(root)}
 
     def model_names(self) -> list[str]:
         """The keys of the models the roots list now (a name, or ``NAME::N`` when namespaced
@@ -107,8 +171,12 @@ class ModelRepository:
     def _found(self) -> dict[str, list[Path]]:
         found: dict[str, list[Path]] = {}
         for root in self.roots:
-            for name in _listed(root):
+            for name in self._entries(root):
                 found.setdefault(name, []).append(root)
+        for root, mapping in self._registered.items():  # as Triton: a mapping comes first
+            for name in mapping.values():
+                if root in found.get(name, ()):
+                    found[name] = [root]
         return found
 
     def duplicates(self) -> list[str]:
@@ -129,8 +197,9 @@ class ModelRepository:
         elif name in self._shared:
             return None  # the bare name of a namespaced model: which one is ambiguous
         else:
-            roots = self.roots
-        found = [root / listed for root in roots for listed in _listed(root) if listed == name]
+            roots = self._mapping_root(name) or self.roots
+        found = [root / folder for root in roots
+                 for listed, folder in self._entries(root).items() if listed == name]  # fmt: skip
         return found[0] if len(found) == 1 else None  # in two roots: neither serves
 
     def keys_of(self, name: str) -> list[str]:
@@ -194,3 +263,8 @@ class ModelRepository:
             config_entries += [(f"configs/{name}", mtime, size) for name, mtime, size in signature]
         versions = {v: _files_signature(model_dir / str(v)) for v in self.versions(model_dir)}
         return ModelFingerprint(tuple(config_entries), versions)
+
+
+def _registration_error(code: Code, detail: str) -> ModelServerError:
+    rule = error_rules.REPOSITORY_REGISTRATION
+    return ModelServerError(detail, code=code, rule=rule.id, where=rule.where, triton=True)

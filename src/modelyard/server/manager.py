@@ -759,6 +759,27 @@ class ModelManager:
             log.warning("model_load_failed", model=name, **exc.fields())
             raise public from exc
 
+    def register_repository(self, root: Path, mapping: dict[str, str]) -> None:
+        """Serve one more repository, ``mapping`` naming some of its folders otherwise
+        (Triton's repository registration, explicit mode only)."""
+        self._refuse_registration_unless_explicit("registration")
+        self.repository.register(root, mapping)
+        log.info("repository_registered", triton=f"Model repository registered: {root}")
+
+    def unregister_repository(self, root: Path) -> None:
+        """Stop serving a repository ``register_repository`` added; what it loaded stays."""
+        self._refuse_registration_unless_explicit("unregistration")
+        self.repository.unregister(root)
+        log.info("repository_unregistered", triton=f"Model repository unregistered: {root}")
+
+    def _refuse_registration_unless_explicit(self, action: str) -> None:
+        if self.mode is not ControlMode.EXPLICIT:
+            raise ModelServerError.of(
+                error_rules.CONTROL_MODE,
+                f"repository {action} is not allowed if model control mode is not EXPLICIT",
+                triton=True,
+            )
+
     async def unload(self, name: str, unload_dependents: bool = False) -> None:
         """Unload a model once the loads under way that reach it have finished, and, as
         Triton, the loaded ensembles that call it; ``unload_dependents``: the models an
@@ -1062,12 +1083,13 @@ class ModelManager:
             backend = model_dir.name.split(".", 1)[1]
         self._check_as_triton(name, base, backend)
         normalize_instance_groups(base, backend, self._as_tritonserver)
+        mapped = override is None and self.repository.mapped(name)
         named_otherwise = directory_name_problem(base, model_dir.name)
-        if override is None and named_otherwise:
+        if override is None and named_otherwise and not mapped:
             raise ConfigError.of(error_rules.MODEL_CONFIG, named_otherwise,
                                  where=f"name in {name}/config.pbtxt", triton=True)  # fmt: skip
-        if override is None:
-            base.name = model_dir.name
+        if override is None:  # as Triton: a registration's mapping names the model
+            base.name = name if mapped else model_dir.name
         if override_dir is not None and backend not in _DATA_BACKENDS:
             raise ConfigError.of(
                 error_rules.LOAD_FILE_OVERRIDE,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from modelyard.errors import Code, ModelServerError
 from modelyard.modelfiles.repository import ModelRepository
 
 
@@ -70,3 +73,52 @@ def test_a_name_that_stops_being_shared_gets_its_bare_name_back(tmp_path: Path) 
     assert repository.model_names() == ["composing"]
     assert repository.model_dir("composing") == second / "composing"
     assert repository.step_key("composing", first / "addsub") == "composing"
+
+
+def test_a_registered_root_serves_its_folders_under_their_mapped_names(tmp_path: Path) -> None:
+    start, sagemaker = tmp_path / "start", tmp_path / "hash"
+    model(start, "simple")
+    model(sagemaker, "model")
+    model(sagemaker, "step")
+    repository = ModelRepository(start)
+    repository.register(sagemaker, {"model": "simple"})
+    # the mapped folder is listed by its mapped name only, and comes before the start's
+    assert repository.model_names() == ["simple", "step"]
+    assert repository.model_dir("simple") == sagemaker / "model"
+    assert repository.model_dir("model") is None
+    assert repository.mapped("simple") and not repository.mapped("step")
+    assert repository.duplicates() == []
+    repository.unregister(sagemaker)
+    assert repository.model_names() == ["simple"]
+    assert repository.model_dir("simple") == start / "simple"
+    assert not repository.mapped("simple")
+
+
+def test_a_registration_is_refused_in_tritons_words(tmp_path: Path) -> None:
+    start, first, second = tmp_path / "start", tmp_path / "first", tmp_path / "second"
+    model(start, "simple")
+    model(first, "model")
+    model(second, "model")
+    repository = ModelRepository(start)
+    repository.register(first, {"model": "ranker"})
+    refusals = [
+        (lambda: repository.register(first, {}), Code.ALREADY_EXISTS,
+         f"model repository '{first}' has already been registered"),
+        (lambda: repository.register(start, {}), Code.ALREADY_EXISTS,
+         f"model repository '{start}' has already been registered"),
+        (lambda: repository.register(second, {"model": "ranker"}), Code.ALREADY_EXISTS,
+         "failed to register 'ranker', there is a conflicting mapping for 'ranker'"),
+        (lambda: repository.register(tmp_path / "none", {}), Code.INVALID_ARGUMENT,
+         f"failed to register '{tmp_path / 'none'}', repository not found"),
+        (lambda: repository.register(second, {"model": "../x"}), Code.INVALID_ARGUMENT,
+         "failed to register '../x': not a model name"),
+        (lambda: repository.unregister(start), Code.INVALID_ARGUMENT,
+         f"failed to unregister '{start}', repository not found"),
+    ]  # fmt: skip
+    for call, code, detail in refusals:
+        with pytest.raises(ModelServerError) as refused:
+            call()
+        assert refused.value.code is code and refused.value.detail == detail
+        assert "rule=model-server/repository-registration" in refused.value.line()
+    assert repository.roots == [start, first]  # nothing a refusal touched changed
+    assert repository.model_names() == ["ranker", "simple"]
