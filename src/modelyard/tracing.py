@@ -582,7 +582,7 @@ class Tracing:
     def _make_tracer(self) -> Any:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
         resource = Resource.create({"service.name": "modelyard", **self._resource})
         provider = TracerProvider(resource=resource)
@@ -591,12 +591,10 @@ class Tracing:
         else:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-            names = {"bsp_max_queue_size": "max_queue_size",
-                     "bsp_schedule_delay": "schedule_delay_millis",
-                     "bsp_max_export_batch_size": "max_export_batch_size"}  # fmt: skip
-            settings = {names[key]: value for key, value in self._bsp.items()}
+            from modelyard.otel_export import batch_processor
+
             exporter = OTLPSpanExporter(endpoint=self._url)
-            provider.add_span_processor(BatchSpanProcessor(exporter, **settings))
+            provider.add_span_processor(batch_processor(exporter, self._bsp))
         self._provider = provider
         return provider.get_tracer("modelyard")
 

@@ -377,3 +377,65 @@ def test_opentelemetry_settings_and_caller_traces(host: LoopbackHost, tmp_path: 
             assert parents.count(CALLER) == 10 and parents.count("") == 1, parents
     finally:
         collector.stop()
+
+
+def _scope_batches(work: Path) -> int:
+    """How many ``scopeSpans`` the collector wrote (test.sh's ``grep -o scopeSpans``)."""
+    path = work / "collected_traces.json"
+    return path.read_text().count('"scopeSpans"') if path.exists() else 0
+
+
+def _batches_once(work: Path, done: Callable[[int], bool], within: float) -> int:
+    deadline = time.monotonic() + within
+    while not done(batches := _scope_batches(work)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return batches
+
+
+PBE_CONTEXT = '{"inputs":[{"name":"expect_none","datatype":"BOOL","shape":[1],"data":[true]}]}'
+
+
+@pytest.mark.triton_qa_full
+@pytest.mark.timeout(300)
+def test_batch_span_processor_settings_and_pbe_context(host: LoopbackHost, tmp_path: Path) -> None:
+    """test.sh's last five servers: a BLS request's six spans through a batch span
+    processor of one place (a drop said in the C++ SDK's words), with a schedule delay of
+    0 (more than one export), with an export batch of one (six exports); then the
+    ``trace_context`` python model's context None in Triton's mode and with tracing off."""
+    work = harness.work_directory(tmp_path, "L0_trace")
+    stand_in_collector(work)
+    models = otel_repository(work)
+    send = work / "send_bls.py"
+    send.write_text(SEND_BLS)
+    otelcol = [str(work / "otelcol"), "--config", "./trace-config.yaml"]
+    rate = ["--trace-config=rate=1", "--trace-config=count=-1", "--log-verbose=1",
+            f"--model-repository={models}"]  # fmt: skip
+    cases: list[tuple[str, Callable[[int, str], bool]]] = [
+        ("bsp_max_queue_size=1", lambda _, log: "BatchSpanProcessor queue is full" in log),
+        ("bsp_schedule_delay=0", lambda batches, _: batches > 1),
+        ("bsp_max_export_batch_size=1", lambda batches, _: batches == 6),
+    ]
+    for setting, holds in cases:
+        collector = host.start(otelcol, tmp_path / f"{setting}.collector.log", cwd=work,
+                               env=harness.environment())  # fmt: skip
+        try:
+            (work / "collected_traces.json").unlink(missing_ok=True)
+            args = [*WAR_ARGS, *rate, "--trace-config", f"opentelemetry,{setting}"]
+            log = tmp_path / f"{setting}.log"
+            with harness.tritonserver(host, args, log, cwd=work) as server:
+                time.sleep(2)  # as opentelemetry_unittest waits for its collector
+                assert harness.run_script(host, send, "1", "0", cwd=work).returncode == 0
+                deadline = time.monotonic() + 20
+                while not holds(_scope_batches(work), server.log()):
+                    assert time.monotonic() < deadline, (setting, _scope_batches(work))
+                    time.sleep(0.5)
+                if setting.startswith("bsp_max_export_batch_size"):  # and no more come
+                    assert _batches_once(work, lambda b: b > 6, within=3) == 6
+        finally:
+            collector.stop()
+    for mode in (["--trace-config=level=TIMESTAMPS", "--trace-config=mode=triton"],
+                 ["--trace-config=level=OFF", "--trace-config=mode=opentelemetry"]):  # fmt: skip
+        with harness.tritonserver(host, [*mode, *rate], tmp_path / "pbe.log", cwd=work):
+            code, body = harness.curl_at(host, "localhost:8000/v2/models/trace_context/infer",
+                                         "-X", "POST", "-d", PBE_CONTEXT)  # fmt: skip
+            assert code == "200", body

@@ -214,11 +214,11 @@ def _apply_trace_config(args: argparse.Namespace) -> None:
         trace["options"] = _otel_options(given, trace["bsp"])
     traced = trace.get("level", ["OFF"]) != ["OFF"]
     if traced and trace.get("mode", "triton") == "triton" and "file" not in trace:
-        raise _flag_error(
-            "--trace-config level=" + ",".join(trace["level"]) + ": Triton's trace mode "
-            "writes a trace file, and none is given",
-            "modelyard serve --trace-config triton,file=PATH (or --trace-config "
-            "mode=opentelemetry to export spans)",
+        print(  # as Triton, which starts and writes its traces nowhere
+            "Warning: '--trace-config level=" + ",".join(trace["level"]) + "': Triton's "
+            "trace mode writes a trace file, and none is given: no trace is written (give "
+            "--trace-config triton,file=PATH, or mode=opentelemetry to export spans)",
+            file=sys.stderr,
         )
     args.trace = trace
 

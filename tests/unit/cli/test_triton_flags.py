@@ -151,7 +151,6 @@ def test_trace_config_sets_up_opentelemetry_tracing(tmp_path: Path) -> None:
         ],
     }
     for entries in (
-        ["level=TIMESTAMPS"],  # Triton's mode: no file to write
         ["level=TIMESTAMPS", "triton,file=/no/such/directory/trace.json"],
         ["triton,log-frequency=-1"],
         ["mode=zipkin"],
@@ -164,6 +163,19 @@ def test_trace_config_sets_up_opentelemetry_tracing(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as refused:
             parsed("--model-repository", str(tmp_path), *flags)
         assert "rule=serve/triton-flag" in refused.value.line()
+
+
+def test_a_trace_level_without_a_file_in_tritons_mode_starts_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Triton starts, and its traces go nowhere (L0_trace's trace_context server)
+    args, _ = parsed("--model-repository", str(tmp_path), "--trace-config=level=TIMESTAMPS",
+                     "--trace-config=mode=triton")  # fmt: skip
+    trace = args.trace  # type: ignore[attr-defined]
+    assert trace["level"] == ["TIMESTAMPS"] and "file" not in trace
+    said = capsys.readouterr().err
+    assert "Triton's trace mode writes a trace file, and none is given" in said
+    assert "--trace-config triton,file=PATH" in said
 
 
 @pytest.mark.parametrize(
