@@ -1,19 +1,32 @@
-"""Structured logging: one event per line, console or JSON; Triton's log settings, live.
+"""Structured logging: one event per line, console, JSON or Triton's records; Triton's
+log settings, live.
 
 ``SETTINGS`` holds what is logged, as Triton's logging extension names it: info,
 warnings and errors are switched on and off each on its own, debug events follow
-``log_verbose_level`` > 0, and the format is a console line (Triton's ``default``
-and ``ISO8601``) or JSON. It is a processor of every logger, so a change through
-``GET``/``POST /v2/logging`` or gRPC ``LogSettings`` applies at once, also to
-loggers already in use. The file is chosen at start (``--log-file``): a request
-never names a path.
+``log_verbose_level`` > 0, and the format is modelyard's console line, JSON, or, where
+the server was started with Triton's formats (``--log-format default`` or ``ISO8601``,
+``tritonserver``'s default), Triton's record lines::
+
+    I1207 18:06:30.834780 1234 manager.py:123] "successfully loaded 'simple'"
+    2026-12-07T18:06:30Z I 1234 manager.py:123] "successfully loaded 'simple'"
+
+whose message is an event's Triton text (else the event and its fields) as a JSON
+string; with ``TRITON_SERVER_ESCAPE_LOG_MESSAGES=0`` as written, but for line breaks
+and control characters, which stay escaped: a caller's bytes never start a record.
+It is a processor of every logger, so a change through ``GET``/``POST /v2/logging`` or
+gRPC ``LogSettings`` applies at once, also to loggers already in use. The file is
+chosen at start (``--log-file``): a request never names a path.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import re
 import sys
 from collections.abc import MutableMapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -23,6 +36,12 @@ from modelyard import error_rules
 from modelyard.errors import ProtocolError
 
 _ORDER = ("debug", "info", "warning", "error", "critical")
+TRITON_FORMATS = ("default", "ISO8601")
+_LETTERS = {"warning": "W", "error": "E", "critical": "E", "exception": "E"}  # else I
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SOURCE = re.compile(r"[\w.\-]{1,200}:\d{1,9}")  # file:line
+# the frames of the logging machinery, passed over for the call site a record names
+_MACHINERY = ("structlog", f"{os.sep}logging{os.sep}", f"modelyard{os.sep}logging.py")
 _FORMATS = ("default", "ISO8601", "json")
 # the names Triton's logging documentation answers with; its server reads the singular ones
 _ALIASES = {"log_warnings": "log_warning", "log_errors": "log_error"}
@@ -41,6 +60,9 @@ class LogSettings:
         self.errors = True
         self.verbose = 0
         self.format = "default"
+        # started with Triton's formats: default and ISO8601 are Triton's record lines
+        self.triton_records = False
+        self.escape = True  # TRITON_SERVER_ESCAPE_LOG_MESSAGES
         self.file: Path | None = None
         self._console = structlog.dev.ConsoleRenderer(colors=False)
         self._json = structlog.processors.JSONRenderer()
@@ -120,17 +142,66 @@ class LogSettings:
         return event_dict
 
     def render(self, logger: Any, method_name: str, event_dict: MutableMapping[str, Any]) -> str:
-        renderer = self._json if self.format == "json" else self._console
-        return str(renderer(logger, method_name, event_dict))
+        if self.format == "json":
+            return str(self._json(logger, method_name, event_dict))
+        if self.triton_records:
+            return self._triton_record(method_name, event_dict)
+        return str(self._console(logger, method_name, event_dict))
+
+    def _triton_record(self, method_name: str, event_dict: MutableMapping[str, Any]) -> str:
+        """The event as Triton's log writes a record (its format, level, pid, call site)."""
+        fields = dict(event_dict)
+        level = str(fields.pop("level", method_name))
+        fields.pop("timestamp", None)
+        now = datetime.now(UTC)
+        event = str(fields.pop("event", ""))
+        triton = fields.pop("triton", None)
+        trace = fields.pop("exception", None)
+        if triton is not None:
+            message = str(triton)
+        else:
+            message = " ".join([event, *(f"{k}={v!r}" for k, v in fields.items())])
+        if trace:
+            message = f"{message}\n{trace}"
+        if self.escape:
+            message = json.dumps(message, ensure_ascii=False)
+        else:
+            message = _CONTROL.sub(lambda c: json.dumps(c.group())[1:-1], message)
+        letter = _LETTERS.get(level, "I")
+        if self.format == "ISO8601":
+            head = now.strftime(f"%Y-%m-%dT%H:%M:%SZ {letter}")
+        else:
+            head = now.strftime(f"{letter}%m%d %H:%M:%S.%f")
+        source = fields.get("source")  # a model's record: the model's own call site
+        where = source if isinstance(source, str) and _SOURCE.fullmatch(source) else None
+        return f"{head} {os.getpid()} {where or _call_site()}] {message}"
 
 
 SETTINGS = LogSettings()
 
 
+def _call_site() -> str:
+    """``file:line`` of the code that logged (the first frame outside logging)."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and any(
+        part in frame.f_code.co_filename for part in _MACHINERY
+    ):
+        frame = frame.f_back
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _escaping_from_environment() -> bool:
+    """Triton's ``TRITON_SERVER_ESCAPE_LOG_MESSAGES`` (on unless 0 or false)."""
+    value = os.environ.get("TRITON_SERVER_ESCAPE_LOG_MESSAGES", "1").strip().lower()
+    return value not in ("0", "false", "off", "no")
+
+
 def configure_logging(fmt: str = "console", level: str = "info", file: Path | None = None) -> None:
     """Where and how events are written: stderr, or appended to ``file``."""
     SETTINGS.from_level(level)
-    SETTINGS.format = "json" if fmt == "json" else "default"
+    SETTINGS.triton_records = fmt in TRITON_FORMATS
+    SETTINGS.format = fmt if fmt in TRITON_FORMATS else "json" if fmt == "json" else "default"
+    SETTINGS.escape = _escaping_from_environment()
     SETTINGS.file = file
     sink: TextIO = sys.stderr if file is None else file.open("a", buffering=1)
     structlog.configure(

@@ -78,10 +78,11 @@ def _logged_max_batch_size(log: str, text: str) -> int:
 
 
 def _config_map(log: str) -> dict[str, str]:
-    """get_config_map of test.sh: the ``backend configuration:`` line's map, its cmdline."""
-    marker = "backend configuration:\\n"
-    start = log.index(marker) + len(marker)
-    value, _ = json.JSONDecoder().raw_decode(log, start)
+    """get_config_map of test.sh: the ``backend configuration:`` record's map, its
+    cmdline (the record's message a JSON string, as Triton writes it)."""
+    line = next(line for line in log.splitlines() if "backend configuration:" in line)
+    message = json.loads(line.split("] ", 1)[1])
+    value = json.loads(message.split("backend configuration:\n", 1)[1])
     cmdline: dict[str, str] = value["cmdline"]
     return cmdline
 

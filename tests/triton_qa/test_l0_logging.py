@@ -9,15 +9,17 @@ running the generator: the file asks no inference), and ``logging_endpoint_test.
 L0_simple_ensemble (test_l0_trace.py); this runs it as test.sh does under
 ``TRITON_QA=full``.
 
-Not run: test.sh's ``log_format_test.py``, which parses every line of the log with
-Triton's record format (``I1206 18:06:30.834780 1234 file.cc:123] "message"``) and,
-with ``TRITON_SERVER_ESCAPE_LOG_MESSAGES=0``, expects a caller's input name holding
-line breaks to be written into the log unescaped (docs/triton-qa.md says why neither
-holds here); and test.sh's curl and client-binary checks around it.
+``log_format_test.py`` (``TRITON_QA=full``): every record of the log in Triton's formats
+(``I1206 18:06:30.834780 1234 file.py:123] "message"``, and ISO8601's), escaped and
+not; but for its four cases that expect a caller's input name holding line breaks to
+forge a record with ``TRITON_SERVER_ESCAPE_LOG_MESSAGES=0`` (docs/triton-qa.md says
+why). Not run: test.sh's curl and client-binary checks around it.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,3 +49,26 @@ def test_logging_endpoint(host: LoopbackHost, tmp_path: Path) -> None:
     with harness.tritonserver(host, args, tmp_path / "server.log"):
         run = harness.run_qa_file(host, work, QA_FILE)
     run.check(count=COUNT)
+
+
+# log_format_test.py's cases a caller's bytes cannot pass: they expect a record forged
+# through an input name holding line breaks when TRITON_SERVER_ESCAPE_LOG_MESSAGES=0;
+# modelyard escapes line breaks and control characters whatever it says
+FORGED = "a caller's line breaks are escaped whatever TRITON_SERVER_ESCAPE_LOG_MESSAGES says"
+UNESCAPED = ("default_unescaped", "ISO8601_unescaped", "default_unescaped_control",
+             "ISO8601_unescaped_control")  # fmt: skip
+FORMAT_OUT_OF_REACH = {f"TestLogFormat::test_injection[{case}]": FORGED for case in UNESCAPED}
+
+
+@pytest.mark.triton_qa_full
+@pytest.mark.timeout(600)
+def test_log_format(host: LoopbackHost, tmp_path: Path) -> None:
+    """log_format_test.py (unchanged, pytest, 12 cases): it starts ``tritonserver`` itself
+    (this checkout's, first on its PATH) with each log format, escaped and not, and parses
+    every record of the log file; and checks an input name forging a record."""
+    work = harness.work_directory(tmp_path, "L0_logging")
+    repository(work)
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    run = harness.run_qa_file(host, work, "log_format_test.py", env={"PATH": path},
+                              pytest_style=True, timeout=540)  # fmt: skip
+    run.check(out_of_reach=FORMAT_OUT_OF_REACH)

@@ -233,7 +233,7 @@ def test_ping_is_not_ready_when_the_model_failed(
                         env=harness.environment(_environment()))  # fmt: skip
     try:
         deadline = time.monotonic() + 60
-        while "sagemaker_started" not in server.log():  # its port answers from then
+        while "Started Sagemaker HTTPService at" not in server.log():  # it answers from then
             assert server.process.poll() is None and time.monotonic() < deadline, server.log()
             time.sleep(0.2)
         assert _ping(host) not in ("200", "000"), server.log()[-3000:]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 import structlog
 
 from modelyard.errors import ProtocolError
-from modelyard.logging import LogSettings
+from modelyard.logging import LogSettings, configure_logging
 
 
 def logged(settings: LogSettings, method: str) -> bool:
@@ -90,3 +92,51 @@ def test_a_log_file_from_a_request_is_refused_in_tritons_words_first() -> None:
     line = refused.value.line()
     assert line.startswith("log file location can not be updated through network protocol")
     assert "rule=protocol/log-settings" in line and "change: " in line
+
+
+def _records(
+    capsys: pytest.CaptureFixture[str], fmt: str, monkeypatch: pytest.MonkeyPatch,
+    escape: str = "1",
+) -> list[str]:
+    monkeypatch.setenv("TRITON_SERVER_ESCAPE_LOG_MESSAGES", escape)
+    configure_logging(fmt, "debug")  # to stderr, as captured
+    try:
+        log = structlog.get_logger("test")
+        log.info("model_loaded", model="simple", triton="successfully loaded 'simple'")
+        log.debug("config", triton='backend configuration:\n{"cmdline":{}}')
+        log.warning("refused", detail="unexpected inference input '\nI0205 18:34:18.707423 1 "
+                    'file.cc:123] "THIS ENTRY WAS INJECTED"\x1b[31m\'')  # fmt: skip
+        log.error("input_refused", triton="unknown input '\nI0205 forged\x07'")
+    finally:
+        configure_logging("console", "info")
+    return capsys.readouterr().err.splitlines()
+
+
+DEFAULT_RECORD = re.compile(r"^[IWE]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} \d+ [\w.]+:\d+\] (.*)$")
+ISO8601_RECORD = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z [IWE] \d+ [\w.]+:\d+\] (.*)$")
+
+
+def test_tritons_formats_write_tritons_records_one_line_each(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for fmt, record in (("default", DEFAULT_RECORD), ("ISO8601", ISO8601_RECORD)):
+        lines = _records(capsys, fmt, monkeypatch)
+        assert len(lines) == 4, lines  # a caller's line break starts no record
+        messages = [json.loads(record.fullmatch(line)[1]) for line in lines]  # type: ignore[index]
+        assert messages[0] == "successfully loaded 'simple'"  # the event's Triton text
+        assert messages[1] == 'backend configuration:\n{"cmdline":{}}'
+        assert messages[2].startswith("refused detail=")  # else the event and its fields
+        letters = [line.split(" ")[1] if fmt == "ISO8601" else line[0] for line in lines]
+        assert letters == ["I", "I", "W", "E"]
+        assert "test_logging.py:" in lines[0]  # the call site
+
+
+def test_unescaped_messages_still_escape_line_breaks_and_control_characters(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = _records(capsys, "default", monkeypatch, escape="0")
+    assert len(lines) == 4
+    messages = [DEFAULT_RECORD.fullmatch(line)[1] for line in lines]  # type: ignore[index]
+    assert messages[0] == "successfully loaded 'simple'"  # as written: not a JSON string
+    assert messages[3] == "unknown input '\\nI0205 forged\\u0007'"
+    assert not any("\x1b" in line or "\x07" in line for line in lines)

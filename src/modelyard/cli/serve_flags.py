@@ -131,7 +131,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--log-format",
         choices=["console", "json", "default", "ISO8601"],
         default="console",
-        help="console or json; tritonserver's default and ISO8601 are console lines",
+        help="console or json, or Triton's record lines: default or ISO8601 (tritonserver's "
+        "default)",
     )
     parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"]

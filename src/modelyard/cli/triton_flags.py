@@ -470,9 +470,7 @@ def _apply_grpc_connection(args: argparse.Namespace) -> None:
 
 
 def _apply_log_flags(args: argparse.Namespace) -> None:
-    """tritonserver's log flags as ``args.log_format`` and ``args.log_level``."""
-    if args.log_format in ("default", "ISO8601"):  # Triton's formats: one line per event
-        args.log_format = "console"
+    """tritonserver's log flags as ``args.log_level``."""
     if args.log_verbose > 0:
         args.log_level = "debug"
     elif not args.log_info:

@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_serve_arguments(parser)
     parser.set_defaults(
-        id="triton", server_version=TRITON_VERSION, exit_on_error=True, as_tritonserver=True
+        id="triton", server_version=TRITON_VERSION, exit_on_error=True, as_tritonserver=True,
+        log_format="default",
     )
     return parser
 

@@ -823,7 +823,7 @@ class Logger:
         _argument("log", "level", level, LogLevel)
         {LogLevel.INFO: _log.info, LogLevel.WARNING: _log.warning, LogLevel.ERROR: _log.error}.get(
             level, _log.debug
-        )("python_model_log", message=message, source=_caller())
+        )("python_model_log", message=message, source=_caller(), triton=message)
 
     @staticmethod
     def log_info(message: str) -> None:

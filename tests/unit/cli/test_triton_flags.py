@@ -59,7 +59,7 @@ def test_tritons_log_flags_set_the_level(
     tmp_path: Path, flags: tuple[str, ...], level: str
 ) -> None:
     args, _ = parsed("--model-repository", str(tmp_path), "--log-format=ISO8601", *flags)
-    assert args.log_level == level and args.log_format == "console"  # type: ignore[attr-defined]
+    assert args.log_level == level and args.log_format == "ISO8601"  # type: ignore[attr-defined]
 
 
 def test_tuning_without_a_counterpart_is_accepted_and_named(tmp_path: Path) -> None:
