@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from modelyard import error_rules
 from modelyard.clock import Clock
-from modelyard.errors import ModelServerError
+from modelyard.errors import Code, ModelServerError, ModelyardError
 from modelyard.generation import Generation
 from modelyard.types import InferRequest, InferResponse
 
@@ -203,3 +203,16 @@ class DataPlane(Protocol):
     def lane(self, request: InferRequest) -> InferLane | None:
         """Validate ``request`` and give its lane; None: this data plane keeps no lanes."""
         ...
+
+
+def unknown_model_refusal(
+    dataplane: DataPlane, name: str, version: str | None
+) -> ModelyardError | None:
+    """The refusal of a call to a model ``dataplane`` does not know, or None: where a
+    request's body is refused, Triton, which looks the model up before it reads the
+    inputs, answers the unknown model."""
+    try:
+        dataplane.model_metadata(name, version)
+    except ModelyardError as error:
+        return error if error.code is Code.NOT_FOUND else None
+    return None

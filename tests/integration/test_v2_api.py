@@ -349,6 +349,13 @@ BAD_REQUESTS = [
         404,
         "Request for unknown model: 'nope' is not found",
     ),
+    (  # Triton looks the model up before it reads the inputs: the unknown model answers
+        "unknown model, malformed inputs",
+        "/v2/models/nope/infer",
+        _body(data=[0.0] * 63),
+        404,
+        "Request for unknown model: 'nope' is not found",
+    ),
     (
         "unknown version",
         "/v2/models/digits_onnx/versions/7/infer",

@@ -37,6 +37,7 @@ from modelyard.dataplane import (
     DataPlane,
     InferLane,
     StreamResponse,
+    unknown_model_refusal,
     unread_responses,
 )
 from modelyard.errors import (
@@ -44,6 +45,7 @@ from modelyard.errors import (
     DecoupledRefusal,
     GovernanceError,
     ModelyardError,
+    ProtocolError,
     internal_error,
     listen_failure,
     retry_after_header,
@@ -610,7 +612,11 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
     def _decode(self, message: pb.ModelInferRequest, context: Context) -> InferRequest:
         """The request, with the metadata ``--grpc-header-forward-pattern`` makes parameters."""
-        request = decode_infer_request(message, self.shared_memory)
+        try:
+            request = decode_infer_request(message, self.shared_memory)
+        except ProtocolError as error:  # Triton finds the model before it reads the inputs
+            name, version = message.model_name, message.model_version or None
+            raise unknown_model_refusal(self.dataplane, name, version) or error from None
         if self.header_forwarding is not None:
             forwarded = self.header_forwarding.parameters(
                 (key, value if isinstance(value, str) else value.decode("latin-1"))

@@ -18,7 +18,7 @@ import numpy as np
 import orjson
 import structlog
 
-from modelyard.dataplane import DataPlane, InferLane
+from modelyard.dataplane import DataPlane, InferLane, unknown_model_refusal
 from modelyard.errors import (
     LOAD_TIME_RULE,
     MEMORY_BUDGET_RULE,
@@ -385,14 +385,6 @@ class HttpInferWire:
             reply, accept, trace, forwarded, doc, key, request_id,
         )  # fmt: skip
 
-    def _unknown_model(self, route: Route) -> ModelyardError | None:
-        """The refusal of a call to a model the data plane does not know, or None."""
-        try:
-            self.dataplane.model_metadata(route[0], route[1])
-        except ModelyardError as error:
-            return error if error.code is Code.NOT_FOUND else None
-        return None
-
     # ---- infer_pipeline.Wire -------------------------------------------------------------
 
     @staticmethod
@@ -479,7 +471,7 @@ class HttpInferWire:
             )  # fmt: skip
         except ModelyardError as error:
             if isinstance(error, ProtocolError):  # Triton finds the model before the body
-                raise self._unknown_model(sent.route) or error from None
+                raise unknown_model_refusal(self.dataplane, model, version) or error from None
             raise
         sent.doc = None
         request.arrived_ns = sent.received_ns
