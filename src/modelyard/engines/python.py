@@ -89,6 +89,7 @@ from modelyard.errors import (
     without_paths,
 )
 from modelyard.modelfiles.config import config_to_json
+from modelyard.modelfiles.served_config import served_config
 
 _module_ids = itertools.count()
 log = structlog.get_logger("modelyard.engines")
@@ -270,9 +271,11 @@ class PythonEngine(Engine):
         if ctx.config_complete is not None:  # the other instances load beside initialize
             ctx.config_complete()
         args = {
-            # as Triton passes it: proto field names (max_batch_size, data_type), every field
-            # at its default too (empty input and output lists), 64-bit integers as numbers
-            "model_config": json.dumps(config_to_json(ctx.config)),
+            # as Triton passes it: the config as the server serves it (its version policy,
+            # pinned memory filled in), proto field names (max_batch_size, data_type), every
+            # field at its default too (empty input and output lists), 64-bit integers as
+            # numbers
+            "model_config": json.dumps(config_to_json(served_config(ctx.config))),
             "model_name": ctx.config.name,
             "model_version": ctx.version_dir.name,
             "model_repository": str(ctx.version_dir.parent),

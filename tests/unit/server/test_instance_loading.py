@@ -295,6 +295,10 @@ def test_a_python_model_s_instances_initialize_at_once_with_the_completed_config
             seen = json.loads((model_dir / f"config-{index}.json").read_text())
             assert [tensor["name"] for tensor in seen["input"]] == ["X"]
             assert seen["max_batch_size"] == 4
+            # as the server serves it (Triton's NormalizeModelConfig): the latest version,
+            # pinned input and output memory
+            assert seen["version_policy"] == {"latest": {"num_versions": 1}}
+            assert seen["optimization"]["input_pinned_memory"] == {"enable": True}
         assert [tensor.name for tensor in version.config.input] == ["X"]
         pids = {(model_dir / f"pid-{index}").read_text() for index in range(3)}
         assert len(pids) == (3 if triton else 1)  # Triton's: a process each
