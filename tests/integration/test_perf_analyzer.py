@@ -9,32 +9,21 @@ perf_analyzer links two shared libraries no GPU is needed for: ``libb64.so.0d``
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.support.models import simple_add_sub
+from tests.support.perf_analyzer import PERF_ANALYZER, environment
 from tests.support.servers import ServerProcess, running_server
 
 pytestmark = pytest.mark.slow
 
-PERF_ANALYZER = Path(sys.executable).parent / "perf_analyzer"
 # short windows: the check is that each mode runs and reports, not its figures
 WINDOWS = ["--concurrency-range", "1", "--measurement-interval", "500", "-s", "100",
            "--max-trials", "5"]  # fmt: skip
-
-
-def _environment() -> dict[str, str]:
-    import nvidia.cuda_runtime
-
-    (package,) = nvidia.cuda_runtime.__path__
-    libraries = [str(Path(package) / "lib"), os.environ.get("LD_LIBRARY_PATH", "")]
-    return {**os.environ, "LD_LIBRARY_PATH": os.pathsep.join(filter(None, libraries))}
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +39,7 @@ def _measured(*args: str) -> str:
     assert shutil.which(str(PERF_ANALYZER)), f"{PERF_ANALYZER} (tritonclient[all]) is missing"
     done = subprocess.run(
         [str(PERF_ANALYZER), "-m", "simple", *WINDOWS, *args],
-        env=_environment(), capture_output=True, text=True, timeout=120,
+        env=environment(), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     said = done.stdout + done.stderr
     assert done.returncode == 0, said[-4000:]
