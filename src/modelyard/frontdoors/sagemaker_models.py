@@ -122,7 +122,9 @@ class MultiModelEndpoints:
             else:
                 raise no_route(RULE, method, scope["path"], "/models: GET, POST or DELETE")
         except ModelyardError as error:
-            await reply(send, *error_reply(error))
+            status, headers, body = error_reply(error)
+            conflict = error.code is Code.ALREADY_EXISTS  # SageMaker's 409, not the V2 400
+            await reply(send, 409 if conflict else status, headers, body)
 
     async def _get(self, send: Send, name: str) -> None:
         if name:
@@ -143,6 +145,9 @@ class MultiModelEndpoints:
         if not isinstance(name, str) or not is_model_name(name):
             raise _bad_load(f"'model_name' must name a model, got {_shown(name)}")
         target = self._target(scope, name)
+        if name in self.loaded:  # as Triton: its registration says the name is taken
+            raise refused(RULE, f"model '{name}' is loaded already",
+                          f"DELETE /models/{name} first", Code.ALREADY_EXISTS)  # fmt: skip
         if not isinstance(url, str):
             raise _bad_load(f"'url' must be a string, got {_shown(url)}")
         loop = asyncio.get_running_loop()
@@ -150,7 +155,7 @@ class MultiModelEndpoints:
         manager = self.http.dataplane.manager
         try:
             manager.register_repository(repository, {folder: target})
-        except ModelyardError as error:
+        except ModelyardError as error:  # Triton's SageMaker statuses: 409 or 400
             _, headers, body = error_reply(error)
             conflict = error.code is Code.ALREADY_EXISTS
             await reply(send, 409 if conflict else 400, headers, body)
@@ -177,8 +182,8 @@ class MultiModelEndpoints:
             await reply(send, status, answer.headers, answer.body)
             return
         await self._unloaded(model)
-        self.loaded.pop(name, None)
-        self.http.dataplane.manager.unregister_repository(Path(loaded.url))
+        if self.loaded.pop(name, None) is not None:  # not a DELETE of it at the same time
+            self.http.dataplane.manager.unregister_repository(Path(loaded.url))
         await reply(send, 200, [], b"")
 
     async def _unloaded(self, model: str) -> None:

@@ -98,8 +98,10 @@ def test_a_model_is_loaded_invoked_listed_and_unloaded_by_the_name_its_load_gave
 ) -> None:
     simple_add_sub(tmp_path / "models" / "abc", name="model")  # its config names it 'model'
     body = json.dumps(INPUTS).encode()
-    loaded, again, listing, got, invoked, unloaded, after, gone = _calls(
-        tmp_path, {}, *[_load(tmp_path, "ranker", "abc/model")] * 2,
+    simple_add_sub(tmp_path / "models" / "other", name="model")
+    loaded, again, taken, listing, got, invoked, unloaded, after, gone = _calls(
+        tmp_path, {}, _load(tmp_path, "ranker", "abc/model"),
+        _load(tmp_path, "scorer", "abc/model"), _load(tmp_path, "ranker", "other/model"),
         ("GET", "/models", b""), ("GET", "/models/ranker", b""),
         ("POST", "/models/ranker/invoke", body), ("DELETE", "/models/ranker", b""),
         ("GET", "/models", b""), ("POST", "/models/ranker/invoke", body),
@@ -108,6 +110,7 @@ def test_a_model_is_loaded_invoked_listed_and_unloaded_by_the_name_its_load_gave
     assert again.status_code == 409  # the folder is registered already, in Triton's words
     assert "has already been registered" in again.text
     assert "rule=model-server/repository-registration" in again.text
+    assert taken.status_code == 409 and "model 'ranker' is loaded already" in taken.text
     url = str(tmp_path / "models" / "abc")
     assert listing.json() == {"models": [{"modelName": "ranker", "modelUrl": url}]}
     assert got.json() == {"modelName": "ranker", "modelUrl": url}
