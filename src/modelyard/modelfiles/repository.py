@@ -126,8 +126,9 @@ class ModelRepository:
                 raise _registration_error(
                     Code.INVALID_ARGUMENT, f"failed to register '{name}': not a model name"
                 )
-        self.roots.append(root)
-        self._registered[root] = dict(mapping)
+        # new objects, not changed ones: listings in other threads read the ones they took
+        self.roots = [*self.roots, root]
+        self._registered = {**self._registered, root: dict(mapping)}
 
     def unregister(self, root: Path) -> None:
         """Stop serving a root ``register`` added (its loaded models stay loaded)."""
@@ -135,8 +136,8 @@ class ModelRepository:
             raise _registration_error(
                 Code.INVALID_ARGUMENT, f"failed to unregister '{root}', repository not found"
             )
-        del self._registered[root]
-        self.roots.remove(root)
+        self._registered = {key: names for key, names in self._registered.items() if key != root}
+        self.roots = [known for known in self.roots if known != root]
 
     def mapped(self, key: str) -> bool:
         """Whether a registered root's mapping gives this name (its config's name is then
@@ -156,11 +157,12 @@ class ModelRepository:
     def model_names(self) -> list[str]:
         """The keys of the models the roots list now (a name, or ``NAME::N`` when namespaced
         models share it)."""
-        found = self._found()
+        every = self.roots  # one list throughout: a registration makes a new one
+        found = self._found(every)
         if not self.namespacing:
             return sorted(name for name, roots in found.items() if len(roots) == 1)
         self._shared = {
-            name: {root: self._key(name, root) for root in roots}
+            name: {root: f"{name}{NAMESPACE_MARK}{every.index(root) + 1}" for root in roots}
             for name, roots in found.items()
             if len(roots) > 1
         }
@@ -168,9 +170,9 @@ class ModelRepository:
         keys += [key for owners in self._shared.values() for key in owners.values()]
         return sorted(keys)
 
-    def _found(self) -> dict[str, list[Path]]:
+    def _found(self, roots: list[Path] | None = None) -> dict[str, list[Path]]:
         found: dict[str, list[Path]] = {}
-        for root in self.roots:
+        for root in self.roots if roots is None else roots:
             for name in self._entries(root):
                 found.setdefault(name, []).append(root)
         for root, mapping in self._registered.items():  # as Triton: a mapping comes first
@@ -184,9 +186,6 @@ class ModelRepository:
         if self.namespacing:
             return []
         return sorted(name for name, roots in self._found().items() if len(roots) > 1)
-
-    def _key(self, name: str, root: Path) -> str:
-        return f"{name}{NAMESPACE_MARK}{self.roots.index(root) + 1}"
 
     def model_dir(self, key: str) -> Path | None:
         """The directory of a model named in a request, if a repository lists it."""
