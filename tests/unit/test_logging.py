@@ -10,7 +10,7 @@ import pytest
 import structlog
 
 from modelyard.errors import ProtocolError
-from modelyard.logging import LogSettings, configure_logging
+from modelyard.logging import SETTINGS, LogSettings, configure_logging
 
 
 def logged(settings: LogSettings, method: str) -> bool:
@@ -99,6 +99,8 @@ def _records(
     escape: str = "1",
 ) -> list[str]:
     monkeypatch.setenv("TRITON_SERVER_ESCAPE_LOG_MESSAGES", escape)
+    before = structlog.get_config()
+    settings = vars(SETTINGS).copy()
     configure_logging(fmt, "debug")  # to stderr, as captured
     try:
         log = structlog.get_logger("test")
@@ -107,8 +109,10 @@ def _records(
         log.warning("refused", detail="unexpected inference input '\nI0205 18:34:18.707423 1 "
                     'file.cc:123] "THIS ENTRY WAS INJECTED"\x1b[31m\'')  # fmt: skip
         log.error("input_refused", triton="unknown input '\nI0205 forged\x07'")
-    finally:
-        configure_logging("console", "info")
+    finally:  # the other tests' logging as it was (this stream closes with the test)
+        structlog.reset_defaults()
+        structlog.configure(**before)
+        vars(SETTINGS).update(settings)
     return capsys.readouterr().err.splitlines()
 
 
