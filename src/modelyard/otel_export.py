@@ -5,7 +5,9 @@ OpenTelemetry's Python SDK refuses two settings the C++ SDK takes: a schedule de
 (export at once), made its least here, 1 ms; and an export batch larger than the queue,
 made the queue's size. A span ended while the queue is full is dropped (the oldest
 waiting, in the Python SDK); each drop is said in the C++ SDK's words, as Triton's log
-says it. Imported only when a server traces with OpenTelemetry.
+says it, at most ten lines a second (``refusal_log``: the rest counted), so a flood of
+traced calls cannot choose how much is written. Imported only when a server traces with
+OpenTelemetry.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import structlog
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from modelyard.refusal_log import REFUSALS
+
 log = structlog.get_logger("modelyard.tracing")
 
 LEAST_SCHEDULE_DELAY_MS = 1
 QUEUE_FULL = "BatchSpanProcessor queue is full - dropping span."
+SPAN_QUEUE_RULE = "tracing/span-queue"  # its lines' rule, which refusal_log bounds
 # Triton's names of the settings -> the Python SDK's
 _SETTINGS = {
     "bsp_max_queue_size": "max_queue_size",
@@ -34,7 +39,7 @@ class SaysWhenFull(BatchSpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         sampled = span.context is not None and span.context.trace_flags.sampled
         if sampled and len(self.queue) >= self.max_queue_size:
-            log.warning("trace_span_dropped", triton=QUEUE_FULL)
+            REFUSALS.warning(log, "trace_span_dropped", rule=SPAN_QUEUE_RULE, triton=QUEUE_FULL)
         super().on_end(span)
 
 

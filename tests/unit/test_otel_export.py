@@ -62,3 +62,14 @@ def test_a_span_dropped_for_a_full_queue_is_said_in_tritons_words() -> None:
     dropped = [entry for entry in logs if entry.get("triton") == QUEUE_FULL]
     assert dropped and all(entry["log_level"] == "warning" for entry in dropped)
     assert sum(exporter.batches) + len(dropped) == 4  # each span exported or said dropped
+
+
+def test_a_flood_of_drops_writes_ten_lines_a_second_and_counts_the_rest() -> None:
+    exporter = Batches()
+    exporter.release.clear()
+    with capture_logs() as logs:
+        provider = _ended(exporter, {"bsp_max_queue_size": 1}, 40)
+    exporter.release.set()
+    provider.shutdown()
+    dropped = [entry for entry in logs if entry.get("triton") == QUEUE_FULL]
+    assert 1 <= len(dropped) <= 10  # the rest are counted in one line once the second ends
