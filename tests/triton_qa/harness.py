@@ -128,9 +128,9 @@ def in_opt_ml(**links: Path) -> list[str]:
     ``/opt`` is an empty tmpfs holding ``/opt/ml/<name>`` links to ``links``' folders, as
     Triton's SageMaker tests make them (nothing of the host's ``/opt`` changes); the
     command keeps the prefix's process."""
-    made = " && ".join(f"ln -s {shlex.quote(str(target))} /opt/ml/{name}"
-                       for name, target in links.items())  # fmt: skip
-    script = f'mount -t tmpfs tmpfs /opt && mkdir -p /opt/ml && {made} && exec "$@"'
+    steps = ["mount -t tmpfs tmpfs /opt", "mkdir -p /opt/ml"]
+    steps += [f"ln -s {shlex.quote(str(target))} /opt/ml/{name}" for name, target in links.items()]
+    script = " && ".join([*steps, 'exec "$@"'])
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
 
 
