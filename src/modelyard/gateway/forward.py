@@ -93,10 +93,10 @@ class ServiceIndex:
         raise _use_an_instance("unload")
 
     def register_repository(self, root: Path, mapping: dict[str, str]) -> None:
-        raise _use_an_instance("register a repository")
+        raise _use_an_instance("register repositories of")
 
     def unregister_repository(self, root: Path) -> None:
-        raise _use_an_instance("unregister a repository")
+        raise _use_an_instance("unregister repositories of")
 
 
 def _version_key(version: str) -> tuple[int, str]:
