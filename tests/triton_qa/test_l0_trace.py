@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -35,6 +36,7 @@ pytestmark = pytest.mark.slow
 
 QA_FILE = "trace_endpoint_test.py"
 BASE = "onnx_int32_int32_int32"  # test.sh's MODELBASE
+T = TypeVar("T")
 COUNT = 6  # test.sh's EXPECTED_NUM_TESTS
 TRACE_ARGS = [
     "--trace-config", "triton,file=global_unittest.log",
@@ -330,12 +332,28 @@ def _parents(work: Path) -> list[str]:
             for span in scope.get("spans", [])]  # fmt: skip
 
 
+def _polled(read: Callable[[], T], done: Callable[[T], bool], within: float) -> T:
+    """What ``read`` gives once ``done`` holds of it, or after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while not done(value := read()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return value
+
+
 def _collected(work: Path, done: Callable[[list[str]], bool], within: float) -> list[str]:
     """The parents once ``done`` holds of them, or after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while not done(parents := _parents(work)) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    return parents
+    return _polled(lambda: _parents(work), done, within)
+
+
+def _otel_work(tmp_path: Path) -> tuple[Path, Path, Path, list[str]]:
+    """test.sh's folder for its OpenTelemetry servers: the work directory with the
+    stand-in collector, the repository, the BLS sender and the collector's command."""
+    work = harness.work_directory(tmp_path, "L0_trace")
+    stand_in_collector(work)
+    send = work / "send_bls.py"
+    send.write_text(SEND_BLS)
+    otelcol = [str(work / "otelcol"), "--config", "./trace-config.yaml"]
+    return work, otel_repository(work), send, otelcol
 
 
 @pytest.mark.triton_qa_full
@@ -344,12 +362,7 @@ def test_opentelemetry_settings_and_caller_traces(host: LoopbackHost, tmp_path: 
     """test.sh's two "OTel WAR" servers: each reads its settings back, and at a rate of 0
     only the requests that carry the caller's context are traced; with a count of 1, one
     request of those without it and every one with it."""
-    work = harness.work_directory(tmp_path, "L0_trace")
-    stand_in_collector(work)
-    models = otel_repository(work)
-    send = work / "send_bls.py"
-    send.write_text(SEND_BLS)
-    otelcol = [str(work / "otelcol"), "--config", "./trace-config.yaml"]
+    work, models, send, otelcol = _otel_work(tmp_path)
     collector = host.start(otelcol, tmp_path / "collector.log", cwd=work, env=harness.environment())
     try:
         time.sleep(2)  # as opentelemetry_unittest waits for its collector
@@ -385,13 +398,6 @@ def _scope_batches(work: Path) -> int:
     return path.read_text().count('"scopeSpans"') if path.exists() else 0
 
 
-def _batches_once(work: Path, done: Callable[[int], bool], within: float) -> int:
-    deadline = time.monotonic() + within
-    while not done(batches := _scope_batches(work)) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    return batches
-
-
 PBE_CONTEXT = '{"inputs":[{"name":"expect_none","datatype":"BOOL","shape":[1],"data":[true]}]}'
 
 
@@ -402,12 +408,7 @@ def test_batch_span_processor_settings_and_pbe_context(host: LoopbackHost, tmp_p
     processor of one place (a drop said in the C++ SDK's words), with a schedule delay of
     0 (more than one export), with an export batch of one (six exports); then the
     ``trace_context`` python model's context None in Triton's mode and with tracing off."""
-    work = harness.work_directory(tmp_path, "L0_trace")
-    stand_in_collector(work)
-    models = otel_repository(work)
-    send = work / "send_bls.py"
-    send.write_text(SEND_BLS)
-    otelcol = [str(work / "otelcol"), "--config", "./trace-config.yaml"]
+    work, models, send, otelcol = _otel_work(tmp_path)
     rate = ["--trace-config=rate=1", "--trace-config=count=-1", "--log-verbose=1",
             f"--model-repository={models}"]  # fmt: skip
     cases: list[tuple[str, Callable[[int, str], bool]]] = [
@@ -425,12 +426,14 @@ def test_batch_span_processor_settings_and_pbe_context(host: LoopbackHost, tmp_p
             with harness.tritonserver(host, args, log, cwd=work) as server:
                 time.sleep(2)  # as opentelemetry_unittest waits for its collector
                 assert harness.run_script(host, send, "1", "0", cwd=work).returncode == 0
-                deadline = time.monotonic() + 20
-                while not holds(_scope_batches(work), server.log()):
-                    assert time.monotonic() < deadline, (setting, _scope_batches(work))
-                    time.sleep(0.5)
+                batches, said = _polled(
+                    lambda: (_scope_batches(work), server.log()),
+                    lambda seen, holds=holds: holds(*seen),  # this case's
+                    within=20,
+                )
+                assert holds(batches, said), (setting, batches)
                 if setting.startswith("bsp_max_export_batch_size"):  # and no more come
-                    assert _batches_once(work, lambda b: b > 6, within=3) == 6
+                    assert _polled(lambda: _scope_batches(work), lambda b: b > 6, 3) == 6
         finally:
             collector.stop()
     for mode in (["--trace-config=level=TIMESTAMPS", "--trace-config=mode=triton"],

@@ -109,6 +109,8 @@ def _records(
         log.warning("refused", detail="unexpected inference input '\nI0205 18:34:18.707423 1 "
                     'file.cc:123] "THIS ENTRY WAS INJECTED"\x1b[31m\'')  # fmt: skip
         log.error("input_refused", triton="unknown input '\nI0205 forged\x07'")
+        log.info("python_model_log", triton="from a model", source="model.py:12")
+        log.info("python_model_log", triton="forged site", source="../x] I0205:1")
     finally:  # the other tests' logging as it was (this stream closes with the test)
         structlog.reset_defaults()
         structlog.configure(**before)
@@ -125,13 +127,15 @@ def test_tritons_formats_write_tritons_records_one_line_each(
 ) -> None:
     for fmt, record in (("default", DEFAULT_RECORD), ("ISO8601", ISO8601_RECORD)):
         lines = _records(capsys, fmt, monkeypatch)
-        assert len(lines) == 4, lines  # a caller's line break starts no record
+        assert len(lines) == 6, lines  # a caller's line break starts no record
         messages = [json.loads(record.fullmatch(line)[1]) for line in lines]  # type: ignore[index]
         assert messages[0] == "successfully loaded 'simple'"  # the event's Triton text
         assert messages[1] == 'backend configuration:\n{"cmdline":{}}'
         assert messages[2].startswith("refused detail=")  # else the event and its fields
         letters = [line.split(" ")[1] if fmt == "ISO8601" else line[0] for line in lines]
-        assert letters == ["I", "I", "W", "E"]
+        assert letters == ["I", "I", "W", "E", "I", "I"]
+        assert "model.py:12] " in lines[4]  # a model's record at its own line
+        assert "test_logging.py:" in lines[5]  # a source that is no file:line is not taken
         assert "test_logging.py:" in lines[0]  # the call site
 
 
@@ -139,7 +143,7 @@ def test_unescaped_messages_still_escape_line_breaks_and_control_characters(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lines = _records(capsys, "default", monkeypatch, escape="0")
-    assert len(lines) == 4
+    assert len(lines) == 6
     messages = [DEFAULT_RECORD.fullmatch(line)[1] for line in lines]  # type: ignore[index]
     assert messages[0] == "successfully loaded 'simple'"  # as written: not a JSON string
     assert messages[3] == "unknown input '\\nI0205 forged\\u0007'"

@@ -8,7 +8,8 @@ folder's one model, else its ensemble) is served under the call's
 ``X-Amzn-SageMaker-Target-Model`` (else NAME), then loaded through the V2 repository API,
 so that a load asks what every load asks (authorization, explicit mode). 409: the folder
 or the name is registered already; 507: the load did not fit in memory (SageMaker then
-unloads another model and tries again); any other refusal 400; each with its error line.
+unloads another model and tries again); a failed load 400, any other refusal its own
+status; each with its error line.
 A url is read only where SageMaker puts models (``/opt/ml/models/<hash>/model``, Triton's
 pattern): no other path of the server's filesystem is reached from a call.
 
@@ -32,7 +33,7 @@ from typing import Any
 import orjson
 import structlog
 
-from modelyard.errors import MEMORY_BUDGET_RULE, Code, ModelyardError, ProtocolError
+from modelyard.errors import MEMORY_BUDGET_RULE, Code, ModelyardError, ProtocolError, shown
 from modelyard.frontdoors.http import HttpFrontend, error_reply
 from modelyard.frontdoors.rewritten import (
     Receive,
@@ -143,23 +144,17 @@ class MultiModelEndpoints:
         doc = json_object(body or b"{}", "the request body", _bad_load)
         name, url = doc.get("model_name"), doc.get("url")
         if not isinstance(name, str) or not is_model_name(name):
-            raise _bad_load(f"'model_name' must name a model, got {_shown(name)}")
+            raise _bad_load(f"'model_name' must name a model, got {_quoted(name)}")
         target = self._target(scope, name)
         if name in self.loaded:  # as Triton: its registration says the name is taken
             raise refused(RULE, f"model '{name}' is loaded already",
                           f"DELETE /models/{name} first", Code.ALREADY_EXISTS)  # fmt: skip
         if not isinstance(url, str):
-            raise _bad_load(f"'url' must be a string, got {_shown(url)}")
+            raise _bad_load(f"'url' must be a string, got {_quoted(url)}")
         loop = asyncio.get_running_loop()
         repository, folder = await loop.run_in_executor(None, self._model_folder, url)
         manager = self.http.dataplane.manager
-        try:
-            manager.register_repository(repository, {folder: target})
-        except ModelyardError as error:  # Triton's SageMaker statuses: 409 or 400
-            _, headers, body = error_reply(error)
-            conflict = error.code is Code.ALREADY_EXISTS
-            await reply(send, 409 if conflict else 400, headers, body)
-            return
+        manager.register_repository(repository, {folder: target})  # refused: 409 (taken)
         log.info("sagemaker_load", model=target, url=str(repository),
                  triton=f"Loading SageMaker TargetModel: {target}")  # fmt: skip
         answer = await self._v2(scope, f"/v2/repository/models/{target}/load", b"")
@@ -225,7 +220,7 @@ class MultiModelEndpoints:
                 target = value.decode("latin-1")
                 if not is_model_name(target):
                     raise _bad_load(f"X-Amzn-SageMaker-Target-Model must name a model, got "
-                                    f"{_shown(target)}")  # fmt: skip
+                                    f"{_quoted(target)}")  # fmt: skip
                 return target
         return otherwise
 
@@ -235,7 +230,7 @@ class MultiModelEndpoints:
         parts = url.split("/")
         if self.url_pattern.fullmatch(url) is None or "." in parts or ".." in parts:
             raise _bad_load(f"'url' must be a model folder SageMaker made "
-                            f"(<root>/<hash>/model), got {_shown(url)}")  # fmt: skip
+                            f"(<root>/<hash>/model), got {_quoted(url)}")  # fmt: skip
         here = Path(url.rstrip("/"))
         if config_path(here).is_file():
             return here.parent, here.name
@@ -273,13 +268,12 @@ def _load_status(answer: _Reply) -> int:
     return 507 if any(words in text for words in _OUT_OF_MEMORY) else 400
 
 
+def _quoted(value: object) -> str:
+    return shown(repr(value), 80)
+
+
 def _bad_load(detail: str) -> ProtocolError:
     return refused(RULE, detail, 'POST /models {"model_name": NAME, "url": URL}')
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else f"{text[:77]}..."
 
 
 async def _json(send: Send, doc: dict[str, Any]) -> None:

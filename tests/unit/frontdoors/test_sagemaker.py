@@ -31,8 +31,8 @@ def _calls(
     ``tmp_path/models`` (SageMaker's /opt/ml/models)."""
 
     async def run() -> list[Any]:
-        manager = ModelManager(ModelRepository([tmp_path / "start"]), ControlMode.EXPLICIT,
-                               **manager_args)  # fmt: skip
+        mode = manager_args.pop("mode", ControlMode.EXPLICIT)
+        manager = ModelManager(ModelRepository([tmp_path / "start"]), mode, **manager_args)
         await manager.start()
         http = HttpFrontend(LocalDataPlane(manager), max_body_bytes=1024)
         front = SageMakerFrontend(http, environ, models_root=tmp_path / "models")
@@ -184,6 +184,29 @@ def test_bad_multi_model_calls_get_their_error_line_and_the_next_is_served(
         assert "rule=protocol/" in answer.text, answer.text
     assert "must be a model folder SageMaker made" in answers[5].text
     assert "must be a model folder SageMaker made" in answers[6].text
+
+
+def test_a_url_of_several_models_and_no_ensemble_names_no_model(tmp_path: Path) -> None:
+    for name in ("first", "second"):
+        simple_add_sub(tmp_path / "models" / "many" / "model", name=name)
+    refused, listing = _calls(
+        tmp_path, {}, _load(tmp_path, "m", "many/model"), ("GET", "/models", b"")
+    )  # fmt: skip
+    assert refused.status_code == 400 and "rule=protocol/sagemaker" in refused.text
+    assert "holds 2 model folders and 0 ensembles" in refused.text
+    assert listing.json() == {"models": []}
+
+
+def test_a_registration_outside_explicit_mode_is_refused_in_tritons_words(
+    tmp_path: Path,
+) -> None:
+    simple_add_sub(tmp_path / "models" / "abc", name="model")
+    (refused,) = _calls(tmp_path, {}, _load(tmp_path, "m", "abc/model"), mode=ControlMode.NONE)
+    assert refused.status_code != 200
+    assert "repository registration is not allowed if model control mode is not EXPLICIT" in (
+        refused.text
+    )
+    assert "rule=model-server/control-mode" in refused.text
 
 
 def test_a_load_that_does_not_fit_in_memory_is_sagemakers_507(tmp_path: Path) -> None:
