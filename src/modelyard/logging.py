@@ -11,8 +11,8 @@ the server was started with Triton's formats (``--log-format default`` or ``ISO8
     2026-12-07T18:06:30Z I 1234 manager.py:123] "successfully loaded 'simple'"
 
 whose message is an event's Triton text (else the event and its fields) as a JSON
-string; with ``TRITON_SERVER_ESCAPE_LOG_MESSAGES=0`` as written, but for line breaks
-and control characters, which stay escaped: a caller's bytes never start a record.
+string; with ``TRITON_SERVER_ESCAPE_LOG_MESSAGES=0`` as written, as Triton writes it
+(the operator's choice, warned at start: a caller's line breaks then start records).
 It is a processor of every logger, so a change through ``GET``/``POST /v2/logging`` or
 gRPC ``LogSettings`` applies at once, also to loggers already in use. The file is
 chosen at start (``--log-file``): a request never names a path.
@@ -38,7 +38,6 @@ from modelyard.errors import ProtocolError
 _ORDER = ("debug", "info", "warning", "error", "critical")
 TRITON_FORMATS = ("default", "ISO8601")
 _LETTERS = {"warning": "W", "error": "E", "critical": "E", "exception": "E"}  # else I
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SOURCE = re.compile(r"[\w.\-]{1,200}:\d{1,9}")  # file:line
 # the frames of the logging machinery, passed over for the call site a record names
 _MACHINERY = ("structlog", f"{os.sep}logging{os.sep}", f"modelyard{os.sep}logging.py")
@@ -148,6 +147,12 @@ class LogSettings:
             return self._triton_record(method_name, event_dict)
         return str(self._console(logger, method_name, event_dict))
 
+    def _field(self, key: str, value: object) -> str:
+        """``key=value`` of a record's message: a text as it came where messages are not
+        escaped, else its repr."""
+        shown = value if isinstance(value, str) and not self.escape else repr(value)
+        return f"{key}={shown}"
+
     def _triton_record(self, method_name: str, event_dict: MutableMapping[str, Any]) -> str:
         """The event as Triton's log writes a record (its format, level, pid, call site)."""
         fields = dict(event_dict)
@@ -160,13 +165,11 @@ class LogSettings:
         if triton is not None:
             message = str(triton)
         else:
-            message = " ".join([event, *(f"{k}={v!r}" for k, v in fields.items())])
+            message = " ".join([event, *(self._field(k, v) for k, v in fields.items())])
         if trace:
             message = f"{message}\n{trace}"
         if self.escape:
             message = json.dumps(message, ensure_ascii=False)
-        else:
-            message = _CONTROL.sub(lambda c: json.dumps(c.group())[1:-1], message)
         letter = _LETTERS.get(level, "I")
         if self.format == "ISO8601":
             head = now.strftime(f"%Y-%m-%dT%H:%M:%SZ {letter}")
@@ -217,3 +220,9 @@ def configure_logging(fmt: str = "console", level: str = "info", file: Path | No
         logger_factory=structlog.PrintLoggerFactory(sink),
         cache_logger_on_first_use=True,
     )
+    if SETTINGS.triton_records and not SETTINGS.escape:
+        structlog.get_logger("modelyard.logging").warning(
+            "log_messages_unescaped",
+            triton="TRITON_SERVER_ESCAPE_LOG_MESSAGES is off: messages are written as they "
+            "came, so a caller's line breaks in a name or value start records of their own",
+        )

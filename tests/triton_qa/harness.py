@@ -181,6 +181,26 @@ def tritonserver(
         server.stop()
 
 
+_PORT_SCRIPT = """
+import socket, sys, time
+deadline = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < deadline:
+    try:
+        socket.create_connection(("localhost", int(sys.argv[1])), timeout=1).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.05)
+sys.exit(1)
+"""
+
+
+def wait_for_port(host: LoopbackHost, port: int, timeout: float = 30) -> None:
+    """Until something in ``host`` takes connections on localhost:``port``."""
+    argv = [sys.executable, "-c", _PORT_SCRIPT, str(port), str(timeout)]
+    if subprocess.run(host.command(argv), timeout=timeout + 30).returncode != 0:
+        raise RuntimeError(f"nothing listens on localhost:{port} after {timeout}s")
+
+
 def start_fails(
     host: LoopbackHost,
     args: Sequence[str],

@@ -139,12 +139,13 @@ def test_tritons_formats_write_tritons_records_one_line_each(
         assert "test_logging.py:" in lines[0]  # the call site
 
 
-def test_unescaped_messages_still_escape_line_breaks_and_control_characters(
+def test_unescaped_messages_are_written_as_they_came_after_a_warning(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lines = _records(capsys, "default", monkeypatch, escape="0")
-    assert len(lines) == 6
-    messages = [DEFAULT_RECORD.fullmatch(line)[1] for line in lines]  # type: ignore[index]
-    assert messages[0] == "successfully loaded 'simple'"  # as written: not a JSON string
-    assert messages[3] == "unknown input '\\nI0205 forged\\u0007'"
-    assert not any("\x1b" in line or "\x07" in line for line in lines)
+    assert "TRITON_SERVER_ESCAPE_LOG_MESSAGES is off" in lines[0]  # the operator is told
+    assert lines[0].startswith("W")
+    assert DEFAULT_RECORD.fullmatch(lines[1])[1] == "successfully loaded 'simple'"  # type: ignore[index]
+    # as Triton writes it: the caller's line break starts a line the record did not
+    assert "I0205 forged\x07'" in lines
+    assert 'I0205 18:34:18.707423 1 file.cc:123] "THIS ENTRY WAS INJECTED"\x1b[31m\'' in lines
