@@ -162,13 +162,16 @@ class LogSettings:
         event = str(fields.pop("event", ""))
         triton = fields.pop("triton", None)
         trace = fields.pop("exception", None)
-        if triton is not None:
+        table = fields.pop("triton_table", None)  # the server's own cells: not escaped
+        if table is not None:
+            message = str(table)
+        elif triton is not None:
             message = str(triton)
         else:
             message = " ".join([event, *(self._field(k, v) for k, v in fields.items())])
         if trace:
             message = f"{message}\n{trace}"
-        if self.escape:
+        if self.escape and table is None:
             message = json.dumps(message, ensure_ascii=False)
         letter = _LETTERS.get(level, "I")
         if self.format == "ISO8601":

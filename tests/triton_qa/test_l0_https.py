@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -98,13 +99,18 @@ def test_https(host: LoopbackHost, tmp_path: Path) -> None:
         proxy = host.start(nginx(work), tmp_path / "nginx.log", cwd=work)
         try:
             harness.wait_for_port(host, 443)
-            for client in CLIENTS:
-                for args, passes in RUNS:
-                    done = harness.run_script(host, harness.CLIENT_EXAMPLES / client, "-v",
-                                              "-u", "localhost", *args, cwd=work)  # fmt: skip
-                    if (done.returncode == 0) != passes:
-                        log = (done.stdout + done.stderr)[-1500:]
-                        failed.append(f"{client} {args}: ended {done.returncode}: {log}")
+
+            def run(client: str, args: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+                script = harness.CLIENT_EXAMPLES / client
+                return harness.run_script(host, script, "-v", "-u", "localhost", *args, cwd=work)
+
+            runs = [(client, args, passes) for client in CLIENTS for args, passes in RUNS]
+            with ThreadPoolExecutor(4) as pool:  # each run is mostly its client's start
+                ended = list(pool.map(lambda each: run(each[0], each[1]), runs))
         finally:
             proxy.stop()
+    for (client, args, passes), done in zip(runs, ended, strict=True):
+        if (done.returncode == 0) != passes:
+            log = (done.stdout + done.stderr)[-1500:]
+            failed.append(f"{client} {args}: ended {done.returncode}: {log}")
     assert not failed, "\n".join(failed) + proxy.log()

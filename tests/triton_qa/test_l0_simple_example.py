@@ -10,6 +10,7 @@ here.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -36,8 +37,12 @@ def test_simple_example(host: LoopbackHost, tmp_path: Path) -> None:
     simple_add_sub(models)
     failed = []
     with harness.tritonserver(host, [f"--model-repository={models}"], tmp_path / "s.log"):
-        for args, counts in RUNS:
-            done = harness.run_script(host, CLIENT, "-v", *args, cwd=tmp_path)
+        with ThreadPoolExecutor(len(RUNS)) as pool:  # each run is mostly its client's start
+            ended = list(pool.map(
+                lambda args: harness.run_script(host, CLIENT, "-v", *args, cwd=tmp_path),
+                [args for args, _ in RUNS],
+            ))  # fmt: skip
+        for (args, counts), done in zip(RUNS, ended, strict=True):
             log = done.stdout + done.stderr
             seen = {text: sum(text in line for line in log.splitlines()) for text in counts}
             if done.returncode != 0 or seen != counts:

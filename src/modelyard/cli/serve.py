@@ -39,9 +39,10 @@ from modelyard.generation import Generation
 from modelyard.governance.rules_source import RulesSource
 from modelyard.governance.runtime import Governance, open_governance
 from modelyard.hardware.memory import freeze_startup_objects
-from modelyard.logging import configure_logging
+from modelyard.logging import SETTINGS, configure_logging
 from modelyard.metrics import make_registry, metrics_text, serve_metrics
 from modelyard.modelfiles.repository import ModelRepository
+from modelyard.modelfiles.repository_agents import agent_source
 from modelyard.protocol.shared_memory import SystemSharedMemory
 from modelyard.server.local_dataplane import LocalDataPlane
 from modelyard.server.manager import ModelManager
@@ -49,6 +50,7 @@ from modelyard.server.residency import Residency
 from modelyard.server.resource_limiter import ResourceLimiter
 from modelyard.server.response_cache import ResponseCache
 from modelyard.tracing import Tracing
+from modelyard.triton_tables import write_startup_tables
 
 log = structlog.get_logger("modelyard.serve")
 
@@ -144,6 +146,9 @@ class InstanceServer(InProcessServer):
             if http_sockets:
                 address = self.settings.http.address
                 log.info("http_started", triton=f"Started HTTPService at {address}:{port}")
+            if metrics_port is not None:
+                at = f"{self.settings.metrics.address}:{metrics_port}"
+                log.info("metrics_started", triton=f"Started Metrics Service at {at}")
             self._log_ready(port if http_sockets else None, grpc_port, metrics_port, manager,
                             governance)  # fmt: skip
             if registry is not None:
@@ -294,6 +299,10 @@ class InstanceServer(InProcessServer):
     async def _start_models(self, parts: contextlib.AsyncExitStack, manager: ModelManager) -> None:
         await manager.start()
         parts.push_async_callback(manager.stop)
+        if self.settings.triton_options:
+            agents = [(name, agent_source(name)) for name in sorted(manager.agents_started)]
+            write_startup_tables(agents, manager.backend_states(), manager.index(),
+                                 self.settings.triton_options)  # fmt: skip
         if self.settings.models.exit_on_error:
             _exit_on_failed_loads(manager)
         freeze_startup_objects()
@@ -352,6 +361,8 @@ class InstanceServer(InProcessServer):
             gpu_metrics=metrics.gpu,
         )
         parts.push_async_callback(asyncio.to_thread, server.close)
+        if metrics.cpu:
+            log.info("cpu_metrics_on", triton="Collecting CPU metrics")
         return server.port
 
     async def _start_cloud_front_doors(
@@ -574,5 +585,7 @@ def run_serve(args: argparse.Namespace) -> int:
     set_gil_switch_interval(args.gil_switch_interval_us)  # refuses a bad value first
     settings = instance_settings(args)
     configure_logging(settings.log.format, settings.log.level, settings.log.file)
+    if settings.log.switches is not None:
+        SETTINGS.update(settings.log.switches)
     run_event_loop(serve(settings))
     return 0

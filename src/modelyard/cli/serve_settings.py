@@ -22,6 +22,7 @@ from modelyard import error_rules
 from modelyard.cli.runtime import connection_limits
 from modelyard.cli.serve_flags import add_serve_arguments
 from modelyard.cli.triton_flags import apply_triton_flags
+from modelyard.dataplane import INSTANCE_EXTENSIONS
 from modelyard.errors import ConfigError
 from modelyard.frontdoors.grpc import GrpcTls
 from modelyard.frontdoors.header_forwarding import HeaderForwarding
@@ -149,6 +150,9 @@ class LogSettings:
     format: str  # console or json
     level: str
     file: Path | None
+    # tritonserver's switches, each on its own and the verbose level as given (Triton's
+    # logging extension names); None: ``level`` alone decides (``modelyard serve``)
+    switches: dict[str, bool | int] | None = None
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,8 @@ class InstanceSettings:
     gil_switch_interval_us: int
     log: LogSettings
     not_applied: tuple[tuple[str, str], ...]  # tritonserver flags accepted, with why not
+    # tritonserver's options table at start (Option, Value); empty: not written
+    triton_options: tuple[tuple[str, str], ...] = ()
 
 
 def instance_settings(args: argparse.Namespace) -> InstanceSettings:
@@ -227,9 +233,58 @@ def instance_settings(args: argparse.Namespace) -> InstanceSettings:
         trace=args.trace,
         exit_timeout_secs=args.exit_timeout_secs,
         gil_switch_interval_us=args.gil_switch_interval_us,
-        log=LogSettings(args.log_format, args.log_level, args.log_file),
+        log=LogSettings(args.log_format, args.log_level, args.log_file, _log_switches(args)),
         not_applied=tuple(not_applied),
+        triton_options=_triton_options(args) if getattr(args, "as_tritonserver", False) else (),
     )
+
+
+def _triton_options(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    """tritonserver's options table: its rows, in its order, with its defaults for what
+    was not given (the flags modelyard accepts without applying show what was given)."""
+    control = {"none": "MODE_NONE", "poll": "MODE_POLL", "explicit": "MODE_EXPLICIT"}
+    rows = [
+        ("server_id", args.id),
+        ("server_version", args.server_version),
+        ("server_extensions", " ".join(INSTANCE_EXTENSIONS)),
+        *((f"model_repository_path[{i}]", str(path))
+          for i, path in enumerate(args.model_repository or ())),
+        ("model_control_mode", control[args.model_control_mode]),
+        *((f"startup_models_{i}", name) for i, name in enumerate(args.load_model or ())),
+        ("strict_model_config", "0" if args.auto_complete else "1"),
+        ("model_config_name", args.model_config_name or ""),
+        ("rate_limit", "EXEC_COUNT" if args.rate_limit == "execution_count" else "OFF"),
+    ]  # fmt: skip
+    resources: dict[tuple[int, str], int] = {}  # by device (-1: every one), then name
+    for name, count, device in args.rate_limit_resources:
+        key = (int(device.removeprefix("cuda:")) if device else -1, name)
+        resources[key] = min(count, resources.get(key, count))  # the least, as Triton keeps
+    for i, ((number, name), count) in enumerate(sorted(resources.items())):
+        rows.append((f"rate_limit_resource[{i}]",
+                     f'{{"name":"{name}", "count":{count} "device":{number}}}'))  # fmt: skip
+    pinned = (args.pinned_memory_pool_byte_size or ["268435456"])[-1]
+    capability = float((args.min_supported_compute_capability or ["6.0"])[-1])
+    exit_timeout = 30 if args.exit_timeout_secs is None else int(args.exit_timeout_secs)
+    rows += [
+        ("pinned_memory_pool_byte_size", pinned),
+        ("min_supported_compute_capability", f"{capability:.1f}"),
+        ("strict_readiness", str(int(args.strict_readiness))),
+        ("exit_timeout", str(exit_timeout)),
+        ("cache_enabled", str(int(args.response_cache_bytes is not None))),
+    ]
+    return tuple(rows)
+
+
+def _log_switches(args: argparse.Namespace) -> dict[str, bool | int] | None:
+    """tritonserver's log flags as its logging extension reports them."""
+    if not getattr(args, "as_tritonserver", False):
+        return None
+    return {
+        "log_info": args.log_info,
+        "log_warning": args.log_warning,
+        "log_error": args.log_error,
+        "log_verbose_level": int(args.log_verbose),
+    }
 
 
 def _model_settings(args: argparse.Namespace) -> ModelSettings:

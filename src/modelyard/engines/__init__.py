@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 from pathlib import Path
@@ -64,6 +65,16 @@ def python_based_backend(backend: str, backend_directory: Path | None) -> Path |
     if os.path.commonpath([root, source]) != root or not os.path.isfile(source):
         return None
     return Path(source).parent
+
+
+def engine_source(backend: str, backend_directory: Path | None) -> str:
+    """The file that serves ``backend``: its engine's module, or a Python-based
+    backend's ``model.py`` (where Triton names the backend's shared library)."""
+    if backend in _ENGINES:
+        spec = importlib.util.find_spec(_ENGINES[backend][0])
+        return str(spec.origin) if spec is not None else _ENGINES[backend][0]
+    folder = python_based_backend(backend, backend_directory)
+    return str(folder / PYTHON_BACKEND_FILE) if folder is not None else ""
 
 
 def engine_class(backend: str) -> type[Engine]:

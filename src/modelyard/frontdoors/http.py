@@ -76,6 +76,17 @@ from modelyard.types import InferRequest, InferResponse
 
 log = structlog.get_logger("modelyard.http")
 
+# libevhtp's method numbers, as Triton's verbose "HTTP request:" record writes them
+_METHOD_NUMBERS = {"GET": 0, "HEAD": 1, "POST": 2, "PUT": 3, "DELETE": 4, "OPTIONS": 8,
+                   "TRACE": 13, "CONNECT": 14, "PATCH": 15}  # fmt: skip
+_UNKNOWN_METHOD = 16
+
+
+def _request_record(method: str, path: str) -> None:
+    """Each request at verbose level 1 and above, in Triton's words."""
+    number = _METHOD_NUMBERS.get(method, _UNKNOWN_METHOD)
+    log.debug("http_request", triton=f"HTTP request: {number} {path}")
+
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -589,6 +600,8 @@ class HttpFrontend:
             return
         if scope["type"] != "http":
             return
+        if SETTINGS.verbose:
+            _request_record(scope["method"], scope["path"])
         try:
             if self.restrictions is not None:
                 _check_restricted(self.restrictions, scope)
@@ -648,6 +661,8 @@ class HttpFrontend:
         route = self.route(path)
         if route is None or route[2] != "/infer" or len(body) > self.max_body_bytes:
             return False
+        if SETTINGS.verbose:
+            _request_record("POST", path)
         if self.restrictions is not None:
             try:
                 _check_restricted(self.restrictions, {"path": path, "headers": headers})

@@ -84,3 +84,8 @@ def _refused(config: mc.ModelConfig, detail: str, where: str) -> ConfigError:
         f"Poll failed for model directory '{config.name}': {detail}",
         where=where,
     )
+
+
+def agent_source(name: str) -> str:
+    """The file that runs repository agent ``name`` (where Triton names its library)."""
+    return __file__ if name == "checksum" else ""

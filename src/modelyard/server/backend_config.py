@@ -83,9 +83,10 @@ class BackendConfig:
         )
         return cls(tuple(parse_backend_setting(text) for text in given) + server)
 
-    def resolved(self, backend: str) -> dict[str, str]:
+    def resolved(self, backend: str, quiet: bool = False) -> dict[str, str]:
         """The settings a backend gets: every backend's, its own over them, then the
-        defaults it was not given (each said as Triton says it, at the verbose level)."""
+        defaults it was not given (each said as Triton says it, at the verbose level,
+        unless ``quiet``)."""
         settings: dict[str, str] = {}
         for scope in ("", backend):
             for name, setting, value in self.settings:
@@ -93,7 +94,9 @@ class BackendConfig:
                     settings[setting] = value
         resolved = dict(sorted(settings.items()))
         for setting, value in _DEFAULTS.items():
-            if setting in resolved:
+            if quiet:
+                resolved.setdefault(setting, value)
+            elif setting in resolved:
                 said = f"Found overwritten default setting: {setting},{resolved[setting]}"
                 log.debug("backend_setting_overwritten", backend=backend, triton=said)
             else:
@@ -110,4 +113,4 @@ def default_max_batch_size(settings: dict[str, str]) -> int:
 def log_backend_configuration(backend: str, settings: dict[str, str]) -> None:
     """The settings a backend starts with, as Triton's backends log them when they start."""
     text = json.dumps({"cmdline": settings}, separators=(",", ":"))
-    log.debug("backend_configuration", backend=backend, triton=f"backend configuration:\n{text}")
+    log.info("backend_configuration", backend=backend, triton=f"backend configuration:\n{text}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterable
@@ -33,7 +34,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from modelyard import error_rules
 from modelyard.clock import SYSTEM_CLOCK, Clock
-from modelyard.engines import backend_for
+from modelyard.engines import backend_for, engine_source
 from modelyard.errors import (
     TRITON_WORDING,
     Code,
@@ -205,6 +206,7 @@ class ModelManager:
             [], auto_complete
         )
         self._backends_started: set[str] = set()
+        self.agents_started: set[str] = set()  # repository agents a load has run
         # Triton's rate limiter (--rate-limit execution_count): None, off
         self.rate_limiter = rate_limiter
         # the server's own infer, blocking, for models that call other models (BLS); the data
@@ -641,6 +643,19 @@ class ModelManager:
 
     # ---- repository API -------------------------------------------------
 
+    def backend_states(self) -> list[tuple[str, str, str]]:
+        """Each backend a load has started: its name, the file that serves it and its
+        settings (``{"cmdline":{...}}``), as Triton's backend table shows them."""
+        return [
+            (
+                backend,
+                engine_source(backend, self.backend_directory),
+                json.dumps({"cmdline": self.backend_config.resolved(backend, quiet=True)},
+                           separators=(",", ":")),
+            )
+            for backend in sorted(self._backends_started)
+        ]  # fmt: skip
+
     def index(self, ready_only: bool = False) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
         duplicates = set(self.repository.duplicates())
@@ -943,6 +958,8 @@ class ModelManager:
         if authorize is not None:
             authorize(reached_models(base))  # refused: nothing changes, not even the record
         if base.model_repository_agents.agents:  # a digest of a model's files: off the loop
+            if any(agent.name == "checksum" for agent in base.model_repository_agents.agents):
+                self.agents_started.add("checksum")
             try:
                 await loop.run_in_executor(None, run_checksum_agent, base, model_dir)
             except ModelyardError as exc:
@@ -1157,7 +1174,8 @@ class ModelManager:
         loaded: dict[int, ModelVersion] = {}
         errors: list[tuple[int, ModelyardError]] = []
         for v in to_load:
-            log.info("model_version_loading", model=name, version=v, backend=backend)
+            log.info("model_version_loading", model=name, version=v, backend=backend,
+                     triton=f"loading: {name}:{v}")  # fmt: skip
             try:
                 mv = await self._load_version(name, v, model_dir, base, backend, override_dir)
             except ModelyardError as exc:
@@ -1202,7 +1220,11 @@ class ModelManager:
         settings = self.backend_config.resolved(backend)
         if backend not in self._backends_started:
             self._backends_started.add(backend)
+            said = f"TRITONBACKEND_Initialize: {backend}"
+            log.info("backend_started", backend=backend, triton=said)
             log_backend_configuration(backend, settings)
+        said = f"TRITONBACKEND_ModelInitialize: {name} (version {version})"
+        log.info("model_initializing", model=name, version=version, triton=said)
         load = functools.partial(
             load_model_version,
             model_dir,

@@ -633,6 +633,12 @@ def load_model_version(
     )
 
     def load_one(index: int, config_complete: Callable[[], None] | None) -> Loaded:
+        device = devices[index]
+        on_gpu = device.startswith("cuda")
+        where = f"GPU device {device.partition(':')[2]}" if on_gpu else "CPU device 0"
+        instance = triton_instance_name(first_config, index)
+        said = f"TRITONBACKEND_ModelInstanceInitialize: {instance} ({where})"
+        log.info("instance_loading", model=name, instance=instance, device=device, triton=said)
         engine = cls()
         described = engine.load(dataclasses.replace(
             context, config=first_config if index == 0 else made.instance_configs[index],
@@ -651,6 +657,10 @@ def load_model_version(
         # the onnxruntime backend checks the completed config against the file, in its words
         as_onnxruntime = backend == "onnxruntime" and made.text is None and signature is not None
         _check_signature(name, version, completed, signature, names=not as_onnxruntime)
+        if auto_complete and as_onnxruntime and first_config.input and first_config.output:
+            said = f"'{name}': inputs and outputs already specified"
+            log.info("auto_complete_skipped", model=name,
+                     triton=f"skipping model configuration auto-complete for {said}")  # fmt: skip
         if auto_complete:
             complete_config(
                 completed, signature, f"{name}/config.pbtxt",

@@ -480,3 +480,41 @@ def test_log_verbose_takes_tritons_true_and_false(tmp_path: Path) -> None:
     for given, level in (("true", "debug"), ("false", "info"), ("2", "debug")):
         args, _ = parsed("--model-repository", str(tmp_path), f"--log-verbose={given}")
         assert args.log_level == level  # type: ignore[attr-defined]
+
+
+def test_tritonservers_log_switches_stand_each_on_its_own_beside_the_verbose_level(
+    tmp_path: Path,
+) -> None:
+    def switches(*flags: str) -> object:
+        args = tritonserver.build_parser().parse_args(["--model-repository", str(tmp_path), *flags])
+        return instance_settings(args).log.switches
+
+    assert switches("--log-info=false", "--log-verbose=3", "--log-warn=false") == {
+        "log_info": False, "log_warning": False, "log_error": True, "log_verbose_level": 3,
+    }  # fmt: skip
+    serve = build_parser().parse_args(["serve", "--model-repository", str(tmp_path)])
+    assert instance_settings(serve).log.switches is None  # --log-level decides
+
+
+def test_tritonservers_options_table_holds_its_rows_in_its_order(tmp_path: Path) -> None:
+    args = tritonserver.build_parser().parse_args([
+        "--model-repository", str(tmp_path), "--model-control-mode=explicit", "--load-model=a",
+        "--rate-limit=execution_count", "--rate-limit-resource=R2:5",
+        "--rate-limit-resource=R1:4:1", "--rate-limit-resource=R2:3", "--exit-timeout-secs=7",
+        "--strict-model-config=true", "--min-supported-compute-capability=7",
+    ])  # fmt: skip
+    rows = dict(instance_settings(args).triton_options)
+    assert list(rows)[:5] == ["server_id", "server_version", "server_extensions",
+                              "model_repository_path[0]", "model_control_mode"]  # fmt: skip
+    assert rows["server_id"] == "triton" and "model_repository(unload_dependents)" in (
+        rows["server_extensions"]
+    )
+    assert rows["model_control_mode"] == "MODE_EXPLICIT" and rows["startup_models_0"] == "a"
+    assert rows["rate_limit"] == "EXEC_COUNT"
+    assert rows["rate_limit_resource[0]"] == '{"name":"R2", "count":3 "device":-1}'  # the least
+    assert rows["rate_limit_resource[1]"] == '{"name":"R1", "count":4 "device":1}'
+    assert (rows["strict_model_config"], rows["exit_timeout"]) == ("1", "7")
+    assert rows["min_supported_compute_capability"] == "7.0"
+    assert rows["pinned_memory_pool_byte_size"] == "268435456"  # Triton's default
+    serve = build_parser().parse_args(["serve", "--model-repository", str(tmp_path)])
+    assert instance_settings(serve).triton_options == ()  # written under tritonserver only
