@@ -167,8 +167,13 @@ class ModelVersion:
         """Finish queued requests, then release the engines (blocking: run off the loop)."""
         self.scheduler.close()
         self.scheduler.join(timeout)
+        said = "TRITONBACKEND_ModelInstanceFinalize: delete instance state"
+        for _ in self.engines:
+            log.info("instance_unloading", model=self.name, version=self.version, triton=said)
         try:
             unload_all(self.engines)
+            log.info("model_unloading", model=self.name, version=self.version,
+                     triton="TRITONBACKEND_ModelFinalize: delete model state")  # fmt: skip
         finally:  # an engine that failed to unload (finalize raised) is released all the same
             self.state = VersionState.UNAVAILABLE
             if self.limiter is not None:
