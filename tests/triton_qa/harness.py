@@ -269,22 +269,24 @@ def run_qa_file(
     timeout: float = 600,
     pytest_style: bool = False,
     runner: str = "tests.triton_qa.unittest_report",
+    python: str = sys.executable,
 ) -> QaRun:
     """``test_file`` (in ``work``) in ``host`` as its test.sh runs it: ``python FILE``
     (unittest), or pytest where test.sh uses pytest; ``selection``: ``Class.test`` names
     (unittest) or pytest node ids relative to the file. ``runner``: the module that runs
-    a unittest file and writes its report (unittest_report's arguments)."""
+    a unittest file and writes its report (unittest_report's arguments); ``python``: the
+    interpreter (a client's environment of its own)."""
     stem = Path(test_file).stem
     if pytest_style:
         report = work / f"{stem}.junit.xml"
         targets = [f"{test_file}::{s}" for s in selection] or [test_file]
         argv = [
-            sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+            python, "-m", "pytest", "-p", "no:cacheprovider", "-q",
             f"--junitxml={report}", "-o", "junit_family=xunit1", *targets,
         ]  # fmt: skip
     else:
         report = work / f"{stem}.outcomes.json"
-        argv = [sys.executable, "-m", runner, str(report), test_file]
+        argv = [python, "-m", runner, str(report), test_file]
         argv += list(selection)
     report.unlink(missing_ok=True)
     done = subprocess.run(
