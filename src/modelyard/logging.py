@@ -107,14 +107,13 @@ class LogSettings:
                     raise _bad_setting(
                         f"log_format must be default, ISO8601 or json, got {value!r:.40}"
                     )
-            elif name == "log_file":
-                if value != self.as_triton()["log_file"]:
-                    raise ProtocolError.of(  # Triton's words lead: its clients match them
-                        error_rules.LOG_FILE,
-                        "log file location can not be updated through network protocol "
-                        "(a request never names a path)",
-                        triton=True,
-                    )
+            elif name == "log_file":  # as Triton: any request that names it, even as it is
+                raise ProtocolError.of(  # Triton's words lead: its clients match them
+                    error_rules.LOG_FILE,
+                    "log file location can not be updated through network protocol "
+                    "(a request never names a path)",
+                    triton=True,
+                )
             else:
                 raise _bad_setting(f"unknown log setting {name!r:.60}")
             changes[name] = value

@@ -11,7 +11,10 @@ When it is written follows Triton: with ``log-frequency`` N, every N traces go t
 ``PATH.0``, ``PATH.1``, ...; with 0, the traces go to ``PATH`` when the server
 stops; when ``count`` runs out, what was collected goes to the next indexed file.
 A model with a log frequency of its own collects its traces apart and writes them by
-it, to the same numbering; cleared, what it collected joins the others'.
+it, to the same numbering; cleared, what it collected joins the others'. A trace setting
+request replaces the settings it changes, as Triton replaces its settings object: what
+the replaced ones collected is saved then (to the next indexed file with a log
+frequency, else into ``PATH``), so a trace count set later counts only its own.
 Records are made and files written on a thread of their own, never the event loop's;
 what waits for a file is bounded (``MAX_BUFFERED_BYTES``: past it, the traces go to
 the next indexed file, whatever the log frequency).
@@ -70,6 +73,8 @@ class TraceFile:
         self._traces: dict[str | None, list[bytes]] = {None: []}
         self._buffered = 0
         self._index = 0
+        # traces of settings a change replaced, with no log frequency: PATH's, at close
+        self._plain: list[bytes] = []
         self._lock = threading.Lock()
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="trace-file")
 
@@ -106,8 +111,29 @@ class TraceFile:
             if (frequency and len(traces) >= frequency) or last:
                 self._write_indexed(owner)
             if self._buffered > MAX_BUFFERED_BYTES:  # bounded, whatever the frequencies
+                self._traces[None] = self._plain + self._traces[None]
+                self._plain = []
                 for held in [o for o, t in self._traces.items() if t]:
                     self._write_indexed(held)
+
+    def retire(self, owner: str | None) -> None:
+        """The settings ``owner``'s traces were taken under are replaced (a trace setting
+        request changed them): what they collected is saved as Triton saves a replaced
+        setting's traces, to the next indexed file where they had a log frequency, else
+        into PATH, apart from what the new settings collect (a trace count of the new ones
+        counts only its own)."""
+        frequency = self.frequency(owner)  # the replaced settings', before any change
+        self._writer.submit(self._retire, owner, frequency)
+
+    def _retire(self, owner: str | None, frequency: int) -> None:
+        with self._lock:
+            if not self._traces.get(owner):
+                return
+            if frequency:
+                self._write_indexed(owner)
+            else:
+                self._plain += self._traces[owner]
+                self._traces[owner] = []
 
     def flush(self) -> None:
         """Wait until the traces added so far are made (and written, where their turn came)."""
@@ -122,11 +148,11 @@ class TraceFile:
                     self._write_indexed(owner)
                 else:  # no frequency of its own: with the others, into PATH
                     self._traces[None] += self._traces.pop(owner)
-            if not self._traces[None]:
-                return
-            if self._frequencies[None]:
+            if self._traces[None] and self._frequencies[None]:
                 self._write_indexed(None)
-            else:
+            self._traces[None] = self._plain + self._traces[None]
+            self._plain = []
+            if self._traces[None]:
                 self._write(self.path, None)
 
     def set_log_frequency(self, log_frequency: int | None, owner: str | None = None) -> None:

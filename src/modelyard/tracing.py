@@ -57,6 +57,8 @@ from modelyard.trace_file import TraceFile, tensor_record
 from modelyard.types import v2_datatype
 
 LEVELS = ("OFF", "TIMESTAMPS", "TENSORS")
+# the key of a file trace's context (``RequestTrace.model_context``)
+TRITON_TRACE_ID = "triton_trace_id"
 DEFAULT_URL = "http://localhost:4318/v1/traces"  # Triton's default collector address
 _SETTINGS = (  # Triton's names
     "trace_level",
@@ -135,14 +137,16 @@ class RequestTrace:
     # Triton's span of the model's request, open while it executes (its context is what
     # the model sees: pb_utils' request.trace().get_context(), and what its BLS calls join)
     model_span: Any = None
+    parent_id: int | None = None  # a model's own call's: its caller's trace (to a file)
 
     def model_context(self) -> str | None:
-        """The W3C trace context a model sees of this request, as Triton's python backend
-        gives it (JSON: ``{"traceparent": ...}``); None when its spans are not OpenTelemetry
-        spans (traces to a file)."""
+        """The trace context a model's calls carry of this request: the W3C context, as
+        Triton's python backend gives it (JSON: ``{"traceparent": ...}``), or, where traces
+        go to a file, this trace's id (``{"triton_trace_id": "N"}``, which the model's
+        ``get_context()`` does not show, as Triton's shows none then)."""
         span = self.model_span or self.root
         if span is None:
-            return None
+            return json.dumps({TRITON_TRACE_ID: str(self.trace_id)}) if self.trace_id else None
         from opentelemetry.propagate import inject
         from opentelemetry.trace import set_span_in_context
 
@@ -207,6 +211,7 @@ class Tracing:
         self._options = options or []
         self._tracer: Any = None
         self._file = None if file is None else TraceFile(file, log_frequency)
+        self._unfiled_frequency = log_frequency  # reported where there is no file
         self._last_id = 0
         self._offset_ns = time.time_ns() - time.monotonic_ns()
         self.on = False
@@ -236,7 +241,12 @@ class Tracing:
             "trace_count": str(count),
         }
         if self.mode == "triton":  # the file's settings are Triton's mode's alone
-            frequency = self._file.frequency(model if own else None) if self._file else 0
+            if self._file is not None:
+                frequency = self._file.frequency(model if own else None)
+            elif own is not None and own.log_frequency is not None:
+                frequency = own.log_frequency
+            else:
+                frequency = self._unfiled_frequency
             said["log_frequency"] = str(frequency)
             said["trace_file"] = str(self._file.path) if self._file else ""
         said["trace_mode"] = self.mode
@@ -253,6 +263,8 @@ class Tracing:
         frequency_given = "log_frequency" in parsed
         frequency = parsed.pop("log_frequency", None)
         self._check_applicable(parsed.get("trace_level"), frequency, model)
+        if self._file is not None and (model is None or model in self.models):
+            self._file.retire(model)  # as Triton replaces the settings object
         target = self.models.setdefault(model, ModelTraceSettings()) if model else None
         for name, value in parsed.items():
             key = {"trace_level": "level", "trace_rate": "rate", "trace_count": "count"}[name]
@@ -262,6 +274,8 @@ class Tracing:
                 setattr(self, key, self._defaults[key] if value is None else value)
         if frequency_given and self._file is not None:
             self._file.set_log_frequency(frequency, model)
+        elif frequency_given and target is None:
+            self._unfiled_frequency = 0 if frequency is None else frequency
         if target is not None:
             target.log_frequency = frequency if frequency_given else target.log_frequency
             if target.empty():  # nothing of its own: the global settings, as Triton
@@ -278,6 +292,8 @@ class Tracing:
         for name, value in changes.items():
             if name not in _SETTINGS:
                 raise _bad(f"unknown trace setting '{shown(str(name), 40)}'")
+            if name == "trace_file":  # as Triton: any request that names it, even as it is
+                raise _bad(*_SET_AT_START[name])
             if name in _SET_AT_START:
                 if value is None or value == self.settings(model).get(name):
                     continue
@@ -286,15 +302,14 @@ class Tracing:
         return parsed
 
     def _check_applicable(self, level: Any, frequency: Any, model: str | None) -> None:
-        """A level other than OFF needs somewhere to go; the log frequency is the file's."""
+        """A level other than OFF needs somewhere to go (a log frequency without a file is
+        kept and reported, as Triton keeps it: nothing is written either way)."""
         if level is not None and level != ["OFF"] and self.mode == "triton" and not self._file:
             raise ProtocolError.of(
                 error_rules.TRACE_FILE,
                 f"trace_level {level} in Triton's mode needs a trace file, and none was given "
                 "at start",
             )
-        if frequency is not None and not self._file:
-            raise _bad("log_frequency needs a trace file, and none was given at start")
 
     # ---- sampling and spans ---------------------------------------------
 
@@ -362,6 +377,8 @@ class Tracing:
         (``RequestTrace.model_context``): the called model's span under the caller's, in the
         caller's trace; None when the context is not one, spans are not exported, or they
         are laid out as modelyard serve's own (which has no model span to nest under)."""
+        if self._tracer is None and self._file is not None:
+            return self._file_child(model, context, arrived_ns)
         if self._tracer is None or self.spans != "triton":
             return None
         from opentelemetry.propagate import extract
@@ -382,8 +399,27 @@ class Tracing:
         trace.model_span = self._start_model_span(parent, model, arrived_ns, context=True)
         return trace
 
+    def _file_child(self, model: str, context: str, arrived_ns: int) -> RequestTrace | None:
+        """A model's own call made while its request is traced to the file: a trace of its
+        own whose ``parent_id`` is the caller's (as Triton's BLS calls are traced)."""
+        try:
+            parent = int(json.loads(context)[TRITON_TRACE_ID])
+        except (ValueError, TypeError, KeyError, IndexError):
+            return None  # not a file trace's context
+        if not 0 < parent <= self._last_id:
+            return None
+        trace = RequestTrace(model, None, None, "bls", None, arrived_ns)
+        self._last_id += 1
+        trace.trace_id = self._last_id
+        trace.parent_id = parent
+        return trace
+
     def finish_child(self, trace: RequestTrace, model_version: str, answered_ns: int) -> None:
-        """End a model's own call's spans (``begin_child``) from the times it gathered."""
+        """Record a model's own call (``begin_child``) from the times it gathered: its
+        spans, or its trace in the file."""
+        if trace.model_span is None:
+            self.finish(trace, model_version, answered_ns)
+            return
         results = max(answered_ns, trace.arrived_ns)
         self._end_model_span(trace.model_span, model_version, trace.arrived_ns, results,
                              trace.timing, trace.trace_id)  # fmt: skip
@@ -617,20 +653,24 @@ def _triton_records(
     }
     if trace.request_id:
         head["request_id"] = trace.request_id
+    if trace.parent_id is not None:  # a model's own call: no wire of its own
+        head["parent_id"] = trace.parent_id
     wire = "GRPC_WAITREAD" if trace.protocol == "grpc" else "HTTP_RECV"
     send = "GRPC_SEND" if trace.protocol == "grpc" else "HTTP_SEND"
     arrived = trace.arrived_ns
     results = max(trace.results_ns, trace.admitted_ns, arrived)
-    stamps = [(f"{wire}_START", arrived), (f"{wire}_END", arrived), ("REQUEST_START", arrived)]
-    stamps += _execution_stamps(trace.timing)
+    stamps = [] if trace.parent_id is not None else [(f"{wire}_START", arrived),
+                                                     (f"{wire}_END", arrived)]  # fmt: skip
+    stamps += [("REQUEST_START", arrived), *_execution_stamps(trace.timing)]
     if len(trace.timing) >= 5:
         results = max(results, trace.timing[4])
-    stamps += [
-        ("REQUEST_END", results),
-        ("INFER_RESPONSE_COMPLETE", results),
-        (f"{send}_START", results),
-        (f"{send}_END", max(sent_ns, results)),
-    ]
+    stamps.append(("REQUEST_END", results))
+    if trace.parent_id is None:
+        stamps += [
+            ("INFER_RESPONSE_COMPLETE", results),
+            (f"{send}_START", results),
+            (f"{send}_END", max(sent_ns, results)),
+        ]
     records: list[Any] = [head]
     records += [{"id": trace_id, "timestamps": [{"name": n, "ns": ns}]} for n, ns in stamps]
     for name, (datatype, array) in (trace.inputs or {}).items():
@@ -713,6 +753,9 @@ def unknown_model(model: str) -> ProtocolError:
     )
 
 
+_INT32_MIN, _INT32_MAX, _UINT32_MAX = -(2**31), 2**31 - 1, 2**32 - 1
+
+
 def _parse(name: str, value: Any) -> Any:
     if name == "trace_level":
         levels = value if isinstance(value, list) else [value]
@@ -727,6 +770,10 @@ def _parse(name: str, value: Any) -> Any:
         number = int(text)
     except (TypeError, ValueError):
         raise _bad(f"{name} must be an integer, not {shown(repr(value), 40)}") from None
+    if not _INT32_MIN <= number <= _INT32_MAX:  # where Triton's parse of an int ends
+        low, high = ("-1", str(_INT32_MAX)) if name == "trace_count" else ("0", str(_UINT32_MAX))
+        raise _bad(f"Unable to parse '{name}', value is out of range [ {low}, {high} ], "
+                   f"got: {shown(str(text), 40)}", triton=True)  # fmt: skip
     if name == "trace_rate" and number < 1:
         raise _bad("trace_rate must be at least 1")
     if name == "trace_count" and number < -1:

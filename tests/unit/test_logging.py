@@ -78,12 +78,14 @@ def test_a_bad_setting_is_refused_and_nothing_changes(change: dict[str, object])
     assert settings.as_triton() == before
 
 
-def test_the_log_file_given_at_start_is_reported_and_kept(tmp_path: Path) -> None:
+def test_the_log_file_given_at_start_is_reported_and_a_request_naming_it_refused(
+    tmp_path: Path,
+) -> None:
     settings = LogSettings()
     settings.file = tmp_path / "server.log"
-    assert settings.update({"log_file": str(tmp_path / "server.log")})["log_file"] == str(
-        tmp_path / "server.log"
-    )
+    assert settings.as_triton()["log_file"] == str(tmp_path / "server.log")
+    with pytest.raises(ProtocolError):  # as Triton: even the file it writes
+        settings.update({"log_file": str(tmp_path / "server.log")})
 
 
 def test_a_log_file_from_a_request_is_refused_in_tritons_words_first() -> None:

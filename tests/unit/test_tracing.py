@@ -726,3 +726,77 @@ def test_the_batch_span_processor_takes_tritons_bsp_settings() -> None:
     assert (processor.max_queue_size, processor.schedule_delay_millis,
             processor.max_export_batch_size) == (64, 250, 32)  # fmt: skip
     tracing.shutdown()
+
+
+def test_a_count_set_later_counts_its_own_and_the_replaced_settings_traces_go_to_the_file(
+    tmp_path: Path,
+) -> None:
+    """As Triton replaces its settings object: what the old settings collected is saved
+    when a request changes them (to PATH without a log frequency), apart from the new."""
+    slow_double(tmp_path / "models")
+    tracing = Tracing(level=["TIMESTAMPS"], rate=1, file=tmp_path / "count.json")
+
+    async def scenario() -> None:
+        async with running_dataplane(tmp_path / "models", ControlMode.NONE) as dp:
+            app = HttpFrontend(dp, tracing=tracing)
+            for sent in range(7):
+                if sent == 4:
+                    tracing.update({"trace_count": "2"})
+                body, header_length = binary_request(np.ones((1, 2), np.float32))
+                assert (await post(app, body, header_length))[0] == 200
+
+    asyncio.run(scenario())
+    tracing.flush()
+    assert [r["id"] for r in _read(tmp_path / "count.json.0") if "model_name" in r] == [5, 6]
+    assert tracing.settings()["trace_count"] == "0"
+    tracing.shutdown()
+    assert [r["id"] for r in _read(tmp_path / "count.json") if "model_name" in r] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [("trace_rate", "[ 0, 4294967295 ]"), ("trace_count", "[ -1, 2147483647 ]"),
+     ("log_frequency", "[ 0, 4294967295 ]")],
+)  # fmt: skip
+def test_a_number_past_tritons_int_is_refused_in_its_words(name: str, said: str) -> None:
+    tracing = Tracing(mode="opentelemetry")
+    with pytest.raises(ProtocolError) as refused:
+        tracing.update({name: "10000000000"})
+    assert refused.value.line().startswith(
+        f"Unable to parse '{name}', value is out of range {said}, got: 10000000000"
+    )
+    if name != "log_frequency":  # the file's setting: Triton's mode's alone
+        assert tracing.update({name: "2147483647"})[name] == "2147483647"
+
+
+def test_a_log_frequency_without_a_trace_file_is_kept_and_reported() -> None:
+    tracing = Tracing()
+    assert tracing.update({"log_frequency": "3"})["log_frequency"] == "3"
+    assert tracing.update({"log_frequency": "1"}, model="m")["log_frequency"] == "1"
+    assert tracing.settings()["log_frequency"] == "3"
+    assert tracing.update({"log_frequency": None})["log_frequency"] == "0"
+
+
+def test_a_models_own_call_traced_to_the_file_is_a_trace_with_its_callers_parent_id(
+    tmp_path: Path,
+) -> None:
+    from modelyard.engines.pb_utils import InferenceTrace
+
+    tracing = Tracing(level=["TIMESTAMPS"], rate=1, file=tmp_path / "bls.json")
+    caller = tracing.begin("bls", "1", None, "http", {}, time.monotonic_ns())
+    assert caller is not None
+    context = caller.model_context()
+    assert context is not None and InferenceTrace(context).get_context() is None  # as Triton's
+    child = tracing.begin_child("simple", context, time.monotonic_ns())
+    assert child is not None and child.parent_id == caller.trace_id
+    assert tracing.begin_child("simple", '{"triton_trace_id": "99"}', 0) is None  # no such
+    assert tracing.begin_child("simple", "not json", 0) is None
+    tracing.finish_child(child, "1", time.monotonic_ns())
+    tracing.finish(caller, "1", time.monotonic_ns())
+    tracing.shutdown()
+    records = _read(tmp_path / "bls.json")
+    heads = {r["id"]: r for r in records if "model_name" in r}
+    assert heads[child.trace_id]["parent_id"] == caller.trace_id
+    assert "parent_id" not in heads[caller.trace_id]
+    stamps = [name for name, _ in _stamps(records, child.trace_id)]
+    assert stamps[0] == "REQUEST_START" and not any(n.startswith("HTTP") for n in stamps)

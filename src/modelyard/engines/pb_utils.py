@@ -242,15 +242,22 @@ class Tensor:
         return "BYTES" if self._array.dtype == np.object_ else str(self._array.dtype)
 
 
+# a request traced to a file: its context is its trace's id (modelyard.tracing's)
+_FILE_TRACE = '{"triton_trace_id"'
+
+
 class InferenceTrace:
     """A request's trace, as Triton's python backend gives it (``request.trace()``)."""
 
     def __init__(self, context: str | None = None) -> None:
-        self._context = context or None
+        self._context = context or None  # what the model's own calls carry
 
     def get_context(self) -> str | None:
         """The request's W3C trace context as JSON (``{"traceparent": ...}``) when the
-        server traces it with OpenTelemetry, else None."""
+        server traces it with OpenTelemetry, else None (a request traced to a file
+        carries only its trace's id, for the model's own calls)."""
+        if self._context is not None and self._context.startswith(_FILE_TRACE):
+            return None
         return self._context
 
 
@@ -436,7 +443,7 @@ class InferenceRequest:
             id=self._id or None,
             parameters=self._call_parameters(),
             principals=principals,  # whom it is for
-            trace_parent=self._trace.get_context(),
+            trace_parent=self._trace._context,
         )
         if decoupled:  # its responses as they come: an iterator
             return _responses(infer, request)
