@@ -403,6 +403,9 @@ class ControlPlane:
             instance = by_pid.get(pid)
             if instance is None:  # stopped meanwhile, or not an instance of this state
                 continue
+            if instance.name in self._seen_dead:  # healing saw it gone first: its status only
+                self.supervisor.exit_status_known(_slot_key(instance), code)
+                continue
             self.supervisor.instance_exited(_slot_key(instance), instance.name, pid, code, ran_for)
             self._seen_dead.add(instance.name)
         self._heal_now.set()
@@ -580,7 +583,7 @@ class ControlPlane:
             )  # fmt: skip
 
         done: list[str] = await self.locked(replace)
-        for slot in due:
+        for slot in due if done else ():  # a round that found them replaced counts none
             self.supervisor.replaced(slot)
         for line in done:
             log.warning("instance_replaced", what=line)

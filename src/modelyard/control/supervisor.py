@@ -440,6 +440,13 @@ class Supervisor:
         )
         return wait
 
+    def exit_status_known(self, slot: str, returncode: int | None) -> None:
+        """The status of an exit already recorded without one (healing found the process
+        gone before it was reaped): the slot's last exit says it, and nothing else changes."""
+        backoff = self.slots.setdefault(slot, Backoff())
+        backoff.last_exit = exit_status(returncode)
+        self._dirty = True
+
     def may_replace(self, slot: str) -> bool:
         backoff = self.slots.get(slot)
         return backoff is None or time.monotonic() >= backoff.not_before

@@ -47,6 +47,18 @@ def test_an_exit_is_recorded_by_its_code_or_signal() -> None:
     assert describe_exit(None) == "-"
 
 
+def test_an_exit_healing_saw_first_takes_its_status_when_reaped_and_counts_once(
+    tmp_path: Path,
+) -> None:
+    supervisor = Supervisor(tmp_path, "127.0.0.1", lambda: "embedded")
+    wait = supervisor.instance_exited("s/m/cpu/dc1/0", "m@r1", 123, None, float("inf"))
+    assert wait == 0.0 and supervisor.slots["s/m/cpu/dc1/0"].last_exit == exit_status(None)
+    supervisor.exit_status_known("s/m/cpu/dc1/0", -signal.SIGKILL)
+    slot = supervisor.slots["s/m/cpu/dc1/0"]
+    assert slot.last_exit == exit_status(-signal.SIGKILL)  # the reaped status, at last
+    assert (slot.quick_exits, slot.delay) == (1, 0.0)  # one exit: no wait added for it
+
+
 @pytest.fixture
 def pretend_gateways() -> Iterator[list[subprocess.Popen[bytes]]]:
     """Processes whose command line names the service, as a gateway's does."""
