@@ -52,10 +52,11 @@ def test_an_exit_healing_saw_first_takes_its_status_when_reaped_and_counts_once(
 ) -> None:
     supervisor = Supervisor(tmp_path, "127.0.0.1", lambda: "embedded")
     wait = supervisor.instance_exited("s/m/cpu/dc1/0", "m@r1", 123, None, float("inf"))
-    assert wait == 0.0 and supervisor.slots["s/m/cpu/dc1/0"].last_exit == exit_status(None)
+    unknown = supervisor.slots["s/m/cpu/dc1/0"].last_exit
+    assert wait == 0.0 and unknown is not None and unknown["known"] is False
     supervisor.exit_status_known("s/m/cpu/dc1/0", -signal.SIGKILL)
     slot = supervisor.slots["s/m/cpu/dc1/0"]
-    assert slot.last_exit == exit_status(-signal.SIGKILL)  # the reaped status, at last
+    assert slot.last_exit is not None and slot.last_exit["signal"] == "SIGKILL"  # at last
     assert (slot.quick_exits, slot.delay) == (1, 0.0)  # one exit: no wait added for it
 
 
