@@ -76,6 +76,13 @@ class Script:
             done = harness.run_script(self.host, harness.CLIENT_EXAMPLES / client, cwd=self.work)
             self.expect(done.returncode == 0, f"{client}: {(done.stdout + done.stderr)[-800:]}")
 
+    def file_records(self, console: Path, at_least: int) -> None:
+        """test.sh's counts after traffic with a log file: its records in the file, none
+        on the console."""
+        written = records(self.file())
+        self.expect(written >= at_least, f"log file: {written} records, test.sh wants {at_least}")
+        self.expect(records(console.read_text()) == 0, "records on the console with a file")
+
     def file(self, name: str = "log_file.log") -> str:
         path = self.work / name
         return path.read_text(errors="replace") if path.exists() else ""
@@ -98,9 +105,7 @@ def test_logging_script(host: LoopbackHost, tmp_path: Path) -> None:
     with script.server("--log-file=log_file.log", log="server_log_file.log") as console:
         script.settings("log_file.log", "true", "true", "true", "0", "default")
         script.clients()
-        written = records(script.file())
-        script.expect(written >= 19, f"log file holds {written} records, test.sh wants 19")
-        script.expect(records(console.read_text()) == 0, "records on the console with a file")
+        script.file_records(console, at_least=19)
 
     (work / "log_file.log").unlink()
     with script.server("--log-file=log_file.log", "--log-verbose=1", log="dynamic.log") as console:
@@ -109,9 +114,7 @@ def test_logging_script(host: LoopbackHost, tmp_path: Path) -> None:
         script.expect(refusal in body, f"log_file refusal: {body}")
         script.settings("log_file.log", "true", "true", "true", "1", "default")
         script.clients()
-        written = records(script.file())
-        script.expect(written >= 31, f"log file holds {written} records, test.sh wants 31")
-        script.expect(records(console.read_text()) == 0, "records on the console with a file")
+        script.file_records(console, at_least=31)
 
     (work / "log_file.log").unlink()
     with script.server("--log-file=log_file.log", "--log-info=false", "--log-verbose=1",
