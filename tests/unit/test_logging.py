@@ -67,6 +67,7 @@ def test_the_documentation_s_plural_names_are_triton_s_singular_ones() -> None:
         {"log_format": "xml"},
         {"log_colour": True},
         {"log_info": False, "log_file": "/etc/passwd"},  # no path from a request
+        {"log_file": None},  # as Triton: a request that names it at all
     ],
 )
 def test_a_bad_setting_is_refused_and_nothing_changes(change: dict[str, object]) -> None:

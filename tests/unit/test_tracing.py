@@ -86,6 +86,8 @@ def test_settings_read_and_change_as_tritons_globally_and_per_model() -> None:
         {"trace_rate": "often"},
         {"trace_count": "-2"},
         {"trace_file": "/etc/passwd"},
+        {"trace_file": None},  # as Triton: a request that names it at all
+        {"trace_rate": "-99999999999"},  # past Triton's int, below
         {"trace_mode": "triton"},
         {"colour": "blue"},
     ],
